@@ -1,0 +1,102 @@
+//! Actions: the user's view of a workflow, Hetzner style.
+
+use crate::id::{ActionId, TenantId};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use uuid::Uuid;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ActionStatus {
+    Running,
+    Success,
+    Error,
+}
+
+impl ActionStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ActionStatus::Running => "running",
+            ActionStatus::Success => "success",
+            ActionStatus::Error => "error",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "running" => Some(Self::Running),
+            "success" => Some(Self::Success),
+            "error" => Some(Self::Error),
+            _ => None,
+        }
+    }
+}
+
+/// What an action does. Persisted as its string: never rename one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Command {
+    CreateVm,
+    DeleteVm,
+}
+
+impl Command {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Command::CreateVm => "create_vm",
+            Command::DeleteVm => "delete_vm",
+        }
+    }
+}
+
+impl fmt::Display for Command {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Kinds of resources an action can touch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResourceType {
+    Vm,
+    Volume,
+}
+
+impl ResourceType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ResourceType::Vm => "vm",
+            ResourceType::Volume => "volume",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "vm" => Some(Self::Vm),
+            "volume" => Some(Self::Volume),
+            _ => None,
+        }
+    }
+}
+
+/// Why an action failed, in words a user understands.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ActionFailure {
+    pub code: String,
+    pub message: String,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Action {
+    pub id: ActionId,
+    pub tenant: TenantId,
+    pub command: String,
+    pub status: ActionStatus,
+    pub progress: u8,
+    pub started: DateTime<Utc>,
+    pub finished: Option<DateTime<Utc>>,
+    pub resources: Vec<(ResourceType, Uuid)>,
+    pub error: Option<ActionFailure>,
+}

@@ -1,0 +1,204 @@
+//! The one error enum a caller can act on, shared by every layer.
+//!
+//! Each variant maps to exactly one public error code (see [`Error::code`]);
+//! transports map codes to HTTP statuses or gRPC codes once. Internal causes are
+//! kept as `#[source]` for the logs and never reach the client.
+
+use serde::Serialize;
+use uuid::Uuid;
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// One rejected input field and why, named by its JSON path (`specs.req.cpu.numberOfCores`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct FieldError {
+    pub name: String,
+    pub messages: Vec<String>,
+}
+
+/// A quota that a request would exceed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct LimitExceeded {
+    pub name: String,
+    pub quota: i64,
+    pub current: i64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{kind} not found")]
+    NotFound { kind: &'static str, id: String },
+
+    #[error("invalid input in fields {}", field_names(.fields))]
+    InvalidInput { fields: Vec<FieldError> },
+
+    #[error("malformed JSON: {message}")]
+    Json { message: String },
+
+    #[error("{message}")]
+    Conflict { message: String },
+
+    #[error("{kind} {id} is locked by a running action")]
+    Locked { kind: &'static str, id: String, action_id: Uuid },
+
+    #[error("{kind} with this {field} already exists")]
+    AlreadyExists { kind: &'static str, field: String },
+
+    #[error("quota exceeded")]
+    QuotaExceeded { limits: Vec<LimitExceeded> },
+
+    #[error("no capacity available: {reason}")]
+    InsufficientCapacity { reason: String },
+
+    #[error("service temporarily unavailable: {message}")]
+    Unavailable { message: String },
+
+    #[error("request timed out")]
+    Timeout,
+
+    #[error("unauthorized")]
+    Unauthorized,
+
+    #[error("forbidden: {message}")]
+    Forbidden { message: String },
+
+    #[error("internal error: {context}")]
+    Internal {
+        context: String,
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
+    },
+}
+
+fn field_names(fields: &[FieldError]) -> String {
+    fields.iter().map(|f| f.name.as_str()).collect::<Vec<_>>().join(", ")
+}
+
+impl Error {
+    pub fn not_found(kind: &'static str, id: impl ToString) -> Self {
+        Error::NotFound { kind, id: id.to_string() }
+    }
+
+    /// A single bad field.
+    pub fn invalid(field: impl Into<String>, message: impl Into<String>) -> Self {
+        Error::InvalidInput {
+            fields: vec![FieldError { name: field.into(), messages: vec![message.into()] }],
+        }
+    }
+
+    pub fn internal(context: impl Into<String>) -> Self {
+        Error::Internal { context: context.into(), source: None }
+    }
+
+    pub fn internal_from(
+        context: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        Error::Internal { context: context.into(), source: Some(Box::new(source)) }
+    }
+
+    /// The public, stable error code (Hetzner's vocabulary).
+    pub fn code(&self) -> &'static str {
+        match self {
+            Error::NotFound { .. } => "not_found",
+            Error::InvalidInput { .. } => "invalid_input",
+            Error::Json { .. } => "json_error",
+            Error::Conflict { .. } => "conflict",
+            Error::Locked { .. } => "locked",
+            Error::AlreadyExists { .. } => "uniqueness_error",
+            Error::QuotaExceeded { .. } => "resource_limit_exceeded",
+            Error::InsufficientCapacity { .. } => "resource_unavailable",
+            Error::Unavailable { .. } => "service_error",
+            Error::Timeout => "timeout",
+            Error::Unauthorized => "unauthorized",
+            Error::Forbidden { .. } => "forbidden",
+            Error::Internal { .. } => "service_error",
+        }
+    }
+
+    /// The message a client may see. Internal details never leave the process.
+    pub fn public_message(&self) -> String {
+        match self {
+            Error::NotFound { kind, .. } => format!("{kind} not found"),
+            Error::InvalidInput { fields } => {
+                format!("invalid input in fields {}", field_names(fields))
+            }
+            Error::Internal { .. } => "internal error, please retry later".to_owned(),
+            other => other.to_string(),
+        }
+    }
+
+    /// Machine-readable details, per code.
+    pub fn details(&self) -> serde_json::Value {
+        use serde_json::json;
+        match self {
+            Error::InvalidInput { fields } => json!({ "fields": fields }),
+            Error::Locked { action_id, .. } => json!({ "action_id": action_id }),
+            Error::AlreadyExists { field, .. } => json!({ "fields": [{ "name": field }] }),
+            Error::QuotaExceeded { limits } => json!({ "limits": limits }),
+            _ => json!({}),
+        }
+    }
+}
+
+/// Collects field errors while validating a request, so that every bad field
+/// is reported at once instead of the first one only.
+#[derive(Debug, Default)]
+pub struct FieldErrors {
+    fields: Vec<FieldError>,
+}
+
+impl FieldErrors {
+    pub fn add(&mut self, name: impl Into<String>, message: impl Into<String>) {
+        let name = name.into();
+        let message = message.into();
+        match self.fields.iter_mut().find(|f| f.name == name) {
+            Some(f) => f.messages.push(message),
+            None => self.fields.push(FieldError { name, messages: vec![message] }),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.fields.is_empty()
+    }
+
+    pub fn has(&self, name: &str) -> bool {
+        self.fields.iter().any(|f| f.name == name)
+    }
+
+    /// `Ok(value)` when nothing was rejected.
+    pub fn finish<T>(self, value: T) -> Result<T> {
+        if self.fields.is_empty() {
+            Ok(value)
+        } else {
+            Err(Error::InvalidInput { fields: self.fields })
+        }
+    }
+
+    pub fn into_error(self) -> Option<Error> {
+        (!self.fields.is_empty()).then_some(Error::InvalidInput { fields: self.fields })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn field_errors_merge_messages_per_field() {
+        let mut errs = FieldErrors::default();
+        errs.add("a", "one");
+        errs.add("b", "two");
+        errs.add("a", "three");
+        let Err(Error::InvalidInput { fields }) = errs.finish(()) else { panic!("expected error") };
+        assert_eq!(fields.len(), 2);
+        assert_eq!(fields[0].messages, vec!["one", "three"]);
+    }
+
+    #[test]
+    fn internal_errors_do_not_leak() {
+        let e = Error::internal("database exploded at 10.0.0.3");
+        assert_eq!(e.code(), "service_error");
+        assert!(!e.public_message().contains("10.0.0.3"));
+    }
+}

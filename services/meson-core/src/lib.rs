@@ -1,0 +1,21 @@
+//! meson's domain: typed ids, validated specs, the error enum, flavours and naming.
+//!
+//! Nothing here knows about HTTP, SQL or AtomOS's wire format: the API, the
+//! database layer and the driver convert to and from these types at their edges.
+
+pub mod action;
+pub mod cloudinit;
+pub mod error;
+pub mod flavor;
+pub mod id;
+pub mod labels;
+pub mod naming;
+pub mod os;
+pub mod parse;
+pub mod ssh;
+pub mod target;
+pub mod vm;
+pub mod volume;
+
+pub use error::{Error, FieldError, Result};
+pub use id::{ActionId, JobId, TargetId, TenantId, VmId, VolumeId};

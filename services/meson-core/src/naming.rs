@@ -1,0 +1,69 @@
+//! Names meson gives things on AtomOS.
+//!
+//! AtomOS keeps no labels and `register` returns no id, so ownership is
+//! encoded in names: a crashed step finds what it created by name instead of
+//! creating a second one. Names match AtomOS's `^[a-zA-Z0-9-]+$`.
+
+use crate::id::VmId;
+
+/// Checks a name AtomOS can hold: `^[a-zA-Z0-9-]+$`, at most `max` characters,
+/// not starting or ending with `-` (it doubles as the guest's hostname).
+pub fn check_atomos_name(name: &str, max: usize) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("must not be empty".into());
+    }
+    if name.len() > max {
+        return Err(format!("must be at most {max} characters"));
+    }
+    if !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
+        return Err("may contain only letters, digits and '-' (AtomOS names: ^[a-zA-Z0-9-]+$)".into());
+    }
+    if name.starts_with('-') || name.ends_with('-') {
+        return Err("must not start or end with '-'".into());
+    }
+    Ok(())
+}
+
+/// The VM's name on AtomOS: `vm-<id without dashes>`.
+pub fn vm_atomos_name(id: VmId) -> String {
+    format!("vm-{}", id.0.simple())
+}
+
+/// Prefix shared by every volume a VM owns on AtomOS.
+pub fn vm_volume_prefix(id: VmId) -> String {
+    format!("{}-", vm_atomos_name(id))
+}
+
+pub fn vm_boot_volume_name(id: VmId) -> String {
+    format!("{}boot", vm_volume_prefix(id))
+}
+
+pub fn vm_cloudinit_volume_name(id: VmId) -> String {
+    format!("{}cloudinit", vm_volume_prefix(id))
+}
+
+pub fn vm_data_volume_name(id: VmId, index: usize) -> String {
+    format!("{}data{index}", vm_volume_prefix(id))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generated_names_are_valid_atomos_names() {
+        let id = VmId::new();
+        for n in [vm_atomos_name(id), vm_boot_volume_name(id), vm_data_volume_name(id, 3)] {
+            check_atomos_name(&n, 63).unwrap();
+            assert!(n.starts_with(&vm_atomos_name(id)));
+        }
+    }
+
+    #[test]
+    fn rejects_bad_names() {
+        assert!(check_atomos_name("my_vm", 63).is_err());
+        assert!(check_atomos_name("-x", 63).is_err());
+        assert!(check_atomos_name("", 63).is_err());
+        assert!(check_atomos_name("ok-name-1", 63).is_ok());
+    }
+}

@@ -1,0 +1,320 @@
+//! A path-tracking reader over `serde_json::Value` for inbound payloads.
+//!
+//! Real clients send booleans as `"True"`/`"False"` strings or 0/1, and we
+//! must name *every* bad field (not serde's first error) and report unknown
+//! fields as warnings. So request parsing walks the JSON tree itself, keeping
+//! the dotted path of every value it reads.
+
+use crate::error::FieldErrors;
+use serde::Serialize;
+use serde_json::{Map, Value};
+use std::ops::RangeInclusive;
+
+/// A non-fatal remark about a request, returned in the response's `warnings`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct Warning {
+    pub field: String,
+    pub message: String,
+}
+
+/// Collects errors and warnings while a payload is read.
+#[derive(Debug, Default)]
+pub struct Parser {
+    pub errors: FieldErrors,
+    pub warnings: Vec<Warning>,
+}
+
+/// An object being read; remembers which keys were consumed so the rest can
+/// be reported as unknown.
+pub struct Obj<'a> {
+    path: String,
+    map: &'a Map<String, Value>,
+    known: Vec<&'static str>,
+}
+
+pub fn join(path: &str, key: &str) -> String {
+    if path.is_empty() { key.to_owned() } else { format!("{path}.{key}") }
+}
+
+/// JSON type name for error messages.
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+impl<'a> Obj<'a> {
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// Looks a key up and marks it as known. `null` counts as absent.
+    pub fn get(&mut self, key: &'static str) -> (String, Option<&'a Value>) {
+        self.known.push(key);
+        let v = self.map.get(key).filter(|v| !v.is_null());
+        (join(&self.path, key), v)
+    }
+
+    /// Marks keys as known without reading them (accepted aliases, ignored fields).
+    pub fn accept(&mut self, keys: &[&'static str]) {
+        self.known.extend_from_slice(keys);
+    }
+
+    pub fn keys(&self) -> impl Iterator<Item = &'a String> {
+        self.map.keys()
+    }
+}
+
+impl Parser {
+    /// The top-level value must be an object.
+    pub fn root<'a>(&mut self, v: &'a Value) -> Option<Obj<'a>> {
+        self.object_at(String::new(), v)
+    }
+
+    fn object_at<'a>(&mut self, path: String, v: &'a Value) -> Option<Obj<'a>> {
+        match v {
+            Value::Object(map) => Some(Obj { path, map, known: Vec::new() }),
+            other => {
+                let name = if path.is_empty() { "(body)".to_owned() } else { path };
+                self.errors.add(name, format!("must be an object, got {}", kind(other)));
+                None
+            }
+        }
+    }
+
+    /// Reports the keys of `obj` that were never read.
+    pub fn done(&mut self, obj: Obj<'_>) {
+        for key in obj.map.keys() {
+            if !obj.known.iter().any(|k| k == key) {
+                self.warnings.push(Warning {
+                    field: join(&obj.path, key),
+                    message: "unknown field, ignored".to_owned(),
+                });
+            }
+        }
+    }
+
+    pub fn missing(&mut self, path: String) {
+        self.errors.add(path, "is required");
+    }
+
+    pub fn object<'a>(
+        &mut self,
+        o: &mut Obj<'a>,
+        key: &'static str,
+        required: bool,
+    ) -> Option<Obj<'a>> {
+        match o.get(key) {
+            (path, Some(v)) => self.object_at(path, v),
+            (path, None) => {
+                if required {
+                    self.missing(path);
+                }
+                None
+            }
+        }
+    }
+
+    /// Accepts JSON booleans, the strings "true"/"false" in any case, and 0/1.
+    pub fn bool(&mut self, o: &mut Obj<'_>, key: &'static str) -> Option<bool> {
+        let (path, v) = o.get(key);
+        let v = v?;
+        let parsed = match v {
+            Value::Bool(b) => Some(*b),
+            Value::String(s) if s.eq_ignore_ascii_case("true") => Some(true),
+            Value::String(s) if s.eq_ignore_ascii_case("false") => Some(false),
+            Value::Number(n) if n.as_u64() == Some(1) => Some(true),
+            Value::Number(n) if n.as_u64() == Some(0) => Some(false),
+            _ => None,
+        };
+        if parsed.is_none() {
+            self.errors.add(
+                path,
+                format!("must be a boolean (true/false, \"True\"/\"False\" or 0/1), got {}", kind(v)),
+            );
+        }
+        parsed
+    }
+
+    /// An integer within `range`; integral floats such as `4096.0` are accepted.
+    pub fn int(
+        &mut self,
+        o: &mut Obj<'_>,
+        key: &'static str,
+        range: RangeInclusive<i64>,
+        required: bool,
+    ) -> Option<i64> {
+        let (path, v) = o.get(key);
+        let Some(v) = v else {
+            if required {
+                self.missing(path);
+            }
+            return None;
+        };
+        self.int_value(path, v, range)
+    }
+
+    pub fn int_value(&mut self, path: String, v: &Value, range: RangeInclusive<i64>) -> Option<i64> {
+        let n = match v {
+            Value::Number(n) => n
+                .as_i64()
+                .or_else(|| n.as_f64().filter(|f| f.fract() == 0.0 && f.abs() < 9e15).map(|f| f as i64)),
+            _ => None,
+        };
+        match n {
+            Some(n) if range.contains(&n) => Some(n),
+            Some(n) => {
+                self.errors.add(
+                    path,
+                    format!("must be between {} and {}, got {n}", range.start(), range.end()),
+                );
+                None
+            }
+            None => {
+                self.errors.add(path, format!("must be an integer, got {}", kind(v)));
+                None
+            }
+        }
+    }
+
+    /// A finite number within `range` (inclusive).
+    pub fn float(
+        &mut self,
+        o: &mut Obj<'_>,
+        key: &'static str,
+        range: RangeInclusive<f64>,
+    ) -> Option<f64> {
+        let (path, v) = o.get(key);
+        let v = v?;
+        match v.as_f64() {
+            Some(f) if f.is_finite() && range.contains(&f) => Some(f),
+            Some(f) => {
+                self.errors.add(
+                    path,
+                    format!("must be between {} and {}, got {f}", range.start(), range.end()),
+                );
+                None
+            }
+            None => {
+                self.errors.add(path, format!("must be a number, got {}", kind(v)));
+                None
+            }
+        }
+    }
+
+    pub fn string<'a>(
+        &mut self,
+        o: &mut Obj<'a>,
+        key: &'static str,
+        required: bool,
+    ) -> Option<(String, &'a str)> {
+        let (path, v) = o.get(key);
+        match v {
+            Some(Value::String(s)) => Some((path, s.as_str())),
+            Some(other) => {
+                self.errors.add(path, format!("must be a string, got {}", kind(other)));
+                None
+            }
+            None => {
+                if required {
+                    self.missing(path);
+                }
+                None
+            }
+        }
+    }
+
+    /// An array's items with their paths (`volumes[0]`).
+    pub fn array<'a>(
+        &mut self,
+        o: &mut Obj<'a>,
+        key: &'static str,
+        max_len: usize,
+    ) -> Option<Vec<(String, &'a Value)>> {
+        let (path, v) = o.get(key);
+        match v? {
+            Value::Array(items) if items.len() > max_len => {
+                self.errors.add(path, format!("must have at most {max_len} items"));
+                None
+            }
+            Value::Array(items) => {
+                Some(items.iter().enumerate().map(|(i, v)| (format!("{path}[{i}]"), v)).collect())
+            }
+            other => {
+                self.errors.add(path, format!("must be an array, got {}", kind(other)));
+                None
+            }
+        }
+    }
+
+    /// An object nested in an array.
+    pub fn item_object<'a>(&mut self, path: String, v: &'a Value) -> Option<Obj<'a>> {
+        self.object_at(path, v)
+    }
+
+    /// An array of strings.
+    pub fn strings(&mut self, o: &mut Obj<'_>, key: &'static str, max_len: usize) -> Option<Vec<String>> {
+        let items = self.array(o, key, max_len)?;
+        let mut out = Vec::with_capacity(items.len());
+        let mut ok = true;
+        for (path, v) in items {
+            match v {
+                Value::String(s) => out.push(s.clone()),
+                other => {
+                    self.errors.add(path, format!("must be a string, got {}", kind(other)));
+                    ok = false;
+                }
+            }
+        }
+        ok.then_some(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn lenient_booleans() {
+        let v = json!({"a": "True", "b": "false", "c": 1, "d": false, "e": "yes", "f": 2});
+        let mut p = Parser::default();
+        let mut o = p.root(&v).unwrap();
+        assert_eq!(p.bool(&mut o, "a"), Some(true));
+        assert_eq!(p.bool(&mut o, "b"), Some(false));
+        assert_eq!(p.bool(&mut o, "c"), Some(true));
+        assert_eq!(p.bool(&mut o, "d"), Some(false));
+        assert_eq!(p.bool(&mut o, "e"), None);
+        assert_eq!(p.bool(&mut o, "f"), None);
+        assert!(p.errors.has("e") && p.errors.has("f"));
+    }
+
+    #[test]
+    fn unknown_fields_become_warnings() {
+        let v = json!({"x": 1, "mystery": 2});
+        let mut p = Parser::default();
+        let mut o = p.root(&v).unwrap();
+        p.int(&mut o, "x", 0..=5, true);
+        p.done(o);
+        assert_eq!(p.warnings.len(), 1);
+        assert_eq!(p.warnings[0].field, "mystery");
+    }
+
+    #[test]
+    fn integers_reject_strings_and_out_of_range() {
+        let v = json!({"a": "2", "b": 4096.0, "c": 99, "d": 1.5});
+        let mut p = Parser::default();
+        let mut o = p.root(&v).unwrap();
+        assert_eq!(p.int(&mut o, "a", 0..=10, true), None);
+        assert_eq!(p.int(&mut o, "b", 0..=10000, true), Some(4096));
+        assert_eq!(p.int(&mut o, "c", 0..=10, true), None);
+        assert_eq!(p.int(&mut o, "d", 0..=10, true), None);
+        assert_eq!(p.int(&mut o, "missing", 0..=10, true), None);
+        assert!(p.errors.has("missing"));
+    }
+}

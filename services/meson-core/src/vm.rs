@@ -1,0 +1,614 @@
+//! Virtual machines: the validated spec built from the inbound request, and statuses.
+
+use crate::error::{FieldErrors, Result};
+use crate::labels::{self, Labels};
+use crate::naming::check_atomos_name;
+use crate::os::{DEFAULT_DISTRIBUTION, OsImage};
+use crate::parse::{Parser, Warning};
+use crate::ssh::SshKey;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Size of the boot volume cloned from the OS image, in GB.
+pub const BOOT_VOLUME_GB: u32 = 20;
+/// Longest VM name; it is also the guest hostname, so one DNS label.
+pub const MAX_NAME_LEN: usize = 63;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CpuSpec {
+    pub cores: u32,
+    pub threads_per_core: u32,
+    pub smt: bool,
+    pub min_frequency_ghz: Option<f64>,
+    pub archs: Vec<String>,
+    pub flags: Vec<String>,
+}
+
+impl CpuSpec {
+    /// vCPUs AtomOS must allocate (its `slots`).
+    pub fn vcpus(&self) -> u32 {
+        self.cores * self.threads_per_core
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PciRequest {
+    pub vendor: String,
+    pub model: String,
+    pub quantity: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DataVolumeSpec {
+    pub name: String,
+    pub size_gb: u32,
+    pub private: bool,
+    pub shareable: bool,
+    pub bootable: bool,
+    pub readonly: bool,
+}
+
+/// A VM request after validation and normalization: units fixed (MiB, GB),
+/// quirks resolved, defaults applied.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct VmSpec {
+    pub name: String,
+    pub cpu: CpuSpec,
+    pub memory_mib: u64,
+    pub require_ecc: bool,
+    pub pci: Vec<PciRequest>,
+    pub os: OsImage,
+    pub boot_volume_gb: u32,
+    pub volumes: Vec<DataVolumeSpec>,
+    pub ssh_keys: Vec<SshKey>,
+    /// Requested provider, if any; otherwise meson picks the cheapest placement.
+    pub provider: Option<String>,
+}
+
+/// A parsed create-VM request.
+#[derive(Clone, Debug, PartialEq)]
+pub struct VmCreate {
+    pub spec: VmSpec,
+    pub labels: Labels,
+    pub warnings: Vec<Warning>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum VmStatus {
+    Initializing,
+    Starting,
+    Running,
+    Stopping,
+    Off,
+    Deleting,
+    Error,
+}
+
+impl VmStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            VmStatus::Initializing => "initializing",
+            VmStatus::Starting => "starting",
+            VmStatus::Running => "running",
+            VmStatus::Stopping => "stopping",
+            VmStatus::Off => "off",
+            VmStatus::Deleting => "deleting",
+            VmStatus::Error => "error",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "initializing" => Self::Initializing,
+            "starting" => Self::Starting,
+            "running" => Self::Running,
+            "stopping" => Self::Stopping,
+            "off" => Self::Off,
+            "deleting" => Self::Deleting,
+            "error" => Self::Error,
+            _ => return None,
+        })
+    }
+}
+
+const ARCHS: &[&str] = &["X86_64", "X86_32", "ARM_7", "ARM_8", "PPC_64", "S390X"];
+
+fn is_hex4(s: &str) -> bool {
+    s.len() == 4 && s.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// A provider name: lowercase letters, digits and dashes.
+pub fn valid_provider(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 32
+        && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+}
+
+impl VmCreate {
+    /// Parses and validates the VM request payload (PRODUCT.md §1), naming every bad field.
+    pub fn parse(body: &Value) -> Result<VmCreate> {
+        let mut p = Parser::default();
+        let Some(mut root) = p.root(body) else {
+            return Err(p.errors.into_error().expect("root error recorded"));
+        };
+
+        let provider = p.string(&mut root, "provider", false).and_then(|(path, s)| {
+            let s = s.trim().to_ascii_lowercase();
+            if valid_provider(&s) {
+                Some(s)
+            } else {
+                p.errors.add(path, "must be a provider name such as ovh, ionos, gigas, arubacloud or atomos");
+                None
+            }
+        });
+        let labels = match root.get("labels") {
+            (path, Some(v)) => labels::parse(&path, v, &mut p.errors),
+            (_, None) => Some(Labels::new()),
+        };
+
+        let mut specs = p.object(&mut root, "specs", true);
+        let mut name = None;
+        let mut volumes = Some(Vec::new());
+        let mut ssh_keys = Some(Vec::new());
+        let mut req_parts = None;
+        if let Some(specs) = specs.as_mut() {
+            name = parse_name(&mut p, specs);
+            volumes = parse_volumes(&mut p, specs);
+            ssh_keys = parse_auth(&mut p, specs);
+            if let Some(mut req) = p.object(specs, "req", true) {
+                req_parts = parse_req(&mut p, &mut req);
+                p.done(req);
+            }
+        }
+        if let Some(specs) = specs {
+            p.done(specs);
+        }
+        p.done(root);
+
+        let Parser { errors, warnings } = p;
+        match (name, volumes, ssh_keys, req_parts, labels) {
+            (Some(name), Some(volumes), Some(ssh_keys), Some(req), Some(labels))
+                if errors.is_empty() =>
+            {
+                let (cpu, memory_mib, require_ecc, pci, os) = req;
+                let spec = VmSpec {
+                    name,
+                    cpu,
+                    memory_mib,
+                    require_ecc,
+                    pci,
+                    os,
+                    boot_volume_gb: BOOT_VOLUME_GB,
+                    volumes,
+                    ssh_keys,
+                    provider,
+                };
+                Ok(VmCreate { spec, labels, warnings })
+            }
+            _ => Err(errors
+                .into_error()
+                .unwrap_or_else(|| crate::Error::invalid("(body)", "invalid request"))),
+        }
+    }
+}
+
+/// Validates a VM name (PATCH uses it too).
+pub fn check_name(errors: &mut FieldErrors, path: &str, name: &str) -> bool {
+    match check_atomos_name(name, MAX_NAME_LEN) {
+        Ok(()) => true,
+        Err(m) => {
+            errors.add(path, m);
+            false
+        }
+    }
+}
+
+fn parse_name(p: &mut Parser, specs: &mut crate::parse::Obj<'_>) -> Option<String> {
+    let (path, s) = p.string(specs, "vm_name", true)?;
+    check_name(&mut p.errors, &path, s).then(|| s.to_owned())
+}
+
+type ReqParts = (CpuSpec, u64, bool, Vec<PciRequest>, OsImage);
+
+fn parse_req(p: &mut Parser, req: &mut crate::parse::Obj<'_>) -> Option<ReqParts> {
+    let cpu = p.object(req, "cpu", true).and_then(|mut cpu| {
+        let smt = p.bool(&mut cpu, "smtEnabled").unwrap_or(false);
+        let cores = p.int(&mut cpu, "numberOfCores", 1..=128, true);
+        let threads = p.int(&mut cpu, "numberOfThreads", 1..=8, false).unwrap_or(1);
+        if threads > 1 && !smt {
+            p.errors.add(
+                crate::parse::join(cpu.path(), "numberOfThreads"),
+                "must be 1 unless smtEnabled is true",
+            );
+        }
+        let min_frequency_ghz = p.float(&mut cpu, "min_frequency", 0.1..=6.0);
+        let archs = match cpu.get("arch") {
+            (path, Some(Value::String(s))) => check_archs(p, &path, vec![s.clone()]),
+            (path, Some(Value::Array(_))) => {
+                cpu.accept(&["arch"]);
+                p.strings(&mut cpu, "arch", 8).and_then(|a| check_archs(p, &path, a))
+            }
+            (path, Some(_)) => {
+                p.errors.add(path, "must be an array of architectures such as [\"X86_64\"]");
+                None
+            }
+            (_, None) => Some(vec!["X86_64".to_owned()]),
+        };
+        let flags = match p.strings(&mut cpu, "flags", 64) {
+            Some(flags) => {
+                let path = crate::parse::join(cpu.path(), "flags");
+                let bad: Vec<_> = flags
+                    .iter()
+                    .filter(|f| {
+                        f.is_empty()
+                            || f.len() > 32
+                            || !f.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.')
+                    })
+                    .collect();
+                if bad.is_empty() {
+                    Some(flags.iter().map(|f| f.to_ascii_lowercase()).collect())
+                } else {
+                    p.errors.add(path, format!("invalid CPU flags {bad:?}: use names such as sse2, avx2"));
+                    None
+                }
+            }
+            None if p.errors.has(&crate::parse::join(cpu.path(), "flags")) => None,
+            None => Some(Vec::new()),
+        };
+        p.done(cpu);
+        Some(CpuSpec {
+            cores: cores? as u32,
+            threads_per_core: threads as u32,
+            smt,
+            min_frequency_ghz,
+            archs: archs?,
+            flags: flags?,
+        })
+    });
+
+    let mem = p.object(req, "mem", true).and_then(|mut mem| {
+        let capacity = p.int(&mut mem, "capacity", 128..=1_048_576, true);
+        let ecc = p.bool(&mut mem, "requireECC");
+        let ecc_bad = p.errors.has(&crate::parse::join(mem.path(), "requireECC"));
+        p.done(mem);
+        if ecc_bad {
+            return None;
+        }
+        Some((capacity? as u64, ecc.unwrap_or(false)))
+    });
+
+    let pci = match p.object(req, "pci", false) {
+        Some(mut pci) => {
+            let out = parse_pci(p, &mut pci);
+            p.done(pci);
+            out
+        }
+        None => Some(Vec::new()),
+    };
+
+    let os = match p.object(req, "misc", false) {
+        Some(mut misc) => {
+            let os = match p.string(&mut misc, "osDistribution", false) {
+                Some((path, name)) => OsImage::lookup(name).or_else(|| {
+                    p.errors.add(
+                        path,
+                        format!("unsupported distribution '{name}'; supported: {}", OsImage::supported().join(", ")),
+                    );
+                    None
+                }),
+                None => OsImage::lookup(DEFAULT_DISTRIBUTION),
+            };
+            p.done(misc);
+            os
+        }
+        None => OsImage::lookup(DEFAULT_DISTRIBUTION),
+    };
+
+    let (memory_mib, require_ecc) = mem?;
+    Some((cpu?, memory_mib, require_ecc, pci?, os?))
+}
+
+fn check_archs(p: &mut Parser, path: &str, archs: Vec<String>) -> Option<Vec<String>> {
+    let mut out = Vec::new();
+    for a in archs {
+        let up = a.to_ascii_uppercase();
+        if ARCHS.contains(&up.as_str()) {
+            if !out.contains(&up) {
+                out.push(up);
+            }
+        } else {
+            p.errors.add(path, format!("unknown architecture '{a}'; one of {}", ARCHS.join(", ")));
+            return None;
+        }
+    }
+    if out.is_empty() {
+        p.errors.add(path, "must name at least one architecture");
+        return None;
+    }
+    Some(out)
+}
+
+/// `pci.devices` as `{"vendor:model": count}` or `[{vendor, model, quantity}]`.
+fn parse_pci(p: &mut Parser, pci: &mut crate::parse::Obj<'_>) -> Option<Vec<PciRequest>> {
+    let (path, devices) = pci.get("devices");
+    let mut out = Vec::new();
+    let mut ok = true;
+    let mut push = |p: &mut Parser, path: String, vendor: &str, model: &str, qty: Option<i64>| {
+        let (vendor, model) = (vendor.to_ascii_lowercase(), model.to_ascii_lowercase());
+        if !is_hex4(&vendor) || !is_hex4(&model) {
+            p.errors.add(path, "PCI ids must be 4 hex digits each, as in \"10de:1bb1\"");
+            return false;
+        }
+        match qty {
+            Some(q) => {
+                out.push(PciRequest { vendor, model, quantity: q as u32 });
+                true
+            }
+            None => false,
+        }
+    };
+    match devices {
+        None => {}
+        Some(Value::Object(map)) => {
+            for (key, count) in map {
+                let item_path = format!("{path}.{key}");
+                let qty = p.int_value(item_path.clone(), count, 1..=8);
+                let good = match key.split_once(':') {
+                    Some((v, m)) => push(p, item_path, v, m, qty),
+                    None => {
+                        p.errors.add(item_path, "keys must be \"<vendor>:<model>\" PCI ids");
+                        false
+                    }
+                };
+                ok &= good;
+            }
+        }
+        Some(Value::Array(items)) => {
+            for (i, item) in items.iter().enumerate() {
+                let item_path = format!("{path}[{i}]");
+                let Some(mut o) = p.item_object(item_path.clone(), item) else {
+                    ok = false;
+                    continue;
+                };
+                let vendor = p.string(&mut o, "vendor", true).map(|(_, s)| s.to_owned());
+                let model = p.string(&mut o, "model", true).map(|(_, s)| s.to_owned());
+                let qty = p.int(&mut o, "quantity", 1..=8, false).or(Some(1));
+                p.done(o);
+                ok &= match (vendor, model) {
+                    (Some(v), Some(m)) => push(p, item_path, &v, &m, qty),
+                    _ => false,
+                };
+            }
+        }
+        Some(_) => {
+            p.errors.add(path, "must be an object {\"vendor:model\": count} or a list of {vendor, model, quantity}");
+            ok = false;
+        }
+    }
+    ok.then_some(out)
+}
+
+fn parse_volumes(p: &mut Parser, specs: &mut crate::parse::Obj<'_>) -> Option<Vec<DataVolumeSpec>> {
+    let Some(items) = p.array(specs, "volumes", 8) else {
+        return (!p.errors.has(&crate::parse::join(specs.path(), "volumes"))).then(Vec::new);
+    };
+    let mut out = Vec::new();
+    let mut ok = true;
+    for (path, item) in items {
+        let Some(mut o) = p.item_object(path.clone(), item) else {
+            ok = false;
+            continue;
+        };
+        let name = p.string(&mut o, "name", true).and_then(|(npath, s)| {
+            match check_atomos_name(s, 40) {
+                Ok(()) => Some(s.to_owned()),
+                Err(m) => {
+                    p.errors.add(npath, m);
+                    None
+                }
+            }
+        });
+        let size = p.int(&mut o, "size", 1..=10_240, true);
+        let private = p.bool(&mut o, "private");
+        let shareable = p.bool(&mut o, "shareable");
+        let bootable = p.bool(&mut o, "bootable");
+        let readonly = p.bool(&mut o, "readonly");
+        let bad_flag = ["private", "shareable", "bootable", "readonly"]
+            .iter()
+            .any(|k| p.errors.has(&crate::parse::join(o.path(), k)));
+        if shareable == Some(true) && bootable == Some(true) {
+            p.errors.add(crate::parse::join(o.path(), "shareable"), "a shareable volume cannot be bootable");
+            ok = false;
+        }
+        if let Some(n) = &name {
+            if out.iter().any(|v: &DataVolumeSpec| &v.name == n) {
+                p.errors.add(crate::parse::join(o.path(), "name"), format!("duplicate volume name '{n}'"));
+                ok = false;
+            }
+        }
+        p.done(o);
+        match (name, size) {
+            (Some(name), Some(size)) if !bad_flag => out.push(DataVolumeSpec {
+                name,
+                size_gb: size as u32,
+                private: private.unwrap_or(true),
+                shareable: shareable.unwrap_or(false),
+                bootable: bootable.unwrap_or(false),
+                readonly: readonly.unwrap_or(false),
+            }),
+            _ => ok = false,
+        }
+    }
+    ok.then_some(out)
+}
+
+fn parse_auth(p: &mut Parser, specs: &mut crate::parse::Obj<'_>) -> Option<Vec<SshKey>> {
+    let Some(mut auth) = p.object(specs, "authentication", false) else {
+        let path = crate::parse::join(specs.path(), "authentication");
+        return (!p.errors.has(&path)).then(Vec::new);
+    };
+    let mut keys = Vec::new();
+    let mut ok = true;
+    if let Some((path, line)) = p.string(&mut auth, "ssh-key", false) {
+        match SshKey::parse(line) {
+            Ok(k) => keys.push(k),
+            Err(m) => {
+                p.errors.add(path, m);
+                ok = false;
+            }
+        }
+    }
+    if let Some(lines) = p.strings(&mut auth, "ssh-keys", 16) {
+        for (i, line) in lines.iter().enumerate() {
+            match SshKey::parse(line) {
+                Ok(k) => keys.push(k),
+                Err(m) => {
+                    p.errors.add(format!("{}.ssh-keys[{i}]", auth.path()), m);
+                    ok = false;
+                }
+            }
+        }
+    }
+    ok &= !p.errors.has(&crate::parse::join(auth.path(), "ssh-keys"))
+        && !p.errors.has(&crate::parse::join(auth.path(), "ssh-key"));
+    p.done(auth);
+    ok.then_some(keys)
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::Error;
+    use serde_json::json;
+
+    pub const KEY: &str = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMLavtiPfhiG3t6TAxHosXoVh7Pc/lSD8L9SNPyAzp1d user@host";
+
+    pub fn seed() -> Value {
+        json!({"specs":{"req":{"cpu":{"smtEnabled":false,"numberOfCores":2,"numberOfThreads":1,
+          "min_frequency":1.0,"arch":["X86_64"],"flags":[]},
+          "mem":{"capacity":4096,"requireECC":0},"pci":{"devices":{}},
+          "misc":{"osDistribution":"Debian"}},
+          "volumes":[{"name":"test","size":30,"private":"True","shareable":"False",
+            "bootable":"False","readonly":"False"}],
+          "authentication":{"ssh-key": KEY},
+          "vm_name":"test"},
+         "provider":"ionos"})
+    }
+
+    fn fields(e: Error) -> Vec<String> {
+        match e {
+            Error::InvalidInput { fields } => fields.into_iter().map(|f| f.name).collect(),
+            other => panic!("expected invalid_input, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn seed_payload_parses() {
+        let vm = VmCreate::parse(&seed()).unwrap();
+        assert_eq!(vm.spec.name, "test");
+        assert_eq!(vm.spec.cpu.vcpus(), 2);
+        assert_eq!(vm.spec.memory_mib, 4096);
+        assert!(!vm.spec.require_ecc);
+        assert_eq!(vm.spec.os.flavour, "debian");
+        assert_eq!(vm.spec.volumes.len(), 1);
+        assert!(vm.spec.volumes[0].private && !vm.spec.volumes[0].bootable);
+        assert_eq!(vm.spec.provider.as_deref(), Some("ionos"));
+        assert!(vm.warnings.is_empty(), "{:?}", vm.warnings);
+    }
+
+    #[test]
+    fn pci_as_object_or_list() {
+        let mut v = seed();
+        v["specs"]["req"]["pci"]["devices"] = json!({"10de:1BB1": 2});
+        assert_eq!(VmCreate::parse(&v).unwrap().spec.pci[0].quantity, 2);
+        v["specs"]["req"]["pci"]["devices"] = json!([{"vendor": "10de", "model": "1bb1", "quantity": 1}]);
+        assert_eq!(VmCreate::parse(&v).unwrap().spec.pci[0].model, "1bb1");
+        v["specs"]["req"]["pci"]["devices"] = json!({"nvidia": 1});
+        assert_eq!(fields(VmCreate::parse(&v).unwrap_err()), vec!["specs.req.pci.devices.nvidia"]);
+    }
+
+    #[test]
+    fn every_bad_field_is_named() {
+        let mut v = seed();
+        v["specs"]["vm_name"] = json!("bad_name!");
+        v["specs"]["req"]["cpu"]["numberOfCores"] = json!("two");
+        v["specs"]["req"]["mem"]["capacity"] = json!(0);
+        v["specs"]["req"]["mem"]["requireECC"] = json!("maybe");
+        v["specs"]["volumes"][0]["size"] = json!(-1);
+        v["specs"]["authentication"]["ssh-key"] = json!("ssh-rsa AAAA... user@host");
+        v["specs"]["req"]["misc"]["osDistribution"] = json!("TempleOS");
+        let mut names = fields(VmCreate::parse(&v).unwrap_err());
+        names.sort();
+        assert_eq!(
+            names,
+            vec![
+                "specs.authentication.ssh-key",
+                "specs.req.cpu.numberOfCores",
+                "specs.req.mem.capacity",
+                "specs.req.mem.requireECC",
+                "specs.req.misc.osDistribution",
+                "specs.vm_name",
+                "specs.volumes[0].size",
+            ]
+        );
+    }
+
+    #[test]
+    fn unknown_fields_warn() {
+        let mut v = seed();
+        v["specs"]["req"]["cpu"]["turbo"] = json!(true);
+        v["colour"] = json!("blue");
+        let vm = VmCreate::parse(&v).unwrap();
+        let w: Vec<_> = vm.warnings.iter().map(|w| w.field.as_str()).collect();
+        assert_eq!(w, vec!["specs.req.cpu.turbo", "colour"]);
+    }
+
+    #[test]
+    fn missing_sections_and_wrong_root() {
+        assert_eq!(fields(VmCreate::parse(&json!([])).unwrap_err()), vec!["(body)"]);
+        assert_eq!(fields(VmCreate::parse(&json!({})).unwrap_err()), vec!["specs"]);
+        let v = json!({"specs": {"vm_name": "x", "req": {}}});
+        let mut names = fields(VmCreate::parse(&v).unwrap_err());
+        names.sort();
+        assert_eq!(names, vec!["specs.req.cpu", "specs.req.mem"]);
+    }
+
+    #[test]
+    fn threads_need_smt() {
+        let mut v = seed();
+        v["specs"]["req"]["cpu"]["numberOfThreads"] = json!(2);
+        assert_eq!(fields(VmCreate::parse(&v).unwrap_err()), vec!["specs.req.cpu.numberOfThreads"]);
+        v["specs"]["req"]["cpu"]["smtEnabled"] = json!("True");
+        assert_eq!(VmCreate::parse(&v).unwrap().spec.cpu.vcpus(), 4);
+    }
+}
+
+/// Where a VM was placed, and at what price.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Placement {
+    pub target_id: crate::TargetId,
+    /// The target's name, shown as the VM's `host`.
+    pub host: String,
+    pub provider: String,
+    pub region: String,
+    pub price_hourly: f64,
+    pub price_monthly: f64,
+    pub currency: String,
+}
+
+/// A VM as stored.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Vm {
+    pub id: crate::VmId,
+    pub tenant: crate::TenantId,
+    pub name: String,
+    pub status: VmStatus,
+    pub labels: Labels,
+    pub spec: VmSpec,
+    pub atomos_name: String,
+    pub atomos_id: Option<String>,
+    pub placement: Option<Placement>,
+    pub ipv4: Option<std::net::Ipv4Addr>,
+    pub created: chrono::DateTime<chrono::Utc>,
+}

@@ -1,0 +1,291 @@
+//! The job queue and the workflow step log.
+//!
+//! Every write a worker makes about a job is *fenced* by the attempt number it
+//! claimed: once a lease expires and another worker reclaims the job (bumping
+//! `attempt`), the first worker's heartbeats, step records and completion all
+//! match no row and it knows it lost the job.
+
+use crate::{DbResult, Tx};
+use chrono::{DateTime, Utc};
+use meson_core::{ActionId, Error, JobId};
+use serde_json::Value;
+use sqlx::PgPool;
+use uuid::Uuid;
+
+/// A job to enqueue.
+#[derive(Clone, Debug)]
+pub struct NewJob {
+    pub kind: String,
+    pub args: Value,
+    pub priority: i16,
+    pub max_attempts: i32,
+    /// Jobs sharing a key never run concurrently (one mutation per resource).
+    pub concurrency_key: Option<String>,
+    pub action_id: Option<ActionId>,
+    pub tenant_id: Option<String>,
+}
+
+/// A job a worker holds, with the attempt that fences its writes.
+#[derive(Clone, Debug)]
+pub struct ClaimedJob {
+    pub id: JobId,
+    pub kind: String,
+    pub args: Value,
+    pub attempt: i32,
+    pub max_attempts: i32,
+    pub action_id: Option<ActionId>,
+    pub failure: Option<Value>,
+}
+
+/// Outcome of an enqueue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Enqueued {
+    Job(JobId),
+    /// Another live job holds the concurrency key; its action is named when known.
+    Locked(Option<ActionId>),
+}
+
+/// Enqueues a job inside the caller's transaction, so it exists only if the
+/// caller's own writes commit.
+pub async fn enqueue(tx: &mut Tx<'_>, job: &NewJob) -> Result<Enqueued, Error> {
+    let id = sqlx::query_scalar!(
+        r#"insert into jobs (kind, args, priority, max_attempts, concurrency_key, action_id, tenant_id)
+           values ($1, $2, $3, $4, $5, $6, $7)
+           on conflict (concurrency_key)
+             where state in ('available', 'running') and concurrency_key is not null
+           do nothing
+           returning id"#,
+        job.kind,
+        job.args,
+        job.priority,
+        job.max_attempts,
+        job.concurrency_key,
+        job.action_id.map(|a| a.0),
+        job.tenant_id,
+    )
+    .fetch_optional(&mut **tx)
+    .await
+    .ctx("enqueueing a job")?;
+    if let Some(id) = id {
+        return Ok(Enqueued::Job(JobId(id)));
+    }
+    let blocking = sqlx::query_scalar!(
+        r#"select action_id from jobs
+           where concurrency_key = $1 and state in ('available', 'running')"#,
+        job.concurrency_key,
+    )
+    .fetch_optional(&mut **tx)
+    .await
+    .ctx("finding the blocking job")?
+    .flatten();
+    Ok(Enqueued::Locked(blocking.map(ActionId)))
+}
+
+/// Claims up to `limit` jobs in one statement: due available jobs and running
+/// jobs whose lease expired (their worker died), in priority order.
+pub async fn claim(
+    pool: &PgPool,
+    worker: &str,
+    kinds: &[String],
+    limit: i64,
+    lease_secs: f64,
+) -> Result<Vec<ClaimedJob>, Error> {
+    let rows = sqlx::query!(
+        r#"with picked as (
+             select id from jobs
+             where kind = any($1)
+               and ((state = 'available' and run_at <= now())
+                 or (state = 'running' and lease_expires_at < now()))
+             order by priority, run_at, id
+             limit $2
+             for update skip locked
+           )
+           update jobs j
+           set state = 'running', attempt = j.attempt + 1, locked_by = $3,
+               lease_expires_at = now() + make_interval(secs => $4)
+           from picked where j.id = picked.id
+           returning j.id, j.kind, j.args, j.attempt, j.max_attempts, j.action_id, j.failure"#,
+        kinds,
+        limit,
+        worker,
+        lease_secs,
+    )
+    .fetch_all(pool)
+    .await
+    .ctx("claiming jobs")?;
+    Ok(rows
+        .into_iter()
+        .map(|r| ClaimedJob {
+            id: JobId(r.id),
+            kind: r.kind,
+            args: r.args,
+            attempt: r.attempt,
+            max_attempts: r.max_attempts,
+            action_id: r.action_id.map(ActionId),
+            failure: r.failure,
+        })
+        .collect())
+}
+
+/// Extends a lease. False: the job is no longer ours.
+pub async fn heartbeat(pool: &PgPool, id: JobId, attempt: i32, lease_secs: f64) -> Result<bool, Error> {
+    let n = sqlx::query!(
+        r#"update jobs set lease_expires_at = now() + make_interval(secs => $3)
+           where id = $1 and attempt = $2 and state = 'running'"#,
+        id.0,
+        attempt,
+        lease_secs,
+    )
+    .execute(pool)
+    .await
+    .ctx("extending a job lease")?
+    .rows_affected();
+    Ok(n == 1)
+}
+
+/// Locks our job row for the rest of the transaction. False: it is no longer ours.
+pub async fn fence(tx: &mut Tx<'_>, id: JobId, attempt: i32) -> Result<bool, Error> {
+    let row = sqlx::query_scalar!(
+        r#"select id from jobs where id = $1 and attempt = $2 and state = 'running' for update"#,
+        id.0,
+        attempt,
+    )
+    .fetch_optional(&mut **tx)
+    .await
+    .ctx("fencing a job")?;
+    Ok(row.is_some())
+}
+
+/// Step outputs recorded so far: (step, direction, output).
+pub async fn steps(pool: &PgPool, id: JobId) -> Result<Vec<(String, String, Value)>, Error> {
+    Ok(sqlx::query!(
+        "select step, direction, output from workflow_steps where job_id = $1 order by finished_at",
+        id.0
+    )
+    .fetch_all(pool)
+    .await
+    .ctx("loading workflow steps")?
+    .into_iter()
+    .map(|r| (r.step, r.direction, r.output))
+    .collect())
+}
+
+/// Records a finished step (call after [`fence`] in the same transaction).
+pub async fn record_step(
+    tx: &mut Tx<'_>,
+    id: JobId,
+    attempt: i32,
+    step: &str,
+    direction: &str,
+    output: &Value,
+) -> Result<(), Error> {
+    sqlx::query!(
+        r#"insert into workflow_steps (job_id, step, direction, output, attempt)
+           values ($1, $2, $3, $4, $5)
+           on conflict (job_id, step, direction) do update set output = excluded.output"#,
+        id.0,
+        step,
+        direction,
+        output,
+        attempt,
+    )
+    .execute(&mut **tx)
+    .await
+    .ctx("recording a workflow step")?;
+    Ok(())
+}
+
+/// Marks the workflow as failed for good: from now on it runs undos.
+pub async fn set_failure(tx: &mut Tx<'_>, id: JobId, failure: &Value) -> Result<(), Error> {
+    sqlx::query!("update jobs set failure = $2 where id = $1", id.0, failure)
+        .execute(&mut **tx)
+        .await
+        .ctx("recording a workflow failure")?;
+    Ok(())
+}
+
+/// Gives the job back to the queue to run again at `run_at`, recording the error.
+pub async fn retry_at(
+    pool: &PgPool,
+    id: JobId,
+    attempt: i32,
+    run_at: DateTime<Utc>,
+    error: &Value,
+) -> Result<bool, Error> {
+    let n = sqlx::query!(
+        r#"update jobs set state = 'available', run_at = $3, lease_expires_at = null,
+                           locked_by = null, errors = errors || jsonb_build_array($4::jsonb)
+           where id = $1 and attempt = $2 and state = 'running'"#,
+        id.0,
+        attempt,
+        run_at,
+        error,
+    )
+    .execute(pool)
+    .await
+    .ctx("rescheduling a job")?
+    .rows_affected();
+    Ok(n == 1)
+}
+
+/// Releases a job without counting the attempt (graceful shutdown).
+pub async fn release(pool: &PgPool, id: JobId, attempt: i32) -> Result<bool, Error> {
+    let n = sqlx::query!(
+        r#"update jobs set state = 'available', attempt = attempt - 1, lease_expires_at = null,
+                           locked_by = null
+           where id = $1 and attempt = $2 and state = 'running'"#,
+        id.0,
+        attempt,
+    )
+    .execute(pool)
+    .await
+    .ctx("releasing a job")?
+    .rows_affected();
+    Ok(n == 1)
+}
+
+/// Finishes a job (call after [`fence`] in the same transaction).
+pub async fn finish(tx: &mut Tx<'_>, id: JobId, succeeded: bool) -> Result<(), Error> {
+    sqlx::query!(
+        r#"update jobs set state = case when $2 then 'succeeded' else 'failed' end,
+                           finalized_at = now(), lease_expires_at = null
+           where id = $1"#,
+        id.0,
+        succeeded,
+    )
+    .execute(&mut **tx)
+    .await
+    .ctx("finishing a job")?;
+    Ok(())
+}
+
+/// A job's state, for tests and operators.
+#[derive(Clone, Debug)]
+pub struct JobState {
+    pub id: JobId,
+    pub kind: String,
+    pub state: String,
+    pub attempt: i32,
+    pub errors: Value,
+    pub action_id: Option<Uuid>,
+}
+
+pub async fn for_action(pool: &PgPool, action: ActionId) -> Result<Vec<JobState>, Error> {
+    Ok(sqlx::query!(
+        "select id, kind, state, attempt, errors, action_id from jobs where action_id = $1 order by id",
+        action.0
+    )
+    .fetch_all(pool)
+    .await
+    .ctx("loading jobs")?
+    .into_iter()
+    .map(|r| JobState {
+        id: JobId(r.id),
+        kind: r.kind,
+        state: r.state,
+        attempt: r.attempt,
+        errors: r.errors,
+        action_id: r.action_id,
+    })
+    .collect())
+}

@@ -1,0 +1,70 @@
+//! Every SQL statement of meson, the migrator and the test database helper.
+//!
+//! One file per resource. Queries use the compile-checked `query!` family;
+//! their metadata lives in `.sqlx/` (regenerate with `scripts/sqlx-prepare`).
+//! Rows are converted to `meson-core` domain types here and nowhere else.
+
+pub mod actions;
+pub mod jobs;
+pub mod targets;
+pub mod testing;
+pub mod vms;
+pub mod volumes;
+
+use meson_core::Error;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use std::str::FromStr;
+use std::time::Duration;
+
+pub use sqlx::PgPool;
+pub type Tx<'a> = sqlx::Transaction<'a, sqlx::Postgres>;
+
+/// Migrations embedded from the repository's `migrations/`.
+pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations");
+
+/// Opens a pool. Statement timeouts keep a stuck query from holding a worker forever.
+pub async fn connect(url: &str, max_connections: u32) -> Result<PgPool, Error> {
+    let opts = PgConnectOptions::from_str(url)
+        .map_err(|e| Error::internal_from("invalid DATABASE_URL", e))?
+        .application_name("meson")
+        .options([("statement_timeout", "30s")]);
+    PgPoolOptions::new()
+        .max_connections(max_connections)
+        .acquire_timeout(Duration::from_secs(10))
+        .connect_with(opts)
+        .await
+        .map_err(|e| Error::internal_from("connecting to PostgreSQL", e))
+}
+
+pub async fn migrate(pool: &PgPool) -> Result<(), Error> {
+    MIGRATOR.run(pool).await.map_err(|e| Error::internal_from("running migrations", e))
+}
+
+/// True when the database answers.
+pub async fn ping(pool: &PgPool) -> bool {
+    sqlx::query_scalar!("select 1 as \"one!\"").fetch_one(pool).await.is_ok()
+}
+
+pub async fn begin(pool: &PgPool) -> Result<Tx<'static>, Error> {
+    pool.begin().await.map_err(|e| Error::internal_from("beginning a transaction", e))
+}
+
+pub async fn commit(tx: Tx<'_>) -> Result<(), Error> {
+    tx.commit().await.map_err(|e| Error::internal_from("committing a transaction", e))
+}
+
+/// Attaches context to database errors; they become opaque internal errors.
+pub(crate) trait DbResult<T> {
+    fn ctx(self, context: &'static str) -> Result<T, Error>;
+}
+
+impl<T> DbResult<T> for Result<T, sqlx::Error> {
+    fn ctx(self, context: &'static str) -> Result<T, Error> {
+        self.map_err(|e| Error::internal_from(context, e))
+    }
+}
+
+/// A stored value that no longer parses: the schema's CHECKs should make this impossible.
+pub(crate) fn corrupt(what: &'static str, value: impl std::fmt::Display) -> Error {
+    Error::internal(format!("unexpected {what} in the database: {value}"))
+}

@@ -1,0 +1,81 @@
+//! A fresh, migrated database per test, dropped when the test ends.
+
+use crate::{MIGRATOR, PgPool};
+use sqlx::{Connection, Executor, PgConnection};
+
+/// The server tests create their databases on: `MESON_TEST_DATABASE_URL`,
+/// else `DATABASE_URL`, else the local PostgreSQL.
+pub fn server_url() -> String {
+    std::env::var("MESON_TEST_DATABASE_URL")
+        .or_else(|_| std::env::var("DATABASE_URL"))
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned())
+}
+
+fn with_database(url: &str, db: &str) -> String {
+    // Replace the path component (the database name), keep any query string.
+    let (base, query) = url.split_once('?').map_or((url, None), |(b, q)| (b, Some(q)));
+    let cut = base.rfind('/').filter(|&i| i > "postgres://".len()).unwrap_or(base.len());
+    let mut out = format!("{}/{db}", &base[..cut]);
+    if let Some(q) = query {
+        out.push('?');
+        out.push_str(q);
+    }
+    out
+}
+
+pub struct TestDatabase {
+    pub name: String,
+    pub url: String,
+    pub pool: PgPool,
+    server: String,
+}
+
+impl TestDatabase {
+    /// Creates `meson_test_<random>` and runs every migration on it.
+    pub async fn new() -> TestDatabase {
+        let server = server_url();
+        let name = format!("meson_test_{}", uuid::Uuid::new_v4().simple());
+        let mut admin = PgConnection::connect(&server)
+            .await
+            .unwrap_or_else(|e| panic!("tests need PostgreSQL at {server}: {e}"));
+        admin.execute(format!("create database {name}").as_str()).await.expect("create test db");
+        admin.close().await.ok();
+        let url = with_database(&server, &name);
+        let pool = crate::connect(&url, 10).await.expect("connect test db");
+        MIGRATOR.run(&pool).await.expect("migrate test db");
+        TestDatabase { name, url, pool, server }
+    }
+}
+
+impl Drop for TestDatabase {
+    fn drop(&mut self) {
+        // Drop runs outside any runtime guarantee, so clean up on a thread of its own.
+        let (server, name) = (self.server.clone(), self.name.clone());
+        let pool = self.pool.clone();
+        let cleanup = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build();
+            if let Ok(rt) = rt {
+                rt.block_on(async {
+                    pool.close().await;
+                    if let Ok(mut c) = PgConnection::connect(&server).await {
+                        let sql = format!("drop database if exists {name} with (force)");
+                        let _ = c.execute(sql.as_str()).await;
+                    }
+                });
+            }
+        });
+        let _ = cleanup.join();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::with_database;
+
+    #[test]
+    fn swaps_database_name() {
+        assert_eq!(with_database("postgres://u@h:5/postgres", "x"), "postgres://u@h:5/x");
+        assert_eq!(with_database("postgres://u@h:5/db?sslmode=disable", "x"), "postgres://u@h:5/x?sslmode=disable");
+        assert_eq!(with_database("postgres://u@h:5", "x"), "postgres://u@h:5/x");
+    }
+}

@@ -1,0 +1,207 @@
+//! Virtual machines.
+
+use crate::{DbResult, Tx, corrupt};
+use chrono::{DateTime, Utc};
+use meson_core::labels::Labels;
+use meson_core::vm::{Placement, Vm, VmSpec, VmStatus};
+use meson_core::{Error, TargetId, TenantId, VmId};
+use serde_json::Value;
+use sqlx::PgPool;
+use uuid::Uuid;
+
+struct VmRow {
+    id: Uuid,
+    tenant_id: String,
+    name: String,
+    status: String,
+    labels: Value,
+    spec: Value,
+    atomos_name: String,
+    atomos_id: Option<String>,
+    target_id: Option<Uuid>,
+    target_name: Option<String>,
+    provider: Option<String>,
+    region: Option<String>,
+    ipv4: Option<String>,
+    price_hourly: Option<f64>,
+    price_monthly: Option<f64>,
+    currency: Option<String>,
+    created_at: DateTime<Utc>,
+}
+
+impl TryFrom<VmRow> for Vm {
+    type Error = Error;
+    fn try_from(r: VmRow) -> Result<Self, Error> {
+        let placement = match (r.target_id, r.provider, r.region) {
+            (Some(target_id), Some(provider), Some(region)) => Some(Placement {
+                target_id: TargetId(target_id),
+                host: r.target_name.unwrap_or_default(),
+                provider,
+                region,
+                price_hourly: r.price_hourly.unwrap_or(0.0),
+                price_monthly: r.price_monthly.unwrap_or(0.0),
+                currency: r.currency.unwrap_or_else(|| "EUR".to_owned()),
+            }),
+            _ => None,
+        };
+        Ok(Vm {
+            id: VmId(r.id),
+            tenant: TenantId(r.tenant_id),
+            name: r.name,
+            status: VmStatus::parse(&r.status).ok_or_else(|| corrupt("vm status", &r.status))?,
+            labels: serde_json::from_value::<Labels>(r.labels)
+                .map_err(|e| Error::internal_from("decoding vm labels", e))?,
+            spec: serde_json::from_value::<VmSpec>(r.spec)
+                .map_err(|e| Error::internal_from("decoding vm spec", e))?,
+            atomos_name: r.atomos_name,
+            atomos_id: r.atomos_id,
+            placement,
+            ipv4: r.ipv4.as_deref().map(str::parse).transpose().map_err(|_| corrupt("ipv4", "?"))?,
+            created: r.created_at,
+        })
+    }
+}
+
+pub async fn insert(tx: &mut Tx<'_>, vm: &Vm) -> Result<(), Error> {
+    let labels = serde_json::to_value(&vm.labels).map_err(|e| Error::internal_from("labels", e))?;
+    let spec = serde_json::to_value(&vm.spec).map_err(|e| Error::internal_from("spec", e))?;
+    let res = sqlx::query!(
+        r#"insert into vms (id, tenant_id, name, status, labels, spec, atomos_name, created_at)
+           values ($1, $2, $3, $4, $5, $6, $7, $8)"#,
+        vm.id.0,
+        vm.tenant.as_str(),
+        vm.name,
+        vm.status.as_str(),
+        labels,
+        spec,
+        vm.atomos_name,
+        vm.created,
+    )
+    .execute(&mut **tx)
+    .await;
+    match res {
+        Err(sqlx::Error::Database(e)) if e.constraint() == Some("vms_tenant_name") => {
+            Err(Error::AlreadyExists { kind: "vm", field: "name".to_owned() })
+        }
+        other => other.map(|_| ()).ctx("inserting a vm"),
+    }
+}
+
+/// A tenant's VM (`tenant` = None: any tenant, for workers). Deleted VMs are not found.
+pub async fn get(pool: &PgPool, tenant: Option<&TenantId>, id: VmId) -> Result<Vm, Error> {
+    sqlx::query_as!(
+        VmRow,
+        r#"select v.id, v.tenant_id, v.name, v.status, v.labels, v.spec, v.atomos_name,
+                  v.atomos_id, v.target_id, t.name as "target_name?", v.provider, v.region,
+                  host(v.ipv4) as "ipv4?", v.price_hourly, v.price_monthly, v.currency,
+                  v.created_at
+           from vms v left join atomos_targets t on t.id = v.target_id
+           where v.id = $1 and ($2::text is null or v.tenant_id = $2) and v.deleted_at is null"#,
+        id.0,
+        tenant.map(TenantId::as_str),
+    )
+    .fetch_optional(pool)
+    .await
+    .ctx("fetching a vm")?
+    .ok_or_else(|| Error::not_found("vm", id))?
+    .try_into()
+}
+
+/// One page of a tenant's VMs in id (= creation) order, and the total count.
+pub async fn list(
+    pool: &PgPool,
+    tenant: &TenantId,
+    limit: i64,
+    offset: i64,
+) -> Result<(Vec<Vm>, i64), Error> {
+    let total = sqlx::query_scalar!(
+        r#"select count(*) as "n!" from vms where tenant_id = $1 and deleted_at is null"#,
+        tenant.as_str()
+    )
+    .fetch_one(pool)
+    .await
+    .ctx("counting vms")?;
+    let rows = sqlx::query_as!(
+        VmRow,
+        r#"select v.id, v.tenant_id, v.name, v.status, v.labels, v.spec, v.atomos_name,
+                  v.atomos_id, v.target_id, t.name as "target_name?", v.provider, v.region,
+                  host(v.ipv4) as "ipv4?", v.price_hourly, v.price_monthly, v.currency,
+                  v.created_at
+           from vms v left join atomos_targets t on t.id = v.target_id
+           where v.tenant_id = $1 and v.deleted_at is null
+           order by v.id limit $2 offset $3"#,
+        tenant.as_str(),
+        limit,
+        offset,
+    )
+    .fetch_all(pool)
+    .await
+    .ctx("listing vms")?;
+    let vms = rows.into_iter().map(Vm::try_from).collect::<Result<_, _>>()?;
+    Ok((vms, total))
+}
+
+pub async fn set_status(pool: &PgPool, id: VmId, status: VmStatus) -> Result<(), Error> {
+    sqlx::query!("update vms set status = $2 where id = $1", id.0, status.as_str())
+        .execute(pool)
+        .await
+        .ctx("updating vm status")?;
+    Ok(())
+}
+
+/// Records where the VM was placed (or clears it with `None`).
+pub async fn set_placement(pool: &PgPool, id: VmId, p: Option<&Placement>) -> Result<(), Error> {
+    sqlx::query!(
+        r#"update vms set target_id = $2, provider = $3, region = $4,
+                          price_hourly = $5, price_monthly = $6, currency = $7
+           where id = $1"#,
+        id.0,
+        p.map(|p| p.target_id.0),
+        p.map(|p| p.provider.as_str()),
+        p.map(|p| p.region.as_str()),
+        p.map(|p| p.price_hourly),
+        p.map(|p| p.price_monthly),
+        p.map(|p| p.currency.as_str()),
+    )
+    .execute(pool)
+    .await
+    .ctx("recording vm placement")?;
+    Ok(())
+}
+
+/// Records AtomOS's id and address for the VM and its status.
+pub async fn set_runtime(
+    pool: &PgPool,
+    id: VmId,
+    status: VmStatus,
+    atomos_id: Option<&str>,
+    ipv4: Option<std::net::Ipv4Addr>,
+) -> Result<(), Error> {
+    sqlx::query!(
+        "update vms set status = $2, atomos_id = $3, ipv4 = $4::text::inet where id = $1",
+        id.0,
+        status.as_str(),
+        atomos_id,
+        ipv4.map(|a| a.to_string()),
+    )
+    .execute(pool)
+    .await
+    .ctx("recording vm runtime state")?;
+    Ok(())
+}
+
+/// Marks the VM and all its volumes deleted; they stay for the record.
+pub async fn mark_deleted(tx: &mut Tx<'_>, id: VmId) -> Result<(), Error> {
+    sqlx::query!(
+        "update volumes set deleted_at = now(), status = 'deleting' where vm_id = $1 and deleted_at is null",
+        id.0
+    )
+    .execute(&mut **tx)
+    .await
+    .ctx("deleting vm volumes")?;
+    sqlx::query!("update vms set deleted_at = now(), status = 'deleting' where id = $1", id.0)
+        .execute(&mut **tx)
+        .await
+        .ctx("deleting a vm")?;
+    Ok(())
+}

@@ -1,0 +1,107 @@
+//! Volumes.
+
+use crate::{DbResult, Tx, corrupt};
+use meson_core::volume::{Volume, VolumeKind, VolumeStatus};
+use meson_core::{Error, TenantId, VmId, VolumeId};
+use sqlx::PgPool;
+use uuid::Uuid;
+
+struct VolumeRow {
+    id: Uuid,
+    tenant_id: String,
+    vm_id: Option<Uuid>,
+    name: String,
+    kind: String,
+    size_gb: i32,
+    atomos_name: String,
+    atomos_id: Option<String>,
+    status: String,
+}
+
+impl TryFrom<VolumeRow> for Volume {
+    type Error = Error;
+    fn try_from(r: VolumeRow) -> Result<Self, Error> {
+        Ok(Volume {
+            id: VolumeId(r.id),
+            tenant: TenantId(r.tenant_id),
+            vm_id: r.vm_id.map(VmId),
+            name: r.name,
+            kind: VolumeKind::parse(&r.kind).ok_or_else(|| corrupt("volume kind", &r.kind))?,
+            size_gb: u32::try_from(r.size_gb).map_err(|_| corrupt("volume size", r.size_gb))?,
+            atomos_name: r.atomos_name,
+            atomos_id: r.atomos_id,
+            status: VolumeStatus::parse(&r.status)
+                .ok_or_else(|| corrupt("volume status", &r.status))?,
+        })
+    }
+}
+
+pub async fn insert(tx: &mut Tx<'_>, v: &Volume) -> Result<(), Error> {
+    sqlx::query!(
+        r#"insert into volumes (id, tenant_id, vm_id, name, kind, size_gb, atomos_name, atomos_id, status)
+           values ($1, $2, $3, $4, $5, $6, $7, $8, $9)"#,
+        v.id.0,
+        v.tenant.as_str(),
+        v.vm_id.map(|id| id.0),
+        v.name,
+        v.kind.as_str(),
+        i32::try_from(v.size_gb).map_err(|_| Error::invalid("size", "too large"))?,
+        v.atomos_name,
+        v.atomos_id,
+        v.status.as_str(),
+    )
+    .execute(&mut **tx)
+    .await
+    .ctx("inserting a volume")?;
+    Ok(())
+}
+
+/// The live volumes of some VMs, boot first, then cloud-init, then data volumes by name.
+pub async fn list_for_vms(pool: &PgPool, vms: &[VmId]) -> Result<Vec<Volume>, Error> {
+    let ids: Vec<Uuid> = vms.iter().map(|v| v.0).collect();
+    sqlx::query_as!(
+        VolumeRow,
+        r#"select id, tenant_id, vm_id, name, kind, size_gb, atomos_name, atomos_id, status
+           from volumes where vm_id = any($1) and deleted_at is null
+           order by vm_id, array_position(array['boot', 'cloudinit', 'data'], kind), name"#,
+        &ids,
+    )
+    .fetch_all(pool)
+    .await
+    .ctx("listing volumes")?
+    .into_iter()
+    .map(Volume::try_from)
+    .collect()
+}
+
+/// Records the AtomOS id of a volume (or forgets it with `None`) and its status.
+pub async fn set_atomos(
+    pool: &PgPool,
+    id: VolumeId,
+    atomos_id: Option<&str>,
+    status: VolumeStatus,
+) -> Result<(), Error> {
+    sqlx::query!(
+        "update volumes set atomos_id = $2, status = $3 where id = $1",
+        id.0,
+        atomos_id,
+        status.as_str()
+    )
+    .execute(pool)
+    .await
+    .ctx("recording a volume's AtomOS id")?;
+    Ok(())
+}
+
+/// Marks a VM's volumes with a status.
+pub async fn set_status_for_vm(pool: &PgPool, vm: VmId, status: VolumeStatus) -> Result<(), Error> {
+    sqlx::query!(
+        "update volumes set status = $2 where vm_id = $1 and deleted_at is null",
+        vm.0,
+        status.as_str()
+    )
+    .execute(pool)
+    .await
+    .ctx("updating volume status")?;
+    Ok(())
+}

@@ -1,0 +1,238 @@
+//! Runs one claimed job of a workflow: resume, step, record, retry or unwind.
+
+use crate::backoff;
+use crate::workflow::{StepCtx, StepError, Workflow};
+use meson_core::action::ActionFailure;
+use meson_core::Error;
+use meson_db::PgPool;
+use meson_db::jobs::ClaimedJob;
+use serde_json::{Value, json};
+use std::collections::{HashMap, HashSet};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How a run of a job ended, for the worker's bookkeeping and tests.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Succeeded,
+    /// Failed for good, undos done.
+    Failed,
+    /// Given back to the queue to run again later.
+    Retrying,
+    /// Another worker owns the job now (our lease expired).
+    LostLease,
+}
+
+/// Retry timing.
+#[derive(Clone, Debug)]
+pub struct RetryPolicy {
+    pub base: Duration,
+    pub cap: Duration,
+    /// Undos are retried past `max_attempts` by this many attempts before the
+    /// job is left failed for an operator: cleanup deserves more patience.
+    pub extra_undo_attempts: i32,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy { base: Duration::from_millis(500), cap: Duration::from_secs(60), extra_undo_attempts: 20 }
+    }
+}
+
+/// A workflow with its type erased, so the worker can hold many kinds.
+pub trait ErasedWorkflow: Send + Sync {
+    fn execute<'a>(
+        &'a self,
+        pool: &'a PgPool,
+        job: &'a ClaimedJob,
+        retry: &'a RetryPolicy,
+    ) -> Pin<Box<dyn Future<Output = Result<Outcome, Error>> + Send + 'a>>;
+}
+
+impl<W: Workflow> ErasedWorkflow for W {
+    fn execute<'a>(
+        &'a self,
+        pool: &'a PgPool,
+        job: &'a ClaimedJob,
+        retry: &'a RetryPolicy,
+    ) -> Pin<Box<dyn Future<Output = Result<Outcome, Error>> + Send + 'a>> {
+        Box::pin(execute(self, pool, job, retry))
+    }
+}
+
+pub type Registry = HashMap<&'static str, Arc<dyn ErasedWorkflow>>;
+
+fn failure_of(e: &StepError) -> ActionFailure {
+    ActionFailure { code: e.code().to_owned(), message: e.message().to_owned() }
+}
+
+/// Runs `job` as far as it can go now.
+pub async fn execute<W: Workflow>(
+    wf: &W,
+    pool: &PgPool,
+    job: &ClaimedJob,
+    retry: &RetryPolicy,
+) -> Result<Outcome, Error> {
+    let params: W::Params = match serde_json::from_value(job.args.clone()) {
+        Ok(p) => p,
+        Err(e) => {
+            // Nothing ran, so there is nothing to undo.
+            tracing::error!(job = %job.id, error = %e, "undecodable workflow parameters");
+            let failure = ActionFailure {
+                code: "service_error".into(),
+                message: "internal error: invalid workflow parameters".into(),
+            };
+            return finish(pool, job, Some(&failure)).await;
+        }
+    };
+
+    let mut outputs = HashMap::new();
+    let mut undone = HashSet::new();
+    for (step, direction, output) in meson_db::jobs::steps(pool, job.id).await? {
+        if direction == "do" {
+            outputs.insert(step, output);
+        } else {
+            undone.insert(step);
+        }
+    }
+
+    let steps = wf.steps();
+    let mut failure: Option<ActionFailure> =
+        job.failure.as_ref().and_then(|f| serde_json::from_value(f.clone()).ok());
+
+    if failure.is_none() {
+        for (i, &step) in steps.iter().enumerate() {
+            if outputs.contains_key(step) {
+                continue;
+            }
+            let cx = ctx(&params, job, &outputs);
+            tracing::info!(job = %job.id, step, "running step");
+            match wf.run(&cx, step).await {
+                Ok(out) => {
+                    let progress = (((i + 1) * 100) / steps.len()) as u8;
+                    if !record(pool, job, step, "do", &out, Some(progress)).await? {
+                        return Ok(Outcome::LostLease);
+                    }
+                    outputs.insert(step.to_owned(), out);
+                }
+                Err(e @ StepError::Retryable { .. }) if job.attempt < job.max_attempts => {
+                    tracing::warn!(job = %job.id, step, error = %e, "step failed, will retry");
+                    return reschedule(pool, job, retry, step, &e).await;
+                }
+                Err(e) => {
+                    tracing::warn!(job = %job.id, step, error = %e, "step failed for good, unwinding");
+                    let f = failure_of(&e);
+                    if !mark_failed(pool, job, &f).await? {
+                        return Ok(Outcome::LostLease);
+                    }
+                    failure = Some(f);
+                    break;
+                }
+            }
+        }
+        if failure.is_none() {
+            return finish(pool, job, None).await;
+        }
+    }
+
+    let failure = failure.expect("set above");
+    // Undo completed steps in reverse, skipping undos already recorded.
+    for &step in steps.iter().rev() {
+        if !outputs.contains_key(step) || undone.contains(step) {
+            continue;
+        }
+        let cx = ctx(&params, job, &outputs);
+        tracing::info!(job = %job.id, step, "undoing step");
+        match wf.undo(&cx, step).await {
+            Ok(()) => {
+                if !record(pool, job, step, "undo", &Value::Null, None).await? {
+                    return Ok(Outcome::LostLease);
+                }
+            }
+            Err(e) if job.attempt < job.max_attempts + retry.extra_undo_attempts => {
+                tracing::warn!(job = %job.id, step, error = %e, "undo failed, will retry");
+                return reschedule(pool, job, retry, step, &e).await;
+            }
+            Err(e) => {
+                // Leave the job failed and loud: something may be left on AtomOS.
+                tracing::error!(job = %job.id, step, error = %e, "undo failed for good; manual cleanup needed");
+                break;
+            }
+        }
+    }
+    if let Err(e) = wf.on_failed(&params, &failure).await {
+        if job.attempt < job.max_attempts + retry.extra_undo_attempts {
+            return reschedule(pool, job, retry, "on_failed", &e).await;
+        }
+    }
+    finish(pool, job, Some(&failure)).await
+}
+
+fn ctx<'a, P>(params: &'a P, job: &ClaimedJob, outputs: &'a HashMap<String, Value>) -> StepCtx<'a, P> {
+    StepCtx { params, job: job.id, attempt: job.attempt, action: job.action_id, outputs }
+}
+
+/// Records a step (and the action's progress) if the job is still ours.
+async fn record(
+    pool: &PgPool,
+    job: &ClaimedJob,
+    step: &str,
+    direction: &str,
+    output: &Value,
+    progress: Option<u8>,
+) -> Result<bool, Error> {
+    let mut tx = meson_db::begin(pool).await?;
+    if !meson_db::jobs::fence(&mut tx, job.id, job.attempt).await? {
+        return Ok(false);
+    }
+    meson_db::jobs::record_step(&mut tx, job.id, job.attempt, step, direction, output).await?;
+    if let (Some(action), Some(p)) = (job.action_id, progress) {
+        meson_db::actions::set_progress(&mut tx, action, p).await?;
+    }
+    meson_db::commit(tx).await?;
+    Ok(true)
+}
+
+async fn mark_failed(pool: &PgPool, job: &ClaimedJob, f: &ActionFailure) -> Result<bool, Error> {
+    let mut tx = meson_db::begin(pool).await?;
+    if !meson_db::jobs::fence(&mut tx, job.id, job.attempt).await? {
+        return Ok(false);
+    }
+    meson_db::jobs::set_failure(&mut tx, job.id, &json!(f)).await?;
+    meson_db::commit(tx).await?;
+    Ok(true)
+}
+
+async fn reschedule(
+    pool: &PgPool,
+    job: &ClaimedJob,
+    retry: &RetryPolicy,
+    step: &str,
+    e: &StepError,
+) -> Result<Outcome, Error> {
+    let wait = backoff::delay(job.attempt, retry.base, retry.cap);
+    let run_at = chrono::Utc::now() + chrono::Duration::from_std(wait).unwrap_or_default();
+    let err = json!({"attempt": job.attempt, "step": step, "code": e.code(), "message": e.message(), "at": chrono::Utc::now()});
+    Ok(if meson_db::jobs::retry_at(pool, job.id, job.attempt, run_at, &err).await? {
+        Outcome::Retrying
+    } else {
+        Outcome::LostLease
+    })
+}
+
+/// Ends the job and its action, atomically.
+async fn finish(pool: &PgPool, job: &ClaimedJob, failure: Option<&ActionFailure>) -> Result<Outcome, Error> {
+    let mut tx = meson_db::begin(pool).await?;
+    if !meson_db::jobs::fence(&mut tx, job.id, job.attempt).await? {
+        return Ok(Outcome::LostLease);
+    }
+    meson_db::jobs::finish(&mut tx, job.id, failure.is_none()).await?;
+    if let Some(action) = job.action_id {
+        meson_db::actions::finish(&mut tx, action, failure).await?;
+    }
+    meson_db::commit(tx).await?;
+    tracing::info!(job = %job.id, ok = failure.is_none(), "job finished");
+    Ok(if failure.is_none() { Outcome::Succeeded } else { Outcome::Failed })
+}

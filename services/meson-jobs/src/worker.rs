@@ -1,0 +1,274 @@
+//! The worker: claims jobs, runs them with heartbeats, and shuts down gracefully.
+
+use crate::engine::{ErasedWorkflow, Outcome, Registry, RetryPolicy};
+use crate::workflow::Workflow;
+use meson_core::JobId;
+use meson_db::PgPool;
+use meson_db::jobs::ClaimedJob;
+use rand::Rng;
+use sqlx::postgres::PgListener;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{broadcast, watch};
+use tokio::task::JoinSet;
+use tracing::Instrument;
+
+#[derive(Clone, Debug)]
+pub struct WorkerConfig {
+    /// Identifies this worker in `jobs.locked_by`.
+    pub id: String,
+    /// Jobs run at once by this worker.
+    pub concurrency: usize,
+    /// Polling interval when no notification arrives (jittered ±25%).
+    pub poll_interval: Duration,
+    /// A job whose lease is not renewed in this time is reclaimed by others.
+    pub lease: Duration,
+    /// On shutdown, running jobs get this long to finish before they are released.
+    pub shutdown_grace: Duration,
+    pub retry: RetryPolicy,
+}
+
+impl Default for WorkerConfig {
+    fn default() -> Self {
+        WorkerConfig {
+            id: format!("worker-{}", uuid::Uuid::new_v4().simple()),
+            concurrency: 16,
+            poll_interval: Duration::from_secs(1),
+            lease: Duration::from_secs(30),
+            shutdown_grace: Duration::from_secs(20),
+            retry: RetryPolicy::default(),
+        }
+    }
+}
+
+/// What happened to a job run, broadcast for tests and metrics.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JobEvent {
+    pub job: JobId,
+    pub kind: String,
+    pub outcome: Outcome,
+}
+
+pub struct Worker {
+    pool: PgPool,
+    cfg: WorkerConfig,
+    registry: Registry,
+}
+
+pub struct WorkerHandle {
+    shutdown: watch::Sender<bool>,
+    join: tokio::task::JoinHandle<()>,
+    events: broadcast::Sender<JobEvent>,
+}
+
+impl WorkerHandle {
+    /// Stops claiming, lets running jobs finish within the grace period, then
+    /// releases the rest to the queue.
+    pub async fn shutdown(self) {
+        let _ = self.shutdown.send(true);
+        let _ = self.join.await;
+    }
+
+    pub fn events(&self) -> broadcast::Receiver<JobEvent> {
+        self.events.subscribe()
+    }
+
+    /// Stops the worker abruptly, as a crash would: jobs stay claimed until
+    /// their leases expire. For fault-injection tests.
+    pub fn kill(self) {
+        self.join.abort();
+    }
+}
+
+const CHANNEL: &str = "meson_jobs";
+
+impl Worker {
+    pub fn new(pool: PgPool, cfg: WorkerConfig) -> Self {
+        Worker { pool, cfg, registry: HashMap::new() }
+    }
+
+    pub fn register<W: Workflow>(mut self, wf: W) -> Self {
+        self.registry.insert(W::KIND, Arc::new(wf));
+        self
+    }
+
+    pub fn start(self) -> WorkerHandle {
+        let (shutdown, rx) = watch::channel(false);
+        let (events, _) = broadcast::channel(1024);
+        let join = tokio::spawn(self.run(rx, events.clone()));
+        WorkerHandle { shutdown, join, events }
+    }
+
+    async fn listen(&self) -> Option<PgListener> {
+        let mut l = PgListener::connect_with(&self.pool).await.ok()?;
+        l.listen(CHANNEL).await.ok()?;
+        Some(l)
+    }
+
+    async fn run(self, mut shutdown: watch::Receiver<bool>, events: broadcast::Sender<JobEvent>) {
+        let kinds: Vec<String> = self.registry.keys().map(|k| (*k).to_owned()).collect();
+        let mut listener = self.listen().await;
+        let mut running: JoinSet<(JobId, String, Outcome)> = JoinSet::new();
+        let mut inflight: HashMap<tokio::task::Id, (JobId, i32)> = HashMap::new();
+        tracing::info!(worker = %self.cfg.id, kinds = ?kinds, "worker started");
+
+        loop {
+            if *shutdown.borrow() {
+                break;
+            }
+            let free = self.cfg.concurrency.saturating_sub(running.len());
+            let mut claimed_all = false;
+            if free > 0 {
+                match meson_db::jobs::claim(
+                    &self.pool,
+                    &self.cfg.id,
+                    &kinds,
+                    free as i64,
+                    self.cfg.lease.as_secs_f64(),
+                )
+                .await
+                {
+                    Ok(jobs) => {
+                        claimed_all = jobs.len() == free;
+                        for job in jobs {
+                            let (id, attempt) = (job.id, job.attempt);
+                            let handle = running.spawn(self.run_job(job));
+                            inflight.insert(handle.id(), (id, attempt));
+                        }
+                    }
+                    Err(e) => tracing::warn!(error = %e, "claiming jobs failed"),
+                }
+            }
+            if claimed_all {
+                // There may be more waiting; claim again once a slot frees up
+                // or right away if we still have room.
+                if running.len() < self.cfg.concurrency {
+                    continue;
+                }
+            }
+            let poll = jitter(self.cfg.poll_interval);
+            tokio::select! {
+                _ = shutdown.changed() => {}
+                n = recv(&mut listener) => {
+                    if n.is_none() {
+                        // Fall back to polling and try to listen again next time.
+                        listener = self.listen().await;
+                    }
+                }
+                _ = tokio::time::sleep(poll) => {
+                    if listener.is_none() {
+                        listener = self.listen().await;
+                    }
+                }
+                Some(done) = running.join_next_with_id(), if !running.is_empty() => {
+                    self.finished(done, &mut inflight, &events);
+                }
+            }
+        }
+
+        // Graceful shutdown: no more claims; give running jobs a deadline.
+        tracing::info!(worker = %self.cfg.id, running = running.len(), "worker stopping");
+        let deadline = tokio::time::sleep(self.cfg.shutdown_grace);
+        tokio::pin!(deadline);
+        while !running.is_empty() {
+            tokio::select! {
+                Some(done) = running.join_next_with_id() => self.finished(done, &mut inflight, &events),
+                _ = &mut deadline => break,
+            }
+        }
+        running.abort_all();
+        while running.join_next().await.is_some() {}
+        for (_, (job, attempt)) in inflight {
+            match meson_db::jobs::release(&self.pool, job, attempt).await {
+                Ok(true) => tracing::info!(%job, "released job on shutdown"),
+                Ok(false) => {}
+                Err(e) => tracing::warn!(%job, error = %e, "could not release job; its lease will expire"),
+            }
+        }
+        tracing::info!(worker = %self.cfg.id, "worker stopped");
+    }
+
+    fn finished(
+        &self,
+        done: Result<(tokio::task::Id, (JobId, String, Outcome)), tokio::task::JoinError>,
+        inflight: &mut HashMap<tokio::task::Id, (JobId, i32)>,
+        events: &broadcast::Sender<JobEvent>,
+    ) {
+        match done {
+            Ok((task, (job, kind, outcome))) => {
+                inflight.remove(&task);
+                let _ = events.send(JobEvent { job, kind, outcome });
+            }
+            Err(e) => {
+                // A panicking step: the lease expires and the job is retried elsewhere.
+                tracing::error!(error = %e, "job task failed");
+                inflight.remove(&e.id());
+            }
+        }
+    }
+
+    /// Runs one job with a heartbeat that keeps its lease; abandons it if the lease is lost.
+    fn run_job(&self, job: ClaimedJob) -> impl std::future::Future<Output = (JobId, String, Outcome)> + use<> {
+        let pool = self.pool.clone();
+        let wf = self.registry.get(job.kind.as_str()).cloned();
+        let lease = self.cfg.lease;
+        let retry = self.cfg.retry.clone();
+        let span = tracing::info_span!("job", id = %job.id, kind = %job.kind, attempt = job.attempt);
+        async move {
+            let Some(wf) = wf else {
+                return (job.id, job.kind, Outcome::LostLease);
+            };
+            let (lost_tx, mut lost_rx) = watch::channel(false);
+            let hb_pool = pool.clone();
+            let (id, attempt) = (job.id, job.attempt);
+            let heartbeat = tokio::spawn(async move {
+                let mut failures = 0;
+                loop {
+                    tokio::time::sleep(lease / 3).await;
+                    match meson_db::jobs::heartbeat(&hb_pool, id, attempt, lease.as_secs_f64()).await {
+                        Ok(true) => failures = 0,
+                        Ok(false) => break,
+                        Err(e) => {
+                            failures += 1;
+                            tracing::warn!(job = %id, error = %e, "heartbeat failed");
+                            if failures >= 2 {
+                                break;
+                            }
+                        }
+                    }
+                }
+                let _ = lost_tx.send(true);
+            });
+            let outcome = tokio::select! {
+                r = ErasedWorkflow::execute(&*wf, &pool, &job, &retry) => match r {
+                    Ok(o) => o,
+                    Err(e) => {
+                        // A database error mid-bookkeeping: the lease will expire
+                        // and the job resumes from its last recorded step.
+                        tracing::error!(job = %job.id, error = %e, "job bookkeeping failed");
+                        Outcome::LostLease
+                    }
+                },
+                _ = lost_rx.changed() => {
+                    tracing::warn!(job = %job.id, "lost the lease; abandoning the job");
+                    Outcome::LostLease
+                }
+            };
+            heartbeat.abort();
+            (job.id, job.kind, outcome)
+        }
+        .instrument(span)
+    }
+}
+
+async fn recv(listener: &mut Option<PgListener>) -> Option<()> {
+    match listener {
+        Some(l) => l.recv().await.ok().map(|_| ()),
+        None => std::future::pending().await,
+    }
+}
+
+fn jitter(d: Duration) -> Duration {
+    d.mul_f64(rand::thread_rng().gen_range(0.75..1.25))
+}

@@ -1,0 +1,164 @@
+//! What a workflow is: named steps with typed inputs and recorded outputs.
+
+use meson_core::{ActionId, JobId};
+use meson_db::jobs::{Enqueued, NewJob};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::future::Future;
+
+/// Why a step failed, and whether trying again can help.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum StepError {
+    /// A transient fault (timeout, 5xx, lost connection): retry with backoff.
+    #[error("{code}: {message}")]
+    Retryable { code: String, message: String },
+    /// Retrying cannot help (invalid request, no capacity): unwind now.
+    #[error("{code}: {message}")]
+    Fatal { code: String, message: String },
+}
+
+impl StepError {
+    pub fn retryable(code: impl Into<String>, message: impl Into<String>) -> Self {
+        StepError::Retryable { code: code.into(), message: message.into() }
+    }
+
+    pub fn fatal(code: impl Into<String>, message: impl Into<String>) -> Self {
+        StepError::Fatal { code: code.into(), message: message.into() }
+    }
+
+    pub fn code(&self) -> &str {
+        match self {
+            StepError::Retryable { code, .. } | StepError::Fatal { code, .. } => code,
+        }
+    }
+
+    pub fn message(&self) -> &str {
+        match self {
+            StepError::Retryable { message, .. } | StepError::Fatal { message, .. } => message,
+        }
+    }
+}
+
+impl From<meson_core::Error> for StepError {
+    fn from(e: meson_core::Error) -> Self {
+        use meson_core::Error as E;
+        match e {
+            // Database hiccups and timeouts pass; the step is idempotent.
+            E::Internal { .. } | E::Unavailable { .. } | E::Timeout => {
+                tracing::warn!(error = %e, "retryable error in workflow step");
+                StepError::retryable("service_error", "a temporary error occurred")
+            }
+            other => StepError::fatal(other.code(), other.public_message()),
+        }
+    }
+}
+
+pub type StepResult<T = Value> = Result<T, StepError>;
+
+/// Serializes a step's output for the log.
+pub fn to_output(v: impl Serialize) -> StepResult {
+    serde_json::to_value(v).map_err(|e| StepError::fatal("service_error", format!("encoding step output: {e}")))
+}
+
+/// Everything a step may read: the workflow's parameters and earlier outputs.
+pub struct StepCtx<'a, P> {
+    pub params: &'a P,
+    pub job: JobId,
+    pub attempt: i32,
+    pub action: Option<ActionId>,
+    pub(crate) outputs: &'a HashMap<String, Value>,
+}
+
+impl<P> StepCtx<'_, P> {
+    /// The recorded output of an earlier step.
+    pub fn output<T: DeserializeOwned>(&self, step: &str) -> StepResult<T> {
+        let v = self.outputs.get(step).ok_or_else(|| {
+            StepError::fatal("service_error", format!("workflow step '{step}' has no output yet"))
+        })?;
+        serde_json::from_value(v.clone()).map_err(|e| {
+            StepError::fatal("service_error", format!("decoding output of step '{step}': {e}"))
+        })
+    }
+
+    /// The recorded output of an earlier step, if it ran.
+    pub fn try_output<T: DeserializeOwned>(&self, step: &str) -> Option<T> {
+        self.outputs.get(step).and_then(|v| serde_json::from_value(v.clone()).ok())
+    }
+}
+
+/// A durable workflow. Step names are persisted: never rename one casually.
+///
+/// Every step and undo must be idempotent: it may run again after a crash
+/// between doing its work and recording its output. "Already exists" and
+/// "already gone" count as success.
+pub trait Workflow: Send + Sync + 'static {
+    /// The job kind, persisted.
+    const KIND: &'static str;
+    type Params: Serialize + DeserializeOwned + Send + Sync + 'static;
+
+    /// The steps, in order.
+    fn steps(&self) -> &'static [&'static str];
+
+    fn run(
+        &self,
+        cx: &StepCtx<'_, Self::Params>,
+        step: &'static str,
+    ) -> impl Future<Output = StepResult> + Send;
+
+    /// Undoes a completed step. Steps without an undo just return `Ok`.
+    fn undo(
+        &self,
+        cx: &StepCtx<'_, Self::Params>,
+        step: &'static str,
+    ) -> impl Future<Output = StepResult<()>> + Send;
+
+    /// Runs after the undos of a failed workflow, e.g. to mark the resource `error`.
+    fn on_failed(
+        &self,
+        _params: &Self::Params,
+        _failure: &meson_core::action::ActionFailure,
+    ) -> impl Future<Output = StepResult<()>> + Send {
+        async { Ok(()) }
+    }
+}
+
+/// Options of one enqueue.
+#[derive(Clone, Debug)]
+pub struct EnqueueOpts {
+    pub action: Option<ActionId>,
+    pub tenant: Option<String>,
+    pub concurrency_key: Option<String>,
+    pub priority: i16,
+    pub max_attempts: i32,
+}
+
+impl Default for EnqueueOpts {
+    fn default() -> Self {
+        EnqueueOpts { action: None, tenant: None, concurrency_key: None, priority: 2, max_attempts: 10 }
+    }
+}
+
+/// Enqueues workflow `W` in the caller's transaction.
+pub async fn enqueue<W: Workflow>(
+    tx: &mut meson_db::Tx<'_>,
+    params: &W::Params,
+    opts: EnqueueOpts,
+) -> Result<Enqueued, meson_core::Error> {
+    let args = serde_json::to_value(params)
+        .map_err(|e| meson_core::Error::internal_from("encoding workflow params", e))?;
+    meson_db::jobs::enqueue(
+        tx,
+        &NewJob {
+            kind: W::KIND.to_owned(),
+            args,
+            priority: opts.priority,
+            max_attempts: opts.max_attempts,
+            concurrency_key: opts.concurrency_key,
+            action_id: opts.action,
+            tenant_id: opts.tenant,
+        },
+    )
+    .await
+}

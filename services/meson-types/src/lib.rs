@@ -1,0 +1,14 @@
+//! Wire types of meson's public API: the exact JSON shapes, with no logic.
+//!
+//! These structs are what clients see; the API layer converts domain values
+//! into them. Changing a field here changes the public contract.
+
+pub mod action;
+pub mod error;
+pub mod meta;
+pub mod vm;
+
+pub use action::{Action, ActionError, ActionResource, ActionResponse};
+pub use error::{ErrorBody, ErrorResponse};
+pub use meta::{Meta, Pagination, Warning};
+pub use vm::{Price, Vm, VmCreateResponse, VmList, VmResponse, VmSpecs, VmVolume};
