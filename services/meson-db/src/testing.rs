@@ -79,3 +79,20 @@ mod tests {
         assert_eq!(with_database("postgres://u@h:5", "x"), "postgres://u@h:5/x");
     }
 }
+
+/// Creates a database unless it exists (dev mode's private cluster).
+pub async fn create_database_if_missing(pool: &PgPool, name: &str) -> Result<(), meson_core::Error> {
+    if !name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_') {
+        return Err(meson_core::Error::invalid("database", "must be a lowercase identifier"));
+    }
+    let exists = sqlx::query_scalar!("select exists(select 1 from pg_database where datname = $1) as \"e!\"", name)
+        .fetch_one(pool)
+        .await
+        .map_err(|e| meson_core::Error::internal_from("checking for the database", e))?;
+    if !exists {
+        pool.execute(format!("create database {name}").as_str())
+            .await
+            .map_err(|e| meson_core::Error::internal_from("creating the database", e))?;
+    }
+    Ok(())
+}

@@ -141,9 +141,13 @@ pub async fn list(
     Ok((vms, total))
 }
 
-pub async fn set_status(pool: &PgPool, id: VmId, status: VmStatus) -> Result<(), Error> {
+pub async fn set_status(
+    db: impl sqlx::PgExecutor<'_>,
+    id: VmId,
+    status: VmStatus,
+) -> Result<(), Error> {
     sqlx::query!("update vms set status = $2 where id = $1", id.0, status.as_str())
-        .execute(pool)
+        .execute(db)
         .await
         .ctx("updating vm status")?;
     Ok(())

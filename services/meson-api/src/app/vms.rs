@@ -1,0 +1,149 @@
+//! Virtual machines: create, read, list, delete.
+
+use super::{App, Page};
+use crate::auth::{Principal, Role};
+use meson_core::action::{Action, ActionStatus, Command, ResourceType};
+use meson_core::naming;
+use meson_core::parse::Warning;
+use meson_core::vm::{Vm, VmCreate, VmStatus};
+use meson_core::volume::{Volume, VolumeKind, VolumeStatus};
+use meson_core::{ActionId, Error, Result, VmId, VolumeId};
+use meson_jobs::Enqueued;
+use meson_workflows::{vm_create, vm_delete};
+
+pub struct VmCreated {
+    pub vm: Vm,
+    pub volumes: Vec<Volume>,
+    pub action: Action,
+    pub warnings: Vec<Warning>,
+}
+
+pub struct VmPage {
+    pub vms: Vec<Vm>,
+    pub volumes: Vec<Volume>,
+    pub total: u64,
+}
+
+fn new_action(p: &Principal, command: Command, resources: Vec<(ResourceType, uuid::Uuid)>) -> Action {
+    Action {
+        id: ActionId::new(),
+        tenant: p.tenant.clone(),
+        command: command.as_str().to_owned(),
+        status: ActionStatus::Running,
+        progress: 0,
+        started: chrono::Utc::now(),
+        finished: None,
+        resources,
+        error: None,
+    }
+}
+
+impl App {
+    /// Validates the request and, in one transaction, writes the VM, its
+    /// volumes, the action and the workflow's job.
+    pub async fn vm_create(&self, p: &Principal, body: &serde_json::Value) -> Result<VmCreated> {
+        p.require(Role::Editor)?;
+        let req = VmCreate::parse(body)?;
+        if let Some(provider) = &req.spec.provider {
+            let targets = meson_db::targets::list(&self.pool).await?;
+            if !targets.iter().any(|t| t.enabled && &t.provider == provider) {
+                let mut known: Vec<_> = targets.iter().filter(|t| t.enabled).map(|t| t.provider.clone()).collect();
+                known.sort();
+                known.dedup();
+                return Err(Error::invalid(
+                    "provider",
+                    format!("unknown provider '{provider}'; available: {}", known.join(", ")),
+                ));
+            }
+        }
+
+        let id = VmId::new();
+        let vm = Vm {
+            id,
+            tenant: p.tenant.clone(),
+            name: req.spec.name.clone(),
+            status: VmStatus::Initializing,
+            labels: req.labels,
+            atomos_name: naming::vm_atomos_name(id),
+            atomos_id: None,
+            placement: None,
+            ipv4: None,
+            created: chrono::Utc::now(),
+            spec: req.spec,
+        };
+        let volume = |name: &str, kind, size_gb, atomos_name| Volume {
+            id: VolumeId::new(),
+            tenant: p.tenant.clone(),
+            vm_id: Some(id),
+            name: name.to_owned(),
+            kind,
+            size_gb,
+            atomos_name,
+            atomos_id: None,
+            status: VolumeStatus::Creating,
+        };
+        let mut volumes = vec![
+            volume("boot", VolumeKind::Boot, vm.spec.boot_volume_gb, naming::vm_boot_volume_name(id)),
+            volume("cloudinit", VolumeKind::Cloudinit, 1, naming::vm_cloudinit_volume_name(id)),
+        ];
+        for (i, d) in vm.spec.volumes.iter().enumerate() {
+            volumes.push(volume(&d.name, VolumeKind::Data, d.size_gb, naming::vm_data_volume_name(id, i)));
+        }
+        let mut resources = vec![(ResourceType::Vm, id.0)];
+        resources.extend(volumes.iter().map(|v| (ResourceType::Volume, v.id.0)));
+        let action = new_action(p, Command::CreateVm, resources);
+
+        let mut tx = meson_db::begin(&self.pool).await?;
+        meson_db::vms::insert(&mut tx, &vm).await?;
+        for v in &volumes {
+            meson_db::volumes::insert(&mut tx, v).await?;
+        }
+        meson_db::actions::insert(&mut tx, &action).await?;
+        match vm_create::enqueue(&mut tx, id, action.id, &p.tenant).await? {
+            Enqueued::Job(_) => {}
+            Enqueued::Locked(_) => return Err(Error::internal("a brand-new VM is already locked")),
+        }
+        meson_db::commit(tx).await?;
+        tracing::info!(vm = %id, action = %action.id, tenant = %p.tenant, "vm create accepted");
+        Ok(VmCreated { vm, volumes, action, warnings: req.warnings })
+    }
+
+    pub async fn vm_get(&self, p: &Principal, id: VmId) -> Result<(Vm, Vec<Volume>)> {
+        p.require(Role::Viewer)?;
+        let vm = meson_db::vms::get(&self.pool, Some(&p.tenant), id).await?;
+        let volumes = meson_db::volumes::list_for_vms(&self.pool, &[id]).await?;
+        Ok((vm, volumes))
+    }
+
+    pub async fn vm_list(&self, p: &Principal, page: Page) -> Result<VmPage> {
+        p.require(Role::Viewer)?;
+        let (vms, total) =
+            meson_db::vms::list(&self.pool, &p.tenant, i64::from(page.per_page), page.offset()).await?;
+        let ids: Vec<VmId> = vms.iter().map(|v| v.id).collect();
+        let volumes = meson_db::volumes::list_for_vms(&self.pool, &ids).await?;
+        Ok(VmPage { vms, volumes, total: total.max(0) as u64 })
+    }
+
+    /// Starts deleting a VM; `locked` while another action runs on it.
+    pub async fn vm_delete(&self, p: &Principal, id: VmId) -> Result<Action> {
+        p.require(Role::Editor)?;
+        let vm = meson_db::vms::get(&self.pool, Some(&p.tenant), id).await?;
+        let action = new_action(p, Command::DeleteVm, vec![(ResourceType::Vm, vm.id.0)]);
+        let mut tx = meson_db::begin(&self.pool).await?;
+        meson_db::actions::insert(&mut tx, &action).await?;
+        match vm_delete::enqueue(&mut tx, id, action.id, &p.tenant).await? {
+            Enqueued::Job(_) => {}
+            Enqueued::Locked(blocking) => {
+                return Err(Error::Locked {
+                    kind: "vm",
+                    id: id.to_string(),
+                    action_id: blocking.map(|a| a.0).unwrap_or_default(),
+                });
+            }
+        }
+        meson_db::vms::set_status(&mut *tx, id, VmStatus::Deleting).await?;
+        meson_db::commit(tx).await?;
+        tracing::info!(vm = %id, action = %action.id, "vm delete accepted");
+        Ok(action)
+    }
+}

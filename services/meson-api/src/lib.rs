@@ -1,0 +1,15 @@
+//! meson's REST API: thin axum handlers over the app layer.
+//!
+//! handler → `app` (validation, authorization, transactions, enqueueing) →
+//! `meson-db` / workflows. Handlers never touch SQL; wire types are built
+//! from domain types in `views` only.
+
+pub mod app;
+pub mod auth;
+pub mod error;
+pub mod http;
+pub mod views;
+
+pub use app::App;
+pub use auth::{Auth, Principal, Role};
+pub use http::router;

@@ -1,0 +1,140 @@
+//! AtomOS as the workflows see it: one driver client per registered target,
+//! the mapping of driver errors to step errors, and idempotent helpers.
+
+use atomos_driver::{AtomosClient, ClientOptions, DriverError, ErrorKind, Ports};
+use meson_core::TargetId;
+use meson_core::target::Target;
+use meson_db::PgPool;
+use meson_jobs::StepError;
+use std::collections::HashMap;
+use std::sync::RwLock;
+
+/// Driver clients, one per target, built on first use from the database.
+pub struct Atomos {
+    pool: PgPool,
+    options: ClientOptions,
+    // Short critical sections only, never held across an await.
+    clients: RwLock<HashMap<TargetId, AtomosClient>>,
+}
+
+pub fn driver_target(t: &Target) -> atomos_driver::Target {
+    atomos_driver::Target {
+        name: t.name.clone(),
+        host: t.host.clone(),
+        ports: Ports {
+            compute: t.compute_port,
+            storage: t.storage_port,
+            network: t.network_port,
+            auth: t.auth_port,
+        },
+        provider: t.provider.clone(),
+        region: t.region.clone(),
+        continent: t.continent.clone(),
+    }
+}
+
+impl Atomos {
+    pub fn new(pool: PgPool, options: ClientOptions) -> Self {
+        Atomos { pool, options, clients: RwLock::new(HashMap::new()) }
+    }
+
+    fn build(&self, t: &Target) -> Result<AtomosClient, StepError> {
+        let client = AtomosClient::new(driver_target(t), self.options.clone()).map_err(step_error)?;
+        if let Ok(mut map) = self.clients.write() {
+            map.insert(t.id, client.clone());
+        }
+        Ok(client)
+    }
+
+    /// Every enabled target with its client.
+    pub async fn enabled(&self) -> Result<Vec<(Target, AtomosClient)>, StepError> {
+        let targets = meson_db::targets::list(&self.pool).await?;
+        let mut out = Vec::new();
+        for t in targets.into_iter().filter(|t| t.enabled) {
+            let cached = self.clients.read().ok().and_then(|m| m.get(&t.id).cloned());
+            let client = match cached {
+                // Rebuild when the target's endpoints changed in the database.
+                Some(c) if c.target() == &driver_target(&t) => c,
+                _ => self.build(&t)?,
+            };
+            out.push((t, client));
+        }
+        Ok(out)
+    }
+
+    /// The client of one target, enabled or not (a disabled target still
+    /// needs its VMs deleted).
+    pub async fn client(&self, id: TargetId) -> Result<AtomosClient, StepError> {
+        if let Some(c) = self.clients.read().ok().and_then(|m| m.get(&id).cloned()) {
+            return Ok(c);
+        }
+        let targets = meson_db::targets::list(&self.pool).await?;
+        let t = targets.iter().find(|t| t.id == id).ok_or_else(|| {
+            StepError::fatal("service_error", format!("AtomOS target {id} is not registered"))
+        })?;
+        self.build(t)
+    }
+}
+
+/// Maps a driver error to a step error: transient faults are retried,
+/// the rest end the workflow with a message a user understands.
+pub fn step_error(e: DriverError) -> StepError {
+    tracing::warn!(error = %e, kind = ?e.kind, "AtomOS call failed");
+    match e.kind {
+        ErrorKind::Transient => {
+            StepError::retryable("service_error", "the hypervisor did not answer in time")
+        }
+        ErrorKind::Auth => StepError::retryable("service_error", "meson could not authenticate to the hypervisor"),
+        ErrorKind::Capacity => StepError::fatal("resource_unavailable", format!("the hypervisor has no room left: {}", e.message)),
+        ErrorKind::NotFound => StepError::fatal("not_found", format!("the hypervisor lost track of a resource: {}", e.message)),
+        ErrorKind::Invalid => StepError::fatal("invalid_input", format!("the hypervisor rejected the request: {}", e.message)),
+        ErrorKind::AlreadyExists => StepError::fatal("conflict", format!("the hypervisor already has this resource: {}", e.message)),
+    }
+}
+
+/// Finds a volume by name on the target.
+pub async fn volume_by_name(c: &AtomosClient, name: &str) -> Result<Option<atomos_driver::Volume>, StepError> {
+    Ok(c.volumes().await.map_err(step_error)?.into_iter().find(|v| v.name == name))
+}
+
+/// Destroys a volume by id; "already gone" is success.
+pub async fn destroy_volume(c: &AtomosClient, id: &str) -> Result<(), StepError> {
+    match c.volume_destroy(id).await {
+        Ok(()) => Ok(()),
+        Err(e) if e.is_not_found() => Ok(()),
+        // A volume still attached becomes free once the VM is gone: retry.
+        Err(e) if e.kind == ErrorKind::Invalid || e.kind == ErrorKind::AlreadyExists => {
+            tracing::warn!(error = %e, "volume not destroyable yet");
+            Err(StepError::retryable("service_error", "the volume is still in use"))
+        }
+        Err(e) => Err(step_error(e)),
+    }
+}
+
+/// Destroys every volume whose name starts with `prefix`, plus the given ids.
+pub async fn destroy_volumes(c: &AtomosClient, prefix: &str, ids: &[String]) -> Result<(), StepError> {
+    let listed = c.volumes().await.map_err(step_error)?;
+    let mut doomed: Vec<String> =
+        listed.into_iter().filter(|v| v.name.starts_with(prefix)).map(|v| v.id).collect();
+    for id in ids {
+        if !doomed.contains(id) {
+            doomed.push(id.clone());
+        }
+    }
+    for id in doomed {
+        destroy_volume(c, &id).await?;
+    }
+    Ok(())
+}
+
+/// Unregisters the VM called `name`, if AtomOS still has it.
+pub async fn unregister_by_name(c: &AtomosClient, name: &str) -> Result<(), StepError> {
+    let Some(vm) = c.vm_by_name(name).await.map_err(step_error)? else {
+        return Ok(());
+    };
+    match c.unregister(&vm.id).await {
+        Ok(()) => Ok(()),
+        Err(e) if e.is_not_found() => Ok(()),
+        Err(e) => Err(step_error(e)),
+    }
+}

@@ -1,0 +1,40 @@
+//! meson's provisioning workflows, one file each, and what they share.
+
+pub mod atomos;
+pub mod vm_create;
+pub mod vm_delete;
+
+use meson_db::PgPool;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use atomos::Atomos;
+
+/// Tunables of the workflows.
+#[derive(Clone, Debug)]
+pub struct WorkflowConfig {
+    /// How long a VM may take from `register` to running with an IPv4.
+    pub vm_boot_timeout: Duration,
+    /// How often AtomOS is polled while waiting.
+    pub poll_interval: Duration,
+}
+
+impl Default for WorkflowConfig {
+    fn default() -> Self {
+        WorkflowConfig { vm_boot_timeout: Duration::from_secs(600), poll_interval: Duration::from_secs(2) }
+    }
+}
+
+/// What every workflow step can reach: the database and AtomOS.
+pub struct Env {
+    pub pool: PgPool,
+    pub atomos: Atomos,
+    pub config: WorkflowConfig,
+}
+
+/// Registers every workflow with a worker.
+pub fn register_all(worker: meson_jobs::Worker, env: Arc<Env>) -> meson_jobs::Worker {
+    worker
+        .register(vm_create::VmCreate(env.clone()))
+        .register(vm_delete::VmDelete(env))
+}

@@ -1,0 +1,351 @@
+//! Create a VM: place → boot volume → cloud-init ISO → data volumes →
+//! register → wait until running with an IPv4.
+
+use crate::Env;
+use crate::atomos::{destroy_volume, step_error, unregister_by_name, volume_by_name};
+use atomos_driver::{AtomosClient, ImageVolumeCreate, Register, VmState, VolumeCreate};
+use meson_core::action::ActionFailure;
+use meson_core::cloudinit::VmCloudInit;
+use meson_core::vm::{Placement, Vm, VmStatus};
+use meson_core::volume::{Volume, VolumeKind, VolumeStatus};
+use meson_core::{ActionId, TenantId, VmId};
+use meson_jobs::{EnqueueOpts, Enqueued, StepCtx, StepError, StepResult, Workflow, to_output};
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Params {
+    pub vm_id: VmId,
+}
+
+pub struct VmCreate(pub Arc<Env>);
+
+/// Step names are persisted: never rename one.
+const STEPS: &[&str] = &["place", "boot_volume", "cloudinit_volume", "data_volumes", "register", "wait_running"];
+
+/// The key that serializes every mutation of one VM.
+pub fn concurrency_key(vm: VmId) -> String {
+    format!("vm:{vm}")
+}
+
+/// Enqueues the workflow in the caller's transaction.
+pub async fn enqueue(
+    tx: &mut meson_db::Tx<'_>,
+    vm: VmId,
+    action: ActionId,
+    tenant: &TenantId,
+) -> Result<Enqueued, meson_core::Error> {
+    meson_jobs::enqueue::<VmCreate>(
+        tx,
+        &Params { vm_id: vm },
+        EnqueueOpts {
+            action: Some(action),
+            tenant: Some(tenant.to_string()),
+            concurrency_key: Some(concurrency_key(vm)),
+            ..EnqueueOpts::default()
+        },
+    )
+    .await
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct Created {
+    atomos_id: String,
+}
+
+impl Workflow for VmCreate {
+    const KIND: &'static str = "vm_create";
+    type Params = Params;
+
+    fn steps(&self) -> &'static [&'static str] {
+        STEPS
+    }
+
+    async fn run(&self, cx: &StepCtx<'_, Params>, step: &'static str) -> StepResult {
+        let vm = meson_db::vms::get(&self.0.pool, None, cx.params.vm_id).await?;
+        match step {
+            "place" => self.place(&vm).await,
+            "boot_volume" => self.boot_volume(cx, &vm).await,
+            "cloudinit_volume" => self.cloudinit_volume(cx, &vm).await,
+            "data_volumes" => self.data_volumes(cx, &vm).await,
+            "register" => self.register(cx, &vm).await,
+            "wait_running" => self.wait_running(cx, &vm).await,
+            other => Err(StepError::fatal("service_error", format!("unknown step {other}"))),
+        }
+    }
+
+    async fn undo(&self, cx: &StepCtx<'_, Params>, step: &'static str) -> StepResult<()> {
+        let env = &self.0;
+        let vm = meson_db::vms::get(&env.pool, None, cx.params.vm_id).await?;
+        let placement: Placement = cx.output("place")?;
+        match step {
+            "place" => {
+                meson_db::vms::set_placement(&env.pool, vm.id, None).await?;
+                Ok(())
+            }
+            "register" => {
+                let c = env.atomos.client(placement.target_id).await?;
+                unregister_by_name(&c, &vm.atomos_name).await
+            }
+            "boot_volume" | "cloudinit_volume" | "data_volumes" => {
+                let c = env.atomos.client(placement.target_id).await?;
+                let kind = match step {
+                    "boot_volume" => VolumeKind::Boot,
+                    "cloudinit_volume" => VolumeKind::Cloudinit,
+                    _ => VolumeKind::Data,
+                };
+                for v in volumes_of(env, vm.id, kind).await? {
+                    // By name too: the step may have created it and crashed before recording.
+                    if let Some(found) = volume_by_name(&c, &v.atomos_name).await? {
+                        destroy_volume(&c, &found.id).await?;
+                    }
+                    if let Some(id) = &v.atomos_id {
+                        destroy_volume(&c, id).await?;
+                    }
+                    meson_db::volumes::set_atomos(&env.pool, v.id, None, VolumeStatus::Error).await?;
+                }
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    async fn on_failed(&self, params: &Params, _failure: &ActionFailure) -> StepResult<()> {
+        let pool = &self.0.pool;
+        meson_db::vms::set_runtime(pool, params.vm_id, VmStatus::Error, None, None).await?;
+        meson_db::volumes::set_status_for_vm(pool, params.vm_id, VolumeStatus::Error).await?;
+        Ok(())
+    }
+}
+
+async fn volumes_of(env: &Env, vm: VmId, kind: VolumeKind) -> StepResult<Vec<Volume>> {
+    Ok(meson_db::volumes::list_for_vms(&env.pool, &[vm])
+        .await?
+        .into_iter()
+        .filter(|v| v.kind == kind)
+        .collect())
+}
+
+/// The driver's view of a VM spec.
+pub fn driver_spec(vm: &Vm) -> atomos_driver::VmSpec {
+    let s = &vm.spec;
+    atomos_driver::VmSpec {
+        slots: s.cpu.vcpus(),
+        // Dedicated vCPUs: one VM per core.
+        overprovision: 1,
+        allow_smt: s.cpu.smt,
+        archs: s.cpu.archs.clone(),
+        flags: s.cpu.flags.clone(),
+        min_frequency_ghz: s.cpu.min_frequency_ghz,
+        ram_mib: s.memory_mib,
+        require_ecc: s.require_ecc,
+        pci: s
+            .pci
+            .iter()
+            .map(|p| atomos_driver::PciDevice {
+                vendor: p.vendor.clone(),
+                model: p.model.clone(),
+                quantity: p.quantity,
+            })
+            .collect(),
+        os_family: s.os.family.clone(),
+        os_flavour: s.os.flavour.clone(),
+    }
+}
+
+fn total_disk_gb(vm: &Vm) -> u32 {
+    // The cloud-init ISO is tiny but AtomOS still reserves a slot for it.
+    vm.spec.boot_volume_gb + 1 + vm.spec.volumes.iter().map(|v| v.size_gb).sum::<u32>()
+}
+
+impl VmCreate {
+    async fn client(&self, cx: &StepCtx<'_, Params>) -> StepResult<AtomosClient> {
+        let placement: Placement = cx.output("place")?;
+        self.0.atomos.client(placement.target_id).await
+    }
+
+    /// Asks every candidate target for a quote and takes the cheapest.
+    async fn place(&self, vm: &Vm) -> StepResult {
+        let env = &self.0;
+        let spec = driver_spec(vm);
+        let disk = total_disk_gb(vm);
+        let candidates: Vec<_> = env
+            .atomos
+            .enabled()
+            .await?
+            .into_iter()
+            .filter(|(t, _)| vm.spec.provider.as_ref().is_none_or(|p| &t.provider == p))
+            .collect();
+        if candidates.is_empty() {
+            return Err(StepError::fatal(
+                "resource_unavailable",
+                match &vm.spec.provider {
+                    Some(p) => format!("no hypervisor of provider '{p}' is available"),
+                    None => "no hypervisor is available".to_owned(),
+                },
+            ));
+        }
+        let asks = candidates.iter().map(|(t, c)| {
+            let spec = spec.clone();
+            async move {
+                let quotes = c.can_allocate(&spec).await?;
+                c.volume_can_create(disk).await?;
+                Ok::<_, atomos_driver::DriverError>((t, quotes))
+            }
+        });
+        let mut best: Option<Placement> = None;
+        let (mut transient, mut refusals) = (0, Vec::new());
+        for r in futures::future::join_all(asks).await {
+            match r {
+                Ok((t, quotes)) => {
+                    for q in quotes {
+                        let better = best.as_ref().is_none_or(|b| {
+                            (q.price_hour, &t.name) < (b.price_hourly, &b.host)
+                        });
+                        if better {
+                            best = Some(Placement {
+                                target_id: t.id,
+                                host: t.name.clone(),
+                                provider: t.provider.clone(),
+                                region: if q.region.is_empty() { t.region.clone() } else { q.region.clone() },
+                                price_hourly: q.price_hour,
+                                price_monthly: q.price_month,
+                                currency: if q.currency.is_empty() { "EUR".into() } else { q.currency },
+                            });
+                        }
+                    }
+                }
+                Err(e) if e.is_transient() => transient += 1,
+                Err(e) => refusals.push(e.message),
+            }
+        }
+        let Some(placement) = best else {
+            if transient > 0 {
+                return Err(StepError::retryable("service_error", "no hypervisor answered in time"));
+            }
+            return Err(StepError::fatal(
+                "resource_unavailable",
+                format!(
+                    "no hypervisor can host {} vCPUs, {} MiB RAM and {disk} GB of disk{}",
+                    vm.spec.cpu.vcpus(),
+                    vm.spec.memory_mib,
+                    if vm.spec.pci.is_empty() { "" } else { " with the requested PCI devices" }
+                ),
+            ));
+        };
+        tracing::info!(vm = %vm.id, host = %placement.host, price = placement.price_hourly, "placed vm");
+        meson_db::vms::set_placement(&env.pool, vm.id, Some(&placement)).await?;
+        to_output(placement)
+    }
+
+    async fn boot_volume(&self, cx: &StepCtx<'_, Params>, vm: &Vm) -> StepResult {
+        let c = self.client(cx).await?;
+        let mut ids = Vec::new();
+        for v in volumes_of(&self.0, vm.id, VolumeKind::Boot).await? {
+            let id = match volume_by_name(&c, &v.atomos_name).await? {
+                Some(found) => found.id,
+                None => c
+                    .volume_create_from_image(&ImageVolumeCreate {
+                        name: v.atomos_name.clone(),
+                        size_gb: v.size_gb,
+                        url: vm.spec.os.image_url.clone(),
+                    })
+                    .await
+                    .map_err(step_error)?,
+            };
+            meson_db::volumes::set_atomos(&self.0.pool, v.id, Some(&id), VolumeStatus::Creating).await?;
+            ids.push(id);
+        }
+        to_output(ids)
+    }
+
+    async fn cloudinit_volume(&self, cx: &StepCtx<'_, Params>, vm: &Vm) -> StepResult {
+        let c = self.client(cx).await?;
+        let ci = VmCloudInit { vm_id: vm.id, hostname: &vm.spec.name, ssh_keys: &vm.spec.ssh_keys, phone_home_url: None };
+        let mut ids = Vec::new();
+        for v in volumes_of(&self.0, vm.id, VolumeKind::Cloudinit).await? {
+            // An ISO left by a crash may be half uploaded: replace it rather than trust it.
+            if let Some(found) = volume_by_name(&c, &v.atomos_name).await? {
+                destroy_volume(&c, &found.id).await?;
+            }
+            let id = c
+                .cloudinit_create(&v.atomos_name, &ci.user_data(), &ci.meta_data())
+                .await
+                .map_err(step_error)?;
+            meson_db::volumes::set_atomos(&self.0.pool, v.id, Some(&id), VolumeStatus::Creating).await?;
+            ids.push(id);
+        }
+        to_output(ids)
+    }
+
+    async fn data_volumes(&self, cx: &StepCtx<'_, Params>, vm: &Vm) -> StepResult {
+        let c = self.client(cx).await?;
+        let mut ids = Vec::new();
+        for v in volumes_of(&self.0, vm.id, VolumeKind::Data).await? {
+            let spec = vm.spec.volumes.iter().find(|s| s.name == v.name);
+            let id = match volume_by_name(&c, &v.atomos_name).await? {
+                Some(found) => found.id,
+                None => c
+                    .volume_create(&VolumeCreate {
+                        name: v.atomos_name.clone(),
+                        size_gb: v.size_gb,
+                        bootable: spec.is_some_and(|s| s.bootable),
+                        readonly: spec.is_some_and(|s| s.readonly),
+                        shareable: spec.is_some_and(|s| s.shareable),
+                        private: spec.is_none_or(|s| s.private),
+                    })
+                    .await
+                    .map_err(step_error)?,
+            };
+            meson_db::volumes::set_atomos(&self.0.pool, v.id, Some(&id), VolumeStatus::Creating).await?;
+            ids.push(id);
+        }
+        to_output(ids)
+    }
+
+    async fn register(&self, cx: &StepCtx<'_, Params>, vm: &Vm) -> StepResult {
+        let c = self.client(cx).await?;
+        if c.vm_by_name(&vm.atomos_name).await.map_err(step_error)?.is_none() {
+            let mut volume_ids: Vec<String> = cx.output("boot_volume")?;
+            volume_ids.extend(cx.output::<Vec<String>>("cloudinit_volume")?);
+            volume_ids.extend(cx.output::<Vec<String>>("data_volumes")?);
+            let req = Register { vm_name: vm.atomos_name.clone(), spec: driver_spec(vm), volume_ids, network_ids: vec![] };
+            match c.register(&req).await {
+                Ok(()) => {}
+                // A retry after a crash between register and recording: it is ours.
+                Err(e) if e.is_already_exists() => {}
+                Err(e) => return Err(step_error(e)),
+            }
+        }
+        meson_db::vms::set_status(&self.0.pool, vm.id, VmStatus::Starting).await?;
+        to_output(())
+    }
+
+    async fn wait_running(&self, cx: &StepCtx<'_, Params>, vm: &Vm) -> StepResult {
+        let env = &self.0;
+        let c = self.client(cx).await?;
+        let deadline = tokio::time::Instant::now() + env.config.vm_boot_timeout;
+        loop {
+            match c.vm_by_name(&vm.atomos_name).await {
+                Ok(None) => {
+                    return Err(StepError::fatal("service_error", "the VM vanished from its hypervisor while booting"));
+                }
+                Ok(Some(found)) if found.state == VmState::Running && found.ipv4.is_some() => {
+                    meson_db::vms::set_runtime(&env.pool, vm.id, VmStatus::Running, Some(&found.id), found.ipv4).await?;
+                    meson_db::volumes::set_status_for_vm(&env.pool, vm.id, VolumeStatus::Available).await?;
+                    return to_output(Created { atomos_id: found.id });
+                }
+                Ok(Some(_)) => {}
+                Err(e) if e.is_transient() => tracing::debug!(error = %e, "status poll failed; polling again"),
+                Err(e) => return Err(step_error(e)),
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(StepError::fatal(
+                    "timeout",
+                    format!("the VM did not come up within {} s", env.config.vm_boot_timeout.as_secs()),
+                ));
+            }
+            tokio::time::sleep(env.config.poll_interval).await;
+        }
+    }
+}

@@ -1,0 +1,90 @@
+//! Delete a VM: unregister it, destroy every volume it owns, forget it.
+
+use crate::Env;
+use crate::atomos::{destroy_volumes, unregister_by_name};
+use meson_core::action::ActionFailure;
+use meson_core::naming::vm_volume_prefix;
+use meson_core::vm::VmStatus;
+use meson_core::{ActionId, TenantId, VmId};
+use meson_jobs::{EnqueueOpts, Enqueued, StepCtx, StepError, StepResult, Workflow, to_output};
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Params {
+    pub vm_id: VmId,
+}
+
+pub struct VmDelete(pub Arc<Env>);
+
+/// Step names are persisted: never rename one.
+const STEPS: &[&str] = &["unregister", "destroy_volumes", "forget"];
+
+pub async fn enqueue(
+    tx: &mut meson_db::Tx<'_>,
+    vm: VmId,
+    action: ActionId,
+    tenant: &TenantId,
+) -> Result<Enqueued, meson_core::Error> {
+    meson_jobs::enqueue::<VmDelete>(
+        tx,
+        &Params { vm_id: vm },
+        EnqueueOpts {
+            action: Some(action),
+            tenant: Some(tenant.to_string()),
+            concurrency_key: Some(crate::vm_create::concurrency_key(vm)),
+            // Deleting must get through transient faults; it has nothing to undo.
+            max_attempts: 25,
+            ..EnqueueOpts::default()
+        },
+    )
+    .await
+}
+
+impl Workflow for VmDelete {
+    const KIND: &'static str = "vm_delete";
+    type Params = Params;
+
+    fn steps(&self) -> &'static [&'static str] {
+        STEPS
+    }
+
+    async fn run(&self, cx: &StepCtx<'_, Params>, step: &'static str) -> StepResult {
+        let env = &self.0;
+        let vm = meson_db::vms::get(&env.pool, None, cx.params.vm_id).await?;
+        let client = match &vm.placement {
+            Some(p) => Some(env.atomos.client(p.target_id).await?),
+            // Never placed: nothing exists on AtomOS.
+            None => None,
+        };
+        match (step, client) {
+            ("unregister", Some(c)) => unregister_by_name(&c, &vm.atomos_name).await?,
+            ("destroy_volumes", Some(c)) => {
+                let known: Vec<String> = meson_db::volumes::list_for_vms(&env.pool, &[vm.id])
+                    .await?
+                    .into_iter()
+                    .filter_map(|v| v.atomos_id)
+                    .collect();
+                destroy_volumes(&c, &vm_volume_prefix(vm.id), &known).await?
+            }
+            ("forget", _) => {
+                let mut tx = meson_db::begin(&env.pool).await?;
+                meson_db::vms::mark_deleted(&mut tx, vm.id).await?;
+                meson_db::commit(tx).await?;
+            }
+            ("unregister" | "destroy_volumes", None) => {}
+            (other, _) => return Err(StepError::fatal("service_error", format!("unknown step {other}"))),
+        }
+        to_output(())
+    }
+
+    async fn undo(&self, _cx: &StepCtx<'_, Params>, _step: &'static str) -> StepResult<()> {
+        // Deleting is forward-only: a half-deleted VM is not brought back.
+        Ok(())
+    }
+
+    async fn on_failed(&self, params: &Params, _failure: &ActionFailure) -> StepResult<()> {
+        meson_db::vms::set_status(&self.0.pool, params.vm_id, VmStatus::Error).await?;
+        Ok(())
+    }
+}
