@@ -30,7 +30,9 @@ impl Principal {
         if self.role >= role {
             Ok(())
         } else {
-            Err(Error::Forbidden { message: format!("this needs the {role:?} role").to_lowercase() })
+            Err(Error::Forbidden {
+                message: format!("this needs the {role:?} role").to_lowercase(),
+            })
         }
     }
 }
@@ -91,24 +93,33 @@ impl Auth {
             exp: now + ttl.num_seconds(),
             iat: now,
         };
-        jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &self.inner.encoding)
-            .unwrap_or_default()
+        jsonwebtoken::encode(
+            &Header::new(Algorithm::HS256),
+            &claims,
+            &self.inner.encoding,
+        )
+        .unwrap_or_default()
     }
 
     /// Verifies a bearer token. Why it failed is logged, never returned.
     pub fn verify(&self, token: &str) -> Result<Principal, Error> {
-        let data = jsonwebtoken::decode::<Claims>(token, &self.inner.decoding, &self.inner.validation)
-            .map_err(|e| {
-                tracing::info!(reason = %e, "rejected bearer token");
-                Error::Unauthorized
-            })?;
+        let data =
+            jsonwebtoken::decode::<Claims>(token, &self.inner.decoding, &self.inner.validation)
+                .map_err(|e| {
+                    tracing::info!(reason = %e, "rejected bearer token");
+                    Error::Unauthorized
+                })?;
         let c = data.claims;
         if c.tenant.is_empty() || c.tenant.len() > 128 {
             tracing::info!("rejected bearer token: bad tenant claim");
             return Err(Error::Unauthorized);
         }
         let role = c.roles.iter().copied().max().unwrap_or(Role::Viewer);
-        Ok(Principal { tenant: TenantId(c.tenant), subject: c.sub, role })
+        Ok(Principal {
+            tenant: TenantId(c.tenant),
+            subject: c.sub,
+            role,
+        })
     }
 }
 

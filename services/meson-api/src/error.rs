@@ -24,7 +24,9 @@ pub fn status_of(e: &Error) -> StatusCode {
         Error::Conflict { .. } | Error::AlreadyExists { .. } => StatusCode::CONFLICT,
         Error::Locked { .. } => StatusCode::LOCKED,
         Error::QuotaExceeded { .. } | Error::Forbidden { .. } => StatusCode::FORBIDDEN,
-        Error::InsufficientCapacity { .. } | Error::Unavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
+        Error::InsufficientCapacity { .. } | Error::Unavailable { .. } => {
+            StatusCode::SERVICE_UNAVAILABLE
+        }
         Error::Timeout => StatusCode::GATEWAY_TIMEOUT,
         Error::Unauthorized => StatusCode::UNAUTHORIZED,
         Error::Internal { .. } => StatusCode::INTERNAL_SERVER_ERROR,
@@ -33,7 +35,11 @@ pub fn status_of(e: &Error) -> StatusCode {
 
 pub fn body_of(e: &Error) -> ErrorResponse {
     ErrorResponse {
-        error: ErrorBody { code: e.code().to_owned(), message: e.public_message(), details: e.details() },
+        error: ErrorBody {
+            code: e.code().to_owned(),
+            message: e.public_message(),
+            details: e.details(),
+        },
     }
 }
 

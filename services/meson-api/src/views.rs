@@ -16,9 +16,15 @@ pub fn action(a: &Action) -> wire::Action {
         resources: a
             .resources
             .iter()
-            .map(|(t, id)| wire::ActionResource { id: *id, kind: t.as_str().to_owned() })
+            .map(|(t, id)| wire::ActionResource {
+                id: *id,
+                kind: t.as_str().to_owned(),
+            })
             .collect(),
-        error: a.error.as_ref().map(|e| wire::ActionError { code: e.code.clone(), message: e.message.clone() }),
+        error: a.error.as_ref().map(|e| wire::ActionError {
+            code: e.code.clone(),
+            message: e.message.clone(),
+        }),
     }
 }
 
@@ -48,7 +54,11 @@ pub fn vm(vm: &Vm, volumes: &[Volume]) -> wire::Vm {
             pci_devices: s
                 .pci
                 .iter()
-                .map(|p| wire::vm::PciDevice { vendor: p.vendor.clone(), model: p.model.clone(), quantity: p.quantity })
+                .map(|p| wire::vm::PciDevice {
+                    vendor: p.vendor.clone(),
+                    model: p.model.clone(),
+                    quantity: p.quantity,
+                })
                 .collect(),
             os_distribution: s.os.distribution.clone(),
             os_version: s.os.version.clone(),
@@ -58,7 +68,12 @@ pub fn vm(vm: &Vm, volumes: &[Volume]) -> wire::Vm {
         volumes: volumes
             .iter()
             .filter(|v| v.vm_id == Some(vm.id))
-            .map(|v| wire::VmVolume { id: v.id.0, name: v.name.clone(), size: v.size_gb, kind: v.kind.as_str().to_owned() })
+            .map(|v| wire::VmVolume {
+                id: v.id.0,
+                name: v.name.clone(),
+                size: v.size_gb,
+                kind: v.kind.as_str().to_owned(),
+            })
             .collect(),
         price: vm.placement.as_ref().map(|p| wire::Price {
             hourly: p.price_hourly,
@@ -69,5 +84,8 @@ pub fn vm(vm: &Vm, volumes: &[Volume]) -> wire::Vm {
 }
 
 pub fn warning(w: &meson_core::parse::Warning) -> wire::Warning {
-    wire::Warning { field: w.field.clone(), message: w.message.clone() }
+    wire::Warning {
+        field: w.field.clone(),
+        message: w.message.clone(),
+    }
 }

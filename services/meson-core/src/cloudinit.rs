@@ -44,7 +44,11 @@ impl VmCloudInit<'_> {
     }
 
     pub fn meta_data(&self) -> String {
-        format!("instance-id: {}\nlocal-hostname: {}\n", q(&self.vm_id.to_string()), q(self.hostname))
+        format!(
+            "instance-id: {}\nlocal-hostname: {}\n",
+            q(&self.vm_id.to_string()),
+            q(self.hostname)
+        )
     }
 }
 

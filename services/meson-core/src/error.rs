@@ -39,7 +39,11 @@ pub enum Error {
     Conflict { message: String },
 
     #[error("{kind} {id} is locked by a running action")]
-    Locked { kind: &'static str, id: String, action_id: Uuid },
+    Locked {
+        kind: &'static str,
+        id: String,
+        action_id: Uuid,
+    },
 
     #[error("{kind} with this {field} already exists")]
     AlreadyExists { kind: &'static str, field: String },
@@ -71,30 +75,46 @@ pub enum Error {
 }
 
 fn field_names(fields: &[FieldError]) -> String {
-    fields.iter().map(|f| f.name.as_str()).collect::<Vec<_>>().join(", ")
+    fields
+        .iter()
+        .map(|f| f.name.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 impl Error {
     pub fn not_found(kind: &'static str, id: impl ToString) -> Self {
-        Error::NotFound { kind, id: id.to_string() }
+        Error::NotFound {
+            kind,
+            id: id.to_string(),
+        }
     }
 
     /// A single bad field.
     pub fn invalid(field: impl Into<String>, message: impl Into<String>) -> Self {
         Error::InvalidInput {
-            fields: vec![FieldError { name: field.into(), messages: vec![message.into()] }],
+            fields: vec![FieldError {
+                name: field.into(),
+                messages: vec![message.into()],
+            }],
         }
     }
 
     pub fn internal(context: impl Into<String>) -> Self {
-        Error::Internal { context: context.into(), source: None }
+        Error::Internal {
+            context: context.into(),
+            source: None,
+        }
     }
 
     pub fn internal_from(
         context: impl Into<String>,
         source: impl std::error::Error + Send + Sync + 'static,
     ) -> Self {
-        Error::Internal { context: context.into(), source: Some(Box::new(source)) }
+        Error::Internal {
+            context: context.into(),
+            source: Some(Box::new(source)),
+        }
     }
 
     /// The public, stable error code (Hetzner's vocabulary).
@@ -154,7 +174,10 @@ impl FieldErrors {
         let message = message.into();
         match self.fields.iter_mut().find(|f| f.name == name) {
             Some(f) => f.messages.push(message),
-            None => self.fields.push(FieldError { name, messages: vec![message] }),
+            None => self.fields.push(FieldError {
+                name,
+                messages: vec![message],
+            }),
         }
     }
 
@@ -171,12 +194,16 @@ impl FieldErrors {
         if self.fields.is_empty() {
             Ok(value)
         } else {
-            Err(Error::InvalidInput { fields: self.fields })
+            Err(Error::InvalidInput {
+                fields: self.fields,
+            })
         }
     }
 
     pub fn into_error(self) -> Option<Error> {
-        (!self.fields.is_empty()).then_some(Error::InvalidInput { fields: self.fields })
+        (!self.fields.is_empty()).then_some(Error::InvalidInput {
+            fields: self.fields,
+        })
     }
 }
 
@@ -190,7 +217,9 @@ mod tests {
         errs.add("a", "one");
         errs.add("b", "two");
         errs.add("a", "three");
-        let Err(Error::InvalidInput { fields }) = errs.finish(()) else { panic!("expected error") };
+        let Err(Error::InvalidInput { fields }) = errs.finish(()) else {
+            panic!("expected error")
+        };
         assert_eq!(fields.len(), 2);
         assert_eq!(fields[0].messages, vec!["one", "three"]);
     }

@@ -15,11 +15,51 @@ pub struct Flavor {
 }
 
 pub const FLAVORS: &[Flavor] = &[
-    Flavor { name: "helium", description: "Smallest virtual machine for light tasks", vcpus: 1, memory_mib: 512, gpus: 0, gpu_model: None, flags: &[] },
-    Flavor { name: "neon", description: "Small office and web workloads", vcpus: 2, memory_mib: 2048, gpus: 0, gpu_model: None, flags: &["sse2"] },
-    Flavor { name: "argon", description: "Decent CPU and one NVIDIA Quadro P4000", vcpus: 4, memory_mib: 4096, gpus: 1, gpu_model: Some("10de:1bb1"), flags: &["sse2", "avx2"] },
-    Flavor { name: "argon2", description: "Decent CPU and two NVIDIA Quadro P4000", vcpus: 4, memory_mib: 4096, gpus: 2, gpu_model: Some("10de:1bb1"), flags: &["sse2", "avx2"] },
-    Flavor { name: "kripton", description: "Eight cores and one NVIDIA Quadro P4000", vcpus: 8, memory_mib: 8192, gpus: 1, gpu_model: Some("10de:1bb1"), flags: &["sse2", "avx2"] },
+    Flavor {
+        name: "helium",
+        description: "Smallest virtual machine for light tasks",
+        vcpus: 1,
+        memory_mib: 512,
+        gpus: 0,
+        gpu_model: None,
+        flags: &[],
+    },
+    Flavor {
+        name: "neon",
+        description: "Small office and web workloads",
+        vcpus: 2,
+        memory_mib: 2048,
+        gpus: 0,
+        gpu_model: None,
+        flags: &["sse2"],
+    },
+    Flavor {
+        name: "argon",
+        description: "Decent CPU and one NVIDIA Quadro P4000",
+        vcpus: 4,
+        memory_mib: 4096,
+        gpus: 1,
+        gpu_model: Some("10de:1bb1"),
+        flags: &["sse2", "avx2"],
+    },
+    Flavor {
+        name: "argon2",
+        description: "Decent CPU and two NVIDIA Quadro P4000",
+        vcpus: 4,
+        memory_mib: 4096,
+        gpus: 2,
+        gpu_model: Some("10de:1bb1"),
+        flags: &["sse2", "avx2"],
+    },
+    Flavor {
+        name: "kripton",
+        description: "Eight cores and one NVIDIA Quadro P4000",
+        vcpus: 8,
+        memory_mib: 8192,
+        gpus: 1,
+        gpu_model: Some("10de:1bb1"),
+        flags: &["sse2", "avx2"],
+    },
 ];
 
 pub fn lookup(name: &str) -> Option<&'static Flavor> {

@@ -16,7 +16,9 @@ pub fn check_atomos_name(name: &str, max: usize) -> Result<(), String> {
         return Err(format!("must be at most {max} characters"));
     }
     if !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
-        return Err("may contain only letters, digits and '-' (AtomOS names: ^[a-zA-Z0-9-]+$)".into());
+        return Err(
+            "may contain only letters, digits and '-' (AtomOS names: ^[a-zA-Z0-9-]+$)".into(),
+        );
     }
     if name.starts_with('-') || name.ends_with('-') {
         return Err("must not start or end with '-'".into());
@@ -53,7 +55,11 @@ mod tests {
     #[test]
     fn generated_names_are_valid_atomos_names() {
         let id = VmId::new();
-        for n in [vm_atomos_name(id), vm_boot_volume_name(id), vm_data_volume_name(id, 3)] {
+        for n in [
+            vm_atomos_name(id),
+            vm_boot_volume_name(id),
+            vm_data_volume_name(id, 3),
+        ] {
             check_atomos_name(&n, 63).unwrap();
             assert!(n.starts_with(&vm_atomos_name(id)));
         }

@@ -66,15 +66,22 @@ pub const DEFAULT_DISTRIBUTION: &str = "ubuntu";
 impl OsImage {
     /// Looks a distribution up by name, ignoring case, spaces and a leading "linux".
     pub fn lookup(name: &str) -> Option<OsImage> {
-        let norm: String =
-            name.trim().to_ascii_lowercase().chars().filter(|c| !c.is_whitespace()).collect();
-        KNOWN.iter().find(|k| k.names.contains(&norm.as_str())).map(|k| OsImage {
-            distribution: k.names[0].to_owned(),
-            family: "linux".to_owned(),
-            flavour: k.flavour.to_owned(),
-            version: k.version.to_owned(),
-            image_url: k.url.to_owned(),
-        })
+        let norm: String = name
+            .trim()
+            .to_ascii_lowercase()
+            .chars()
+            .filter(|c| !c.is_whitespace())
+            .collect();
+        KNOWN
+            .iter()
+            .find(|k| k.names.contains(&norm.as_str()))
+            .map(|k| OsImage {
+                distribution: k.names[0].to_owned(),
+                family: "linux".to_owned(),
+                flavour: k.flavour.to_owned(),
+                version: k.version.to_owned(),
+                image_url: k.url.to_owned(),
+            })
     }
 
     pub fn supported() -> Vec<&'static str> {

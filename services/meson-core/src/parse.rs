@@ -33,7 +33,11 @@ pub struct Obj<'a> {
 }
 
 pub fn join(path: &str, key: &str) -> String {
-    if path.is_empty() { key.to_owned() } else { format!("{path}.{key}") }
+    if path.is_empty() {
+        key.to_owned()
+    } else {
+        format!("{path}.{key}")
+    }
 }
 
 /// JSON type name for error messages.
@@ -78,10 +82,19 @@ impl Parser {
 
     fn object_at<'a>(&mut self, path: String, v: &'a Value) -> Option<Obj<'a>> {
         match v {
-            Value::Object(map) => Some(Obj { path, map, known: Vec::new() }),
+            Value::Object(map) => Some(Obj {
+                path,
+                map,
+                known: Vec::new(),
+            }),
             other => {
-                let name = if path.is_empty() { "(body)".to_owned() } else { path };
-                self.errors.add(name, format!("must be an object, got {}", kind(other)));
+                let name = if path.is_empty() {
+                    "(body)".to_owned()
+                } else {
+                    path
+                };
+                self.errors
+                    .add(name, format!("must be an object, got {}", kind(other)));
                 None
             }
         }
@@ -135,7 +148,10 @@ impl Parser {
         if parsed.is_none() {
             self.errors.add(
                 path,
-                format!("must be a boolean (true/false, \"True\"/\"False\" or 0/1), got {}", kind(v)),
+                format!(
+                    "must be a boolean (true/false, \"True\"/\"False\" or 0/1), got {}",
+                    kind(v)
+                ),
             );
         }
         parsed
@@ -159,11 +175,18 @@ impl Parser {
         self.int_value(path, v, range)
     }
 
-    pub fn int_value(&mut self, path: String, v: &Value, range: RangeInclusive<i64>) -> Option<i64> {
+    pub fn int_value(
+        &mut self,
+        path: String,
+        v: &Value,
+        range: RangeInclusive<i64>,
+    ) -> Option<i64> {
         let n = match v {
-            Value::Number(n) => n
-                .as_i64()
-                .or_else(|| n.as_f64().filter(|f| f.fract() == 0.0 && f.abs() < 9e15).map(|f| f as i64)),
+            Value::Number(n) => n.as_i64().or_else(|| {
+                n.as_f64()
+                    .filter(|f| f.fract() == 0.0 && f.abs() < 9e15)
+                    .map(|f| f as i64)
+            }),
             _ => None,
         };
         match n {
@@ -171,12 +194,17 @@ impl Parser {
             Some(n) => {
                 self.errors.add(
                     path,
-                    format!("must be between {} and {}, got {n}", range.start(), range.end()),
+                    format!(
+                        "must be between {} and {}, got {n}",
+                        range.start(),
+                        range.end()
+                    ),
                 );
                 None
             }
             None => {
-                self.errors.add(path, format!("must be an integer, got {}", kind(v)));
+                self.errors
+                    .add(path, format!("must be an integer, got {}", kind(v)));
                 None
             }
         }
@@ -196,12 +224,17 @@ impl Parser {
             Some(f) => {
                 self.errors.add(
                     path,
-                    format!("must be between {} and {}, got {f}", range.start(), range.end()),
+                    format!(
+                        "must be between {} and {}, got {f}",
+                        range.start(),
+                        range.end()
+                    ),
                 );
                 None
             }
             None => {
-                self.errors.add(path, format!("must be a number, got {}", kind(v)));
+                self.errors
+                    .add(path, format!("must be a number, got {}", kind(v)));
                 None
             }
         }
@@ -217,7 +250,8 @@ impl Parser {
         match v {
             Some(Value::String(s)) => Some((path, s.as_str())),
             Some(other) => {
-                self.errors.add(path, format!("must be a string, got {}", kind(other)));
+                self.errors
+                    .add(path, format!("must be a string, got {}", kind(other)));
                 None
             }
             None => {
@@ -239,14 +273,20 @@ impl Parser {
         let (path, v) = o.get(key);
         match v? {
             Value::Array(items) if items.len() > max_len => {
-                self.errors.add(path, format!("must have at most {max_len} items"));
+                self.errors
+                    .add(path, format!("must have at most {max_len} items"));
                 None
             }
-            Value::Array(items) => {
-                Some(items.iter().enumerate().map(|(i, v)| (format!("{path}[{i}]"), v)).collect())
-            }
+            Value::Array(items) => Some(
+                items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, v)| (format!("{path}[{i}]"), v))
+                    .collect(),
+            ),
             other => {
-                self.errors.add(path, format!("must be an array, got {}", kind(other)));
+                self.errors
+                    .add(path, format!("must be an array, got {}", kind(other)));
                 None
             }
         }
@@ -258,7 +298,12 @@ impl Parser {
     }
 
     /// An array of strings.
-    pub fn strings(&mut self, o: &mut Obj<'_>, key: &'static str, max_len: usize) -> Option<Vec<String>> {
+    pub fn strings(
+        &mut self,
+        o: &mut Obj<'_>,
+        key: &'static str,
+        max_len: usize,
+    ) -> Option<Vec<String>> {
         let items = self.array(o, key, max_len)?;
         let mut out = Vec::with_capacity(items.len());
         let mut ok = true;
@@ -266,7 +311,8 @@ impl Parser {
             match v {
                 Value::String(s) => out.push(s.clone()),
                 other => {
-                    self.errors.add(path, format!("must be a string, got {}", kind(other)));
+                    self.errors
+                        .add(path, format!("must be a string, got {}", kind(other)));
                     ok = false;
                 }
             }

@@ -36,7 +36,10 @@ impl SshKey {
             return Err("DSA keys are not supported; use ssh-ed25519 or ssh-rsa".into());
         }
         if !ALLOWED.contains(&kind) {
-            return Err(format!("unsupported key type '{kind}'; use one of {}", ALLOWED.join(", ")));
+            return Err(format!(
+                "unsupported key type '{kind}'; use one of {}",
+                ALLOWED.join(", ")
+            ));
         }
         let blob = base64::engine::general_purpose::STANDARD
             .decode(data)

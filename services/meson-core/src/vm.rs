@@ -122,7 +122,8 @@ fn is_hex4(s: &str) -> bool {
 pub fn valid_provider(s: &str) -> bool {
     !s.is_empty()
         && s.len() <= 32
-        && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
 }
 
 impl VmCreate {
@@ -133,15 +134,20 @@ impl VmCreate {
             return Err(p.errors.into_error().expect("root error recorded"));
         };
 
-        let provider = p.string(&mut root, "provider", false).and_then(|(path, s)| {
-            let s = s.trim().to_ascii_lowercase();
-            if valid_provider(&s) {
-                Some(s)
-            } else {
-                p.errors.add(path, "must be a provider name such as ovh, ionos, gigas, arubacloud or atomos");
-                None
-            }
-        });
+        let provider = p
+            .string(&mut root, "provider", false)
+            .and_then(|(path, s)| {
+                let s = s.trim().to_ascii_lowercase();
+                if valid_provider(&s) {
+                    Some(s)
+                } else {
+                    p.errors.add(
+                        path,
+                        "must be a provider name such as ovh, ionos, gigas, arubacloud or atomos",
+                    );
+                    None
+                }
+            });
         let labels = match root.get("labels") {
             (path, Some(v)) => labels::parse(&path, v, &mut p.errors),
             (_, None) => Some(Labels::new()),
@@ -184,7 +190,11 @@ impl VmCreate {
                     ssh_keys,
                     provider,
                 };
-                Ok(VmCreate { spec, labels, warnings })
+                Ok(VmCreate {
+                    spec,
+                    labels,
+                    warnings,
+                })
             }
             _ => Err(errors
                 .into_error()
@@ -215,7 +225,9 @@ fn parse_req(p: &mut Parser, req: &mut crate::parse::Obj<'_>) -> Option<ReqParts
     let cpu = p.object(req, "cpu", true).and_then(|mut cpu| {
         let smt = p.bool(&mut cpu, "smtEnabled").unwrap_or(false);
         let cores = p.int(&mut cpu, "numberOfCores", 1..=128, true);
-        let threads = p.int(&mut cpu, "numberOfThreads", 1..=8, false).unwrap_or(1);
+        let threads = p
+            .int(&mut cpu, "numberOfThreads", 1..=8, false)
+            .unwrap_or(1);
         if threads > 1 && !smt {
             p.errors.add(
                 crate::parse::join(cpu.path(), "numberOfThreads"),
@@ -227,10 +239,14 @@ fn parse_req(p: &mut Parser, req: &mut crate::parse::Obj<'_>) -> Option<ReqParts
             (path, Some(Value::String(s))) => check_archs(p, &path, vec![s.clone()]),
             (path, Some(Value::Array(_))) => {
                 cpu.accept(&["arch"]);
-                p.strings(&mut cpu, "arch", 8).and_then(|a| check_archs(p, &path, a))
+                p.strings(&mut cpu, "arch", 8)
+                    .and_then(|a| check_archs(p, &path, a))
             }
             (path, Some(_)) => {
-                p.errors.add(path, "must be an array of architectures such as [\"X86_64\"]");
+                p.errors.add(
+                    path,
+                    "must be an array of architectures such as [\"X86_64\"]",
+                );
                 None
             }
             (_, None) => Some(vec!["X86_64".to_owned()]),
@@ -243,13 +259,18 @@ fn parse_req(p: &mut Parser, req: &mut crate::parse::Obj<'_>) -> Option<ReqParts
                     .filter(|f| {
                         f.is_empty()
                             || f.len() > 32
-                            || !f.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.')
+                            || !f
+                                .bytes()
+                                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.')
                     })
                     .collect();
                 if bad.is_empty() {
                     Some(flags.iter().map(|f| f.to_ascii_lowercase()).collect())
                 } else {
-                    p.errors.add(path, format!("invalid CPU flags {bad:?}: use names such as sse2, avx2"));
+                    p.errors.add(
+                        path,
+                        format!("invalid CPU flags {bad:?}: use names such as sse2, avx2"),
+                    );
                     None
                 }
             }
@@ -293,7 +314,10 @@ fn parse_req(p: &mut Parser, req: &mut crate::parse::Obj<'_>) -> Option<ReqParts
                 Some((path, name)) => OsImage::lookup(name).or_else(|| {
                     p.errors.add(
                         path,
-                        format!("unsupported distribution '{name}'; supported: {}", OsImage::supported().join(", ")),
+                        format!(
+                            "unsupported distribution '{name}'; supported: {}",
+                            OsImage::supported().join(", ")
+                        ),
                     );
                     None
                 }),
@@ -318,7 +342,10 @@ fn check_archs(p: &mut Parser, path: &str, archs: Vec<String>) -> Option<Vec<Str
                 out.push(up);
             }
         } else {
-            p.errors.add(path, format!("unknown architecture '{a}'; one of {}", ARCHS.join(", ")));
+            p.errors.add(
+                path,
+                format!("unknown architecture '{a}'; one of {}", ARCHS.join(", ")),
+            );
             return None;
         }
     }
@@ -337,12 +364,19 @@ fn parse_pci(p: &mut Parser, pci: &mut crate::parse::Obj<'_>) -> Option<Vec<PciR
     let mut push = |p: &mut Parser, path: String, vendor: &str, model: &str, qty: Option<i64>| {
         let (vendor, model) = (vendor.to_ascii_lowercase(), model.to_ascii_lowercase());
         if !is_hex4(&vendor) || !is_hex4(&model) {
-            p.errors.add(path, "PCI ids must be 4 hex digits each, as in \"10de:1bb1\"");
+            p.errors.add(
+                path,
+                "PCI ids must be 4 hex digits each, as in \"10de:1bb1\"",
+            );
             return false;
         }
         match qty {
             Some(q) => {
-                out.push(PciRequest { vendor, model, quantity: q as u32 });
+                out.push(PciRequest {
+                    vendor,
+                    model,
+                    quantity: q as u32,
+                });
                 true
             }
             None => false,
@@ -357,7 +391,8 @@ fn parse_pci(p: &mut Parser, pci: &mut crate::parse::Obj<'_>) -> Option<Vec<PciR
                 let good = match key.split_once(':') {
                     Some((v, m)) => push(p, item_path, v, m, qty),
                     None => {
-                        p.errors.add(item_path, "keys must be \"<vendor>:<model>\" PCI ids");
+                        p.errors
+                            .add(item_path, "keys must be \"<vendor>:<model>\" PCI ids");
                         false
                     }
                 };
@@ -400,15 +435,15 @@ fn parse_volumes(p: &mut Parser, specs: &mut crate::parse::Obj<'_>) -> Option<Ve
             ok = false;
             continue;
         };
-        let name = p.string(&mut o, "name", true).and_then(|(npath, s)| {
-            match check_atomos_name(s, 40) {
-                Ok(()) => Some(s.to_owned()),
-                Err(m) => {
-                    p.errors.add(npath, m);
-                    None
-                }
-            }
-        });
+        let name =
+            p.string(&mut o, "name", true)
+                .and_then(|(npath, s)| match check_atomos_name(s, 40) {
+                    Ok(()) => Some(s.to_owned()),
+                    Err(m) => {
+                        p.errors.add(npath, m);
+                        None
+                    }
+                });
         let size = p.int(&mut o, "size", 1..=10_240, true);
         let private = p.bool(&mut o, "private");
         let shareable = p.bool(&mut o, "shareable");
@@ -418,14 +453,20 @@ fn parse_volumes(p: &mut Parser, specs: &mut crate::parse::Obj<'_>) -> Option<Ve
             .iter()
             .any(|k| p.errors.has(&crate::parse::join(o.path(), k)));
         if shareable == Some(true) && bootable == Some(true) {
-            p.errors.add(crate::parse::join(o.path(), "shareable"), "a shareable volume cannot be bootable");
+            p.errors.add(
+                crate::parse::join(o.path(), "shareable"),
+                "a shareable volume cannot be bootable",
+            );
             ok = false;
         }
-        if let Some(n) = &name {
-            if out.iter().any(|v: &DataVolumeSpec| &v.name == n) {
-                p.errors.add(crate::parse::join(o.path(), "name"), format!("duplicate volume name '{n}'"));
-                ok = false;
-            }
+        if let Some(n) = &name
+            && out.iter().any(|v: &DataVolumeSpec| &v.name == n)
+        {
+            p.errors.add(
+                crate::parse::join(o.path(), "name"),
+                format!("duplicate volume name '{n}'"),
+            );
+            ok = false;
         }
         p.done(o);
         match (name, size) {
@@ -522,10 +563,14 @@ pub(crate) mod tests {
         let mut v = seed();
         v["specs"]["req"]["pci"]["devices"] = json!({"10de:1BB1": 2});
         assert_eq!(VmCreate::parse(&v).unwrap().spec.pci[0].quantity, 2);
-        v["specs"]["req"]["pci"]["devices"] = json!([{"vendor": "10de", "model": "1bb1", "quantity": 1}]);
+        v["specs"]["req"]["pci"]["devices"] =
+            json!([{"vendor": "10de", "model": "1bb1", "quantity": 1}]);
         assert_eq!(VmCreate::parse(&v).unwrap().spec.pci[0].model, "1bb1");
         v["specs"]["req"]["pci"]["devices"] = json!({"nvidia": 1});
-        assert_eq!(fields(VmCreate::parse(&v).unwrap_err()), vec!["specs.req.pci.devices.nvidia"]);
+        assert_eq!(
+            fields(VmCreate::parse(&v).unwrap_err()),
+            vec!["specs.req.pci.devices.nvidia"]
+        );
     }
 
     #[test]
@@ -566,8 +611,14 @@ pub(crate) mod tests {
 
     #[test]
     fn missing_sections_and_wrong_root() {
-        assert_eq!(fields(VmCreate::parse(&json!([])).unwrap_err()), vec!["(body)"]);
-        assert_eq!(fields(VmCreate::parse(&json!({})).unwrap_err()), vec!["specs"]);
+        assert_eq!(
+            fields(VmCreate::parse(&json!([])).unwrap_err()),
+            vec!["(body)"]
+        );
+        assert_eq!(
+            fields(VmCreate::parse(&json!({})).unwrap_err()),
+            vec!["specs"]
+        );
         let v = json!({"specs": {"vm_name": "x", "req": {}}});
         let mut names = fields(VmCreate::parse(&v).unwrap_err());
         names.sort();
@@ -578,7 +629,10 @@ pub(crate) mod tests {
     fn threads_need_smt() {
         let mut v = seed();
         v["specs"]["req"]["cpu"]["numberOfThreads"] = json!(2);
-        assert_eq!(fields(VmCreate::parse(&v).unwrap_err()), vec!["specs.req.cpu.numberOfThreads"]);
+        assert_eq!(
+            fields(VmCreate::parse(&v).unwrap_err()),
+            vec!["specs.req.cpu.numberOfThreads"]
+        );
         v["specs"]["req"]["cpu"]["smtEnabled"] = json!("True");
         assert_eq!(VmCreate::parse(&v).unwrap().spec.cpu.vcpus(), 4);
     }

@@ -29,7 +29,9 @@ impl TryFrom<ActionRow> for Action {
             .iter()
             .zip(r.resource_ids)
             .map(|(t, id)| {
-                ResourceType::parse(t).map(|t| (t, id)).ok_or_else(|| corrupt("resource type", t))
+                ResourceType::parse(t)
+                    .map(|t| (t, id))
+                    .ok_or_else(|| corrupt("resource type", t))
             })
             .collect::<Result<_, _>>()?;
         Ok(Action {
@@ -108,7 +110,10 @@ pub async fn get_many(
 }
 
 pub async fn get(pool: &PgPool, tenant: Option<&TenantId>, id: ActionId) -> Result<Action, Error> {
-    get_many(pool, tenant, &[id]).await?.pop().ok_or_else(|| Error::not_found("action", id))
+    get_many(pool, tenant, &[id])
+        .await?
+        .pop()
+        .ok_or_else(|| Error::not_found("action", id))
 }
 
 /// Advances a running action's progress (never backwards).
@@ -131,7 +136,11 @@ pub async fn finish(
     id: ActionId,
     failure: Option<&ActionFailure>,
 ) -> Result<(), Error> {
-    let status = if failure.is_some() { ActionStatus::Error } else { ActionStatus::Success };
+    let status = if failure.is_some() {
+        ActionStatus::Error
+    } else {
+        ActionStatus::Success
+    };
     sqlx::query!(
         r#"update actions set status = $2, finished = now(), error_code = $3, error_message = $4,
                               progress = case when $2 = 'success' then 100 else progress end

@@ -128,7 +128,12 @@ pub async fn claim(
 }
 
 /// Extends a lease. False: the job is no longer ours.
-pub async fn heartbeat(pool: &PgPool, id: JobId, attempt: i32, lease_secs: f64) -> Result<bool, Error> {
+pub async fn heartbeat(
+    pool: &PgPool,
+    id: JobId,
+    attempt: i32,
+    lease_secs: f64,
+) -> Result<bool, Error> {
     let n = sqlx::query!(
         r#"update jobs set lease_expires_at = now() + make_interval(secs => $3)
            where id = $1 and attempt = $2 and state = 'running'"#,

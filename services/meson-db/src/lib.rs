@@ -37,20 +37,30 @@ pub async fn connect(url: &str, max_connections: u32) -> Result<PgPool, Error> {
 }
 
 pub async fn migrate(pool: &PgPool) -> Result<(), Error> {
-    MIGRATOR.run(pool).await.map_err(|e| Error::internal_from("running migrations", e))
+    MIGRATOR
+        .run(pool)
+        .await
+        .map_err(|e| Error::internal_from("running migrations", e))
 }
 
 /// True when the database answers.
 pub async fn ping(pool: &PgPool) -> bool {
-    sqlx::query_scalar!("select 1 as \"one!\"").fetch_one(pool).await.is_ok()
+    sqlx::query_scalar!("select 1 as \"one!\"")
+        .fetch_one(pool)
+        .await
+        .is_ok()
 }
 
 pub async fn begin(pool: &PgPool) -> Result<Tx<'static>, Error> {
-    pool.begin().await.map_err(|e| Error::internal_from("beginning a transaction", e))
+    pool.begin()
+        .await
+        .map_err(|e| Error::internal_from("beginning a transaction", e))
 }
 
 pub async fn commit(tx: Tx<'_>) -> Result<(), Error> {
-    tx.commit().await.map_err(|e| Error::internal_from("committing a transaction", e))
+    tx.commit()
+        .await
+        .map_err(|e| Error::internal_from("committing a transaction", e))
 }
 
 /// Attaches context to database errors; they become opaque internal errors.

@@ -13,8 +13,13 @@ pub fn server_url() -> String {
 
 fn with_database(url: &str, db: &str) -> String {
     // Replace the path component (the database name), keep any query string.
-    let (base, query) = url.split_once('?').map_or((url, None), |(b, q)| (b, Some(q)));
-    let cut = base.rfind('/').filter(|&i| i > "postgres://".len()).unwrap_or(base.len());
+    let (base, query) = url
+        .split_once('?')
+        .map_or((url, None), |(b, q)| (b, Some(q)));
+    let cut = base
+        .rfind('/')
+        .filter(|&i| i > "postgres://".len())
+        .unwrap_or(base.len());
     let mut out = format!("{}/{db}", &base[..cut]);
     if let Some(q) = query {
         out.push('?');
@@ -38,12 +43,20 @@ impl TestDatabase {
         let mut admin = PgConnection::connect(&server)
             .await
             .unwrap_or_else(|e| panic!("tests need PostgreSQL at {server}: {e}"));
-        admin.execute(format!("create database {name}").as_str()).await.expect("create test db");
+        admin
+            .execute(format!("create database {name}").as_str())
+            .await
+            .expect("create test db");
         admin.close().await.ok();
         let url = with_database(&server, &name);
         let pool = crate::connect(&url, 10).await.expect("connect test db");
         MIGRATOR.run(&pool).await.expect("migrate test db");
-        TestDatabase { name, url, pool, server }
+        TestDatabase {
+            name,
+            url,
+            pool,
+            server,
+        }
     }
 }
 
@@ -53,7 +66,9 @@ impl Drop for TestDatabase {
         let (server, name) = (self.server.clone(), self.name.clone());
         let pool = self.pool.clone();
         let cleanup = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build();
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build();
             if let Ok(rt) = rt {
                 rt.block_on(async {
                     pool.close().await;
@@ -68,31 +83,49 @@ impl Drop for TestDatabase {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::with_database;
-
-    #[test]
-    fn swaps_database_name() {
-        assert_eq!(with_database("postgres://u@h:5/postgres", "x"), "postgres://u@h:5/x");
-        assert_eq!(with_database("postgres://u@h:5/db?sslmode=disable", "x"), "postgres://u@h:5/x?sslmode=disable");
-        assert_eq!(with_database("postgres://u@h:5", "x"), "postgres://u@h:5/x");
-    }
-}
-
 /// Creates a database unless it exists (dev mode's private cluster).
-pub async fn create_database_if_missing(pool: &PgPool, name: &str) -> Result<(), meson_core::Error> {
-    if !name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_') {
-        return Err(meson_core::Error::invalid("database", "must be a lowercase identifier"));
+pub async fn create_database_if_missing(
+    pool: &PgPool,
+    name: &str,
+) -> Result<(), meson_core::Error> {
+    if !name
+        .bytes()
+        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+    {
+        return Err(meson_core::Error::invalid(
+            "database",
+            "must be a lowercase identifier",
+        ));
     }
-    let exists = sqlx::query_scalar!("select exists(select 1 from pg_database where datname = $1) as \"e!\"", name)
-        .fetch_one(pool)
-        .await
-        .map_err(|e| meson_core::Error::internal_from("checking for the database", e))?;
+    let exists = sqlx::query_scalar!(
+        "select exists(select 1 from pg_database where datname = $1) as \"e!\"",
+        name
+    )
+    .fetch_one(pool)
+    .await
+    .map_err(|e| meson_core::Error::internal_from("checking for the database", e))?;
     if !exists {
         pool.execute(format!("create database {name}").as_str())
             .await
             .map_err(|e| meson_core::Error::internal_from("creating the database", e))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::with_database;
+
+    #[test]
+    fn swaps_database_name() {
+        assert_eq!(
+            with_database("postgres://u@h:5/postgres", "x"),
+            "postgres://u@h:5/x"
+        );
+        assert_eq!(
+            with_database("postgres://u@h:5/db?sslmode=disable", "x"),
+            "postgres://u@h:5/x?sslmode=disable"
+        );
+        assert_eq!(with_database("postgres://u@h:5", "x"), "postgres://u@h:5/x");
+    }
 }

@@ -56,7 +56,12 @@ impl TryFrom<VmRow> for Vm {
             atomos_name: r.atomos_name,
             atomos_id: r.atomos_id,
             placement,
-            ipv4: r.ipv4.as_deref().map(str::parse).transpose().map_err(|_| corrupt("ipv4", "?"))?,
+            ipv4: r
+                .ipv4
+                .as_deref()
+                .map(str::parse)
+                .transpose()
+                .map_err(|_| corrupt("ipv4", "?"))?,
             created: r.created_at,
         })
     }
@@ -81,7 +86,10 @@ pub async fn insert(tx: &mut Tx<'_>, vm: &Vm) -> Result<(), Error> {
     .await;
     match res {
         Err(sqlx::Error::Database(e)) if e.constraint() == Some("vms_tenant_name") => {
-            Err(Error::AlreadyExists { kind: "vm", field: "name".to_owned() })
+            Err(Error::AlreadyExists {
+                kind: "vm",
+                field: "name".to_owned(),
+            })
         }
         other => other.map(|_| ()).ctx("inserting a vm"),
     }
@@ -137,7 +145,10 @@ pub async fn list(
     .fetch_all(pool)
     .await
     .ctx("listing vms")?;
-    let vms = rows.into_iter().map(Vm::try_from).collect::<Result<_, _>>()?;
+    let vms = rows
+        .into_iter()
+        .map(Vm::try_from)
+        .collect::<Result<_, _>>()?;
     Ok((vms, total))
 }
 
@@ -146,10 +157,14 @@ pub async fn set_status(
     id: VmId,
     status: VmStatus,
 ) -> Result<(), Error> {
-    sqlx::query!("update vms set status = $2 where id = $1", id.0, status.as_str())
-        .execute(db)
-        .await
-        .ctx("updating vm status")?;
+    sqlx::query!(
+        "update vms set status = $2 where id = $1",
+        id.0,
+        status.as_str()
+    )
+    .execute(db)
+    .await
+    .ctx("updating vm status")?;
     Ok(())
 }
 
@@ -203,9 +218,12 @@ pub async fn mark_deleted(tx: &mut Tx<'_>, id: VmId) -> Result<(), Error> {
     .execute(&mut **tx)
     .await
     .ctx("deleting vm volumes")?;
-    sqlx::query!("update vms set deleted_at = now(), status = 'deleting' where id = $1", id.0)
-        .execute(&mut **tx)
-        .await
-        .ctx("deleting a vm")?;
+    sqlx::query!(
+        "update vms set deleted_at = now(), status = 'deleting' where id = $1",
+        id.0
+    )
+    .execute(&mut **tx)
+    .await
+    .ctx("deleting a vm")?;
     Ok(())
 }

@@ -2,8 +2,8 @@
 
 use crate::backoff;
 use crate::workflow::{StepCtx, StepError, Workflow};
-use meson_core::action::ActionFailure;
 use meson_core::Error;
+use meson_core::action::ActionFailure;
 use meson_db::PgPool;
 use meson_db::jobs::ClaimedJob;
 use serde_json::{Value, json};
@@ -37,7 +37,11 @@ pub struct RetryPolicy {
 
 impl Default for RetryPolicy {
     fn default() -> Self {
-        RetryPolicy { base: Duration::from_millis(500), cap: Duration::from_secs(60), extra_undo_attempts: 20 }
+        RetryPolicy {
+            base: Duration::from_millis(500),
+            cap: Duration::from_secs(60),
+            extra_undo_attempts: 20,
+        }
     }
 }
 
@@ -65,7 +69,10 @@ impl<W: Workflow> ErasedWorkflow for W {
 pub type Registry = HashMap<&'static str, Arc<dyn ErasedWorkflow>>;
 
 fn failure_of(e: &StepError) -> ActionFailure {
-    ActionFailure { code: e.code().to_owned(), message: e.message().to_owned() }
+    ActionFailure {
+        code: e.code().to_owned(),
+        message: e.message().to_owned(),
+    }
 }
 
 /// Runs `job` as far as it can go now.
@@ -99,8 +106,10 @@ pub async fn execute<W: Workflow>(
     }
 
     let steps = wf.steps();
-    let mut failure: Option<ActionFailure> =
-        job.failure.as_ref().and_then(|f| serde_json::from_value(f.clone()).ok());
+    let mut failure: Option<ActionFailure> = job
+        .failure
+        .as_ref()
+        .and_then(|f| serde_json::from_value(f.clone()).ok());
 
     if failure.is_none() {
         for (i, &step) in steps.iter().enumerate() {
@@ -162,16 +171,26 @@ pub async fn execute<W: Workflow>(
             }
         }
     }
-    if let Err(e) = wf.on_failed(&params, &failure).await {
-        if job.attempt < job.max_attempts + retry.extra_undo_attempts {
-            return reschedule(pool, job, retry, "on_failed", &e).await;
-        }
+    if let Err(e) = wf.on_failed(&params, &failure).await
+        && job.attempt < job.max_attempts + retry.extra_undo_attempts
+    {
+        return reschedule(pool, job, retry, "on_failed", &e).await;
     }
     finish(pool, job, Some(&failure)).await
 }
 
-fn ctx<'a, P>(params: &'a P, job: &ClaimedJob, outputs: &'a HashMap<String, Value>) -> StepCtx<'a, P> {
-    StepCtx { params, job: job.id, attempt: job.attempt, action: job.action_id, outputs }
+fn ctx<'a, P>(
+    params: &'a P,
+    job: &ClaimedJob,
+    outputs: &'a HashMap<String, Value>,
+) -> StepCtx<'a, P> {
+    StepCtx {
+        params,
+        job: job.id,
+        attempt: job.attempt,
+        action: job.action_id,
+        outputs,
+    }
 }
 
 /// Records a step (and the action's progress) if the job is still ours.
@@ -215,15 +234,21 @@ async fn reschedule(
     let wait = backoff::delay(job.attempt, retry.base, retry.cap);
     let run_at = chrono::Utc::now() + chrono::Duration::from_std(wait).unwrap_or_default();
     let err = json!({"attempt": job.attempt, "step": step, "code": e.code(), "message": e.message(), "at": chrono::Utc::now()});
-    Ok(if meson_db::jobs::retry_at(pool, job.id, job.attempt, run_at, &err).await? {
-        Outcome::Retrying
-    } else {
-        Outcome::LostLease
-    })
+    Ok(
+        if meson_db::jobs::retry_at(pool, job.id, job.attempt, run_at, &err).await? {
+            Outcome::Retrying
+        } else {
+            Outcome::LostLease
+        },
+    )
 }
 
 /// Ends the job and its action, atomically.
-async fn finish(pool: &PgPool, job: &ClaimedJob, failure: Option<&ActionFailure>) -> Result<Outcome, Error> {
+async fn finish(
+    pool: &PgPool,
+    job: &ClaimedJob,
+    failure: Option<&ActionFailure>,
+) -> Result<Outcome, Error> {
     let mut tx = meson_db::begin(pool).await?;
     if !meson_db::jobs::fence(&mut tx, job.id, job.attempt).await? {
         return Ok(Outcome::LostLease);
@@ -234,5 +259,9 @@ async fn finish(pool: &PgPool, job: &ClaimedJob, failure: Option<&ActionFailure>
     }
     meson_db::commit(tx).await?;
     tracing::info!(job = %job.id, ok = failure.is_none(), "job finished");
-    Ok(if failure.is_none() { Outcome::Succeeded } else { Outcome::Failed })
+    Ok(if failure.is_none() {
+        Outcome::Succeeded
+    } else {
+        Outcome::Failed
+    })
 }

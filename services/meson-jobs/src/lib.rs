@@ -11,6 +11,6 @@ pub mod engine;
 pub mod worker;
 pub mod workflow;
 
-pub use worker::{Worker, WorkerConfig, WorkerHandle};
 pub use meson_db::jobs::Enqueued;
+pub use worker::{Worker, WorkerConfig, WorkerHandle};
 pub use workflow::{EnqueueOpts, StepCtx, StepError, StepResult, Workflow, enqueue, to_output};

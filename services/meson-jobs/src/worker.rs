@@ -85,7 +85,11 @@ const CHANNEL: &str = "meson_jobs";
 
 impl Worker {
     pub fn new(pool: PgPool, cfg: WorkerConfig) -> Self {
-        Worker { pool, cfg, registry: HashMap::new() }
+        Worker {
+            pool,
+            cfg,
+            registry: HashMap::new(),
+        }
     }
 
     pub fn register<W: Workflow>(mut self, wf: W) -> Self {
@@ -97,7 +101,11 @@ impl Worker {
         let (shutdown, rx) = watch::channel(false);
         let (events, _) = broadcast::channel(1024);
         let join = tokio::spawn(self.run(rx, events.clone()));
-        WorkerHandle { shutdown, join, events }
+        WorkerHandle {
+            shutdown,
+            join,
+            events,
+        }
     }
 
     async fn listen(&self) -> Option<PgListener> {
@@ -183,7 +191,9 @@ impl Worker {
             match meson_db::jobs::release(&self.pool, job, attempt).await {
                 Ok(true) => tracing::info!(%job, "released job on shutdown"),
                 Ok(false) => {}
-                Err(e) => tracing::warn!(%job, error = %e, "could not release job; its lease will expire"),
+                Err(e) => {
+                    tracing::warn!(%job, error = %e, "could not release job; its lease will expire")
+                }
             }
         }
         tracing::info!(worker = %self.cfg.id, "worker stopped");
@@ -209,12 +219,16 @@ impl Worker {
     }
 
     /// Runs one job with a heartbeat that keeps its lease; abandons it if the lease is lost.
-    fn run_job(&self, job: ClaimedJob) -> impl std::future::Future<Output = (JobId, String, Outcome)> + use<> {
+    fn run_job(
+        &self,
+        job: ClaimedJob,
+    ) -> impl std::future::Future<Output = (JobId, String, Outcome)> + use<> {
         let pool = self.pool.clone();
         let wf = self.registry.get(job.kind.as_str()).cloned();
         let lease = self.cfg.lease;
         let retry = self.cfg.retry.clone();
-        let span = tracing::info_span!("job", id = %job.id, kind = %job.kind, attempt = job.attempt);
+        let span =
+            tracing::info_span!("job", id = %job.id, kind = %job.kind, attempt = job.attempt);
         async move {
             let Some(wf) = wf else {
                 return (job.id, job.kind, Outcome::LostLease);
@@ -226,7 +240,9 @@ impl Worker {
                 let mut failures = 0;
                 loop {
                     tokio::time::sleep(lease / 3).await;
-                    match meson_db::jobs::heartbeat(&hb_pool, id, attempt, lease.as_secs_f64()).await {
+                    match meson_db::jobs::heartbeat(&hb_pool, id, attempt, lease.as_secs_f64())
+                        .await
+                    {
                         Ok(true) => failures = 0,
                         Ok(false) => break,
                         Err(e) => {

@@ -21,11 +21,17 @@ pub enum StepError {
 
 impl StepError {
     pub fn retryable(code: impl Into<String>, message: impl Into<String>) -> Self {
-        StepError::Retryable { code: code.into(), message: message.into() }
+        StepError::Retryable {
+            code: code.into(),
+            message: message.into(),
+        }
     }
 
     pub fn fatal(code: impl Into<String>, message: impl Into<String>) -> Self {
-        StepError::Fatal { code: code.into(), message: message.into() }
+        StepError::Fatal {
+            code: code.into(),
+            message: message.into(),
+        }
     }
 
     pub fn code(&self) -> &str {
@@ -59,7 +65,8 @@ pub type StepResult<T = Value> = Result<T, StepError>;
 
 /// Serializes a step's output for the log.
 pub fn to_output(v: impl Serialize) -> StepResult {
-    serde_json::to_value(v).map_err(|e| StepError::fatal("service_error", format!("encoding step output: {e}")))
+    serde_json::to_value(v)
+        .map_err(|e| StepError::fatal("service_error", format!("encoding step output: {e}")))
 }
 
 /// Everything a step may read: the workflow's parameters and earlier outputs.
@@ -75,16 +82,24 @@ impl<P> StepCtx<'_, P> {
     /// The recorded output of an earlier step.
     pub fn output<T: DeserializeOwned>(&self, step: &str) -> StepResult<T> {
         let v = self.outputs.get(step).ok_or_else(|| {
-            StepError::fatal("service_error", format!("workflow step '{step}' has no output yet"))
+            StepError::fatal(
+                "service_error",
+                format!("workflow step '{step}' has no output yet"),
+            )
         })?;
         serde_json::from_value(v.clone()).map_err(|e| {
-            StepError::fatal("service_error", format!("decoding output of step '{step}': {e}"))
+            StepError::fatal(
+                "service_error",
+                format!("decoding output of step '{step}': {e}"),
+            )
         })
     }
 
     /// The recorded output of an earlier step, if it ran.
     pub fn try_output<T: DeserializeOwned>(&self, step: &str) -> Option<T> {
-        self.outputs.get(step).and_then(|v| serde_json::from_value(v.clone()).ok())
+        self.outputs
+            .get(step)
+            .and_then(|v| serde_json::from_value(v.clone()).ok())
     }
 }
 
@@ -136,7 +151,13 @@ pub struct EnqueueOpts {
 
 impl Default for EnqueueOpts {
     fn default() -> Self {
-        EnqueueOpts { action: None, tenant: None, concurrency_key: None, priority: 2, max_attempts: 10 }
+        EnqueueOpts {
+            action: None,
+            tenant: None,
+            concurrency_key: None,
+            priority: 2,
+            max_attempts: 10,
+        }
     }
 }
 

@@ -35,11 +35,16 @@ pub fn driver_target(t: &Target) -> atomos_driver::Target {
 
 impl Atomos {
     pub fn new(pool: PgPool, options: ClientOptions) -> Self {
-        Atomos { pool, options, clients: RwLock::new(HashMap::new()) }
+        Atomos {
+            pool,
+            options,
+            clients: RwLock::new(HashMap::new()),
+        }
     }
 
     fn build(&self, t: &Target) -> Result<AtomosClient, StepError> {
-        let client = AtomosClient::new(driver_target(t), self.options.clone()).map_err(step_error)?;
+        let client =
+            AtomosClient::new(driver_target(t), self.options.clone()).map_err(step_error)?;
         if let Ok(mut map) = self.clients.write() {
             map.insert(t.id, client.clone());
         }
@@ -70,7 +75,10 @@ impl Atomos {
         }
         let targets = meson_db::targets::list(&self.pool).await?;
         let t = targets.iter().find(|t| t.id == id).ok_or_else(|| {
-            StepError::fatal("service_error", format!("AtomOS target {id} is not registered"))
+            StepError::fatal(
+                "service_error",
+                format!("AtomOS target {id} is not registered"),
+            )
         })?;
         self.build(t)
     }
@@ -84,17 +92,39 @@ pub fn step_error(e: DriverError) -> StepError {
         ErrorKind::Transient => {
             StepError::retryable("service_error", "the hypervisor did not answer in time")
         }
-        ErrorKind::Auth => StepError::retryable("service_error", "meson could not authenticate to the hypervisor"),
-        ErrorKind::Capacity => StepError::fatal("resource_unavailable", format!("the hypervisor has no room left: {}", e.message)),
-        ErrorKind::NotFound => StepError::fatal("not_found", format!("the hypervisor lost track of a resource: {}", e.message)),
-        ErrorKind::Invalid => StepError::fatal("invalid_input", format!("the hypervisor rejected the request: {}", e.message)),
-        ErrorKind::AlreadyExists => StepError::fatal("conflict", format!("the hypervisor already has this resource: {}", e.message)),
+        ErrorKind::Auth => StepError::retryable(
+            "service_error",
+            "meson could not authenticate to the hypervisor",
+        ),
+        ErrorKind::Capacity => StepError::fatal(
+            "resource_unavailable",
+            format!("the hypervisor has no room left: {}", e.message),
+        ),
+        ErrorKind::NotFound => StepError::fatal(
+            "not_found",
+            format!("the hypervisor lost track of a resource: {}", e.message),
+        ),
+        ErrorKind::Invalid => StepError::fatal(
+            "invalid_input",
+            format!("the hypervisor rejected the request: {}", e.message),
+        ),
+        ErrorKind::AlreadyExists => StepError::fatal(
+            "conflict",
+            format!("the hypervisor already has this resource: {}", e.message),
+        ),
     }
 }
 
 /// Finds a volume by name on the target.
-pub async fn volume_by_name(c: &AtomosClient, name: &str) -> Result<Option<atomos_driver::Volume>, StepError> {
-    Ok(c.volumes().await.map_err(step_error)?.into_iter().find(|v| v.name == name))
+pub async fn volume_by_name(
+    c: &AtomosClient,
+    name: &str,
+) -> Result<Option<atomos_driver::Volume>, StepError> {
+    Ok(c.volumes()
+        .await
+        .map_err(step_error)?
+        .into_iter()
+        .find(|v| v.name == name))
 }
 
 /// Destroys a volume by id; "already gone" is success.
@@ -105,17 +135,27 @@ pub async fn destroy_volume(c: &AtomosClient, id: &str) -> Result<(), StepError>
         // A volume still attached becomes free once the VM is gone: retry.
         Err(e) if e.kind == ErrorKind::Invalid || e.kind == ErrorKind::AlreadyExists => {
             tracing::warn!(error = %e, "volume not destroyable yet");
-            Err(StepError::retryable("service_error", "the volume is still in use"))
+            Err(StepError::retryable(
+                "service_error",
+                "the volume is still in use",
+            ))
         }
         Err(e) => Err(step_error(e)),
     }
 }
 
 /// Destroys every volume whose name starts with `prefix`, plus the given ids.
-pub async fn destroy_volumes(c: &AtomosClient, prefix: &str, ids: &[String]) -> Result<(), StepError> {
+pub async fn destroy_volumes(
+    c: &AtomosClient,
+    prefix: &str,
+    ids: &[String],
+) -> Result<(), StepError> {
     let listed = c.volumes().await.map_err(step_error)?;
-    let mut doomed: Vec<String> =
-        listed.into_iter().filter(|v| v.name.starts_with(prefix)).map(|v| v.id).collect();
+    let mut doomed: Vec<String> = listed
+        .into_iter()
+        .filter(|v| v.name.starts_with(prefix))
+        .map(|v| v.id)
+        .collect();
     for id in ids {
         if !doomed.contains(id) {
             doomed.push(id.clone());

@@ -21,7 +21,10 @@ pub struct WorkflowConfig {
 
 impl Default for WorkflowConfig {
     fn default() -> Self {
-        WorkflowConfig { vm_boot_timeout: Duration::from_secs(600), poll_interval: Duration::from_secs(2) }
+        WorkflowConfig {
+            vm_boot_timeout: Duration::from_secs(600),
+            poll_interval: Duration::from_secs(2),
+        }
     }
 }
 

@@ -21,7 +21,14 @@ pub struct Params {
 pub struct VmCreate(pub Arc<Env>);
 
 /// Step names are persisted: never rename one.
-const STEPS: &[&str] = &["place", "boot_volume", "cloudinit_volume", "data_volumes", "register", "wait_running"];
+const STEPS: &[&str] = &[
+    "place",
+    "boot_volume",
+    "cloudinit_volume",
+    "data_volumes",
+    "register",
+    "wait_running",
+];
 
 /// The key that serializes every mutation of one VM.
 pub fn concurrency_key(vm: VmId) -> String {
@@ -70,7 +77,10 @@ impl Workflow for VmCreate {
             "data_volumes" => self.data_volumes(cx, &vm).await,
             "register" => self.register(cx, &vm).await,
             "wait_running" => self.wait_running(cx, &vm).await,
-            other => Err(StepError::fatal("service_error", format!("unknown step {other}"))),
+            other => Err(StepError::fatal(
+                "service_error",
+                format!("unknown step {other}"),
+            )),
         }
     }
 
@@ -102,7 +112,8 @@ impl Workflow for VmCreate {
                     if let Some(id) = &v.atomos_id {
                         destroy_volume(&c, id).await?;
                     }
-                    meson_db::volumes::set_atomos(&env.pool, v.id, None, VolumeStatus::Error).await?;
+                    meson_db::volumes::set_atomos(&env.pool, v.id, None, VolumeStatus::Error)
+                        .await?;
                 }
                 Ok(())
             }
@@ -199,18 +210,26 @@ impl VmCreate {
             match r {
                 Ok((t, quotes)) => {
                     for q in quotes {
-                        let better = best.as_ref().is_none_or(|b| {
-                            (q.price_hour, &t.name) < (b.price_hourly, &b.host)
-                        });
+                        let better = best
+                            .as_ref()
+                            .is_none_or(|b| (q.price_hour, &t.name) < (b.price_hourly, &b.host));
                         if better {
                             best = Some(Placement {
                                 target_id: t.id,
                                 host: t.name.clone(),
                                 provider: t.provider.clone(),
-                                region: if q.region.is_empty() { t.region.clone() } else { q.region.clone() },
+                                region: if q.region.is_empty() {
+                                    t.region.clone()
+                                } else {
+                                    q.region.clone()
+                                },
                                 price_hourly: q.price_hour,
                                 price_monthly: q.price_month,
-                                currency: if q.currency.is_empty() { "EUR".into() } else { q.currency },
+                                currency: if q.currency.is_empty() {
+                                    "EUR".into()
+                                } else {
+                                    q.currency
+                                },
                             });
                         }
                     }
@@ -221,7 +240,10 @@ impl VmCreate {
         }
         let Some(placement) = best else {
             if transient > 0 {
-                return Err(StepError::retryable("service_error", "no hypervisor answered in time"));
+                return Err(StepError::retryable(
+                    "service_error",
+                    "no hypervisor answered in time",
+                ));
             }
             return Err(StepError::fatal(
                 "resource_unavailable",
@@ -229,7 +251,11 @@ impl VmCreate {
                     "no hypervisor can host {} vCPUs, {} MiB RAM and {disk} GB of disk{}",
                     vm.spec.cpu.vcpus(),
                     vm.spec.memory_mib,
-                    if vm.spec.pci.is_empty() { "" } else { " with the requested PCI devices" }
+                    if vm.spec.pci.is_empty() {
+                        ""
+                    } else {
+                        " with the requested PCI devices"
+                    }
                 ),
             ));
         };
@@ -253,7 +279,8 @@ impl VmCreate {
                     .await
                     .map_err(step_error)?,
             };
-            meson_db::volumes::set_atomos(&self.0.pool, v.id, Some(&id), VolumeStatus::Creating).await?;
+            meson_db::volumes::set_atomos(&self.0.pool, v.id, Some(&id), VolumeStatus::Creating)
+                .await?;
             ids.push(id);
         }
         to_output(ids)
@@ -261,7 +288,12 @@ impl VmCreate {
 
     async fn cloudinit_volume(&self, cx: &StepCtx<'_, Params>, vm: &Vm) -> StepResult {
         let c = self.client(cx).await?;
-        let ci = VmCloudInit { vm_id: vm.id, hostname: &vm.spec.name, ssh_keys: &vm.spec.ssh_keys, phone_home_url: None };
+        let ci = VmCloudInit {
+            vm_id: vm.id,
+            hostname: &vm.spec.name,
+            ssh_keys: &vm.spec.ssh_keys,
+            phone_home_url: None,
+        };
         let mut ids = Vec::new();
         for v in volumes_of(&self.0, vm.id, VolumeKind::Cloudinit).await? {
             // An ISO left by a crash may be half uploaded: replace it rather than trust it.
@@ -272,7 +304,8 @@ impl VmCreate {
                 .cloudinit_create(&v.atomos_name, &ci.user_data(), &ci.meta_data())
                 .await
                 .map_err(step_error)?;
-            meson_db::volumes::set_atomos(&self.0.pool, v.id, Some(&id), VolumeStatus::Creating).await?;
+            meson_db::volumes::set_atomos(&self.0.pool, v.id, Some(&id), VolumeStatus::Creating)
+                .await?;
             ids.push(id);
         }
         to_output(ids)
@@ -297,7 +330,8 @@ impl VmCreate {
                     .await
                     .map_err(step_error)?,
             };
-            meson_db::volumes::set_atomos(&self.0.pool, v.id, Some(&id), VolumeStatus::Creating).await?;
+            meson_db::volumes::set_atomos(&self.0.pool, v.id, Some(&id), VolumeStatus::Creating)
+                .await?;
             ids.push(id);
         }
         to_output(ids)
@@ -305,11 +339,20 @@ impl VmCreate {
 
     async fn register(&self, cx: &StepCtx<'_, Params>, vm: &Vm) -> StepResult {
         let c = self.client(cx).await?;
-        if c.vm_by_name(&vm.atomos_name).await.map_err(step_error)?.is_none() {
+        if c.vm_by_name(&vm.atomos_name)
+            .await
+            .map_err(step_error)?
+            .is_none()
+        {
             let mut volume_ids: Vec<String> = cx.output("boot_volume")?;
             volume_ids.extend(cx.output::<Vec<String>>("cloudinit_volume")?);
             volume_ids.extend(cx.output::<Vec<String>>("data_volumes")?);
-            let req = Register { vm_name: vm.atomos_name.clone(), spec: driver_spec(vm), volume_ids, network_ids: vec![] };
+            let req = Register {
+                vm_name: vm.atomos_name.clone(),
+                spec: driver_spec(vm),
+                volume_ids,
+                network_ids: vec![],
+            };
             match c.register(&req).await {
                 Ok(()) => {}
                 // A retry after a crash between register and recording: it is ours.
@@ -328,21 +371,39 @@ impl VmCreate {
         loop {
             match c.vm_by_name(&vm.atomos_name).await {
                 Ok(None) => {
-                    return Err(StepError::fatal("service_error", "the VM vanished from its hypervisor while booting"));
+                    return Err(StepError::fatal(
+                        "service_error",
+                        "the VM vanished from its hypervisor while booting",
+                    ));
                 }
                 Ok(Some(found)) if found.state == VmState::Running && found.ipv4.is_some() => {
-                    meson_db::vms::set_runtime(&env.pool, vm.id, VmStatus::Running, Some(&found.id), found.ipv4).await?;
-                    meson_db::volumes::set_status_for_vm(&env.pool, vm.id, VolumeStatus::Available).await?;
-                    return to_output(Created { atomos_id: found.id });
+                    meson_db::vms::set_runtime(
+                        &env.pool,
+                        vm.id,
+                        VmStatus::Running,
+                        Some(&found.id),
+                        found.ipv4,
+                    )
+                    .await?;
+                    meson_db::volumes::set_status_for_vm(&env.pool, vm.id, VolumeStatus::Available)
+                        .await?;
+                    return to_output(Created {
+                        atomos_id: found.id,
+                    });
                 }
                 Ok(Some(_)) => {}
-                Err(e) if e.is_transient() => tracing::debug!(error = %e, "status poll failed; polling again"),
+                Err(e) if e.is_transient() => {
+                    tracing::debug!(error = %e, "status poll failed; polling again")
+                }
                 Err(e) => return Err(step_error(e)),
             }
             if tokio::time::Instant::now() >= deadline {
                 return Err(StepError::fatal(
                     "timeout",
-                    format!("the VM did not come up within {} s", env.config.vm_boot_timeout.as_secs()),
+                    format!(
+                        "the VM did not come up within {} s",
+                        env.config.vm_boot_timeout.as_secs()
+                    ),
                 ));
             }
             tokio::time::sleep(env.config.poll_interval).await;

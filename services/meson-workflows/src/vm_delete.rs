@@ -73,7 +73,12 @@ impl Workflow for VmDelete {
                 meson_db::commit(tx).await?;
             }
             ("unregister" | "destroy_volumes", None) => {}
-            (other, _) => return Err(StepError::fatal("service_error", format!("unknown step {other}"))),
+            (other, _) => {
+                return Err(StepError::fatal(
+                    "service_error",
+                    format!("unknown step {other}"),
+                ));
+            }
         }
         to_output(())
     }

@@ -22,12 +22,21 @@ impl App {
     ) -> Result<Vec<Action>> {
         p.require(Role::Viewer)?;
         if ids.is_empty() {
-            return Err(Error::invalid("id", "at least one id is required, e.g. ?id=<action id>"));
+            return Err(Error::invalid(
+                "id",
+                "at least one id is required, e.g. ?id=<action id>",
+            ));
         }
         if ids.len() > MAX_IDS {
-            return Err(Error::invalid("id", format!("at most {MAX_IDS} ids per request")));
+            return Err(Error::invalid(
+                "id",
+                format!("at most {MAX_IDS} ids per request"),
+            ));
         }
         let actions = meson_db::actions::get_many(&self.pool, Some(&p.tenant), ids).await?;
-        Ok(actions.into_iter().filter(|a| status.is_empty() || status.contains(&a.status)).collect())
+        Ok(actions
+            .into_iter()
+            .filter(|a| status.is_empty() || status.contains(&a.status))
+            .collect())
     }
 }

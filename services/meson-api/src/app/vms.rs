@@ -24,7 +24,11 @@ pub struct VmPage {
     pub total: u64,
 }
 
-fn new_action(p: &Principal, command: Command, resources: Vec<(ResourceType, uuid::Uuid)>) -> Action {
+fn new_action(
+    p: &Principal,
+    command: Command,
+    resources: Vec<(ResourceType, uuid::Uuid)>,
+) -> Action {
     Action {
         id: ActionId::new(),
         tenant: p.tenant.clone(),
@@ -47,12 +51,19 @@ impl App {
         if let Some(provider) = &req.spec.provider {
             let targets = meson_db::targets::list(&self.pool).await?;
             if !targets.iter().any(|t| t.enabled && &t.provider == provider) {
-                let mut known: Vec<_> = targets.iter().filter(|t| t.enabled).map(|t| t.provider.clone()).collect();
+                let mut known: Vec<_> = targets
+                    .iter()
+                    .filter(|t| t.enabled)
+                    .map(|t| t.provider.clone())
+                    .collect();
                 known.sort();
                 known.dedup();
                 return Err(Error::invalid(
                     "provider",
-                    format!("unknown provider '{provider}'; available: {}", known.join(", ")),
+                    format!(
+                        "unknown provider '{provider}'; available: {}",
+                        known.join(", ")
+                    ),
                 ));
             }
         }
@@ -83,11 +94,26 @@ impl App {
             status: VolumeStatus::Creating,
         };
         let mut volumes = vec![
-            volume("boot", VolumeKind::Boot, vm.spec.boot_volume_gb, naming::vm_boot_volume_name(id)),
-            volume("cloudinit", VolumeKind::Cloudinit, 1, naming::vm_cloudinit_volume_name(id)),
+            volume(
+                "boot",
+                VolumeKind::Boot,
+                vm.spec.boot_volume_gb,
+                naming::vm_boot_volume_name(id),
+            ),
+            volume(
+                "cloudinit",
+                VolumeKind::Cloudinit,
+                1,
+                naming::vm_cloudinit_volume_name(id),
+            ),
         ];
         for (i, d) in vm.spec.volumes.iter().enumerate() {
-            volumes.push(volume(&d.name, VolumeKind::Data, d.size_gb, naming::vm_data_volume_name(id, i)));
+            volumes.push(volume(
+                &d.name,
+                VolumeKind::Data,
+                d.size_gb,
+                naming::vm_data_volume_name(id, i),
+            ));
         }
         let mut resources = vec![(ResourceType::Vm, id.0)];
         resources.extend(volumes.iter().map(|v| (ResourceType::Volume, v.id.0)));
@@ -105,7 +131,12 @@ impl App {
         }
         meson_db::commit(tx).await?;
         tracing::info!(vm = %id, action = %action.id, tenant = %p.tenant, "vm create accepted");
-        Ok(VmCreated { vm, volumes, action, warnings: req.warnings })
+        Ok(VmCreated {
+            vm,
+            volumes,
+            action,
+            warnings: req.warnings,
+        })
     }
 
     pub async fn vm_get(&self, p: &Principal, id: VmId) -> Result<(Vm, Vec<Volume>)> {
@@ -117,11 +148,20 @@ impl App {
 
     pub async fn vm_list(&self, p: &Principal, page: Page) -> Result<VmPage> {
         p.require(Role::Viewer)?;
-        let (vms, total) =
-            meson_db::vms::list(&self.pool, &p.tenant, i64::from(page.per_page), page.offset()).await?;
+        let (vms, total) = meson_db::vms::list(
+            &self.pool,
+            &p.tenant,
+            i64::from(page.per_page),
+            page.offset(),
+        )
+        .await?;
         let ids: Vec<VmId> = vms.iter().map(|v| v.id).collect();
         let volumes = meson_db::volumes::list_for_vms(&self.pool, &ids).await?;
-        Ok(VmPage { vms, volumes, total: total.max(0) as u64 })
+        Ok(VmPage {
+            vms,
+            volumes,
+            total: total.max(0) as u64,
+        })
     }
 
     /// Starts deleting a VM; `locked` while another action runs on it.

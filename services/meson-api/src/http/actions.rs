@@ -13,22 +13,37 @@ use meson_types as wire;
 use serde_json::json;
 
 pub fn routes() -> Router<AppState> {
-    Router::new().route("/v1/actions", get(list)).route("/v1/actions/{id}", get(read))
+    Router::new()
+        .route("/v1/actions", get(list))
+        .route("/v1/actions/{id}", get(read))
 }
 
-async fn read(State(s): State<AppState>, p: Principal, Path(id): Path<String>) -> ApiResult<Json<wire::ActionResponse>> {
+async fn read(
+    State(s): State<AppState>,
+    p: Principal,
+    Path(id): Path<String>,
+) -> ApiResult<Json<wire::ActionResponse>> {
     let a = s.app.action_get(&p, parse_id(&id)?).await?;
-    Ok(Json(wire::ActionResponse { action: views::action(&a) }))
+    Ok(Json(wire::ActionResponse {
+        action: views::action(&a),
+    }))
 }
 
-async fn list(State(s): State<AppState>, p: Principal, RawQuery(q): RawQuery) -> ApiResult<Json<serde_json::Value>> {
+async fn list(
+    State(s): State<AppState>,
+    p: Principal,
+    RawQuery(q): RawQuery,
+) -> ApiResult<Json<serde_json::Value>> {
     let mut ids = Vec::new();
     let mut status = Vec::new();
     for (k, v) in query_pairs(q.as_deref())? {
         match k.as_str() {
             "id" => ids.push(parse_id(&v)?),
             "status" => status.push(ActionStatus::parse(&v).ok_or_else(|| {
-                ApiError(Error::invalid("status", "must be running, success or error"))
+                ApiError(Error::invalid(
+                    "status",
+                    "must be running, success or error",
+                ))
             })?),
             _ => {}
         }

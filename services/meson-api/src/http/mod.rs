@@ -46,7 +46,9 @@ pub fn router(state: AppState) -> Router {
         .merge(ops::routes().with_state(state))
         .merge(api)
         .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES))
-        .layer(CatchPanicLayer::custom(|_| ApiError(Error::internal("handler panicked")).into_response()))
+        .layer(CatchPanicLayer::custom(|_| {
+            ApiError(Error::internal("handler panicked")).into_response()
+        }))
         .layer(tower_http::timeout::TimeoutLayer::with_status_code(
             StatusCode::GATEWAY_TIMEOUT,
             Duration::from_secs(30),
@@ -61,14 +63,22 @@ async fn correlation(req: Request, next: Next) -> Response {
         .headers()
         .get(&CORRELATION_ID)
         .and_then(|v| v.to_str().ok())
-        .filter(|s| !s.is_empty() && s.len() <= 64 && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'))
+        .filter(|s| {
+            !s.is_empty()
+                && s.len() <= 64
+                && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        })
         .map(str::to_owned)
         .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
     let span = tracing::info_span!("http", method = %req.method(), path = %req.uri().path(), correlation_id = %id);
     let start = std::time::Instant::now();
     let mut res = tracing::Instrument::instrument(next.run(req), span.clone()).await;
     span.in_scope(|| {
-        tracing::info!(status = res.status().as_u16(), ms = start.elapsed().as_millis() as u64, "request")
+        tracing::info!(
+            status = res.status().as_u16(),
+            ms = start.elapsed().as_millis() as u64,
+            "request"
+        )
     });
     if let Ok(v) = HeaderValue::from_str(&id) {
         res.headers_mut().insert(CORRELATION_ID.clone(), v);
@@ -77,11 +87,18 @@ async fn correlation(req: Request, next: Next) -> Response {
 }
 
 async fn not_found() -> ApiError {
-    ApiError(Error::NotFound { kind: "route", id: String::new() })
+    ApiError(Error::NotFound {
+        kind: "route",
+        id: String::new(),
+    })
 }
 
 async fn method_not_allowed() -> Response {
-    let mut res = ApiError(Error::invalid("method", "this method is not allowed on this route")).into_response();
+    let mut res = ApiError(Error::invalid(
+        "method",
+        "this method is not allowed on this route",
+    ))
+    .into_response();
     *res.status_mut() = StatusCode::METHOD_NOT_ALLOWED;
     res
 }
@@ -94,30 +111,47 @@ impl<S: Send + Sync> FromRequest<S> for JsonBody {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        let ct = req.headers().get(axum::http::header::CONTENT_TYPE).and_then(|v| v.to_str().ok());
-        if let Some(ct) = ct {
-            if !ct.starts_with("application/json") && !ct.contains("+json") {
-                return Err(ApiError(Error::Json { message: format!("expected Content-Type application/json, got {ct}") }));
-            }
+        let ct = req
+            .headers()
+            .get(axum::http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok());
+        if let Some(ct) = ct
+            && !ct.starts_with("application/json")
+            && !ct.contains("+json")
+        {
+            return Err(ApiError(Error::Json {
+                message: format!("expected Content-Type application/json, got {ct}"),
+            }));
         }
         let bytes = Bytes::from_request(req, state).await.map_err(|e| {
             if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                ApiError(Error::invalid("(body)", format!("the body exceeds {MAX_BODY_BYTES} bytes")))
+                ApiError(Error::invalid(
+                    "(body)",
+                    format!("the body exceeds {MAX_BODY_BYTES} bytes"),
+                ))
             } else {
-                ApiError(Error::Json { message: "could not read the body".into() })
+                ApiError(Error::Json {
+                    message: "could not read the body".into(),
+                })
             }
         })?;
-        let text = std::str::from_utf8(&bytes)
-            .map_err(|e| ApiError(Error::Json { message: format!("the body is not valid UTF-8 (byte {})", e.valid_up_to()) }))?;
-        serde_json::from_str(text)
-            .map(JsonBody)
-            .map_err(|e| ApiError(Error::Json { message: e.to_string() }))
+        let text = std::str::from_utf8(&bytes).map_err(|e| {
+            ApiError(Error::Json {
+                message: format!("the body is not valid UTF-8 (byte {})", e.valid_up_to()),
+            })
+        })?;
+        serde_json::from_str(text).map(JsonBody).map_err(|e| {
+            ApiError(Error::Json {
+                message: e.to_string(),
+            })
+        })
     }
 }
 
 /// Parses a resource id from the path; a malformed id names the field.
 pub fn parse_id<T: std::str::FromStr>(raw: &str) -> ApiResult<T> {
-    raw.parse().map_err(|_| ApiError(Error::invalid("id", format!("'{raw}' is not a valid id"))))
+    raw.parse()
+        .map_err(|_| ApiError(Error::invalid("id", format!("'{raw}' is not a valid id"))))
 }
 
 /// Query parameters as (key, value) pairs, keeping repeated keys.
@@ -128,7 +162,10 @@ pub fn query_pairs(query: Option<&str>) -> ApiResult<Vec<(String, String)>> {
 
 /// `page` and `per_page` from the query.
 pub fn page_of(pairs: &[(String, String)]) -> ApiResult<Page> {
-    let mut page = Page { page: 1, per_page: 25 };
+    let mut page = Page {
+        page: 1,
+        per_page: 25,
+    };
     for (k, v) in pairs {
         match k.as_str() {
             "page" => {
@@ -137,9 +174,16 @@ pub fn page_of(pairs: &[(String, String)]) -> ApiResult<Page> {
                 })?
             }
             "per_page" => {
-                page.per_page = v.parse().ok().filter(|p| (1..=Page::MAX_PER_PAGE).contains(p)).ok_or_else(|| {
-                    ApiError(Error::invalid("per_page", format!("must be an integer from 1 to {}", Page::MAX_PER_PAGE)))
-                })?
+                page.per_page = v
+                    .parse()
+                    .ok()
+                    .filter(|p| (1..=Page::MAX_PER_PAGE).contains(p))
+                    .ok_or_else(|| {
+                        ApiError(Error::invalid(
+                            "per_page",
+                            format!("must be an integer from 1 to {}", Page::MAX_PER_PAGE),
+                        ))
+                    })?
             }
             _ => {}
         }
@@ -158,7 +202,12 @@ pub fn pagination(path: &str, page: Page, total: u64) -> (meson_types::Meta, Opt
         last_page: Some(last),
         total_entries: Some(total),
     };
-    let link = |n: u32, rel: &str| format!("<{path}?page={n}&per_page={}>; rel=\"{rel}\"", page.per_page);
+    let link = |n: u32, rel: &str| {
+        format!(
+            "<{path}?page={n}&per_page={}>; rel=\"{rel}\"",
+            page.per_page
+        )
+    };
     let mut links = Vec::new();
     if let Some(n) = p.previous_page {
         links.push(link(n, "prev"));
@@ -167,5 +216,8 @@ pub fn pagination(path: &str, page: Page, total: u64) -> (meson_types::Meta, Opt
         links.push(link(n, "next"));
     }
     links.push(link(last, "last"));
-    (meson_types::Meta { pagination: p }, HeaderValue::from_str(&links.join(", ")).ok())
+    (
+        meson_types::Meta { pagination: p },
+        HeaderValue::from_str(&links.join(", ")).ok(),
+    )
 }

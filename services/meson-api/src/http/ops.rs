@@ -8,7 +8,9 @@ use axum::{Json, Router};
 use serde_json::json;
 
 pub fn routes() -> Router<AppState> {
-    Router::new().route("/healthz", get(healthz)).route("/readyz", get(readyz))
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
 }
 
 /// The process is up.
@@ -21,6 +23,9 @@ async fn readyz(State(s): State<AppState>) -> (StatusCode, Json<serde_json::Valu
     if s.app.ready().await {
         (StatusCode::OK, Json(json!({"status": "ready"})))
     } else {
-        (StatusCode::SERVICE_UNAVAILABLE, Json(json!({"status": "unavailable", "database": "down"})))
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(json!({"status": "unavailable", "database": "down"})),
+        )
     }
 }

@@ -17,7 +17,11 @@ pub fn routes() -> Router<AppState> {
         .route("/v1/vms/{id}", get(read).delete(delete))
 }
 
-async fn create(State(s): State<AppState>, p: Principal, JsonBody(body): JsonBody) -> ApiResult<Response> {
+async fn create(
+    State(s): State<AppState>,
+    p: Principal,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
     let c = s.app.vm_create(&p, &body).await?;
     let res = wire::VmCreateResponse {
         vm: views::vm(&c.vm, &c.volumes),
@@ -28,16 +32,29 @@ async fn create(State(s): State<AppState>, p: Principal, JsonBody(body): JsonBod
     Ok((StatusCode::CREATED, Json(res)).into_response())
 }
 
-async fn read(State(s): State<AppState>, p: Principal, Path(id): Path<String>) -> ApiResult<Json<wire::VmResponse>> {
+async fn read(
+    State(s): State<AppState>,
+    p: Principal,
+    Path(id): Path<String>,
+) -> ApiResult<Json<wire::VmResponse>> {
     let (vm, volumes) = s.app.vm_get(&p, parse_id(&id)?).await?;
-    Ok(Json(wire::VmResponse { vm: views::vm(&vm, &volumes) }))
+    Ok(Json(wire::VmResponse {
+        vm: views::vm(&vm, &volumes),
+    }))
 }
 
-async fn list(State(s): State<AppState>, p: Principal, RawQuery(q): RawQuery) -> ApiResult<Response> {
+async fn list(
+    State(s): State<AppState>,
+    p: Principal,
+    RawQuery(q): RawQuery,
+) -> ApiResult<Response> {
     let page = page_of(&query_pairs(q.as_deref())?)?;
     let res = s.app.vm_list(&p, page).await?;
     let (meta, link) = pagination("/v1/vms", page, res.total);
-    let body = wire::VmList { vms: res.vms.iter().map(|v| views::vm(v, &res.volumes)).collect(), meta };
+    let body = wire::VmList {
+        vms: res.vms.iter().map(|v| views::vm(v, &res.volumes)).collect(),
+        meta,
+    };
     let mut out = Json(body).into_response();
     if let Some(link) = link {
         out.headers_mut().insert(header::LINK, link);
@@ -45,7 +62,13 @@ async fn list(State(s): State<AppState>, p: Principal, RawQuery(q): RawQuery) ->
     Ok(out)
 }
 
-async fn delete(State(s): State<AppState>, p: Principal, Path(id): Path<String>) -> ApiResult<Json<wire::ActionResponse>> {
+async fn delete(
+    State(s): State<AppState>,
+    p: Principal,
+    Path(id): Path<String>,
+) -> ApiResult<Json<wire::ActionResponse>> {
     let action = s.app.vm_delete(&p, parse_id(&id)?).await?;
-    Ok(Json(wire::ActionResponse { action: views::action(&action) }))
+    Ok(Json(wire::ActionResponse {
+        action: views::action(&action),
+    }))
 }

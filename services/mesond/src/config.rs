@@ -1,0 +1,70 @@
+//! Configuration from the environment (12-factor), shared by every mode.
+
+use anyhow::{Context, bail};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// `DATABASE_URL`; dev mode starts a private PostgreSQL when unset.
+    pub database_url: Option<String>,
+    /// `MESON_HTTP_ADDR`, default 127.0.0.1:8080.
+    pub http_addr: SocketAddr,
+    /// `MESON_DATA_DIR`, default `.meson` (dev mode's state).
+    pub data_dir: PathBuf,
+    /// `MESON_JWT_SECRET`: HS256 secret; dev mode generates one.
+    pub jwt_secret: Option<String>,
+    /// `MESON_JWT_ISSUER`, default `meson`.
+    pub jwt_issuer: String,
+    /// `MESON_WORKER_CONCURRENCY`, default 32.
+    pub worker_concurrency: usize,
+    /// `MESON_DB_POOL`, default 20 connections.
+    pub db_pool: u32,
+    /// `MESON_TARGETS_FILE`: JSON array of AtomOS targets to register at start.
+    pub targets_file: Option<PathBuf>,
+    /// `MESON_SIM_BOOT_MS`: the dev simulator's VM boot time, default 2000.
+    pub sim_boot: Duration,
+    /// `MESON_VM_POLL_MS`: how often workflows poll AtomOS, default 1000.
+    pub vm_poll: Duration,
+}
+
+fn var(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+fn parse<T: std::str::FromStr>(name: &str, default: T) -> anyhow::Result<T>
+where
+    T::Err: std::fmt::Display,
+{
+    match var(name) {
+        None => Ok(default),
+        Some(v) => match v.parse() {
+            Ok(x) => Ok(x),
+            Err(e) => bail!("{name}={v:?} is invalid: {e}"),
+        },
+    }
+}
+
+impl Config {
+    pub fn from_env() -> anyhow::Result<Config> {
+        Ok(Config {
+            database_url: var("DATABASE_URL"),
+            http_addr: parse("MESON_HTTP_ADDR", SocketAddr::from(([127, 0, 0, 1], 8080)))?,
+            data_dir: PathBuf::from(var("MESON_DATA_DIR").unwrap_or_else(|| ".meson".into())),
+            jwt_secret: var("MESON_JWT_SECRET"),
+            jwt_issuer: var("MESON_JWT_ISSUER").unwrap_or_else(|| "meson".into()),
+            worker_concurrency: parse("MESON_WORKER_CONCURRENCY", 32)?,
+            db_pool: parse("MESON_DB_POOL", 20)?,
+            targets_file: var("MESON_TARGETS_FILE").map(PathBuf::from),
+            sim_boot: Duration::from_millis(parse("MESON_SIM_BOOT_MS", 2000)?),
+            vm_poll: Duration::from_millis(parse("MESON_VM_POLL_MS", 1000)?),
+        })
+    }
+
+    pub fn require_database_url(&self) -> anyhow::Result<&str> {
+        self.database_url
+            .as_deref()
+            .context("DATABASE_URL must be set (e.g. postgres://meson@db:5432/meson)")
+    }
+}

@@ -1,0 +1,171 @@
+//! `mesond dev`: the whole system on one machine, nothing to set up.
+
+use crate::config::Config;
+use crate::pg::PrivatePostgres;
+use crate::server::{ApiServer, database, register_targets, start_worker};
+use anyhow::Context;
+use meson_api::{Auth, Role};
+use meson_jobs::{WorkerConfig, WorkerHandle};
+use meson_workflows::WorkflowConfig;
+use rand::Rng;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The dev tenant every dev token belongs to.
+pub const DEV_TENANT: &str = "dev";
+
+#[derive(Clone, Debug)]
+pub struct DevOptions {
+    pub database_url: Option<String>,
+    pub http_addr: SocketAddr,
+    pub data_dir: PathBuf,
+    pub jwt_secret: Option<String>,
+    pub jwt_issuer: String,
+    pub sim_boot: Duration,
+    pub vm_poll: Duration,
+    pub worker: WorkerConfig,
+}
+
+impl DevOptions {
+    pub fn from_config(c: &Config) -> DevOptions {
+        DevOptions {
+            database_url: c.database_url.clone(),
+            http_addr: c.http_addr,
+            data_dir: c.data_dir.clone(),
+            jwt_secret: c.jwt_secret.clone(),
+            jwt_issuer: c.jwt_issuer.clone(),
+            sim_boot: c.sim_boot,
+            vm_poll: c.vm_poll,
+            worker: WorkerConfig {
+                concurrency: c.worker_concurrency,
+                ..WorkerConfig::default()
+            },
+        }
+    }
+}
+
+/// A running dev system.
+pub struct Dev {
+    pub http_addr: SocketAddr,
+    pub token: String,
+    pub database_url: String,
+    pub simulator: atomos_sim::Simulator,
+    pub pool: meson_db::PgPool,
+    api: ApiServer,
+    worker: WorkerHandle,
+    pg: Option<PrivatePostgres>,
+}
+
+/// Reads the JWT secret from the data dir, creating it on first start.
+async fn dev_secret(dir: &Path) -> anyhow::Result<String> {
+    let path = dir.join("jwt-secret");
+    if let Ok(s) = tokio::fs::read_to_string(&path).await
+        && s.trim().len() >= 32
+    {
+        return Ok(s.trim().to_owned());
+    }
+    let secret: String = rand::thread_rng()
+        .sample_iter(&rand::distributions::Alphanumeric)
+        .take(48)
+        .map(char::from)
+        .collect();
+    write_private(&path, &secret).await?;
+    Ok(secret)
+}
+
+async fn write_private(path: &Path, content: &str) -> anyhow::Result<()> {
+    tokio::fs::write(path, content)
+        .await
+        .with_context(|| format!("writing {}", path.display()))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        tokio::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).await?;
+    }
+    Ok(())
+}
+
+impl Dev {
+    pub async fn start(opts: DevOptions) -> anyhow::Result<Dev> {
+        tokio::fs::create_dir_all(&opts.data_dir)
+            .await
+            .with_context(|| format!("creating {}", opts.data_dir.display()))?;
+        let pg = match &opts.database_url {
+            Some(_) => None,
+            None => Some(PrivatePostgres::start(&opts.data_dir.join("pg")).await?),
+        };
+        match Dev::start_with(&opts, pg.as_ref().map(|p| p.url.clone())).await {
+            Ok(mut dev) => {
+                dev.pg = pg;
+                Ok(dev)
+            }
+            Err(e) => {
+                // Leave nothing running behind a failed start.
+                if let Some(pg) = pg {
+                    let _ = pg.stop().await;
+                }
+                Err(e)
+            }
+        }
+    }
+
+    async fn start_with(opts: &DevOptions, private_url: Option<String>) -> anyhow::Result<Dev> {
+        let url = opts
+            .database_url
+            .clone()
+            .or(private_url)
+            .context("no database")?;
+        let pool = database(&url, 20, true).await?;
+
+        let simulator = atomos_sim::start(atomos_sim::SimConfig {
+            hosts: atomos_sim::dev_hosts(),
+            boot_time: opts.sim_boot,
+            bind: [127, 0, 0, 1].into(),
+        })
+        .await
+        .context("starting the AtomOS simulator")?;
+        register_targets(&pool, &simulator.targets()).await?;
+
+        let secret = match &opts.jwt_secret {
+            Some(s) => s.clone(),
+            None => dev_secret(&opts.data_dir).await?,
+        };
+        let auth = Auth::hs256(secret.as_bytes(), &opts.jwt_issuer);
+        let token = auth.issue(DEV_TENANT, "dev", Role::Admin, chrono::Duration::days(30));
+        write_private(&opts.data_dir.join("dev-token"), &token).await?;
+
+        let worker = start_worker(
+            pool.clone(),
+            opts.worker.clone(),
+            WorkflowConfig {
+                poll_interval: opts.vm_poll,
+                ..WorkflowConfig::default()
+            },
+        );
+        let api = ApiServer::start(opts.http_addr, pool.clone(), auth).await?;
+        Ok(Dev {
+            http_addr: api.addr,
+            token,
+            database_url: url,
+            simulator,
+            pool,
+            api,
+            worker,
+            pg: None,
+        })
+    }
+
+    /// Stops the API, then the worker (releasing its jobs), the simulator and
+    /// the private PostgreSQL.
+    pub async fn shutdown(self) -> anyhow::Result<()> {
+        self.api.shutdown().await;
+        self.worker.shutdown().await;
+        self.simulator.shutdown().await;
+        self.pool.close().await;
+        if let Some(pg) = self.pg {
+            pg.stop().await?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,143 @@
+//! `mesond`: meson's daemon. `dev` runs everything on one machine; `serve`,
+//! `api`, `worker` and `migrate` are for real deployments.
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use meson_api::Auth;
+use meson_jobs::WorkerConfig;
+use meson_workflows::WorkflowConfig;
+use mesond::config::Config;
+use mesond::dev::{Dev, DevOptions};
+use mesond::server::{
+    ApiServer, database, register_targets, shutdown_signal, start_worker, targets_from_file,
+};
+
+#[derive(Parser)]
+#[command(
+    name = "mesond",
+    version,
+    about = "meson: Elemento's control plane for VMs and managed Kubernetes"
+)]
+struct Cli {
+    #[command(subcommand)]
+    mode: Mode,
+}
+
+#[derive(Subcommand)]
+enum Mode {
+    /// Everything on one machine: private PostgreSQL (unless DATABASE_URL is
+    /// set), AtomOS simulator, REST API, workers and a dev token.
+    Dev,
+    /// API and workers in one process against DATABASE_URL.
+    Serve,
+    /// The REST API only.
+    Api,
+    /// The workers only.
+    Worker,
+    /// Apply database migrations and exit.
+    Migrate,
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("mesond: cannot start the async runtime: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("mesond: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> anyhow::Result<()> {
+    let cfg = Config::from_env()?;
+    mesond::telemetry::init(!matches!(cli.mode, Mode::Dev));
+    match cli.mode {
+        Mode::Dev => dev(cfg).await,
+        Mode::Migrate => {
+            database(cfg.require_database_url()?, 2, true).await?;
+            tracing::info!("migrations applied");
+            Ok(())
+        }
+        Mode::Serve => deployed(cfg, true, true).await,
+        Mode::Api => deployed(cfg, true, false).await,
+        Mode::Worker => deployed(cfg, false, true).await,
+    }
+}
+
+#[allow(clippy::print_stdout)] // the dev banner is for the person at the terminal
+async fn dev(cfg: Config) -> anyhow::Result<()> {
+    let dev = Dev::start(DevOptions::from_config(&cfg)).await?;
+    let token_path = cfg.data_dir.join("dev-token");
+    println!(
+        "\nmeson dev is running\n  REST API   http://{addr}\n  database   {db}\n  token      {path} (tenant 'dev', role admin)\n  AtomOS     {n} simulated hosts\n\n  export MESON_TOKEN=$(cat {path})\n  curl -H \"Authorization: Bearer $MESON_TOKEN\" http://{addr}/v1/vms\n\n{token}\n",
+        addr = dev.http_addr,
+        db = dev.database_url,
+        path = token_path.display(),
+        n = dev.simulator.targets().len(),
+        token = dev.token,
+    );
+    shutdown_signal().await;
+    dev.shutdown().await
+}
+
+async fn deployed(cfg: Config, api: bool, worker: bool) -> anyhow::Result<()> {
+    let url = cfg.require_database_url()?;
+    // Only the migrate job (or serve) changes the schema; api/worker replicas just use it.
+    let pool = database(url, cfg.db_pool, api && worker).await?;
+    if let Some(path) = &cfg.targets_file {
+        register_targets(&pool, &targets_from_file(path).await?).await?;
+    }
+    let api = if api {
+        let secret = cfg
+            .jwt_secret
+            .as_deref()
+            .context("MESON_JWT_SECRET must be set")?;
+        anyhow::ensure!(
+            secret.len() >= 32,
+            "MESON_JWT_SECRET must be at least 32 characters"
+        );
+        Some(
+            ApiServer::start(
+                cfg.http_addr,
+                pool.clone(),
+                Auth::hs256(secret.as_bytes(), &cfg.jwt_issuer),
+            )
+            .await?,
+        )
+    } else {
+        None
+    };
+    let worker = worker.then(|| {
+        start_worker(
+            pool.clone(),
+            WorkerConfig {
+                concurrency: cfg.worker_concurrency,
+                ..WorkerConfig::default()
+            },
+            WorkflowConfig {
+                poll_interval: cfg.vm_poll,
+                ..WorkflowConfig::default()
+            },
+        )
+    });
+    shutdown_signal().await;
+    if let Some(api) = api {
+        api.shutdown().await;
+    }
+    if let Some(w) = worker {
+        w.shutdown().await;
+    }
+    pool.close().await;
+    Ok(())
+}

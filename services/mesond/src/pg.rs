@@ -1,0 +1,235 @@
+//! A private PostgreSQL cluster for dev mode, in `<data dir>/pg`.
+//!
+//! Created with `initdb` on first start, reused afterwards, stopped on exit.
+//! PostgreSQL refuses to run as root, so as root the server runs as the
+//! `postgres` system user (through `runuser`).
+
+use anyhow::{Context, bail};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use tokio::process::Command;
+
+const INSTALL_HINT: &str = "PostgreSQL's server binaries (initdb, pg_ctl) were not found on PATH \
+or under /usr/lib/postgresql/*/bin.\n  Install them:  Debian/Ubuntu: sudo apt-get install postgresql  \
+| Fedora: sudo dnf install postgresql-server  | macOS: brew install postgresql@16\n  \
+or point meson at an existing database:  DATABASE_URL=postgres://user@host:5432/db mesond dev";
+
+/// Where `initdb` and `pg_ctl` live.
+#[derive(Clone, Debug)]
+pub struct Binaries {
+    pub initdb: PathBuf,
+    pub pg_ctl: PathBuf,
+}
+
+impl Binaries {
+    pub fn find() -> anyhow::Result<Binaries> {
+        let in_dir = |dir: &Path| {
+            let initdb = dir.join("initdb");
+            let pg_ctl = dir.join("pg_ctl");
+            (initdb.is_file() && pg_ctl.is_file()).then_some(Binaries { initdb, pg_ctl })
+        };
+        if let Some(path) = std::env::var_os("PATH")
+            && let Some(b) = std::env::split_paths(&path).find_map(|d| in_dir(&d))
+        {
+            return Ok(b);
+        }
+        // Debian keeps the server binaries off PATH; take the newest version.
+        let mut versions: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| Some((e.file_name().to_str()?.parse().ok()?, e.path().join("bin"))))
+            .collect();
+        versions.sort();
+        versions
+            .into_iter()
+            .rev()
+            .find_map(|(_, d)| in_dir(&d))
+            .context(INSTALL_HINT)
+    }
+}
+
+/// A running private cluster.
+pub struct PrivatePostgres {
+    bins: Binaries,
+    dir: PathBuf,
+    run_as: Option<String>,
+    pub port: u16,
+    pub url: String,
+}
+
+fn is_root() -> bool {
+    // `id -u` avoids unsafe libc calls; it is on every Unix.
+    std::process::Command::new("id")
+        .arg("-u")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .is_some_and(|s| s.trim() == "0")
+}
+
+fn user_exists(name: &str) -> bool {
+    std::process::Command::new("id")
+        .arg(name)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+fn free_port() -> anyhow::Result<u16> {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").context("finding a free port")?;
+    Ok(l.local_addr()?.port())
+}
+
+impl PrivatePostgres {
+    /// Starts (creating if needed) the cluster in `dir` and its `meson` database.
+    pub async fn start(dir: &Path) -> anyhow::Result<PrivatePostgres> {
+        let bins = Binaries::find()?;
+        let run_as = if is_root() {
+            if !user_exists("postgres") {
+                bail!(
+                    "PostgreSQL refuses to run as root and there is no 'postgres' user to run it as; \
+                     run mesond dev as a normal user or set DATABASE_URL"
+                );
+            }
+            Some("postgres".to_owned())
+        } else {
+            None
+        };
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        let dir = dir.canonicalize()?;
+        let mut pg = PrivatePostgres {
+            bins,
+            dir,
+            run_as,
+            port: 0,
+            url: String::new(),
+        };
+        if let Some(user) = &pg.run_as {
+            pg.run(
+                Command::new("chown")
+                    .args(["-R", &format!("{user}:{user}")])
+                    .arg(&pg.dir),
+                "chown",
+            )
+            .await?;
+            pg.run(Command::new("chmod").arg("0700").arg(&pg.dir), "chmod")
+                .await?;
+        }
+        if !pg.dir.join("PG_VERSION").exists() {
+            tracing::info!(dir = %pg.dir.display(), "creating a private PostgreSQL cluster");
+            let mut cmd = pg.command(&pg.bins.initdb);
+            cmd.arg("-D").arg(&pg.dir).args([
+                "-U",
+                "meson",
+                "--auth=trust",
+                "-E",
+                "UTF8",
+                "--no-instructions",
+            ]);
+            pg.run(&mut cmd, "initdb").await?;
+            let conf = "\n# meson dev: loopback TCP only, no socket files outside the data dir\n\
+                        listen_addresses = '127.0.0.1'\nunix_socket_directories = ''\n\
+                        max_connections = 200\n";
+            let path = pg.dir.join("postgresql.conf");
+            let mut text = tokio::fs::read_to_string(&path).await?;
+            text.push_str(conf);
+            tokio::fs::write(&path, text).await?;
+        }
+        pg.port = match pg.running_port().await {
+            Some(port) => {
+                tracing::info!(port, "reusing the private PostgreSQL already running");
+                port
+            }
+            None => {
+                let port = free_port()?;
+                let mut cmd = pg.command(&pg.bins.pg_ctl);
+                cmd.arg("start")
+                    .arg("-D")
+                    .arg(&pg.dir)
+                    .arg("-w")
+                    .args(["-t", "60"]);
+                cmd.arg("-l")
+                    .arg(pg.dir.join("server.log"))
+                    .arg("-o")
+                    .arg(format!("-p {port}"));
+                pg.run(&mut cmd, "pg_ctl start").await?;
+                tracing::info!(port, "started the private PostgreSQL");
+                port
+            }
+        };
+        pg.url = format!("postgres://meson@127.0.0.1:{}/meson", pg.port);
+        pg.ensure_database().await?;
+        Ok(pg)
+    }
+
+    fn command(&self, program: &Path) -> Command {
+        match &self.run_as {
+            Some(user) => {
+                let mut c = Command::new("runuser");
+                c.args(["-u", user, "--"]).arg(program);
+                c
+            }
+            None => Command::new(program),
+        }
+    }
+
+    async fn run(&self, cmd: &mut Command, what: &str) -> anyhow::Result<()> {
+        let out = cmd
+            .stdin(Stdio::null())
+            .output()
+            .await
+            .with_context(|| format!("running {what}"))?;
+        if !out.status.success() {
+            bail!(
+                "{what} failed ({}): {}{}",
+                out.status,
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        Ok(())
+    }
+
+    /// The port of a server already running on this data directory, if any.
+    async fn running_port(&self) -> Option<u16> {
+        let mut status = self.command(&self.bins.pg_ctl);
+        status
+            .arg("status")
+            .arg("-D")
+            .arg(&self.dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        if !status.status().await.ok()?.success() {
+            return None;
+        }
+        // postmaster.pid: line 4 is the port.
+        let pid = tokio::fs::read_to_string(self.dir.join("postmaster.pid"))
+            .await
+            .ok()?;
+        pid.lines().nth(3)?.trim().parse().ok()
+    }
+
+    async fn ensure_database(&self) -> anyhow::Result<()> {
+        let admin = format!("postgres://meson@127.0.0.1:{}/postgres", self.port);
+        let pool = meson_db::connect(&admin, 1)
+            .await
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        let created = meson_db::testing::create_database_if_missing(&pool, "meson").await;
+        pool.close().await;
+        created.map_err(|e| anyhow::anyhow!("creating the meson database: {e}"))
+    }
+
+    /// Stops the server (fast shutdown: open sessions are cut).
+    pub async fn stop(&self) -> anyhow::Result<()> {
+        let mut cmd = self.command(&self.bins.pg_ctl);
+        cmd.arg("stop")
+            .arg("-D")
+            .arg(&self.dir)
+            .args(["-m", "fast", "-w"]);
+        self.run(&mut cmd, "pg_ctl stop").await?;
+        tracing::info!("stopped the private PostgreSQL");
+        Ok(())
+    }
+}

@@ -1,0 +1,170 @@
+//! Starts a whole meson (API, workers, simulator) per test and talks to it over HTTP.
+
+use meson_db::testing::TestDatabase;
+use mesond::dev::{Dev, DevOptions};
+use reqwest::StatusCode;
+use serde_json::Value;
+use std::path::PathBuf;
+use std::time::Duration;
+
+pub const SSH_KEY: &str =
+    "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMLavtiPfhiG3t6TAxHosXoVh7Pc/lSD8L9SNPyAzp1d user@host";
+
+/// The seed VM payload of PRODUCT.md §1, with a real public key in place of
+/// the seed's `AAAA...` placeholder (meson rejects keys that cannot work).
+pub fn seed_vm() -> Value {
+    let raw = r#"{"specs":{"req":{"cpu":{"smtEnabled":false,"numberOfCores":2,"numberOfThreads":1,
+      "min_frequency":1.0,"arch":["X86_64"],"flags":[]},
+      "mem":{"capacity":4096,"requireECC":0},"pci":{"devices":{}},
+      "misc":{"osDistribution":"Debian"}},
+      "volumes":[{"name":"test","size":30,"private":"True","shareable":"False",
+        "bootable":"False","readonly":"False"}],
+      "authentication":{"ssh-key":"KEY"},
+      "vm_name":"test"},
+     "provider":"ionos"}"#;
+    serde_json::from_str(&raw.replace("KEY", SSH_KEY)).expect("seed json")
+}
+
+pub struct Meson {
+    pub dev: Option<Dev>,
+    pub http: reqwest::Client,
+    pub base: String,
+    pub token: String,
+    dir: PathBuf,
+    _db: TestDatabase,
+}
+
+pub struct Reply {
+    pub status: StatusCode,
+    pub body: Value,
+    pub headers: reqwest::header::HeaderMap,
+}
+
+impl Meson {
+    pub async fn start() -> Meson {
+        let db = TestDatabase::new().await;
+        let dir = std::env::temp_dir().join(format!("meson-e2e-{}", uuid::Uuid::new_v4().simple()));
+        let dev = Dev::start(DevOptions {
+            database_url: Some(db.url.clone()),
+            http_addr: "127.0.0.1:0".parse().expect("addr"),
+            data_dir: dir.clone(),
+            jwt_secret: None,
+            jwt_issuer: "meson-test".into(),
+            sim_boot: Duration::from_millis(100),
+            vm_poll: Duration::from_millis(25),
+            worker: meson_jobs::WorkerConfig {
+                poll_interval: Duration::from_millis(200),
+                retry: meson_jobs::engine::RetryPolicy {
+                    base: Duration::from_millis(20),
+                    cap: Duration::from_millis(200),
+                    extra_undo_attempts: 5,
+                },
+                ..meson_jobs::WorkerConfig::default()
+            },
+        })
+        .await
+        .expect("meson starts");
+        Meson {
+            base: format!("http://{}", dev.http_addr),
+            token: dev.token.clone(),
+            http: reqwest::Client::new(),
+            dev: Some(dev),
+            dir,
+            _db: db,
+        }
+    }
+
+    pub fn dev(&self) -> &Dev {
+        self.dev.as_ref().expect("running")
+    }
+
+    pub fn sim(&self) -> &atomos_sim::Simulator {
+        &self.dev().simulator
+    }
+
+    async fn send(&self, req: reqwest::RequestBuilder) -> Reply {
+        let res = req.send().await.expect("request sent");
+        let status = res.status();
+        let headers = res.headers().clone();
+        let text = res.text().await.expect("body");
+        let body = if text.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_str(&text).unwrap_or(Value::String(text))
+        };
+        Reply {
+            status,
+            body,
+            headers,
+        }
+    }
+
+    pub async fn get(&self, path: &str) -> Reply {
+        self.send(
+            self.http
+                .get(format!("{}{path}", self.base))
+                .bearer_auth(&self.token),
+        )
+        .await
+    }
+
+    pub async fn post(&self, path: &str, body: &Value) -> Reply {
+        self.send(
+            self.http
+                .post(format!("{}{path}", self.base))
+                .bearer_auth(&self.token)
+                .json(body),
+        )
+        .await
+    }
+
+    pub async fn delete(&self, path: &str) -> Reply {
+        self.send(
+            self.http
+                .delete(format!("{}{path}", self.base))
+                .bearer_auth(&self.token),
+        )
+        .await
+    }
+
+    /// Polls an action until it is no longer running (bounded).
+    pub async fn wait_action(&self, id: &str) -> Value {
+        for _ in 0..600 {
+            let r = self.get(&format!("/v1/actions/{id}")).await;
+            assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+            if r.body["action"]["status"] != "running" {
+                return r.body["action"].clone();
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("action {id} still running after 30 s");
+    }
+
+    /// Every VM and volume on every simulated host.
+    pub fn inventory_counts(&self) -> (usize, usize) {
+        self.sim()
+            .hosts()
+            .iter()
+            .map(|h| h.inventory())
+            .fold((0, 0), |(v, d), i| (v + i.vms.len(), d + i.volumes.len()))
+    }
+
+    /// Sets every simulated host's boot time.
+    pub fn set_boot_time(&self, d: Duration) {
+        for h in self.sim().hosts() {
+            h.set_boot_time(d);
+        }
+    }
+
+    pub async fn stop(mut self) {
+        if let Some(dev) = self.dev.take() {
+            dev.shutdown().await.expect("clean shutdown");
+        }
+    }
+}
+
+impl Drop for Meson {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}

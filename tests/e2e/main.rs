@@ -1,0 +1,5 @@
+//! End-to-end tests: meson started on loopback sockets with a fresh database
+//! and the AtomOS simulator, driven over real HTTP.
+
+mod harness;
+mod vm;

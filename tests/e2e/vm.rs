@@ -1,0 +1,272 @@
+//! The VM path: create from the seed payload, run, delete; errors and faults.
+
+use crate::harness::{Meson, seed_vm};
+use reqwest::StatusCode;
+use serde_json::json;
+use std::time::Duration;
+
+#[tokio::test]
+async fn seed_vm_lifecycle_over_http() {
+    let m = Meson::start().await;
+
+    let r = m.post("/v1/vms", &seed_vm()).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    assert!(r.headers.contains_key("x-correlation-id"));
+    let vm = &r.body["vm"];
+    let id = vm["id"].as_str().expect("vm id").to_owned();
+    assert_eq!(vm["name"], "test");
+    assert_eq!(vm["status"], "initializing");
+    assert_eq!(vm["specs"]["vcpus"], 2);
+    assert_eq!(vm["specs"]["memory_mib"], 4096);
+    assert_eq!(vm["specs"]["os_distribution"], "debian");
+    let action = &r.body["action"];
+    assert_eq!(action["command"], "create_vm");
+    assert_eq!(action["status"], "running");
+    assert!(
+        action["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|x| x["id"] == id.as_str() && x["type"] == "vm")
+    );
+    assert_eq!(r.body["next_actions"], json!([]));
+
+    let done = m.wait_action(action["id"].as_str().unwrap()).await;
+    assert_eq!(done["status"], "success", "{done}");
+    assert_eq!(done["progress"], 100);
+    assert!(done["finished"].is_string());
+
+    let r = m.get(&format!("/v1/vms/{id}")).await;
+    assert_eq!(r.status, StatusCode::OK);
+    let vm = &r.body["vm"];
+    assert_eq!(vm["status"], "running");
+    assert_eq!(vm["provider"], "ionos");
+    assert!(
+        vm["ipv4"]
+            .as_str()
+            .is_some_and(|ip| ip.parse::<std::net::Ipv4Addr>().is_ok()),
+        "{vm}"
+    );
+    assert!(vm["host"].is_string() && vm["region"].is_string());
+    assert!(
+        vm["price"]["hourly"].as_f64().is_some_and(|p| p > 0.0),
+        "{vm}"
+    );
+    let kinds: Vec<_> = vm["volumes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["kind"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(kinds, ["boot", "cloudinit", "data"]);
+    let data = &vm["volumes"][2];
+    assert_eq!(
+        (data["name"].as_str(), data["size"].as_u64()),
+        (Some("test"), Some(30))
+    );
+
+    // AtomOS holds exactly this VM, named after its id, and its three volumes.
+    let host = m
+        .sim()
+        .host(vm["host"].as_str().unwrap())
+        .expect("placed on a simulated host");
+    let inv = host.inventory();
+    assert_eq!(inv.vms.len(), 1);
+    assert_eq!(inv.vms[0].name, format!("vm-{}", id.replace('-', "")));
+    assert_eq!(inv.volumes.len(), 3);
+    assert_eq!(m.inventory_counts(), (1, 3));
+
+    let r = m.get("/v1/vms").await;
+    assert_eq!(r.body["vms"].as_array().unwrap().len(), 1);
+    assert_eq!(r.body["meta"]["pagination"]["total_entries"], 1);
+
+    let r = m.delete(&format!("/v1/vms/{id}")).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.body["action"]["command"], "delete_vm");
+    let done = m
+        .wait_action(r.body["action"]["id"].as_str().unwrap())
+        .await;
+    assert_eq!(done["status"], "success", "{done}");
+
+    assert_eq!(
+        m.get(&format!("/v1/vms/{id}")).await.status,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        m.inventory_counts(),
+        (0, 0),
+        "nothing may be left on AtomOS"
+    );
+    m.stop().await;
+}
+
+#[tokio::test]
+async fn bad_input_names_every_field_and_auth_is_required() {
+    let m = Meson::start().await;
+
+    let mut bad = seed_vm();
+    bad["specs"]["vm_name"] = json!("no_underscores");
+    bad["specs"]["req"]["mem"]["capacity"] = json!("lots");
+    bad["specs"]["authentication"]["ssh-key"] = json!("ssh-rsa AAAA... user@host");
+    let r = m.post("/v1/vms", &bad).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert_eq!(r.body["error"]["code"], "invalid_input");
+    let mut fields: Vec<_> = r.body["error"]["details"]["fields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["name"].as_str().unwrap().to_owned())
+        .collect();
+    fields.sort();
+    assert_eq!(
+        fields,
+        [
+            "specs.authentication.ssh-key",
+            "specs.req.mem.capacity",
+            "specs.vm_name"
+        ]
+    );
+    assert!(r.headers.contains_key("x-correlation-id"));
+
+    let mut unknown = seed_vm();
+    unknown["provider"] = json!("nowhere");
+    let r = m.post("/v1/vms", &unknown).await;
+    assert_eq!(
+        r.body["error"]["details"]["fields"][0]["name"], "provider",
+        "{}",
+        r.body
+    );
+
+    let r = m
+        .http
+        .post(format!("{}/v1/vms", m.base))
+        .bearer_auth(&m.token)
+        .body("{not json")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    let body: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "json_error");
+
+    let r = m
+        .http
+        .get(format!("{}/v1/vms", m.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    assert!(r.headers().contains_key("x-correlation-id"));
+    let body: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "unauthorized");
+
+    let r = m
+        .http
+        .get(format!("{}/v1/vms", m.base))
+        .bearer_auth("forged.token.here")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+
+    assert_eq!(
+        m.get("/v1/vms/not-a-uuid").await.body["error"]["details"]["fields"][0]["name"],
+        "id"
+    );
+    assert_eq!(
+        m.get(&format!("/v1/vms/{}", uuid::Uuid::new_v4()))
+            .await
+            .status,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(m.get("/healthz").await.status, StatusCode::OK);
+    assert_eq!(m.get("/readyz").await.status, StatusCode::OK);
+    assert_eq!(
+        m.inventory_counts(),
+        (0, 0),
+        "rejected requests touch nothing"
+    );
+    m.stop().await;
+}
+
+#[tokio::test]
+async fn a_second_mutation_on_a_busy_vm_is_locked() {
+    let m = Meson::start().await;
+    m.set_boot_time(Duration::from_secs(60));
+    let r = m.post("/v1/vms", &seed_vm()).await;
+    let id = r.body["vm"]["id"].as_str().unwrap().to_owned();
+    let create = r.body["action"]["id"].as_str().unwrap().to_owned();
+
+    let r = m.delete(&format!("/v1/vms/{id}")).await;
+    assert_eq!(r.status, StatusCode::LOCKED, "{}", r.body);
+    assert_eq!(r.body["error"]["code"], "locked");
+    assert_eq!(r.body["error"]["details"]["action_id"], create.as_str());
+
+    m.set_boot_time(Duration::from_millis(50));
+    assert_eq!(m.wait_action(&create).await["status"], "success");
+    let r = m.delete(&format!("/v1/vms/{id}")).await;
+    assert_eq!(
+        m.wait_action(r.body["action"]["id"].as_str().unwrap())
+            .await["status"],
+        "success"
+    );
+    assert_eq!(m.inventory_counts(), (0, 0));
+    m.stop().await;
+}
+
+#[tokio::test]
+async fn a_fatal_atomos_error_unwinds_everything() {
+    let m = Meson::start().await;
+    for h in m.sim().hosts() {
+        h.faults().fail_next("vm/register", 400, 1);
+    }
+    let r = m.post("/v1/vms", &seed_vm()).await;
+    let id = r.body["vm"]["id"].as_str().unwrap().to_owned();
+    let done = m
+        .wait_action(r.body["action"]["id"].as_str().unwrap())
+        .await;
+    assert_eq!(done["status"], "error", "{done}");
+    assert_eq!(done["error"]["code"], "invalid_input");
+    assert!(!done["error"]["message"].as_str().unwrap().is_empty());
+    assert_eq!(
+        m.inventory_counts(),
+        (0, 0),
+        "the volumes made before register must be destroyed"
+    );
+
+    let vm = m.get(&format!("/v1/vms/{id}")).await.body;
+    assert_eq!(vm["vm"]["status"], "error");
+    assert!(vm["vm"]["host"].is_null(), "placement is undone");
+
+    let r = m.delete(&format!("/v1/vms/{id}")).await;
+    assert_eq!(
+        m.wait_action(r.body["action"]["id"].as_str().unwrap())
+            .await["status"],
+        "success"
+    );
+    assert_eq!(
+        m.get(&format!("/v1/vms/{id}")).await.status,
+        StatusCode::NOT_FOUND
+    );
+    m.stop().await;
+}
+
+#[tokio::test]
+async fn transient_atomos_errors_are_retried() {
+    let m = Meson::start().await;
+    for h in m.sim().hosts() {
+        h.faults().fail_next("volume/create", 503, 2);
+    }
+    let r = m.post("/v1/vms", &seed_vm()).await;
+    let done = m
+        .wait_action(r.body["action"]["id"].as_str().unwrap())
+        .await;
+    assert_eq!(done["status"], "success", "{done}");
+    assert_eq!(m.inventory_counts(), (1, 3));
+    let jobs =
+        meson_db::jobs::for_action(&m.dev().pool, done["id"].as_str().unwrap().parse().unwrap())
+            .await
+            .unwrap();
+    assert!(jobs[0].attempt >= 2, "the job was retried: {:?}", jobs[0]);
+    m.stop().await;
+}

@@ -1,0 +1,1 @@
+//! Black-box tests live in `e2e/`; this library is empty.
