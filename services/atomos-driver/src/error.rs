@@ -1,0 +1,207 @@
+//! The driver's error: a kind callers act on, the route, the HTTP status and the daemon's text.
+
+/// What a caller can do about a failure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The VM, volume or network does not exist (HTTP 404).
+    NotFound,
+    /// The host cannot fit the request (507, or a body naming capacity).
+    Capacity,
+    /// The daemon rejected the request, or answered something we cannot read.
+    Invalid,
+    /// Connect error, timeout or 5xx: worth trying again later.
+    Transient,
+    /// 401/403: the daemons' session is missing or lacks rights.
+    Auth,
+    /// 409: the name is taken.
+    AlreadyExists,
+}
+
+#[derive(Clone, Debug, thiserror::Error)]
+#[error("atomos {route}: {message}")]
+pub struct DriverError {
+    pub kind: ErrorKind,
+    /// `vm/register`, `volume/create`, ...
+    pub route: String,
+    /// `None` when no HTTP answer arrived.
+    pub status: Option<u16>,
+    /// The daemon's `detail` or free text, or the transport error.
+    pub message: String,
+}
+
+impl DriverError {
+    pub fn new(
+        kind: ErrorKind,
+        route: impl Into<String>,
+        status: Option<u16>,
+        message: impl Into<String>,
+    ) -> Self {
+        DriverError {
+            kind,
+            route: route.into(),
+            status,
+            message: message.into(),
+        }
+    }
+
+    pub fn is_not_found(&self) -> bool {
+        self.kind == ErrorKind::NotFound
+    }
+
+    pub fn is_transient(&self) -> bool {
+        self.kind == ErrorKind::Transient
+    }
+
+    pub fn is_capacity(&self) -> bool {
+        self.kind == ErrorKind::Capacity
+    }
+
+    pub fn is_already_exists(&self) -> bool {
+        self.kind == ErrorKind::AlreadyExists
+    }
+
+    /// A 2xx answer whose body does not have the expected shape.
+    pub(crate) fn undecodable(route: &str, status: u16, err: impl std::fmt::Display) -> Self {
+        DriverError::new(
+            ErrorKind::Invalid,
+            route,
+            Some(status),
+            format!("unexpected response body: {err}"),
+        )
+    }
+}
+
+/// Substrings by which storage/matcher errors name a capacity problem. The
+/// storage server stringifies exceptions as `[ClassName] message` (§6.4, §12).
+const CAPACITY_MARKERS: &[&str] = &[
+    "notallocable",
+    "not allocable",
+    "availablepathnotfound",
+    "cannot allocate",
+    "can not allocate",
+    "insufficient",
+    "no space",
+    "not enough",
+];
+
+/// Maps a non-2xx answer to a kind; `message` is the extracted error text.
+pub(crate) fn classify(status: u16, message: &str) -> ErrorKind {
+    let lower = message.to_ascii_lowercase();
+    match status {
+        507 => ErrorKind::Capacity,
+        401 | 403 => ErrorKind::Auth,
+        404 => ErrorKind::NotFound,
+        409 => ErrorKind::AlreadyExists,
+        // Checked before the 5xx rule: an allocation failure raised as a 500
+        // stays a 500 no matter how often it is retried.
+        _ if CAPACITY_MARKERS.iter().any(|m| lower.contains(m)) => ErrorKind::Capacity,
+        _ if lower.contains("already exists") => ErrorKind::AlreadyExists,
+        408 | 425 | 429 => ErrorKind::Transient,
+        500..=599 => ErrorKind::Transient,
+        _ => ErrorKind::Invalid,
+    }
+}
+
+/// Longest error text kept: enough for a FastAPI detail, not a whole HTML page.
+const MAX_MESSAGE: usize = 512;
+
+/// Pulls the text out of an error body: FastAPI's `{"detail": ...}` or free text.
+pub(crate) fn error_message(status: u16, body: &[u8]) -> String {
+    let text = match serde_json::from_slice::<crate::schema::ErrorBody>(body) {
+        Ok(e) => match e.detail {
+            serde_json::Value::String(s) => s,
+            other => other.to_string(),
+        },
+        Err(_) => String::from_utf8_lossy(body).trim().to_owned(),
+    };
+    if text.is_empty() {
+        return format!("HTTP {status}");
+    }
+    truncate(text, MAX_MESSAGE)
+}
+
+fn truncate(mut s: String, max: usize) -> String {
+    if s.len() > max {
+        let mut cut = max;
+        while !s.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        s.truncate(cut);
+        s.push('…');
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_map_to_kinds() {
+        assert_eq!(classify(404, "Not Found"), ErrorKind::NotFound);
+        assert_eq!(classify(401, "Not authenticated"), ErrorKind::Auth);
+        assert_eq!(classify(403, ""), ErrorKind::Auth);
+        assert_eq!(classify(409, "dup"), ErrorKind::AlreadyExists);
+        assert_eq!(classify(400, "bad name"), ErrorKind::Invalid);
+        assert_eq!(classify(422, "field required"), ErrorKind::Invalid);
+        assert_eq!(classify(500, "boom"), ErrorKind::Transient);
+        assert_eq!(classify(502, ""), ErrorKind::Transient);
+        assert_eq!(classify(503, ""), ErrorKind::Transient);
+        assert_eq!(classify(429, ""), ErrorKind::Transient);
+        assert_eq!(classify(507, "full"), ErrorKind::Capacity);
+    }
+
+    #[test]
+    fn bodies_naming_capacity_win_over_status() {
+        assert_eq!(
+            classify(500, "[VolumeNotAllocable] no pool can hold 50 GB"),
+            ErrorKind::Capacity
+        );
+        assert_eq!(
+            classify(400, "[VolumeAvailablePathNotFound] x"),
+            ErrorKind::Capacity
+        );
+        assert_eq!(
+            classify(500, "network lan already exists"),
+            ErrorKind::AlreadyExists
+        );
+        // Status-specific kinds are not overridden by wording.
+        assert_eq!(classify(404, "insufficient data"), ErrorKind::NotFound);
+    }
+
+    #[test]
+    fn messages_come_from_detail_or_text() {
+        assert_eq!(
+            error_message(404, br#"{"detail":"Not Found"}"#),
+            "Not Found"
+        );
+        assert_eq!(
+            error_message(
+                422,
+                br#"{"detail":[{"loc":["body","size"],"msg":"field required"}]}"#
+            ),
+            r#"[{"loc":["body","size"],"msg":"field required"}]"#
+        );
+        assert_eq!(
+            error_message(500, b"  Internal Server Error\n"),
+            "Internal Server Error"
+        );
+        assert_eq!(error_message(502, b""), "HTTP 502");
+        let long = "é".repeat(600);
+        let m = error_message(500, long.as_bytes());
+        assert!(m.len() <= MAX_MESSAGE + '…'.len_utf8());
+        assert!(m.ends_with('…'));
+    }
+
+    #[test]
+    fn display_names_route() {
+        let e = DriverError::new(
+            ErrorKind::NotFound,
+            "vm/unregister",
+            Some(404),
+            "no such VM",
+        );
+        assert_eq!(e.to_string(), "atomos vm/unregister: no such VM");
+        assert!(e.is_not_found() && !e.is_transient());
+    }
+}

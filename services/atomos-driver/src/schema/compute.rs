@@ -1,0 +1,381 @@
+//! Compute (matcher) daemon JSON: specfile, register, status, canallocate, templates.
+
+use super::PciEntry;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// `misc` of the specfile: the guest OS, values from Elemento's `iso.json`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Misc {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub os_family: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub os_flavour: Option<String>,
+}
+
+/// The hardware request ("specfile") of `/canallocate`; `/register` flattens it.
+/// Every field defaults on input so the simulator can name what is missing.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SpecFile {
+    #[serde(default)]
+    pub slots: u32,
+    #[serde(default)]
+    pub overprovision: u32,
+    #[serde(rename = "allowSMT", default)]
+    pub allow_smt: bool,
+    #[serde(default)]
+    pub archs: Vec<String>,
+    #[serde(default)]
+    pub flags: Vec<String>,
+    /// GHz.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_frequency: Option<f64>,
+    /// MiB on requests (GiB in `/status`, see [`ReqJson::ramsize`]).
+    #[serde(default)]
+    pub ramsize: u64,
+    #[serde(rename = "reqECC", default)]
+    pub req_ecc: bool,
+    #[serde(default)]
+    pub pci: Vec<PciEntry>,
+    #[serde(default)]
+    pub misc: Misc,
+}
+
+/// `info` of a register body (2025+ form).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RegisterInfo {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vm_name: Option<String>,
+}
+
+/// `{"vid": ...}` in a register body's `volumes`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct VolumeRef {
+    #[serde(alias = "volumeID", alias = "volume_id")]
+    pub vid: String,
+}
+
+/// `{"network_uid": ...}` in a register body's `networks`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct NetworkRef {
+    pub network_uid: String,
+}
+
+/// `POST /register`: the specfile plus name, volumes and networks.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RegisterBody {
+    #[serde(flatten)]
+    pub spec: SpecFile,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub info: Option<RegisterInfo>,
+    /// The 2023 form of the name (§13.5); read, never sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vm_name: Option<String>,
+    #[serde(default)]
+    pub volumes: Vec<VolumeRef>,
+    #[serde(default)]
+    pub networks: Vec<NetworkRef>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub netdevs: Option<Vec<Value>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ip_address: Option<String>,
+}
+
+/// `price` of a quote.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Price {
+    #[serde(default)]
+    pub hour: f64,
+    #[serde(default)]
+    pub month: f64,
+    #[serde(default)]
+    pub unit: String,
+}
+
+/// One element of `mesos` in the canallocate answer.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct MesosQuote {
+    #[serde(default)]
+    pub provider: String,
+    #[serde(default)]
+    pub region: String,
+    #[serde(default)]
+    pub price: Price,
+}
+
+/// `POST /canallocate` answer: `{"mesos": [...]}`, or the mock's `{"canallocate": bool}`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CanAllocateResponse {
+    #[serde(default)]
+    pub mesos: Vec<MesosQuote>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub canallocate: Option<bool>,
+}
+
+/// `{"local_index": "<uniqueID>"}` for unregister/start/stop/reboot; the mock
+/// also reads `vm_uid`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LocalIndex {
+    #[serde(alias = "vm_uid")]
+    pub local_index: String,
+}
+
+/// `network_config`: inside `req_json` (GUI) or at the top level (thesis).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct NetworkConfig {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interface: Option<String>,
+    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mac: Option<String>,
+    /// Null while the guest boots.
+    #[serde(default)]
+    pub ipv4: Option<String>,
+}
+
+/// `req_json` of a `/status` element: the spec as the daemon stored it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReqJson {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vm_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slots: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overprovision: Option<u32>,
+    #[serde(rename = "allowSMT", default, skip_serializing_if = "Option::is_none")]
+    pub allow_smt: Option<bool>,
+    /// A single string here (`X86_64`; the mock writes `x86_64`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arch: Option<String>,
+    #[serde(default)]
+    pub flags: Vec<String>,
+    /// **GiB** in this answer, possibly fractional (§13.3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ramsize: Option<f64>,
+    #[serde(rename = "reqECC", default, skip_serializing_if = "Option::is_none")]
+    pub req_ecc: Option<bool>,
+    #[serde(default)]
+    pub volumes: Vec<super::storage::VolumeObject>,
+    /// Shape unconfirmed on the real daemons, so kept raw.
+    #[serde(default)]
+    pub pcidevs: Vec<Value>,
+    #[serde(default)]
+    pub netdevs: Vec<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub os_family: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub os_flavour: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub creation_date: Option<String>,
+    /// libvirt word: `running`, `shut off`, `paused` (mock form of the state, §13.9).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub states: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network_config: Option<NetworkConfig>,
+    /// Present when the VM runs on a public provider.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mesos: Option<Value>,
+}
+
+/// One element of `GET /status`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct VmStatus {
+    #[serde(rename = "uniqueID")]
+    pub unique_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serverurl: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_type: Option<String>,
+    /// Thesis form of the state (`starting`, `running`, `off`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    /// Thesis form of the network block.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network_config: Option<NetworkConfig>,
+    #[serde(default)]
+    pub req_json: ReqJson,
+}
+
+/// `info` of a template.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TemplateInfo {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+}
+
+/// `cpu` of a template.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TemplateCpu {
+    #[serde(default)]
+    pub slots: u32,
+    #[serde(default)]
+    pub overprovision: u32,
+    #[serde(rename = "allowSMT", default)]
+    pub allow_smt: bool,
+    #[serde(default)]
+    pub archs: Vec<String>,
+    #[serde(default)]
+    pub flags: Vec<String>,
+}
+
+/// `ram` of a template; `ramsize` in MiB like every request.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TemplateRam {
+    #[serde(default)]
+    pub ramsize: u64,
+    #[serde(rename = "reqECC", default)]
+    pub req_ecc: bool,
+}
+
+/// One element of `GET /templates`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TemplateWire {
+    #[serde(default)]
+    pub info: TemplateInfo,
+    #[serde(default)]
+    pub cpu: TemplateCpu,
+    #[serde(default)]
+    pub ram: TemplateRam,
+    #[serde(default)]
+    pub pci: Vec<PciEntry>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::PciObject;
+    use serde_json::json;
+
+    /// Register body as the 2025 GUI/hackathon send it (§4.2).
+    #[test]
+    fn register_body_gui_form_round_trips() {
+        let fixture = json!({
+            "slots": 2, "overprovision": 2, "allowSMT": false,
+            "archs": ["X86_64"], "flags": ["sse2"], "min_frequency": 2.5,
+            "ramsize": 2048, "reqECC": false,
+            "pci": [{"vendor": "10de", "model": "24b0", "quantity": 1}],
+            "misc": {"os_family": "linux", "os_flavour": "ubuntu"},
+            "info": {"vm_name": "web-1"},
+            "volumes": [{"vid": "a812966242ac4c1e9f0b3e2d7c6a5b40"}],
+            "networks": [{"network_uid": "n-1"}]
+        });
+        let body: RegisterBody = serde_json::from_value(fixture.clone()).unwrap();
+        assert_eq!(body.spec.ramsize, 2048);
+        assert!(body.vm_name.is_none());
+        assert_eq!(
+            body.info.as_ref().unwrap().vm_name.as_deref(),
+            Some("web-1")
+        );
+        assert_eq!(
+            body.spec.pci,
+            vec![PciEntry::Object(PciObject {
+                vendor: "10de".into(),
+                model: "24b0".into(),
+                quantity: Some(1)
+            })]
+        );
+        assert_eq!(serde_json::to_value(&body).unwrap(), fixture);
+    }
+
+    /// Older form: top-level `vm_name`, pci as strings, thesis `has_network` ignored.
+    #[test]
+    fn register_body_legacy_form_parses() {
+        let body: RegisterBody = serde_json::from_value(json!({
+            "vm_name": "old", "slots": 1, "ramsize": 512, "pci": ["10de:1bb1"],
+            "volumes": [{"volumeID": "ab"}], "has_network": true
+        }))
+        .unwrap();
+        assert_eq!(body.vm_name.as_deref(), Some("old"));
+        assert_eq!(body.spec.pci, vec![PciEntry::Text("10de:1bb1".into())]);
+        assert_eq!(body.volumes[0].vid, "ab");
+    }
+
+    /// `/status` element with the GUI's `req_json.network_config` and the mock's `states`.
+    #[test]
+    fn status_element_parses_both_forms() {
+        let gui: Vec<VmStatus> = serde_json::from_value(json!([{
+            "uniqueID": "6f1c1b1e-8a4e-4a57-9a53-0d7b8f0f3c11",
+            "serverurl": "https://192.168.1.10",
+            "req_json": {
+                "vm_name": "web-1", "slots": 2, "overprovision": 2, "allowSMT": false,
+                "arch": "X86_64", "flags": ["sse2"], "ramsize": 2, "reqECC": false,
+                "volumes": [{"volumeID": "a8", "name": "web-1-boot", "size": 50,
+                             "bootable": true}],
+                "pcidevs": [], "netdevs": [], "os_family": "linux", "os_flavour": "ubuntu",
+                "creation_date": "3/14/2025, 10:00:00",
+                "states": "running",
+                "network_config": {"ipv4": "10.0.0.5"}
+            }
+        }]))
+        .unwrap();
+        let vm = &gui[0];
+        assert_eq!(vm.req_json.ramsize, Some(2.0));
+        assert_eq!(vm.req_json.states.as_deref(), Some("running"));
+        assert_eq!(
+            vm.req_json
+                .network_config
+                .as_ref()
+                .and_then(|n| n.ipv4.as_deref()),
+            Some("10.0.0.5")
+        );
+        assert_eq!(vm.req_json.volumes[0].volume_id, "a8");
+
+        let thesis: VmStatus = serde_json::from_value(json!({
+            "uniqueID": "u", "status": "starting",
+            "network_config": {"name": "default", "mac": "52:54:00:00:00:01", "ipv4": null},
+            "req_json": {"vm_name": "x", "ramsize": 0.5}
+        }))
+        .unwrap();
+        assert_eq!(thesis.status.as_deref(), Some("starting"));
+        assert_eq!(thesis.network_config.unwrap().ipv4, None);
+    }
+
+    #[test]
+    fn canallocate_answers_parse() {
+        let real: CanAllocateResponse = serde_json::from_value(json!({
+            "mesos": [{"provider": "ovh", "region": "eu-west",
+                       "price": {"hour": 0.05, "month": 36.5, "unit": "EUR"}}]
+        }))
+        .unwrap();
+        assert_eq!(real.mesos[0].price.unit, "EUR");
+        let mock: CanAllocateResponse =
+            serde_json::from_value(json!({"canallocate": true})).unwrap();
+        assert!(mock.mesos.is_empty());
+        assert_eq!(mock.canallocate, Some(true));
+    }
+
+    /// Template shape of `elemento-vm-templates` (§10.1, Argon).
+    #[test]
+    fn template_parses() {
+        let t: TemplateWire = serde_json::from_value(json!({
+            "info": {"name": "Argon", "description": "decent CPU power"},
+            "cpu": {"slots": 4, "overprovision": 2, "allowSMT": false,
+                    "archs": ["X86_64"], "flags": ["sse2", "avx2"]},
+            "ram": {"ramsize": 4096, "reqECC": false},
+            "pci": [{"vendor": "10de", "model": "1bb1", "quantity": 1}]
+        }))
+        .unwrap();
+        assert_eq!(t.cpu.slots, 4);
+        assert_eq!(t.ram.ramsize, 4096);
+        assert_eq!(t.pci.len(), 1);
+    }
+
+    #[test]
+    fn local_index_accepts_mock_alias() {
+        let a: LocalIndex = serde_json::from_value(json!({"vm_uid": "x"})).unwrap();
+        assert_eq!(a.local_index, "x");
+        assert_eq!(
+            serde_json::to_value(&a).unwrap(),
+            json!({"local_index": "x"})
+        );
+    }
+}

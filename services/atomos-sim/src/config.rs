@@ -1,0 +1,231 @@
+//! What the simulator simulates: hosts with capacity and prices, and a ready-made dev fleet.
+
+use atomos_driver::PciDevice;
+use serde::{Deserialize, Serialize};
+use std::net::{IpAddr, Ipv4Addr};
+use std::time::Duration;
+
+/// One simulated AtomOS host (one set of four daemons).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct HostConfig {
+    pub name: String,
+    pub provider: String,
+    pub region: String,
+    pub continent: String,
+    /// Physical cores; a VM uses `slots / overprovision` of them.
+    pub cores: u32,
+    pub ram_mib: u64,
+    pub disk_gb: u64,
+    #[serde(default)]
+    pub gpus: Vec<PciDevice>,
+    #[serde(default = "default_archs")]
+    pub archs: Vec<String>,
+    #[serde(default)]
+    pub ecc: bool,
+    #[serde(default)]
+    pub flags: Vec<String>,
+    #[serde(default)]
+    pub price_core_hour: f64,
+    #[serde(default)]
+    pub price_gib_ram_hour: f64,
+    #[serde(default)]
+    pub price_gpu_hour: f64,
+}
+
+fn default_archs() -> Vec<String> {
+    vec!["X86_64".to_owned()]
+}
+
+#[derive(Clone, Debug)]
+pub struct SimConfig {
+    pub hosts: Vec<HostConfig>,
+    /// From register until the VM reports `running` with an IPv4.
+    pub boot_time: Duration,
+    /// Address every listener binds (each on an ephemeral port).
+    pub bind: IpAddr,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        SimConfig {
+            hosts: dev_hosts(),
+            boot_time: Duration::from_millis(1500),
+            bind: IpAddr::V4(Ipv4Addr::LOCALHOST),
+        }
+    }
+}
+
+/// NVIDIA Quadro P4000, the GPU of Elemento's Argon templates.
+fn p4000(quantity: u32) -> PciDevice {
+    PciDevice {
+        vendor: "10de".to_owned(),
+        model: "1bb1".to_owned(),
+        quantity,
+    }
+}
+
+struct Prices {
+    core: f64,
+    gib: f64,
+    gpu: f64,
+}
+
+fn host(
+    name: &str,
+    provider: &str,
+    region: &str,
+    continent: &str,
+    gpus: Vec<PciDevice>,
+    ecc: bool,
+    p: &Prices,
+) -> HostConfig {
+    HostConfig {
+        name: name.to_owned(),
+        provider: provider.to_owned(),
+        region: region.to_owned(),
+        continent: continent.to_owned(),
+        cores: 64,
+        ram_mib: 256 * 1024,
+        disk_gb: 4000,
+        gpus,
+        archs: default_archs(),
+        ecc,
+        flags: ["sse2", "sse4_2", "avx", "avx2", "aes"]
+            .map(str::to_owned)
+            .to_vec(),
+        price_core_hour: p.core,
+        price_gib_ram_hour: p.gib,
+        price_gpu_hour: p.gpu,
+    }
+}
+
+/// Seven generous hosts: ovh, ionos, gigas, arubacloud and on-prem `atomos`,
+/// in `europe` and `north-america`, with per-provider prices (on-prem is free).
+pub fn dev_hosts() -> Vec<HostConfig> {
+    let ovh = Prices {
+        core: 0.011,
+        gib: 0.0042,
+        gpu: 0.55,
+    };
+    let ionos = Prices {
+        core: 0.013,
+        gib: 0.0039,
+        gpu: 0.60,
+    };
+    let gigas = Prices {
+        core: 0.012,
+        gib: 0.0045,
+        gpu: 0.0,
+    };
+    let aruba = Prices {
+        core: 0.010,
+        gib: 0.0050,
+        gpu: 0.65,
+    };
+    let onprem = Prices {
+        core: 0.0,
+        gib: 0.0,
+        gpu: 0.0,
+    };
+    vec![
+        host(
+            "ovh-gra-1",
+            "ovh",
+            "eu-west-gra",
+            "europe",
+            vec![p4000(4)],
+            true,
+            &ovh,
+        ),
+        host(
+            "ovh-bhs-1",
+            "ovh",
+            "ca-east-bhs",
+            "north-america",
+            vec![],
+            true,
+            &ovh,
+        ),
+        host(
+            "ionos-fra-1",
+            "ionos",
+            "de-fra",
+            "europe",
+            vec![],
+            true,
+            &ionos,
+        ),
+        host(
+            "ionos-las-1",
+            "ionos",
+            "us-las",
+            "north-america",
+            vec![],
+            false,
+            &ionos,
+        ),
+        host(
+            "gigas-mad-1",
+            "gigas",
+            "es-mad",
+            "europe",
+            vec![],
+            false,
+            &gigas,
+        ),
+        host(
+            "arubacloud-ar-1",
+            "arubacloud",
+            "it-ar1",
+            "europe",
+            vec![p4000(2)],
+            true,
+            &aruba,
+        ),
+        host(
+            "atomos-onprem-1",
+            "atomos",
+            "on-prem",
+            "europe",
+            vec![p4000(2)],
+            false,
+            &onprem,
+        ),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn dev_fleet_covers_providers_and_continents() {
+        let hosts = dev_hosts();
+        let providers: HashSet<_> = hosts.iter().map(|h| h.provider.as_str()).collect();
+        for p in ["ovh", "ionos", "gigas", "arubacloud", "atomos"] {
+            assert!(providers.contains(p), "{p}");
+        }
+        let continents: HashSet<_> = hosts.iter().map(|h| h.continent.as_str()).collect();
+        assert_eq!(continents, HashSet::from(["europe", "north-america"]));
+        let names: HashSet<_> = hosts.iter().map(|h| h.name.as_str()).collect();
+        assert_eq!(names.len(), hosts.len());
+        let onprem = hosts.iter().find(|h| h.provider == "atomos").unwrap();
+        assert_eq!(
+            onprem.price_core_hour + onprem.price_gib_ram_hour + onprem.price_gpu_hour,
+            0.0
+        );
+        assert!(hosts.iter().filter(|h| !h.gpus.is_empty()).count() >= 2);
+    }
+
+    #[test]
+    fn hosts_file_needs_only_the_essentials() {
+        let h: HostConfig = serde_json::from_value(serde_json::json!({
+            "name": "h", "provider": "ovh", "region": "r", "continent": "europe",
+            "cores": 8, "ram_mib": 16384, "disk_gb": 500
+        }))
+        .unwrap();
+        assert_eq!(h.archs, vec!["X86_64"]);
+        assert!(h.gpus.is_empty());
+    }
+}

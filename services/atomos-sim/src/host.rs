@@ -1,0 +1,643 @@
+//! One simulated host: its VMs, volumes and networks, capacity accounting and lazy boot.
+
+use crate::config::HostConfig;
+use crate::faults::Faults;
+use atomos_driver::schema::compute::SpecFile;
+use atomos_driver::{PciDevice, Target, VmState, pci_from_wire};
+use serde::{Deserialize, Serialize};
+use std::net::Ipv4Addr;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+/// Locks a mutex, recovering from poisoning: every mutation below leaves the
+/// state consistent before it can panic, so a panicked handler must not take
+/// the whole host down with it.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A VM as the host keeps it.
+#[derive(Clone, Debug)]
+pub(crate) struct VmRec {
+    pub id: String,
+    pub name: String,
+    pub demand: Demand,
+    /// The host arch chosen among the requested ones.
+    pub arch: String,
+    pub volume_ids: Vec<String>,
+    pub network_ids: Vec<String>,
+    pub created: chrono::DateTime<chrono::Utc>,
+    pub power: Power,
+    /// Assigned at register, shown once the guest has booted.
+    pub ipv4: Ipv4Addr,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Power {
+    /// Powered on at `since`; running once the boot time has passed.
+    On {
+        since: Instant,
+    },
+    Off,
+}
+
+impl VmRec {
+    /// State and address now. Computed from timestamps, so no background task
+    /// is needed to finish a boot.
+    pub fn observe(&self, now: Instant, boot_time: Duration) -> (VmState, Option<Ipv4Addr>) {
+        match self.power {
+            Power::Off => (VmState::Off, None),
+            Power::On { since } if now.saturating_duration_since(since) >= boot_time => {
+                (VmState::Running, Some(self.ipv4))
+            }
+            Power::On { .. } => (VmState::Starting, None),
+        }
+    }
+}
+
+/// A normalized, validated hardware request.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Demand {
+    pub slots: u32,
+    pub overprovision: u32,
+    pub allow_smt: bool,
+    pub archs: Vec<String>,
+    pub flags: Vec<String>,
+    pub ram_mib: u64,
+    pub ecc: bool,
+    pub pci: Vec<PciDevice>,
+    pub os_family: Option<String>,
+    pub os_flavour: Option<String>,
+}
+
+impl Demand {
+    pub fn from_wire(spec: SpecFile) -> Result<Demand, String> {
+        if spec.slots == 0 {
+            return Err("slots must be at least 1".into());
+        }
+        if spec.ramsize == 0 {
+            return Err("ramsize (MiB) must be at least 1".into());
+        }
+        let pci: Vec<PciDevice> = spec.pci.into_iter().map(pci_from_wire).collect();
+        if let Some(bad) = pci
+            .iter()
+            .find(|p| p.vendor.is_empty() || p.model.is_empty())
+        {
+            return Err(format!("pci device {bad:?} needs a vendor and a model"));
+        }
+        Ok(Demand {
+            slots: spec.slots,
+            // 0 is what a client that omits the field sends; it means no sharing.
+            overprovision: spec.overprovision.max(1),
+            allow_smt: spec.allow_smt,
+            archs: spec.archs,
+            flags: spec.flags,
+            ram_mib: spec.ramsize,
+            ecc: spec.req_ecc,
+            pci,
+            os_family: spec.misc.os_family,
+            os_flavour: spec.misc.os_flavour,
+        })
+    }
+
+    /// Physical cores taken: `overprovision` VMs may share a core.
+    pub fn cores(&self) -> f64 {
+        f64::from(self.slots) / f64::from(self.overprovision)
+    }
+
+    fn gpu_count(&self) -> u32 {
+        self.pci.iter().map(|p| p.quantity).sum()
+    }
+}
+
+/// A cloud-init file as uploaded.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SimFile {
+    pub name: String,
+    pub content: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SimVolume {
+    /// 32 lowercase hex characters.
+    pub id: String,
+    pub name: String,
+    pub size_gb: f64,
+    pub bootable: bool,
+    pub readonly: bool,
+    pub shareable: bool,
+    pub private: bool,
+    pub clonable: bool,
+    pub cloudinit: bool,
+    pub format: String,
+    pub bus: String,
+    pub alg: String,
+    /// Image the volume was cloned from.
+    pub url: Option<String>,
+    /// Cloud-init uploads: how many the first upload announced, and those received.
+    pub expected_files: u32,
+    pub files: Vec<SimFile>,
+    /// VMs this volume is attached to (filled in snapshots).
+    pub attached_to: Vec<String>,
+}
+
+impl SimVolume {
+    /// A cloud-init volume still waiting for uploads cannot be used.
+    pub fn is_complete(&self) -> bool {
+        self.files.len() as u64 >= u64::from(self.expected_files)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SimNetwork {
+    pub id: String,
+    pub name: String,
+    pub cidr: String,
+    pub mode: String,
+    pub dhcp_start: Option<String>,
+    pub dhcp_end: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SimVm {
+    /// `uniqueID`.
+    pub id: String,
+    pub name: String,
+    pub state: VmState,
+    pub ipv4: Option<Ipv4Addr>,
+    pub slots: u32,
+    pub overprovision: u32,
+    pub ram_mib: u64,
+    pub pci: Vec<PciDevice>,
+    pub volume_ids: Vec<String>,
+    pub network_ids: Vec<String>,
+}
+
+/// Snapshot of what a host holds.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Inventory {
+    pub vms: Vec<SimVm>,
+    pub volumes: Vec<SimVolume>,
+    pub networks: Vec<SimNetwork>,
+}
+
+impl Inventory {
+    pub fn is_empty(&self) -> bool {
+        self.vms.is_empty() && self.volumes.is_empty() && self.networks.is_empty()
+    }
+}
+
+/// Everything the four daemons of a host share.
+#[derive(Debug)]
+pub(crate) struct HostState {
+    pub vms: Vec<VmRec>,
+    pub volumes: Vec<SimVolume>,
+    pub networks: Vec<SimNetwork>,
+    /// Next VM address; never reused, so a stale address is never handed out twice.
+    pub next_ip: u32,
+    /// Who the auth daemon says is logged in.
+    pub user: Option<String>,
+}
+
+impl Default for HostState {
+    fn default() -> Self {
+        HostState {
+            vms: Vec::new(),
+            volumes: Vec::new(),
+            networks: Vec::new(),
+            next_ip: 0,
+            // The real daemons are logged in by the desktop app before any
+            // client shows up (reference §1), so a fresh host is too.
+            user: Some("sim".to_owned()),
+        }
+    }
+}
+
+impl HostState {
+    pub fn vm_attached(&self, volume_id: &str) -> Option<&VmRec> {
+        self.vms
+            .iter()
+            .find(|vm| vm.volume_ids.iter().any(|v| v == volume_id))
+    }
+
+    pub fn volume(&self, id: &str) -> Option<&SimVolume> {
+        self.volumes.iter().find(|v| v.id == id)
+    }
+
+    fn used_disk_gb(&self) -> f64 {
+        self.volumes.iter().map(|v| v.size_gb).sum()
+    }
+}
+
+/// Handle on one simulated host. Cheap to clone.
+#[derive(Clone)]
+pub struct SimHost {
+    shared: Arc<HostShared>,
+}
+
+struct HostShared {
+    config: HostConfig,
+    target: Target,
+    /// Position in the fleet; picks the host's made-up address block.
+    index: usize,
+    state: Arc<Mutex<HostState>>,
+    faults: Faults,
+    boot_time: Mutex<Duration>,
+}
+
+impl std::fmt::Debug for SimHost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SimHost")
+            .field("target", &self.shared.target)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SimHost {
+    pub(crate) fn new(config: HostConfig, target: Target, index: usize, boot: Duration) -> Self {
+        let state = Arc::new(Mutex::new(HostState::default()));
+        SimHost {
+            shared: Arc::new(HostShared {
+                faults: Faults::new(state.clone()),
+                config,
+                target,
+                index,
+                state,
+                boot_time: Mutex::new(boot),
+            }),
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.shared.config.name
+    }
+
+    pub fn config(&self) -> &HostConfig {
+        &self.shared.config
+    }
+
+    /// Where this host's daemons listen.
+    pub fn target(&self) -> &Target {
+        &self.shared.target
+    }
+
+    pub fn faults(&self) -> &Faults {
+        &self.shared.faults
+    }
+
+    /// Applies to VMs already booting too: boot progress is computed on read.
+    pub fn set_boot_time(&self, boot_time: Duration) {
+        *lock(&self.shared.boot_time) = boot_time;
+    }
+
+    pub fn boot_time(&self) -> Duration {
+        *lock(&self.shared.boot_time)
+    }
+
+    pub fn inventory(&self) -> Inventory {
+        let boot = self.boot_time();
+        let now = Instant::now();
+        let state = self.state();
+        Inventory {
+            vms: state
+                .vms
+                .iter()
+                .map(|vm| {
+                    let (state, ipv4) = vm.observe(now, boot);
+                    SimVm {
+                        id: vm.id.clone(),
+                        name: vm.name.clone(),
+                        state,
+                        ipv4,
+                        slots: vm.demand.slots,
+                        overprovision: vm.demand.overprovision,
+                        ram_mib: vm.demand.ram_mib,
+                        pci: vm.demand.pci.clone(),
+                        volume_ids: vm.volume_ids.clone(),
+                        network_ids: vm.network_ids.clone(),
+                    }
+                })
+                .collect(),
+            volumes: state
+                .volumes
+                .iter()
+                .map(|v| SimVolume {
+                    attached_to: attached_to(&state, &v.id),
+                    ..v.clone()
+                })
+                .collect(),
+            networks: state.networks.clone(),
+        }
+    }
+
+    pub(crate) fn state(&self) -> MutexGuard<'_, HostState> {
+        lock(&self.shared.state)
+    }
+
+    /// `https://10.<n>.0.1`: the host's made-up management address.
+    pub(crate) fn server_url(&self) -> String {
+        format!("https://10.{}.0.1", self.octet())
+    }
+
+    fn octet(&self) -> u8 {
+        // 10.1.x.x .. 10.250.x.x; fleets larger than that share blocks,
+        // which only matters to someone reading the addresses.
+        (self.shared.index % 250 + 1) as u8
+    }
+
+    /// The next guest address in this host's block, `10.<n>.<hi>.<lo>`.
+    pub(crate) fn allocate_ip(&self, state: &mut HostState) -> Ipv4Addr {
+        let n = state.next_ip;
+        state.next_ip = state.next_ip.wrapping_add(1);
+        let n = n % (250 * 250);
+        Ipv4Addr::new(10, self.octet(), (n / 250) as u8, (n % 250 + 2) as u8)
+    }
+
+    /// Checks that `demand` fits next to what already runs; returns the arch
+    /// chosen for it, or why it does not fit.
+    pub(crate) fn fit(&self, state: &HostState, demand: &Demand) -> Result<String, String> {
+        let cfg = &self.shared.config;
+        if self.faults().is_full() {
+            return Err("host is full".into());
+        }
+        let has = |list: &[String], want: &str| list.iter().any(|x| x.eq_ignore_ascii_case(want));
+        let arch = if demand.archs.is_empty() {
+            cfg.archs
+                .first()
+                .cloned()
+                .unwrap_or_else(|| "X86_64".to_owned())
+        } else {
+            demand
+                .archs
+                .iter()
+                .find(|a| has(&cfg.archs, a))
+                .cloned()
+                .ok_or_else(|| {
+                    format!(
+                        "none of the archs {:?} is available (host has {:?})",
+                        demand.archs, cfg.archs
+                    )
+                })?
+        };
+        let missing: Vec<&String> = demand
+            .flags
+            .iter()
+            .filter(|f| !has(&cfg.flags, f))
+            .collect();
+        if !missing.is_empty() {
+            return Err(format!("CPU flags {missing:?} are not available"));
+        }
+        if demand.ecc && !cfg.ecc {
+            return Err("ECC memory is not available".into());
+        }
+        for want in &demand.pci {
+            let total: u32 = cfg
+                .gpus
+                .iter()
+                .filter(|g| same_device(g, want))
+                .map(|g| g.quantity)
+                .sum();
+            let used: u32 = state
+                .vms
+                .iter()
+                .flat_map(|vm| vm.demand.pci.iter())
+                .filter(|p| same_device(p, want))
+                .map(|p| p.quantity)
+                .sum();
+            let asked: u32 = demand
+                .pci
+                .iter()
+                .filter(|p| same_device(p, want))
+                .map(|p| p.quantity)
+                .sum();
+            if used.saturating_add(asked) > total {
+                return Err(format!(
+                    "pci {}:{} x{asked} requested, {} free",
+                    want.vendor,
+                    want.model,
+                    total.saturating_sub(used)
+                ));
+            }
+        }
+        let used_cores: f64 = state.vms.iter().map(|vm| vm.demand.cores()).sum();
+        let free_cores = f64::from(cfg.cores) - used_cores;
+        // Small epsilon: sums of fractions like 1/3 must not refuse an exact fit.
+        if demand.cores() > free_cores + 1e-9 {
+            return Err(format!(
+                "needs {:.2} cores, {:.2} free",
+                demand.cores(),
+                free_cores
+            ));
+        }
+        let used_ram: u64 = state.vms.iter().map(|vm| vm.demand.ram_mib).sum();
+        let free_ram = cfg.ram_mib.saturating_sub(used_ram);
+        if demand.ram_mib > free_ram {
+            return Err(format!(
+                "needs {} MiB of RAM, {free_ram} MiB free",
+                demand.ram_mib
+            ));
+        }
+        Ok(arch)
+    }
+
+    /// Checks that a new volume of `size_gb` fits on the disk.
+    pub(crate) fn fit_disk(&self, state: &HostState, size_gb: f64) -> Result<(), String> {
+        if self.faults().is_full() {
+            return Err("host is full".into());
+        }
+        let free = self.shared.config.disk_gb as f64 - state.used_disk_gb();
+        if size_gb > free + 1e-9 {
+            return Err(format!("{size_gb} GB requested, {free:.1} GB free"));
+        }
+        Ok(())
+    }
+
+    /// Hourly price of `demand` on this host: vCPUs, RAM GiB and GPUs.
+    pub(crate) fn price_hour(&self, demand: &Demand) -> f64 {
+        let cfg = &self.shared.config;
+        let hour = f64::from(demand.slots) * cfg.price_core_hour
+            + demand.ram_mib as f64 / 1024.0 * cfg.price_gib_ram_hour
+            + f64::from(demand.gpu_count()) * cfg.price_gpu_hour;
+        // Quotes are money: keep them to a tenth of a cent-hundredth.
+        (hour * 10_000.0).round() / 10_000.0
+    }
+}
+
+fn same_device(a: &PciDevice, b: &PciDevice) -> bool {
+    a.vendor.eq_ignore_ascii_case(&b.vendor) && a.model.eq_ignore_ascii_case(&b.model)
+}
+
+fn attached_to(state: &HostState, volume_id: &str) -> Vec<String> {
+    state
+        .vms
+        .iter()
+        .filter(|vm| vm.volume_ids.iter().any(|v| v == volume_id))
+        .map(|vm| vm.id.clone())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::dev_hosts;
+    use atomos_driver::Ports;
+    use atomos_driver::schema::{PciEntry, PciObject};
+
+    fn host() -> SimHost {
+        let cfg = HostConfig {
+            cores: 4,
+            ram_mib: 8192,
+            disk_gb: 100,
+            ..dev_hosts()[0].clone()
+        };
+        let target = Target {
+            name: cfg.name.clone(),
+            host: "127.0.0.1".into(),
+            ports: Ports::default(),
+            provider: cfg.provider.clone(),
+            region: cfg.region.clone(),
+            continent: cfg.continent.clone(),
+        };
+        SimHost::new(cfg, target, 0, Duration::from_millis(100))
+    }
+
+    fn demand(slots: u32, overprovision: u32, ram_mib: u64) -> Demand {
+        Demand::from_wire(SpecFile {
+            slots,
+            overprovision,
+            ramsize: ram_mib,
+            ..Default::default()
+        })
+        .unwrap()
+    }
+
+    fn place(h: &SimHost, name: &str, d: Demand) {
+        let mut s = h.state();
+        let arch = h.fit(&s, &d).unwrap();
+        let ipv4 = h.allocate_ip(&mut s);
+        s.vms.push(VmRec {
+            id: name.into(),
+            name: name.into(),
+            demand: d,
+            arch,
+            volume_ids: vec![],
+            network_ids: vec![],
+            created: chrono::Utc::now(),
+            power: Power::On {
+                since: Instant::now(),
+            },
+            ipv4,
+        });
+    }
+
+    #[test]
+    fn overprovision_divides_cores() {
+        let h = host();
+        place(&h, "a", demand(4, 2, 1024));
+        place(&h, "b", demand(4, 2, 1024));
+        let err = h.fit(&h.state(), &demand(1, 1, 1024)).unwrap_err();
+        assert!(err.contains("cores"), "{err}");
+        // Three thirds of a core fit exactly.
+        let h = host();
+        for n in ["a", "b", "c"] {
+            place(&h, n, demand(1, 3, 10));
+        }
+        assert!(h.fit(&h.state(), &demand(3, 1, 10)).is_ok());
+    }
+
+    #[test]
+    fn ram_arch_flags_ecc_and_gpus_are_checked() {
+        let h = host();
+        assert!(
+            h.fit(&h.state(), &demand(1, 1, 8193))
+                .unwrap_err()
+                .contains("RAM")
+        );
+        let mut d = demand(1, 1, 512);
+        d.archs = vec!["ARM_8".into()];
+        assert!(h.fit(&h.state(), &d).is_err());
+        d.archs = vec!["ARM_8".into(), "x86_64".into()];
+        assert_eq!(h.fit(&h.state(), &d).unwrap(), "x86_64");
+        d.flags = vec!["avx512f".into()];
+        assert!(h.fit(&h.state(), &d).unwrap_err().contains("flags"));
+        d.flags = vec!["AVX2".into()];
+        d.ecc = true;
+        assert!(h.fit(&h.state(), &d).is_ok(), "ovh-gra-1 has ECC");
+        let gpus = |q| {
+            Demand::from_wire(SpecFile {
+                slots: 1,
+                ramsize: 512,
+                pci: vec![
+                    PciEntry::Text("10de:1bb1".into()),
+                    PciEntry::Object(PciObject {
+                        vendor: "10DE".into(),
+                        model: "1BB1".into(),
+                        quantity: Some(q),
+                    }),
+                ],
+                ..Default::default()
+            })
+            .unwrap()
+        };
+        place(&h, "gpu", gpus(2));
+        assert!(
+            h.fit(&h.state(), &gpus(1)).unwrap_err().contains("pci"),
+            "3 used + 2 > 4"
+        );
+    }
+
+    #[test]
+    fn boot_is_lazy_and_addresses_are_per_host() {
+        let h = host();
+        place(&h, "a", demand(1, 1, 512));
+        let s = h.state();
+        let vm = &s.vms[0];
+        let since = match vm.power {
+            Power::On { since } => since,
+            Power::Off => unreachable!(),
+        };
+        assert_eq!(
+            vm.observe(since, Duration::from_millis(100)),
+            (VmState::Starting, None)
+        );
+        let later = since + Duration::from_millis(100);
+        assert_eq!(
+            vm.observe(later, Duration::from_millis(100)),
+            (VmState::Running, Some(Ipv4Addr::new(10, 1, 0, 2)))
+        );
+    }
+
+    #[test]
+    fn demands_are_validated_and_priced() {
+        assert!(
+            Demand::from_wire(SpecFile {
+                ramsize: 1,
+                ..Default::default()
+            })
+            .is_err()
+        );
+        assert!(
+            Demand::from_wire(SpecFile {
+                slots: 1,
+                ..Default::default()
+            })
+            .is_err()
+        );
+        let d = demand(2, 0, 2048);
+        assert_eq!(d.overprovision, 1);
+        let h = host();
+        // 2 × 0.011 + 2 × 0.0042 on the ovh prices.
+        assert_eq!(h.price_hour(&d), 0.0304);
+    }
+
+    #[test]
+    fn disk_and_full_host() {
+        let h = host();
+        assert!(h.fit_disk(&h.state(), 100.0).is_ok());
+        assert!(h.fit_disk(&h.state(), 100.5).is_err());
+        h.faults().fill_host(true);
+        assert!(h.fit_disk(&h.state(), 1.0).is_err());
+        assert!(h.fit(&h.state(), &demand(1, 1, 1)).is_err());
+        assert!(!h.faults().lose_vm("nope"));
+    }
+}

@@ -1,0 +1,307 @@
+//! Compute (matcher) routes: canallocate, register, unregister, power, status, templates.
+
+use super::{ApiError, ApiResult, ok, parse};
+use crate::host::{Demand, HostState, Power, SimHost, VmRec};
+use crate::http::storage::volume_to_wire;
+use atomos_driver::VmState;
+use atomos_driver::schema::compute::{
+    CanAllocateResponse, LocalIndex, MesosQuote, NetworkConfig, Price, RegisterBody, ReqJson,
+    SpecFile, VmStatus,
+};
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::routing::{get, post};
+use serde_json::json;
+use std::time::{Duration, Instant};
+
+pub(super) fn routes() -> Router<SimHost> {
+    Router::new()
+        .route("/canallocate", post(canallocate))
+        .route("/register", post(register))
+        .route("/unregister", post(unregister))
+        .route("/start", post(start))
+        .route("/stop", post(stop))
+        .route("/reboot", post(reboot))
+        .route("/status", get(status))
+        .route("/templates", get(templates))
+}
+
+/// Hours in an average month, for monthly quotes.
+const HOURS_PER_MONTH: f64 = 730.0;
+
+async fn canallocate(State(host): State<SimHost>, body: Bytes) -> ApiResult {
+    let spec: SpecFile = parse(&body)?;
+    let demand = Demand::from_wire(spec).map_err(ApiError::bad_request)?;
+    host.fit(&host.state(), &demand)
+        .map_err(|why| ApiError::no_capacity(format!("[VmNotAllocable] {why}")))?;
+    let hour = host.price_hour(&demand);
+    let cfg = host.config();
+    ok(CanAllocateResponse {
+        mesos: vec![MesosQuote {
+            provider: cfg.provider.clone(),
+            region: cfg.region.clone(),
+            price: Price {
+                hour,
+                month: (hour * HOURS_PER_MONTH * 100.0).round() / 100.0,
+                unit: "EUR".to_owned(),
+            },
+        }],
+        canallocate: None,
+    })
+}
+
+/// `^[a-zA-Z0-9-]+$`, the GUI's rule for VM names.
+fn valid_vm_name(name: &str) -> bool {
+    !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+}
+
+async fn register(State(host): State<SimHost>, body: Bytes) -> ApiResult {
+    let body: RegisterBody = parse(&body)?;
+    // 2025+ clients send `info.vm_name`, 2023 ones a top-level `vm_name`.
+    let name = body
+        .info
+        .as_ref()
+        .and_then(|i| i.vm_name.clone())
+        .or(body.vm_name.clone())
+        .ok_or_else(|| ApiError::bad_request("vm_name is required (info.vm_name)"))?;
+    if !valid_vm_name(&name) {
+        return Err(ApiError::bad_request(format!(
+            "vm_name {name:?} must match ^[a-zA-Z0-9-]+$"
+        )));
+    }
+    let demand = Demand::from_wire(body.spec).map_err(ApiError::bad_request)?;
+    let volume_ids: Vec<String> = body.volumes.into_iter().map(|v| v.vid).collect();
+    let network_ids: Vec<String> = body.networks.into_iter().map(|n| n.network_uid).collect();
+
+    let boot = host.boot_time();
+    let mut state = host.state();
+    if state.vms.iter().any(|vm| vm.name == name) {
+        return Err(ApiError::conflict(format!(
+            "a VM named {name} already exists"
+        )));
+    }
+    check_volumes(&state, &volume_ids)?;
+    for id in &network_ids {
+        if !state.networks.iter().any(|n| &n.id == id) {
+            return Err(ApiError::not_found(format!("network {id} does not exist")));
+        }
+    }
+    let arch = host
+        .fit(&state, &demand)
+        .map_err(|why| ApiError::no_capacity(format!("[VmNotAllocable] {why}")))?;
+    let ipv4 = host.allocate_ip(&mut state);
+    let vm = VmRec {
+        id: uuid::Uuid::new_v4().to_string(),
+        name,
+        demand,
+        arch,
+        volume_ids,
+        network_ids,
+        created: chrono::Utc::now(),
+        power: Power::On {
+            since: Instant::now(),
+        },
+        ipv4,
+    };
+    tracing::info!(host = host.name(), vm = %vm.name, id = %vm.id, "registered");
+    let row = vm_to_wire(&host, &state, &vm, Instant::now(), boot);
+    state.vms.push(vm);
+    // The mock answers with the new status element; clients treat it as opaque.
+    ok(row)
+}
+
+/// Every volume must exist, be fully uploaded, not repeated, and be free
+/// unless shareable.
+fn check_volumes(state: &HostState, ids: &[String]) -> Result<(), ApiError> {
+    for (i, id) in ids.iter().enumerate() {
+        let volume = state.volume(id).ok_or_else(|| {
+            ApiError::not_found(format!("[VolumeNotFound] volume {id} does not exist"))
+        })?;
+        if ids[..i].contains(id) {
+            return Err(ApiError::bad_request(format!(
+                "volume {id} is listed twice"
+            )));
+        }
+        if !volume.is_complete() {
+            return Err(ApiError::bad_request(format!(
+                "[CloudInitIsoCreationFailed] volume {id} still expects {} of {} files",
+                volume.expected_files as usize - volume.files.len(),
+                volume.expected_files
+            )));
+        }
+        if !volume.shareable
+            && let Some(vm) = state.vm_attached(id)
+        {
+            return Err(ApiError::bad_request(format!(
+                "[VolumeAlredyLocked] volume {id} is attached to VM {}",
+                vm.name
+            )));
+        }
+    }
+    Ok(())
+}
+
+async fn unregister(State(host): State<SimHost>, body: Bytes) -> ApiResult {
+    let LocalIndex { local_index } = parse(&body)?;
+    let mut state = host.state();
+    let before = state.vms.len();
+    state.vms.retain(|vm| vm.id != local_index);
+    if state.vms.len() == before {
+        return Err(ApiError::not_found(format!(
+            "VM {local_index} does not exist"
+        )));
+    }
+    tracing::info!(host = host.name(), id = %local_index, "unregistered");
+    // Volumes stay: attachment is derived from the VM list, so they are now free.
+    ok(json!({ "local_index": local_index }))
+}
+
+/// Applies `action` to the VM named by the body's `local_index`.
+fn power(
+    host: &SimHost,
+    body: &Bytes,
+    action: impl FnOnce(&mut VmRec, Instant) -> Result<(), ApiError>,
+) -> ApiResult {
+    let LocalIndex { local_index } = parse(body)?;
+    let mut state = host.state();
+    let vm = state
+        .vms
+        .iter_mut()
+        .find(|vm| vm.id == local_index)
+        .ok_or_else(|| ApiError::not_found(format!("VM {local_index} does not exist")))?;
+    action(vm, Instant::now())?;
+    ok(json!({ "local_index": local_index }))
+}
+
+async fn start(State(host): State<SimHost>, body: Bytes) -> ApiResult {
+    // Starting a running VM is a no-op, like `virsh start` retried by a GUI.
+    power(&host, &body, |vm, now| {
+        if vm.power == Power::Off {
+            vm.power = Power::On { since: now };
+        }
+        Ok(())
+    })
+}
+
+async fn stop(State(host): State<SimHost>, body: Bytes) -> ApiResult {
+    power(&host, &body, |vm, _| {
+        vm.power = Power::Off;
+        Ok(())
+    })
+}
+
+async fn reboot(State(host): State<SimHost>, body: Bytes) -> ApiResult {
+    power(&host, &body, |vm, now| match vm.power {
+        Power::On { .. } => {
+            vm.power = Power::On { since: now };
+            Ok(())
+        }
+        Power::Off => Err(ApiError::bad_request(format!(
+            "[VmNotRunning] VM {} is shut off",
+            vm.name
+        ))),
+    })
+}
+
+async fn status(State(host): State<SimHost>) -> ApiResult {
+    let now = Instant::now();
+    let boot = host.boot_time();
+    let state = host.state();
+    let rows: Vec<VmStatus> = state
+        .vms
+        .iter()
+        .map(|vm| vm_to_wire(&host, &state, vm, now, boot))
+        .collect();
+    ok(rows)
+}
+
+async fn templates() -> ApiResult {
+    ok(crate::templates::templates())
+}
+
+/// A `/status` element carrying both state forms (`status` and libvirt's
+/// `req_json.states`) and the GUI's `req_json.network_config`.
+fn vm_to_wire(
+    host: &SimHost,
+    state: &HostState,
+    vm: &VmRec,
+    now: Instant,
+    boot: Duration,
+) -> VmStatus {
+    let (vm_state, ipv4) = vm.observe(now, boot);
+    let status = match vm_state {
+        VmState::Starting => "starting",
+        VmState::Running => "running",
+        VmState::Stopping => "stopping",
+        VmState::Off => "off",
+        VmState::Paused => "paused",
+        VmState::Unknown(_) => "unknown",
+    };
+    // libvirt calls a booting domain "running" already.
+    let states = if vm.power == Power::Off {
+        "shut off"
+    } else {
+        "running"
+    };
+    let d = &vm.demand;
+    VmStatus {
+        unique_id: vm.id.clone(),
+        serverurl: Some(host.server_url()),
+        target_type: Some("atomos_local_ip".to_owned()),
+        status: Some(status.to_owned()),
+        network_config: None,
+        req_json: ReqJson {
+            vm_name: Some(vm.name.clone()),
+            slots: Some(d.slots),
+            overprovision: Some(d.overprovision),
+            allow_smt: Some(d.allow_smt),
+            arch: Some(vm.arch.clone()),
+            flags: d.flags.clone(),
+            // GiB here, unlike the MiB of the request (§13.3).
+            ramsize: Some(d.ram_mib as f64 / 1024.0),
+            req_ecc: Some(d.ecc),
+            volumes: vm
+                .volume_ids
+                .iter()
+                .filter_map(|id| state.volume(id))
+                .map(|v| volume_to_wire(host, v))
+                .collect(),
+            pcidevs: d
+                .pci
+                .iter()
+                .map(|p| json!({"vendor": p.vendor, "model": p.model, "quantity": p.quantity}))
+                .collect(),
+            netdevs: vm
+                .network_ids
+                .iter()
+                .filter_map(|id| state.networks.iter().find(|n| &n.id == id))
+                .map(|n| json!({"network_uid": n.id, "network_name": n.name}))
+                .collect(),
+            os_family: d.os_family.clone(),
+            os_flavour: d.os_flavour.clone(),
+            // The GUI parses "M/D/YYYY, HH:MM:SS" (UTC).
+            creation_date: Some(vm.created.format("%-m/%-d/%Y, %H:%M:%S").to_string()),
+            states: Some(states.to_owned()),
+            network_config: Some(NetworkConfig {
+                ipv4: ipv4.map(|ip| ip.to_string()),
+                ..Default::default()
+            }),
+            mesos: None,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vm_names_follow_the_gui_rule() {
+        assert!(valid_vm_name("vm-0a1B"));
+        assert!(!valid_vm_name(""));
+        assert!(!valid_vm_name("my_vm"));
+        assert!(!valid_vm_name("a b"));
+        assert!(!valid_vm_name("é"));
+    }
+}

@@ -1,0 +1,365 @@
+//! Storage routes: list, info, cancreate, create, image clones, cloud-init uploads, destroy.
+
+use super::{ApiError, ApiResult, ok, parse};
+use crate::host::{HostState, SimFile, SimHost, SimVolume};
+use crate::multipart::file_part;
+use atomos_driver::schema::storage::{
+    CanCreateBody, CloudinitCreateBody, CloudinitMetadata, CloudinitMetadataResponse, CreateBody,
+    CreateResponse, VolumeIdBody, VolumeInfoResponse, VolumeObject,
+};
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::rejection::PathRejection;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::IntoResponse;
+use axum::routing::{get, post};
+use base64::Engine;
+use serde_json::json;
+
+pub(super) fn routes() -> Router<SimHost> {
+    Router::new()
+        .route("/accessible", get(accessible))
+        .route("/info", post(info))
+        .route("/cancreate", post(cancreate))
+        .route("/create", post(create))
+        .route("/cloudinit/create", post(cloudinit_create))
+        .route("/cloudinit/metadata/{data}", post(cloudinit_metadata))
+        .route("/destroy", post(destroy))
+}
+
+/// Size given to a cloud-init ISO; real ones are a few hundred KiB.
+const CLOUDINIT_SIZE_GB: f64 = 0.001;
+
+/// Files a cloud-init volume may announce; at least user-data and meta-data.
+const MIN_EXPECTED_FILES: u32 = 2;
+const MAX_EXPECTED_FILES: u32 = 8;
+
+pub(crate) fn volume_to_wire(host: &SimHost, v: &SimVolume) -> VolumeObject {
+    VolumeObject {
+        volume_id: v.id.clone(),
+        name: v.name.clone(),
+        size: v.size_gb,
+        size_on_disk: None,
+        format: Some(v.format.clone()),
+        bus: Some(v.bus.clone()),
+        alg: Some(v.alg.clone()),
+        private: v.private,
+        bootable: v.bootable,
+        readonly: v.readonly,
+        shareable: v.shareable,
+        clonable: v.clonable,
+        cloudinit: v.cloudinit,
+        ceph: Some(false),
+        exported: Some(false),
+        creator_id: Some("sim".to_owned()),
+        last_updated: None,
+        serverurl: Some(host.server_url()),
+        server: None,
+        servers: Vec::new(),
+        nservers: Some(1),
+        own: Some(true),
+    }
+}
+
+fn create_answer(v: &SimVolume) -> CreateResponse {
+    CreateResponse {
+        vid: v.id.clone(),
+        name: Some(v.name.clone()),
+        size: Some(v.size_gb),
+        url: v.url.clone(),
+        private: Some(v.private),
+        clonable: Some(v.clonable),
+        alg: Some(v.alg.clone()),
+        img_format: Some(v.format.clone()),
+        bus: Some(v.bus.clone()),
+        shareable: Some(v.shareable),
+        readonly: Some(v.readonly),
+        bootable: Some(v.bootable),
+        creator_id: Some("sim".to_owned()),
+    }
+}
+
+/// Volume ids are 32 lowercase hex characters.
+fn new_volume_id() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
+}
+
+/// Resolves `{"volume_id"}` (or the mock's `volumeID`/`name`) to an index.
+fn find_volume(state: &HostState, body: &VolumeIdBody) -> Result<usize, ApiError> {
+    let found = match (&body.volume_id, &body.name) {
+        (Some(id), _) => state.volumes.iter().position(|v| &v.id == id),
+        (None, Some(name)) => state.volumes.iter().position(|v| &v.name == name),
+        (None, None) => return Err(ApiError::bad_request("volume_id is required")),
+    };
+    found.ok_or_else(|| {
+        let key = body
+            .volume_id
+            .as_deref()
+            .or(body.name.as_deref())
+            .unwrap_or_default();
+        ApiError::not_found(format!("[VolumeNotFound] volume {key} does not exist"))
+    })
+}
+
+fn require_name(name: &str) -> Result<(), ApiError> {
+    if name.trim().is_empty() {
+        return Err(ApiError::bad_request("name is required"));
+    }
+    Ok(())
+}
+
+fn require_size(size: u32) -> Result<(), ApiError> {
+    if size == 0 {
+        return Err(ApiError::bad_request("size (GB) must be at least 1"));
+    }
+    Ok(())
+}
+
+fn refuse(why: String) -> ApiError {
+    ApiError::no_capacity(format!("[VolumeNotAllocable] {why}"))
+}
+
+async fn accessible(State(host): State<SimHost>) -> ApiResult {
+    let state = host.state();
+    let list: Vec<VolumeObject> = state
+        .volumes
+        .iter()
+        .map(|v| volume_to_wire(&host, v))
+        .collect();
+    ok(list)
+}
+
+async fn info(State(host): State<SimHost>, body: Bytes) -> ApiResult {
+    let body: VolumeIdBody = parse(&body)?;
+    let state = host.state();
+    let i = find_volume(&state, &body)?;
+    ok(VolumeInfoResponse {
+        volume: volume_to_wire(&host, &state.volumes[i]),
+    })
+}
+
+async fn cancreate(State(host): State<SimHost>, body: Bytes) -> ApiResult {
+    let CanCreateBody { size } = parse(&body)?;
+    require_size(size)?;
+    host.fit_disk(&host.state(), f64::from(size))
+        .map_err(refuse)?;
+    ok(json!({ "cancreate": true }))
+}
+
+async fn create(State(host): State<SimHost>, body: Bytes) -> ApiResult {
+    let body: CreateBody = parse(&body)?;
+    require_name(&body.name)?;
+    require_size(body.size)?;
+    if body.shareable && body.bootable {
+        // Shareable volumes go over NFS, bootable ones over iSCSI (§6.2).
+        return Err(ApiError::bad_request(
+            "[VolumeCannotBeCreated] a volume cannot be both shareable and bootable",
+        ));
+    }
+    let mut state = host.state();
+    host.fit_disk(&state, f64::from(body.size))
+        .map_err(refuse)?;
+    let volume = SimVolume {
+        id: new_volume_id(),
+        name: body.name,
+        size_gb: f64::from(body.size),
+        bootable: body.bootable,
+        readonly: body.readonly,
+        shareable: body.shareable,
+        private: body.private,
+        clonable: false,
+        cloudinit: false,
+        format: "qcow2".to_owned(),
+        bus: "virtio".to_owned(),
+        alg: "no".to_owned(),
+        url: None,
+        expected_files: 0,
+        files: Vec::new(),
+        attached_to: Vec::new(),
+    };
+    let answer = create_answer(&volume);
+    tracing::info!(host = host.name(), volume = %volume.name, id = %volume.id, "volume created");
+    state.volumes.push(volume);
+    ok(answer)
+}
+
+async fn cloudinit_create(State(host): State<SimHost>, body: Bytes) -> ApiResult {
+    let body: CloudinitCreateBody = parse(&body)?;
+    require_name(&body.name)?;
+    require_size(body.size)?;
+    if !(body.url.starts_with("http://") || body.url.starts_with("https://")) {
+        return Err(ApiError::bad_request(format!(
+            "[CloudInitCreateImageDownloadfailed] cannot download {:?}",
+            body.url
+        )));
+    }
+    let mut state = host.state();
+    host.fit_disk(&state, f64::from(body.size))
+        .map_err(refuse)?;
+    let or = |s: String, default: &str| if s.is_empty() { default.to_owned() } else { s };
+    let volume = SimVolume {
+        id: new_volume_id(),
+        name: body.name,
+        size_gb: f64::from(body.size),
+        bootable: true,
+        readonly: false,
+        shareable: false,
+        private: body.private,
+        clonable: body.clonable,
+        cloudinit: false,
+        format: or(body.format, "qcow2"),
+        bus: or(body.bus, "virtio"),
+        alg: or(body.alg, "cp"),
+        url: Some(body.url),
+        expected_files: 0,
+        files: Vec::new(),
+        attached_to: Vec::new(),
+    };
+    let answer = create_answer(&volume);
+    tracing::info!(host = host.name(), volume = %volume.name, id = %volume.id, "image volume created");
+    state.volumes.push(volume);
+    ok(answer)
+}
+
+/// Accepts standard or URL-safe base64, padded or not: clients differ.
+fn decode_metadata(data: &str) -> Result<CloudinitMetadata, ApiError> {
+    use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
+    let raw = [STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD]
+        .iter()
+        .find_map(|engine| engine.decode(data).ok())
+        .ok_or_else(|| ApiError::bad_request("path data is not base64"))?;
+    serde_json::from_slice(&raw)
+        .map_err(|e| ApiError::bad_request(format!("path data is not the expected JSON: {e}")))
+}
+
+/// One upload of the cloud-init protocol: the first call (with `name` and
+/// `expectedFiles`) creates the volume, later ones (with `vid`) add files.
+/// 206 while files are missing, 200 with the last one.
+async fn cloudinit_metadata(
+    State(host): State<SimHost>,
+    data: Result<Path<String>, PathRejection>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> ApiResult {
+    let Path(data) = data.map_err(|e| ApiError::bad_request(format!("bad path: {e}")))?;
+    let meta = decode_metadata(&data)?;
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    let part = file_part(content_type, &body, "file")
+        .map_err(|e| ApiError::bad_request(format!("[CloudInitMetadataUploadFailed] {e}")))?;
+    let file = SimFile {
+        name: part.file_name.unwrap_or_else(|| "file".to_owned()),
+        content: String::from_utf8_lossy(&part.data).into_owned(),
+    };
+    let mut state = host.state();
+    let index = match meta.vid {
+        Some(vid) => {
+            let i = state
+                .volumes
+                .iter()
+                .position(|v| v.id == vid && v.cloudinit)
+                .ok_or_else(|| {
+                    ApiError::not_found(format!(
+                        "[CloudInitExpectedFilesTrackerNotFound] no upload in progress for {vid}"
+                    ))
+                })?;
+            if state.volumes[i].is_complete() {
+                return Err(ApiError::bad_request(format!(
+                    "[CloudInitMetafilesNumberExceeded] volume {vid} already has all its files"
+                )));
+            }
+            state.volumes[i].files.push(file);
+            i
+        }
+        None => {
+            let name = meta.name.filter(|n| !n.trim().is_empty()).ok_or_else(|| {
+                ApiError::bad_request("the first upload needs a name (or a vid for later ones)")
+            })?;
+            let expected = meta.expected_files.unwrap_or(MIN_EXPECTED_FILES);
+            if !(MIN_EXPECTED_FILES..=MAX_EXPECTED_FILES).contains(&expected) {
+                return Err(ApiError::bad_request(format!(
+                    "expectedFiles must be between {MIN_EXPECTED_FILES} and {MAX_EXPECTED_FILES}"
+                )));
+            }
+            host.fit_disk(&state, CLOUDINIT_SIZE_GB).map_err(refuse)?;
+            state.volumes.push(SimVolume {
+                id: new_volume_id(),
+                name,
+                size_gb: CLOUDINIT_SIZE_GB,
+                bootable: meta.bootable.unwrap_or(true),
+                readonly: true,
+                shareable: false,
+                private: meta.private.unwrap_or(false),
+                clonable: meta.clonable.unwrap_or(false),
+                cloudinit: true,
+                format: "iso".to_owned(),
+                bus: "ide".to_owned(),
+                alg: meta.alg.unwrap_or_else(|| "no".to_owned()),
+                url: None,
+                expected_files: expected,
+                files: vec![file],
+                attached_to: Vec::new(),
+            });
+            state.volumes.len() - 1
+        }
+    };
+    let volume = &state.volumes[index];
+    let status = if volume.is_complete() {
+        StatusCode::OK
+    } else {
+        StatusCode::PARTIAL_CONTENT
+    };
+    let answer = CloudinitMetadataResponse {
+        vid: Some(volume.id.clone()),
+    };
+    Ok((status, axum::Json(answer)).into_response())
+}
+
+async fn destroy(State(host): State<SimHost>, body: Bytes) -> ApiResult {
+    let body: VolumeIdBody = parse(&body)?;
+    let mut state = host.state();
+    let i = find_volume(&state, &body)?;
+    let id = state.volumes[i].id.clone();
+    if let Some(vm) = state.vm_attached(&id) {
+        return Err(ApiError::bad_request(format!(
+            "[VolumeCannotBeDeleted] volume {id} is attached to VM {}",
+            vm.name
+        )));
+    }
+    state.volumes.remove(i);
+    tracing::info!(host = host.name(), %id, "volume destroyed");
+    ok(json!({ "volume_id": id }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metadata_decodes_any_base64_flavour() {
+        let json = br#"{"name":"n?>","expectedFiles":2}"#;
+        for engine in [
+            base64::engine::general_purpose::STANDARD,
+            base64::engine::general_purpose::URL_SAFE_NO_PAD,
+        ] {
+            let meta = decode_metadata(&engine.encode(json)).unwrap();
+            assert_eq!(meta.name.as_deref(), Some("n?>"));
+            assert_eq!(meta.expected_files, Some(2));
+        }
+        assert!(decode_metadata("!!!").is_err());
+        assert!(decode_metadata(&base64::engine::general_purpose::STANDARD.encode("42")).is_err());
+    }
+
+    #[test]
+    fn volume_ids_are_32_hex() {
+        let id = new_volume_id();
+        assert_eq!(id.len(), 32);
+        assert!(
+            id.bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        );
+    }
+}

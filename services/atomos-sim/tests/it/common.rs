@@ -1,0 +1,88 @@
+//! Shared helpers: a small fleet, clients, specs and a bounded wait for boot.
+
+use atomos_driver::{AtomosClient, ClientOptions, PciDevice, Vm, VmSpec, VmState};
+use atomos_sim::{HostConfig, SimConfig, Simulator, dev_hosts};
+use std::net::{IpAddr, Ipv4Addr};
+use std::time::Duration;
+
+/// Two hosts: `small` (4 cores, 8 GiB, 100 GB, no GPU, no ECC) and `gpu`
+/// (the dev fleet's first host, with P4000s and ECC).
+pub async fn sim(boot: Duration) -> Simulator {
+    let gpu = HostConfig {
+        name: "gpu".into(),
+        ..dev_hosts()[0].clone()
+    };
+    let small = HostConfig {
+        name: "small".into(),
+        cores: 4,
+        ram_mib: 8192,
+        disk_gb: 100,
+        gpus: vec![],
+        ecc: false,
+        ..dev_hosts()[2].clone()
+    };
+    atomos_sim::start(SimConfig {
+        hosts: vec![small, gpu],
+        boot_time: boot,
+        bind: IpAddr::V4(Ipv4Addr::LOCALHOST),
+    })
+    .await
+    .expect("simulator starts")
+}
+
+pub fn opts() -> ClientOptions {
+    ClientOptions {
+        timeout: Duration::from_secs(2),
+        retries: 3,
+        concurrency: 4,
+    }
+}
+
+pub fn client_with(sim: &Simulator, host: &str, opts: ClientOptions) -> AtomosClient {
+    let target = sim.host(host).expect("host exists").target().clone();
+    AtomosClient::new(target, opts).expect("client builds")
+}
+
+pub fn client(sim: &Simulator, host: &str) -> AtomosClient {
+    client_with(sim, host, opts())
+}
+
+pub fn spec(slots: u32, ram_mib: u64) -> VmSpec {
+    VmSpec {
+        slots,
+        overprovision: 1,
+        allow_smt: false,
+        archs: vec!["X86_64".into()],
+        flags: vec!["sse2".into()],
+        min_frequency_ghz: None,
+        ram_mib,
+        require_ecc: false,
+        pci: vec![],
+        os_family: "linux".into(),
+        os_flavour: "ubuntu".into(),
+    }
+}
+
+pub fn p4000(quantity: u32) -> PciDevice {
+    PciDevice {
+        vendor: "10de".into(),
+        model: "1bb1".into(),
+        quantity,
+    }
+}
+
+/// Polls `/status` until `name` runs with an IPv4; bounded to ~2 s.
+pub async fn wait_running(client: &AtomosClient, name: &str) -> Vm {
+    for _ in 0..200 {
+        let vm = client
+            .vm_by_name(name)
+            .await
+            .expect("status")
+            .expect("vm listed");
+        if vm.state == VmState::Running && vm.ipv4.is_some() {
+            return vm;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("{name} did not reach running with an IPv4");
+}
