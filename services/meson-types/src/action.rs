@@ -36,3 +36,8 @@ pub struct ActionError {
 pub struct ActionResponse {
     pub action: Action,
 }
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ActionList {
+    pub actions: Vec<Action>,
+}

@@ -8,7 +8,7 @@ pub mod error;
 pub mod meta;
 pub mod vm;
 
-pub use action::{Action, ActionError, ActionResource, ActionResponse};
+pub use action::{Action, ActionError, ActionList, ActionResource, ActionResponse};
 pub use error::{ErrorBody, ErrorResponse};
 pub use meta::{Meta, Pagination, Warning};
 pub use vm::{Price, Vm, VmCreateResponse, VmList, VmResponse, VmSpecs, VmVolume};

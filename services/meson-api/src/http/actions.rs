@@ -10,7 +10,6 @@ use axum::{Json, Router};
 use meson_core::Error;
 use meson_core::action::ActionStatus;
 use meson_types as wire;
-use serde_json::json;
 
 pub fn routes() -> Router<AppState> {
     Router::new()
@@ -33,7 +32,7 @@ async fn list(
     State(s): State<AppState>,
     p: Principal,
     RawQuery(q): RawQuery,
-) -> ApiResult<Json<serde_json::Value>> {
+) -> ApiResult<Json<wire::ActionList>> {
     let mut ids = Vec::new();
     let mut status = Vec::new();
     for (k, v) in query_pairs(q.as_deref())? {
@@ -49,6 +48,7 @@ async fn list(
         }
     }
     let actions = s.app.action_list(&p, &ids, &status).await?;
-    let list: Vec<_> = actions.iter().map(views::action).collect();
-    Ok(Json(json!({ "actions": list })))
+    Ok(Json(wire::ActionList {
+        actions: actions.iter().map(views::action).collect(),
+    }))
 }
