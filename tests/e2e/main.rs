@@ -3,3 +3,4 @@
 
 mod harness;
 mod vm;
+mod workflows;

@@ -294,3 +294,20 @@ pub async fn for_action(pool: &PgPool, action: ActionId) -> Result<Vec<JobState>
     })
     .collect())
 }
+
+/// Deletes up to `limit` jobs finished more than `older_than_secs` ago (their
+/// step logs go with them; actions stay as the user's history).
+pub async fn prune(pool: &PgPool, older_than_secs: f64, limit: i64) -> Result<u64, Error> {
+    Ok(sqlx::query!(
+        r#"delete from jobs where id in (
+             select id from jobs
+             where finalized_at < now() - make_interval(secs => $1)
+             order by finalized_at limit $2)"#,
+        older_than_secs,
+        limit,
+    )
+    .execute(pool)
+    .await
+    .ctx("pruning finished jobs")?
+    .rows_affected())
+}

@@ -97,6 +97,21 @@ pub async fn insert(tx: &mut Tx<'_>, vm: &Vm) -> Result<(), Error> {
 
 /// A tenant's VM (`tenant` = None: any tenant, for workers). Deleted VMs are not found.
 pub async fn get(pool: &PgPool, tenant: Option<&TenantId>, id: VmId) -> Result<Vm, Error> {
+    get_with(pool, tenant, id, false).await
+}
+
+/// A VM even if it was deleted: a delete workflow resumed after its last
+/// step must still find what it deleted.
+pub async fn get_including_deleted(pool: &PgPool, id: VmId) -> Result<Vm, Error> {
+    get_with(pool, None, id, true).await
+}
+
+async fn get_with(
+    pool: &PgPool,
+    tenant: Option<&TenantId>,
+    id: VmId,
+    include_deleted: bool,
+) -> Result<Vm, Error> {
     sqlx::query_as!(
         VmRow,
         r#"select v.id, v.tenant_id, v.name, v.status, v.labels, v.spec, v.atomos_name,
@@ -104,9 +119,11 @@ pub async fn get(pool: &PgPool, tenant: Option<&TenantId>, id: VmId) -> Result<V
                   host(v.ipv4) as "ipv4?", v.price_hourly, v.price_monthly, v.currency,
                   v.created_at
            from vms v left join atomos_targets t on t.id = v.target_id
-           where v.id = $1 and ($2::text is null or v.tenant_id = $2) and v.deleted_at is null"#,
+           where v.id = $1 and ($2::text is null or v.tenant_id = $2)
+             and ($3 or v.deleted_at is null)"#,
         id.0,
         tenant.map(TenantId::as_str),
+        include_deleted,
     )
     .fetch_optional(pool)
     .await
@@ -219,7 +236,7 @@ pub async fn mark_deleted(tx: &mut Tx<'_>, id: VmId) -> Result<(), Error> {
     .await
     .ctx("deleting vm volumes")?;
     sqlx::query!(
-        "update vms set deleted_at = now(), status = 'deleting' where id = $1",
+        "update vms set deleted_at = now(), status = 'deleting' where id = $1 and deleted_at is null",
         id.0
     )
     .execute(&mut **tx)

@@ -2,6 +2,7 @@
 
 use crate::backoff;
 use crate::workflow::{StepCtx, StepError, Workflow};
+use futures::FutureExt;
 use meson_core::Error;
 use meson_core::action::ActionFailure;
 use meson_db::PgPool;
@@ -9,6 +10,7 @@ use meson_db::jobs::ClaimedJob;
 use serde_json::{Value, json};
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
@@ -95,6 +97,17 @@ pub async fn execute<W: Workflow>(
         }
     };
 
+    if job.attempt > job.max_attempts + retry.extra_undo_attempts {
+        // The job keeps dying mid-run (a process crash, not an error the
+        // engine saw). Stop instead of looping forever; leave it for an operator.
+        tracing::error!(job = %job.id, attempt = job.attempt, "job exceeded every attempt; giving up");
+        let failure = ActionFailure {
+            code: "service_error".into(),
+            message: "the operation could not be completed; support has been notified".into(),
+        };
+        return finish(pool, job, Some(&failure)).await;
+    }
+
     let mut outputs = HashMap::new();
     let mut undone = HashSet::new();
     for (step, direction, output) in meson_db::jobs::steps(pool, job.id).await? {
@@ -116,9 +129,9 @@ pub async fn execute<W: Workflow>(
             if outputs.contains_key(step) {
                 continue;
             }
-            let cx = ctx(&params, job, &outputs);
+            let cx = ctx(pool, step, &params, job, &outputs);
             tracing::info!(job = %job.id, step, "running step");
-            match wf.run(&cx, step).await {
+            match guarded(wf.run(&cx, step)).await {
                 Ok(out) => {
                     let progress = (((i + 1) * 100) / steps.len()) as u8;
                     if !record(pool, job, step, "do", &out, Some(progress)).await? {
@@ -147,14 +160,20 @@ pub async fn execute<W: Workflow>(
     }
 
     let failure = failure.expect("set above");
-    // Undo completed steps in reverse, skipping undos already recorded.
-    for &step in steps.iter().rev() {
-        if !outputs.contains_key(step) || undone.contains(step) {
+    // Undo in reverse every completed step and the step that failed: it may
+    // have done part of its work (a fan-out's first items, a volume created
+    // before an error). Undos are idempotent and tolerate partial work.
+    let reached = steps
+        .iter()
+        .position(|s| !outputs.contains_key(*s))
+        .map_or(steps.len(), |i| i + 1);
+    for &step in steps[..reached].iter().rev() {
+        if undone.contains(step) {
             continue;
         }
-        let cx = ctx(&params, job, &outputs);
+        let cx = ctx(pool, step, &params, job, &outputs);
         tracing::info!(job = %job.id, step, "undoing step");
-        match wf.undo(&cx, step).await {
+        match guarded(wf.undo(&cx, step)).await {
             Ok(()) => {
                 if !record(pool, job, step, "undo", &Value::Null, None).await? {
                     return Ok(Outcome::LostLease);
@@ -179,7 +198,29 @@ pub async fn execute<W: Workflow>(
     finish(pool, job, Some(&failure)).await
 }
 
+/// Runs a step, turning a panic into a fatal error so it unwinds instead of
+/// crash-looping the job.
+async fn guarded<T>(fut: impl Future<Output = Result<T, StepError>>) -> Result<T, StepError> {
+    match AssertUnwindSafe(fut).catch_unwind().await {
+        Ok(r) => r,
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            tracing::error!(panic = %what, "workflow step panicked");
+            Err(StepError::fatal(
+                "service_error",
+                "an internal error occurred",
+            ))
+        }
+    }
+}
+
 fn ctx<'a, P>(
+    pool: &'a PgPool,
+    step: &'static str,
     params: &'a P,
     job: &ClaimedJob,
     outputs: &'a HashMap<String, Value>,
@@ -190,6 +231,8 @@ fn ctx<'a, P>(
         attempt: job.attempt,
         action: job.action_id,
         outputs,
+        pool,
+        step,
     }
 }
 

@@ -8,6 +8,7 @@
 
 pub mod backoff;
 pub mod engine;
+pub mod testing;
 pub mod worker;
 pub mod workflow;
 

@@ -27,6 +27,10 @@ pub struct WorkerConfig {
     /// On shutdown, running jobs get this long to finish before they are released.
     pub shutdown_grace: Duration,
     pub retry: RetryPolicy,
+    /// Finished jobs (and their step logs) are kept this long for inspection.
+    pub retention: Duration,
+    /// How often this worker prunes finished jobs past retention.
+    pub prune_interval: Duration,
 }
 
 impl Default for WorkerConfig {
@@ -38,6 +42,8 @@ impl Default for WorkerConfig {
             lease: Duration::from_secs(30),
             shutdown_grace: Duration::from_secs(20),
             retry: RetryPolicy::default(),
+            retention: Duration::from_secs(7 * 24 * 3600),
+            prune_interval: Duration::from_secs(600),
         }
     }
 }
@@ -121,9 +127,20 @@ impl Worker {
         let mut inflight: HashMap<tokio::task::Id, (JobId, i32)> = HashMap::new();
         tracing::info!(worker = %self.cfg.id, kinds = ?kinds, "worker started");
 
+        let mut next_prune = tokio::time::Instant::now() + jitter(self.cfg.prune_interval);
         loop {
             if *shutdown.borrow() {
                 break;
+            }
+            if tokio::time::Instant::now() >= next_prune {
+                next_prune = tokio::time::Instant::now() + jitter(self.cfg.prune_interval);
+                match meson_db::jobs::prune(&self.pool, self.cfg.retention.as_secs_f64(), 1000)
+                    .await
+                {
+                    Ok(0) => {}
+                    Ok(n) => tracing::info!(pruned = n, "pruned finished jobs"),
+                    Err(e) => tracing::warn!(error = %e, "pruning finished jobs failed"),
+                }
             }
             let free = self.cfg.concurrency.saturating_sub(running.len());
             let mut claimed_all = false;
@@ -236,7 +253,9 @@ impl Worker {
             let (lost_tx, mut lost_rx) = watch::channel(false);
             let hb_pool = pool.clone();
             let (id, attempt) = (job.id, job.attempt);
-            let heartbeat = tokio::spawn(async move {
+            // Aborted on drop, so a job task that is itself aborted (worker
+            // killed, shutdown deadline) stops renewing its lease.
+            let heartbeat = AbortOnDrop(tokio::spawn(async move {
                 let mut failures = 0;
                 loop {
                     tokio::time::sleep(lease / 3).await;
@@ -255,7 +274,7 @@ impl Worker {
                     }
                 }
                 let _ = lost_tx.send(true);
-            });
+            }));
             let outcome = tokio::select! {
                 r = ErasedWorkflow::execute(&*wf, &pool, &job, &retry) => match r {
                     Ok(o) => o,
@@ -271,10 +290,18 @@ impl Worker {
                     Outcome::LostLease
                 }
             };
-            heartbeat.abort();
+            drop(heartbeat);
             (job.id, job.kind, outcome)
         }
         .instrument(span)
+    }
+}
+
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 

@@ -76,6 +76,13 @@ pub struct StepCtx<'a, P> {
     pub attempt: i32,
     pub action: Option<ActionId>,
     pub(crate) outputs: &'a HashMap<String, Value>,
+    pub(crate) pool: &'a meson_db::PgPool,
+    pub(crate) step: &'static str,
+}
+
+/// The record key of one fanned-out item of a step.
+fn item_key(step: &str, key: &str) -> String {
+    format!("{step}[{key}]")
 }
 
 impl<P> StepCtx<'_, P> {
@@ -93,6 +100,94 @@ impl<P> StepCtx<'_, P> {
                 format!("decoding output of step '{step}': {e}"),
             )
         })
+    }
+
+    /// Runs `f` once per item, at most `limit` at a time, recording each
+    /// item's output as it completes (under `step[key]`): a step resumed after
+    /// a crash skips the items already done. Returns the outputs in item order.
+    /// The first error cancels the items still running; they are idempotent
+    /// like any step, so the retry finishes them.
+    pub async fn fan_out<T, O, F, Fut>(
+        &self,
+        items: Vec<(String, T)>,
+        limit: usize,
+        f: F,
+    ) -> StepResult<Vec<O>>
+    where
+        O: Serialize + DeserializeOwned,
+        F: Fn(T) -> Fut,
+        Fut: Future<Output = StepResult<O>>,
+    {
+        use futures::stream::{self, StreamExt, TryStreamExt};
+        let keys: Vec<String> = items.iter().map(|(k, _)| k.clone()).collect();
+        let mut done: HashMap<String, Value> = HashMap::new();
+        let pending: Vec<(String, T)> = items
+            .into_iter()
+            .filter(|(k, _)| match self.outputs.get(&item_key(self.step, k)) {
+                Some(v) => {
+                    done.insert(k.clone(), v.clone());
+                    false
+                }
+                None => true,
+            })
+            .collect();
+        let fresh: Vec<(String, Value)> = stream::iter(pending)
+            .map(|(key, item)| {
+                let fut = f(item);
+                async move {
+                    let out = to_output(fut.await?)?;
+                    self.record_item(&key, &out).await?;
+                    Ok::<_, StepError>((key, out))
+                }
+            })
+            .buffer_unordered(limit.max(1))
+            .try_collect()
+            .await?;
+        done.extend(fresh);
+        keys.iter()
+            .map(|k| {
+                let v = done.remove(k).unwrap_or(Value::Null);
+                serde_json::from_value(v).map_err(|e| {
+                    StepError::fatal("service_error", format!("decoding output of item {k}: {e}"))
+                })
+            })
+            .collect()
+    }
+
+    async fn record_item(&self, key: &str, out: &Value) -> StepResult<()> {
+        let mut tx = meson_db::begin(self.pool).await?;
+        if !meson_db::jobs::fence(&mut tx, self.job, self.attempt).await? {
+            return Err(StepError::retryable(
+                "lease_lost",
+                "another worker owns this job now",
+            ));
+        }
+        meson_db::jobs::record_step(
+            &mut tx,
+            self.job,
+            self.attempt,
+            &item_key(self.step, key),
+            "do",
+            out,
+        )
+        .await?;
+        meson_db::commit(tx).await?;
+        Ok(())
+    }
+
+    /// Outputs of the fanned-out items of `step` that completed, by key (for undos).
+    pub fn fan_out_outputs<T: DeserializeOwned>(&self, step: &str) -> Vec<(String, T)> {
+        let prefix = format!("{step}[");
+        let mut out: Vec<(String, T)> = self
+            .outputs
+            .iter()
+            .filter_map(|(k, v)| {
+                let key = k.strip_prefix(&prefix)?.strip_suffix(']')?;
+                Some((key.to_owned(), serde_json::from_value(v.clone()).ok()?))
+            })
+            .collect();
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out
     }
 
     /// The recorded output of an earlier step, if it ran.

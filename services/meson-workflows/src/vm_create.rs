@@ -87,12 +87,15 @@ impl Workflow for VmCreate {
     async fn undo(&self, cx: &StepCtx<'_, Params>, step: &'static str) -> StepResult<()> {
         let env = &self.0;
         let vm = meson_db::vms::get(&env.pool, None, cx.params.vm_id).await?;
-        let placement: Placement = cx.output("place")?;
+        if step == "place" {
+            meson_db::vms::set_placement(&env.pool, vm.id, None).await?;
+            return Ok(());
+        }
+        // Not placed (or placement already undone): nothing exists on AtomOS.
+        let Some(placement) = vm.placement.clone() else {
+            return Ok(());
+        };
         match step {
-            "place" => {
-                meson_db::vms::set_placement(&env.pool, vm.id, None).await?;
-                Ok(())
-            }
             "register" => {
                 let c = env.atomos.client(placement.target_id).await?;
                 unregister_by_name(&c, &vm.atomos_name).await

@@ -51,7 +51,7 @@ impl Workflow for VmDelete {
 
     async fn run(&self, cx: &StepCtx<'_, Params>, step: &'static str) -> StepResult {
         let env = &self.0;
-        let vm = meson_db::vms::get(&env.pool, None, cx.params.vm_id).await?;
+        let vm = meson_db::vms::get_including_deleted(&env.pool, cx.params.vm_id).await?;
         let client = match &vm.placement {
             Some(p) => Some(env.atomos.client(p.target_id).await?),
             // Never placed: nothing exists on AtomOS.
