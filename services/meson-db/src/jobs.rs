@@ -311,3 +311,13 @@ pub async fn prune(pool: &PgPool, older_than_secs: f64, limit: i64) -> Result<u6
     .ctx("pruning finished jobs")?
     .rows_affected())
 }
+
+/// Jobs not finished yet (queued or running).
+pub async fn unfinished(pool: &PgPool) -> Result<i64, Error> {
+    sqlx::query_scalar!(
+        r#"select count(*) as "n!" from jobs where state in ('available', 'running')"#
+    )
+    .fetch_one(pool)
+    .await
+    .ctx("counting unfinished jobs")
+}

@@ -27,6 +27,15 @@ pub struct Config {
     pub sim_boot: Duration,
     /// `MESON_VM_POLL_MS`: how often workflows poll AtomOS, default 1000.
     pub vm_poll: Duration,
+    /// `MESON_JOB_LEASE_MS`: a job not heartbeated for this long is reclaimed, default 30000.
+    pub job_lease: Duration,
+    /// `MESON_JOB_RETRY_BASE_MS` / `MESON_JOB_RETRY_CAP_MS`: retry backoff, default 500 / 60000.
+    pub retry_base: Duration,
+    pub retry_cap: Duration,
+    /// `MESON_JOB_RETENTION_HOURS`: finished jobs are kept this long, default 168.
+    pub job_retention: Duration,
+    /// `MESON_ATOMOS_TIMEOUT_MS`: timeout of one AtomOS call, default 10000.
+    pub atomos_timeout: Duration,
 }
 
 fn var(name: &str) -> Option<String> {
@@ -59,6 +68,13 @@ impl Config {
             targets_file: var("MESON_TARGETS_FILE").map(PathBuf::from),
             sim_boot: Duration::from_millis(parse("MESON_SIM_BOOT_MS", 2000)?),
             vm_poll: Duration::from_millis(parse("MESON_VM_POLL_MS", 1000)?),
+            job_lease: Duration::from_millis(parse("MESON_JOB_LEASE_MS", 30_000)?),
+            retry_base: Duration::from_millis(parse("MESON_JOB_RETRY_BASE_MS", 500)?),
+            retry_cap: Duration::from_millis(parse("MESON_JOB_RETRY_CAP_MS", 60_000)?),
+            job_retention: Duration::from_secs(
+                3600 * parse::<u64>("MESON_JOB_RETENTION_HOURS", 168)?,
+            ),
+            atomos_timeout: Duration::from_millis(parse("MESON_ATOMOS_TIMEOUT_MS", 10_000)?),
         })
     }
 
@@ -66,5 +82,38 @@ impl Config {
         self.database_url
             .as_deref()
             .context("DATABASE_URL must be set (e.g. postgres://meson@db:5432/meson)")
+    }
+}
+
+impl Config {
+    /// Worker settings from the environment.
+    pub fn worker(&self) -> meson_jobs::WorkerConfig {
+        meson_jobs::WorkerConfig {
+            concurrency: self.worker_concurrency,
+            lease: self.job_lease,
+            retention: self.job_retention,
+            retry: meson_jobs::engine::RetryPolicy {
+                base: self.retry_base,
+                cap: self.retry_cap,
+                ..meson_jobs::engine::RetryPolicy::default()
+            },
+            ..meson_jobs::WorkerConfig::default()
+        }
+    }
+
+    /// Workflow settings from the environment.
+    pub fn workflows(&self) -> meson_workflows::WorkflowConfig {
+        meson_workflows::WorkflowConfig {
+            poll_interval: self.vm_poll,
+            ..meson_workflows::WorkflowConfig::default()
+        }
+    }
+
+    /// AtomOS client settings from the environment.
+    pub fn atomos(&self) -> atomos_driver::ClientOptions {
+        atomos_driver::ClientOptions {
+            timeout: self.atomos_timeout,
+            ..atomos_driver::ClientOptions::default()
+        }
     }
 }

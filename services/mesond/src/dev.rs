@@ -142,6 +142,7 @@ impl Dev {
                 poll_interval: opts.vm_poll,
                 ..WorkflowConfig::default()
             },
+            atomos_driver::ClientOptions::default(),
         );
         let api = ApiServer::start(opts.http_addr, pool.clone(), auth).await?;
         Ok(Dev {

@@ -4,8 +4,6 @@
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use meson_api::Auth;
-use meson_jobs::WorkerConfig;
-use meson_workflows::WorkflowConfig;
 use mesond::config::Config;
 use mesond::dev::{Dev, DevOptions};
 use mesond::server::{
@@ -118,19 +116,8 @@ async fn deployed(cfg: Config, api: bool, worker: bool) -> anyhow::Result<()> {
     } else {
         None
     };
-    let worker = worker.then(|| {
-        start_worker(
-            pool.clone(),
-            WorkerConfig {
-                concurrency: cfg.worker_concurrency,
-                ..WorkerConfig::default()
-            },
-            WorkflowConfig {
-                poll_interval: cfg.vm_poll,
-                ..WorkflowConfig::default()
-            },
-        )
-    });
+    let worker =
+        worker.then(|| start_worker(pool.clone(), cfg.worker(), cfg.workflows(), cfg.atomos()));
     shutdown_signal().await;
     if let Some(api) = api {
         api.shutdown().await;

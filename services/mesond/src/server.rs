@@ -50,9 +50,14 @@ impl ApiServer {
 }
 
 /// Starts a worker running every workflow.
-pub fn start_worker(pool: PgPool, cfg: WorkerConfig, wf: WorkflowConfig) -> WorkerHandle {
+pub fn start_worker(
+    pool: PgPool,
+    cfg: WorkerConfig,
+    wf: WorkflowConfig,
+    atomos: atomos_driver::ClientOptions,
+) -> WorkerHandle {
     let env = Arc::new(Env {
-        atomos: Atomos::new(pool.clone(), atomos_driver::ClientOptions::default()),
+        atomos: Atomos::new(pool.clone(), atomos),
         pool: pool.clone(),
         config: wf,
     });
