@@ -1,6 +1,7 @@
 //! End-to-end tests: meson started on loopback sockets with a fresh database
 //! and the AtomOS simulator, driven over real HTTP.
 
+mod actions;
 mod harness;
 mod vm;
 mod workflows;

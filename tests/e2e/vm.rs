@@ -270,3 +270,103 @@ async fn transient_atomos_errors_are_retried() {
     assert!(jobs[0].attempt >= 2, "the job was retried: {:?}", jobs[0]);
     m.stop().await;
 }
+
+/// Creates a VM with `patch` applied to the seed payload (minus its provider)
+/// and returns the finished action and the VM.
+async fn place(
+    m: &Meson,
+    name: &str,
+    patch: serde_json::Value,
+) -> (serde_json::Value, serde_json::Value) {
+    let mut body = seed_vm();
+    body.as_object_mut().unwrap().remove("provider");
+    body["specs"]["vm_name"] = json!(name);
+    for (k, v) in patch.as_object().unwrap() {
+        match k.as_str() {
+            "pci" => body["specs"]["req"]["pci"]["devices"] = v.clone(),
+            "cores" => body["specs"]["req"]["cpu"]["numberOfCores"] = v.clone(),
+            _ => body[k] = v.clone(),
+        }
+    }
+    let r = m.post("/v1/vms", &body).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let done = m
+        .wait_action(r.body["action"]["id"].as_str().unwrap())
+        .await;
+    let vm = m
+        .get(&format!("/v1/vms/{}", r.body["vm"]["id"].as_str().unwrap()))
+        .await
+        .body["vm"]
+        .clone();
+    (done, vm)
+}
+
+#[tokio::test]
+async fn placement_takes_the_cheapest_host_within_the_constraints() {
+    let m = Meson::start().await;
+    // Unconstrained: the on-premises AtomOS is free.
+    let (_, vm) = place(&m, "any", json!({})).await;
+    assert_eq!(
+        (vm["provider"].as_str(), vm["host"].as_str()),
+        (Some("atomos"), Some("atomos-onprem-1"))
+    );
+    assert_eq!(vm["price"]["hourly"], 0.0);
+    // In North America, OVH's Beauharnois host is cheaper than IONOS's.
+    let (_, vm) = place(&m, "na", json!({"continent": "north-america"})).await;
+    assert_eq!(vm["host"], "ovh-bhs-1", "{vm}");
+    // Provider and continent together.
+    let (_, vm) = place(
+        &m,
+        "ionos-na",
+        json!({"provider": "ionos", "continent": "north-america"}),
+    )
+    .await;
+    assert_eq!(vm["host"], "ionos-las-1", "{vm}");
+    assert_eq!(vm["specs"]["requested_continent"], "north-america");
+    // Only hosts with the GPU fit: of OVH's two (same price; bhs would win
+    // the tie by name), only Gravelines has P4000s.
+    let (_, vm) = place(
+        &m,
+        "gpu",
+        json!({"pci": {"10de:1bb1": 1}, "provider": "ovh"}),
+    )
+    .await;
+    assert_eq!(vm["host"], "ovh-gra-1", "{vm}");
+    let (_, vm) = place(&m, "cpu", json!({"provider": "ovh"})).await;
+    assert_eq!(vm["host"], "ovh-bhs-1", "{vm}");
+    // A quote's price is the one shown.
+    let (_, vm) = place(&m, "eu", json!({"continent": "europe", "provider": "ovh"})).await;
+    assert!(vm["price"]["hourly"].as_f64().unwrap() > 0.0 && vm["price"]["currency"] == "EUR");
+
+    // Constraints nothing meets are refused up front, naming the field.
+    let mut body = seed_vm();
+    body["provider"] = json!("gigas");
+    body["continent"] = json!("north-america");
+    let r = m.post("/v1/vms", &body).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        r.body["error"]["details"]["fields"][0]["name"], "continent",
+        "{}",
+        r.body
+    );
+    assert!(
+        r.body["error"]["details"]["fields"][0]["messages"][0]
+            .as_str()
+            .unwrap()
+            .contains("europe")
+    );
+
+    // Nothing anywhere can host 128 cores: the action says why.
+    let (done, vm) = place(&m, "huge", json!({"cores": 128})).await;
+    assert_eq!(done["status"], "error");
+    assert_eq!(done["error"]["code"], "resource_unavailable", "{done}");
+    assert!(
+        done["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("128 vCPUs"),
+        "{done}"
+    );
+    assert_eq!(vm["status"], "error");
+    m.stop().await;
+}

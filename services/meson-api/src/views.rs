@@ -64,6 +64,8 @@ pub fn vm(vm: &Vm, volumes: &[Volume]) -> wire::Vm {
             os_version: s.os.version.clone(),
             ssh_keys: s.ssh_keys.iter().map(|k| k.as_str().to_owned()).collect(),
             requested_provider: s.provider.clone(),
+            requested_continent: s.continent.clone(),
+            requested_region: s.region.clone(),
         },
         volumes: volumes
             .iter()

@@ -63,6 +63,12 @@ pub struct VmSpec {
     pub ssh_keys: Vec<SshKey>,
     /// Requested provider, if any; otherwise meson picks the cheapest placement.
     pub provider: Option<String>,
+    /// Requested continent (`europe`, `north-america`, ...), if any.
+    #[serde(default)]
+    pub continent: Option<String>,
+    /// Requested region, if any.
+    #[serde(default)]
+    pub region: Option<String>,
 }
 
 /// A parsed create-VM request.
@@ -148,6 +154,22 @@ impl VmCreate {
                     None
                 }
             });
+        let mut place = |p: &mut Parser, key: &'static str, what: &str| {
+            p.string(&mut root, key, false).and_then(|(path, s)| {
+                let s = s.trim().to_ascii_lowercase();
+                if valid_provider(&s) {
+                    Some(s)
+                } else {
+                    p.errors.add(
+                        path,
+                        format!("must be a {what} name: lowercase letters, digits and '-'"),
+                    );
+                    None
+                }
+            })
+        };
+        let continent = place(&mut p, "continent", "continent");
+        let region = place(&mut p, "region", "region");
         let labels = match root.get("labels") {
             (path, Some(v)) => labels::parse(&path, v, &mut p.errors),
             (_, None) => Some(Labels::new()),
@@ -189,6 +211,8 @@ impl VmCreate {
                     volumes,
                     ssh_keys,
                     provider,
+                    continent,
+                    region,
                 };
                 Ok(VmCreate {
                     spec,

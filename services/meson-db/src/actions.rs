@@ -3,8 +3,10 @@
 use crate::{DbResult, Tx, corrupt};
 use chrono::{DateTime, Utc};
 use meson_core::action::{Action, ActionFailure, ActionStatus, ResourceType};
-use meson_core::{ActionId, Error, TenantId};
+use meson_core::{ActionId, Error, TenantId, VmId};
+use serde::Deserialize;
 use sqlx::PgPool;
+use sqlx::postgres::PgListener;
 use uuid::Uuid;
 
 struct ActionRow {
@@ -109,6 +111,195 @@ pub async fn get_many(
     .collect()
 }
 
+/// A field actions can be sorted by (`sort=field[:asc|:desc]`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ActionSortField {
+    Id,
+    Command,
+    Status,
+    Progress,
+    Started,
+    Finished,
+}
+
+impl ActionSortField {
+    pub const ALL: [ActionSortField; 6] = [
+        ActionSortField::Id,
+        ActionSortField::Command,
+        ActionSortField::Status,
+        ActionSortField::Progress,
+        ActionSortField::Started,
+        ActionSortField::Finished,
+    ];
+
+    /// The name in the query string, and the name the list query's `case` expects.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ActionSortField::Id => "id",
+            ActionSortField::Command => "command",
+            ActionSortField::Status => "status",
+            ActionSortField::Progress => "progress",
+            ActionSortField::Started => "started",
+            ActionSortField::Finished => "finished",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|f| f.as_str() == s)
+    }
+}
+
+/// One sort key of a list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ActionSort {
+    pub field: ActionSortField,
+    pub descending: bool,
+}
+
+/// Which of a tenant's actions a list covers.
+#[derive(Clone, Copy, Debug)]
+pub enum ActionScope<'a> {
+    /// The actions with these ids.
+    Ids(&'a [ActionId]),
+    /// The actions touching this VM.
+    Vm(VmId),
+}
+
+impl ActionScope<'_> {
+    /// The scope as the list queries' parameters: ids, resource type, resource id.
+    fn binds(&self) -> (Option<Vec<Uuid>>, Option<&'static str>, Option<Uuid>) {
+        match self {
+            ActionScope::Ids(ids) => (Some(ids.iter().map(|a| a.0).collect()), None, None),
+            ActionScope::Vm(id) => (None, Some(ResourceType::Vm.as_str()), Some(id.0)),
+        }
+    }
+}
+
+/// A page of a tenant's actions in `scope` whose status is one of `status`
+/// (empty: any), ordered by `sort` and then by id.
+pub async fn list(
+    pool: &PgPool,
+    tenant: &TenantId,
+    scope: ActionScope<'_>,
+    status: &[ActionStatus],
+    sort: &[ActionSort],
+    limit: i64,
+    offset: i64,
+) -> Result<Vec<Action>, Error> {
+    let (ids, resource_type, resource_id) = scope.binds();
+    let status: Vec<&str> = status.iter().map(|s| s.as_str()).collect();
+    let sort_fields: Vec<&str> = sort.iter().map(|s| s.field.as_str()).collect();
+    let sort_desc: Vec<bool> = sort.iter().map(|s| s.descending).collect();
+    // Each sortable field becomes an integer rank (ties share one), so that the
+    // sort keys can pick a field by name and flip its direction by sign inside
+    // one static statement: no SQL is built from the request. Ranking costs a
+    // sort per field over the matched actions, which are few: at most 25 ids,
+    // or one resource's history.
+    sqlx::query_as!(
+        ActionRow,
+        r#"with matched as (
+               select a.id, a.tenant_id, a.command, a.status, a.progress, a.started, a.finished,
+                      a.error_code, a.error_message
+               from actions a
+               where a.tenant_id = $1
+                 and ($2::uuid[] is null or a.id = any($2))
+                 and ($3::text is null or exists (
+                         select 1 from action_resources r
+                         where r.action_id = a.id and r.resource_type = $3
+                           and r.resource_id = $4))
+                 and (cardinality($5::text[]) = 0 or a.status = any($5))
+           ), ranked as (
+               select m.*,
+                      dense_rank() over (order by m.id) as r_id,
+                      dense_rank() over (order by m.command) as r_command,
+                      dense_rank() over (order by m.status) as r_status,
+                      dense_rank() over (order by m.progress) as r_progress,
+                      dense_rank() over (order by m.started) as r_started,
+                      dense_rank() over (order by m.finished) as r_finished
+               from matched m
+           )
+           select a.id as "id!", a.tenant_id as "tenant_id!", a.command as "command!",
+                  a.status as "status!", a.progress as "progress!", a.started as "started!",
+                  a.finished as "finished?", a.error_code as "error_code?",
+                  a.error_message as "error_message?",
+                  array(select r.resource_type from action_resources r where r.action_id = a.id
+                        order by r.resource_type, r.resource_id) as "resource_types!",
+                  array(select r.resource_id from action_resources r where r.action_id = a.id
+                        order by r.resource_type, r.resource_id) as "resource_ids!"
+           from ranked a
+           order by array(
+                        select case s.field
+                                   when 'id' then a.r_id
+                                   when 'command' then a.r_command
+                                   when 'status' then a.r_status
+                                   when 'progress' then a.r_progress
+                                   when 'started' then a.r_started
+                                   when 'finished' then a.r_finished
+                               end * case when s.descending then -1 else 1 end
+                        from unnest($6::text[], $7::bool[]) with ordinality as s(field, descending, n)
+                        order by s.n),
+                    a.id
+           limit $8 offset $9"#,
+        tenant.as_str(),
+        ids.as_deref(),
+        resource_type,
+        resource_id,
+        &status as &[&str],
+        &sort_fields as &[&str],
+        &sort_desc,
+        limit,
+        offset,
+    )
+    .fetch_all(pool)
+    .await
+    .ctx("listing actions")?
+    .into_iter()
+    .map(Action::try_from)
+    .collect()
+}
+
+/// How many actions [`list`] would return without a limit.
+pub async fn count(
+    pool: &PgPool,
+    tenant: &TenantId,
+    scope: ActionScope<'_>,
+    status: &[ActionStatus],
+) -> Result<i64, Error> {
+    let (ids, resource_type, resource_id) = scope.binds();
+    let status: Vec<&str> = status.iter().map(|s| s.as_str()).collect();
+    sqlx::query_scalar!(
+        r#"select count(*) as "n!"
+           from actions a
+           where a.tenant_id = $1
+             and ($2::uuid[] is null or a.id = any($2))
+             and ($3::text is null or exists (
+                     select 1 from action_resources r
+                     where r.action_id = a.id and r.resource_type = $3 and r.resource_id = $4))
+             and (cardinality($5::text[]) = 0 or a.status = any($5))"#,
+        tenant.as_str(),
+        ids.as_deref(),
+        resource_type,
+        resource_id,
+        &status as &[&str],
+    )
+    .fetch_one(pool)
+    .await
+    .ctx("counting actions")
+}
+
+/// Whether the tenant has, or had, this VM. Deleted VMs count: their rows stay
+/// for the record, and so does the history of what was done to them.
+pub async fn vm_known(pool: &PgPool, tenant: &TenantId, id: VmId) -> Result<bool, Error> {
+    sqlx::query_scalar!(
+        r#"select exists(select 1 from vms where id = $1 and tenant_id = $2) as "known!""#,
+        id.0,
+        tenant.as_str(),
+    )
+    .fetch_one(pool)
+    .await
+    .ctx("looking up a vm")
+}
+
 pub async fn get(pool: &PgPool, tenant: Option<&TenantId>, id: ActionId) -> Result<Action, Error> {
     get_many(pool, tenant, &[id])
         .await?
@@ -154,4 +345,317 @@ pub async fn finish(
     .await
     .ctx("finishing an action")?;
     Ok(())
+}
+
+/// The channel the `actions_notify` trigger announces changes on.
+const NOTIFY_CHANNEL: &str = "meson_actions";
+
+/// An action's state after a change, as the database announced it. Command,
+/// start time and resources never change, so they are not part of it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ActionChange {
+    pub id: ActionId,
+    pub tenant: TenantId,
+    pub status: ActionStatus,
+    pub progress: u8,
+    pub finished: Option<DateTime<Utc>>,
+    pub error: Option<ActionFailure>,
+}
+
+/// What an [`ActionListener`] hears.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ActionNotice {
+    /// An action was inserted or changed; this is its new state.
+    Changed(ActionChange),
+    /// An action changed, but its state was too large for a notification: read it.
+    Reread(ActionId),
+    /// Notifications may have been lost (the connection was re-established, or
+    /// one could not be decoded): read again whatever you are watching.
+    Gap,
+}
+
+/// The JSON `actions_notify` sends; `partial` ones carry the id only.
+#[derive(Deserialize)]
+struct NotifyPayload {
+    id: Uuid,
+    #[serde(default)]
+    partial: bool,
+    tenant_id: Option<String>,
+    status: Option<String>,
+    progress: Option<i16>,
+    finished: Option<DateTime<Utc>>,
+    error_code: Option<String>,
+    error_message: Option<String>,
+}
+
+impl ActionNotice {
+    fn parse(payload: &str) -> Result<ActionNotice, Error> {
+        let p: NotifyPayload = serde_json::from_str(payload)
+            .map_err(|e| Error::internal_from("decoding an action notification", e))?;
+        if p.partial {
+            return Ok(ActionNotice::Reread(ActionId(p.id)));
+        }
+        let (Some(tenant), Some(status), Some(progress)) = (p.tenant_id, p.status, p.progress)
+        else {
+            return Err(corrupt("action notification", payload));
+        };
+        Ok(ActionNotice::Changed(ActionChange {
+            id: ActionId(p.id),
+            tenant: TenantId(tenant),
+            status: ActionStatus::parse(&status)
+                .ok_or_else(|| corrupt("action status", &status))?,
+            progress: u8::try_from(progress).map_err(|_| corrupt("progress", progress))?,
+            finished: p.finished,
+            error: p.error_code.map(|code| ActionFailure {
+                code,
+                message: p.error_message.unwrap_or_default(),
+            }),
+        }))
+    }
+}
+
+/// A connection listening for action changes (`LISTEN meson_actions`). It
+/// holds one pooled connection for as long as it lives: keep one per process.
+pub struct ActionListener {
+    inner: PgListener,
+}
+
+impl ActionListener {
+    pub async fn connect(pool: &PgPool) -> Result<ActionListener, Error> {
+        let mut inner = PgListener::connect_with(pool)
+            .await
+            .ctx("connecting the action listener")?;
+        inner
+            .listen(NOTIFY_CHANNEL)
+            .await
+            .ctx("listening for action changes")?;
+        Ok(ActionListener { inner })
+    }
+
+    /// Waits for the next notice, in commit order. A lost connection is
+    /// re-established (and listening again) before this answers `Gap`; an error
+    /// means it could not be: drop the listener and connect a new one.
+    pub async fn recv(&mut self) -> Result<ActionNotice, Error> {
+        let Some(n) = self
+            .inner
+            .try_recv()
+            .await
+            .ctx("receiving action notifications")?
+        else {
+            return Ok(ActionNotice::Gap);
+        };
+        Ok(ActionNotice::parse(n.payload()).unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "unreadable action notification; treating it as a gap");
+            ActionNotice::Gap
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Database tests run multi-threaded: a dropped connection (or listener)
+    //! goes back to the pool on a spawned task, which `TestDatabase`'s blocking
+    //! drop would starve on a single-threaded runtime, and hang.
+
+    use super::*;
+    use crate::testing::TestDatabase;
+    use std::time::Duration;
+
+    fn tenant() -> TenantId {
+        TenantId("t-actions".to_owned())
+    }
+
+    async fn insert_action(pool: &PgPool, command: &str, vm: VmId) -> Action {
+        let a = Action {
+            id: ActionId::new(),
+            tenant: tenant(),
+            command: command.to_owned(),
+            status: ActionStatus::Running,
+            progress: 0,
+            started: Utc::now(),
+            finished: None,
+            resources: vec![(ResourceType::Vm, vm.0)],
+            error: None,
+        };
+        let mut tx = crate::begin(pool).await.expect("begin");
+        insert(&mut tx, &a).await.expect("insert");
+        crate::commit(tx).await.expect("commit");
+        a
+    }
+
+    async fn progress(pool: &PgPool, id: ActionId, p: u8) {
+        let mut tx = crate::begin(pool).await.expect("begin");
+        set_progress(&mut tx, id, p).await.expect("progress");
+        crate::commit(tx).await.expect("commit");
+    }
+
+    async fn end(pool: &PgPool, id: ActionId, failure: Option<&ActionFailure>) {
+        let mut tx = crate::begin(pool).await.expect("begin");
+        finish(&mut tx, id, failure).await.expect("finish");
+        crate::commit(tx).await.expect("commit");
+    }
+
+    async fn next(l: &mut ActionListener) -> ActionNotice {
+        tokio::time::timeout(Duration::from_secs(5), l.recv())
+            .await
+            .expect("a notice within 5 s")
+            .expect("notice")
+    }
+
+    fn state(n: &ActionNotice) -> (ActionStatus, u8) {
+        match n {
+            ActionNotice::Changed(c) => (c.status, c.progress),
+            other => panic!("expected a change, got {other:?}"),
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn every_change_is_announced_in_commit_order() {
+        let db = TestDatabase::new().await;
+        let mut l = ActionListener::connect(&db.pool).await.expect("listen");
+        let a = insert_action(&db.pool, "create_vm", VmId::new()).await;
+        progress(&db.pool, a.id, 10).await;
+        progress(&db.pool, a.id, 10).await; // no change: no notice
+        progress(&db.pool, a.id, 20).await;
+        end(&db.pool, a.id, None).await;
+
+        let first = next(&mut l).await;
+        let ActionNotice::Changed(c) = &first else {
+            panic!("{first:?}")
+        };
+        assert_eq!((c.id, &c.tenant), (a.id, &a.tenant));
+        assert_eq!(state(&first), (ActionStatus::Running, 0));
+        assert_eq!(state(&next(&mut l).await), (ActionStatus::Running, 10));
+        assert_eq!(state(&next(&mut l).await), (ActionStatus::Running, 20));
+        let last = next(&mut l).await;
+        assert_eq!(state(&last), (ActionStatus::Success, 100));
+        let ActionNotice::Changed(c) = last else {
+            unreachable!()
+        };
+        // The announced state is exactly what a read returns.
+        let read = get(&db.pool, Some(&a.tenant), a.id).await.expect("get");
+        assert_eq!((c.finished, c.error), (read.finished, read.error));
+        assert!(c.finished.is_some());
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn oversized_states_are_announced_by_id() {
+        let db = TestDatabase::new().await;
+        let mut l = ActionListener::connect(&db.pool).await.expect("listen");
+        let a = insert_action(&db.pool, "create_vm", VmId::new()).await;
+        let failure = ActionFailure {
+            code: "boom".into(),
+            message: "é".repeat(5000),
+        };
+        // pg_notify refuses 8000 bytes; the writer's transaction must not fail.
+        end(&db.pool, a.id, Some(&failure)).await;
+        assert!(matches!(next(&mut l).await, ActionNotice::Changed(_)));
+        assert_eq!(next(&mut l).await, ActionNotice::Reread(a.id));
+        let read = get(&db.pool, None, a.id).await.expect("get");
+        assert_eq!(read.error, Some(failure));
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn final_actions_never_change_and_progress_never_goes_back() {
+        let db = TestDatabase::new().await;
+        let a = insert_action(&db.pool, "create_vm", VmId::new()).await;
+        progress(&db.pool, a.id, 30).await;
+        let back = sqlx::query!("update actions set progress = 10 where id = $1", a.id.0)
+            .execute(&db.pool)
+            .await;
+        assert!(back.is_err(), "progress went back");
+        end(&db.pool, a.id, None).await;
+        let reopen = sqlx::query!(
+            "update actions set status = 'running', finished = null, progress = 100 where id = $1",
+            a.id.0
+        )
+        .execute(&db.pool)
+        .await;
+        assert!(reopen.is_err(), "a final action was reopened");
+        let read = get(&db.pool, None, a.id).await.expect("get");
+        assert_eq!((read.status, read.progress), (ActionStatus::Success, 100));
+    }
+
+    async fn ids(pool: &PgPool, scope: ActionScope<'_>, sort: &[ActionSort]) -> Vec<ActionId> {
+        let page = list(pool, &tenant(), scope, &[], sort, 10, 0).await;
+        page.expect("list").into_iter().map(|a| a.id).collect()
+    }
+
+    fn key(field: &str, descending: bool) -> ActionSort {
+        ActionSort {
+            field: ActionSortField::parse(field).expect("field"),
+            descending,
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn lists_filter_sort_and_page() {
+        let db = TestDatabase::new().await;
+        let pool = &db.pool;
+        let (vm, other_vm) = (VmId::new(), VmId::new());
+        let a = insert_action(pool, "create_vm", vm).await;
+        let b = insert_action(pool, "delete_vm", vm).await;
+        let c = insert_action(pool, "create_vm", vm).await;
+        let d = insert_action(pool, "create_vm", other_vm).await;
+        progress(pool, a.id, 50).await;
+        progress(pool, b.id, 10).await;
+        progress(pool, c.id, 10).await;
+        end(pool, d.id, None).await;
+        let t = tenant();
+        let on_vm = ActionScope::Vm(vm);
+
+        assert_eq!(ids(pool, on_vm, &[]).await, [a.id, b.id, c.id]);
+        let by_command = [key("command", false), key("progress", true)];
+        assert_eq!(ids(pool, on_vm, &by_command).await, [a.id, c.id, b.id]);
+        let by_progress = [key("progress", false), key("id", true)];
+        assert_eq!(ids(pool, on_vm, &by_progress).await, [c.id, b.id, a.id]);
+        let newest = [key("started", true)];
+        let page = list(pool, &t, on_vm, &[], &newest, 2, 1)
+            .await
+            .expect("list");
+        let page: Vec<_> = page.into_iter().map(|a| a.id).collect();
+        assert_eq!(page, [b.id, a.id]);
+        assert_eq!(count(pool, &t, on_vm, &[]).await.expect("count"), 3);
+
+        let all = [a.id, b.id, c.id, d.id];
+        let done = list(
+            pool,
+            &t,
+            ActionScope::Ids(&all),
+            &[ActionStatus::Success],
+            &[],
+            10,
+            0,
+        );
+        let done: Vec<_> = done
+            .await
+            .expect("list")
+            .into_iter()
+            .map(|a| a.id)
+            .collect();
+        assert_eq!(done, [d.id]);
+        let done = count(pool, &t, ActionScope::Ids(&all), &[ActionStatus::Success]);
+        assert_eq!(done.await.expect("count"), 1);
+        // Descending puts the unfinished (null) ones first, as PostgreSQL does.
+        let finished_last = [key("finished", true), key("id", false)];
+        let sorted = ids(pool, ActionScope::Ids(&all), &finished_last).await;
+        assert_eq!(sorted, [a.id, b.id, c.id, d.id]);
+
+        let stranger = TenantId("someone-else".to_owned());
+        let theirs = list(pool, &stranger, ActionScope::Ids(&all), &[], &[], 10, 0);
+        assert!(theirs.await.expect("list").is_empty());
+        // Only a VM row of the tenant makes a VM known, deleted or not.
+        assert!(!vm_known(pool, &t, vm).await.expect("known"));
+        sqlx::query!(
+            r#"insert into vms (id, tenant_id, name, status, spec, atomos_name, deleted_at)
+               values ($1, $2, 'gone', 'deleting', '{}', 'vm-gone', now())"#,
+            vm.0,
+            t.as_str(),
+        )
+        .execute(pool)
+        .await
+        .expect("insert vm");
+        assert!(vm_known(pool, &t, vm).await.expect("known"));
+        assert!(!vm_known(pool, &stranger, vm).await.expect("known"));
+    }
 }

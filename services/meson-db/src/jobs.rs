@@ -321,3 +321,14 @@ pub async fn unfinished(pool: &PgPool) -> Result<i64, Error> {
     .await
     .ctx("counting unfinished jobs")
 }
+
+/// Sets a job's state bypassing the engine, so tests can check that the
+/// schema's CHECK constraints refuse impossible states.
+#[doc(hidden)]
+pub async fn testing_force_state(tx: &mut Tx<'_>, id: JobId, state: &str) -> Result<(), Error> {
+    sqlx::query!("update jobs set state = $2 where id = $1", id.0, state)
+        .execute(&mut **tx)
+        .await
+        .ctx("forcing a job state")?;
+    Ok(())
+}

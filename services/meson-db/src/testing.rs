@@ -62,16 +62,16 @@ impl TestDatabase {
 
 impl Drop for TestDatabase {
     fn drop(&mut self) {
-        // Drop runs outside any runtime guarantee, so clean up on a thread of its own.
+        // Drop may run inside the test's runtime, which this thread blocks
+        // while it waits: so the cleanup must not touch the pool (its sockets
+        // belong to that runtime). `with (force)` ends its sessions server-side.
         let (server, name) = (self.server.clone(), self.name.clone());
-        let pool = self.pool.clone();
         let cleanup = std::thread::spawn(move || {
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build();
             if let Ok(rt) = rt {
                 rt.block_on(async {
-                    pool.close().await;
                     if let Ok(mut c) = PgConnection::connect(&server).await {
                         let sql = format!("drop database if exists {name} with (force)");
                         let _ = c.execute(sql.as_str()).await;

@@ -105,8 +105,9 @@ impl<P> StepCtx<'_, P> {
     /// Runs `f` once per item, at most `limit` at a time, recording each
     /// item's output as it completes (under `step[key]`): a step resumed after
     /// a crash skips the items already done. Returns the outputs in item order.
-    /// The first error cancels the items still running; they are idempotent
-    /// like any step, so the retry finishes them.
+    /// After the first error no new item starts; those running finish and
+    /// are recorded, then the error is returned. Items must be idempotent
+    /// like any step: one cut short by a crash runs again.
     pub async fn fan_out<T, O, F, Fut>(
         &self,
         items: Vec<(String, T)>,
@@ -118,7 +119,7 @@ impl<P> StepCtx<'_, P> {
         F: Fn(T) -> Fut,
         Fut: Future<Output = StepResult<O>>,
     {
-        use futures::stream::{self, StreamExt, TryStreamExt};
+        use futures::stream::{self, StreamExt};
         let keys: Vec<String> = items.iter().map(|(k, _)| k.clone()).collect();
         let mut done: HashMap<String, Value> = HashMap::new();
         let pending: Vec<(String, T)> = items
@@ -131,18 +132,36 @@ impl<P> StepCtx<'_, P> {
                 None => true,
             })
             .collect();
-        let fresh: Vec<(String, Value)> = stream::iter(pending)
-            .map(|(key, item)| {
-                let fut = f(item);
-                async move {
-                    let out = to_output(fut.await?)?;
-                    self.record_item(&key, &out).await?;
-                    Ok::<_, StepError>((key, out))
+        // After the first error no new item starts, but items in flight run
+        // to completion and are recorded: a retry redoes as little as possible.
+        let failed = std::sync::atomic::AtomicBool::new(false);
+        let failed = &failed;
+        let f = &f;
+        let results: Vec<StepResult<Option<(String, Value)>>> = stream::iter(pending)
+            .map(|(key, item)| async move {
+                if failed.load(std::sync::atomic::Ordering::SeqCst) {
+                    return Ok(None);
+                }
+                match f(item).await.and_then(to_output) {
+                    Ok(out) => {
+                        self.record_item(&key, &out).await?;
+                        Ok(Some((key, out)))
+                    }
+                    Err(e) => {
+                        failed.store(true, std::sync::atomic::Ordering::SeqCst);
+                        Err(e)
+                    }
                 }
             })
             .buffer_unordered(limit.max(1))
-            .try_collect()
-            .await?;
+            .collect()
+            .await;
+        let mut fresh = Vec::new();
+        for r in results {
+            if let Some(pair) = r? {
+                fresh.push(pair);
+            }
+        }
         done.extend(fresh);
         keys.iter()
             .map(|k| {

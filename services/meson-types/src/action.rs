@@ -41,3 +41,10 @@ pub struct ActionResponse {
 pub struct ActionList {
     pub actions: Vec<Action>,
 }
+
+/// A page of a resource's actions (`GET /v1/vms/{id}/actions`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ActionPage {
+    pub actions: Vec<Action>,
+    pub meta: crate::Meta,
+}

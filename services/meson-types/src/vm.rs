@@ -42,6 +42,8 @@ pub struct VmSpecs {
     pub os_version: String,
     pub ssh_keys: Vec<String>,
     pub requested_provider: Option<String>,
+    pub requested_continent: Option<String>,
+    pub requested_region: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -140,6 +140,29 @@ async fn volumes_of(env: &Env, vm: VmId, kind: VolumeKind) -> StepResult<Vec<Vol
         .collect())
 }
 
+/// Whether a target satisfies the request's provider/continent/region constraints.
+pub fn placement_allows(spec: &meson_core::vm::VmSpec, t: &meson_core::target::Target) -> bool {
+    spec.provider.as_ref().is_none_or(|p| &t.provider == p)
+        && spec.continent.as_ref().is_none_or(|c| &t.continent == c)
+        && spec.region.as_ref().is_none_or(|r| &t.region == r)
+}
+
+fn describe_constraints(spec: &meson_core::vm::VmSpec) -> String {
+    let parts: Vec<String> = [
+        ("provider", &spec.provider),
+        ("continent", &spec.continent),
+        ("region", &spec.region),
+    ]
+    .iter()
+    .filter_map(|(k, v)| v.as_ref().map(|v| format!("{k} '{v}'")))
+    .collect();
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!(" for {}", parts.join(", "))
+    }
+}
+
 /// The driver's view of a VM spec.
 pub fn driver_spec(vm: &Vm) -> atomos_driver::VmSpec {
     let s = &vm.spec;
@@ -188,15 +211,15 @@ impl VmCreate {
             .enabled()
             .await?
             .into_iter()
-            .filter(|(t, _)| vm.spec.provider.as_ref().is_none_or(|p| &t.provider == p))
+            .filter(|(t, _)| placement_allows(&vm.spec, t))
             .collect();
         if candidates.is_empty() {
             return Err(StepError::fatal(
                 "resource_unavailable",
-                match &vm.spec.provider {
-                    Some(p) => format!("no hypervisor of provider '{p}' is available"),
-                    None => "no hypervisor is available".to_owned(),
-                },
+                format!(
+                    "no hypervisor is available{}",
+                    describe_constraints(&vm.spec)
+                ),
             ));
         }
         let asks = candidates.iter().map(|(t, c)| {

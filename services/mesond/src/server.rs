@@ -1,7 +1,7 @@
 //! The pieces every mode assembles: the REST server, the worker, targets.
 
 use anyhow::Context;
-use meson_api::http::AppState;
+use meson_api::http::{ActionFeed, AppState};
 use meson_api::{App, Auth};
 use meson_core::TargetId;
 use meson_core::target::Target;
@@ -26,11 +26,11 @@ impl ApiServer {
             .await
             .with_context(|| format!("binding the REST API to {addr}"))?;
         let addr = listener.local_addr()?;
-        let router = meson_api::router(AppState {
-            app: App::new(pool),
-            auth,
-        });
         let (stop, mut rx) = watch::channel(false);
+        let app = App::new(pool);
+        // One action listener per process feeds every action stream.
+        let actions = ActionFeed::start(&app, rx.clone());
+        let router = meson_api::router(AppState { app, auth, actions });
         let join = tokio::spawn(async move {
             axum::serve(listener, router)
                 .with_graceful_shutdown(async move {

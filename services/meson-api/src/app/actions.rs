@@ -1,12 +1,62 @@
-//! Actions: read one, or many by id.
+//! Actions: read one or many, list a VM's, and watch them change live.
 
-use super::App;
+use super::{App, Page};
 use crate::auth::{Principal, Role};
 use meson_core::action::{Action, ActionStatus};
-use meson_core::{ActionId, Error, Result};
+use meson_core::{ActionId, Error, Result, TenantId, VmId};
+use meson_db::PgPool;
+use meson_db::actions::{
+    ActionChange, ActionListener, ActionNotice, ActionScope, ActionSort, ActionSortField,
+};
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{broadcast, watch};
 
 /// Hetzner's limit: more ids per request may be silently dropped there; here they are refused.
 pub const MAX_IDS: usize = 25;
+
+/// A VM's actions, newest first, unless the caller sorts otherwise.
+const VM_ACTIONS_DEFAULT_SORT: [ActionSort; 2] = [
+    ActionSort {
+        field: ActionSortField::Started,
+        descending: true,
+    },
+    ActionSort {
+        field: ActionSortField::Id,
+        descending: true,
+    },
+];
+
+/// One page of a VM's actions and how many there are in all.
+pub struct ActionPage {
+    pub actions: Vec<Action>,
+    pub total: u64,
+}
+
+/// Checks a request's ids (present, at most [`MAX_IDS`]) and drops repeats,
+/// keeping the caller's order.
+fn distinct_ids(ids: &[ActionId]) -> Result<Vec<ActionId>> {
+    if ids.is_empty() {
+        return Err(Error::invalid(
+            "id",
+            "at least one id is required, e.g. ?id=<action id>",
+        ));
+    }
+    if ids.len() > MAX_IDS {
+        return Err(Error::invalid(
+            "id",
+            format!("at most {MAX_IDS} ids per request"),
+        ));
+    }
+    let mut out: Vec<ActionId> = Vec::with_capacity(ids.len());
+    for id in ids {
+        if !out.contains(id) {
+            out.push(*id);
+        }
+    }
+    Ok(out)
+}
 
 impl App {
     pub async fn action_get(&self, p: &Principal, id: ActionId) -> Result<Action> {
@@ -14,29 +64,366 @@ impl App {
         meson_db::actions::get(&self.pool, Some(&p.tenant), id).await
     }
 
+    /// The caller's actions among `ids` whose status is in `status` (empty: any),
+    /// ordered by `sort` then id; unknown ids are skipped, as Hetzner does.
     pub async fn action_list(
         &self,
         p: &Principal,
         ids: &[ActionId],
         status: &[ActionStatus],
+        sort: &[ActionSort],
     ) -> Result<Vec<Action>> {
         p.require(Role::Viewer)?;
-        if ids.is_empty() {
-            return Err(Error::invalid(
-                "id",
-                "at least one id is required, e.g. ?id=<action id>",
-            ));
+        let ids = distinct_ids(ids)?;
+        let limit = i64::try_from(ids.len()).unwrap_or(i64::MAX);
+        meson_db::actions::list(
+            &self.pool,
+            &p.tenant,
+            ActionScope::Ids(&ids),
+            status,
+            sort,
+            limit,
+            0,
+        )
+        .await
+    }
+
+    /// A page of the actions that touched one of the caller's VMs (deleted
+    /// ones included: their history stays), newest first by default.
+    pub async fn action_list_for_vm(
+        &self,
+        p: &Principal,
+        vm: VmId,
+        status: &[ActionStatus],
+        sort: &[ActionSort],
+        page: Page,
+    ) -> Result<ActionPage> {
+        p.require(Role::Viewer)?;
+        if !meson_db::actions::vm_known(&self.pool, &p.tenant, vm).await? {
+            return Err(Error::not_found("vm", vm));
         }
-        if ids.len() > MAX_IDS {
-            return Err(Error::invalid(
-                "id",
-                format!("at most {MAX_IDS} ids per request"),
-            ));
+        let sort = if sort.is_empty() {
+            &VM_ACTIONS_DEFAULT_SORT[..]
+        } else {
+            sort
+        };
+        let scope = ActionScope::Vm(vm);
+        let actions = meson_db::actions::list(
+            &self.pool,
+            &p.tenant,
+            scope,
+            status,
+            sort,
+            i64::from(page.per_page),
+            page.offset(),
+        )
+        .await?;
+        let total = meson_db::actions::count(&self.pool, &p.tenant, scope, status).await?;
+        Ok(ActionPage {
+            actions,
+            total: u64::try_from(total).unwrap_or(0),
+        })
+    }
+
+    /// Starts watching the caller's actions `ids`; every one must exist.
+    ///
+    /// `notices` must come from the action feed *before* this call: the
+    /// current states are read after it, so a change committed in between is
+    /// either in what is read or among the notices (or both: then it is
+    /// recognised as not newer and skipped). Nothing falls in the gap.
+    pub async fn action_watch(
+        &self,
+        p: &Principal,
+        ids: &[ActionId],
+        notices: broadcast::Receiver<Arc<ActionNotice>>,
+    ) -> Result<ActionWatch> {
+        p.require(Role::Viewer)?;
+        let ids = distinct_ids(ids)?;
+        let mut found = meson_db::actions::get_many(&self.pool, Some(&p.tenant), &ids).await?;
+        let mut sent = Vec::with_capacity(ids.len());
+        for id in &ids {
+            let at = found
+                .iter()
+                .position(|a| a.id == *id)
+                .ok_or_else(|| Error::not_found("action", id))?;
+            sent.push(found.swap_remove(at));
         }
-        let actions = meson_db::actions::get_many(&self.pool, Some(&p.tenant), ids).await?;
-        Ok(actions
-            .into_iter()
-            .filter(|a| status.is_empty() || status.contains(&a.status))
-            .collect())
+        Ok(ActionWatch {
+            pool: self.pool.clone(),
+            tenant: p.tenant.clone(),
+            notices,
+            states: WatchedStates {
+                queue: sent.iter().cloned().collect(),
+                sent,
+            },
+        })
+    }
+
+    /// Runs this process's one action listener until `shutdown`: every
+    /// notice goes to `feed`, in commit order. After (re)connecting it sends a
+    /// `Gap`, so that watchers re-read what they may have missed while no
+    /// connection was listening.
+    pub async fn action_feed_run(
+        &self,
+        feed: broadcast::Sender<Arc<ActionNotice>>,
+        mut shutdown: watch::Receiver<bool>,
+    ) {
+        const FIRST_RETRY: Duration = Duration::from_millis(100);
+        const MAX_RETRY: Duration = Duration::from_secs(10);
+        let mut retry = FIRST_RETRY;
+        loop {
+            let connected = tokio::select! {
+                r = ActionListener::connect(&self.pool) => r,
+                _ = shutdown.wait_for(|stop| *stop) => return,
+            };
+            match connected {
+                Ok(mut listener) => {
+                    retry = FIRST_RETRY;
+                    // No receivers is not an error: nobody is watching.
+                    let _ = feed.send(Arc::new(ActionNotice::Gap));
+                    loop {
+                        let notice = tokio::select! {
+                            n = listener.recv() => n,
+                            _ = shutdown.wait_for(|stop| *stop) => return,
+                        };
+                        match notice {
+                            Ok(n) => {
+                                let _ = feed.send(Arc::new(n));
+                            }
+                            Err(e) => {
+                                tracing::warn!(error = ?e, "action listener lost; reconnecting");
+                                break;
+                            }
+                        }
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(error = ?e, retry_ms = retry.as_millis() as u64, "action listener cannot connect");
+                }
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(retry) => {}
+                _ = shutdown.wait_for(|stop| *stop) => return,
+            }
+            retry = (retry * 2).min(MAX_RETRY);
+        }
+    }
+}
+
+/// A live view of some actions: their current states, then each change, in
+/// commit order, until every one is final.
+pub struct ActionWatch {
+    pool: PgPool,
+    tenant: TenantId,
+    notices: broadcast::Receiver<Arc<ActionNotice>>,
+    states: WatchedStates,
+}
+
+impl ActionWatch {
+    /// The next state to send, or `None` once every watched action is final
+    /// and its final state was returned.
+    pub async fn next(&mut self) -> Result<Option<Action>> {
+        loop {
+            if let Some(a) = self.states.queue.pop_front() {
+                return Ok(Some(a));
+            }
+            if self.states.all_final() {
+                return Ok(None);
+            }
+            match self.notices.recv().await {
+                Ok(notice) => match &*notice {
+                    ActionNotice::Changed(c) => self.states.apply_change(&self.tenant, c),
+                    ActionNotice::Reread(id) if self.states.watches(*id) => {
+                        self.reread(&[*id]).await?
+                    }
+                    ActionNotice::Reread(_) => {}
+                    ActionNotice::Gap => self.reread_all().await?,
+                },
+                Err(broadcast::error::RecvError::Lagged(missed)) => {
+                    // Some changes are gone for good; the table still has the
+                    // latest state, which is what matters from here on.
+                    tracing::debug!(missed, "action watcher lagged; re-reading its actions");
+                    self.reread_all().await?;
+                }
+                Err(broadcast::error::RecvError::Closed) => {
+                    return Err(Error::Unavailable {
+                        message: "the action feed stopped".into(),
+                    });
+                }
+            }
+        }
+    }
+
+    async fn reread_all(&mut self) -> Result<()> {
+        let ids: Vec<ActionId> = self.states.sent.iter().map(|a| a.id).collect();
+        self.reread(&ids).await
+    }
+
+    async fn reread(&mut self, ids: &[ActionId]) -> Result<()> {
+        for a in meson_db::actions::get_many(&self.pool, Some(&self.tenant), ids).await? {
+            self.states.apply_state(a);
+        }
+        Ok(())
+    }
+}
+
+/// The last state sent of each watched action, and the states still to send.
+struct WatchedStates {
+    sent: Vec<Action>,
+    queue: VecDeque<Action>,
+}
+
+/// Orders an action's states. The table guarantees that progress never goes
+/// back and that a final state never changes, so every real change raises
+/// this, and a notice that does not is one already sent (or read).
+fn state_rank(status: ActionStatus, progress: u8) -> (bool, u8) {
+    (status != ActionStatus::Running, progress)
+}
+
+impl WatchedStates {
+    fn watches(&self, id: ActionId) -> bool {
+        self.sent.iter().any(|a| a.id == id)
+    }
+
+    fn all_final(&self) -> bool {
+        self.sent.iter().all(|a| a.status != ActionStatus::Running)
+    }
+
+    /// Queues a watched action's change if it is newer than what was sent.
+    fn apply_change(&mut self, tenant: &TenantId, c: &ActionChange) {
+        let Some(a) = self.sent.iter_mut().find(|a| a.id == c.id) else {
+            return;
+        };
+        // Ids were checked against the tenant at subscription; this keeps it so
+        // whatever the feed carries.
+        if &c.tenant != tenant
+            || state_rank(c.status, c.progress) <= state_rank(a.status, a.progress)
+        {
+            return;
+        }
+        a.status = c.status;
+        a.progress = c.progress;
+        a.finished = c.finished;
+        a.error = c.error.clone();
+        self.queue.push_back(a.clone());
+    }
+
+    /// Queues a state read from the table if it is newer than what was sent.
+    fn apply_state(&mut self, fresh: Action) {
+        let Some(a) = self.sent.iter_mut().find(|a| a.id == fresh.id) else {
+            return;
+        };
+        if state_rank(fresh.status, fresh.progress) > state_rank(a.status, a.progress) {
+            *a = fresh;
+            self.queue.push_back(a.clone());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use meson_core::action::ActionFailure;
+
+    fn action(progress: u8) -> Action {
+        Action {
+            id: ActionId::new(),
+            tenant: TenantId("t".into()),
+            command: "create_vm".into(),
+            status: ActionStatus::Running,
+            progress,
+            started: chrono::Utc::now(),
+            finished: None,
+            resources: vec![],
+            error: None,
+        }
+    }
+
+    fn change(a: &Action, status: ActionStatus, progress: u8) -> ActionChange {
+        ActionChange {
+            id: a.id,
+            tenant: a.tenant.clone(),
+            status,
+            progress,
+            finished: (status != ActionStatus::Running).then(chrono::Utc::now),
+            error: (status == ActionStatus::Error).then(|| ActionFailure {
+                code: "boom".into(),
+                message: "it broke".into(),
+            }),
+        }
+    }
+
+    fn progress_queued(s: &mut WatchedStates) -> Vec<(ActionStatus, u8)> {
+        s.queue.drain(..).map(|a| (a.status, a.progress)).collect()
+    }
+
+    #[test]
+    fn changes_are_queued_once_in_order_and_stale_ones_skipped() {
+        let a = action(20);
+        let t = a.tenant.clone();
+        let mut s = WatchedStates {
+            sent: vec![a.clone()],
+            queue: VecDeque::new(),
+        };
+        s.apply_change(&t, &change(&a, ActionStatus::Running, 10)); // before the read
+        s.apply_change(&t, &change(&a, ActionStatus::Running, 20)); // the read itself
+        s.apply_change(&t, &change(&a, ActionStatus::Running, 30));
+        s.apply_change(&t, &change(&a, ActionStatus::Running, 40));
+        assert!(!s.all_final());
+        s.apply_change(&t, &change(&a, ActionStatus::Error, 40));
+        s.apply_change(&t, &change(&a, ActionStatus::Error, 40));
+        assert_eq!(
+            progress_queued(&mut s),
+            [
+                (ActionStatus::Running, 30),
+                (ActionStatus::Running, 40),
+                (ActionStatus::Error, 40)
+            ]
+        );
+        assert!(s.all_final());
+        assert_eq!(
+            s.sent[0].error.as_ref().map(|e| e.code.as_str()),
+            Some("boom")
+        );
+    }
+
+    #[test]
+    fn other_tenants_and_unwatched_actions_are_ignored() {
+        let a = action(0);
+        let mut s = WatchedStates {
+            sent: vec![a.clone()],
+            queue: VecDeque::new(),
+        };
+        let mut foreign = change(&a, ActionStatus::Running, 50);
+        foreign.tenant = TenantId("intruder".into());
+        s.apply_change(&a.tenant, &foreign);
+        s.apply_change(&a.tenant, &change(&action(0), ActionStatus::Running, 50));
+        assert!(s.queue.is_empty());
+        assert_eq!(s.sent[0].progress, 0);
+    }
+
+    #[test]
+    fn rereads_queue_only_newer_states() {
+        let a = action(30);
+        let mut s = WatchedStates {
+            sent: vec![a.clone()],
+            queue: VecDeque::new(),
+        };
+        s.apply_state(a.clone());
+        assert!(s.queue.is_empty());
+        let mut done = a.clone();
+        done.status = ActionStatus::Success;
+        done.progress = 100;
+        s.apply_state(done);
+        assert_eq!(progress_queued(&mut s), [(ActionStatus::Success, 100)]);
+    }
+
+    #[test]
+    fn ids_are_required_bounded_and_deduplicated() {
+        assert!(distinct_ids(&[]).is_err());
+        let many: Vec<ActionId> = (0..=MAX_IDS).map(|_| ActionId::new()).collect();
+        assert!(distinct_ids(&many).is_err());
+        let (a, b) = (ActionId::new(), ActionId::new());
+        assert_eq!(distinct_ids(&[b, a, b]).expect("valid"), [b, a]);
     }
 }

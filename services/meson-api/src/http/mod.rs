@@ -2,7 +2,10 @@
 
 mod actions;
 mod ops;
+mod stream;
 mod vms;
+
+pub use stream::ActionFeed;
 
 use crate::app::{App, Page};
 use crate::auth::{Auth, HasAuth};
@@ -24,6 +27,8 @@ pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 pub struct AppState {
     pub app: App,
     pub auth: Auth,
+    /// Live action changes for `/v1/actions/stream`.
+    pub actions: ActionFeed,
 }
 
 impl HasAuth for AppState {

@@ -1,0 +1,106 @@
+//! Live action events: the process's action feed and `GET /v1/actions/stream` (Server-Sent Events).
+
+use super::{AppState, parse_id, query_pairs};
+use crate::App;
+use crate::auth::Principal;
+use crate::error::{ApiResult, body_of, status_of};
+use crate::views;
+use axum::extract::{RawQuery, State};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use meson_core::action::Action;
+use meson_core::{ActionId, Error};
+use meson_db::actions::ActionNotice;
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{broadcast, watch};
+
+/// Notices the feed holds for a stream that falls behind. Beyond that the
+/// stream lags: it re-reads its actions from the database and carries on.
+const FEED_CAPACITY: usize = 1024;
+
+/// Proxies and load balancers close connections that stay silent for long.
+const KEEP_ALIVE: Duration = Duration::from_secs(15);
+
+/// Every action change this process hears, for its streams to pick from.
+///
+/// One PostgreSQL listener per process feeds every stream, so watchers cost
+/// no database work beyond their first read, however many there are.
+#[derive(Clone)]
+pub struct ActionFeed {
+    notices: broadcast::Sender<Arc<ActionNotice>>,
+    shutdown: watch::Receiver<bool>,
+}
+
+impl ActionFeed {
+    /// Starts the listener task. It and every open stream end once
+    /// `shutdown` turns true: a graceful shutdown waits for open responses,
+    /// and a stream could otherwise keep the process up for as long as its
+    /// actions run.
+    pub fn start(app: &App, shutdown: watch::Receiver<bool>) -> ActionFeed {
+        let (notices, _) = broadcast::channel(FEED_CAPACITY);
+        let (app, feed, stop) = (app.clone(), notices.clone(), shutdown.clone());
+        tokio::spawn(async move { app.action_feed_run(feed, stop).await });
+        ActionFeed { notices, shutdown }
+    }
+}
+
+/// `GET /v1/actions/stream?id=..`: an `action` event with each watched
+/// action's current state, then one per change in commit order; the stream
+/// ends after every watched action's final state.
+pub(super) async fn actions(
+    State(s): State<AppState>,
+    p: Principal,
+    RawQuery(q): RawQuery,
+) -> ApiResult<Response> {
+    let mut ids: Vec<ActionId> = Vec::new();
+    for (k, v) in query_pairs(q.as_deref())? {
+        if k == "id" {
+            ids.push(parse_id(&v)?);
+        }
+    }
+    // Subscribe before the current states are read (`action_watch` reads them),
+    // so that no change can fall between the read and the first notice.
+    let notices = s.actions.notices.subscribe();
+    let watch = s.app.action_watch(&p, &ids, notices).await?;
+    let events = futures::stream::unfold(
+        Some((watch, s.actions.shutdown.clone())),
+        |state| async move {
+            let (mut watch, mut stop) = state?;
+            let next = tokio::select! {
+                // A dropped sender means the server is gone too.
+                _ = stop.wait_for(|stop| *stop) => return None,
+                next = watch.next() => next,
+            };
+            match next {
+                Ok(Some(a)) => Some((Ok::<_, Infallible>(action_event(&a)), Some((watch, stop)))),
+                Ok(None) => None,
+                // Too late for an HTTP status: say why in the stream, then end it.
+                Err(e) => Some((Ok(error_event(&e)), None)),
+            }
+        },
+    );
+    Ok(Sse::new(events)
+        .keep_alive(KeepAlive::new().interval(KEEP_ALIVE))
+        .into_response())
+}
+
+/// `event: action`, the action as `GET /v1/actions/{id}` shows it.
+fn action_event(a: &Action) -> Event {
+    Event::default()
+        .event("action")
+        .json_data(views::action(a))
+        .unwrap_or_else(|e| error_event(&Error::internal_from("encoding an action event", e)))
+}
+
+/// `event: error`, the error body every failed request carries.
+fn error_event(e: &Error) -> Event {
+    if status_of(e).is_server_error() {
+        tracing::error!(error = %e, source = ?std::error::Error::source(e), "action stream failed");
+    }
+    Event::default()
+        .event("error")
+        .json_data(body_of(e))
+        .unwrap_or_else(|_| Event::default().event("error"))
+}

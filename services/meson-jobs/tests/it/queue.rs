@@ -1,0 +1,245 @@
+//! The queue: claim order, batching, SKIP LOCKED, leases, fencing, invariants.
+
+use meson_db::jobs::{self, Enqueued, NewJob};
+use meson_db::testing::TestDatabase;
+use serde_json::json;
+
+fn job(kind: &str, priority: i16, key: Option<&str>) -> NewJob {
+    NewJob {
+        kind: kind.into(),
+        args: json!({}),
+        priority,
+        max_attempts: 3,
+        concurrency_key: key.map(str::to_owned),
+        action_id: None,
+        tenant_id: None,
+    }
+}
+
+async fn enqueue(db: &TestDatabase, j: NewJob) -> Enqueued {
+    let mut tx = meson_db::begin(&db.pool).await.unwrap();
+    let r = jobs::enqueue(&mut tx, &j).await.unwrap();
+    meson_db::commit(tx).await.unwrap();
+    r
+}
+
+fn kinds() -> Vec<String> {
+    vec!["k".into()]
+}
+
+#[tokio::test]
+async fn claims_by_priority_then_age_in_batches() {
+    let db = TestDatabase::new().await;
+    let Enqueued::Job(low) = enqueue(&db, job("k", 3, None)).await else {
+        panic!()
+    };
+    let Enqueued::Job(high) = enqueue(&db, job("k", 1, None)).await else {
+        panic!()
+    };
+    let Enqueued::Job(mid) = enqueue(&db, job("k", 2, None)).await else {
+        panic!()
+    };
+    let Enqueued::Job(other) = enqueue(&db, job("other", 1, None)).await else {
+        panic!()
+    };
+
+    let batch = jobs::claim(&db.pool, "w", &kinds(), 2, 30.0).await.unwrap();
+    assert_eq!(
+        batch.iter().map(|j| j.id).collect::<Vec<_>>(),
+        vec![high, mid]
+    );
+    assert!(batch.iter().all(|j| j.attempt == 1));
+    let rest = jobs::claim(&db.pool, "w", &kinds(), 10, 30.0)
+        .await
+        .unwrap();
+    assert_eq!(
+        rest.iter().map(|j| j.id).collect::<Vec<_>>(),
+        vec![low],
+        "kinds filter out {other}"
+    );
+    assert!(
+        jobs::claim(&db.pool, "w", &kinds(), 10, 30.0)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[tokio::test]
+async fn concurrent_claims_never_share_a_job() {
+    let db = TestDatabase::new().await;
+    for _ in 0..200 {
+        enqueue(&db, job("k", 2, None)).await;
+    }
+    let claimers = (0..8).map(|i| {
+        let pool = db.pool.clone();
+        tokio::spawn(async move {
+            let mut got = Vec::new();
+            loop {
+                let b = jobs::claim(&pool, &format!("w{i}"), &kinds(), 7, 30.0)
+                    .await
+                    .unwrap();
+                if b.is_empty() {
+                    return got;
+                }
+                got.extend(b.into_iter().map(|j| j.id));
+            }
+        })
+    });
+    let mut all: Vec<_> = Vec::new();
+    for c in claimers {
+        all.extend(c.await.unwrap());
+    }
+    let n = all.len();
+    all.sort();
+    all.dedup();
+    assert_eq!((n, all.len()), (200, 200), "every job claimed exactly once");
+}
+
+#[tokio::test]
+async fn an_expired_lease_is_reclaimed_and_the_old_worker_is_fenced_out() {
+    let db = TestDatabase::new().await;
+    let Enqueued::Job(id) = enqueue(&db, job("k", 2, None)).await else {
+        panic!()
+    };
+    let first = jobs::claim(&db.pool, "a", &kinds(), 1, 0.05)
+        .await
+        .unwrap()
+        .remove(0);
+    assert!(
+        jobs::heartbeat(&db.pool, id, first.attempt, 0.05)
+            .await
+            .unwrap()
+    );
+    assert!(
+        jobs::claim(&db.pool, "b", &kinds(), 1, 30.0)
+            .await
+            .unwrap()
+            .is_empty(),
+        "lease still held"
+    );
+
+    tokio::time::sleep(std::time::Duration::from_millis(120)).await;
+    let second = jobs::claim(&db.pool, "b", &kinds(), 1, 30.0)
+        .await
+        .unwrap()
+        .remove(0);
+    assert_eq!(
+        (second.id, second.attempt),
+        (id, 2),
+        "the rescuer reclaimed the expired job"
+    );
+
+    // The first worker can no longer heartbeat, record or finish.
+    assert!(
+        !jobs::heartbeat(&db.pool, id, first.attempt, 30.0)
+            .await
+            .unwrap()
+    );
+    let mut tx = meson_db::begin(&db.pool).await.unwrap();
+    assert!(!jobs::fence(&mut tx, id, first.attempt).await.unwrap());
+    drop(tx);
+    let mut tx = meson_db::begin(&db.pool).await.unwrap();
+    assert!(jobs::fence(&mut tx, id, second.attempt).await.unwrap());
+    jobs::finish(&mut tx, id, true).await.unwrap();
+    meson_db::commit(tx).await.unwrap();
+    assert!(
+        !jobs::retry_at(&db.pool, id, first.attempt, chrono::Utc::now(), &json!({}))
+            .await
+            .unwrap()
+    );
+    assert_eq!(jobs::unfinished(&db.pool).await.unwrap(), 0);
+}
+
+#[tokio::test]
+async fn one_live_job_per_concurrency_key() {
+    let db = TestDatabase::new().await;
+    assert!(matches!(
+        enqueue(&db, job("k", 2, Some("vm:1"))).await,
+        Enqueued::Job(_)
+    ));
+    assert_eq!(
+        enqueue(&db, job("k", 2, Some("vm:1"))).await,
+        Enqueued::Locked(None)
+    );
+    assert!(matches!(
+        enqueue(&db, job("k", 2, Some("vm:2"))).await,
+        Enqueued::Job(_)
+    ));
+    // Once the first finishes, the key is free again.
+    let j = jobs::claim(&db.pool, "w", &kinds(), 1, 30.0)
+        .await
+        .unwrap()
+        .remove(0);
+    let mut tx = meson_db::begin(&db.pool).await.unwrap();
+    assert!(jobs::fence(&mut tx, j.id, j.attempt).await.unwrap());
+    jobs::finish(&mut tx, j.id, true).await.unwrap();
+    meson_db::commit(tx).await.unwrap();
+    assert!(matches!(
+        enqueue(&db, job("k", 2, Some("vm:1"))).await,
+        Enqueued::Job(_)
+    ));
+}
+
+#[tokio::test]
+async fn a_job_exists_only_if_the_callers_transaction_commits() {
+    let db = TestDatabase::new().await;
+    let mut tx = meson_db::begin(&db.pool).await.unwrap();
+    jobs::enqueue(&mut tx, &job("k", 2, None)).await.unwrap();
+    tx.rollback().await.unwrap();
+    assert_eq!(jobs::unfinished(&db.pool).await.unwrap(), 0);
+}
+
+#[tokio::test]
+async fn invariants_are_enforced_by_the_schema() {
+    let db = TestDatabase::new().await;
+    let mut tx = meson_db::begin(&db.pool).await.unwrap();
+    let bad = jobs::enqueue(
+        &mut tx,
+        &NewJob {
+            priority: 9,
+            ..job("k", 2, None)
+        },
+    )
+    .await;
+    assert!(bad.is_err(), "priority out of range");
+    drop(tx);
+    // A running job must hold a lease; a finished one must carry finalized_at.
+    let Enqueued::Job(id) = enqueue(&db, job("k", 2, None)).await else {
+        panic!()
+    };
+    let mut tx = meson_db::begin(&db.pool).await.unwrap();
+    jobs::fence(&mut tx, id, 0).await.unwrap();
+    let r = jobs::testing_force_state(&mut tx, id, "succeeded").await;
+    assert!(r.is_err(), "succeeded without finalized_at must be refused");
+}
+
+#[tokio::test]
+async fn finished_jobs_are_pruned_after_retention() {
+    let db = TestDatabase::new().await;
+    let Enqueued::Job(id) = enqueue(&db, job("k", 2, None)).await else {
+        panic!()
+    };
+    enqueue(&db, job("k", 2, None)).await;
+    let j = jobs::claim(&db.pool, "w", &kinds(), 1, 30.0)
+        .await
+        .unwrap()
+        .remove(0);
+    assert_eq!(j.id, id);
+    let mut tx = meson_db::begin(&db.pool).await.unwrap();
+    jobs::fence(&mut tx, id, j.attempt).await.unwrap();
+    jobs::finish(&mut tx, id, true).await.unwrap();
+    meson_db::commit(tx).await.unwrap();
+    assert_eq!(
+        jobs::prune(&db.pool, 3600.0, 100).await.unwrap(),
+        0,
+        "kept during retention"
+    );
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    assert_eq!(
+        jobs::prune(&db.pool, 0.01, 100).await.unwrap(),
+        1,
+        "only the finished job goes"
+    );
+    assert_eq!(jobs::unfinished(&db.pool).await.unwrap(), 1);
+}
