@@ -41,3 +41,32 @@ pub fn register_all(worker: meson_jobs::Worker, env: Arc<Env>) -> meson_jobs::Wo
         .register(vm_create::VmCreate(env.clone()))
         .register(vm_delete::VmDelete(env))
 }
+
+/// Parameters of every VM workflow.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub struct VmParams {
+    pub vm_id: meson_core::VmId,
+}
+
+/// Enqueues a workflow on one VM in the caller's transaction, serialized with
+/// every other mutation of that VM.
+pub async fn enqueue_for_vm<W: meson_jobs::Workflow<Params = VmParams>>(
+    tx: &mut meson_db::Tx<'_>,
+    vm: meson_core::VmId,
+    action: meson_core::ActionId,
+    tenant: &meson_core::TenantId,
+    max_attempts: i32,
+) -> Result<meson_jobs::Enqueued, meson_core::Error> {
+    meson_jobs::enqueue::<W>(
+        tx,
+        &VmParams { vm_id: vm },
+        meson_jobs::EnqueueOpts {
+            action: Some(action),
+            tenant: Some(tenant.to_string()),
+            concurrency_key: Some(vm_create::concurrency_key(vm)),
+            max_attempts,
+            ..meson_jobs::EnqueueOpts::default()
+        },
+    )
+    .await
+}

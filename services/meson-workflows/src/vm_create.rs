@@ -13,10 +13,8 @@ use meson_jobs::{EnqueueOpts, Enqueued, StepCtx, StepError, StepResult, Workflow
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Params {
-    pub vm_id: VmId,
-}
+/// The VM the workflow works on (shared by every VM workflow).
+pub type Params = crate::VmParams;
 
 pub struct VmCreate(pub Arc<Env>);
 
@@ -42,17 +40,8 @@ pub async fn enqueue(
     action: ActionId,
     tenant: &TenantId,
 ) -> Result<Enqueued, meson_core::Error> {
-    meson_jobs::enqueue::<VmCreate>(
-        tx,
-        &Params { vm_id: vm },
-        EnqueueOpts {
-            action: Some(action),
-            tenant: Some(tenant.to_string()),
-            concurrency_key: Some(concurrency_key(vm)),
-            ..EnqueueOpts::default()
-        },
-    )
-    .await
+    crate::enqueue_for_vm::<VmCreate>(tx, vm, action, tenant, EnqueueOpts::default().max_attempts)
+        .await
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -290,26 +279,52 @@ impl VmCreate {
         to_output(placement)
     }
 
-    async fn boot_volume(&self, cx: &StepCtx<'_, Params>, vm: &Vm) -> StepResult {
-        let c = self.client(cx).await?;
+    /// Makes sure each volume of `kind` exists on AtomOS: found by name (or,
+    /// with `replace`, destroyed and made again), else made by `create`; then
+    /// records its AtomOS id. Returns the ids in order.
+    async fn ensure_volumes<F, Fut>(
+        &self,
+        c: &AtomosClient,
+        vm: &Vm,
+        kind: VolumeKind,
+        replace: bool,
+        create: F,
+    ) -> StepResult
+    where
+        F: Fn(Volume) -> Fut,
+        Fut: std::future::Future<Output = Result<String, atomos_driver::DriverError>>,
+    {
         let mut ids = Vec::new();
-        for v in volumes_of(&self.0, vm.id, VolumeKind::Boot).await? {
-            let id = match volume_by_name(&c, &v.atomos_name).await? {
-                Some(found) => found.id,
-                None => c
-                    .volume_create_from_image(&ImageVolumeCreate {
-                        name: v.atomos_name.clone(),
-                        size_gb: v.size_gb,
-                        url: vm.spec.os.image_url.clone(),
-                    })
-                    .await
-                    .map_err(step_error)?,
+        for v in volumes_of(&self.0, vm.id, kind).await? {
+            let id = match volume_by_name(c, &v.atomos_name).await? {
+                Some(found) if !replace => found.id,
+                found => {
+                    if let Some(stale) = found {
+                        destroy_volume(c, &stale.id).await?;
+                    }
+                    create(v.clone()).await.map_err(step_error)?
+                }
             };
             meson_db::volumes::set_atomos(&self.0.pool, v.id, Some(&id), VolumeStatus::Creating)
                 .await?;
             ids.push(id);
         }
         to_output(ids)
+    }
+
+    async fn boot_volume(&self, cx: &StepCtx<'_, Params>, vm: &Vm) -> StepResult {
+        let c = self.client(cx).await?;
+        let url = &vm.spec.os.image_url;
+        self.ensure_volumes(&c, vm, VolumeKind::Boot, false, |v| {
+            let req = ImageVolumeCreate {
+                name: v.atomos_name,
+                size_gb: v.size_gb,
+                url: url.clone(),
+            };
+            let c = c.clone();
+            async move { c.volume_create_from_image(&req).await }
+        })
+        .await
     }
 
     async fn cloudinit_volume(&self, cx: &StepCtx<'_, Params>, vm: &Vm) -> StepResult {
@@ -320,47 +335,31 @@ impl VmCreate {
             ssh_keys: &vm.spec.ssh_keys,
             phone_home_url: None,
         };
-        let mut ids = Vec::new();
-        for v in volumes_of(&self.0, vm.id, VolumeKind::Cloudinit).await? {
-            // An ISO left by a crash may be half uploaded: replace it rather than trust it.
-            if let Some(found) = volume_by_name(&c, &v.atomos_name).await? {
-                destroy_volume(&c, &found.id).await?;
-            }
-            let id = c
-                .cloudinit_create(&v.atomos_name, &ci.user_data(), &ci.meta_data())
-                .await
-                .map_err(step_error)?;
-            meson_db::volumes::set_atomos(&self.0.pool, v.id, Some(&id), VolumeStatus::Creating)
-                .await?;
-            ids.push(id);
-        }
-        to_output(ids)
+        let (user_data, meta_data) = (ci.user_data(), ci.meta_data());
+        // An ISO left by a crash may be half uploaded: replace it rather than trust it.
+        self.ensure_volumes(&c, vm, VolumeKind::Cloudinit, true, |v| {
+            let (c, u, m) = (c.clone(), user_data.clone(), meta_data.clone());
+            async move { c.cloudinit_create(&v.atomos_name, &u, &m).await }
+        })
+        .await
     }
 
     async fn data_volumes(&self, cx: &StepCtx<'_, Params>, vm: &Vm) -> StepResult {
         let c = self.client(cx).await?;
-        let mut ids = Vec::new();
-        for v in volumes_of(&self.0, vm.id, VolumeKind::Data).await? {
+        self.ensure_volumes(&c, vm, VolumeKind::Data, false, |v| {
             let spec = vm.spec.volumes.iter().find(|s| s.name == v.name);
-            let id = match volume_by_name(&c, &v.atomos_name).await? {
-                Some(found) => found.id,
-                None => c
-                    .volume_create(&VolumeCreate {
-                        name: v.atomos_name.clone(),
-                        size_gb: v.size_gb,
-                        bootable: spec.is_some_and(|s| s.bootable),
-                        readonly: spec.is_some_and(|s| s.readonly),
-                        shareable: spec.is_some_and(|s| s.shareable),
-                        private: spec.is_none_or(|s| s.private),
-                    })
-                    .await
-                    .map_err(step_error)?,
+            let req = VolumeCreate {
+                name: v.atomos_name,
+                size_gb: v.size_gb,
+                bootable: spec.is_some_and(|s| s.bootable),
+                readonly: spec.is_some_and(|s| s.readonly),
+                shareable: spec.is_some_and(|s| s.shareable),
+                private: spec.is_none_or(|s| s.private),
             };
-            meson_db::volumes::set_atomos(&self.0.pool, v.id, Some(&id), VolumeStatus::Creating)
-                .await?;
-            ids.push(id);
-        }
-        to_output(ids)
+            let c = c.clone();
+            async move { c.volume_create(&req).await }
+        })
+        .await
     }
 
     async fn register(&self, cx: &StepCtx<'_, Params>, vm: &Vm) -> StepResult {

@@ -6,14 +6,11 @@ use meson_core::action::ActionFailure;
 use meson_core::naming::vm_volume_prefix;
 use meson_core::vm::VmStatus;
 use meson_core::{ActionId, TenantId, VmId};
-use meson_jobs::{EnqueueOpts, Enqueued, StepCtx, StepError, StepResult, Workflow, to_output};
-use serde::{Deserialize, Serialize};
+use meson_jobs::{Enqueued, StepCtx, StepError, StepResult, Workflow, to_output};
 use std::sync::Arc;
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Params {
-    pub vm_id: VmId,
-}
+/// The VM the workflow works on (shared by every VM workflow).
+pub type Params = crate::VmParams;
 
 pub struct VmDelete(pub Arc<Env>);
 
@@ -26,19 +23,8 @@ pub async fn enqueue(
     action: ActionId,
     tenant: &TenantId,
 ) -> Result<Enqueued, meson_core::Error> {
-    meson_jobs::enqueue::<VmDelete>(
-        tx,
-        &Params { vm_id: vm },
-        EnqueueOpts {
-            action: Some(action),
-            tenant: Some(tenant.to_string()),
-            concurrency_key: Some(crate::vm_create::concurrency_key(vm)),
-            // Deleting must get through transient faults; it has nothing to undo.
-            max_attempts: 25,
-            ..EnqueueOpts::default()
-        },
-    )
-    .await
+    // Deleting must get through transient faults; it has nothing to undo.
+    crate::enqueue_for_vm::<VmDelete>(tx, vm, action, tenant, 25).await
 }
 
 impl Workflow for VmDelete {
