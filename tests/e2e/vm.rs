@@ -370,3 +370,53 @@ async fn placement_takes_the_cheapest_host_within_the_constraints() {
     assert_eq!(vm["status"], "error");
     m.stop().await;
 }
+
+#[tokio::test]
+async fn a_database_outage_is_reported_not_crashed_on() {
+    // A port nothing listens on stands in for a database that is down.
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = dead.local_addr().unwrap().port();
+    drop(dead);
+    let pool =
+        meson_db::connect_lazy(&format!("postgres://postgres@127.0.0.1:{port}/x"), 2).unwrap();
+    let auth = meson_api::Auth::hs256(b"0123456789abcdef0123456789abcdef", "meson");
+    let token = auth.issue(
+        "t",
+        "u",
+        meson_api::Role::Admin,
+        chrono::Duration::minutes(5),
+    );
+    let api = mesond::server::ApiServer::start("127.0.0.1:0".parse().unwrap(), pool, auth)
+        .await
+        .unwrap();
+    let base = format!("http://{}", api.addr);
+    let http = reqwest::Client::new();
+
+    assert_eq!(
+        http.get(format!("{base}/healthz"))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        StatusCode::OK
+    );
+    let r = http.get(format!("{base}/readyz")).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE);
+
+    let r = http
+        .get(format!("{base}/v1/vms"))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::INTERNAL_SERVER_ERROR);
+    assert!(r.headers().contains_key("x-correlation-id"));
+    let body: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "service_error");
+    let text = body.to_string();
+    assert!(
+        !text.contains(&port.to_string()) && !text.contains("127.0.0.1"),
+        "internals leaked: {text}"
+    );
+    api.shutdown().await;
+}

@@ -36,6 +36,18 @@ pub async fn connect(url: &str, max_connections: u32) -> Result<PgPool, Error> {
         .map_err(|e| Error::internal_from("connecting to PostgreSQL", e))
 }
 
+/// A pool that connects on first use: the process starts (and answers
+/// `/healthz`) even while the database is down.
+pub fn connect_lazy(url: &str, max_connections: u32) -> Result<PgPool, Error> {
+    let opts = PgConnectOptions::from_str(url)
+        .map_err(|e| Error::internal_from("invalid DATABASE_URL", e))?
+        .application_name("meson");
+    Ok(PgPoolOptions::new()
+        .max_connections(max_connections)
+        .acquire_timeout(Duration::from_secs(2))
+        .connect_lazy_with(opts))
+}
+
 pub async fn migrate(pool: &PgPool) -> Result<(), Error> {
     MIGRATOR
         .run(pool)

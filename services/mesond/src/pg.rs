@@ -22,19 +22,27 @@ pub struct Binaries {
 }
 
 impl Binaries {
+    /// Looks on PATH, then under Debian's `/usr/lib/postgresql/*/bin`.
     pub fn find() -> anyhow::Result<Binaries> {
+        Binaries::find_in(std::env::var_os("PATH"), Path::new("/usr/lib/postgresql"))
+    }
+
+    pub fn find_in(
+        path: Option<std::ffi::OsString>,
+        versions_root: &Path,
+    ) -> anyhow::Result<Binaries> {
         let in_dir = |dir: &Path| {
             let initdb = dir.join("initdb");
             let pg_ctl = dir.join("pg_ctl");
             (initdb.is_file() && pg_ctl.is_file()).then_some(Binaries { initdb, pg_ctl })
         };
-        if let Some(path) = std::env::var_os("PATH")
+        if let Some(path) = path
             && let Some(b) = std::env::split_paths(&path).find_map(|d| in_dir(&d))
         {
             return Ok(b);
         }
         // Debian keeps the server binaries off PATH; take the newest version.
-        let mut versions: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
+        let mut versions: Vec<(u32, PathBuf)> = std::fs::read_dir(versions_root)
             .into_iter()
             .flatten()
             .flatten()
@@ -231,5 +239,36 @@ impl PrivatePostgres {
         self.run(&mut cmd, "pg_ctl stop").await?;
         tracing::info!("stopped the private PostgreSQL");
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_binaries_say_how_to_install_them() {
+        let empty = std::env::temp_dir().join(format!("no-pg-{}", uuid::Uuid::new_v4().simple()));
+        std::fs::create_dir_all(&empty).unwrap();
+        let err = Binaries::find_in(Some(empty.clone().into_os_string()), &empty).unwrap_err();
+        let msg = format!("{err:#}");
+        assert!(msg.contains("apt-get install postgresql"), "{msg}");
+        assert!(msg.contains("DATABASE_URL"), "{msg}");
+        std::fs::remove_dir_all(&empty).unwrap();
+    }
+
+    #[test]
+    fn the_newest_debian_version_wins() {
+        let root =
+            std::env::temp_dir().join(format!("pg-versions-{}", uuid::Uuid::new_v4().simple()));
+        for v in ["13", "16", "9"] {
+            let bin = root.join(v).join("bin");
+            std::fs::create_dir_all(&bin).unwrap();
+            std::fs::write(bin.join("initdb"), "").unwrap();
+            std::fs::write(bin.join("pg_ctl"), "").unwrap();
+        }
+        let b = Binaries::find_in(None, &root).unwrap();
+        assert!(b.initdb.starts_with(root.join("16")), "{b:?}");
+        std::fs::remove_dir_all(&root).unwrap();
     }
 }
