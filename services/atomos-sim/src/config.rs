@@ -1,5 +1,6 @@
-//! What the simulator simulates: hosts with capacity and prices, and a ready-made dev fleet.
+//! What the simulator simulates: hosts with capacity, prices and faults, and a ready-made dev fleet.
 
+use crate::faults::FaultSpec;
 use atomos_driver::PciDevice;
 use serde::{Deserialize, Serialize};
 use std::net::{IpAddr, Ipv4Addr};
@@ -24,16 +25,28 @@ pub struct HostConfig {
     pub ecc: bool,
     #[serde(default)]
     pub flags: Vec<String>,
+    /// Highest CPU clock, in GHz; a spec's `min_frequency` above it does not fit.
+    #[serde(default = "default_max_frequency_ghz")]
+    pub max_frequency_ghz: f64,
     #[serde(default)]
     pub price_core_hour: f64,
     #[serde(default)]
     pub price_gib_ram_hour: f64,
     #[serde(default)]
     pub price_gpu_hour: f64,
+    /// Faults in force from the start (the control endpoint's body, without
+    /// the VM-specific `crash_vm` and `lose_vm`).
+    #[serde(default, skip_serializing_if = "FaultSpec::is_empty")]
+    pub faults: FaultSpec,
 }
 
 fn default_archs() -> Vec<String> {
     vec!["X86_64".to_owned()]
+}
+
+/// A common server clock when a hosts file does not say.
+fn default_max_frequency_ghz() -> f64 {
+    3.0
 }
 
 #[derive(Clone, Debug)]
@@ -68,6 +81,8 @@ struct Prices {
     core: f64,
     gib: f64,
     gpu: f64,
+    /// The provider's CPUs' highest clock, GHz.
+    ghz: f64,
 }
 
 fn host(
@@ -93,9 +108,11 @@ fn host(
         flags: ["sse2", "sse4_2", "avx", "avx2", "aes"]
             .map(str::to_owned)
             .to_vec(),
+        max_frequency_ghz: p.ghz,
         price_core_hour: p.core,
         price_gib_ram_hour: p.gib,
         price_gpu_hour: p.gpu,
+        faults: FaultSpec::default(),
     }
 }
 
@@ -106,26 +123,31 @@ pub fn dev_hosts() -> Vec<HostConfig> {
         core: 0.011,
         gib: 0.0042,
         gpu: 0.55,
+        ghz: 3.7,
     };
     let ionos = Prices {
         core: 0.013,
         gib: 0.0039,
         gpu: 0.60,
+        ghz: 3.4,
     };
     let gigas = Prices {
         core: 0.012,
         gib: 0.0045,
         gpu: 0.0,
+        ghz: 3.0,
     };
     let aruba = Prices {
         core: 0.010,
         gib: 0.0050,
         gpu: 0.65,
+        ghz: 3.3,
     };
     let onprem = Prices {
         core: 0.0,
         gib: 0.0,
         gpu: 0.0,
+        ghz: 4.2,
     };
     vec![
         host(
@@ -227,5 +249,25 @@ mod tests {
         .unwrap();
         assert_eq!(h.archs, vec!["X86_64"]);
         assert!(h.gpus.is_empty());
+        assert_eq!(h.max_frequency_ghz, 3.0);
+        assert!(h.faults.is_empty());
+    }
+
+    #[test]
+    fn hosts_file_can_carry_frequency_and_faults() {
+        let h: HostConfig = serde_json::from_value(serde_json::json!({
+            "name": "h", "provider": "ovh", "region": "r", "continent": "europe",
+            "cores": 8, "ram_mib": 16384, "disk_gb": 500, "max_frequency_ghz": 2.2,
+            "faults": {"error_rates": [{"route": "vm/status", "rate": 0.1}], "latency_ms": 5}
+        }))
+        .unwrap();
+        assert_eq!(h.max_frequency_ghz, 2.2);
+        assert_eq!(h.faults.error_rates[0].rate, 0.1);
+        assert_eq!(h.faults.latency_ms, Some(5));
+        let typo = serde_json::from_value::<HostConfig>(serde_json::json!({
+            "name": "h", "provider": "ovh", "region": "r", "continent": "europe",
+            "cores": 8, "ram_mib": 16384, "disk_gb": 500, "faults": {"latncy_ms": 5}
+        }));
+        assert!(typo.is_err(), "unknown fault fields are refused");
     }
 }

@@ -1,13 +1,16 @@
-//! One simulated host: its VMs, volumes and networks, capacity accounting and lazy boot.
+//! One simulated host: its VMs, volumes and networks, capacity accounting, DHCP leases, lazy boot, going down and up.
 
+use crate::cloudinit::PhoneHome;
 use crate::config::HostConfig;
 use crate::faults::Faults;
 use atomos_driver::schema::compute::SpecFile;
 use atomos_driver::{PciDevice, Target, VmState, pci_from_wire};
 use serde::{Deserialize, Serialize};
+use std::collections::HashSet;
 use std::net::Ipv4Addr;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::{Duration, Instant};
+use tokio::sync::watch;
 
 /// Locks a mutex, recovering from poisoning: every mutation below leaves the
 /// state consistent before it can panic, so a panicked handler must not take
@@ -28,29 +31,68 @@ pub(crate) struct VmRec {
     pub network_ids: Vec<String>,
     pub created: chrono::DateTime<chrono::Utc>,
     pub power: Power,
-    /// Assigned at register, shown once the guest has booted.
+    /// Assigned at register, shown once the guest has booted; kept while
+    /// the VM exists, like a libvirt DHCP lease.
     pub ipv4: Ipv4Addr,
+    /// The network whose DHCP range `ipv4` comes from; `None` for the host's
+    /// own address block.
+    pub ip_network: Option<String>,
+    /// Shut off by a crash rather than by `/stop`; cleared by `/start`.
+    pub crashed: bool,
+    /// Where the guest's cloud-init posts once booted, from its user-data.
+    pub phone_home_url: Option<String>,
+    /// The call still to make; taken when the guest first runs.
+    pub phone_home: Option<PhoneHome>,
+    /// The phone-home call got a 2xx.
+    pub phoned_home: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Power {
-    /// Powered on at `since`; running once the boot time has passed.
+    /// Powered on at `since`; running once the boot (or the shorter reboot)
+    /// has taken its time.
     On {
         since: Instant,
+        reboot: bool,
     },
     Off,
+}
+
+/// A reboot skips firmware and first-boot setup: it takes this fraction of a boot.
+const REBOOT_FRACTION: u32 = 4;
+
+impl Power {
+    pub fn on(now: Instant) -> Power {
+        Power::On {
+            since: now,
+            reboot: false,
+        }
+    }
+
+    /// Time left until the guest runs: `None` when off, zero once running.
+    pub fn boot_left(&self, now: Instant, boot_time: Duration) -> Option<Duration> {
+        match *self {
+            Power::Off => None,
+            Power::On { since, reboot } => {
+                let needed = if reboot {
+                    boot_time / REBOOT_FRACTION
+                } else {
+                    boot_time
+                };
+                Some(needed.saturating_sub(now.saturating_duration_since(since)))
+            }
+        }
+    }
 }
 
 impl VmRec {
     /// State and address now. Computed from timestamps, so no background task
     /// is needed to finish a boot.
     pub fn observe(&self, now: Instant, boot_time: Duration) -> (VmState, Option<Ipv4Addr>) {
-        match self.power {
-            Power::Off => (VmState::Off, None),
-            Power::On { since } if now.saturating_duration_since(since) >= boot_time => {
-                (VmState::Running, Some(self.ipv4))
-            }
-            Power::On { .. } => (VmState::Starting, None),
+        match self.power.boot_left(now, boot_time) {
+            None => (VmState::Off, None),
+            Some(left) if left.is_zero() => (VmState::Running, Some(self.ipv4)),
+            Some(_) => (VmState::Starting, None),
         }
     }
 }
@@ -63,6 +105,8 @@ pub(crate) struct Demand {
     pub allow_smt: bool,
     pub archs: Vec<String>,
     pub flags: Vec<String>,
+    /// Lowest acceptable CPU clock, GHz.
+    pub min_frequency_ghz: Option<f64>,
     pub ram_mib: u64,
     pub ecc: bool,
     pub pci: Vec<PciDevice>,
@@ -85,6 +129,13 @@ impl Demand {
         {
             return Err(format!("pci device {bad:?} needs a vendor and a model"));
         }
+        if let Some(f) = spec.min_frequency
+            && !(f.is_finite() && f >= 0.0)
+        {
+            return Err(format!(
+                "min_frequency {f} must be a non-negative number of GHz"
+            ));
+        }
         Ok(Demand {
             slots: spec.slots,
             // 0 is what a client that omits the field sends; it means no sharing.
@@ -92,6 +143,7 @@ impl Demand {
             allow_smt: spec.allow_smt,
             archs: spec.archs,
             flags: spec.flags,
+            min_frequency_ghz: spec.min_frequency.filter(|f| *f > 0.0),
             ram_mib: spec.ramsize,
             ecc: spec.req_ecc,
             pci,
@@ -171,6 +223,15 @@ pub struct SimVm {
     pub pci: Vec<PciDevice>,
     pub volume_ids: Vec<String>,
     pub network_ids: Vec<String>,
+    /// Shut off by an injected crash (and not started since).
+    #[serde(default)]
+    pub crashed: bool,
+    /// The cloud-init phone-home URL, when the user-data has one.
+    #[serde(default)]
+    pub phone_home_url: Option<String>,
+    /// The phone-home call was answered with a 2xx.
+    #[serde(default)]
+    pub phoned_home: bool,
 }
 
 /// Snapshot of what a host holds.
@@ -243,7 +304,28 @@ struct HostShared {
     state: Arc<Mutex<HostState>>,
     faults: Faults,
     boot_time: Mutex<Duration>,
+    /// Bumped when a VM powers on or the boot time changes, so background
+    /// tasks waiting for a boot recompute their deadline.
+    wake: watch::Sender<()>,
+    /// One bit per daemon whose listener is open.
+    listening: watch::Sender<u8>,
 }
+
+/// A handle that does not keep the host alive (for background tasks).
+#[derive(Clone)]
+pub(crate) struct WeakHost(Weak<HostShared>);
+
+impl WeakHost {
+    pub fn upgrade(&self) -> Option<SimHost> {
+        self.0.upgrade().map(|shared| SimHost { shared })
+    }
+}
+
+/// Bits of [`HostShared::listening`] when all four daemons listen.
+const ALL_LISTENING: u8 = 0b1111;
+
+/// How long [`SimHost::take_down`] and [`SimHost::bring_up`] wait for the listeners.
+const LISTENER_WAIT: Duration = Duration::from_secs(5);
 
 impl std::fmt::Debug for SimHost {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -258,13 +340,86 @@ impl SimHost {
         let state = Arc::new(Mutex::new(HostState::default()));
         SimHost {
             shared: Arc::new(HostShared {
-                faults: Faults::new(state.clone()),
+                faults: Faults::new(state.clone(), &config.name),
                 config,
                 target,
                 index,
                 state,
                 boot_time: Mutex::new(boot),
+                wake: watch::channel(()).0,
+                listening: watch::channel(0).0,
             }),
+        }
+    }
+
+    pub(crate) fn downgrade(&self) -> WeakHost {
+        WeakHost(Arc::downgrade(&self.shared))
+    }
+
+    /// Cancels the guests' pending phone-home calls: the simulator stops.
+    pub(crate) fn halt(&self) {
+        for vm in &mut self.state().vms {
+            vm.phone_home = None;
+        }
+        self.wake();
+    }
+
+    /// Tells background tasks that boot deadlines may have moved.
+    pub(crate) fn wake(&self) {
+        self.shared.wake.send_replace(());
+    }
+
+    pub(crate) fn wake_watch(&self) -> watch::Receiver<()> {
+        self.shared.wake.subscribe()
+    }
+
+    /// Records whether the listener of daemon number `bit` is open.
+    pub(crate) fn set_listening(&self, bit: u8, open: bool) {
+        self.shared.listening.send_modify(|mask| {
+            if open {
+                *mask |= 1 << bit;
+            } else {
+                *mask &= !(1 << bit);
+            }
+        });
+    }
+
+    /// Whether all four daemons accept connections now.
+    pub fn is_listening(&self) -> bool {
+        *self.shared.listening.borrow() == ALL_LISTENING
+    }
+
+    async fn wait_listening(&self, want: u8) -> bool {
+        let mut rx = self.shared.listening.subscribe();
+        tokio::time::timeout(LISTENER_WAIT, rx.wait_for(|mask| *mask == want))
+            .await
+            .is_ok_and(|r| r.is_ok())
+    }
+
+    /// Takes the host down ([`Faults::set_down`]) and waits until its four
+    /// daemons refuse connections. VMs keep running.
+    pub async fn take_down(&self) {
+        self.faults().set_down(true);
+        if !self.wait_listening(0).await {
+            tracing::warn!(host = self.name(), "listeners still open after going down");
+        }
+    }
+
+    /// Brings the host back up on the same ports and waits until its four
+    /// daemons accept connections again; fails when a port stays taken.
+    pub async fn bring_up(&self) -> std::io::Result<()> {
+        self.faults().set_down(false);
+        if self.wait_listening(ALL_LISTENING).await {
+            Ok(())
+        } else {
+            Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!(
+                    "host {}: daemons not listening again on {:?} within {LISTENER_WAIT:?}",
+                    self.name(),
+                    self.target().ports
+                ),
+            ))
         }
     }
 
@@ -288,6 +443,7 @@ impl SimHost {
     /// Applies to VMs already booting too: boot progress is computed on read.
     pub fn set_boot_time(&self, boot_time: Duration) {
         *lock(&self.shared.boot_time) = boot_time;
+        self.wake();
     }
 
     pub fn boot_time(&self) -> Duration {
@@ -315,6 +471,9 @@ impl SimHost {
                         pci: vm.demand.pci.clone(),
                         volume_ids: vm.volume_ids.clone(),
                         network_ids: vm.network_ids.clone(),
+                        crashed: vm.crashed,
+                        phone_home_url: vm.phone_home_url.clone(),
+                        phoned_home: vm.phoned_home,
                     }
                 })
                 .collect(),
@@ -353,12 +512,64 @@ impl SimHost {
         Ipv4Addr::new(10, self.octet(), (n / 250) as u8, (n % 250 + 2) as u8)
     }
 
+    /// A DHCP lease on `network`: the first address of its range that is
+    /// neither the gateway nor held by a VM. `Ok(None)` when the network has
+    /// no DHCP; an error when the range is used up.
+    pub(crate) fn dhcp_lease(
+        state: &HostState,
+        network: &SimNetwork,
+    ) -> Result<Option<Ipv4Addr>, String> {
+        let range = network
+            .dhcp_start
+            .as_deref()
+            .zip(network.dhcp_end.as_deref())
+            .and_then(|(s, e)| Some((s.parse::<Ipv4Addr>().ok()?, e.parse::<Ipv4Addr>().ok()?)));
+        let Some((start, end)) = range else {
+            return Ok(None);
+        };
+        let gateway = network
+            .cidr
+            .split('/')
+            .next()
+            .and_then(|a| a.parse::<Ipv4Addr>().ok());
+        let held: HashSet<Ipv4Addr> = state
+            .vms
+            .iter()
+            .filter(|vm| vm.ip_network.as_deref() == Some(network.id.as_str()))
+            .map(|vm| vm.ipv4)
+            .collect();
+        // Ends after at most held.len() + 2 steps: every other address is free.
+        let (mut n, end) = (u32::from(start), u32::from(end));
+        while n <= end {
+            let ip = Ipv4Addr::from(n);
+            if Some(ip) != gateway && !held.contains(&ip) {
+                return Ok(Some(ip));
+            }
+            match n.checked_add(1) {
+                Some(next) => n = next,
+                None => break,
+            }
+        }
+        Err(format!(
+            "the DHCP range {start}-{end} of network {} is exhausted",
+            network.name
+        ))
+    }
+
     /// Checks that `demand` fits next to what already runs; returns the arch
     /// chosen for it, or why it does not fit.
     pub(crate) fn fit(&self, state: &HostState, demand: &Demand) -> Result<String, String> {
         let cfg = &self.shared.config;
         if self.faults().is_full() {
             return Err("host is full".into());
+        }
+        if let Some(min) = demand.min_frequency_ghz
+            && min > cfg.max_frequency_ghz + 1e-9
+        {
+            return Err(format!(
+                "needs at least {min} GHz, the CPUs run at most {} GHz",
+                cfg.max_frequency_ghz
+            ));
         }
         let has = |list: &[String], want: &str| list.iter().any(|x| x.eq_ignore_ascii_case(want));
         let arch = if demand.archs.is_empty() {
@@ -523,10 +734,13 @@ mod tests {
             volume_ids: vec![],
             network_ids: vec![],
             created: chrono::Utc::now(),
-            power: Power::On {
-                since: Instant::now(),
-            },
+            power: Power::on(Instant::now()),
             ipv4,
+            ip_network: None,
+            crashed: false,
+            phone_home_url: None,
+            phone_home: None,
+            phoned_home: false,
         });
     }
 
@@ -593,7 +807,7 @@ mod tests {
         let s = h.state();
         let vm = &s.vms[0];
         let since = match vm.power {
-            Power::On { since } => since,
+            Power::On { since, .. } => since,
             Power::Off => unreachable!(),
         };
         assert_eq!(
@@ -605,6 +819,98 @@ mod tests {
             vm.observe(later, Duration::from_millis(100)),
             (VmState::Running, Some(Ipv4Addr::new(10, 1, 0, 2)))
         );
+        // A reboot takes a quarter of a boot.
+        let mut rebooted = vm.clone();
+        rebooted.power = Power::On {
+            since,
+            reboot: true,
+        };
+        let quarter = since + Duration::from_millis(25);
+        assert_eq!(
+            rebooted.observe(quarter, Duration::from_millis(100)).0,
+            VmState::Running
+        );
+        assert_eq!(
+            rebooted.observe(since, Duration::from_millis(100)).0,
+            VmState::Starting
+        );
+    }
+
+    #[test]
+    fn frequency_is_a_ceiling() {
+        let h = host();
+        let mut d = demand(1, 1, 512);
+        d.min_frequency_ghz = Some(3.7);
+        assert!(h.fit(&h.state(), &d).is_ok(), "ovh-gra-1 reaches 3.7 GHz");
+        d.min_frequency_ghz = Some(3.8);
+        assert!(h.fit(&h.state(), &d).unwrap_err().contains("GHz"));
+        for bad in [f64::NAN, -1.0, f64::INFINITY] {
+            let spec = SpecFile {
+                slots: 1,
+                ramsize: 1,
+                min_frequency: Some(bad),
+                ..Default::default()
+            };
+            assert!(Demand::from_wire(spec).is_err(), "{bad}");
+        }
+        let zero = SpecFile {
+            slots: 1,
+            ramsize: 1,
+            min_frequency: Some(0.0),
+            ..Default::default()
+        };
+        assert_eq!(Demand::from_wire(zero).unwrap().min_frequency_ghz, None);
+    }
+
+    #[test]
+    fn dhcp_leases_are_first_free_and_skip_the_gateway() {
+        let h = host();
+        let net = SimNetwork {
+            id: "n".into(),
+            name: "lan".into(),
+            cidr: "192.168.5.1/24".into(),
+            mode: "nat".into(),
+            dhcp_start: Some("192.168.5.1".into()),
+            dhcp_end: Some("192.168.5.3".into()),
+        };
+        let lease = |s: &HostState| SimHost::dhcp_lease(s, &net);
+        let mut s = h.state();
+        assert_eq!(lease(&s), Ok(Some(Ipv4Addr::new(192, 168, 5, 2))));
+        let vm = |ip: [u8; 4], network: &str| VmRec {
+            id: format!("{ip:?}"),
+            name: format!("{ip:?}"),
+            demand: demand(1, 1, 1),
+            arch: "X86_64".into(),
+            volume_ids: vec![],
+            network_ids: vec![network.into()],
+            created: chrono::Utc::now(),
+            power: Power::Off,
+            ipv4: Ipv4Addr::from(ip),
+            ip_network: Some(network.into()),
+            crashed: false,
+            phone_home_url: None,
+            phone_home: None,
+            phoned_home: false,
+        };
+        s.vms.push(vm([192, 168, 5, 2], "n"));
+        // The same address on another network does not count.
+        s.vms.push(vm([192, 168, 5, 3], "other"));
+        assert_eq!(lease(&s), Ok(Some(Ipv4Addr::new(192, 168, 5, 3))));
+        s.vms.push(vm([192, 168, 5, 3], "n"));
+        assert!(lease(&s).unwrap_err().contains("exhausted"));
+        s.vms.remove(0);
+        assert_eq!(lease(&s), Ok(Some(Ipv4Addr::new(192, 168, 5, 2))));
+        let top = SimNetwork {
+            dhcp_start: Some("255.255.255.255".into()),
+            dhcp_end: Some("255.255.255.255".into()),
+            ..net.clone()
+        };
+        assert!(SimHost::dhcp_lease(&s, &top).unwrap().is_some());
+        let no_dhcp = SimNetwork {
+            dhcp_start: None,
+            ..net.clone()
+        };
+        assert_eq!(SimHost::dhcp_lease(&s, &no_dhcp), Ok(None));
     }
 
     #[test]

@@ -4,24 +4,33 @@
 //! daemons (compute, storage, network, auth) on ephemeral ports, so tests and
 //! dev setups drive it through the real [`atomos_driver::AtomosClient`].
 //! Hosts keep VMs, volumes and networks in memory, account capacity, boot
-//! VMs after a configurable delay, and accept injected [`Faults`].
+//! VMs after a configurable delay, hand out addresses from their networks'
+//! DHCP ranges, phone home for guests whose cloud-init asks to, and accept
+//! injected [`Faults`]. A control endpoint ([`Simulator::control_addr`])
+//! lists the inventory and sets faults over HTTP.
 
+mod cloudinit;
 mod config;
+mod control;
 mod faults;
 mod host;
 mod http;
+mod listener;
 mod multipart;
+mod phonehome;
 mod templates;
 
 pub use config::{HostConfig, SimConfig, dev_hosts};
-pub use faults::Faults;
+pub use faults::{ANY_ROUTE, ErrorRate, FailNext, FaultError, FaultSpec, Faults, HangNext};
 pub use host::{Inventory, SimFile, SimHost, SimNetwork, SimVm, SimVolume};
 
 use atomos_driver::{Ports, Target};
 use host::lock;
 use http::Daemon;
+use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::task::JoinHandle;
 
@@ -35,6 +44,26 @@ pub struct Simulator {
 struct SimInner {
     hosts: Vec<SimHost>,
     servers: Mutex<Servers>,
+    control: SocketAddr,
+    /// The last seed given to [`Simulator::set_seed`].
+    seed: AtomicU64,
+}
+
+/// One host in [`Simulator::inventory`] and the control endpoint's `GET /inventory`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HostInventory {
+    pub name: String,
+    pub provider: String,
+    pub region: String,
+    pub continent: String,
+    pub target: Target,
+    /// Taken down by a fault: its daemons refuse connections.
+    pub down: bool,
+    /// Refusing every allocation by a fault.
+    pub full: bool,
+    pub boot_ms: u64,
+    #[serde(flatten)]
+    pub inventory: Inventory,
 }
 
 /// Server tasks, aborted on drop so that neither an early error in [`start`]
@@ -58,17 +87,53 @@ impl std::fmt::Debug for Simulator {
     }
 }
 
-/// Starts every host of `config`, each on four fresh ports of `config.bind`.
-pub async fn start(config: SimConfig) -> std::io::Result<Simulator> {
+fn invalid_input(message: String) -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::InvalidInput, message)
+}
+
+/// Checks what a hosts file can get wrong before anything listens.
+fn check_hosts(hosts: &[HostConfig]) -> std::io::Result<()> {
     let mut names = HashSet::new();
-    for h in &config.hosts {
+    for h in hosts {
         if h.name.is_empty() || !names.insert(h.name.as_str()) {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::InvalidInput,
-                format!("host names must be unique and non-empty: {:?}", h.name),
-            ));
+            return Err(invalid_input(format!(
+                "host names must be unique and non-empty: {:?}",
+                h.name
+            )));
+        }
+        if !(h.max_frequency_ghz.is_finite() && h.max_frequency_ghz > 0.0) {
+            return Err(invalid_input(format!(
+                "host {}: max_frequency_ghz must be a positive number",
+                h.name
+            )));
+        }
+        h.faults
+            .validate()
+            .map_err(|e| invalid_input(format!("host {}: faults: {e}", h.name)))?;
+        if !(h.faults.crash_vm.is_empty() && h.faults.lose_vm.is_empty()) {
+            return Err(invalid_input(format!(
+                "host {}: crash_vm and lose_vm need running VMs; use the control endpoint",
+                h.name
+            )));
         }
     }
+    Ok(())
+}
+
+/// The control endpoint's address: loopback of the daemons' address family.
+fn control_bind(bind: IpAddr) -> SocketAddr {
+    let ip = match bind {
+        IpAddr::V4(_) => IpAddr::V4(Ipv4Addr::LOCALHOST),
+        IpAddr::V6(_) => IpAddr::V6(Ipv6Addr::LOCALHOST),
+    };
+    SocketAddr::new(ip, 0)
+}
+
+/// Starts every host of `config`, each on four fresh ports of `config.bind`,
+/// and the control endpoint on a fresh loopback port. Faults from the hosts'
+/// configurations are in force when this returns.
+pub async fn start(config: SimConfig) -> std::io::Result<Simulator> {
+    check_hosts(&config.hosts)?;
     // Clients cannot connect to the unspecified address; hand out loopback.
     let advertised = match config.bind {
         IpAddr::V4(ip) if ip.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
@@ -80,7 +145,7 @@ pub async fn start(config: SimConfig) -> std::io::Result<Simulator> {
     for (index, host_config) in config.hosts.into_iter().enumerate() {
         let mut listeners = Vec::with_capacity(Daemon::ALL.len());
         for _ in Daemon::ALL {
-            listeners.push(tokio::net::TcpListener::bind(SocketAddr::new(config.bind, 0)).await?);
+            listeners.push(listener::bind(SocketAddr::new(config.bind, 0))?);
         }
         let port = |i: usize| listeners[i].local_addr().map(|a| a.port());
         let ports = Ports {
@@ -97,9 +162,14 @@ pub async fn start(config: SimConfig) -> std::io::Result<Simulator> {
             region: host_config.region.clone(),
             continent: host_config.continent.clone(),
         };
+        let faults = host_config.faults.clone();
         let host = SimHost::new(host_config, target, index, config.boot_time);
-        for (daemon, listener) in Daemon::ALL.into_iter().zip(listeners) {
+        host.faults()
+            .apply(&faults)
+            .map_err(|e| invalid_input(format!("host {}: faults: {e}", host.name())))?;
+        for (bit, (daemon, listener)) in (0u8..).zip(Daemon::ALL.into_iter().zip(listeners)) {
             let app = http::router(daemon, host.clone());
+            let listener = listener::HostListener::new(host.clone(), bit, listener)?;
             let name = host.name().to_owned();
             servers.0.push(tokio::spawn(async move {
                 if let Err(e) = axum::serve(listener, app).await {
@@ -110,12 +180,27 @@ pub async fn start(config: SimConfig) -> std::io::Result<Simulator> {
         tracing::info!(host = host.name(), ?ports, "simulated host up");
         hosts.push(host);
     }
-    Ok(Simulator {
-        inner: Arc::new(SimInner {
-            hosts,
-            servers: Mutex::new(servers),
-        }),
-    })
+    let control = tokio::net::TcpListener::bind(control_bind(config.bind)).await?;
+    let control_addr = control.local_addr()?;
+    let inner = Arc::new(SimInner {
+        hosts,
+        servers: Mutex::new(servers),
+        control: control_addr,
+        seed: AtomicU64::new(0),
+    });
+    let app = control::router(Arc::downgrade(&inner));
+    lock(&inner.servers).0.push(tokio::spawn(async move {
+        if let Err(e) = axum::serve(control, app).await {
+            tracing::error!(error = %e, "simulator control endpoint stopped");
+        }
+    }));
+    tracing::info!(addr = %control_addr, "simulator control endpoint up");
+    for host in &inner.hosts {
+        if host.faults().is_down() {
+            host.take_down().await;
+        }
+    }
+    Ok(Simulator { inner })
 }
 
 impl Simulator {
@@ -136,8 +221,41 @@ impl Simulator {
         self.inner.hosts.clone()
     }
 
-    /// Stops every server (for all clones) and waits until they are gone.
+    /// Where the control endpoint listens (`GET /inventory`, `/faults/{host}`).
+    pub fn control_addr(&self) -> SocketAddr {
+        self.inner.control
+    }
+
+    /// `http://<control_addr>`.
+    pub fn control_url(&self) -> String {
+        format!("http://{}", self.inner.control)
+    }
+
+    /// Seeds every host's random faults ([`Faults::set_seed`]); each host
+    /// mixes in its name, so hosts draw differently from one seed.
+    pub fn set_seed(&self, seed: u64) {
+        self.inner.seed.store(seed, Ordering::SeqCst);
+        for host in &self.inner.hosts {
+            host.faults().set_seed(seed);
+        }
+    }
+
+    /// The last seed given to [`Simulator::set_seed`] (0 by default).
+    pub fn seed(&self) -> u64 {
+        self.inner.seed.load(Ordering::SeqCst)
+    }
+
+    /// Every host's VMs, volumes and networks, in configuration order.
+    pub fn inventory(&self) -> Vec<HostInventory> {
+        self.inner.hosts.iter().map(host_inventory).collect()
+    }
+
+    /// Stops every server, the control endpoint included (for all clones),
+    /// and waits until they are gone.
     pub async fn shutdown(self) {
+        for host in &self.inner.hosts {
+            host.halt();
+        }
         let tasks = std::mem::take(&mut lock(&self.inner.servers).0);
         for task in &tasks {
             task.abort();
@@ -146,5 +264,20 @@ impl Simulator {
             // A cancelled task reports JoinError::Cancelled, which is the point.
             let _ = task.await;
         }
+    }
+}
+
+pub(crate) fn host_inventory(host: &SimHost) -> HostInventory {
+    let cfg = host.config();
+    HostInventory {
+        name: cfg.name.clone(),
+        provider: cfg.provider.clone(),
+        region: cfg.region.clone(),
+        continent: cfg.continent.clone(),
+        target: host.target().clone(),
+        down: host.faults().is_down(),
+        full: host.faults().is_full(),
+        boot_ms: u64::try_from(host.boot_time().as_millis()).unwrap_or(u64::MAX),
+        inventory: host.inventory(),
     }
 }

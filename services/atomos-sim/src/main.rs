@@ -1,7 +1,7 @@
-//! `atomos-sim`: serve simulated AtomOS hosts and print their targets as JSON lines.
+//! `atomos-sim`: serve simulated AtomOS hosts, print their targets and the control endpoint as JSON lines.
 
 use anyhow::Context;
-use atomos_sim::{HostConfig, SimConfig, dev_hosts};
+use atomos_sim::{ErrorRate, FaultSpec, HostConfig, SimConfig, dev_hosts};
 use clap::Parser;
 use std::io::Write;
 use std::net::IpAddr;
@@ -11,18 +11,49 @@ use std::time::Duration;
 #[derive(Parser, Debug)]
 #[command(
     version,
-    about = "Simulated Elemento AtomOS daemons for development and tests"
+    about = "Simulated Elemento AtomOS daemons for development and tests",
+    long_about = "Simulated Elemento AtomOS daemons for development and tests.\n\n\
+        Prints one JSON line per host (its target: name, host, ports, provider, region, \
+        continent), then {\"control\": \"http://...\"}: the control endpoint \
+        (GET /inventory, GET|POST|DELETE /faults/{host}, GET|POST /seed)."
 )]
 struct Args {
-    /// JSON array of host configurations; the built-in dev fleet if absent.
+    /// JSON array of host configurations (each may carry `faults`); the
+    /// built-in dev fleet if absent.
     #[arg(long)]
     hosts_file: Option<PathBuf>,
     /// Milliseconds from register until a VM runs with an IPv4.
     #[arg(long, default_value_t = 1500)]
     boot_ms: u64,
-    /// Address the daemons listen on (each on an ephemeral port).
+    /// Address the daemons listen on (each on an ephemeral port); the control
+    /// endpoint listens on loopback.
     #[arg(long, default_value = "127.0.0.1")]
     bind: IpAddr,
+    /// Seed of every host's random faults (overrides the hosts file's).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// `ROUTE=RATE`: requests to ROUTE (e.g. `vm/status`, or `*`) fail with
+    /// 503 with probability RATE, on every host. Repeatable.
+    #[arg(long = "error-rate", value_parser = parse_error_rate)]
+    error_rates: Vec<ErrorRate>,
+    /// Milliseconds added to every request on every host.
+    #[arg(long)]
+    latency_ms: Option<u64>,
+}
+
+fn parse_error_rate(raw: &str) -> Result<ErrorRate, String> {
+    let (route, rate) = raw
+        .split_once('=')
+        .ok_or_else(|| format!("expected ROUTE=RATE, got {raw:?}"))?;
+    let rate: f64 = rate
+        .trim()
+        .parse()
+        .map_err(|_| format!("{rate:?} is not a number"))?;
+    Ok(ErrorRate {
+        route: route.trim().to_owned(),
+        rate,
+        status: 503,
+    })
 }
 
 #[tokio::main]
@@ -36,7 +67,7 @@ async fn main() -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .init();
     let args = Args::parse();
-    let hosts: Vec<HostConfig> = match &args.hosts_file {
+    let mut hosts: Vec<HostConfig> = match &args.hosts_file {
         Some(path) => {
             let raw = tokio::fs::read(path)
                 .await
@@ -45,6 +76,28 @@ async fn main() -> anyhow::Result<()> {
         }
         None => dev_hosts(),
     };
+    let flags = FaultSpec {
+        error_rates: args.error_rates.clone(),
+        latency_ms: args.latency_ms,
+        ..FaultSpec::default()
+    };
+    flags
+        .validate()
+        .map_err(|e| anyhow::anyhow!("fault flags: {e}"))?;
+    // Flags add to each host's own faults; a flag's route replaces the
+    // file's entry for the same route.
+    for h in &mut hosts {
+        h.faults.error_rates.retain(|r| {
+            !flags
+                .error_rates
+                .iter()
+                .any(|f| f.route.trim_matches('/') == r.route.trim_matches('/'))
+        });
+        h.faults
+            .error_rates
+            .extend(flags.error_rates.iter().cloned());
+        h.faults.latency_ms = flags.latency_ms.or(h.faults.latency_ms);
+    }
     let sim = atomos_sim::start(SimConfig {
         hosts,
         boot_time: Duration::from_millis(args.boot_ms),
@@ -52,12 +105,20 @@ async fn main() -> anyhow::Result<()> {
     })
     .await
     .context("starting the simulator")?;
+    if let Some(seed) = args.seed {
+        sim.set_seed(seed);
+    }
     {
         let mut out = std::io::stdout().lock();
         for target in sim.targets() {
             serde_json::to_writer(&mut out, &target)?;
             writeln!(out)?;
         }
+        serde_json::to_writer(
+            &mut out,
+            &serde_json::json!({ "control": sim.control_url() }),
+        )?;
+        writeln!(out)?;
         out.flush()?;
     }
     tokio::signal::ctrl_c()
@@ -66,4 +127,32 @@ async fn main() -> anyhow::Result<()> {
     tracing::info!("shutting down");
     sim.shutdown().await;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_rate_flags_parse() {
+        let r = parse_error_rate("vm/status=0.25").unwrap();
+        assert_eq!(
+            (r.route.as_str(), r.rate, r.status),
+            ("vm/status", 0.25, 503)
+        );
+        assert!(parse_error_rate("vm/status").is_err());
+        assert!(parse_error_rate("vm/status=lots").is_err());
+        let args = Args::try_parse_from([
+            "atomos-sim",
+            "--seed",
+            "7",
+            "--error-rate",
+            "*=0.1",
+            "--error-rate",
+            "vm/register=1",
+        ])
+        .unwrap();
+        assert_eq!(args.seed, Some(7));
+        assert_eq!(args.error_rates.len(), 2);
+    }
 }

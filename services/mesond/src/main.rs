@@ -78,11 +78,12 @@ async fn dev(cfg: Config) -> anyhow::Result<()> {
     let dev = Dev::start(DevOptions::from_config(&cfg)).await?;
     let token_path = cfg.data_dir.join("dev-token");
     println!(
-        "\nmeson dev is running\n  REST API   http://{addr}\n  database   {db}\n  token      {path} (tenant 'dev', role admin)\n  AtomOS     {n} simulated hosts\n\n  export MESON_TOKEN=$(cat {path})\n  curl -H \"Authorization: Bearer $MESON_TOKEN\" http://{addr}/v1/vms\n\n{token}\n",
+        "\nmeson dev is running\n  REST API   http://{addr}\n  database   {db}\n  token      {path} (tenant 'dev', role admin)\n  AtomOS     {n} simulated hosts (faults and inventory: {control})\n\n  export MESON_TOKEN=$(cat {path})\n  curl -H \"Authorization: Bearer $MESON_TOKEN\" http://{addr}/v1/vms\n\n{token}\n",
         addr = dev.http_addr,
         db = dev.database_url,
         path = token_path.display(),
         n = dev.simulator.targets().len(),
+        control = dev.simulator.control_url(),
         token = dev.token,
     );
     shutdown_signal().await;

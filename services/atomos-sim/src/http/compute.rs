@@ -1,6 +1,7 @@
 //! Compute (matcher) routes: canallocate, register, unregister, power, status, templates.
 
 use super::{ApiError, ApiResult, ok, parse};
+use crate::cloudinit::{phone_home, seed_files};
 use crate::host::{Demand, HostState, Power, SimHost, VmRec};
 use crate::http::storage::volume_to_wire;
 use atomos_driver::VmState;
@@ -32,7 +33,7 @@ const HOURS_PER_MONTH: f64 = 730.0;
 
 async fn canallocate(State(host): State<SimHost>, body: Bytes) -> ApiResult {
     let spec: SpecFile = parse(&body)?;
-    let demand = Demand::from_wire(spec).map_err(ApiError::bad_request)?;
+    let demand = Demand::from_wire(spec).map_err(ApiError::unprocessable)?;
     host.fit(&host.state(), &demand)
         .map_err(|why| ApiError::no_capacity(format!("[VmNotAllocable] {why}")))?;
     let hour = host.price_hour(&demand);
@@ -70,7 +71,7 @@ async fn register(State(host): State<SimHost>, body: Bytes) -> ApiResult {
             "vm_name {name:?} must match ^[a-zA-Z0-9-]+$"
         )));
     }
-    let demand = Demand::from_wire(body.spec).map_err(ApiError::bad_request)?;
+    let demand = Demand::from_wire(body.spec).map_err(ApiError::unprocessable)?;
     let volume_ids: Vec<String> = body.volumes.into_iter().map(|v| v.vid).collect();
     let network_ids: Vec<String> = body.networks.into_iter().map(|n| n.network_uid).collect();
 
@@ -87,26 +88,60 @@ async fn register(State(host): State<SimHost>, body: Bytes) -> ApiResult {
             return Err(ApiError::not_found(format!("network {id} does not exist")));
         }
     }
+    // Checked under the same lock as the insert: a host that filled up
+    // since canallocate refuses here.
     let arch = host
         .fit(&state, &demand)
         .map_err(|why| ApiError::no_capacity(format!("[VmNotAllocable] {why}")))?;
-    let ipv4 = host.allocate_ip(&mut state);
+    // The address comes from the first network with DHCP, else from the
+    // host's own block (its default NAT network).
+    let mut lease = None;
+    for id in &network_ids {
+        if let Some(network) = state.networks.iter().find(|n| &n.id == id)
+            && let Some(ip) = SimHost::dhcp_lease(&state, network)
+                .map_err(|why| ApiError::no_capacity(format!("[VmNotAllocable] {why}")))?
+        {
+            lease = Some((ip, id.clone()));
+            break;
+        }
+    }
+    let (ipv4, ip_network) = match lease {
+        Some((ip, network)) => (ip, Some(network)),
+        None => (host.allocate_ip(&mut state), None),
+    };
+    let id = uuid::Uuid::new_v4().to_string();
+    let call = volume_ids
+        .iter()
+        .filter_map(|v| state.volume(v))
+        .find(|v| v.cloudinit)
+        .and_then(|v| {
+            let (user, meta) = seed_files(&v.files);
+            phone_home(user?, meta, &name, &id)
+        });
     let vm = VmRec {
-        id: uuid::Uuid::new_v4().to_string(),
+        id,
         name,
         demand,
         arch,
         volume_ids,
         network_ids,
         created: chrono::Utc::now(),
-        power: Power::On {
-            since: Instant::now(),
-        },
+        power: Power::on(Instant::now()),
         ipv4,
+        ip_network,
+        crashed: false,
+        phone_home_url: call.as_ref().map(|c| c.url.clone()),
+        phone_home: call,
+        phoned_home: false,
     };
-    tracing::info!(host = host.name(), vm = %vm.name, id = %vm.id, "registered");
+    tracing::info!(host = host.name(), vm = %vm.name, id = %vm.id, %ipv4, "registered");
     let row = vm_to_wire(&host, &state, &vm, Instant::now(), boot);
+    let watch = vm.phone_home.is_some().then(|| vm.id.clone());
     state.vms.push(vm);
+    drop(state);
+    if let Some(id) = watch {
+        crate::phonehome::watch(&host, id);
+    }
     // The mock answers with the new status element; clients treat it as opaque.
     ok(row)
 }
@@ -171,6 +206,9 @@ fn power(
         .find(|vm| vm.id == local_index)
         .ok_or_else(|| ApiError::not_found(format!("VM {local_index} does not exist")))?;
     action(vm, Instant::now())?;
+    drop(state);
+    // A boot may have started: a pending phone home recomputes its deadline.
+    host.wake();
     ok(json!({ "local_index": local_index }))
 }
 
@@ -178,13 +216,15 @@ async fn start(State(host): State<SimHost>, body: Bytes) -> ApiResult {
     // Starting a running VM is a no-op, like `virsh start` retried by a GUI.
     power(&host, &body, |vm, now| {
         if vm.power == Power::Off {
-            vm.power = Power::On { since: now };
+            vm.power = Power::on(now);
+            vm.crashed = false;
         }
         Ok(())
     })
 }
 
 async fn stop(State(host): State<SimHost>, body: Bytes) -> ApiResult {
+    // Stopping a stopped VM is a no-op too; libvirt's domain is "shut off".
     power(&host, &body, |vm, _| {
         vm.power = Power::Off;
         Ok(())
@@ -194,7 +234,10 @@ async fn stop(State(host): State<SimHost>, body: Bytes) -> ApiResult {
 async fn reboot(State(host): State<SimHost>, body: Bytes) -> ApiResult {
     power(&host, &body, |vm, now| match vm.power {
         Power::On { .. } => {
-            vm.power = Power::On { since: now };
+            vm.power = Power::On {
+                since: now,
+                reboot: true,
+            };
             Ok(())
         }
         Power::Off => Err(ApiError::bad_request(format!(

@@ -92,6 +92,12 @@ impl ApiError {
         ApiError::new(StatusCode::BAD_REQUEST, detail)
     }
 
+    /// 422, FastAPI's answer to a well-formed body with impossible values;
+    /// the driver keeps it apart from canallocate's capacity refusals.
+    pub(crate) fn unprocessable(detail: impl Into<String>) -> Self {
+        ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, detail)
+    }
+
     pub(crate) fn not_found(detail: impl Into<String>) -> Self {
         ApiError::new(StatusCode::NOT_FOUND, detail)
     }
@@ -114,9 +120,16 @@ impl IntoResponse for ApiError {
 
 pub(crate) type ApiResult = Result<Response, ApiError>;
 
-/// Parses a JSON body; anything unreadable is a 400 naming the problem.
+/// Parses a JSON object body; anything unreadable is a 400 naming the
+/// problem. Every body of the protocol is an object, and serde would
+/// otherwise read a struct from an array (`[1, 2]`).
 pub(crate) fn parse<T: DeserializeOwned>(body: &Bytes) -> Result<T, ApiError> {
-    serde_json::from_slice(body)
+    let value: serde_json::Value = serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request(format!("invalid JSON body: {e}")))?;
+    if !value.is_object() {
+        return Err(ApiError::bad_request("the body must be a JSON object"));
+    }
+    serde_json::from_value(value)
         .map_err(|e| ApiError::bad_request(format!("invalid JSON body: {e}")))
 }
 

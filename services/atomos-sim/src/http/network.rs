@@ -57,11 +57,22 @@ fn prefix_len(cidr: &str) -> Option<u8> {
     prefix.parse::<u8>().ok().filter(|p| *p <= 32)
 }
 
-fn parse_ip(what: &str, value: &str) -> Result<(), ApiError> {
+fn parse_ip(what: &str, value: &str) -> Result<Ipv4Addr, ApiError> {
     value
         .parse::<Ipv4Addr>()
-        .map(|_| ())
         .map_err(|_| ApiError::bad_request(format!("{what} {value:?} is not an IPv4 address")))
+}
+
+/// Whether `ip` lies in the subnet of `cidr` (already checked by [`prefix_len`]).
+fn in_subnet(cidr: &str, ip: Ipv4Addr) -> bool {
+    let (Some((addr, _)), Some(prefix)) = (cidr.split_once('/'), prefix_len(cidr)) else {
+        return false;
+    };
+    let Ok(addr) = addr.parse::<Ipv4Addr>() else {
+        return false;
+    };
+    let mask = u32::MAX.checked_shl(32 - u32::from(prefix)).unwrap_or(0);
+    u32::from(addr) & mask == u32::from(ip) & mask
 }
 
 async fn list(State(host): State<SimHost>) -> ApiResult {
@@ -99,8 +110,21 @@ async fn create(State(host): State<SimHost>, body: Bytes) -> ApiResult {
         )));
     }
     if let Some(dhcp) = &body.ip.dhcp {
-        parse_ip("dhcp.start", &dhcp.start)?;
-        parse_ip("dhcp.end", &dhcp.end)?;
+        let start = parse_ip("dhcp.start", &dhcp.start)?;
+        let end = parse_ip("dhcp.end", &dhcp.end)?;
+        if start > end {
+            return Err(ApiError::bad_request(format!(
+                "dhcp.start {start} comes after dhcp.end {end}"
+            )));
+        }
+        for (what, ip) in [("dhcp.start", start), ("dhcp.end", end)] {
+            if !in_subnet(&body.ip.address, ip) {
+                return Err(ApiError::bad_request(format!(
+                    "{what} {ip} is outside {}",
+                    body.ip.address
+                )));
+            }
+        }
     }
     let mut state = host.state();
     if state.networks.iter().any(|n| n.name == body.network_name) {
@@ -159,5 +183,12 @@ mod tests {
         assert_eq!(prefix_len("10.0.0.0/33"), None);
         assert_eq!(prefix_len("10.0.0.0"), None);
         assert_eq!(prefix_len("fd00::/64"), None);
+        let ip = |s: &str| s.parse::<Ipv4Addr>().unwrap();
+        assert!(in_subnet("192.168.101.1/24", ip("192.168.101.254")));
+        assert!(!in_subnet("192.168.101.1/24", ip("192.168.102.2")));
+        assert!(in_subnet("10.0.0.1/0", ip("192.168.1.1")));
+        assert!(in_subnet("10.0.0.1/32", ip("10.0.0.1")));
+        assert!(!in_subnet("10.0.0.1/32", ip("10.0.0.2")));
+        assert!(!in_subnet("bogus", ip("10.0.0.2")));
     }
 }

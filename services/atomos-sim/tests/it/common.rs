@@ -86,3 +86,47 @@ pub async fn wait_running(client: &AtomosClient, name: &str) -> Vm {
     }
     panic!("{name} did not reach running with an IPv4");
 }
+
+/// A register request for `name` with `spec(slots, ram_mib)` and no volumes.
+pub fn register(name: &str, slots: u32, ram_mib: u64) -> atomos_driver::Register {
+    atomos_driver::Register {
+        vm_name: name.into(),
+        spec: spec(slots, ram_mib),
+        volume_ids: vec![],
+        network_ids: vec![],
+    }
+}
+
+/// Polls `check` every 10 ms until it holds; panics after ~3 s.
+pub async fn eventually<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    for _ in 0..300 {
+        if check().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("timed out waiting for {what}");
+}
+
+/// One request to the control endpoint: status and JSON body.
+pub async fn control(
+    sim: &Simulator,
+    method: reqwest::Method,
+    path: &str,
+    body: Option<serde_json::Value>,
+) -> (u16, serde_json::Value) {
+    let mut req = reqwest::Client::new()
+        .request(method, format!("{}{path}", sim.control_url()))
+        .timeout(Duration::from_secs(10));
+    if let Some(body) = body {
+        req = req.json(&body);
+    }
+    let resp = req.send().await.expect("control endpoint answers");
+    let status = resp.status().as_u16();
+    let body = resp.json().await.expect("control endpoint answers JSON");
+    (status, body)
+}

@@ -1,9 +1,13 @@
 //! Integration tests: the simulator driven through `AtomosClient` over real HTTP.
 
+mod capacity;
 mod common;
 mod compute;
+mod control;
 mod daemons;
 mod faults;
 mod flow;
+mod lifecycle;
 mod network;
+mod phonehome;
 mod storage;

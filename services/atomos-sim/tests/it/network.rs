@@ -1,7 +1,8 @@
-//! Networks: create/list/info/delete, duplicate names, use by a VM.
+//! Networks: create/list/info/delete, duplicate names, use by a VM, DHCP leases.
 
-use crate::common::{client, sim, spec};
+use crate::common::{client, sim, spec, wait_running};
 use atomos_driver::{ErrorKind, NetworkCreate, Register};
+use std::net::Ipv4Addr;
 use std::time::Duration;
 
 #[tokio::test]
@@ -52,4 +53,119 @@ async fn network_lifecycle() {
     assert!(c.network_info(&net.id).await.unwrap_err().is_not_found());
     assert!(c.network_delete(&net.id).await.unwrap_err().is_not_found());
     assert!(sim.host("small").unwrap().inventory().is_empty());
+}
+
+fn lan(name: &str, start: &str, end: &str) -> NetworkCreate {
+    NetworkCreate {
+        name: name.into(),
+        cidr: "192.168.50.1/24".into(),
+        dhcp_start: Some(start.into()),
+        dhcp_end: Some(end.into()),
+    }
+}
+
+#[tokio::test]
+async fn vms_lease_addresses_from_their_networks_dhcp_range() {
+    let sim = sim(Duration::from_millis(20)).await;
+    let c = client(&sim, "small");
+    // Three addresses, the gateway among them: two leases.
+    let net = c
+        .network_create(&lan("tiny", "192.168.50.1", "192.168.50.3"))
+        .await
+        .unwrap();
+    let on_net = |name: &str| Register {
+        network_ids: vec![net.id.clone()],
+        ..crate::common::register(name, 1, 512)
+    };
+    c.register(&on_net("a")).await.unwrap();
+    c.register(&on_net("b")).await.unwrap();
+    let a = wait_running(&c, "a").await;
+    let b = wait_running(&c, "b").await;
+    assert_eq!(
+        a.ipv4,
+        Some(Ipv4Addr::new(192, 168, 50, 2)),
+        "gateway skipped"
+    );
+    assert_eq!(b.ipv4, Some(Ipv4Addr::new(192, 168, 50, 3)));
+    // The range is used up: register is refused as capacity.
+    let err = c.register(&on_net("c")).await.unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Capacity, "{err}");
+    assert!(err.message.contains("exhausted"), "{err}");
+    // A VM without a network keeps the host's own block.
+    c.register(&crate::common::register("plain", 1, 512))
+        .await
+        .unwrap();
+    let plain = wait_running(&c, "plain").await;
+    assert_eq!(plain.ipv4.unwrap().octets()[0], 10);
+    // Unregistering releases the lease; the next VM gets the first free one.
+    c.unregister(&a.id).await.unwrap();
+    c.register(&on_net("c")).await.unwrap();
+    let again = wait_running(&c, "c").await;
+    assert_eq!(again.ipv4, Some(Ipv4Addr::new(192, 168, 50, 2)));
+    let inv = sim.host("small").unwrap().inventory();
+    let vm_c = inv.vms.iter().find(|v| v.name == "c").unwrap();
+    assert_eq!(vm_c.network_ids, vec![net.id.clone()]);
+    assert_eq!(vm_c.ipv4, Some(Ipv4Addr::new(192, 168, 50, 2)));
+}
+
+#[tokio::test]
+async fn leases_are_per_network_and_survive_power_cycles() {
+    let sim = sim(Duration::from_millis(20)).await;
+    let c = client(&sim, "small");
+    let one = c
+        .network_create(&lan("one", "192.168.50.10", "192.168.50.20"))
+        .await
+        .unwrap();
+    let two = c
+        .network_create(&lan("two", "192.168.50.10", "192.168.50.20"))
+        .await
+        .unwrap();
+    let no_dhcp = c
+        .network_create(&NetworkCreate {
+            name: "static".into(),
+            cidr: "172.16.0.1/16".into(),
+            dhcp_start: None,
+            dhcp_end: None,
+        })
+        .await
+        .unwrap();
+    for (name, nets) in [
+        ("x", vec![one.id.clone()]),
+        ("y", vec![two.id.clone()]),
+        // The first network with DHCP gives the address.
+        ("z", vec![no_dhcp.id.clone(), one.id.clone()]),
+    ] {
+        let req = Register {
+            network_ids: nets,
+            ..crate::common::register(name, 1, 256)
+        };
+        c.register(&req).await.unwrap();
+    }
+    let x = wait_running(&c, "x").await;
+    let y = wait_running(&c, "y").await;
+    let z = wait_running(&c, "z").await;
+    assert_eq!(x.ipv4, Some(Ipv4Addr::new(192, 168, 50, 10)));
+    assert_eq!(y.ipv4, x.ipv4, "another network, another pool");
+    assert_eq!(z.ipv4, Some(Ipv4Addr::new(192, 168, 50, 11)));
+
+    c.stop(&x.id).await.unwrap();
+    assert_eq!(c.vm_by_name("x").await.unwrap().unwrap().ipv4, None);
+    c.start(&x.id).await.unwrap();
+    assert_eq!(wait_running(&c, "x").await.ipv4, x.ipv4, "lease kept");
+}
+
+#[tokio::test]
+async fn dhcp_ranges_are_validated() {
+    let sim = sim(Duration::from_millis(20)).await;
+    let c = client(&sim, "small");
+    for (start, end) in [
+        ("192.168.50.20", "192.168.50.10"),
+        ("192.168.49.10", "192.168.50.20"),
+        ("192.168.50.10", "10.0.0.1"),
+        ("192.168.50.10", "nope"),
+    ] {
+        let err = c.network_create(&lan("bad", start, end)).await.unwrap_err();
+        assert_eq!(err.kind, ErrorKind::Invalid, "{start}-{end}: {err}");
+    }
+    assert!(c.networks().await.unwrap().is_empty());
 }
