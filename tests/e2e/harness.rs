@@ -78,6 +78,10 @@ impl Meson {
         self.dev.as_ref().expect("running")
     }
 
+    pub fn data_dir(&self) -> &std::path::Path {
+        &self.dir
+    }
+
     pub fn sim(&self) -> &atomos_sim::Simulator {
         &self.dev().simulator
     }

@@ -420,3 +420,165 @@ async fn a_database_outage_is_reported_not_crashed_on() {
     );
     api.shutdown().await;
 }
+
+#[tokio::test]
+async fn hostile_bodies_get_clear_errors_never_a_500() {
+    let m = Meson::start().await;
+    let post = |body: Vec<u8>, ct: &'static str| {
+        m.http
+            .post(format!("{}/v1/vms", m.base))
+            .bearer_auth(&m.token)
+            .header("content-type", ct)
+            .body(body)
+            .send()
+    };
+    let code = |r: reqwest::Response| async move {
+        let status = r.status();
+        let body: serde_json::Value = r.json().await.unwrap();
+        (
+            status,
+            body["error"]["code"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+        )
+    };
+
+    let huge = format!("{{\"specs\": \"{}\"}}", "x".repeat(2 * 1024 * 1024));
+    let (s, c) = code(post(huge.into_bytes(), "application/json").await.unwrap()).await;
+    assert_eq!(
+        (s, c.as_str()),
+        (StatusCode::BAD_REQUEST, "invalid_input"),
+        "oversized body"
+    );
+
+    let (s, c) = code(
+        post(b"{\"specs\": \"\xff\xfe\"}".to_vec(), "application/json")
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (s, c.as_str()),
+        (StatusCode::BAD_REQUEST, "json_error"),
+        "invalid UTF-8"
+    );
+
+    let deep = format!("{}{}", "[".repeat(5000), "]".repeat(5000));
+    let (s, c) = code(post(deep.into_bytes(), "application/json").await.unwrap()).await;
+    assert_eq!(
+        (s, c.as_str()),
+        (StatusCode::BAD_REQUEST, "json_error"),
+        "deep nesting"
+    );
+
+    let (s, c) = code(post(b"<vm/>".to_vec(), "application/xml").await.unwrap()).await;
+    assert_eq!(
+        (s, c.as_str()),
+        (StatusCode::BAD_REQUEST, "json_error"),
+        "wrong content type"
+    );
+
+    let (s, c) = code(post(b"[]".to_vec(), "application/json").await.unwrap()).await;
+    assert_eq!(
+        (s, c.as_str()),
+        (StatusCode::BAD_REQUEST, "invalid_input"),
+        "not an object"
+    );
+
+    let r = m
+        .http
+        .put(format!("{}/v1/vms", m.base))
+        .bearer_auth(&m.token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::METHOD_NOT_ALLOWED);
+    assert_eq!(
+        m.get("/v1/nothing-here").await.status,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        m.get("/v1/vms").await.body["meta"]["pagination"]["total_entries"],
+        0,
+        "nothing half-written"
+    );
+    m.stop().await;
+}
+
+#[tokio::test]
+async fn tenants_see_only_their_own_resources() {
+    let m = Meson::start().await;
+    let r = m.post("/v1/vms", &seed_vm()).await;
+    let (vm, action) = (
+        r.body["vm"]["id"].as_str().unwrap().to_owned(),
+        r.body["action"]["id"].as_str().unwrap().to_owned(),
+    );
+    m.wait_action(&action).await;
+
+    // Another tenant, with a token from the same issuer.
+    let secret = std::fs::read_to_string(m.data_dir().join("jwt-secret")).unwrap();
+    let auth = meson_api::Auth::hs256(secret.trim().as_bytes(), "meson-test");
+    let other = auth.issue(
+        "someone-else",
+        "eve",
+        meson_api::Role::Admin,
+        chrono::Duration::minutes(5),
+    );
+    let get = |path: String| {
+        m.http
+            .get(format!("{}{path}", m.base))
+            .bearer_auth(&other)
+            .send()
+    };
+
+    assert_eq!(
+        get(format!("/v1/vms/{vm}")).await.unwrap().status(),
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        get(format!("/v1/actions/{action}")).await.unwrap().status(),
+        StatusCode::NOT_FOUND
+    );
+    let list: serde_json::Value = get("/v1/vms".into()).await.unwrap().json().await.unwrap();
+    assert_eq!(list["vms"], json!([]));
+    let r = m
+        .http
+        .delete(format!("{}/v1/vms/{vm}", m.base))
+        .bearer_auth(&other)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::NOT_FOUND);
+    // The owner still has it, untouched.
+    assert_eq!(
+        m.get(&format!("/v1/vms/{vm}")).await.body["vm"]["status"],
+        "running"
+    );
+
+    // A viewer may read but not create.
+    let viewer = auth.issue(
+        "dev",
+        "bob",
+        meson_api::Role::Viewer,
+        chrono::Duration::minutes(5),
+    );
+    let r = m
+        .http
+        .post(format!("{}/v1/vms", m.base))
+        .bearer_auth(&viewer)
+        .json(&seed_vm())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
+    let r = m
+        .http
+        .get(format!("{}/v1/vms/{vm}", m.base))
+        .bearer_auth(&viewer)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    m.stop().await;
+}
