@@ -582,3 +582,89 @@ async fn tenants_see_only_their_own_resources() {
     assert_eq!(r.status(), StatusCode::OK);
     m.stop().await;
 }
+
+#[tokio::test]
+async fn power_actions_stop_start_and_reboot_a_vm() {
+    let m = Meson::start().await;
+    let r = m.post("/v1/vms", &seed_vm()).await;
+    let id = r.body["vm"]["id"].as_str().unwrap().to_owned();
+    m.wait_action(r.body["action"]["id"].as_str().unwrap())
+        .await;
+    let sim_state = |m: &Meson| {
+        let name = format!("vm-{}", id.replace('-', ""));
+        m.sim()
+            .hosts()
+            .iter()
+            .flat_map(|h| h.inventory().vms)
+            .find(|v| v.name == name)
+            .map(|v| v.state)
+    };
+
+    for (command, status, atomos, cmd) in [
+        ("poweroff", "off", atomos_driver::VmState::Off, "stop_vm"),
+        (
+            "poweron",
+            "running",
+            atomos_driver::VmState::Running,
+            "start_vm",
+        ),
+        (
+            "reboot",
+            "running",
+            atomos_driver::VmState::Running,
+            "reboot_vm",
+        ),
+        // Powering off twice is fine: the second finds it off already.
+        ("poweroff", "off", atomos_driver::VmState::Off, "stop_vm"),
+        ("poweroff", "off", atomos_driver::VmState::Off, "stop_vm"),
+    ] {
+        let r = m
+            .post(&format!("/v1/vms/{id}/actions/{command}"), &json!({}))
+            .await;
+        assert_eq!(r.status, StatusCode::CREATED, "{command}: {}", r.body);
+        assert_eq!(r.body["action"]["command"], cmd);
+        let done = m
+            .wait_action(r.body["action"]["id"].as_str().unwrap())
+            .await;
+        assert_eq!(done["status"], "success", "{command}: {done}");
+        let vm = m.get(&format!("/v1/vms/{id}")).await.body["vm"].clone();
+        assert_eq!(vm["status"], status, "{command}");
+        assert_eq!(sim_state(&m), Some(atomos), "{command}: AtomOS agrees");
+        if status == "running" {
+            assert!(vm["ipv4"].is_string());
+        }
+    }
+
+    // The VM's own action history lists them all.
+    let r = m.get(&format!("/v1/vms/{id}/actions")).await;
+    assert_eq!(r.body["actions"].as_array().unwrap().len(), 6, "{}", r.body);
+
+    let r = m
+        .post(&format!("/v1/vms/{id}/actions/explode"), &json!({}))
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+    let r = m
+        .post(
+            &format!("/v1/vms/{}/actions/poweron", uuid::Uuid::new_v4()),
+            &json!({}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+
+    // A VM whose create failed cannot be powered.
+    for h in m.sim().hosts() {
+        h.faults().fail_next("vm/register", 400, 1);
+    }
+    let mut body = seed_vm();
+    body["specs"]["vm_name"] = json!("broken");
+    let r = m.post("/v1/vms", &body).await;
+    let broken = r.body["vm"]["id"].as_str().unwrap().to_owned();
+    m.wait_action(r.body["action"]["id"].as_str().unwrap())
+        .await;
+    let r = m
+        .post(&format!("/v1/vms/{broken}/actions/poweron"), &json!({}))
+        .await;
+    assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.body);
+    assert_eq!(r.body["error"]["code"], "conflict");
+    m.stop().await;
+}

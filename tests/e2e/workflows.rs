@@ -264,3 +264,92 @@ async fn vm_delete_passes_the_workflow_harness() {
     .run_all()
     .await;
 }
+
+/// Power off (or reboot) a running VM.
+struct PowerScenario<O>(World, std::marker::PhantomData<O>);
+
+impl<O: meson_workflows::vm_power::PowerOp> Scenario for PowerScenario<O> {
+    type W = meson_workflows::vm_power::VmPower<O>;
+
+    fn workflow(&self) -> Self::W {
+        meson_workflows::vm_power::VmPower::new(self.0.env.clone())
+    }
+
+    async fn start(&self) -> ActionId {
+        let w = &self.0;
+        let (vm, create) = w.create_request().await;
+        assert_eq!(
+            w.run_plain(VmCreate(w.env.clone()), create).await.error,
+            None
+        );
+        let op = if O::KIND == "vm_poweroff" {
+            meson_api::app::PowerAction::Off
+        } else {
+            meson_api::app::PowerAction::Reboot
+        };
+        w.app
+            .vm_power(&w.who, vm, op)
+            .await
+            .expect("power action accepted")
+            .id
+    }
+
+    async fn assert_done(&self, action: ActionId) {
+        let w = &self.0;
+        let vm = w.vm_of(action).await;
+        let v = meson_db::vms::get(&w.db.pool, None, vm).await.unwrap();
+        let want = if O::KIND == "vm_poweroff" {
+            VmStatus::Off
+        } else {
+            VmStatus::Running
+        };
+        assert_eq!(v.status, want);
+        assert_eq!(
+            w.on_atomos(vm),
+            (1, 3),
+            "power actions create and destroy nothing"
+        );
+    }
+
+    /// A failed power action leaves the VM in the state AtomOS reports, not
+    /// stuck in `stopping`/`starting`, and everything it owns in place.
+    async fn assert_clean(&self, action: ActionId) {
+        let w = &self.0;
+        let vm = w.vm_of(action).await;
+        let v = meson_db::vms::get(&w.db.pool, None, vm).await.unwrap();
+        assert!(
+            matches!(v.status, VmStatus::Running | VmStatus::Off),
+            "{:?}",
+            v.status
+        );
+        assert_eq!(w.on_atomos(vm), (1, 3));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vm_poweroff_passes_the_workflow_harness() {
+    let s = PowerScenario::<meson_workflows::vm_power::PowerOff>(
+        World::new().await,
+        std::marker::PhantomData,
+    );
+    Harness {
+        pool: &s.0.db.pool,
+        scenario: &s,
+    }
+    .run_all()
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vm_reboot_passes_the_workflow_harness() {
+    let s = PowerScenario::<meson_workflows::vm_power::Reboot>(
+        World::new().await,
+        std::marker::PhantomData,
+    );
+    Harness {
+        pool: &s.0.db.pool,
+        scenario: &s,
+    }
+    .run_all()
+    .await;
+}

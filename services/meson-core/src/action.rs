@@ -39,6 +39,9 @@ impl ActionStatus {
 pub enum Command {
     CreateVm,
     DeleteVm,
+    StartVm,
+    StopVm,
+    RebootVm,
 }
 
 impl Command {
@@ -46,6 +49,9 @@ impl Command {
         match self {
             Command::CreateVm => "create_vm",
             Command::DeleteVm => "delete_vm",
+            Command::StartVm => "start_vm",
+            Command::StopVm => "stop_vm",
+            Command::RebootVm => "reboot_vm",
         }
     }
 }

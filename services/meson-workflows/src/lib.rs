@@ -3,6 +3,7 @@
 pub mod atomos;
 pub mod vm_create;
 pub mod vm_delete;
+pub mod vm_power;
 
 use meson_db::PgPool;
 use std::sync::Arc;
@@ -39,7 +40,10 @@ pub struct Env {
 pub fn register_all(worker: meson_jobs::Worker, env: Arc<Env>) -> meson_jobs::Worker {
     worker
         .register(vm_create::VmCreate(env.clone()))
-        .register(vm_delete::VmDelete(env))
+        .register(vm_delete::VmDelete(env.clone()))
+        .register(vm_power::VmPower::<vm_power::PowerOn>::new(env.clone()))
+        .register(vm_power::VmPower::<vm_power::PowerOff>::new(env.clone()))
+        .register(vm_power::VmPower::<vm_power::Reboot>::new(env))
 }
 
 /// Parameters of every VM workflow.

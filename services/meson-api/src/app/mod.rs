@@ -8,7 +8,7 @@ mod vms;
 
 use meson_db::PgPool;
 
-pub use vms::{VmCreated, VmPage};
+pub use vms::{PowerAction, VmCreated, VmPage};
 
 #[derive(Clone)]
 pub struct App {

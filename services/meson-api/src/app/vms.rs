@@ -9,7 +9,27 @@ use meson_core::vm::{Vm, VmCreate, VmStatus};
 use meson_core::volume::{Volume, VolumeKind, VolumeStatus};
 use meson_core::{ActionId, Error, Result, VmId, VolumeId};
 use meson_jobs::Enqueued;
-use meson_workflows::{vm_create, vm_delete};
+use meson_workflows::vm_power::{PowerOff, PowerOn, Reboot};
+use meson_workflows::{vm_create, vm_delete, vm_power};
+
+/// `POST /v1/vms/{id}/actions/{poweron|poweroff|reboot}`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PowerAction {
+    On,
+    Off,
+    Reboot,
+}
+
+impl PowerAction {
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "poweron" => Some(Self::On),
+            "poweroff" => Some(Self::Off),
+            "reboot" => Some(Self::Reboot),
+            _ => None,
+        }
+    }
+}
 
 pub struct VmCreated {
     pub vm: Vm,
@@ -211,6 +231,51 @@ impl App {
         meson_db::vms::set_status(&mut *tx, id, VmStatus::Deleting).await?;
         meson_db::commit(tx).await?;
         tracing::info!(vm = %id, action = %action.id, "vm delete accepted");
+        Ok(action)
+    }
+
+    /// Starts a power action on a running or stopped VM; `locked` while
+    /// another action runs on it, `conflict` while it is not placed or failed.
+    pub async fn vm_power(&self, p: &Principal, id: VmId, op: PowerAction) -> Result<Action> {
+        p.require(Role::Editor)?;
+        let vm = meson_db::vms::get(&self.pool, Some(&p.tenant), id).await?;
+        let command = match op {
+            PowerAction::On => Command::StartVm,
+            PowerAction::Off => Command::StopVm,
+            PowerAction::Reboot => Command::RebootVm,
+        };
+        let action = new_action(p, command, vec![(ResourceType::Vm, vm.id.0)]);
+        let mut tx = meson_db::begin(&self.pool).await?;
+        meson_db::actions::insert(&mut tx, &action).await?;
+        let queued = match op {
+            PowerAction::On => {
+                vm_power::enqueue::<PowerOn>(&mut tx, id, action.id, &p.tenant).await?
+            }
+            PowerAction::Off => {
+                vm_power::enqueue::<PowerOff>(&mut tx, id, action.id, &p.tenant).await?
+            }
+            PowerAction::Reboot => {
+                vm_power::enqueue::<Reboot>(&mut tx, id, action.id, &p.tenant).await?
+            }
+        };
+        if let Enqueued::Locked(blocking) = queued {
+            return Err(Error::Locked {
+                kind: "vm",
+                id: id.to_string(),
+                action_id: blocking.map(|a| a.0).unwrap_or_default(),
+            });
+        }
+        // Checked after taking the lock: no other action can change it now.
+        if !matches!(vm.status, VmStatus::Running | VmStatus::Off) || vm.placement.is_none() {
+            return Err(Error::Conflict {
+                message: format!(
+                    "the vm is {}; power actions need it running or off",
+                    vm.status.as_str()
+                ),
+            });
+        }
+        meson_db::commit(tx).await?;
+        tracing::info!(vm = %id, action = %action.id, ?op, "vm power action accepted");
         Ok(action)
     }
 }

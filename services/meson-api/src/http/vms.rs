@@ -15,6 +15,7 @@ pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/v1/vms", get(list).post(create))
         .route("/v1/vms/{id}", get(read).delete(delete))
+        .route("/v1/vms/{id}/actions/{command}", axum::routing::post(power))
 }
 
 async fn create(
@@ -71,4 +72,25 @@ async fn delete(
     Ok(Json(wire::ActionResponse {
         action: views::action(&action),
     }))
+}
+
+async fn power(
+    State(s): State<AppState>,
+    p: Principal,
+    Path((id, command)): Path<(String, String)>,
+) -> ApiResult<Response> {
+    let op = crate::app::PowerAction::parse(&command).ok_or_else(|| {
+        crate::error::ApiError(meson_core::Error::NotFound {
+            kind: "vm action",
+            id: command.clone(),
+        })
+    })?;
+    let action = s.app.vm_power(&p, parse_id(&id)?, op).await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(wire::ActionResponse {
+            action: views::action(&action),
+        }),
+    )
+        .into_response())
 }

@@ -1,0 +1,211 @@
+//! Power a VM on, off, or reboot it: ask AtomOS, then wait for the state.
+
+use crate::Env;
+use crate::atomos::step_error;
+use atomos_driver::{AtomosClient, VmState};
+use meson_core::action::ActionFailure;
+use meson_core::vm::{Vm, VmStatus};
+use meson_core::{ActionId, TenantId, VmId};
+use meson_jobs::{Enqueued, StepCtx, StepError, StepResult, Workflow, to_output};
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+pub type Params = crate::VmParams;
+
+/// One power operation.
+pub trait PowerOp: Send + Sync + 'static {
+    /// The job kind, persisted.
+    const KIND: &'static str;
+    /// The VM's status while the operation runs.
+    const TRANSIENT: VmStatus;
+    /// The AtomOS state that ends it.
+    const TARGET: VmState;
+
+    /// Asks AtomOS, unless the VM is already where this op leads.
+    fn request(
+        c: &AtomosClient,
+        vm: &atomos_driver::Vm,
+    ) -> impl Future<Output = Result<(), atomos_driver::DriverError>> + Send;
+}
+
+pub struct PowerOn;
+pub struct PowerOff;
+pub struct Reboot;
+
+impl PowerOp for PowerOn {
+    const KIND: &'static str = "vm_poweron";
+    const TRANSIENT: VmStatus = VmStatus::Starting;
+    const TARGET: VmState = VmState::Running;
+
+    async fn request(
+        c: &AtomosClient,
+        vm: &atomos_driver::Vm,
+    ) -> Result<(), atomos_driver::DriverError> {
+        if matches!(vm.state, VmState::Running | VmState::Starting) {
+            Ok(())
+        } else {
+            c.start(&vm.id).await
+        }
+    }
+}
+
+impl PowerOp for PowerOff {
+    const KIND: &'static str = "vm_poweroff";
+    const TRANSIENT: VmStatus = VmStatus::Stopping;
+    const TARGET: VmState = VmState::Off;
+
+    async fn request(
+        c: &AtomosClient,
+        vm: &atomos_driver::Vm,
+    ) -> Result<(), atomos_driver::DriverError> {
+        if matches!(vm.state, VmState::Off | VmState::Stopping) {
+            Ok(())
+        } else {
+            c.stop(&vm.id).await
+        }
+    }
+}
+
+impl PowerOp for Reboot {
+    const KIND: &'static str = "vm_reboot";
+    const TRANSIENT: VmStatus = VmStatus::Starting;
+    const TARGET: VmState = VmState::Running;
+
+    /// A reboot repeated after a crash reboots twice: harmless for a guest.
+    async fn request(
+        c: &AtomosClient,
+        vm: &atomos_driver::Vm,
+    ) -> Result<(), atomos_driver::DriverError> {
+        c.reboot(&vm.id).await
+    }
+}
+
+pub struct VmPower<O>(pub Arc<Env>, PhantomData<O>);
+
+impl<O> VmPower<O> {
+    pub fn new(env: Arc<Env>) -> Self {
+        VmPower(env, PhantomData)
+    }
+}
+
+/// Step names are persisted: never rename one.
+const STEPS: &[&str] = &["request", "wait"];
+
+pub async fn enqueue<O: PowerOp>(
+    tx: &mut meson_db::Tx<'_>,
+    vm: VmId,
+    action: ActionId,
+    tenant: &TenantId,
+) -> Result<Enqueued, meson_core::Error> {
+    crate::enqueue_for_vm::<VmPower<O>>(tx, vm, action, tenant, 10).await
+}
+
+fn status_of(state: &VmState) -> VmStatus {
+    match state {
+        VmState::Running => VmStatus::Running,
+        VmState::Starting => VmStatus::Starting,
+        VmState::Stopping => VmStatus::Stopping,
+        VmState::Off | VmState::Paused => VmStatus::Off,
+        VmState::Unknown(_) => VmStatus::Error,
+    }
+}
+
+impl<O: PowerOp> VmPower<O> {
+    async fn target(&self, vm: &Vm) -> StepResult<(AtomosClient, atomos_driver::Vm)> {
+        let placement = vm
+            .placement
+            .as_ref()
+            .ok_or_else(|| StepError::fatal("conflict", "the VM is not placed on a host"))?;
+        let c = self.0.atomos.client(placement.target_id).await?;
+        let found = c.vm_by_name(&vm.atomos_name).await.map_err(step_error)?;
+        let found = found.ok_or_else(|| {
+            StepError::fatal("not_found", "the VM is missing from its hypervisor")
+        })?;
+        Ok((c, found))
+    }
+}
+
+impl<O: PowerOp> Workflow for VmPower<O> {
+    const KIND: &'static str = O::KIND;
+    type Params = Params;
+
+    fn steps(&self) -> &'static [&'static str] {
+        STEPS
+    }
+
+    async fn run(&self, cx: &StepCtx<'_, Params>, step: &'static str) -> StepResult {
+        let env = &self.0;
+        let vm = meson_db::vms::get(&env.pool, None, cx.params.vm_id).await?;
+        match step {
+            "request" => {
+                let (c, found) = self.target(&vm).await?;
+                meson_db::vms::set_status(&env.pool, vm.id, O::TRANSIENT).await?;
+                O::request(&c, &found).await.map_err(step_error)?;
+                to_output(())
+            }
+            "wait" => {
+                let deadline = tokio::time::Instant::now() + env.config.vm_boot_timeout;
+                loop {
+                    let (_, found) = self.target(&vm).await?;
+                    let up = O::TARGET == VmState::Running;
+                    if found.state == O::TARGET && (!up || found.ipv4.is_some()) {
+                        let ipv4 = if up { found.ipv4 } else { vm.ipv4 };
+                        meson_db::vms::set_runtime(
+                            &env.pool,
+                            vm.id,
+                            status_of(&found.state),
+                            Some(&found.id),
+                            ipv4,
+                        )
+                        .await?;
+                        return to_output(());
+                    }
+                    if tokio::time::Instant::now() >= deadline {
+                        return Err(StepError::fatal(
+                            "timeout",
+                            "the VM did not reach the requested power state in time",
+                        ));
+                    }
+                    tokio::time::sleep(env.config.poll_interval).await;
+                }
+            }
+            other => Err(StepError::fatal(
+                "service_error",
+                format!("unknown step {other}"),
+            )),
+        }
+    }
+
+    async fn undo(&self, _cx: &StepCtx<'_, Params>, _step: &'static str) -> StepResult<()> {
+        // Power operations are forward-only: a half-done one is reported, not reversed.
+        Ok(())
+    }
+
+    /// Shows the VM as it really is once it settles (running or off), not
+    /// stuck in `starting`/`stopping`: nothing else would update it later.
+    async fn on_failed(&self, params: &Params, _failure: &ActionFailure) -> StepResult<()> {
+        let env = &self.0;
+        let vm = meson_db::vms::get(&env.pool, None, params.vm_id).await?;
+        let deadline = tokio::time::Instant::now() + env.config.vm_boot_timeout;
+        let status = loop {
+            match self.target(&vm).await {
+                Ok((_, found))
+                    if matches!(found.state, VmState::Running | VmState::Off)
+                        || tokio::time::Instant::now() >= deadline =>
+                {
+                    break status_of(&found.state);
+                }
+                Ok(_) => tokio::time::sleep(env.config.poll_interval).await,
+                Err(StepError::Retryable { .. }) => {
+                    return Err(StepError::retryable(
+                        "service_error",
+                        "the VM's state is unknown",
+                    ));
+                }
+                Err(StepError::Fatal { .. }) => break VmStatus::Error,
+            }
+        };
+        meson_db::vms::set_status(&env.pool, vm.id, status).await?;
+        Ok(())
+    }
+}
