@@ -668,3 +668,152 @@ async fn power_actions_stop_start_and_reboot_a_vm() {
     assert_eq!(r.body["error"]["code"], "conflict");
     m.stop().await;
 }
+
+#[tokio::test]
+async fn lists_filter_sort_page_and_vms_can_be_renamed_and_relabelled() {
+    let m = Meson::start().await;
+    for (name, labels) in [
+        ("a", json!({"env": "prod", "tier": "web"})),
+        ("b", json!({"env": "prod"})),
+        ("c", json!({"env": "dev", "gpu": ""})),
+    ] {
+        let mut body = seed_vm();
+        body["specs"]["vm_name"] = json!(name);
+        body["labels"] = labels;
+        assert_eq!(m.post("/v1/vms", &body).await.status, StatusCode::CREATED);
+    }
+    let names = |r: &crate::harness::Reply| -> Vec<String> {
+        r.body["vms"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    for (selector, want) in [
+        ("env=prod", vec!["a", "b"]),
+        ("env==prod", vec!["a", "b"]),
+        ("env!=prod", vec!["c"]),
+        ("tier", vec!["a"]),
+        ("!tier", vec!["b", "c"]),
+        ("env in (dev,test)", vec!["c"]),
+        ("env notin (prod)", vec!["c"]),
+        ("env=prod,tier", vec!["a"]),
+        ("gpu", vec!["c"]),
+        ("missing=x", vec![]),
+    ] {
+        let r = m
+            .get(&format!("/v1/vms?label_selector={}", urlencode(selector)))
+            .await;
+        assert_eq!(r.status, StatusCode::OK, "{selector}: {}", r.body);
+        assert_eq!(names(&r), want, "{selector}");
+    }
+    assert_eq!(names(&m.get("/v1/vms?name=b").await), ["b"]);
+    assert_eq!(
+        names(&m.get("/v1/vms?sort=name:desc").await),
+        ["c", "b", "a"]
+    );
+    assert_eq!(names(&m.get("/v1/vms?sort=name").await), ["a", "b", "c"]);
+    assert_eq!(
+        names(&m.get("/v1/vms?status=off").await),
+        Vec::<String>::new()
+    );
+
+    let r = m.get("/v1/vms?per_page=2&page=2&sort=name").await;
+    assert_eq!(names(&r), ["c"]);
+    let p = &r.body["meta"]["pagination"];
+    assert_eq!(
+        (
+            p["total_entries"].as_u64(),
+            p["previous_page"].as_u64(),
+            p["next_page"].as_u64()
+        ),
+        (Some(3), Some(1), None)
+    );
+    assert!(r.headers["link"].to_str().unwrap().contains("rel=\"prev\""));
+    let r = m.get("/v1/vms?per_page=2&page=9").await;
+    assert_eq!(
+        (
+            names(&r).len(),
+            r.body["meta"]["pagination"]["total_entries"].as_u64()
+        ),
+        (0, Some(3))
+    );
+
+    for (query, field) in [
+        ("label_selector=env%20in%20(a", "label_selector"),
+        ("sort=price", "sort"),
+        ("status=sleeping", "status"),
+        ("per_page=51", "per_page"),
+        ("page=0", "page"),
+    ] {
+        let r = m.get(&format!("/v1/vms?{query}")).await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{query}");
+        assert_eq!(
+            r.body["error"]["details"]["fields"][0]["name"], field,
+            "{query}"
+        );
+    }
+
+    // PATCH: rename, relabel, and the errors.
+    let a = m.get("/v1/vms?name=a").await.body["vms"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let patch = |body: serde_json::Value| {
+        m.http
+            .patch(format!("{}/v1/vms/{a}", m.base))
+            .bearer_auth(&m.token)
+            .json(&body)
+            .send()
+    };
+    let r = patch(json!({"name": "alpha", "labels": {"env": "staging"}, "colour": "red"}))
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    let body: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(
+        (
+            body["vm"]["name"].as_str(),
+            body["vm"]["labels"]["env"].as_str()
+        ),
+        (Some("alpha"), Some("staging"))
+    );
+    assert_eq!(body["warnings"][0]["field"], "colour");
+    assert_eq!(
+        names(&m.get("/v1/vms?label_selector=env%3Dstaging").await),
+        ["alpha"]
+    );
+    let r = patch(json!({"name": "b"})).await.unwrap();
+    assert_eq!(r.status(), StatusCode::CONFLICT);
+    let body: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "uniqueness_error");
+    let r = patch(json!({"name": "not_valid", "labels": {"-": "x"}}))
+        .await
+        .unwrap();
+    let body: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(
+        body["error"]["details"]["fields"].as_array().unwrap().len(),
+        2,
+        "{body}"
+    );
+    let r = m
+        .http
+        .patch(format!("{}/v1/vms/{}", m.base, uuid::Uuid::new_v4()))
+        .bearer_auth(&m.token)
+        .json(&json!({"name": "x"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::NOT_FOUND);
+    m.stop().await;
+}
+
+fn urlencode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'_' | b'.' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}

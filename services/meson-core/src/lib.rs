@@ -12,6 +12,7 @@ pub mod labels;
 pub mod naming;
 pub mod os;
 pub mod parse;
+pub mod selector;
 pub mod ssh;
 pub mod target;
 pub mod vm;

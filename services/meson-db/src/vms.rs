@@ -132,41 +132,142 @@ async fn get_with(
     .try_into()
 }
 
-/// One page of a tenant's VMs in id (= creation) order, and the total count.
+/// Which VMs to list and in what order.
+#[derive(Clone, Debug, Default)]
+pub struct VmFilter {
+    pub name: Option<String>,
+    pub statuses: Vec<String>,
+    /// Label selector requirements (`meson_core::selector`), as JSON.
+    pub selector: Vec<meson_core::selector::Requirement>,
+    /// Up to two sort keys, `field:asc|desc` with field id|name|status|created.
+    pub sort: Vec<String>,
+}
+
+/// One page of a tenant's VMs, and how many match in all. The order always
+/// ends with the id, so pages are stable under inserts.
 pub async fn list(
     pool: &PgPool,
     tenant: &TenantId,
+    filter: &VmFilter,
     limit: i64,
     offset: i64,
 ) -> Result<(Vec<Vm>, i64), Error> {
-    let total = sqlx::query_scalar!(
-        r#"select count(*) as "n!" from vms where tenant_id = $1 and deleted_at is null"#,
-        tenant.as_str()
-    )
-    .fetch_one(pool)
-    .await
-    .ctx("counting vms")?;
-    let rows = sqlx::query_as!(
-        VmRow,
+    let selector =
+        serde_json::to_value(&filter.selector).map_err(|e| Error::internal_from("selector", e))?;
+    let sort1 = filter.sort.first().cloned().unwrap_or_default();
+    let sort2 = filter.sort.get(1).cloned().unwrap_or_default();
+    let rows = sqlx::query!(
         r#"select v.id, v.tenant_id, v.name, v.status, v.labels, v.spec, v.atomos_name,
                   v.atomos_id, v.target_id, t.name as "target_name?", v.provider, v.region,
                   host(v.ipv4) as "ipv4?", v.price_hourly, v.price_monthly, v.currency,
-                  v.created_at
+                  v.created_at, count(*) over () as "total!"
            from vms v left join atomos_targets t on t.id = v.target_id
            where v.tenant_id = $1 and v.deleted_at is null
-           order by v.id limit $2 offset $3"#,
+             and ($2::text is null or v.name = $2)
+             and (cardinality($3::text[]) = 0 or v.status = any($3))
+             and not exists (
+               select 1 from jsonb_array_elements($4::jsonb) c
+               where not coalesce(case c->>'op'
+                 when 'in' then (c->'values') ? (v.labels->>(c->>'key'))
+                 when 'not_in' then not coalesce((c->'values') ? (v.labels->>(c->>'key')), false)
+                 when 'exists' then v.labels ? (c->>'key')
+                 when 'not_exists' then not (v.labels ? (c->>'key'))
+               end, false))
+           order by
+             case when $5 = 'name:asc' then v.name end asc,
+             case when $5 = 'name:desc' then v.name end desc,
+             case when $5 = 'status:asc' then v.status end asc,
+             case when $5 = 'status:desc' then v.status end desc,
+             case when $5 = 'created:asc' then v.created_at end asc,
+             case when $5 = 'created:desc' then v.created_at end desc,
+             case when $5 = 'id:desc' then v.id end desc,
+             case when $6 = 'name:asc' then v.name end asc,
+             case when $6 = 'name:desc' then v.name end desc,
+             case when $6 = 'status:asc' then v.status end asc,
+             case when $6 = 'status:desc' then v.status end desc,
+             case when $6 = 'created:asc' then v.created_at end asc,
+             case when $6 = 'created:desc' then v.created_at end desc,
+             case when $6 = 'id:desc' then v.id end desc,
+             v.id
+           limit $7 offset $8"#,
         tenant.as_str(),
+        filter.name,
+        &filter.statuses,
+        selector,
+        sort1,
+        sort2,
         limit,
         offset,
     )
     .fetch_all(pool)
     .await
     .ctx("listing vms")?;
+    let total = rows.first().map(|r| r.total);
     let vms = rows
         .into_iter()
-        .map(Vm::try_from)
-        .collect::<Result<_, _>>()?;
+        .map(|r| {
+            Vm::try_from(VmRow {
+                id: r.id,
+                tenant_id: r.tenant_id,
+                name: r.name,
+                status: r.status,
+                labels: r.labels,
+                spec: r.spec,
+                atomos_name: r.atomos_name,
+                atomos_id: r.atomos_id,
+                target_id: r.target_id,
+                target_name: r.target_name,
+                provider: r.provider,
+                region: r.region,
+                ipv4: r.ipv4,
+                price_hourly: r.price_hourly,
+                price_monthly: r.price_monthly,
+                currency: r.currency,
+                created_at: r.created_at,
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let total = match total {
+        Some(n) => n,
+        // A page past the end: count with the same query.
+        None if offset > 0 => Box::pin(list(pool, tenant, filter, 1, 0)).await?.1,
+        None => 0,
+    };
     Ok((vms, total))
+}
+
+/// Renames a VM and/or replaces its labels.
+pub async fn update(
+    pool: &PgPool,
+    tenant: &TenantId,
+    id: VmId,
+    name: Option<&str>,
+    labels: Option<&Labels>,
+) -> Result<(), Error> {
+    let labels = labels
+        .map(serde_json::to_value)
+        .transpose()
+        .map_err(|e| Error::internal_from("labels", e))?;
+    let res = sqlx::query!(
+        r#"update vms set name = coalesce($3, name), labels = coalesce($4, labels)
+           where id = $1 and tenant_id = $2 and deleted_at is null"#,
+        id.0,
+        tenant.as_str(),
+        name,
+        labels,
+    )
+    .execute(pool)
+    .await;
+    match res {
+        Err(sqlx::Error::Database(e)) if e.constraint() == Some("vms_tenant_name") => {
+            Err(Error::AlreadyExists {
+                kind: "vm",
+                field: "name".to_owned(),
+            })
+        }
+        Ok(r) if r.rows_affected() == 0 => Err(Error::not_found("vm", id)),
+        other => other.map(|_| ()).ctx("updating a vm"),
+    }
 }
 
 pub async fn set_status(

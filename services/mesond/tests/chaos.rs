@@ -171,7 +171,7 @@ async fn chaos_loses_nothing_and_leaks_nothing() {
 
     // A create that exhausted its retries left its VM in `error` (and
     // unwound): a tenant deletes those, as the chaos deleted others.
-    let (page, _) = meson_db::vms::list(&db.pool, &who.tenant, 1000, 0)
+    let (page, _) = meson_db::vms::list(&db.pool, &who.tenant, &Default::default(), 1000, 0)
         .await
         .unwrap();
     let mut cleanup = Vec::new();
@@ -204,7 +204,7 @@ async fn chaos_loses_nothing_and_leaks_nothing() {
     );
 
     // Every surviving VM is running; AtomOS holds exactly the database's VMs and volumes.
-    let (page, _) = meson_db::vms::list(&db.pool, &who.tenant, 1000, 0)
+    let (page, _) = meson_db::vms::list(&db.pool, &who.tenant, &Default::default(), 1000, 0)
         .await
         .unwrap();
     for vm in &page {

@@ -8,6 +8,7 @@ use meson_core::parse::Warning;
 use meson_core::vm::{Vm, VmCreate, VmStatus};
 use meson_core::volume::{Volume, VolumeKind, VolumeStatus};
 use meson_core::{ActionId, Error, Result, VmId, VolumeId};
+use meson_db::vms::VmFilter;
 use meson_jobs::Enqueued;
 use meson_workflows::vm_power::{PowerOff, PowerOn, Reboot};
 use meson_workflows::{vm_create, vm_delete, vm_power};
@@ -193,11 +194,12 @@ impl App {
         Ok((vm, volumes))
     }
 
-    pub async fn vm_list(&self, p: &Principal, page: Page) -> Result<VmPage> {
+    pub async fn vm_list(&self, p: &Principal, page: Page, filter: &VmFilter) -> Result<VmPage> {
         p.require(Role::Viewer)?;
         let (vms, total) = meson_db::vms::list(
             &self.pool,
             &p.tenant,
+            filter,
             i64::from(page.per_page),
             page.offset(),
         )
@@ -277,5 +279,38 @@ impl App {
         meson_db::commit(tx).await?;
         tracing::info!(vm = %id, action = %action.id, ?op, "vm power action accepted");
         Ok(action)
+    }
+
+    /// Renames a VM and/or replaces its labels (`{"name", "labels"}`); the
+    /// name on AtomOS is id-based, so nothing there changes.
+    pub async fn vm_update(
+        &self,
+        p: &Principal,
+        id: VmId,
+        body: &serde_json::Value,
+    ) -> Result<(Vm, Vec<Volume>, Vec<Warning>)> {
+        p.require(Role::Editor)?;
+        let mut parser = meson_core::parse::Parser::default();
+        let Some(mut root) = parser.root(body) else {
+            return Err(parser
+                .errors
+                .into_error()
+                .unwrap_or_else(|| Error::invalid("(body)", "must be an object")));
+        };
+        let name = parser
+            .string(&mut root, "name", false)
+            .and_then(|(path, n)| {
+                meson_core::vm::check_name(&mut parser.errors, &path, n).then(|| n.to_owned())
+            });
+        let labels = match root.get("labels") {
+            (path, Some(v)) => meson_core::labels::parse(&path, v, &mut parser.errors),
+            (_, None) => None,
+        };
+        parser.done(root);
+        let meson_core::parse::Parser { errors, warnings } = parser;
+        errors.finish(())?;
+        meson_db::vms::update(&self.pool, &p.tenant, id, name.as_deref(), labels.as_ref()).await?;
+        let (vm, volumes) = self.vm_get(p, id).await?;
+        Ok((vm, volumes, warnings))
     }
 }

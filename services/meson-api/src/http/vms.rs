@@ -2,19 +2,20 @@
 
 use super::{AppState, JsonBody, page_of, pagination, parse_id, query_pairs};
 use crate::auth::Principal;
-use crate::error::ApiResult;
+use crate::error::{ApiError, ApiResult};
 use crate::views;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
+use meson_db::vms::VmFilter;
 use meson_types as wire;
 
 pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/v1/vms", get(list).post(create))
-        .route("/v1/vms/{id}", get(read).delete(delete))
+        .route("/v1/vms/{id}", get(read).delete(delete).patch(update))
         .route("/v1/vms/{id}/actions/{command}", axum::routing::post(power))
 }
 
@@ -49,8 +50,10 @@ async fn list(
     p: Principal,
     RawQuery(q): RawQuery,
 ) -> ApiResult<Response> {
-    let page = page_of(&query_pairs(q.as_deref())?)?;
-    let res = s.app.vm_list(&p, page).await?;
+    let pairs = query_pairs(q.as_deref())?;
+    let page = page_of(&pairs)?;
+    let filter = vm_filter(&pairs)?;
+    let res = s.app.vm_list(&p, page, &filter).await?;
     let (meta, link) = pagination("/v1/vms", page, res.total);
     let body = wire::VmList {
         vms: res.vms.iter().map(|v| views::vm(v, &res.volumes)).collect(),
@@ -61,6 +64,58 @@ async fn list(
         out.headers_mut().insert(header::LINK, link);
     }
     Ok(out)
+}
+
+/// `name=`, `status=` (repeatable), `label_selector=`, `sort=` (up to two).
+fn vm_filter(pairs: &[(String, String)]) -> ApiResult<VmFilter> {
+    use meson_core::Error;
+    let mut f = VmFilter::default();
+    for (k, v) in pairs {
+        match k.as_str() {
+            "name" => f.name = Some(v.clone()),
+            "status" => {
+                meson_core::vm::VmStatus::parse(v).ok_or_else(|| {
+                    ApiError(Error::invalid("status", format!("unknown status '{v}'")))
+                })?;
+                f.statuses.push(v.clone());
+            }
+            "label_selector" => f.selector.extend(meson_core::selector::parse(v)?),
+            "sort" => {
+                let (field, dir) = v.split_once(':').unwrap_or((v, "asc"));
+                if !["id", "name", "status", "created"].contains(&field)
+                    || !["asc", "desc"].contains(&dir)
+                {
+                    return Err(ApiError(Error::invalid(
+                        "sort",
+                        format!(
+                            "'{v}': sort by id, name, status or created, optionally :asc or :desc"
+                        ),
+                    )));
+                }
+                if f.sort.len() == 2 {
+                    return Err(ApiError(Error::invalid("sort", "at most two sort keys")));
+                }
+                f.sort.push(format!("{field}:{dir}"));
+            }
+            _ => {}
+        }
+    }
+    Ok(f)
+}
+
+async fn update(
+    State(s): State<AppState>,
+    p: Principal,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Json<serde_json::Value>> {
+    let (vm, volumes, warnings) = s.app.vm_update(&p, parse_id(&id)?, &body).await?;
+    let mut out = serde_json::json!({ "vm": views::vm(&vm, &volumes) });
+    if !warnings.is_empty() {
+        out["warnings"] =
+            serde_json::json!(warnings.iter().map(views::warning).collect::<Vec<_>>());
+    }
+    Ok(Json(out))
 }
 
 async fn delete(
