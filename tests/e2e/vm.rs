@@ -817,3 +817,58 @@ fn urlencode(s: &str) -> String {
         })
         .collect()
 }
+
+#[tokio::test]
+async fn the_catalogue_lists_flavours_and_where_vms_can_go() {
+    let m = Meson::start().await;
+    let r = m.get("/v1/flavors").await;
+    assert_eq!(r.status, StatusCode::OK);
+    let names: Vec<_> = r.body["flavors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["helium", "neon", "argon", "argon2", "kripton"]);
+    let argon2 = &r.body["flavors"][3];
+    assert_eq!(
+        (
+            argon2["vcpus"].as_u64(),
+            argon2["gpus"].as_u64(),
+            argon2["gpu_model"].as_str()
+        ),
+        (Some(4), Some(2), Some("10de:1bb1"))
+    );
+
+    let r = m.get("/v1/providers").await;
+    let providers = r.body["providers"].as_array().unwrap();
+    let names: Vec<_> = providers
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["arubacloud", "atomos", "gigas", "ionos", "ovh"],
+        "every provider the seeds name"
+    );
+    let ovh = providers.iter().find(|p| p["name"] == "ovh").unwrap();
+    let mut continents: Vec<_> = ovh["continents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    continents.sort();
+    assert_eq!(continents, ["europe", "north-america"]);
+    assert_eq!(ovh["regions"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        m.http
+            .get(format!("{}/v1/flavors", m.base))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        StatusCode::UNAUTHORIZED
+    );
+    m.stop().await;
+}

@@ -4,6 +4,7 @@
 //! authorization, run transactions and enqueue workflows.
 
 mod actions;
+mod catalog;
 mod vms;
 
 use meson_db::PgPool;

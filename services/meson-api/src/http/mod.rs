@@ -1,6 +1,7 @@
 //! The router, its middleware, and the extractors every handler shares.
 
 mod actions;
+mod catalog;
 mod ops;
 mod stream;
 mod vms;
@@ -44,6 +45,7 @@ pub fn router(state: AppState) -> Router {
     let api = Router::new()
         .merge(vms::routes())
         .merge(actions::routes())
+        .merge(catalog::routes())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(state.clone());

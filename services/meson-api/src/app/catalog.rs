@@ -1,0 +1,29 @@
+//! The catalogue: flavours, and the providers, continents and regions of
+//! the enabled AtomOS targets.
+
+use super::App;
+use crate::auth::{Principal, Role};
+use meson_core::Result;
+use meson_core::flavor::{FLAVORS, Flavor};
+use meson_core::target::Target;
+
+impl App {
+    pub fn flavors(&self, p: &Principal) -> Result<&'static [Flavor]> {
+        p.require(Role::Viewer)?;
+        Ok(FLAVORS)
+    }
+
+    /// Enabled targets, sorted by provider, region and name.
+    pub async fn placement_targets(&self, p: &Principal) -> Result<Vec<Target>> {
+        p.require(Role::Viewer)?;
+        let mut targets: Vec<Target> = meson_db::targets::list(&self.pool)
+            .await?
+            .into_iter()
+            .filter(|t| t.enabled)
+            .collect();
+        targets.sort_by(|a, b| {
+            (&a.provider, &a.region, &a.name).cmp(&(&b.provider, &b.region, &b.name))
+        });
+        Ok(targets)
+    }
+}
