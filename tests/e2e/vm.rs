@@ -872,3 +872,59 @@ async fn the_catalogue_lists_flavours_and_where_vms_can_go() {
     );
     m.stop().await;
 }
+
+#[tokio::test]
+async fn volumes_are_listed_with_their_vm_and_go_with_it() {
+    let m = Meson::start().await;
+    let r = m.post("/v1/vms", &seed_vm()).await;
+    let vm = r.body["vm"]["id"].as_str().unwrap().to_owned();
+    m.wait_action(r.body["action"]["id"].as_str().unwrap())
+        .await;
+
+    let r = m.get("/v1/volumes").await;
+    assert_eq!(
+        r.body["meta"]["pagination"]["total_entries"], 3,
+        "{}",
+        r.body
+    );
+    assert!(
+        r.body["volumes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|v| v["vm"] == vm.as_str() && v["status"] == "available")
+    );
+    let r = m.get(&format!("/v1/volumes?vm={vm}&kind=data")).await;
+    let data = &r.body["volumes"][0];
+    assert_eq!(
+        (
+            data["name"].as_str(),
+            data["size"].as_u64(),
+            r.body["volumes"].as_array().unwrap().len()
+        ),
+        (Some("test"), Some(30), 1)
+    );
+    let one = m
+        .get(&format!("/v1/volumes/{}", data["id"].as_str().unwrap()))
+        .await;
+    assert_eq!(one.body["volume"], *data);
+    assert_eq!(
+        m.get("/v1/volumes?kind=floppy").await.body["error"]["details"]["fields"][0]["name"],
+        "kind"
+    );
+    assert_eq!(
+        m.get(&format!("/v1/volumes/{}", uuid::Uuid::new_v4()))
+            .await
+            .status,
+        StatusCode::NOT_FOUND
+    );
+
+    let r = m.delete(&format!("/v1/vms/{vm}")).await;
+    m.wait_action(r.body["action"]["id"].as_str().unwrap())
+        .await;
+    assert_eq!(
+        m.get("/v1/volumes").await.body["meta"]["pagination"]["total_entries"],
+        0
+    );
+    m.stop().await;
+}

@@ -105,3 +105,70 @@ pub async fn set_status_for_vm(pool: &PgPool, vm: VmId, status: VolumeStatus) ->
     .ctx("updating volume status")?;
     Ok(())
 }
+
+/// One page of a tenant's live volumes (optionally one VM's or one kind),
+/// in id order, and how many match in all.
+pub async fn list(
+    pool: &PgPool,
+    tenant: &TenantId,
+    vm: Option<VmId>,
+    kind: Option<VolumeKind>,
+    limit: i64,
+    offset: i64,
+) -> Result<(Vec<Volume>, i64), Error> {
+    let rows = sqlx::query!(
+        r#"select id, tenant_id, vm_id, name, kind, size_gb, atomos_name, atomos_id, status,
+                  count(*) over () as "total!"
+           from volumes
+           where tenant_id = $1 and deleted_at is null
+             and ($2::uuid is null or vm_id = $2) and ($3::text is null or kind = $3)
+           order by id limit $4 offset $5"#,
+        tenant.as_str(),
+        vm.map(|v| v.0),
+        kind.map(VolumeKind::as_str),
+        limit,
+        offset,
+    )
+    .fetch_all(pool)
+    .await
+    .ctx("listing volumes")?;
+    let total = rows.first().map(|r| r.total);
+    let volumes = rows
+        .into_iter()
+        .map(|r| {
+            Volume::try_from(VolumeRow {
+                id: r.id,
+                tenant_id: r.tenant_id,
+                vm_id: r.vm_id,
+                name: r.name,
+                kind: r.kind,
+                size_gb: r.size_gb,
+                atomos_name: r.atomos_name,
+                atomos_id: r.atomos_id,
+                status: r.status,
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let total = match total {
+        Some(n) => n,
+        None if offset > 0 => Box::pin(list(pool, tenant, vm, kind, 1, 0)).await?.1,
+        None => 0,
+    };
+    Ok((volumes, total))
+}
+
+/// A tenant's live volume.
+pub async fn get(pool: &PgPool, tenant: &TenantId, id: VolumeId) -> Result<Volume, Error> {
+    sqlx::query_as!(
+        VolumeRow,
+        r#"select id, tenant_id, vm_id, name, kind, size_gb, atomos_name, atomos_id, status
+           from volumes where id = $1 and tenant_id = $2 and deleted_at is null"#,
+        id.0,
+        tenant.as_str(),
+    )
+    .fetch_optional(pool)
+    .await
+    .ctx("fetching a volume")?
+    .ok_or_else(|| Error::not_found("volume", id))?
+    .try_into()
+}

@@ -8,6 +8,7 @@ pub mod catalog;
 pub mod error;
 pub mod meta;
 pub mod vm;
+pub mod volume;
 
 pub use action::{Action, ActionError, ActionList, ActionResource, ActionResponse};
 pub use error::{ErrorBody, ErrorResponse};

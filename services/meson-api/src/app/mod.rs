@@ -6,6 +6,7 @@
 mod actions;
 mod catalog;
 mod vms;
+mod volumes;
 
 use meson_db::PgPool;
 

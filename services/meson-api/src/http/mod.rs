@@ -5,6 +5,7 @@ mod catalog;
 mod ops;
 mod stream;
 mod vms;
+mod volumes;
 
 pub use stream::ActionFeed;
 
@@ -46,6 +47,7 @@ pub fn router(state: AppState) -> Router {
         .merge(vms::routes())
         .merge(actions::routes())
         .merge(catalog::routes())
+        .merge(volumes::routes())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(state.clone());
