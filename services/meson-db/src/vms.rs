@@ -67,6 +67,20 @@ impl TryFrom<VmRow> for Vm {
     }
 }
 
+/// A write that broke the per-tenant name uniqueness becomes `uniqueness_error`
+/// on `name`; any other result passes through.
+fn name_taken<T>(res: Result<T, sqlx::Error>) -> Result<Result<T, sqlx::Error>, Error> {
+    match res {
+        Err(sqlx::Error::Database(e)) if e.constraint() == Some("vms_tenant_name") => {
+            Err(Error::AlreadyExists {
+                kind: "vm",
+                field: "name".to_owned(),
+            })
+        }
+        other => Ok(other),
+    }
+}
+
 pub async fn insert(tx: &mut Tx<'_>, vm: &Vm) -> Result<(), Error> {
     let labels = serde_json::to_value(&vm.labels).map_err(|e| Error::internal_from("labels", e))?;
     let spec = serde_json::to_value(&vm.spec).map_err(|e| Error::internal_from("spec", e))?;
@@ -84,15 +98,7 @@ pub async fn insert(tx: &mut Tx<'_>, vm: &Vm) -> Result<(), Error> {
     )
     .execute(&mut **tx)
     .await;
-    match res {
-        Err(sqlx::Error::Database(e)) if e.constraint() == Some("vms_tenant_name") => {
-            Err(Error::AlreadyExists {
-                kind: "vm",
-                field: "name".to_owned(),
-            })
-        }
-        other => other.map(|_| ()).ctx("inserting a vm"),
-    }
+    name_taken(res)?.map(|_| ()).ctx("inserting a vm")
 }
 
 /// A tenant's VM (`tenant` = None: any tenant, for workers). Deleted VMs are not found.
@@ -258,13 +264,7 @@ pub async fn update(
     )
     .execute(pool)
     .await;
-    match res {
-        Err(sqlx::Error::Database(e)) if e.constraint() == Some("vms_tenant_name") => {
-            Err(Error::AlreadyExists {
-                kind: "vm",
-                field: "name".to_owned(),
-            })
-        }
+    match name_taken(res)? {
         Ok(r) if r.rows_affected() == 0 => Err(Error::not_found("vm", id)),
         other => other.map(|_| ()).ctx("updating a vm"),
     }

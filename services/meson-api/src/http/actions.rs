@@ -5,8 +5,8 @@ use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::views;
 use axum::extract::{Path, RawQuery, State};
-use axum::http::header;
-use axum::response::{IntoResponse, Response};
+
+use axum::response::Response;
 use axum::routing::get;
 use axum::{Json, Router};
 use meson_core::action::ActionStatus;
@@ -72,11 +72,7 @@ async fn list_for_vm(
         actions: res.actions.iter().map(views::action).collect(),
         meta,
     };
-    let mut out = Json(body).into_response();
-    if let Some(link) = link {
-        out.headers_mut().insert(header::LINK, link);
-    }
-    Ok(out)
+    Ok(super::paged(body, link))
 }
 
 /// The filters a list of actions takes from its query.

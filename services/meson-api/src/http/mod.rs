@@ -200,6 +200,15 @@ pub fn page_of(pairs: &[(String, String)]) -> ApiResult<Page> {
     Ok(page)
 }
 
+/// A list response: the body plus its `Link` header.
+pub fn paged(body: impl serde::Serialize, link: Option<HeaderValue>) -> Response {
+    let mut out = axum::Json(body).into_response();
+    if let Some(link) = link {
+        out.headers_mut().insert(axum::http::header::LINK, link);
+    }
+    out
+}
+
 /// `meta.pagination` and the `Link` header for a page of `total` entries.
 pub fn pagination(path: &str, page: Page, total: u64) -> (meson_types::Meta, Option<HeaderValue>) {
     let last = total.div_ceil(u64::from(page.per_page)).max(1) as u32;

@@ -5,7 +5,7 @@ use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::views;
 use axum::extract::{Path, RawQuery, State};
-use axum::http::{StatusCode, header};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
@@ -59,11 +59,7 @@ async fn list(
         vms: res.vms.iter().map(|v| views::vm(v, &res.volumes)).collect(),
         meta,
     };
-    let mut out = Json(body).into_response();
-    if let Some(link) = link {
-        out.headers_mut().insert(header::LINK, link);
-    }
-    Ok(out)
+    Ok(super::paged(body, link))
 }
 
 /// `name=`, `status=` (repeatable), `label_selector=`, `sort=` (up to two).

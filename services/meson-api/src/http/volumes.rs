@@ -4,8 +4,7 @@ use super::{AppState, page_of, pagination, parse_id, query_pairs};
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use axum::extract::{Path, RawQuery, State};
-use axum::http::header;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::routing::get;
 use axum::{Json, Router};
 use meson_core::Error;
@@ -64,13 +63,11 @@ async fn list(
     }
     let (volumes, total) = s.app.volume_list(&p, page, vm, kind).await?;
     let (meta, link) = pagination("/v1/volumes", page, total);
-    let mut out = Json(wire::VolumeList {
-        volumes: volumes.iter().map(view).collect(),
-        meta,
-    })
-    .into_response();
-    if let Some(link) = link {
-        out.headers_mut().insert(header::LINK, link);
-    }
-    Ok(out)
+    Ok(super::paged(
+        wire::VolumeList {
+            volumes: volumes.iter().map(view).collect(),
+            meta,
+        },
+        link,
+    ))
 }
