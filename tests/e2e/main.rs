@@ -3,5 +3,8 @@
 
 mod actions;
 mod harness;
+mod idempotency;
+mod quotes;
+mod validation;
 mod vm;
 mod workflows;

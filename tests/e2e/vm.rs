@@ -128,6 +128,23 @@ async fn bad_input_names_every_field_and_auth_is_required() {
     );
     assert!(r.headers.contains_key("x-correlation-id"));
 
+    let mut both = seed_vm();
+    both["provider"] = json!("nowhere");
+    both["specs"]["vm_name"] = json!("a_b");
+    let r = m.post("/v1/vms", &both).await;
+    let mut names: Vec<_> = r.body["error"]["details"]["fields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["name"].as_str().unwrap().to_owned())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        ["provider", "specs.vm_name"],
+        "a bad provider is named with the other bad fields"
+    );
+
     let mut unknown = seed_vm();
     unknown["provider"] = json!("nowhere");
     let r = m.post("/v1/vms", &unknown).await;

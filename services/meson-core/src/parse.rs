@@ -181,30 +181,38 @@ impl Parser {
         v: &Value,
         range: RangeInclusive<i64>,
     ) -> Option<i64> {
-        let n = match v {
-            Value::Number(n) => n.as_i64().or_else(|| {
-                n.as_f64()
-                    .filter(|f| f.fract() == 0.0 && f.abs() < 9e15)
-                    .map(|f| f as i64)
-            }),
-            _ => None,
+        let out_of_range = |n: &dyn std::fmt::Display| {
+            format!(
+                "must be between {} and {}, got {n}",
+                range.start(),
+                range.end()
+            )
         };
-        match n {
-            Some(n) if range.contains(&n) => Some(n),
-            Some(n) => {
-                self.errors.add(
-                    path,
-                    format!(
-                        "must be between {} and {}, got {n}",
-                        range.start(),
-                        range.end()
-                    ),
-                );
+        let Value::Number(num) = v else {
+            self.errors
+                .add(path, format!("must be an integer, got {}", kind(v)));
+            return None;
+        };
+        if let Some(n) = num.as_i64() {
+            if range.contains(&n) {
+                return Some(n);
+            }
+            self.errors.add(path, out_of_range(&n));
+            return None;
+        }
+        // Beyond i64 (a u64 or a float): integral floats within f64's exact
+        // integers are fine, anything else integral is simply out of range.
+        match num.as_f64() {
+            Some(f) if f.fract() == 0.0 && f.abs() < 9e15 && range.contains(&(f as i64)) => {
+                Some(f as i64)
+            }
+            Some(f) if f.fract() == 0.0 || num.is_u64() => {
+                self.errors.add(path, out_of_range(num));
                 None
             }
-            None => {
+            _ => {
                 self.errors
-                    .add(path, format!("must be an integer, got {}", kind(v)));
+                    .add(path, format!("must be an integer, got the fraction {num}"));
                 None
             }
         }
@@ -362,5 +370,26 @@ mod tests {
         assert_eq!(p.int(&mut o, "d", 0..=10, true), None);
         assert_eq!(p.int(&mut o, "missing", 0..=10, true), None);
         assert!(p.errors.has("missing"));
+    }
+
+    #[test]
+    fn huge_numbers_are_out_of_range_not_wrongly_typed() {
+        let v = json!({"a": u64::MAX, "b": 1e300, "c": 2.5e20, "e": 8.0});
+        let mut p = Parser::default();
+        let mut o = p.root(&v).unwrap();
+        for key in ["a", "b", "c"] {
+            assert_eq!(p.int(&mut o, key, 1..=10, true), None);
+        }
+        assert_eq!(p.int(&mut o, "e", 1..=10, true), Some(8));
+        let Some(crate::Error::InvalidInput { fields }) = p.errors.into_error() else {
+            panic!("expected errors")
+        };
+        assert_eq!(fields.len(), 3);
+        assert!(
+            fields
+                .iter()
+                .all(|f| f.messages[0].starts_with("must be between 1 and 10")),
+            "{fields:?}"
+        );
     }
 }

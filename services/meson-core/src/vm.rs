@@ -6,6 +6,7 @@ use crate::naming::check_atomos_name;
 use crate::os::{DEFAULT_DISTRIBUTION, OsImage};
 use crate::parse::{Parser, Warning};
 use crate::ssh::SshKey;
+use crate::target::Target;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -132,12 +133,80 @@ pub fn valid_provider(s: &str) -> bool {
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
 }
 
+/// One of a target's placement attributes.
+type TargetField = fn(&Target) -> &String;
+
+/// Rejects provider/continent/region constraints that no enabled target
+/// meets, naming the field and what is available. Creating and quoting a VM
+/// both check this before doing anything else.
+pub fn check_placement(targets: &[Target], spec: &VmSpec) -> Result<()> {
+    let mut errors = FieldErrors::default();
+    constraint_errors(
+        targets,
+        [&spec.provider, &spec.continent, &spec.region],
+        &mut errors,
+    );
+    errors.finish(())
+}
+
+/// Records the first of provider, continent and region (in that order) that
+/// no enabled target meeting the ones before it satisfies.
+fn constraint_errors(targets: &[Target], wanted: [&Option<String>; 3], errors: &mut FieldErrors) {
+    let enabled: Vec<&Target> = targets.iter().filter(|t| t.enabled).collect();
+    let known = |get: TargetField, of: &[&Target]| {
+        let mut v: Vec<&str> = of.iter().map(|t| get(t).as_str()).collect();
+        v.sort_unstable();
+        v.dedup();
+        v.join(", ")
+    };
+    let fields: [(&str, TargetField); 3] = [
+        ("provider", |t| &t.provider),
+        ("continent", |t| &t.continent),
+        ("region", |t| &t.region),
+    ];
+    let mut fitting = enabled.clone();
+    for ((field, get), want) in fields.into_iter().zip(wanted) {
+        let Some(want) = want else { continue };
+        let next: Vec<&Target> = fitting.iter().copied().filter(|t| get(t) == want).collect();
+        if next.is_empty() {
+            let so_far = if fitting.len() == enabled.len() {
+                ""
+            } else {
+                " with the other constraints"
+            };
+            errors.add(
+                field,
+                format!(
+                    "no hosts in {field} '{want}'{so_far}; available: {}",
+                    known(get, &fitting)
+                ),
+            );
+            return;
+        }
+        fitting = next;
+    }
+}
+
 impl VmCreate {
     /// Parses and validates the VM request payload (PRODUCT.md §1), naming every bad field.
     pub fn parse(body: &Value) -> Result<VmCreate> {
+        Self::parse_inner(body, None)
+    }
+
+    /// [`VmCreate::parse`], plus the provider/continent/region constraints
+    /// checked against `targets` (see [`check_placement`]), so that a bad
+    /// constraint is named together with every other bad field.
+    pub fn parse_placed(body: &Value, targets: &[Target]) -> Result<VmCreate> {
+        Self::parse_inner(body, Some(targets))
+    }
+
+    fn parse_inner(body: &Value, targets: Option<&[Target]>) -> Result<VmCreate> {
         let mut p = Parser::default();
         let Some(mut root) = p.root(body) else {
-            return Err(p.errors.into_error().expect("root error recorded"));
+            return Err(p
+                .errors
+                .into_error()
+                .unwrap_or_else(|| crate::Error::invalid("(body)", "must be an object")));
         };
 
         let provider = p
@@ -170,6 +239,9 @@ impl VmCreate {
         };
         let continent = place(&mut p, "continent", "continent");
         let region = place(&mut p, "region", "region");
+        if let Some(targets) = targets {
+            constraint_errors(targets, [&provider, &continent, &region], &mut p.errors);
+        }
         let labels = match root.get("labels") {
             (path, Some(v)) => labels::parse(&path, v, &mut p.errors),
             (_, None) => Some(Labels::new()),
@@ -380,9 +452,24 @@ fn check_archs(p: &mut Parser, path: &str, archs: Vec<String>) -> Option<Vec<Str
     Some(out)
 }
 
+/// Most distinct PCI device kinds one VM may ask for.
+const MAX_PCI_DEVICES: usize = 8;
+
 /// `pci.devices` as `{"vendor:model": count}` or `[{vendor, model, quantity}]`.
 fn parse_pci(p: &mut Parser, pci: &mut crate::parse::Obj<'_>) -> Option<Vec<PciRequest>> {
     let (path, devices) = pci.get("devices");
+    let entries = match devices {
+        Some(Value::Object(map)) => map.len(),
+        Some(Value::Array(items)) => items.len(),
+        _ => 0,
+    };
+    if entries > MAX_PCI_DEVICES {
+        p.errors.add(
+            path,
+            format!("must name at most {MAX_PCI_DEVICES} kinds of device"),
+        );
+        return None;
+    }
     let mut out = Vec::new();
     let mut ok = true;
     let mut push = |p: &mut Parser, path: String, vendor: &str, model: &str, qty: Option<i64>| {
@@ -441,7 +528,23 @@ fn parse_pci(p: &mut Parser, pci: &mut crate::parse::Obj<'_>) -> Option<Vec<PciR
             }
         }
         Some(_) => {
-            p.errors.add(path, "must be an object {\"vendor:model\": count} or a list of {vendor, model, quantity}");
+            p.errors.add(&path, "must be an object {\"vendor:model\": count} or a list of {vendor, model, quantity}");
+            ok = false;
+        }
+    }
+    // Ids are compared lowercased, so "10DE:1BB1" and "10de:1bb1" are one device.
+    for (i, d) in out.iter().enumerate() {
+        if out[..i]
+            .iter()
+            .any(|e| (&e.vendor, &e.model) == (&d.vendor, &d.model))
+        {
+            p.errors.add(
+                &path,
+                format!(
+                    "device {}:{} is listed twice; give its total quantity once",
+                    d.vendor, d.model
+                ),
+            );
             ok = false;
         }
     }
@@ -647,6 +750,83 @@ pub(crate) mod tests {
         let mut names = fields(VmCreate::parse(&v).unwrap_err());
         names.sort();
         assert_eq!(names, vec!["specs.req.cpu", "specs.req.mem"]);
+    }
+
+    #[test]
+    fn pci_devices_are_bounded_and_unique() {
+        let mut v = seed();
+        v["specs"]["req"]["pci"]["devices"] = json!({"10de:1bb1": 1, "10DE:1BB1": 1});
+        assert_eq!(
+            fields(VmCreate::parse(&v).unwrap_err()),
+            vec!["specs.req.pci.devices"]
+        );
+        v["specs"]["req"]["pci"]["devices"] = json!([
+            {"vendor": "10de", "model": "1bb1"},
+            {"vendor": "10DE", "model": "1BB1", "quantity": 2}
+        ]);
+        assert_eq!(
+            fields(VmCreate::parse(&v).unwrap_err()),
+            vec!["specs.req.pci.devices"]
+        );
+        let many: serde_json::Map<String, Value> = (0..9)
+            .map(|i| (format!("10de:{i:04x}"), json!(1)))
+            .collect();
+        v["specs"]["req"]["pci"]["devices"] = Value::Object(many);
+        assert_eq!(
+            fields(VmCreate::parse(&v).unwrap_err()),
+            vec!["specs.req.pci.devices"]
+        );
+    }
+
+    fn target(name: &str, provider: &str, continent: &str, enabled: bool) -> Target {
+        Target {
+            id: crate::TargetId::new(),
+            name: name.into(),
+            host: "127.0.0.1".into(),
+            compute_port: 1,
+            storage_port: 2,
+            network_port: 3,
+            auth_port: 4,
+            provider: provider.into(),
+            region: format!("{name}-region"),
+            continent: continent.into(),
+            enabled,
+        }
+    }
+
+    #[test]
+    fn placement_constraints_name_the_field_and_the_choices() {
+        let targets = [
+            target("a", "ionos", "europe", true),
+            target("b", "ovh", "north-america", true),
+            target("c", "gigas", "europe", false),
+        ];
+        let mut spec = VmCreate::parse(&seed()).unwrap().spec;
+        check_placement(&targets, &spec).unwrap();
+        spec.continent = Some("north-america".into());
+        let Err(crate::Error::InvalidInput { fields }) = check_placement(&targets, &spec) else {
+            panic!("ionos is not in north-america")
+        };
+        assert_eq!(fields[0].name, "continent");
+        assert!(fields[0].messages[0].contains("with the other constraints"));
+        spec.provider = Some("gigas".into());
+        let Err(crate::Error::InvalidInput { fields }) = check_placement(&targets, &spec) else {
+            panic!("gigas is disabled")
+        };
+        assert_eq!(fields[0].name, "provider");
+        assert!(fields[0].messages[0].ends_with("available: ionos, ovh"));
+    }
+
+    #[test]
+    fn parse_placed_names_a_bad_constraint_with_the_other_fields() {
+        let targets = [target("a", "ionos", "europe", true)];
+        VmCreate::parse_placed(&seed(), &targets).unwrap();
+        let mut v = seed();
+        v["provider"] = json!("nowhere");
+        v["specs"]["vm_name"] = json!("a_b");
+        let mut names = fields(VmCreate::parse_placed(&v, &targets).unwrap_err());
+        names.sort();
+        assert_eq!(names, vec!["provider", "specs.vm_name"]);
     }
 
     #[test]

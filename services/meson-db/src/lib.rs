@@ -5,6 +5,7 @@
 //! Rows are converted to `meson-core` domain types here and nowhere else.
 
 pub mod actions;
+pub mod idempotency;
 pub mod jobs;
 pub mod targets;
 pub mod testing;

@@ -7,6 +7,7 @@ pub mod action;
 pub mod catalog;
 pub mod error;
 pub mod meta;
+pub mod quote;
 pub mod vm;
 pub mod volume;
 

@@ -1,6 +1,7 @@
 //! meson's provisioning workflows, one file each, and what they share.
 
 pub mod atomos;
+pub mod placement;
 pub mod vm_create;
 pub mod vm_delete;
 pub mod vm_power;

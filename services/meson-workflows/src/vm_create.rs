@@ -129,59 +129,11 @@ async fn volumes_of(env: &Env, vm: VmId, kind: VolumeKind) -> StepResult<Vec<Vol
         .collect())
 }
 
-/// Whether a target satisfies the request's provider/continent/region constraints.
-pub fn placement_allows(spec: &meson_core::vm::VmSpec, t: &meson_core::target::Target) -> bool {
-    spec.provider.as_ref().is_none_or(|p| &t.provider == p)
-        && spec.continent.as_ref().is_none_or(|c| &t.continent == c)
-        && spec.region.as_ref().is_none_or(|r| &t.region == r)
-}
-
-fn describe_constraints(spec: &meson_core::vm::VmSpec) -> String {
-    let parts: Vec<String> = [
-        ("provider", &spec.provider),
-        ("continent", &spec.continent),
-        ("region", &spec.region),
-    ]
-    .iter()
-    .filter_map(|(k, v)| v.as_ref().map(|v| format!("{k} '{v}'")))
-    .collect();
-    if parts.is_empty() {
-        String::new()
-    } else {
-        format!(" for {}", parts.join(", "))
-    }
-}
+pub use crate::placement::placement_allows;
 
 /// The driver's view of a VM spec.
 pub fn driver_spec(vm: &Vm) -> atomos_driver::VmSpec {
-    let s = &vm.spec;
-    atomos_driver::VmSpec {
-        slots: s.cpu.vcpus(),
-        // Dedicated vCPUs: one VM per core.
-        overprovision: 1,
-        allow_smt: s.cpu.smt,
-        archs: s.cpu.archs.clone(),
-        flags: s.cpu.flags.clone(),
-        min_frequency_ghz: s.cpu.min_frequency_ghz,
-        ram_mib: s.memory_mib,
-        require_ecc: s.require_ecc,
-        pci: s
-            .pci
-            .iter()
-            .map(|p| atomos_driver::PciDevice {
-                vendor: p.vendor.clone(),
-                model: p.model.clone(),
-                quantity: p.quantity,
-            })
-            .collect(),
-        os_family: s.os.family.clone(),
-        os_flavour: s.os.flavour.clone(),
-    }
-}
-
-fn total_disk_gb(vm: &Vm) -> u32 {
-    // The cloud-init ISO is tiny but AtomOS still reserves a slot for it.
-    vm.spec.boot_volume_gb + 1 + vm.spec.volumes.iter().map(|v| v.size_gb).sum::<u32>()
+    crate::placement::driver_spec(&vm.spec)
 }
 
 impl VmCreate {
@@ -193,87 +145,10 @@ impl VmCreate {
     /// Asks every candidate target for a quote and takes the cheapest.
     async fn place(&self, vm: &Vm) -> StepResult {
         let env = &self.0;
-        let spec = driver_spec(vm);
-        let disk = total_disk_gb(vm);
-        let candidates: Vec<_> = env
-            .atomos
-            .enabled()
-            .await?
-            .into_iter()
-            .filter(|(t, _)| placement_allows(&vm.spec, t))
-            .collect();
-        if candidates.is_empty() {
-            return Err(StepError::fatal(
-                "resource_unavailable",
-                format!(
-                    "no hypervisor is available{}",
-                    describe_constraints(&vm.spec)
-                ),
-            ));
-        }
-        let asks = candidates.iter().map(|(t, c)| {
-            let spec = spec.clone();
-            async move {
-                let quotes = c.can_allocate(&spec).await?;
-                c.volume_can_create(disk).await?;
-                Ok::<_, atomos_driver::DriverError>((t, quotes))
-            }
-        });
-        let mut best: Option<Placement> = None;
-        let (mut transient, mut refusals) = (0, Vec::new());
-        for r in futures::future::join_all(asks).await {
-            match r {
-                Ok((t, quotes)) => {
-                    for q in quotes {
-                        let better = best
-                            .as_ref()
-                            .is_none_or(|b| (q.price_hour, &t.name) < (b.price_hourly, &b.host));
-                        if better {
-                            best = Some(Placement {
-                                target_id: t.id,
-                                host: t.name.clone(),
-                                provider: t.provider.clone(),
-                                region: if q.region.is_empty() {
-                                    t.region.clone()
-                                } else {
-                                    q.region.clone()
-                                },
-                                price_hourly: q.price_hour,
-                                price_monthly: q.price_month,
-                                currency: if q.currency.is_empty() {
-                                    "EUR".into()
-                                } else {
-                                    q.currency
-                                },
-                            });
-                        }
-                    }
-                }
-                Err(e) if e.is_transient() => transient += 1,
-                Err(e) => refusals.push(e.message),
-            }
-        }
-        let Some(placement) = best else {
-            if transient > 0 {
-                return Err(StepError::retryable(
-                    "service_error",
-                    "no hypervisor answered in time",
-                ));
-            }
-            return Err(StepError::fatal(
-                "resource_unavailable",
-                format!(
-                    "no hypervisor can host {} vCPUs, {} MiB RAM and {disk} GB of disk{}",
-                    vm.spec.cpu.vcpus(),
-                    vm.spec.memory_mib,
-                    if vm.spec.pci.is_empty() {
-                        ""
-                    } else {
-                        " with the requested PCI devices"
-                    }
-                ),
-            ));
-        };
+        let survey = crate::placement::survey(env.atomos.enabled().await?, &vm.spec)
+            .await
+            .map_err(|e| e.step_error())?;
+        let placement = survey.cheapest().placement.clone();
         tracing::info!(vm = %vm.id, host = %placement.host, price = placement.price_hourly, "placed vm");
         meson_db::vms::set_placement(&env.pool, vm.id, Some(&placement)).await?;
         to_output(placement)

@@ -5,6 +5,7 @@
 
 mod actions;
 mod catalog;
+mod quotes;
 mod vms;
 mod volumes;
 

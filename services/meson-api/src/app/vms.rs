@@ -45,51 +45,6 @@ pub struct VmPage {
     pub total: u64,
 }
 
-/// One of a target's placement attributes.
-type TargetField = fn(&meson_core::target::Target) -> &String;
-
-/// Rejects provider/continent/region constraints no enabled target meets,
-/// naming the field and what is available.
-fn check_placement(
-    targets: &[meson_core::target::Target],
-    spec: &meson_core::vm::VmSpec,
-) -> Result<()> {
-    let enabled: Vec<_> = targets.iter().filter(|t| t.enabled).collect();
-    let known = |f: fn(&meson_core::target::Target) -> &String,
-                 of: &[&meson_core::target::Target]| {
-        let mut v: Vec<String> = of.iter().map(|t| f(t).clone()).collect();
-        v.sort();
-        v.dedup();
-        v.join(", ")
-    };
-    let checks: [(&str, &Option<String>, TargetField); 3] = [
-        ("provider", &spec.provider, |t| &t.provider),
-        ("continent", &spec.continent, |t| &t.continent),
-        ("region", &spec.region, |t| &t.region),
-    ];
-    let mut fitting = enabled.clone();
-    for (field, want, get) in checks {
-        let Some(want) = want else { continue };
-        let next: Vec<_> = fitting.iter().copied().filter(|t| get(t) == want).collect();
-        if next.is_empty() {
-            let so_far = if fitting.len() == enabled.len() {
-                String::new()
-            } else {
-                " with the other constraints".into()
-            };
-            return Err(Error::invalid(
-                field,
-                format!(
-                    "no hosts in {field} '{want}'{so_far}; available: {}",
-                    known(get, &fitting)
-                ),
-            ));
-        }
-        fitting = next;
-    }
-    Ok(())
-}
-
 fn new_action(
     p: &Principal,
     command: Command,
@@ -113,8 +68,7 @@ impl App {
     /// volumes, the action and the workflow's job.
     pub async fn vm_create(&self, p: &Principal, body: &serde_json::Value) -> Result<VmCreated> {
         p.require(Role::Editor)?;
-        let req = VmCreate::parse(body)?;
-        check_placement(&meson_db::targets::list(&self.pool).await?, &req.spec)?;
+        let req = VmCreate::parse_placed(body, &meson_db::targets::list(&self.pool).await?)?;
 
         let id = VmId::new();
         let vm = Vm {

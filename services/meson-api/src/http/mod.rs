@@ -2,7 +2,9 @@
 
 mod actions;
 mod catalog;
+mod idempotency;
 mod ops;
+mod quotes;
 mod stream;
 mod vms;
 mod volumes;
@@ -47,9 +49,14 @@ pub fn router(state: AppState) -> Router {
         .merge(vms::routes())
         .merge(actions::routes())
         .merge(catalog::routes())
+        .merge(quotes::routes())
         .merge(volumes::routes())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            idempotency::idempotency,
+        ))
         .with_state(state.clone());
     Router::new()
         .merge(ops::routes().with_state(state))
