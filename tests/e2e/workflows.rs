@@ -245,24 +245,12 @@ impl Scenario for DeleteScenario {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn vm_create_passes_the_workflow_harness() {
-    let s = CreateScenario(World::new().await);
-    Harness {
-        pool: &s.0.db.pool,
-        scenario: &s,
-    }
-    .run_all()
-    .await;
+    harness(CreateScenario(World::new().await)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn vm_delete_passes_the_workflow_harness() {
-    let s = DeleteScenario(World::new().await);
-    Harness {
-        pool: &s.0.db.pool,
-        scenario: &s,
-    }
-    .run_all()
-    .await;
+    harness(DeleteScenario(World::new().await)).await;
 }
 
 /// Power off (or reboot) a running VM.
@@ -328,28 +316,50 @@ impl<O: meson_workflows::vm_power::PowerOp> Scenario for PowerScenario<O> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn vm_poweroff_passes_the_workflow_harness() {
-    let s = PowerScenario::<meson_workflows::vm_power::PowerOff>(
+    harness(PowerScenario::<meson_workflows::vm_power::PowerOff>(
         World::new().await,
         std::marker::PhantomData,
-    );
+    ))
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vm_reboot_passes_the_workflow_harness() {
+    harness(PowerScenario::<meson_workflows::vm_power::Reboot>(
+        World::new().await,
+        std::marker::PhantomData,
+    ))
+    .await;
+}
+
+/// Runs the whole harness against a scenario built on a [`World`].
+async fn harness<S: Scenario + HasWorld>(s: S) {
     Harness {
-        pool: &s.0.db.pool,
+        pool: &s.world().db.pool,
         scenario: &s,
     }
     .run_all()
     .await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn vm_reboot_passes_the_workflow_harness() {
-    let s = PowerScenario::<meson_workflows::vm_power::Reboot>(
-        World::new().await,
-        std::marker::PhantomData,
-    );
-    Harness {
-        pool: &s.0.db.pool,
-        scenario: &s,
+trait HasWorld {
+    fn world(&self) -> &World;
+}
+
+impl HasWorld for CreateScenario {
+    fn world(&self) -> &World {
+        &self.0
     }
-    .run_all()
-    .await;
+}
+
+impl HasWorld for DeleteScenario {
+    fn world(&self) -> &World {
+        &self.0
+    }
+}
+
+impl<O> HasWorld for PowerScenario<O> {
+    fn world(&self) -> &World {
+        &self.0
+    }
 }
