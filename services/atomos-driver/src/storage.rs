@@ -130,25 +130,45 @@ impl AtomosClient {
     }
 
     /// Builds a cloud-init ISO volume from two uploads (user-data, then
-    /// meta-data) and returns its id. The first answer (206) names the volume;
-    /// the second must be 200, meaning the daemon expects no more files.
+    /// meta-data) and returns its id. See [`Self::cloudinit_create_files`].
     pub async fn cloudinit_create(
         &self,
         name: &str,
         user_data: &str,
         meta_data: &str,
     ) -> Result<String, DriverError> {
+        self.cloudinit_create_files(name, &[("user-data", user_data), ("meta-data", meta_data)])
+            .await
+    }
+
+    /// Builds a cloud-init ISO volume from one upload per file (`(file name,
+    /// content)`, e.g. user-data, meta-data, network-config) and returns its
+    /// id. Every answer but the last is 206 ("more files expected"), the
+    /// first naming the volume; the last must be 200.
+    pub async fn cloudinit_create_files(
+        &self,
+        name: &str,
+        files: &[(&str, &str)],
+    ) -> Result<String, DriverError> {
+        let Some(((first_name, first_content), rest)) = files.split_first() else {
+            return Err(DriverError::new(
+                ErrorKind::Invalid,
+                METADATA_ROUTE,
+                None,
+                "a cloud-init volume needs at least one file",
+            ));
+        };
         let first = CloudinitMetadata {
             name: Some(name.to_owned()),
             private: Some(false),
             bootable: Some(true),
             clonable: Some(false),
             alg: Some("no".to_owned()),
-            expected_files: Some(2),
+            expected_files: Some(files.len() as u32),
             ..Default::default()
         };
         let answer = self
-            .cloudinit_upload(&first, "user-data", user_data)
+            .cloudinit_upload(&first, first_name, first_content)
             .await?;
         let vid = answer.1.vid.filter(|v| !v.is_empty()).ok_or_else(|| {
             DriverError::new(
@@ -158,17 +178,20 @@ impl AtomosClient {
                 "first upload answered without a vid",
             )
         })?;
-        let next = CloudinitMetadata {
-            vid: Some(vid.clone()),
-            ..Default::default()
-        };
-        let (status, _) = self.cloudinit_upload(&next, "meta-data", meta_data).await?;
+        let mut status = answer.0;
+        for (file_name, content) in rest {
+            let next = CloudinitMetadata {
+                vid: Some(vid.clone()),
+                ..Default::default()
+            };
+            status = self.cloudinit_upload(&next, file_name, content).await?.0;
+        }
         if status == 206 {
             return Err(DriverError::new(
                 ErrorKind::Invalid,
                 METADATA_ROUTE,
                 Some(status),
-                format!("volume {vid} still expects files after meta-data"),
+                format!("volume {vid} still expects files after the last one"),
             ));
         }
         Ok(vid)

@@ -374,6 +374,28 @@ pub(crate) fn seed_files(files: &[SimFile]) -> (Option<&str>, Option<&str>) {
     (user, named("meta-data"))
 }
 
+/// The static IPv4 addresses a NoCloud `network-config` (version 2)
+/// assigns, in order: `ethernets.<nic>.addresses[]`, prefix dropped. The
+/// guest would configure them and the hypervisor's agent report them.
+pub(crate) fn static_addresses(files: &[SimFile]) -> Vec<std::net::Ipv4Addr> {
+    let Some(doc) = files.iter().find(|f| f.name == "network-config") else {
+        return Vec::new();
+    };
+    let top = parse(&doc.content);
+    let Some(Node::Map(nics)) = get(&top, "ethernets") else {
+        return Vec::new();
+    };
+    nics.iter()
+        .filter_map(|(_, nic)| match nic.get("addresses") {
+            Some(Node::List(items)) => Some(items),
+            _ => None,
+        })
+        .flatten()
+        .filter_map(Node::as_str)
+        .filter_map(|a| a.split('/').next()?.trim().parse().ok())
+        .collect()
+}
+
 /// The phone-home call a VM named `vm_name` (id `vm_id`) makes once booted,
 /// if its user-data is a `#cloud-config` with a `phone_home.url`.
 pub(crate) fn phone_home(
@@ -561,6 +583,26 @@ mod tests {
         let ph = phone_home(doc, None, "a", "b").unwrap();
         assert_eq!(ph.url, "http://right");
         assert_eq!(get(&parse(doc), "runcmd"), Some(&Node::List(vec![s("ls")])));
+    }
+
+    #[test]
+    fn static_addresses_from_network_config() {
+        let file = |name: &str, content: &str| SimFile {
+            name: name.to_owned(),
+            content: content.to_owned(),
+        };
+        let nc = "version: 2\nethernets:\n  nic0:\n    match:\n      name: \"e*\"\n    \
+                  addresses: [\"192.168.1.5/24\"]\n  nic1:\n    addresses:\n      - 10.0.0.9/8\n";
+        let files = vec![file("user-data", "#cloud-config\n"), file("network-config", nc)];
+        assert_eq!(
+            static_addresses(&files),
+            vec![
+                "192.168.1.5".parse::<std::net::Ipv4Addr>().unwrap(),
+                "10.0.0.9".parse().unwrap()
+            ]
+        );
+        assert!(static_addresses(&files[..1]).is_empty());
+        assert!(static_addresses(&[file("network-config", "ethernets: nope\n")]).is_empty());
     }
 
     #[test]

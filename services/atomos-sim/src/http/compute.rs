@@ -1,7 +1,7 @@
 //! Compute (matcher) routes: canallocate, register, unregister, power, status, templates.
 
 use super::{ApiError, ApiResult, ok, parse};
-use crate::cloudinit::{phone_home, seed_files};
+use crate::cloudinit::{phone_home, seed_files, static_addresses};
 use crate::host::{Demand, HostState, Power, SimHost, VmRec};
 use crate::http::storage::volume_to_wire;
 use atomos_driver::VmState;
@@ -93,10 +93,23 @@ async fn register(State(host): State<SimHost>, body: Bytes) -> ApiResult {
     let arch = host
         .fit(&state, &demand)
         .map_err(|why| ApiError::no_capacity(format!("[VmNotAllocable] {why}")))?;
-    // The address comes from the first network with DHCP, else from the
-    // host's own block (its default NAT network).
-    let mut lease = None;
-    for id in &network_ids {
+    // The address is the guest's static one on an attached network (from
+    // its cloud-init network-config), else a lease from the first network
+    // with DHCP, else one from the host's own block (its default NAT network).
+    let statics: Vec<std::net::Ipv4Addr> = volume_ids
+        .iter()
+        .filter_map(|v| state.volume(v))
+        .filter(|v| v.cloudinit)
+        .flat_map(|v| static_addresses(&v.files))
+        .collect();
+    let mut lease = statics.iter().find_map(|ip| {
+        network_ids
+            .iter()
+            .filter_map(|id| state.networks.iter().find(|n| &n.id == id))
+            .find(|n| super::network::in_subnet(&n.cidr, *ip))
+            .map(|n| (*ip, n.id.clone()))
+    });
+    for id in network_ids.iter().filter(|_| lease.is_none()) {
         if let Some(network) = state.networks.iter().find(|n| &n.id == id)
             && let Some(ip) = SimHost::dhcp_lease(&state, network)
                 .map_err(|why| ApiError::no_capacity(format!("[VmNotAllocable] {why}")))?

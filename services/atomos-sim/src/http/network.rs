@@ -64,7 +64,7 @@ fn parse_ip(what: &str, value: &str) -> Result<Ipv4Addr, ApiError> {
 }
 
 /// Whether `ip` lies in the subnet of `cidr` (already checked by [`prefix_len`]).
-fn in_subnet(cidr: &str, ip: Ipv4Addr) -> bool {
+pub(super) fn in_subnet(cidr: &str, ip: Ipv4Addr) -> bool {
     let (Some((addr, _)), Some(prefix)) = (cidr.split_once('/'), prefix_len(cidr)) else {
         return false;
     };

@@ -169,3 +169,66 @@ async fn dhcp_ranges_are_validated() {
     }
     assert!(c.networks().await.unwrap().is_empty());
 }
+
+#[tokio::test]
+async fn a_static_address_from_network_config_is_what_the_vm_reports() {
+    let sim = sim(Duration::from_millis(20)).await;
+    let c = client(&sim, "small");
+    // No DHCP: addresses come from the guest's own configuration.
+    let net = c
+        .network_create(&NetworkCreate {
+            name: "static".into(),
+            cidr: "192.168.60.1/24".into(),
+            dhcp_start: None,
+            dhcp_end: None,
+        })
+        .await
+        .unwrap();
+    let config = "version: 2\nethernets:\n  nic0:\n    addresses: [\"192.168.60.77/24\"]\n";
+    let ci = c
+        .cloudinit_create_files(
+            "s-cloudinit",
+            &[
+                ("user-data", "#cloud-config\n"),
+                ("meta-data", "instance-id: s\n"),
+                ("network-config", config),
+            ],
+        )
+        .await
+        .unwrap();
+    let files = &sim.host("small").unwrap().inventory().volumes[0].files;
+    assert_eq!(files.len(), 3);
+    assert_eq!(files[2].name, "network-config");
+    c.register(&Register {
+        volume_ids: vec![ci],
+        network_ids: vec![net.id.clone()],
+        ..crate::common::register("s", 1, 512)
+    })
+    .await
+    .unwrap();
+    let s = wait_running(&c, "s").await;
+    assert_eq!(s.ipv4, Some(Ipv4Addr::new(192, 168, 60, 77)));
+
+    // An address outside every attached network is not the VM's: the host's
+    // block is used instead.
+    let ci = c
+        .cloudinit_create_files(
+            "t-cloudinit",
+            &[
+                ("user-data", "#cloud-config\n"),
+                ("meta-data", "instance-id: t\n"),
+                ("network-config", config.replace("192.168.60", "172.16.0").as_str()),
+            ],
+        )
+        .await
+        .unwrap();
+    c.register(&Register {
+        volume_ids: vec![ci],
+        network_ids: vec![net.id.clone()],
+        ..crate::common::register("t", 1, 512)
+    })
+    .await
+    .unwrap();
+    let t = wait_running(&c, "t").await;
+    assert_eq!(t.ipv4.unwrap().octets()[0], 10);
+}
