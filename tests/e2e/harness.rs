@@ -25,6 +25,19 @@ pub fn seed_vm() -> Value {
     serde_json::from_str(&raw.replace("KEY", SSH_KEY)).expect("seed json")
 }
 
+/// The seed KaaS payload of PRODUCT.md §1, exactly as written.
+pub fn seed_kaas() -> Value {
+    let raw = r#"{"req":{"name":"test8","metadata":{},
+      "nodepool":[{"autoscale":false,"desired_nodes":3,"max_nodes":3,"min_nodes":3,
+        "specs":{"cpu":2,"ram":4096,"storage":40,"gpu":0},
+        "billing":"HOURLY","pool_name":"1poolname"}],
+      "nodes_subnet":{"dhcp":"True","subnet_netmask":"192.168.1.0/24",
+        "start_address":"192.168.1.0","last_address":"192.168.1.24"},
+      "update_policy":"NEVER_UPDATE","kubernetes_version":"1.29.2"},
+     "provider":"arubacloud"}"#;
+    serde_json::from_str(raw).expect("seed json")
+}
+
 pub struct Meson {
     pub dev: Option<Dev>,
     pub http: reqwest::Client,
@@ -61,6 +74,8 @@ impl Meson {
                 },
                 ..meson_jobs::WorkerConfig::default()
             },
+            secrets_key: None,
+            node_ready_timeout: Duration::from_secs(20),
         })
         .await
         .expect("meson starts");
@@ -122,6 +137,16 @@ impl Meson {
         .await
     }
 
+    pub async fn patch(&self, path: &str, body: &Value) -> Reply {
+        self.send(
+            self.http
+                .patch(format!("{}{path}", self.base))
+                .bearer_auth(&self.token)
+                .json(body),
+        )
+        .await
+    }
+
     pub async fn delete(&self, path: &str) -> Reply {
         self.send(
             self.http
@@ -151,6 +176,21 @@ impl Meson {
             .iter()
             .map(|h| h.inventory())
             .fold((0, 0), |(v, d), i| (v + i.vms.len(), d + i.volumes.len()))
+    }
+
+    /// Every network on every simulated host, with the host's name.
+    pub fn host_networks(&self) -> Vec<(String, atomos_sim::SimNetwork)> {
+        self.sim()
+            .hosts()
+            .iter()
+            .flat_map(|h| {
+                let name = h.name().to_owned();
+                h.inventory()
+                    .networks
+                    .into_iter()
+                    .map(move |n| (name.clone(), n))
+            })
+            .collect()
     }
 
     /// Sets every simulated host's boot time.

@@ -2,8 +2,12 @@
 //! and the AtomOS simulator, driven over real HTTP.
 
 mod actions;
+mod catalog;
+mod clusters;
 mod harness;
 mod idempotency;
+mod networks;
+mod openapi;
 mod quotes;
 mod validation;
 mod vm;

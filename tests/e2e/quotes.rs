@@ -1,6 +1,7 @@
-//! `POST /v1/quotes`: a VM payload priced on every host that can fit it, without creating anything.
+//! `POST /v1/quotes`: a VM payload priced on every host that can fit it, a
+//! KaaS payload in every region that can host the cluster, without creating anything.
 
-use crate::harness::{Meson, Reply, seed_vm};
+use crate::harness::{Meson, Reply, seed_kaas, seed_vm};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
@@ -261,5 +262,158 @@ async fn the_cheapest_quote_is_what_the_vm_then_costs() {
     assert_eq!(vm["host"], cheapest["host"]);
     assert_eq!(vm["provider"], cheapest["provider"]);
     assert_eq!(vm["region"], cheapest["region"]);
+    m.stop().await;
+}
+
+// ---- KaaS payloads: the cluster priced per region ----
+
+fn f64_at(v: &Value, pointer: &str) -> f64 {
+    v.pointer(pointer)
+        .and_then(Value::as_f64)
+        .unwrap_or_else(|| panic!("no number at {pointer} in {v}"))
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() < 1e-6
+}
+
+#[tokio::test]
+async fn the_seed_kaas_payload_is_priced_per_region_and_nothing_is_written() {
+    let m = Meson::start().await;
+    let r = m.post("/v1/quotes", &seed_kaas()).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let placements = r.body["placements"].as_array().expect("placements");
+    // The seed names arubacloud: its one region, on its one host.
+    assert_eq!(placements.len(), 1, "{}", r.body);
+    let q = &placements[0];
+    assert_eq!(q["provider"], "arubacloud");
+    assert_eq!(q["region"], "it-ar1");
+    assert_eq!(q["continent"], "europe");
+    assert_eq!(r.body["cheapest"], *q);
+    assert!(r.body.get("quotes").is_none(), "not the VM shape");
+
+    let cp = &q["control_plane"];
+    assert_eq!(cp["name"], "control-plane");
+    assert_eq!(
+        (cp["nodes"].clone(), cp["max_nodes"].clone()),
+        (json!(1), json!(1))
+    );
+    assert_eq!(
+        cp["specs"],
+        json!({"cpu": 4, "ram": 4096, "storage": 40, "gpu": 0})
+    );
+    assert_eq!(cp["host"], "arubacloud-ar-1");
+    let pools = q["pools"].as_array().expect("pools");
+    assert_eq!(pools.len(), 1);
+    let pool = &pools[0];
+    assert_eq!(pool["name"], "1poolname");
+    assert_eq!(
+        (pool["nodes"].clone(), pool["max_nodes"].clone()),
+        (json!(3), json!(3))
+    );
+    assert_eq!(
+        pool["specs"],
+        json!({"cpu": 2, "ram": 4096, "storage": 40, "gpu": 0})
+    );
+    assert_eq!(pool["host"], "arubacloud-ar-1");
+
+    // Per pool: nodes × one node; the cluster: control plane + pools.
+    let node = f64_at(pool, "/node_price/hourly");
+    assert!(node > 0.0, "{pool}");
+    assert!(close(f64_at(pool, "/price/hourly"), 3.0 * node), "{pool}");
+    assert!(close(
+        f64_at(pool, "/price/monthly"),
+        3.0 * f64_at(pool, "/node_price/monthly")
+    ));
+    let total = f64_at(cp, "/price/hourly") + f64_at(pool, "/price/hourly");
+    assert!(close(f64_at(q, "/price/hourly"), total), "{q}");
+    assert!(close(
+        f64_at(q, "/price/monthly"),
+        f64_at(cp, "/price/monthly") + f64_at(pool, "/price/monthly")
+    ));
+    // min = max = desired: autoscaling cannot cost more.
+    assert_eq!(q["max_price"], q["price"]);
+    assert_eq!(q["price"]["currency"], "EUR");
+
+    // The seed's range starts on the network address (clamped) and 1.29 is
+    // past end of life: both said, neither refused.
+    let mut warned: Vec<&str> = r.body["warnings"]
+        .as_array()
+        .expect("warnings")
+        .iter()
+        .filter_map(|w| w["field"].as_str())
+        .collect();
+    warned.sort_unstable();
+    assert_eq!(
+        warned,
+        ["req.kubernetes_version", "req.nodes_subnet.start_address"],
+        "{}",
+        r.body
+    );
+
+    assert_eq!(m.get("/v1/vms").await.body["vms"], json!([]));
+    assert_eq!(m.inventory_counts(), (0, 0));
+    m.stop().await;
+}
+
+#[tokio::test]
+async fn a_cluster_anywhere_is_quoted_in_every_region_cheapest_first() {
+    let m = Meson::start().await;
+    let mut v = seed_kaas();
+    v.as_object_mut().expect("object").remove("provider");
+    // An autoscaling pool: priced at desired_nodes, and at max_nodes.
+    v["req"]["nodepool"][0]["autoscale"] = json!("True");
+    v["req"]["nodepool"][0]["min_nodes"] = json!(1);
+    v["req"]["nodepool"][0]["desired_nodes"] = json!(2);
+    v["req"]["nodepool"][0]["max_nodes"] = json!(5);
+    let r = m.post("/v1/quotes", &v).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let placements = r.body["placements"].as_array().expect("placements");
+    // The dev fleet has one host per region, and every host fits these nodes.
+    assert_eq!(placements.len(), m.sim().hosts().len(), "{}", r.body);
+    assert_eq!(placements[0]["provider"], "atomos", "on-prem is free");
+    let hourly: Vec<f64> = placements
+        .iter()
+        .map(|q| f64_at(q, "/price/hourly"))
+        .collect();
+    assert!(hourly.windows(2).all(|w| w[0] <= w[1]), "{hourly:?}");
+    let paid = placements
+        .iter()
+        .find(|q| q["provider"] == "ovh")
+        .expect("an ovh region");
+    let node = f64_at(paid, "/pools/0/node_price/hourly");
+    let cp = f64_at(paid, "/control_plane/price/hourly");
+    assert!(
+        close(f64_at(paid, "/price/hourly"), cp + 2.0 * node),
+        "{paid}"
+    );
+    assert!(
+        close(f64_at(paid, "/max_price/hourly"), cp + 5.0 * node),
+        "{paid}"
+    );
+    m.stop().await;
+}
+
+#[tokio::test]
+async fn a_pool_that_fits_nowhere_is_resource_unavailable_naming_it() {
+    let m = Meson::start().await;
+    let mut v = seed_kaas();
+    v.as_object_mut().expect("object").remove("provider");
+    v["continent"] = json!("north-america");
+    v["req"]["nodepool"]
+        .as_array_mut()
+        .expect("nodepool")
+        .push(json!({"pool_name": "gpu", "desired_nodes": 1, "specs": {"gpu": 1}}));
+    let r = m.post("/v1/quotes", &v).await;
+    assert_eq!(r.status, StatusCode::SERVICE_UNAVAILABLE, "{}", r.body);
+    assert_eq!(r.body["error"]["code"], "resource_unavailable");
+    let msg = r.body["error"]["message"].as_str().expect("message");
+    assert!(msg.contains("node pool 'gpu' (req.nodepool[1])"), "{msg}");
+    assert!(msg.contains("with the requested PCI devices"), "{msg}");
+
+    // A body that is neither a VM nor a KaaS payload.
+    let r = m.post("/v1/quotes", &json!({"provider": "ovh"})).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
+    assert_eq!(r.body["error"]["details"]["fields"][0]["name"], "(body)");
     m.stop().await;
 }

@@ -883,3 +883,497 @@ async fn unknown_fields_are_accepted_and_reported_as_warnings() {
     assert_eq!(done["status"], "success", "{done}");
     m.stop().await;
 }
+
+// ---- KaaS payloads: POST /v1/clusters does not exist yet, so they go to
+// POST /v1/quotes, which validates them exactly as a create will. ----
+
+const POOL: &str = "/req/nodepool/0";
+const SUBNET: &str = "/req/nodes_subnet";
+
+/// Bad KaaS payloads: the seed of PRODUCT.md §1 with one thing wrong.
+fn kaas_cases() -> Vec<Case> {
+    vec![
+        // --- names ---
+        set(
+            "cluster name with capitals",
+            "/req/name",
+            json!("Test8"),
+            &["req.name"],
+        ),
+        set(
+            "cluster name with an underscore",
+            "/req/name",
+            json!("test_8"),
+            &["req.name"],
+        ),
+        set(
+            "cluster name of 33 characters",
+            "/req/name",
+            json!("c".repeat(33)),
+            &["req.name"],
+        ),
+        set(
+            "cluster name with a trailing dash",
+            "/req/name",
+            json!("test8-"),
+            &["req.name"],
+        ),
+        remove("cluster name missing", "/req/name", &["req.name"]),
+        set(
+            "cluster name as a number",
+            "/req/name",
+            json!(8),
+            &["req.name"],
+        ),
+        set(
+            "pool name with a dot",
+            "/req/nodepool/0/pool_name",
+            json!("pool.1"),
+            &["req.nodepool[0].pool_name"],
+        ),
+        set(
+            "pool name of 25 characters",
+            "/req/nodepool/0/pool_name",
+            json!("p".repeat(25)),
+            &["req.nodepool[0].pool_name"],
+        ),
+        edit(
+            "duplicate pool names",
+            &["req.nodepool[1].pool_name"],
+            |v| {
+                let first = at(v, POOL).clone();
+                at(v, "/req/nodepool")
+                    .as_array_mut()
+                    .expect("nodepool")
+                    .push(first);
+            },
+        ),
+        // --- pools ---
+        set("no pools", "/req/nodepool", json!([]), &["req.nodepool"]),
+        set(
+            "nodepool as an object",
+            "/req/nodepool",
+            json!({"pool_name": "a"}),
+            &["req.nodepool"],
+        ),
+        remove("nodepool missing", "/req/nodepool", &["req.nodepool"]),
+        edit("seventeen pools", &["req.nodepool"], |v| {
+            let first = at(v, POOL).clone();
+            *at(v, "/req/nodepool") = (0..17)
+                .map(|i| {
+                    let mut p = first.clone();
+                    p["pool_name"] = json!(format!("p{i}"));
+                    p
+                })
+                .collect();
+        }),
+        set(
+            "pool not an object",
+            POOL,
+            json!("1poolname"),
+            &["req.nodepool[0]"],
+        ),
+        set(
+            "min_nodes above max_nodes",
+            "/req/nodepool/0/min_nodes",
+            json!(4),
+            &["req.nodepool[0].min_nodes"],
+        ),
+        set(
+            "desired_nodes below min_nodes",
+            "/req/nodepool/0/desired_nodes",
+            json!(2),
+            &["req.nodepool[0].desired_nodes"],
+        ),
+        edit(
+            "desired_nodes above max_nodes",
+            &["req.nodepool[0].desired_nodes"],
+            |v| {
+                *at(v, "/req/nodepool/0/min_nodes") = json!(1);
+                *at(v, "/req/nodepool/0/desired_nodes") = json!(4);
+            },
+        ),
+        set(
+            "max_nodes 101",
+            "/req/nodepool/0/max_nodes",
+            json!(101),
+            &["req.nodepool[0].max_nodes"],
+        ),
+        set(
+            "min_nodes negative",
+            "/req/nodepool/0/min_nodes",
+            json!(-1),
+            &["req.nodepool[0].min_nodes"],
+        ),
+        set(
+            "desired_nodes as a string",
+            "/req/nodepool/0/desired_nodes",
+            json!("3"),
+            &["req.nodepool[0].desired_nodes"],
+        ),
+        set(
+            "autoscale as a word",
+            "/req/nodepool/0/autoscale",
+            json!("sometimes"),
+            &["req.nodepool[0].autoscale"],
+        ),
+        edit(
+            "no worker node and no autoscaling",
+            &["req.nodepool"],
+            |v| {
+                *at(v, "/req/nodepool/0/min_nodes") = json!(0);
+                *at(v, "/req/nodepool/0/desired_nodes") = json!(0);
+            },
+        ),
+        // --- node size ---
+        set(
+            "cpu 0",
+            "/req/nodepool/0/specs/cpu",
+            json!(0),
+            &["req.nodepool[0].specs.cpu"],
+        ),
+        set(
+            "cpu 129",
+            "/req/nodepool/0/specs/cpu",
+            json!(129),
+            &["req.nodepool[0].specs.cpu"],
+        ),
+        set(
+            "ram 512 MiB",
+            "/req/nodepool/0/specs/ram",
+            json!(512),
+            &["req.nodepool[0].specs.ram"],
+        ),
+        set(
+            "ram as a string",
+            "/req/nodepool/0/specs/ram",
+            json!("4 GiB"),
+            &["req.nodepool[0].specs.ram"],
+        ),
+        set(
+            "storage 10 GB",
+            "/req/nodepool/0/specs/storage",
+            json!(10),
+            &["req.nodepool[0].specs.storage"],
+        ),
+        set(
+            "gpu negative",
+            "/req/nodepool/0/specs/gpu",
+            json!(-1),
+            &["req.nodepool[0].specs.gpu"],
+        ),
+        set(
+            "gpu 9",
+            "/req/nodepool/0/specs/gpu",
+            json!(9),
+            &["req.nodepool[0].specs.gpu"],
+        ),
+        set(
+            "specs as a string",
+            "/req/nodepool/0/specs",
+            json!("neon"),
+            &["req.nodepool[0].specs"],
+        ),
+        set(
+            "billing WEEKLY",
+            "/req/nodepool/0/billing",
+            json!("WEEKLY"),
+            &["req.nodepool[0].billing"],
+        ),
+        // --- pool labels and taints ---
+        edit(
+            "pool label with a reserved prefix",
+            &["req.nodepool[0].labels.kubernetes.io/role"],
+            |v| {
+                at(v, POOL)["labels"] = json!({"kubernetes.io/role": "web"});
+            },
+        ),
+        edit(
+            "pool label with a bad value",
+            &["req.nodepool[0].labels.tier"],
+            |v| {
+                at(v, POOL)["labels"] = json!({"tier": "has space"});
+            },
+        ),
+        edit(
+            "taint with an unknown effect",
+            &["req.nodepool[0].taints[0]"],
+            |v| {
+                at(v, POOL)["taints"] = json!(["dedicated=gpu:Sometimes"]);
+            },
+        ),
+        edit(
+            "taint without an effect",
+            &["req.nodepool[0].taints[0]"],
+            |v| {
+                at(v, POOL)["taints"] = json!(["dedicated=gpu"]);
+            },
+        ),
+        edit("taint given twice", &["req.nodepool[0].taints[1]"], |v| {
+            at(v, POOL)["taints"] = json!(["a=b:NoSchedule", "a:NoSchedule"]);
+        }),
+        // --- cluster settings ---
+        set(
+            "unknown update_policy",
+            "/req/update_policy",
+            json!("SOMETIMES"),
+            &["req.update_policy"],
+        ),
+        set(
+            "unsupported Kubernetes version",
+            "/req/kubernetes_version",
+            json!("1.26.0"),
+            &["req.kubernetes_version"],
+        ),
+        set(
+            "unknown patch of a supported minor",
+            "/req/kubernetes_version",
+            json!("1.29.3"),
+            &["req.kubernetes_version"],
+        ),
+        set(
+            "Kubernetes version that is no version",
+            "/req/kubernetes_version",
+            json!("latest"),
+            &["req.kubernetes_version"],
+        ),
+        set(
+            "Kubernetes version as a number",
+            "/req/kubernetes_version",
+            json!(1.29),
+            &["req.kubernetes_version"],
+        ),
+        set(
+            "metadata as an array",
+            "/req/metadata",
+            json!([]),
+            &["req.metadata"],
+        ),
+        edit("unknown cni", &["req.cni"], |v| {
+            at(v, "/req")["cni"] = json!("weave");
+        }),
+        edit(
+            "two control-plane nodes",
+            &["req.control_plane.nodes"],
+            |v| {
+                at(v, "/req")["control_plane"] = json!({"nodes": 2});
+            },
+        ),
+        edit(
+            "control plane with one vCPU",
+            &["req.control_plane.specs.cpu"],
+            |v| {
+                at(v, "/req")["control_plane"] = json!({"specs": {"cpu": 1}});
+            },
+        ),
+        // --- the nodes subnet ---
+        set(
+            "dhcp as a word",
+            "/req/nodes_subnet/dhcp",
+            json!("maybe"),
+            &["req.nodes_subnet.dhcp"],
+        ),
+        set(
+            "subnet without a prefix",
+            "/req/nodes_subnet/subnet_netmask",
+            json!("192.168.1.0"),
+            &["req.nodes_subnet.subnet_netmask"],
+        ),
+        set(
+            "subnet /30",
+            "/req/nodes_subnet/subnet_netmask",
+            json!("192.168.1.0/30"),
+            &["req.nodes_subnet.subnet_netmask"],
+        ),
+        set(
+            "subnet /7",
+            "/req/nodes_subnet/subnet_netmask",
+            json!("10.0.0.0/7"),
+            &["req.nodes_subnet.subnet_netmask"],
+        ),
+        set(
+            "subnet with host bits set",
+            "/req/nodes_subnet/subnet_netmask",
+            json!("192.168.1.5/24"),
+            &["req.nodes_subnet.subnet_netmask"],
+        ),
+        set(
+            "loopback subnet",
+            "/req/nodes_subnet/subnet_netmask",
+            json!("127.0.0.0/24"),
+            &["req.nodes_subnet.subnet_netmask"],
+        ),
+        set(
+            "start_address outside the subnet",
+            "/req/nodes_subnet/start_address",
+            json!("192.168.2.1"),
+            &["req.nodes_subnet.start_address"],
+        ),
+        set(
+            "last_address outside the subnet",
+            "/req/nodes_subnet/last_address",
+            json!("10.0.0.24"),
+            &["req.nodes_subnet.last_address"],
+        ),
+        set(
+            "start_address after last_address",
+            "/req/nodes_subnet/start_address",
+            json!("192.168.1.30"),
+            &["req.nodes_subnet.last_address"],
+        ),
+        set(
+            "start_address the broadcast address",
+            "/req/nodes_subnet/start_address",
+            json!("192.168.1.255"),
+            &["req.nodes_subnet.start_address"],
+        ),
+        set(
+            "start_address not an address",
+            "/req/nodes_subnet/start_address",
+            json!("192.168.1"),
+            &["req.nodes_subnet.start_address"],
+        ),
+        edit(
+            "static range too small for every node at max",
+            &["req.nodes_subnet"],
+            |v| {
+                *at(v, "/req/nodes_subnet/dhcp") = json!("False");
+                *at(v, "/req/nodes_subnet/last_address") = json!("192.168.1.3");
+            },
+        ),
+        remove("nodes_subnet missing", SUBNET, &["req.nodes_subnet"]),
+        remove(
+            "subnet_netmask missing",
+            "/req/nodes_subnet/subnet_netmask",
+            &["req.nodes_subnet.subnet_netmask"],
+        ),
+        edit(
+            "pod network overlapping the nodes subnet",
+            &["req.pod_cidr"],
+            |v| {
+                at(v, "/req")["pod_cidr"] = json!("192.168.0.0/16");
+            },
+        ),
+        edit(
+            "service network overlapping the pod network",
+            &["req.service_cidr"],
+            |v| {
+                at(v, "/req")["service_cidr"] = json!("10.244.0.0/16");
+            },
+        ),
+        // --- placement, labels, sections ---
+        set(
+            "unknown provider",
+            "/provider",
+            json!("nosuchcloud"),
+            &["provider"],
+        ),
+        edit("cluster label with a bad key", &["req.labels.-env"], |v| {
+            at(v, "/req")["labels"] = json!({"-env": "prod"});
+        }),
+        set("req as a string", "/req", json!("test8"), &["req"]),
+        edit("both specs and req", &["(body)"], |v| {
+            v["specs"] = json!({});
+        }),
+        edit(
+            "several bad fields",
+            &[
+                "req.name",
+                "req.nodepool[0].min_nodes",
+                "req.nodepool[0].specs.ram",
+                "req.nodes_subnet.last_address",
+                "req.kubernetes_version",
+            ],
+            |v| {
+                *at(v, "/req/name") = json!("bad name");
+                *at(v, "/req/nodepool/0/min_nodes") = json!(5);
+                *at(v, "/req/nodepool/0/specs/ram") = json!(0);
+                *at(v, "/req/nodes_subnet/last_address") = json!("192.168.9.9");
+                *at(v, "/req/kubernetes_version") = json!("1.99.0");
+            },
+        ),
+        raw(
+            "neither specs nor req",
+            "{\"provider\": \"ovh\"}",
+            "invalid_input",
+            &["(body)"],
+        ),
+    ]
+}
+
+/// Sends each case to `path` (edits apply to `seed()`) and describes every
+/// answer that is not the expected one.
+async fn run_table(m: &Meson, path: &str, seed: fn() -> Value, cases: &[Case]) -> Vec<String> {
+    let mut failures = Vec::new();
+    for c in cases {
+        let req = m
+            .http
+            .post(format!("{}{path}", m.base))
+            .bearer_auth(&m.token);
+        let req = match &c.body {
+            Body::Edit(f) => {
+                let mut v = seed();
+                f(&mut v);
+                req.json(&v)
+            }
+            Body::Raw(bytes) => req
+                .header(CONTENT_TYPE, "application/json")
+                .body(bytes.clone()),
+        };
+        let res = req.send().await.expect("request sent");
+        let status = res.status();
+        let text = res.text().await.expect("body read");
+        let body: Value = serde_json::from_str(&text).unwrap_or(Value::String(text));
+        let err = &body["error"];
+        let mut got: Vec<&str> = err["details"]["fields"]
+            .as_array()
+            .map(|f| f.iter().filter_map(|f| f["name"].as_str()).collect())
+            .unwrap_or_default();
+        got.sort_unstable();
+        let mut want = c.fields.to_vec();
+        want.sort_unstable();
+        let messages_ok = err["details"]["fields"].as_array().is_none_or(|fields| {
+            fields
+                .iter()
+                .all(|f| f["messages"].as_array().is_some_and(|m| !m.is_empty()))
+        });
+        if status != c.status
+            || err["code"] != c.code
+            || got != want
+            || !err["message"].is_string()
+            || !messages_ok
+        {
+            failures.push(format!(
+                "{}: want {} {} {want:?}, got {status} {body}",
+                c.what, c.status, c.code
+            ));
+        }
+    }
+    failures
+}
+
+#[tokio::test]
+async fn bad_kaas_payloads_are_refused_naming_the_field_and_write_nothing() {
+    let m = Meson::start().await;
+    // The seed itself is fine.
+    let r = m.post("/v1/quotes", &crate::harness::seed_kaas()).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+
+    let cases = kaas_cases();
+    assert!(cases.len() >= 25, "{} cases", cases.len());
+    let failures = run_table(&m, "/v1/quotes", crate::harness::seed_kaas, &cases).await;
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases failed:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n")
+    );
+    assert_eq!(m.get("/v1/vms").await.body["vms"], json!([]));
+    assert_eq!(
+        m.inventory_counts(),
+        (0, 0),
+        "a refused request reached AtomOS"
+    );
+    m.stop().await;
+}

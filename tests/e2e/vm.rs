@@ -403,7 +403,7 @@ async fn a_database_outage_is_reported_not_crashed_on() {
         meson_api::Role::Admin,
         chrono::Duration::minutes(5),
     );
-    let api = mesond::server::ApiServer::start("127.0.0.1:0".parse().unwrap(), pool, auth)
+    let api = mesond::server::ApiServer::start("127.0.0.1:0".parse().unwrap(), pool, auth, None)
         .await
         .unwrap();
     let base = format!("http://{}", api.addr);

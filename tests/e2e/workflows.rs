@@ -5,7 +5,7 @@ use crate::harness::seed_vm;
 use meson_api::{App, Principal, Role};
 use meson_core::action::ResourceType;
 use meson_core::vm::VmStatus;
-use meson_core::{ActionId, TenantId, VmId};
+use meson_core::{ActionId, NetworkId, TenantId, VmId};
 use meson_db::testing::TestDatabase;
 use meson_jobs::testing::{Harness, Scenario, test_worker_config, wait_final};
 use meson_jobs::{Worker, Workflow};
@@ -24,6 +24,11 @@ struct World {
     app: App,
     who: Principal,
     names: AtomicU32,
+    /// A network without DHCP every created VM joins, so the harness covers
+    /// the networks step and meson's IPAM too.
+    network: NetworkId,
+    /// Receives the nodes' phone-home calls (kept alive with the world).
+    _api: mesond::server::ApiServer,
 }
 
 impl World {
@@ -39,33 +44,61 @@ impl World {
         mesond::server::register_targets(&db.pool, &sim.targets())
             .await
             .expect("targets");
+        let api = mesond::server::ApiServer::start(
+            "127.0.0.1:0".parse().unwrap(),
+            db.pool.clone(),
+            meson_api::auth::Auth::hs256(&[7; 32], "harness"),
+            None,
+        )
+        .await
+        .expect("api");
         let env = Arc::new(Env {
             pool: db.pool.clone(),
             atomos: Atomos::new(db.pool.clone(), atomos_driver_options()),
             config: WorkflowConfig {
                 vm_boot_timeout: Duration::from_secs(10),
                 poll_interval: Duration::from_millis(10),
+                node_ready_timeout: Duration::from_secs(10),
+                public_url: format!("http://{}", api.addr),
+                ..WorkflowConfig::default()
             },
         });
+        let app = App::new(db.pool.clone());
+        let who = Principal {
+            tenant: TenantId("harness".into()),
+            subject: "test".into(),
+            role: Role::Admin,
+        };
+        let (net, _) = app
+            .network_create(
+                &who,
+                &serde_json::json!({"name": "harness", "cidr": "192.168.77.0/24", "dhcp": false}),
+            )
+            .await
+            .expect("network");
         World {
-            app: App::new(db.pool.clone()),
-            who: Principal {
-                tenant: TenantId("harness".into()),
-                subject: "test".into(),
-                role: Role::Admin,
-            },
+            app,
+            who,
             db,
             sim,
             env,
             names: AtomicU32::new(0),
+            network: net.id,
+            _api: api,
         }
     }
 
     /// Accepts a create request through the app layer, as the API would.
     async fn create_request(&self) -> (VmId, ActionId) {
+        self.create_request_on(self.network).await
+    }
+
+    /// Accepts a create request for a VM on `network`.
+    async fn create_request_on(&self, network: NetworkId) -> (VmId, ActionId) {
         let mut body = seed_vm();
         body["specs"]["vm_name"] =
             format!("h-{}", self.names.fetch_add(1, Ordering::SeqCst)).into();
+        body["networks"] = serde_json::json!([network.to_string()]);
         let c = self
             .app
             .vm_create(&self.who, &body)
@@ -130,6 +163,46 @@ impl World {
             (1, 3),
             "exactly one VM and its three volumes, no duplicates"
         );
+        // Its static address is what the guest configured and AtomOS reports.
+        let nics = meson_db::networks::attachments_of(&self.db.pool, &[vm])
+            .await
+            .unwrap();
+        assert_eq!(nics.len(), 1);
+        assert_eq!(nics[0].address, v.ipv4, "{nics:?} {v:?}");
+        let hosts = meson_db::networks::host_networks(&self.db.pool, self.network)
+            .await
+            .unwrap();
+        assert!(hosts.iter().all(|h| h.atomos_id.is_some()), "{hosts:?}");
+        assert_eq!(
+            self.named_networks_on_atomos(self.network),
+            hosts.len(),
+            "one network per host, no duplicates"
+        );
+    }
+
+    /// Copies of one network on the simulated hosts.
+    fn named_networks_on_atomos(&self, id: NetworkId) -> usize {
+        let name = meson_core::naming::network_atomos_name(id);
+        self.sim
+            .hosts()
+            .iter()
+            .map(|h| {
+                h.inventory()
+                    .networks
+                    .iter()
+                    .filter(|n| n.name == name)
+                    .count()
+            })
+            .sum()
+    }
+
+    /// Networks (of any name) on every simulated host.
+    fn networks_on_atomos(&self) -> usize {
+        self.sim
+            .hosts()
+            .iter()
+            .map(|h| h.inventory().networks.len())
+            .sum()
     }
 
     /// Nothing of this VM left on AtomOS, and its rows say so.
@@ -362,4 +435,320 @@ impl<O> HasWorld for PowerScenario<O> {
     fn world(&self) -> &World {
         &self.0
     }
+}
+
+/// Delete a network that a VM used (so it exists on a host); a new network
+/// for every run.
+struct NetworkDeleteScenario(World, std::sync::Mutex<Option<NetworkId>>);
+
+impl NetworkDeleteScenario {
+    fn current(&self) -> NetworkId {
+        self.1.lock().unwrap().expect("started")
+    }
+}
+
+impl Scenario for NetworkDeleteScenario {
+    type W = meson_workflows::network_delete::NetworkDelete;
+
+    fn workflow(&self) -> Self::W {
+        meson_workflows::network_delete::NetworkDelete(self.0.env.clone())
+    }
+
+    async fn start(&self) -> ActionId {
+        let w = &self.0;
+        let n = w.names.fetch_add(1, Ordering::SeqCst);
+        let (net, _) = w
+            .app
+            .network_create(
+                &w.who,
+                &serde_json::json!({"name": format!("nd-{n}"), "cidr": "10.9.0.0/16"}),
+            )
+            .await
+            .expect("network");
+        *self.1.lock().unwrap() = Some(net.id);
+        let before = w.networks_on_atomos();
+        let (vm, create) = w.create_request_on(net.id).await;
+        assert_eq!(
+            w.run_plain(VmCreate(w.env.clone()), create).await.error,
+            None
+        );
+        let del = w
+            .app
+            .vm_delete(&w.who, vm)
+            .await
+            .expect("vm delete accepted");
+        assert_eq!(
+            w.run_plain(VmDelete(w.env.clone()), del.id).await.error,
+            None
+        );
+        assert_eq!(w.networks_on_atomos(), before + 1);
+        w.app
+            .network_delete(&w.who, net.id)
+            .await
+            .expect("network delete accepted")
+            .id
+    }
+
+    async fn assert_done(&self, _action: ActionId) {
+        let w = &self.0;
+        let id = self.current();
+        assert_eq!(w.named_networks_on_atomos(id), 0);
+        assert!(meson_db::networks::get(&w.db.pool, None, id).await.is_err());
+        assert!(
+            meson_db::networks::host_networks(&w.db.pool, id)
+                .await
+                .unwrap()
+                .is_empty()
+        );
+    }
+
+    /// A failed delete leaves the network usable; deleting again cleans up.
+    async fn assert_clean(&self, _action: ActionId) {
+        let w = &self.0;
+        let id = self.current();
+        if let Ok(n) = meson_db::networks::get(&w.db.pool, None, id).await {
+            assert_eq!(n.status, meson_core::network::NetworkStatus::Available);
+            let again = w
+                .app
+                .network_delete(&w.who, id)
+                .await
+                .expect("delete accepted again");
+            let a = w
+                .run_plain(
+                    meson_workflows::network_delete::NetworkDelete(w.env.clone()),
+                    again.id,
+                )
+                .await;
+            assert_eq!(a.error, None);
+        }
+        assert_eq!(w.named_networks_on_atomos(id), 0, "nothing left on AtomOS");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn network_delete_passes_the_workflow_harness() {
+    harness(NetworkDeleteScenario(
+        World::new().await,
+        Default::default(),
+    ))
+    .await;
+}
+
+impl HasWorld for NetworkDeleteScenario {
+    fn world(&self) -> &World {
+        &self.0
+    }
+}
+
+/// A small cluster (one control-plane node, one worker) per run.
+struct ClusterCreateScenario(World);
+
+impl ClusterCreateScenario {
+    async fn cluster_of(&self, action: ActionId) -> meson_core::ClusterId {
+        let a = meson_db::actions::get(&self.0.db.pool, None, action)
+            .await
+            .unwrap();
+        a.resources
+            .iter()
+            .find(|(t, _)| *t == ResourceType::Cluster)
+            .map(|(_, id)| meson_core::ClusterId(*id))
+            .unwrap()
+    }
+
+    /// (VMs, volumes, networks) of this cluster on every simulated host.
+    fn on_atomos(
+        &self,
+        cluster: meson_core::ClusterId,
+        network: NetworkId,
+    ) -> (usize, usize, usize) {
+        let prefix = format!("k{}", &cluster.0.simple().to_string()[..12]);
+        let net = meson_core::naming::network_atomos_name(network);
+        let w = &self.0;
+        let mut out = (0, 0, 0);
+        for h in w.sim.hosts() {
+            let i = h.inventory();
+            let vms: Vec<_> = i
+                .vms
+                .iter()
+                .filter(|v| v.name.starts_with(&prefix))
+                .collect();
+            out.0 += vms.len();
+            out.1 += i
+                .volumes
+                .iter()
+                .filter(|v| vms.iter().any(|vm| vm.volume_ids.contains(&v.id)))
+                .count();
+            out.2 += i.networks.iter().filter(|n| n.name == net).count();
+        }
+        out
+    }
+}
+
+impl Scenario for ClusterCreateScenario {
+    type W = meson_workflows::cluster_create::ClusterCreate;
+
+    fn workflow(&self) -> Self::W {
+        meson_workflows::cluster_create::ClusterCreate(self.0.env.clone())
+    }
+
+    async fn start(&self) -> ActionId {
+        let w = &self.0;
+        let mut body = crate::harness::seed_kaas();
+        body["req"]["name"] = format!("c{}", w.names.fetch_add(1, Ordering::SeqCst)).into();
+        body["req"]["nodepool"][0]["desired_nodes"] = 1.into();
+        body["req"]["nodepool"][0]["min_nodes"] = 1.into();
+        let c = w
+            .app
+            .cluster_create(&w.who, &body)
+            .await
+            .expect("cluster accepted");
+        c.action.id
+    }
+
+    async fn assert_done(&self, action: ActionId) {
+        let w = &self.0;
+        let id = self.cluster_of(action).await;
+        let c = meson_db::clusters::get(&w.db.pool, None, id, false)
+            .await
+            .unwrap();
+        assert_eq!(c.status, meson_core::cluster::ClusterStatus::Running);
+        let nodes = meson_db::clusters::nodes(&w.db.pool, id).await.unwrap();
+        assert_eq!(nodes.len(), 2);
+        assert!(
+            nodes
+                .iter()
+                .all(|n| n.status == meson_core::cluster::NodeStatus::Ready),
+            "{nodes:?}"
+        );
+        let (vms, vols, nets) = self.on_atomos(id, c.network);
+        assert_eq!(
+            (vms, vols),
+            (2, 4),
+            "two nodes, a boot disk and an ISO each, no duplicates"
+        );
+        assert!(nets >= 1);
+    }
+
+    async fn assert_clean(&self, action: ActionId) {
+        let w = &self.0;
+        let id = self.cluster_of(action).await;
+        let c = meson_db::clusters::get(&w.db.pool, None, id, false)
+            .await
+            .unwrap();
+        assert_eq!(c.status, meson_core::cluster::ClusterStatus::Error);
+        assert!(c.error_message.is_some());
+        assert_eq!(
+            self.on_atomos(id, c.network),
+            (0, 0, 0),
+            "nothing left on AtomOS"
+        );
+        // Volumes made but never attached (a crash before register) too.
+        for n in meson_db::clusters::nodes(&w.db.pool, id).await.unwrap() {
+            assert_eq!(w.on_atomos(n.vm), (0, 0), "node {} leaked", n.name);
+        }
+    }
+}
+
+impl HasWorld for ClusterCreateScenario {
+    fn world(&self) -> &World {
+        &self.0
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_create_passes_the_workflow_harness() {
+    harness(ClusterCreateScenario(World::new().await)).await;
+}
+
+/// Delete a running cluster.
+struct ClusterDeleteScenario(ClusterCreateScenario);
+
+impl Scenario for ClusterDeleteScenario {
+    type W = meson_workflows::cluster_delete::ClusterDelete;
+
+    fn workflow(&self) -> Self::W {
+        meson_workflows::cluster_delete::ClusterDelete(self.0.0.env.clone())
+    }
+
+    async fn start(&self) -> ActionId {
+        let w = &self.0.0;
+        let create = self.0.start().await;
+        let a = w
+            .run_plain(
+                meson_workflows::cluster_create::ClusterCreate(w.env.clone()),
+                create,
+            )
+            .await;
+        assert_eq!(a.error, None);
+        let id = self.0.cluster_of(create).await;
+        w.app
+            .cluster_delete(&w.who, id)
+            .await
+            .expect("delete accepted")
+            .id
+    }
+
+    async fn assert_done(&self, action: ActionId) {
+        let w = &self.0.0;
+        let id = self.0.cluster_of(action).await;
+        assert!(
+            meson_db::clusters::get(&w.db.pool, None, id, false)
+                .await
+                .is_err(),
+            "gone"
+        );
+        let c = meson_db::clusters::get(&w.db.pool, None, id, true)
+            .await
+            .unwrap();
+        assert_eq!(self.0.on_atomos(id, c.network), (0, 0, 0));
+        assert!(
+            meson_db::networks::get(&w.db.pool, None, c.network)
+                .await
+                .is_err()
+        );
+        assert!(
+            meson_db::clusters::nodes(&w.db.pool, id)
+                .await
+                .unwrap()
+                .is_empty()
+        );
+    }
+
+    /// A failed delete leaves the cluster in `error`; deleting again cleans up.
+    async fn assert_clean(&self, action: ActionId) {
+        let w = &self.0.0;
+        let id = self.0.cluster_of(action).await;
+        if meson_db::clusters::get(&w.db.pool, None, id, false)
+            .await
+            .is_ok()
+        {
+            let again = w
+                .app
+                .cluster_delete(&w.who, id)
+                .await
+                .expect("delete accepted again");
+            let a = w
+                .run_plain(
+                    meson_workflows::cluster_delete::ClusterDelete(w.env.clone()),
+                    again.id,
+                )
+                .await;
+            assert_eq!(a.error, None);
+        }
+        self.assert_done(action).await;
+    }
+}
+
+impl HasWorld for ClusterDeleteScenario {
+    fn world(&self) -> &World {
+        &self.0.0
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_delete_passes_the_workflow_harness() {
+    harness(ClusterDeleteScenario(ClusterCreateScenario(
+        World::new().await,
+    )))
+    .await;
 }

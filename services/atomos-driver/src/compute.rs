@@ -55,6 +55,9 @@ pub struct Register {
     pub spec: VmSpec,
     pub volume_ids: Vec<String>,
     pub network_ids: Vec<String>,
+    /// The MAC of the VM's NIC on each of `network_ids`, in the same order,
+    /// so the guest's network-config can match it; empty lets AtomOS choose.
+    pub nic_macs: Vec<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -246,8 +249,10 @@ fn register_to_wire(req: &Register) -> RegisterBody {
         networks: req
             .network_ids
             .iter()
-            .map(|id| NetworkRef {
+            .enumerate()
+            .map(|(i, id)| NetworkRef {
                 network_uid: id.clone(),
+                mac: req.nic_macs.get(i).cloned(),
             })
             .collect(),
         netdevs: None,
@@ -387,6 +392,7 @@ mod tests {
             spec: spec(),
             volume_ids: vec!["v1".into(), "v2".into()],
             network_ids: vec!["n1".into()],
+            nic_macs: vec![],
         };
         assert_eq!(
             serde_json::to_value(register_to_wire(&req)).unwrap(),

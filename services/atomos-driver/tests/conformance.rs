@@ -426,6 +426,7 @@ async fn vm_lifecycle(ep: Arc<Endpoint>) {
         spec: small_spec(),
         volume_ids: vec![data.clone(), ci.clone()],
         network_ids: vec![],
+        nic_macs: vec![],
     };
     c.register(&req).await.unwrap();
     let vm = c.vm_by_name(&name).await.unwrap().expect("found by name");
@@ -502,6 +503,7 @@ async fn errors_are_classified(ep: Arc<Endpoint>) {
         spec: small_spec(),
         volume_ids: vec![],
         network_ids: vec![],
+        nic_macs: vec![],
     };
     assert_kind(
         c.register(&bad).await,

@@ -593,7 +593,10 @@ mod tests {
         };
         let nc = "version: 2\nethernets:\n  nic0:\n    match:\n      name: \"e*\"\n    \
                   addresses: [\"192.168.1.5/24\"]\n  nic1:\n    addresses:\n      - 10.0.0.9/8\n";
-        let files = vec![file("user-data", "#cloud-config\n"), file("network-config", nc)];
+        let files = vec![
+            file("user-data", "#cloud-config\n"),
+            file("network-config", nc),
+        ];
         assert_eq!(
             static_addresses(&files),
             vec![

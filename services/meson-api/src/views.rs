@@ -1,8 +1,8 @@
 //! Domain → wire conversions, in one place.
 
+use crate::app::VmParts;
 use meson_core::action::Action;
 use meson_core::vm::Vm;
-use meson_core::volume::Volume;
 use meson_types as wire;
 
 pub fn action(a: &Action) -> wire::Action {
@@ -28,8 +28,10 @@ pub fn action(a: &Action) -> wire::Action {
     }
 }
 
-/// A VM with its volumes (pass all volumes of a page; this one's are picked out).
-pub fn vm(vm: &Vm, volumes: &[Volume]) -> wire::Vm {
+/// A VM with its volumes and NICs (pass the parts of a whole page; this
+/// VM's are picked out).
+pub fn vm(vm: &Vm, parts: &VmParts) -> wire::Vm {
+    let volumes = &parts.volumes;
     let s = &vm.spec;
     wire::Vm {
         id: vm.id.0,
@@ -77,6 +79,16 @@ pub fn vm(vm: &Vm, volumes: &[Volume]) -> wire::Vm {
                 kind: v.kind.as_str().to_owned(),
             })
             .collect(),
+        private_net: parts
+            .nics
+            .iter()
+            .filter(|n| n.vm_id == vm.id)
+            .map(|n| wire::network::PrivateNet {
+                network: n.network_id.0,
+                ip: n.address.map(|a| a.to_string()),
+                mac_address: n.mac.clone(),
+            })
+            .collect(),
         price: vm.placement.as_ref().map(|p| wire::Price {
             hourly: p.price_hourly,
             monthly: p.price_monthly,
@@ -90,4 +102,134 @@ pub fn warning(w: &meson_core::parse::Warning) -> wire::Warning {
         field: w.field.clone(),
         message: w.message.clone(),
     }
+}
+
+/// A network with the VMs attached to it.
+pub fn network(
+    n: &meson_core::network::Network,
+    vms: &[meson_core::VmId],
+) -> wire::network::Network {
+    wire::network::Network {
+        id: n.id.0,
+        name: n.name.clone(),
+        status: n.status.as_str().to_owned(),
+        labels: n.labels.clone(),
+        created: n.created,
+        cidr: n.subnet.cidr.to_string(),
+        gateway: n.subnet.gateway.to_string(),
+        dhcp: n.subnet.dhcp,
+        range: wire::network::AddressRange {
+            start: n.subnet.range.start.to_string(),
+            last: n.subnet.range.last.to_string(),
+        },
+        vms: vms.iter().map(|v| v.0).collect(),
+    }
+}
+
+fn node_specs(s: &meson_core::kaas::NodeSpecs) -> wire::cluster::NodeSpecs {
+    wire::cluster::NodeSpecs {
+        cpu: s.cpu,
+        ram: s.ram_mib,
+        storage: s.storage_gb,
+        gpu: s.gpu,
+    }
+}
+
+/// A cluster with its pools; placement and price come from its nodes' VMs.
+pub fn cluster(v: &crate::app::ClusterView) -> wire::cluster::Cluster {
+    let c = &v.cluster;
+    let live =
+        |n: &&meson_core::cluster::Node| n.status != meson_core::cluster::NodeStatus::Deleting;
+    let placed: Vec<&meson_core::vm::Placement> = v
+        .vms
+        .iter()
+        .filter_map(|vm| vm.placement.as_ref())
+        .collect();
+    let price = placed.first().map(|first| wire::Price {
+        hourly: placed.iter().map(|p| p.price_hourly).sum::<f64>(),
+        monthly: placed.iter().map(|p| p.price_monthly).sum::<f64>(),
+        currency: first.currency.clone(),
+    });
+    wire::cluster::Cluster {
+        id: c.id.0,
+        name: c.name.clone(),
+        status: c.status.as_str().to_owned(),
+        error_message: c.error_message.clone(),
+        kubernetes_version: c.kubernetes_version.clone(),
+        update_policy: c.spec.update_policy.as_str().to_owned(),
+        provider: placed
+            .first()
+            .map(|p| p.provider.clone())
+            .or_else(|| c.spec.provider.clone()),
+        region: placed
+            .first()
+            .map(|p| p.region.clone())
+            .or_else(|| c.spec.region.clone()),
+        network: wire::cluster::ClusterNetwork {
+            cidr: c.spec.nodes_subnet.cidr.to_string(),
+            dhcp: c.spec.nodes_subnet.dhcp,
+            range: wire::network::AddressRange {
+                start: c.spec.nodes_subnet.range.start.to_string(),
+                last: c.spec.nodes_subnet.range.last.to_string(),
+            },
+        },
+        control_plane: wire::cluster::ControlPlane {
+            endpoint: c.server_url(),
+            nodes: c.spec.control_plane.nodes,
+            specs: node_specs(&c.spec.control_plane.specs),
+        },
+        pools: v
+            .pools
+            .iter()
+            .map(|p| wire::cluster::Pool {
+                id: p.id.0,
+                name: p.spec.name.clone(),
+                autoscale: p.spec.autoscale,
+                min_nodes: p.spec.min_nodes,
+                max_nodes: p.spec.max_nodes,
+                desired_nodes: p.spec.desired_nodes,
+                current_nodes: v
+                    .nodes
+                    .iter()
+                    .filter(live)
+                    .filter(|n| n.pool == Some(p.id))
+                    .count() as u32,
+                specs: node_specs(&p.spec.specs),
+                billing: p.spec.billing.as_str().to_owned(),
+                labels: p.spec.labels.clone(),
+                taints: p.spec.taints.iter().map(ToString::to_string).collect(),
+            })
+            .collect(),
+        cni: c.spec.cni.as_str().to_owned(),
+        pod_cidr: c.spec.pod_cidr.to_string(),
+        service_cidr: c.spec.service_cidr.to_string(),
+        labels: c.labels.clone(),
+        created: c.created,
+        price,
+    }
+}
+
+/// A cluster's nodes, with their VMs' address and host.
+pub fn nodes(v: &crate::app::ClusterView) -> Vec<wire::cluster::Node> {
+    v.nodes
+        .iter()
+        .map(|n| {
+            let vm = v.vms.iter().find(|vm| vm.id == n.vm);
+            wire::cluster::Node {
+                id: n.id.0,
+                name: n.name.clone(),
+                role: n.role.as_str().to_owned(),
+                pool: n.pool.map(|p| p.0),
+                status: n.status.as_str().to_owned(),
+                error_message: n.error_message.clone(),
+                kubernetes_version: n.kubernetes_version.clone(),
+                ip: vm.and_then(|vm| vm.ipv4).map(|ip| ip.to_string()),
+                host: vm
+                    .and_then(|vm| vm.placement.as_ref())
+                    .map(|p| p.host.clone()),
+                provider_id: format!("elemento://{}", n.vm),
+                created: n.created,
+            }
+        })
+        .collect()
 }

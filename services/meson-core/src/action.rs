@@ -42,6 +42,9 @@ pub enum Command {
     StartVm,
     StopVm,
     RebootVm,
+    DeleteNetwork,
+    CreateCluster,
+    DeleteCluster,
 }
 
 impl Command {
@@ -52,6 +55,9 @@ impl Command {
             Command::StartVm => "start_vm",
             Command::StopVm => "stop_vm",
             Command::RebootVm => "reboot_vm",
+            Command::DeleteNetwork => "delete_network",
+            Command::CreateCluster => "create_cluster",
+            Command::DeleteCluster => "delete_cluster",
         }
     }
 }
@@ -68,6 +74,10 @@ impl fmt::Display for Command {
 pub enum ResourceType {
     Vm,
     Volume,
+    Network,
+    Cluster,
+    NodePool,
+    Node,
 }
 
 impl ResourceType {
@@ -75,6 +85,10 @@ impl ResourceType {
         match self {
             ResourceType::Vm => "vm",
             ResourceType::Volume => "volume",
+            ResourceType::Network => "network",
+            ResourceType::Cluster => "cluster",
+            ResourceType::NodePool => "node_pool",
+            ResourceType::Node => "node",
         }
     }
 
@@ -82,6 +96,10 @@ impl ResourceType {
         match s {
             "vm" => Some(Self::Vm),
             "volume" => Some(Self::Volume),
+            "network" => Some(Self::Network),
+            "cluster" => Some(Self::Cluster),
+            "node_pool" => Some(Self::NodePool),
+            "node" => Some(Self::Node),
             _ => None,
         }
     }

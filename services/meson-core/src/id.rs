@@ -89,3 +89,19 @@ impl TenantId {
         &self.0
     }
 }
+uuid_id!(
+    /// A private network.
+    NetworkId
+);
+uuid_id!(
+    /// A Kubernetes cluster.
+    ClusterId
+);
+uuid_id!(
+    /// A node pool of a cluster.
+    PoolId
+);
+uuid_id!(
+    /// A node (one VM) of a cluster.
+    NodeId
+);

@@ -41,6 +41,11 @@ pub fn valid_key(key: &str) -> bool {
     }
 }
 
+/// Checks one label value (may be empty).
+pub fn valid_value(value: &str) -> bool {
+    valid_name(value, true)
+}
+
 /// Validates a labels object found at `path`, recording every bad entry.
 pub fn parse(path: &str, v: &serde_json::Value, errors: &mut FieldErrors) -> Option<Labels> {
     let serde_json::Value::Object(map) = v else {

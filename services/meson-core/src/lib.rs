@@ -5,13 +5,18 @@
 
 pub mod action;
 pub mod cloudinit;
+pub mod cluster;
 pub mod error;
 pub mod flavor;
 pub mod id;
+pub mod kaas;
+pub mod kubernetes;
 pub mod labels;
 pub mod naming;
+pub mod network;
 pub mod os;
 pub mod parse;
+pub mod patch;
 pub mod selector;
 pub mod ssh;
 pub mod target;
@@ -19,4 +24,6 @@ pub mod vm;
 pub mod volume;
 
 pub use error::{Error, FieldError, Result};
-pub use id::{ActionId, JobId, TargetId, TenantId, VmId, VolumeId};
+pub use id::{
+    ActionId, ClusterId, JobId, NetworkId, NodeId, PoolId, TargetId, TenantId, VmId, VolumeId,
+};

@@ -31,6 +31,20 @@ pub fn vm_atomos_name(id: VmId) -> String {
     format!("vm-{}", id.0.simple())
 }
 
+/// A Kubernetes node's VM name on AtomOS: its cluster, its role (`cp` or
+/// `w`) and the VM's id, so an operator reading AtomOS knows what it is.
+/// Its volumes keep the VM's prefix ([`vm_volume_prefix`]).
+pub fn node_atomos_name(cluster: crate::ClusterId, control_plane: bool, vm: VmId) -> String {
+    let c = cluster.0.simple().to_string();
+    let role = if control_plane { "cp" } else { "w" };
+    format!("k{}-{role}-{}", &c[..12], vm.0.simple())
+}
+
+/// A private network's name on AtomOS (the same on every host it is made on).
+pub fn network_atomos_name(id: crate::NetworkId) -> String {
+    format!("net-{}", id.0.simple())
+}
+
 /// Prefix shared by every volume a VM owns on AtomOS.
 pub fn vm_volume_prefix(id: VmId) -> String {
     format!("{}-", vm_atomos_name(id))

@@ -77,6 +77,9 @@ pub struct VmSpec {
 pub struct VmCreate {
     pub spec: VmSpec,
     pub labels: Labels,
+    /// Private networks to attach, in NIC order (their existence and owner
+    /// are checked when the VM is written).
+    pub networks: Vec<crate::NetworkId>,
     pub warnings: Vec<Warning>,
 }
 
@@ -151,7 +154,11 @@ pub fn check_placement(targets: &[Target], spec: &VmSpec) -> Result<()> {
 
 /// Records the first of provider, continent and region (in that order) that
 /// no enabled target meeting the ones before it satisfies.
-fn constraint_errors(targets: &[Target], wanted: [&Option<String>; 3], errors: &mut FieldErrors) {
+pub(crate) fn constraint_errors(
+    targets: &[Target],
+    wanted: [&Option<String>; 3],
+    errors: &mut FieldErrors,
+) {
     let enabled: Vec<&Target> = targets.iter().filter(|t| t.enabled).collect();
     let known = |get: TargetField, of: &[&Target]| {
         let mut v: Vec<&str> = of.iter().map(|t| get(t).as_str()).collect();
@@ -246,6 +253,7 @@ impl VmCreate {
             (path, Some(v)) => labels::parse(&path, v, &mut p.errors),
             (_, None) => Some(Labels::new()),
         };
+        let networks = parse_networks(&mut p, &mut root);
 
         let mut specs = p.object(&mut root, "specs", true);
         let mut name = None;
@@ -267,10 +275,15 @@ impl VmCreate {
         p.done(root);
 
         let Parser { errors, warnings } = p;
-        match (name, volumes, ssh_keys, req_parts, labels) {
-            (Some(name), Some(volumes), Some(ssh_keys), Some(req), Some(labels))
-                if errors.is_empty() =>
-            {
+        match (name, volumes, ssh_keys, req_parts, labels, networks) {
+            (
+                Some(name),
+                Some(volumes),
+                Some(ssh_keys),
+                Some(req),
+                Some(labels),
+                Some(networks),
+            ) if errors.is_empty() => {
                 let (cpu, memory_mib, require_ecc, pci, os) = req;
                 let spec = VmSpec {
                     name,
@@ -289,6 +302,7 @@ impl VmCreate {
                 Ok(VmCreate {
                     spec,
                     labels,
+                    networks,
                     warnings,
                 })
             }
@@ -308,6 +322,36 @@ pub fn check_name(errors: &mut FieldErrors, path: &str, name: &str) -> bool {
             false
         }
     }
+}
+
+/// Most private networks one VM joins.
+pub const MAX_NETWORKS: usize = 4;
+
+/// `networks`: ids of the tenant's private networks, no repeats.
+fn parse_networks(
+    p: &mut Parser,
+    root: &mut crate::parse::Obj<'_>,
+) -> Option<Vec<crate::NetworkId>> {
+    let items = match root.get("networks") {
+        (_, None) => return Some(Vec::new()),
+        _ => p.array(root, "networks", MAX_NETWORKS)?,
+    };
+    let mut out: Vec<crate::NetworkId> = Vec::new();
+    let mut ok = true;
+    for (path, v) in items {
+        match v.as_str().map(str::parse::<crate::NetworkId>) {
+            Some(Ok(id)) if out.contains(&id) => {
+                p.errors.add(path, "this network is already listed");
+                ok = false;
+            }
+            Some(Ok(id)) => out.push(id),
+            _ => {
+                p.errors.add(path, "must be a network id (a UUID)");
+                ok = false;
+            }
+        }
+    }
+    ok.then_some(out)
 }
 
 fn parse_name(p: &mut Parser, specs: &mut crate::parse::Obj<'_>) -> Option<String> {

@@ -3,7 +3,7 @@
 use crate::{DbResult, Tx, corrupt};
 use chrono::{DateTime, Utc};
 use meson_core::action::{Action, ActionFailure, ActionStatus, ResourceType};
-use meson_core::{ActionId, Error, TenantId, VmId};
+use meson_core::{ActionId, Error, TenantId};
 use serde::Deserialize;
 use sqlx::PgPool;
 use sqlx::postgres::PgListener;
@@ -161,8 +161,8 @@ pub struct ActionSort {
 pub enum ActionScope<'a> {
     /// The actions with these ids.
     Ids(&'a [ActionId]),
-    /// The actions touching this VM.
-    Vm(VmId),
+    /// The actions touching this resource.
+    Resource(ResourceType, Uuid),
 }
 
 impl ActionScope<'_> {
@@ -170,7 +170,7 @@ impl ActionScope<'_> {
     fn binds(&self) -> (Option<Vec<Uuid>>, Option<&'static str>, Option<Uuid>) {
         match self {
             ActionScope::Ids(ids) => (Some(ids.iter().map(|a| a.0).collect()), None, None),
-            ActionScope::Vm(id) => (None, Some(ResourceType::Vm.as_str()), Some(id.0)),
+            ActionScope::Resource(kind, id) => (None, Some(kind.as_str()), Some(*id)),
         }
     }
 }
@@ -289,15 +289,27 @@ pub async fn count(
 
 /// Whether the tenant has, or had, this VM. Deleted VMs count: their rows stay
 /// for the record, and so does the history of what was done to them.
-pub async fn vm_known(pool: &PgPool, tenant: &TenantId, id: VmId) -> Result<bool, Error> {
+/// Whether the tenant owns (or owned: deleted ones count) the resource.
+pub async fn resource_known(
+    pool: &PgPool,
+    tenant: &TenantId,
+    kind: ResourceType,
+    id: Uuid,
+) -> Result<bool, Error> {
     sqlx::query_scalar!(
-        r#"select exists(select 1 from vms where id = $1 and tenant_id = $2) as "known!""#,
-        id.0,
+        r#"select case $3
+             when 'vm' then exists(select 1 from vms where id = $1 and tenant_id = $2)
+             when 'volume' then exists(select 1 from volumes where id = $1 and tenant_id = $2)
+             when 'network' then exists(select 1 from networks where id = $1 and tenant_id = $2)
+             when 'cluster' then exists(select 1 from clusters where id = $1 and tenant_id = $2)
+             else false end as "known!""#,
+        id,
         tenant.as_str(),
+        kind.as_str(),
     )
     .fetch_one(pool)
     .await
-    .ctx("looking up a vm")
+    .ctx("looking up a resource")
 }
 
 pub async fn get(pool: &PgPool, tenant: Option<&TenantId>, id: ActionId) -> Result<Action, Error> {
@@ -459,6 +471,7 @@ mod tests {
 
     use super::*;
     use crate::testing::TestDatabase;
+    use meson_core::VmId;
     use std::time::Duration;
 
     fn tenant() -> TenantId {
@@ -602,7 +615,7 @@ mod tests {
         progress(pool, c.id, 10).await;
         end(pool, d.id, None).await;
         let t = tenant();
-        let on_vm = ActionScope::Vm(vm);
+        let on_vm = ActionScope::Resource(ResourceType::Vm, vm.0);
 
         assert_eq!(ids(pool, on_vm, &[]).await, [a.id, b.id, c.id]);
         let by_command = [key("command", false), key("progress", true)];
@@ -645,7 +658,11 @@ mod tests {
         let theirs = list(pool, &stranger, ActionScope::Ids(&all), &[], &[], 10, 0);
         assert!(theirs.await.expect("list").is_empty());
         // Only a VM row of the tenant makes a VM known, deleted or not.
-        assert!(!vm_known(pool, &t, vm).await.expect("known"));
+        assert!(
+            !resource_known(pool, &t, ResourceType::Vm, vm.0)
+                .await
+                .expect("known")
+        );
         sqlx::query!(
             r#"insert into vms (id, tenant_id, name, status, spec, atomos_name, deleted_at)
                values ($1, $2, 'gone', 'deleting', '{}', 'vm-gone', now())"#,
@@ -655,7 +672,15 @@ mod tests {
         .execute(pool)
         .await
         .expect("insert vm");
-        assert!(vm_known(pool, &t, vm).await.expect("known"));
-        assert!(!vm_known(pool, &stranger, vm).await.expect("known"));
+        assert!(
+            resource_known(pool, &t, ResourceType::Vm, vm.0)
+                .await
+                .expect("known")
+        );
+        assert!(
+            !resource_known(pool, &stranger, ResourceType::Vm, vm.0)
+                .await
+                .expect("known")
+        );
     }
 }

@@ -5,8 +5,10 @@
 //! Rows are converted to `meson-core` domain types here and nowhere else.
 
 pub mod actions;
+pub mod clusters;
 pub mod idempotency;
 pub mod jobs;
+pub mod networks;
 pub mod targets;
 pub mod testing;
 pub mod vms;
@@ -84,6 +86,36 @@ pub(crate) trait DbResult<T> {
 impl<T> DbResult<T> for Result<T, sqlx::Error> {
     fn ctx(self, context: &'static str) -> Result<T, Error> {
         self.map_err(|e| Error::internal_from(context, e))
+    }
+}
+
+/// Which resources a list returns and in what order.
+#[derive(Clone, Debug, Default)]
+pub struct ListFilter {
+    pub name: Option<String>,
+    pub statuses: Vec<String>,
+    /// Label selector requirements (`meson_core::selector`).
+    pub selector: Vec<meson_core::selector::Requirement>,
+    /// Up to two sort keys, `field:asc|desc` with field id|name|status|created.
+    pub sort: Vec<String>,
+}
+
+/// A write that broke the unique index `constraint` becomes
+/// `uniqueness_error` on `field`; any other result passes through.
+pub(crate) fn unique_violation<T>(
+    res: Result<T, sqlx::Error>,
+    constraint: &str,
+    kind: &'static str,
+    field: &str,
+) -> Result<Result<T, sqlx::Error>, Error> {
+    match res {
+        Err(sqlx::Error::Database(e)) if e.constraint() == Some(constraint) => {
+            Err(Error::AlreadyExists {
+                kind,
+                field: field.to_owned(),
+            })
+        }
+        other => Ok(other),
     }
 }
 

@@ -70,15 +70,7 @@ impl TryFrom<VmRow> for Vm {
 /// A write that broke the per-tenant name uniqueness becomes `uniqueness_error`
 /// on `name`; any other result passes through.
 fn name_taken<T>(res: Result<T, sqlx::Error>) -> Result<Result<T, sqlx::Error>, Error> {
-    match res {
-        Err(sqlx::Error::Database(e)) if e.constraint() == Some("vms_tenant_name") => {
-            Err(Error::AlreadyExists {
-                kind: "vm",
-                field: "name".to_owned(),
-            })
-        }
-        other => Ok(other),
-    }
+    crate::unique_violation(res, "vms_tenant_name", "vm", "name")
 }
 
 pub async fn insert(tx: &mut Tx<'_>, vm: &Vm) -> Result<(), Error> {
@@ -125,7 +117,7 @@ async fn get_with(
                   host(v.ipv4) as "ipv4?", v.price_hourly, v.price_monthly, v.currency,
                   v.created_at
            from vms v left join atomos_targets t on t.id = v.target_id
-           where v.id = $1 and ($2::text is null or v.tenant_id = $2)
+           where v.id = $1 and ($2::text is null or (v.tenant_id = $2 and v.cluster_id is null))
              and ($3 or v.deleted_at is null)"#,
         id.0,
         tenant.map(TenantId::as_str),
@@ -138,16 +130,17 @@ async fn get_with(
     .try_into()
 }
 
-/// Which VMs to list and in what order.
-#[derive(Clone, Debug, Default)]
-pub struct VmFilter {
-    pub name: Option<String>,
-    pub statuses: Vec<String>,
-    /// Label selector requirements (`meson_core::selector`), as JSON.
-    pub selector: Vec<meson_core::selector::Requirement>,
-    /// Up to two sort keys, `field:asc|desc` with field id|name|status|created.
-    pub sort: Vec<String>,
+/// Several VMs by id (any tenant, deleted ones included), in no order.
+pub async fn get_many(pool: &PgPool, ids: &[VmId]) -> Result<Vec<Vm>, Error> {
+    let mut out = Vec::with_capacity(ids.len());
+    for id in ids {
+        out.push(get_including_deleted(pool, *id).await?);
+    }
+    Ok(out)
 }
+
+/// Which VMs to list and in what order.
+pub use crate::ListFilter as VmFilter;
 
 /// One page of a tenant's VMs, and how many match in all. The order always
 /// ends with the id, so pages are stable under inserts.
@@ -168,7 +161,7 @@ pub async fn list(
                   host(v.ipv4) as "ipv4?", v.price_hourly, v.price_monthly, v.currency,
                   v.created_at, count(*) over () as "total!"
            from vms v left join atomos_targets t on t.id = v.target_id
-           where v.tenant_id = $1 and v.deleted_at is null
+           where v.tenant_id = $1 and v.deleted_at is null and v.cluster_id is null
              and ($2::text is null or v.name = $2)
              and (cardinality($3::text[]) = 0 or v.status = any($3))
              and not exists (
@@ -256,7 +249,7 @@ pub async fn update(
         .map_err(|e| Error::internal_from("labels", e))?;
     let res = sqlx::query!(
         r#"update vms set name = coalesce($3, name), labels = coalesce($4, labels)
-           where id = $1 and tenant_id = $2 and deleted_at is null"#,
+           where id = $1 and tenant_id = $2 and deleted_at is null and cluster_id is null"#,
         id.0,
         tenant.as_str(),
         name,
@@ -336,6 +329,7 @@ pub async fn mark_deleted(tx: &mut Tx<'_>, id: VmId) -> Result<(), Error> {
     .execute(&mut **tx)
     .await
     .ctx("deleting vm volumes")?;
+    crate::networks::detach_vm(tx, id).await?;
     sqlx::query!(
         "update vms set deleted_at = now(), status = 'deleting' where id = $1 and deleted_at is null",
         id.0

@@ -1,8 +1,10 @@
 //! The catalogue: flavours and where meson can place things.
 
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// A named VM size.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct Flavor {
     pub name: String,
     pub description: String,
@@ -10,23 +12,25 @@ pub struct Flavor {
     pub memory_mib: u64,
     pub gpus: u32,
     /// PCI id `vendor:model` of the GPU, if any.
+    #[schema(required = true, example = "10de:1bb1")]
     pub gpu_model: Option<String>,
     pub cpu_flags: Vec<String>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct FlavorList {
     pub flavors: Vec<Flavor>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// A provider meson can place resources with, and where.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct Provider {
     pub name: String,
     pub continents: Vec<String>,
     pub regions: Vec<Region>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct Region {
     pub name: String,
     pub continent: String,
@@ -34,7 +38,33 @@ pub struct Region {
     pub hosts: u32,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct ProviderList {
     pub providers: Vec<Provider>,
+}
+
+/// A Kubernetes release clusters can run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct KubernetesVersion {
+    #[schema(example = "1.31.10")]
+    pub version: String,
+    /// The minor line, `major.minor`.
+    #[schema(example = "1.31")]
+    pub minor: String,
+    /// What a cluster gets when its request names no version.
+    pub default: bool,
+    /// Past upstream end of life: still accepted, with a warning.
+    pub deprecated: bool,
+    /// Upstream end of life of the minor line, `YYYY-MM-DD`.
+    #[schema(example = "2025-10-28")]
+    pub end_of_life: String,
+    /// Versions a cluster on this one may upgrade to (a later patch of the
+    /// same minor, or any patch of the next minor), oldest first.
+    pub upgradable_to: Vec<String>,
+}
+
+/// `GET /v1/kubernetes-versions`: every supported release, oldest first.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct KubernetesVersionList {
+    pub kubernetes_versions: Vec<KubernetesVersion>,
 }

@@ -5,13 +5,18 @@
 
 pub mod action;
 pub mod catalog;
+pub mod cluster;
 pub mod error;
+pub mod kaas;
 pub mod meta;
+pub mod network;
+pub mod ops;
 pub mod quote;
+pub mod requests;
 pub mod vm;
 pub mod volume;
 
 pub use action::{Action, ActionError, ActionList, ActionResource, ActionResponse};
-pub use error::{ErrorBody, ErrorResponse};
+pub use error::{ErrorBody, ErrorCode, ErrorDetails, ErrorResponse};
 pub use meta::{Meta, Pagination, Warning};
 pub use vm::{Price, Vm, VmCreateResponse, VmList, VmResponse, VmSpecs, VmVolume};

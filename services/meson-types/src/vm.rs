@@ -4,34 +4,62 @@ use crate::{Action, Meta, Warning};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use utoipa::ToSchema;
 use uuid::Uuid;
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct Vm {
     pub id: Uuid,
+    #[schema(example = "test")]
     pub name: String,
     /// `initializing`, `starting`, `running`, `stopping`, `off`, `deleting`, `error`.
+    #[schema(value_type = VmStatus)]
     pub status: String,
     pub labels: BTreeMap<String, String>,
     pub created: DateTime<Utc>,
-    /// Placement, once decided.
+    /// Placement, once decided (`null` until then).
+    #[schema(required = true, example = "ionos")]
     pub provider: Option<String>,
+    #[schema(required = true)]
     pub region: Option<String>,
     /// The AtomOS target (host) the VM runs on.
+    #[schema(required = true)]
     pub host: Option<String>,
+    /// Once known.
+    #[schema(required = true, format = Ipv4)]
     pub ipv4: Option<String>,
     pub specs: VmSpecs,
+    /// Boot disk, cloud-init ISO and data disks.
     pub volumes: Vec<VmVolume>,
+    /// The VM's NICs on private networks, in order.
+    #[serde(default)]
+    pub private_net: Vec<crate::network::PrivateNet>,
+    /// The placement's price, once placed.
+    #[schema(required = true)]
     pub price: Option<Price>,
 }
 
+/// A VM's status (documentation: the wire field is a string).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum VmStatus {
+    Initializing,
+    Starting,
+    Running,
+    Stopping,
+    Off,
+    Deleting,
+    Error,
+}
+
 /// The normalized request: units fixed, quirks resolved, defaults applied.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct VmSpecs {
     pub vcpus: u32,
     pub cores: u32,
     pub threads_per_core: u32,
     pub smt: bool,
+    #[schema(required = true)]
     pub min_frequency_ghz: Option<f64>,
     pub arch: Vec<String>,
     pub flags: Vec<String>,
@@ -41,50 +69,65 @@ pub struct VmSpecs {
     pub os_distribution: String,
     pub os_version: String,
     pub ssh_keys: Vec<String>,
+    /// Placement constraints of the request (`null`: any).
+    #[schema(required = true)]
     pub requested_provider: Option<String>,
+    #[schema(required = true)]
     pub requested_continent: Option<String>,
+    #[schema(required = true)]
     pub requested_region: Option<String>,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct PciDevice {
     pub vendor: String,
     pub model: String,
     pub quantity: u32,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct VmVolume {
     pub id: Uuid,
     pub name: String,
     /// GB.
     pub size: u32,
     /// `boot`, `cloudinit` or `data`.
+    #[schema(value_type = crate::volume::VolumeKind)]
     pub kind: String,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct Price {
     pub hourly: f64,
     pub monthly: f64,
     pub currency: String,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct VmCreateResponse {
     pub vm: Vm,
     pub action: Action,
     pub next_actions: Vec<Action>,
+    /// Unknown fields that were ignored; absent when there are none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<Warning>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct VmResponse {
     pub vm: Vm,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// `PATCH /v1/vms/{id}`: the VM as it is now.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct VmUpdateResponse {
+    pub vm: Vm,
+    /// Unknown fields that were ignored; absent when there are none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<Warning>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct VmList {
     pub vms: Vec<Vm>,
     pub meta: Meta,

@@ -1,7 +1,13 @@
 //! meson's provisioning workflows, one file each, and what they share.
 
 pub mod atomos;
+pub mod cluster_create;
+pub mod cluster_delete;
+pub mod cluster_placement;
+pub mod network_delete;
+pub mod nodes;
 pub mod placement;
+pub mod provision;
 pub mod vm_create;
 pub mod vm_delete;
 pub mod vm_power;
@@ -19,13 +25,24 @@ pub struct WorkflowConfig {
     pub vm_boot_timeout: Duration,
     /// How often AtomOS is polled while waiting.
     pub poll_interval: Duration,
+    /// How long a node may take from booting to phoning home (kubelet up).
+    pub node_ready_timeout: Duration,
+    /// The base URL guests reach meson's API at (their phone-home calls).
+    pub public_url: String,
+    /// Seals cluster secrets at rest.
+    pub secrets_key: meson_kaas::SecretKey,
 }
 
 impl Default for WorkflowConfig {
+    /// Defaults for tests and dev: a fresh random secrets key (so nothing it
+    /// sealed outlives the process) and a loopback public URL.
     fn default() -> Self {
         WorkflowConfig {
             vm_boot_timeout: Duration::from_secs(600),
             poll_interval: Duration::from_secs(2),
+            node_ready_timeout: Duration::from_secs(600),
+            public_url: "http://127.0.0.1:8080".to_owned(),
+            secrets_key: meson_kaas::SecretKey::generate(),
         }
     }
 }
@@ -42,6 +59,9 @@ pub fn register_all(worker: meson_jobs::Worker, env: Arc<Env>) -> meson_jobs::Wo
     worker
         .register(vm_create::VmCreate(env.clone()))
         .register(vm_delete::VmDelete(env.clone()))
+        .register(network_delete::NetworkDelete(env.clone()))
+        .register(cluster_create::ClusterCreate(env.clone()))
+        .register(cluster_delete::ClusterDelete(env.clone()))
         .register(vm_power::VmPower::<vm_power::PowerOn>::new(env.clone()))
         .register(vm_power::VmPower::<vm_power::PowerOff>::new(env.clone()))
         .register(vm_power::VmPower::<vm_power::Reboot>::new(env))

@@ -247,6 +247,14 @@ fn interactive_options() -> ClientOptions {
 /// A survey of the enabled `targets`, for callers outside a workflow (the
 /// quotes endpoint): driver failures become domain errors.
 pub async fn survey_targets(targets: Vec<Target>, spec: &VmSpec) -> meson_core::Result<Survey> {
+    Ok(survey(interactive_clients(targets)?, spec).await?)
+}
+
+/// Clients for the enabled `targets` with [`interactive_options`]; clones
+/// share their connections, so one set serves several surveys.
+pub fn interactive_clients(
+    targets: Vec<Target>,
+) -> meson_core::Result<Vec<(Target, AtomosClient)>> {
     let mut candidates = Vec::new();
     for t in targets.into_iter().filter(|t| t.enabled) {
         let client = AtomosClient::new(driver_target(&t), interactive_options()).map_err(|e| {
@@ -254,7 +262,7 @@ pub async fn survey_targets(targets: Vec<Target>, spec: &VmSpec) -> meson_core::
         })?;
         candidates.push((t, client));
     }
-    Ok(survey(candidates, spec).await?)
+    Ok(candidates)
 }
 
 #[cfg(test)]

@@ -1,9 +1,8 @@
 //! Delete a VM: unregister it, destroy every volume it owns, forget it.
 
 use crate::Env;
-use crate::atomos::{destroy_volumes, unregister_by_name};
+use crate::atomos::unregister_by_name;
 use meson_core::action::ActionFailure;
-use meson_core::naming::vm_volume_prefix;
 use meson_core::vm::VmStatus;
 use meson_core::{ActionId, TenantId, VmId};
 use meson_jobs::{Enqueued, StepCtx, StepError, StepResult, Workflow, to_output};
@@ -45,14 +44,7 @@ impl Workflow for VmDelete {
         };
         match (step, client) {
             ("unregister", Some(c)) => unregister_by_name(&c, &vm.atomos_name).await?,
-            ("destroy_volumes", Some(c)) => {
-                let known: Vec<String> = meson_db::volumes::list_for_vms(&env.pool, &[vm.id])
-                    .await?
-                    .into_iter()
-                    .filter_map(|v| v.atomos_id)
-                    .collect();
-                destroy_volumes(&c, &vm_volume_prefix(vm.id), &known).await?
-            }
+            ("destroy_volumes", Some(_)) => crate::provision::teardown(env, &vm).await?,
             ("forget", _) => {
                 let mut tx = meson_db::begin(&env.pool).await?;
                 meson_db::vms::mark_deleted(&mut tx, vm.id).await?;

@@ -36,6 +36,15 @@ pub struct Config {
     pub job_retention: Duration,
     /// `MESON_ATOMOS_TIMEOUT_MS`: timeout of one AtomOS call, default 10000.
     pub atomos_timeout: Duration,
+    /// `MESON_SECRETS_KEY`: 32 bytes in base64 (`openssl rand -base64 32`)
+    /// sealing cluster secrets at rest; dev mode generates one.
+    pub secrets_key: Option<String>,
+    /// `MESON_PUBLIC_URL`: the API's base URL as guests reach it (their
+    /// phone-home calls); default `http://<MESON_HTTP_ADDR>`.
+    pub public_url: Option<String>,
+    /// `MESON_NODE_READY_TIMEOUT_S`: how long a Kubernetes node may take to
+    /// report its kubelet up, default 600.
+    pub node_ready_timeout: Duration,
 }
 
 fn var(name: &str) -> Option<String> {
@@ -75,6 +84,9 @@ impl Config {
                 3600 * parse::<u64>("MESON_JOB_RETENTION_HOURS", 168)?,
             ),
             atomos_timeout: Duration::from_millis(parse("MESON_ATOMOS_TIMEOUT_MS", 10_000)?),
+            secrets_key: var("MESON_SECRETS_KEY"),
+            public_url: var("MESON_PUBLIC_URL"),
+            node_ready_timeout: Duration::from_secs(parse("MESON_NODE_READY_TIMEOUT_S", 600)?),
         })
     }
 
@@ -101,12 +113,27 @@ impl Config {
         }
     }
 
+    /// The key sealing cluster secrets; required outside dev mode.
+    pub fn require_secrets_key(&self) -> anyhow::Result<meson_kaas::SecretKey> {
+        let raw = self.secrets_key.as_deref().context(
+            "MESON_SECRETS_KEY must be set: 32 random bytes in base64 (openssl rand -base64 32)",
+        )?;
+        meson_kaas::SecretKey::from_base64(raw)
+            .map_err(|e| anyhow::anyhow!("MESON_SECRETS_KEY: {e}"))
+    }
+
     /// Workflow settings from the environment.
-    pub fn workflows(&self) -> meson_workflows::WorkflowConfig {
-        meson_workflows::WorkflowConfig {
+    pub fn workflows(&self) -> anyhow::Result<meson_workflows::WorkflowConfig> {
+        Ok(meson_workflows::WorkflowConfig {
             poll_interval: self.vm_poll,
+            node_ready_timeout: self.node_ready_timeout,
+            public_url: self
+                .public_url
+                .clone()
+                .unwrap_or_else(|| format!("http://{}", self.http_addr)),
+            secrets_key: self.require_secrets_key()?,
             ..meson_workflows::WorkflowConfig::default()
-        }
+        })
     }
 
     /// AtomOS client settings from the environment.

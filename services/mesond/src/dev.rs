@@ -25,6 +25,10 @@ pub struct DevOptions {
     pub sim_boot: Duration,
     pub vm_poll: Duration,
     pub worker: WorkerConfig,
+    /// Sealing cluster secrets; read from (or made in) the data dir when unset.
+    pub secrets_key: Option<String>,
+    /// How long a Kubernetes node may take to phone home.
+    pub node_ready_timeout: Duration,
 }
 
 impl DevOptions {
@@ -41,6 +45,8 @@ impl DevOptions {
                 concurrency: c.worker_concurrency,
                 ..WorkerConfig::default()
             },
+            secrets_key: c.secrets_key.clone(),
+            node_ready_timeout: c.node_ready_timeout,
         }
     }
 }
@@ -72,6 +78,20 @@ async fn dev_secret(dir: &Path) -> anyhow::Result<String> {
         .collect();
     write_private(&path, &secret).await?;
     Ok(secret)
+}
+
+/// The dev key sealing cluster secrets, kept in the data dir so clusters
+/// made in an earlier run stay readable.
+async fn dev_secrets_key(dir: &Path) -> anyhow::Result<meson_kaas::SecretKey> {
+    let path = dir.join("secrets-key");
+    if let Ok(s) = tokio::fs::read_to_string(&path).await
+        && let Ok(key) = meson_kaas::SecretKey::from_base64(s.trim())
+    {
+        return Ok(key);
+    }
+    let key = meson_kaas::SecretKey::generate();
+    write_private(&path, &key.to_base64()).await?;
+    Ok(key)
 }
 
 async fn write_private(path: &Path, content: &str) -> anyhow::Result<()> {
@@ -135,16 +155,31 @@ impl Dev {
         let token = auth.issue(DEV_TENANT, "dev", Role::Admin, chrono::Duration::days(30));
         write_private(&opts.data_dir.join("dev-token"), &token).await?;
 
+        let secrets_key = match &opts.secrets_key {
+            Some(k) => meson_kaas::SecretKey::from_base64(k)
+                .map_err(|e| anyhow::anyhow!("MESON_SECRETS_KEY: {e}"))?,
+            None => dev_secrets_key(&opts.data_dir).await?,
+        };
+        // The API first: its address is where the guests phone home.
+        let api = ApiServer::start(
+            opts.http_addr,
+            pool.clone(),
+            auth,
+            Some(secrets_key.clone()),
+        )
+        .await?;
         let worker = start_worker(
             pool.clone(),
             opts.worker.clone(),
             WorkflowConfig {
                 poll_interval: opts.vm_poll,
+                node_ready_timeout: opts.node_ready_timeout,
+                public_url: format!("http://{}", api.addr),
+                secrets_key,
                 ..WorkflowConfig::default()
             },
             atomos_driver::ClientOptions::default(),
         );
-        let api = ApiServer::start(opts.http_addr, pool.clone(), auth).await?;
         Ok(Dev {
             http_addr: api.addr,
             token,

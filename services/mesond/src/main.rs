@@ -111,14 +111,22 @@ async fn deployed(cfg: Config, api: bool, worker: bool) -> anyhow::Result<()> {
                 cfg.http_addr,
                 pool.clone(),
                 Auth::hs256(secret.as_bytes(), &cfg.jwt_issuer),
+                Some(cfg.require_secrets_key()?),
             )
             .await?,
         )
     } else {
         None
     };
-    let worker =
-        worker.then(|| start_worker(pool.clone(), cfg.worker(), cfg.workflows(), cfg.atomos()));
+    let worker = match worker {
+        true => Some(start_worker(
+            pool.clone(),
+            cfg.worker(),
+            cfg.workflows()?,
+            cfg.atomos(),
+        )),
+        false => None,
+    };
     shutdown_signal().await;
     if let Some(api) = api {
         api.shutdown().await;

@@ -21,13 +21,19 @@ pub struct ApiServer {
 }
 
 impl ApiServer {
-    pub async fn start(addr: SocketAddr, pool: PgPool, auth: Auth) -> anyhow::Result<ApiServer> {
+    pub async fn start(
+        addr: SocketAddr,
+        pool: PgPool,
+        auth: Auth,
+        secrets_key: Option<meson_kaas::SecretKey>,
+    ) -> anyhow::Result<ApiServer> {
         let listener = TcpListener::bind(addr)
             .await
             .with_context(|| format!("binding the REST API to {addr}"))?;
         let addr = listener.local_addr()?;
         let (stop, mut rx) = watch::channel(false);
-        let app = App::new(pool);
+        let mut app = App::new(pool);
+        app.secrets_key = secrets_key;
         // One action listener per process feeds every action stream.
         let actions = ActionFeed::start(&app, rx.clone());
         let router = meson_api::router(AppState { app, auth, actions });

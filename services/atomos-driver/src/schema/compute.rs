@@ -59,6 +59,10 @@ pub struct VolumeRef {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct NetworkRef {
     pub network_uid: String,
+    /// The NIC's MAC, chosen by the client (as the kOps provider does, to
+    /// match the guest's network configuration); AtomOS picks one without.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mac: Option<String>,
 }
 
 /// `POST /register`: the specfile plus name, volumes and networks.

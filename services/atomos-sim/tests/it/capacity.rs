@@ -21,6 +21,7 @@ async fn min_frequency_is_held_against_the_host_clock() {
         spec: fast.clone(),
         volume_ids: vec![],
         network_ids: vec![],
+        nic_macs: vec![],
     };
     assert_eq!(
         small.register(&req).await.unwrap_err().kind,

@@ -94,6 +94,7 @@ pub fn register(name: &str, slots: u32, ram_mib: u64) -> atomos_driver::Register
         spec: spec(slots, ram_mib),
         volume_ids: vec![],
         network_ids: vec![],
+        nic_macs: vec![],
     }
 }
 

@@ -75,6 +75,7 @@ async fn registered_vms_consume_capacity() {
         spec: spec(2, 4096),
         volume_ids: vec![],
         network_ids: vec![],
+        nic_macs: vec![],
     };
     small.register(&register("a")).await.unwrap();
     small.register(&register("b")).await.unwrap();
@@ -97,6 +98,7 @@ async fn register_validates_name_and_references() {
         spec: spec(1, 512),
         volume_ids: vec![],
         network_ids: vec![],
+        nic_macs: vec![],
     };
     assert_eq!(
         small.register(&req).await.unwrap_err().kind,
@@ -126,6 +128,7 @@ async fn power_actions_change_state() {
         spec: spec(1, 512),
         volume_ids: vec![],
         network_ids: vec![],
+        nic_macs: vec![],
     };
     small.register(&req).await.unwrap();
     let vm = crate::common::wait_running(&small, "p").await;

@@ -26,6 +26,7 @@ async fn inventory_lists_every_host_with_its_vms_volumes_and_networks() {
     c.register(&atomos_driver::Register {
         volume_ids: vec![ci.clone()],
         network_ids: vec![net.id.clone()],
+        nic_macs: vec![],
         ..register("vm-1", 1, 512)
     })
     .await

@@ -10,6 +10,7 @@ fn register(name: &str) -> Register {
         spec: spec(1, 512),
         volume_ids: vec![],
         network_ids: vec![],
+        nic_macs: vec![],
     }
 }
 

@@ -80,6 +80,7 @@ async fn create_run_and_tear_down_a_vm() {
         spec: spec(2, 2048),
         volume_ids: vec![boot.clone(), cloudinit.clone(), data.clone()],
         network_ids: vec![],
+        nic_macs: vec![],
     };
     c.register(&req).await.unwrap();
 

@@ -41,6 +41,7 @@ async fn network_lifecycle() {
         spec: spec(1, 512),
         volume_ids: vec![],
         network_ids: vec![net.id.clone()],
+        nic_macs: vec![],
     };
     c.register(&vm).await.unwrap();
     assert_eq!(
@@ -75,6 +76,7 @@ async fn vms_lease_addresses_from_their_networks_dhcp_range() {
         .unwrap();
     let on_net = |name: &str| Register {
         network_ids: vec![net.id.clone()],
+        nic_macs: vec![],
         ..crate::common::register(name, 1, 512)
     };
     c.register(&on_net("a")).await.unwrap();
@@ -137,6 +139,7 @@ async fn leases_are_per_network_and_survive_power_cycles() {
     ] {
         let req = Register {
             network_ids: nets,
+            nic_macs: vec![],
             ..crate::common::register(name, 1, 256)
         };
         c.register(&req).await.unwrap();
@@ -202,6 +205,7 @@ async fn a_static_address_from_network_config_is_what_the_vm_reports() {
     c.register(&Register {
         volume_ids: vec![ci],
         network_ids: vec![net.id.clone()],
+        nic_macs: vec![],
         ..crate::common::register("s", 1, 512)
     })
     .await
@@ -217,7 +221,10 @@ async fn a_static_address_from_network_config_is_what_the_vm_reports() {
             &[
                 ("user-data", "#cloud-config\n"),
                 ("meta-data", "instance-id: t\n"),
-                ("network-config", config.replace("192.168.60", "172.16.0").as_str()),
+                (
+                    "network-config",
+                    config.replace("192.168.60", "172.16.0").as_str(),
+                ),
             ],
         )
         .await
@@ -225,6 +232,7 @@ async fn a_static_address_from_network_config_is_what_the_vm_reports() {
     c.register(&Register {
         volume_ids: vec![ci],
         network_ids: vec![net.id.clone()],
+        nic_macs: vec![],
         ..crate::common::register("t", 1, 512)
     })
     .await

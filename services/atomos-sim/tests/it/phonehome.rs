@@ -96,6 +96,7 @@ async fn create_vm(c: &AtomosClient, name: &str, user_data: &str, meta_data: &st
         spec: spec(1, 1024),
         volume_ids: vec![boot, ci],
         network_ids: vec![network.into()],
+        nic_macs: vec![],
     })
     .await
     .unwrap();

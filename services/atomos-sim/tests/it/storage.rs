@@ -108,6 +108,7 @@ async fn cloudinit_uploads_answer_206_then_200() {
         spec: crate::common::spec(1, 512),
         volume_ids: vec![vid.clone()],
         network_ids: vec![],
+        nic_macs: vec![],
     };
     assert_eq!(c.register(&req).await.unwrap_err().kind, ErrorKind::Invalid);
 

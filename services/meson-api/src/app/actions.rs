@@ -2,8 +2,8 @@
 
 use super::{App, Page};
 use crate::auth::{Principal, Role};
-use meson_core::action::{Action, ActionStatus};
-use meson_core::{ActionId, Error, Result, TenantId, VmId};
+use meson_core::action::{Action, ActionStatus, ResourceType};
+use meson_core::{ActionId, Error, Result, TenantId};
 use meson_db::PgPool;
 use meson_db::actions::{
     ActionChange, ActionListener, ActionNotice, ActionScope, ActionSort, ActionSortField,
@@ -88,26 +88,27 @@ impl App {
         .await
     }
 
-    /// A page of the actions that touched one of the caller's VMs (deleted
-    /// ones included: their history stays), newest first by default.
-    pub async fn action_list_for_vm(
+    /// A page of the actions that touched one of the caller's resources
+    /// (deleted ones included: their history stays), newest first by default.
+    pub async fn action_list_for(
         &self,
         p: &Principal,
-        vm: VmId,
+        kind: ResourceType,
+        id: uuid::Uuid,
         status: &[ActionStatus],
         sort: &[ActionSort],
         page: Page,
     ) -> Result<ActionPage> {
         p.require(Role::Viewer)?;
-        if !meson_db::actions::vm_known(&self.pool, &p.tenant, vm).await? {
-            return Err(Error::not_found("vm", vm));
+        if !meson_db::actions::resource_known(&self.pool, &p.tenant, kind, id).await? {
+            return Err(Error::not_found(kind.as_str(), id));
         }
         let sort = if sort.is_empty() {
             &VM_ACTIONS_DEFAULT_SORT[..]
         } else {
             sort
         };
-        let scope = ActionScope::Vm(vm);
+        let scope = ActionScope::Resource(kind, id);
         let actions = meson_db::actions::list(
             &self.pool,
             &p.tenant,

@@ -1,16 +1,23 @@
-//! The catalogue: flavours, and the providers, continents and regions of
-//! the enabled AtomOS targets.
+//! The catalogue: flavours, the providers, continents and regions of the
+//! enabled AtomOS targets, and the supported Kubernetes versions.
 
 use super::App;
 use crate::auth::{Principal, Role};
 use meson_core::Result;
 use meson_core::flavor::{FLAVORS, Flavor};
+use meson_core::kubernetes::{CATALOGUE, Release};
 use meson_core::target::Target;
 
 impl App {
     pub fn flavors(&self, p: &Principal) -> Result<&'static [Flavor]> {
         p.require(Role::Viewer)?;
         Ok(FLAVORS)
+    }
+
+    /// The Kubernetes releases clusters can run, oldest first.
+    pub fn kubernetes_versions(&self, p: &Principal) -> Result<&'static [Release]> {
+        p.require(Role::Viewer)?;
+        Ok(CATALOGUE)
     }
 
     /// Enabled targets, sorted by provider, region and name.

@@ -5,22 +5,40 @@
 
 mod actions;
 mod catalog;
+mod clusters;
+mod networks;
 mod quotes;
 mod vms;
 mod volumes;
 
+use crate::auth::Principal;
+use meson_core::ActionId;
+use meson_core::action::{Action, ActionStatus, Command, ResourceType};
 use meson_db::PgPool;
 
-pub use vms::{PowerAction, VmCreated, VmPage};
+pub use clusters::{ClusterCreated, ClusterView};
+pub use quotes::{KaasQuotes, Quotes, VmQuotes};
+pub use vms::{PowerAction, VmCreated, VmPage, VmParts};
 
 #[derive(Clone)]
 pub struct App {
     pub pool: PgPool,
+    /// Opens cluster secrets (kubeconfigs, rotation); without it those answer
+    /// `service_error`.
+    pub secrets_key: Option<meson_kaas::SecretKey>,
 }
 
 impl App {
     pub fn new(pool: PgPool) -> Self {
-        App { pool }
+        App {
+            pool,
+            secrets_key: None,
+        }
+    }
+
+    pub fn with_secrets_key(mut self, key: meson_kaas::SecretKey) -> Self {
+        self.secrets_key = Some(key);
+        self
     }
 
     /// Ready when the database answers.
@@ -41,5 +59,24 @@ impl Page {
 
     pub fn offset(&self) -> i64 {
         i64::from(self.page - 1) * i64::from(self.per_page)
+    }
+}
+
+/// A new running action of the caller's tenant on `resources`.
+pub(crate) fn new_action(
+    p: &Principal,
+    command: Command,
+    resources: Vec<(ResourceType, uuid::Uuid)>,
+) -> Action {
+    Action {
+        id: ActionId::new(),
+        tenant: p.tenant.clone(),
+        command: command.as_str().to_owned(),
+        status: ActionStatus::Running,
+        progress: 0,
+        started: chrono::Utc::now(),
+        finished: None,
+        resources,
+        error: None,
     }
 }

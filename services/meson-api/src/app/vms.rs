@@ -1,13 +1,15 @@
 //! Virtual machines: create, read, list, delete.
 
-use super::{App, Page};
+use super::{App, Page, new_action};
 use crate::auth::{Principal, Role};
-use meson_core::action::{Action, ActionStatus, Command, ResourceType};
+use meson_core::action::{Action, Command, ResourceType};
 use meson_core::naming;
+use meson_core::network::Attachment;
 use meson_core::parse::Warning;
-use meson_core::vm::{Vm, VmCreate, VmStatus};
+use meson_core::patch::NameLabels;
+use meson_core::vm::{Vm, VmCreate, VmSpec, VmStatus};
 use meson_core::volume::{Volume, VolumeKind, VolumeStatus};
-use meson_core::{ActionId, Error, Result, VmId, VolumeId};
+use meson_core::{Error, Result, TenantId, VmId, VolumeId};
 use meson_db::vms::VmFilter;
 use meson_jobs::Enqueued;
 use meson_workflows::vm_power::{PowerOff, PowerOn, Reboot};
@@ -32,35 +34,104 @@ impl PowerAction {
     }
 }
 
+/// What a VM view shows besides the VM row: its volumes and NICs (for one
+/// VM, or for every VM of a page).
+#[derive(Clone, Debug, Default)]
+pub struct VmParts {
+    pub volumes: Vec<Volume>,
+    pub nics: Vec<Attachment>,
+}
+
+impl VmParts {
+    pub async fn load(pool: &meson_db::PgPool, ids: &[VmId]) -> Result<VmParts> {
+        Ok(VmParts {
+            volumes: meson_db::volumes::list_for_vms(pool, ids).await?,
+            nics: meson_db::networks::attachments_of(pool, ids).await?,
+        })
+    }
+}
+
 pub struct VmCreated {
     pub vm: Vm,
-    pub volumes: Vec<Volume>,
+    pub parts: VmParts,
     pub action: Action,
     pub warnings: Vec<Warning>,
 }
 
 pub struct VmPage {
     pub vms: Vec<Vm>,
-    pub volumes: Vec<Volume>,
+    pub parts: VmParts,
     pub total: u64,
 }
 
-fn new_action(
-    p: &Principal,
-    command: Command,
-    resources: Vec<(ResourceType, uuid::Uuid)>,
-) -> Action {
-    Action {
-        id: ActionId::new(),
-        tenant: p.tenant.clone(),
-        command: command.as_str().to_owned(),
-        status: ActionStatus::Running,
-        progress: 0,
-        started: chrono::Utc::now(),
-        finished: None,
-        resources,
-        error: None,
+/// A new VM's row and its volumes' (boot, cloud-init, data), not written yet.
+pub(crate) fn new_vm(
+    tenant: &TenantId,
+    id: VmId,
+    spec: VmSpec,
+    labels: meson_core::labels::Labels,
+    atomos_name: String,
+) -> (Vm, Vec<Volume>) {
+    let vm = Vm {
+        id,
+        tenant: tenant.clone(),
+        name: spec.name.clone(),
+        status: VmStatus::Initializing,
+        labels,
+        atomos_name,
+        atomos_id: None,
+        placement: None,
+        ipv4: None,
+        created: chrono::Utc::now(),
+        spec,
+    };
+    let volume = |name: &str, kind, size_gb, atomos_name| Volume {
+        id: VolumeId::new(),
+        tenant: tenant.clone(),
+        vm_id: Some(id),
+        name: name.to_owned(),
+        kind,
+        size_gb,
+        atomos_name,
+        atomos_id: None,
+        status: VolumeStatus::Creating,
+    };
+    let mut volumes = vec![
+        volume(
+            "boot",
+            VolumeKind::Boot,
+            vm.spec.boot_volume_gb,
+            naming::vm_boot_volume_name(id),
+        ),
+        volume(
+            "cloudinit",
+            VolumeKind::Cloudinit,
+            1,
+            naming::vm_cloudinit_volume_name(id),
+        ),
+    ];
+    for (i, d) in vm.spec.volumes.iter().enumerate() {
+        volumes.push(volume(
+            &d.name,
+            VolumeKind::Data,
+            d.size_gb,
+            naming::vm_data_volume_name(id, i),
+        ));
     }
+    (vm, volumes)
+}
+
+/// Writes a new VM and its volumes.
+pub(crate) async fn insert_vm(
+    tx: &mut meson_db::Tx<'_>,
+    vm: &Vm,
+    volumes: &[Volume],
+) -> Result<()> {
+    meson_db::vms::insert(tx, vm).await?;
+    for v in volumes {
+        meson_db::volumes::insert(tx, v).await?;
+    }
+    Ok(())
 }
 
 impl App {
@@ -71,61 +142,21 @@ impl App {
         let req = VmCreate::parse_placed(body, &meson_db::targets::list(&self.pool).await?)?;
 
         let id = VmId::new();
-        let vm = Vm {
+        let (vm, volumes) = new_vm(
+            &p.tenant,
             id,
-            tenant: p.tenant.clone(),
-            name: req.spec.name.clone(),
-            status: VmStatus::Initializing,
-            labels: req.labels,
-            atomos_name: naming::vm_atomos_name(id),
-            atomos_id: None,
-            placement: None,
-            ipv4: None,
-            created: chrono::Utc::now(),
-            spec: req.spec,
-        };
-        let volume = |name: &str, kind, size_gb, atomos_name| Volume {
-            id: VolumeId::new(),
-            tenant: p.tenant.clone(),
-            vm_id: Some(id),
-            name: name.to_owned(),
-            kind,
-            size_gb,
-            atomos_name,
-            atomos_id: None,
-            status: VolumeStatus::Creating,
-        };
-        let mut volumes = vec![
-            volume(
-                "boot",
-                VolumeKind::Boot,
-                vm.spec.boot_volume_gb,
-                naming::vm_boot_volume_name(id),
-            ),
-            volume(
-                "cloudinit",
-                VolumeKind::Cloudinit,
-                1,
-                naming::vm_cloudinit_volume_name(id),
-            ),
-        ];
-        for (i, d) in vm.spec.volumes.iter().enumerate() {
-            volumes.push(volume(
-                &d.name,
-                VolumeKind::Data,
-                d.size_gb,
-                naming::vm_data_volume_name(id, i),
-            ));
-        }
+            req.spec,
+            req.labels,
+            naming::vm_atomos_name(id),
+        );
         let mut resources = vec![(ResourceType::Vm, id.0)];
         resources.extend(volumes.iter().map(|v| (ResourceType::Volume, v.id.0)));
         let action = new_action(p, Command::CreateVm, resources);
 
         let mut tx = meson_db::begin(&self.pool).await?;
-        meson_db::vms::insert(&mut tx, &vm).await?;
-        for v in &volumes {
-            meson_db::volumes::insert(&mut tx, v).await?;
-        }
+        insert_vm(&mut tx, &vm, &volumes).await?;
+        let nics =
+            super::networks::attach_new_vm(&mut tx, &p.tenant, id, &req.networks, false).await?;
         meson_db::actions::insert(&mut tx, &action).await?;
         match vm_create::enqueue(&mut tx, id, action.id, &p.tenant).await? {
             Enqueued::Job(_) => {}
@@ -135,17 +166,16 @@ impl App {
         tracing::info!(vm = %id, action = %action.id, tenant = %p.tenant, "vm create accepted");
         Ok(VmCreated {
             vm,
-            volumes,
+            parts: VmParts { volumes, nics },
             action,
             warnings: req.warnings,
         })
     }
 
-    pub async fn vm_get(&self, p: &Principal, id: VmId) -> Result<(Vm, Vec<Volume>)> {
+    pub async fn vm_get(&self, p: &Principal, id: VmId) -> Result<(Vm, VmParts)> {
         p.require(Role::Viewer)?;
         let vm = meson_db::vms::get(&self.pool, Some(&p.tenant), id).await?;
-        let volumes = meson_db::volumes::list_for_vms(&self.pool, &[id]).await?;
-        Ok((vm, volumes))
+        Ok((vm, VmParts::load(&self.pool, &[id]).await?))
     }
 
     pub async fn vm_list(&self, p: &Principal, page: Page, filter: &VmFilter) -> Result<VmPage> {
@@ -159,10 +189,9 @@ impl App {
         )
         .await?;
         let ids: Vec<VmId> = vms.iter().map(|v| v.id).collect();
-        let volumes = meson_db::volumes::list_for_vms(&self.pool, &ids).await?;
         Ok(VmPage {
+            parts: VmParts::load(&self.pool, &ids).await?,
             vms,
-            volumes,
             total: total.max(0) as u64,
         })
     }
@@ -242,29 +271,15 @@ impl App {
         p: &Principal,
         id: VmId,
         body: &serde_json::Value,
-    ) -> Result<(Vm, Vec<Volume>, Vec<Warning>)> {
+    ) -> Result<(Vm, VmParts, Vec<Warning>)> {
         p.require(Role::Editor)?;
-        let mut parser = meson_core::parse::Parser::default();
-        let Some(mut root) = parser.root(body) else {
-            return Err(parser
-                .errors
-                .into_error()
-                .unwrap_or_else(|| Error::invalid("(body)", "must be an object")));
-        };
-        let name = parser
-            .string(&mut root, "name", false)
-            .and_then(|(path, n)| {
-                meson_core::vm::check_name(&mut parser.errors, &path, n).then(|| n.to_owned())
-            });
-        let labels = match root.get("labels") {
-            (path, Some(v)) => meson_core::labels::parse(&path, v, &mut parser.errors),
-            (_, None) => None,
-        };
-        parser.done(root);
-        let meson_core::parse::Parser { errors, warnings } = parser;
-        errors.finish(())?;
+        let NameLabels {
+            name,
+            labels,
+            warnings,
+        } = NameLabels::parse(body, meson_core::vm::MAX_NAME_LEN)?;
         meson_db::vms::update(&self.pool, &p.tenant, id, name.as_deref(), labels.as_ref()).await?;
-        let (vm, volumes) = self.vm_get(p, id).await?;
-        Ok((vm, volumes, warnings))
+        let (vm, parts) = self.vm_get(p, id).await?;
+        Ok((vm, parts, warnings))
     }
 }

@@ -6,23 +6,45 @@ use crate::error::{ApiError, ApiResult};
 use crate::views;
 use axum::extract::{Path, RawQuery, State};
 
+use axum::Json;
 use axum::response::Response;
-use axum::routing::get;
-use axum::{Json, Router};
-use meson_core::action::ActionStatus;
-use meson_core::{ActionId, Error, VmId};
+use meson_core::action::{ActionStatus, ResourceType};
+use meson_core::{ActionId, Error};
 use meson_db::actions::{ActionSort, ActionSortField};
 use meson_types as wire;
+use meson_types::ErrorResponse;
+use meson_types::requests::{ActionListQuery, PageQuery, VmActionListQuery};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/v1/actions", get(list))
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list))
         // A static segment wins over `{id}`, so "stream" is never read as an id.
-        .route("/v1/actions/stream", get(stream::actions))
-        .route("/v1/actions/{id}", get(read))
-        .route("/v1/vms/{id}/actions", get(list_for_vm))
+        .routes(routes!(stream::actions))
+        .routes(routes!(read))
+        .routes(routes!(list_for_vm))
+        .routes(routes!(list_for_volume))
+        .routes(routes!(list_for_network))
+        .routes(routes!(list_for_cluster))
 }
 
+/// Reads an action.
+#[utoipa::path(
+    get,
+    path = "/v1/actions/{id}",
+    tag = "actions",
+    operation_id = "action_get",
+    summary = "Get an action",
+    params(("id" = uuid::Uuid, Path, description = "The action's id.")),
+    responses(
+        (status = 200, description = "The action.", body = wire::ActionResponse),
+        (status = 400, description = "The id is not a UUID (`invalid_input`).",
+            body = ErrorResponse),
+        (status = 404, description = "No such action for this tenant (`not_found`).",
+            body = ErrorResponse),
+    ),
+)]
 async fn read(
     State(s): State<AppState>,
     p: Principal,
@@ -34,6 +56,21 @@ async fn read(
     }))
 }
 
+/// Reads several actions by id.
+#[utoipa::path(
+    get,
+    path = "/v1/actions",
+    tag = "actions",
+    operation_id = "action_list",
+    summary = "Get actions by id",
+    params(ActionListQuery),
+    responses(
+        (status = 200, description = "The tenant's actions among the ids, in `sort` order \
+            (then by id).", body = wire::ActionList),
+        (status = 400, description = "No id, more than 25, a malformed one, or a bad \
+            `status` or `sort` (`invalid_input`).", body = ErrorResponse),
+    ),
+)]
 async fn list(
     State(s): State<AppState>,
     p: Principal,
@@ -47,27 +84,153 @@ async fn list(
     }))
 }
 
+/// Lists a VM's actions.
+#[utoipa::path(
+    get,
+    path = "/v1/vms/{id}/actions",
+    tag = "actions",
+    operation_id = "vm_action_list",
+    summary = "List a VM's actions",
+    description = "Every action that touched the VM, newest first by default; a deleted \
+        VM's history stays.",
+    params(("id" = uuid::Uuid, Path, description = "The VM's id."), PageQuery,
+        VmActionListQuery),
+    responses(
+        (status = 200, description = "A page of actions.", body = wire::action::ActionPage,
+            headers(("Link" = String, description = "RFC 8288 links to the `prev`, `next` \
+                and `last` pages."))),
+        (status = 400, description = "The id is not a UUID, or a bad query parameter \
+            (`invalid_input`; `id=` is refused here).", body = ErrorResponse),
+        (status = 404, description = "The tenant never had this VM (`not_found`).",
+            body = ErrorResponse),
+    ),
+)]
 async fn list_for_vm(
     State(s): State<AppState>,
     p: Principal,
     Path(id): Path<String>,
     RawQuery(q): RawQuery,
 ) -> ApiResult<Response> {
-    let vm: VmId = parse_id(&id)?;
-    let pairs = query_pairs(q.as_deref())?;
+    list_for(&s, &p, ResourceType::Vm, "vms", &id, q.as_deref()).await
+}
+
+/// Lists a volume's actions.
+#[utoipa::path(
+    get,
+    path = "/v1/volumes/{id}/actions",
+    tag = "actions",
+    operation_id = "volume_action_list",
+    summary = "List a volume's actions",
+    description = "Every action that touched the volume, newest first by default; a deleted \
+        volume's history stays.",
+    params(("id" = uuid::Uuid, Path, description = "The volume's id."), PageQuery,
+        VmActionListQuery),
+    responses(
+        (status = 200, description = "A page of actions.", body = wire::action::ActionPage,
+            headers(("Link" = String, description = "RFC 8288 links to the `prev`, `next` \
+                and `last` pages."))),
+        (status = 400, description = "The id is not a UUID, or a bad query parameter \
+            (`invalid_input`; `id=` is refused here).", body = ErrorResponse),
+        (status = 404, description = "The tenant never had this volume (`not_found`).",
+            body = ErrorResponse),
+    ),
+)]
+async fn list_for_volume(
+    State(s): State<AppState>,
+    p: Principal,
+    Path(id): Path<String>,
+    RawQuery(q): RawQuery,
+) -> ApiResult<Response> {
+    list_for(&s, &p, ResourceType::Volume, "volumes", &id, q.as_deref()).await
+}
+
+/// Lists a cluster's actions.
+#[utoipa::path(
+    get,
+    path = "/v1/clusters/{id}/actions",
+    tag = "actions",
+    operation_id = "cluster_action_list",
+    summary = "List a cluster's actions",
+    description = "Every action that touched the cluster, newest first by default; a deleted \
+        cluster's history stays.",
+    params(("id" = uuid::Uuid, Path, description = "The cluster's id."), PageQuery,
+        VmActionListQuery),
+    responses(
+        (status = 200, description = "A page of actions.", body = wire::action::ActionPage,
+            headers(("Link" = String, description = "RFC 8288 links to the `prev`, `next` \
+                and `last` pages."))),
+        (status = 400, description = "The id is not a UUID, or a bad query parameter \
+            (`invalid_input`; `id=` is refused here).", body = ErrorResponse),
+        (status = 404, description = "The tenant never had this cluster (`not_found`).",
+            body = ErrorResponse),
+    ),
+)]
+async fn list_for_cluster(
+    State(s): State<AppState>,
+    p: Principal,
+    Path(id): Path<String>,
+    RawQuery(q): RawQuery,
+) -> ApiResult<Response> {
+    list_for(&s, &p, ResourceType::Cluster, "clusters", &id, q.as_deref()).await
+}
+
+/// Lists a network's actions.
+#[utoipa::path(
+    get,
+    path = "/v1/networks/{id}/actions",
+    tag = "actions",
+    operation_id = "network_action_list",
+    summary = "List a network's actions",
+    description = "Every action that touched the network, newest first by default; a deleted \
+        network's history stays.",
+    params(("id" = uuid::Uuid, Path, description = "The network's id."), PageQuery,
+        VmActionListQuery),
+    responses(
+        (status = 200, description = "A page of actions.", body = wire::action::ActionPage,
+            headers(("Link" = String, description = "RFC 8288 links to the `prev`, `next` \
+                and `last` pages."))),
+        (status = 400, description = "The id is not a UUID, or a bad query parameter \
+            (`invalid_input`; `id=` is refused here).", body = ErrorResponse),
+        (status = 404, description = "The tenant never had this network (`not_found`).",
+            body = ErrorResponse),
+    ),
+)]
+async fn list_for_network(
+    State(s): State<AppState>,
+    p: Principal,
+    Path(id): Path<String>,
+    RawQuery(q): RawQuery,
+) -> ApiResult<Response> {
+    list_for(&s, &p, ResourceType::Network, "networks", &id, q.as_deref()).await
+}
+
+/// `/v1/{collection}/{id}/actions`: a page of the actions on one resource.
+async fn list_for(
+    s: &AppState,
+    p: &Principal,
+    kind: ResourceType,
+    collection: &str,
+    id: &str,
+    query: Option<&str>,
+) -> ApiResult<Response> {
+    let id: uuid::Uuid = parse_id(id)?;
+    let pairs = query_pairs(query)?;
     let f = filters(&pairs)?;
     if !f.ids.is_empty() {
         return Err(ApiError(Error::invalid(
             "id",
-            "not supported here: this lists the VM's actions; use /v1/actions?id=",
+            format!(
+                "not supported here: this lists the {}'s actions; use /v1/actions?id=",
+                kind.as_str()
+            ),
         )));
     }
     let page = page_of(&pairs)?;
     let res = s
         .app
-        .action_list_for_vm(&p, vm, &f.status, &f.sort, page)
+        .action_list_for(p, kind, id, &f.status, &f.sort, page)
         .await?;
-    let (meta, link) = pagination(&format!("/v1/vms/{vm}/actions"), page, res.total);
+    let (meta, link) = pagination(&format!("/v1/{collection}/{id}/actions"), page, res.total);
     let body = wire::action::ActionPage {
         actions: res.actions.iter().map(views::action).collect(),
         meta,

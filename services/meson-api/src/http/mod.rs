@@ -2,7 +2,10 @@
 
 mod actions;
 mod catalog;
+mod clusters;
 mod idempotency;
+mod networks;
+pub mod openapi;
 mod ops;
 mod quotes;
 mod stream;
@@ -23,6 +26,7 @@ use axum::response::{IntoResponse, Response};
 use meson_core::Error;
 use std::time::Duration;
 use tower_http::catch_panic::CatchPanicLayer;
+use utoipa_axum::router::OpenApiRouter;
 
 /// Largest request body accepted.
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
@@ -43,14 +47,37 @@ impl HasAuth for AppState {
 
 pub static CORRELATION_ID: HeaderName = HeaderName::from_static("x-correlation-id");
 
-/// Builds the REST router.
-pub fn router(state: AppState) -> Router {
-    let api = Router::new()
+/// The `/v1` routes, each with its documentation: one source for both.
+fn api_routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::with_openapi(openapi::base())
         .merge(vms::routes())
         .merge(actions::routes())
         .merge(catalog::routes())
         .merge(quotes::routes())
         .merge(volumes::routes())
+        .merge(networks::routes())
+        .merge(clusters::routes())
+}
+
+/// The OpenAPI document of the REST API.
+pub fn openapi() -> utoipa::openapi::OpenApi {
+    let mut doc = api_routes().into_openapi();
+    doc.merge(ops::routes().into_openapi());
+    openapi::finish(doc)
+}
+
+/// The OpenAPI document as `GET /openapi.json` serves it and
+/// `openapi/meson.json` holds it.
+pub fn openapi_json() -> String {
+    openapi::render(&openapi())
+}
+
+/// Builds the REST router.
+pub fn router(state: AppState) -> Router {
+    let (api, mut doc) = api_routes().split_for_parts();
+    let (ops, ops_doc) = ops::routes().split_for_parts();
+    doc.merge(ops_doc);
+    let api = api
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(axum::middleware::from_fn_with_state(
@@ -59,17 +86,29 @@ pub fn router(state: AppState) -> Router {
         ))
         .with_state(state.clone());
     Router::new()
-        .merge(ops::routes().with_state(state))
+        .merge(ops.with_state(state))
+        .merge(openapi::routes(openapi::render(&openapi::finish(doc))))
         .merge(api)
         .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(CatchPanicLayer::custom(|_| {
             ApiError(Error::internal("handler panicked")).into_response()
         }))
-        .layer(tower_http::timeout::TimeoutLayer::with_status_code(
-            StatusCode::GATEWAY_TIMEOUT,
-            Duration::from_secs(30),
-        ))
+        .layer(axum::middleware::from_fn(timeout))
         .layer(axum::middleware::from_fn(correlation))
+}
+
+/// How long a request may take before it answers `504 timeout`.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Ends requests that take longer than [`REQUEST_TIMEOUT`] with the error
+/// envelope (`timeout`), like every other error; dropping the handler's
+/// future cancels its work. A streamed body (Server-Sent Events) is not
+/// limited: only the wait for the response's head is.
+async fn timeout(req: Request, next: Next) -> Response {
+    match tokio::time::timeout(REQUEST_TIMEOUT, next.run(req)).await {
+        Ok(res) => res,
+        Err(_) => ApiError(Error::Timeout).into_response(),
+    }
 }
 
 /// Gives every request a correlation id (the caller's, if sane), a span, and
@@ -207,6 +246,56 @@ pub fn page_of(pairs: &[(String, String)]) -> ApiResult<Page> {
     Ok(page)
 }
 
+/// `name=`, `status=` (repeatable), `label_selector=`, `sort=` (up to two).
+/// `is_status` says which statuses exist for the resource.
+pub fn list_filter(
+    pairs: &[(String, String)],
+    is_status: impl Fn(&str) -> bool,
+) -> ApiResult<meson_db::ListFilter> {
+    let mut f = meson_db::ListFilter::default();
+    for (k, v) in pairs {
+        match k.as_str() {
+            // PostgreSQL text cannot hold NUL, and no name contains one.
+            "name" if v.contains('\0') => {
+                return Err(ApiError(Error::invalid(
+                    "name",
+                    "must not contain NUL characters",
+                )));
+            }
+            "name" => f.name = Some(v.clone()),
+            "status" => {
+                if !is_status(v) {
+                    return Err(ApiError(Error::invalid(
+                        "status",
+                        format!("unknown status '{v}'"),
+                    )));
+                }
+                f.statuses.push(v.clone());
+            }
+            "label_selector" => f.selector.extend(meson_core::selector::parse(v)?),
+            "sort" => {
+                let (field, dir) = v.split_once(':').unwrap_or((v, "asc"));
+                if !["id", "name", "status", "created"].contains(&field)
+                    || !["asc", "desc"].contains(&dir)
+                {
+                    return Err(ApiError(Error::invalid(
+                        "sort",
+                        format!(
+                            "'{v}': sort by id, name, status or created, optionally :asc or :desc"
+                        ),
+                    )));
+                }
+                if f.sort.len() == 2 {
+                    return Err(ApiError(Error::invalid("sort", "at most two sort keys")));
+                }
+                f.sort.push(format!("{field}:{dir}"));
+            }
+            _ => {}
+        }
+    }
+    Ok(f)
+}
+
 /// A list response: the body plus its `Link` header.
 pub fn paged(body: impl serde::Serialize, link: Option<HeaderValue>) -> Response {
     let mut out = axum::Json(body).into_response();
@@ -245,4 +334,20 @@ pub fn pagination(path: &str, page: Page, total: u64) -> (meson_types::Meta, Opt
         meson_types::Meta { pagination: p },
         HeaderValue::from_str(&links.join(", ")).ok(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_name_filter_with_nul_is_invalid_input() {
+        let pairs = [("name".to_owned(), "a\0b".to_owned())];
+        match list_filter(&pairs, |_| true) {
+            Err(ApiError(Error::InvalidInput { fields })) => assert_eq!(fields[0].name, "name"),
+            other => panic!("expected invalid_input, got {:?}", other.map(|_| ())),
+        }
+        let pairs = [("name".to_owned(), "web-1".to_owned())];
+        assert!(list_filter(&pairs, |_| true).is_ok());
+    }
 }

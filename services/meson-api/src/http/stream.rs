@@ -11,6 +11,8 @@ use axum::response::{IntoResponse, Response};
 use meson_core::action::Action;
 use meson_core::{ActionId, Error};
 use meson_db::actions::ActionNotice;
+use meson_types::ErrorResponse;
+use meson_types::requests::ActionStreamQuery;
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
@@ -49,6 +51,27 @@ impl ActionFeed {
 /// `GET /v1/actions/stream?id=..`: an `action` event with each watched
 /// action's current state, then one per change in commit order; the stream
 /// ends after every watched action's final state.
+#[utoipa::path(
+    get,
+    path = "/v1/actions/stream",
+    tag = "actions",
+    operation_id = "action_stream",
+    summary = "Stream actions as they change",
+    description = "Server-Sent Events: first an `action` event with each watched action's \
+        current state, then one per change, in commit order; the stream ends once every \
+        watched action is finished. An `error` event (data: the error envelope) ends it \
+        early. Comments keep the connection alive every 15 seconds.",
+    params(ActionStreamQuery),
+    responses(
+        (status = 200, description = "The event stream: `event: action` (data: an `Action`) \
+            and `event: error` (data: an `ErrorResponse`).",
+            content_type = "text/event-stream", body = meson_types::action::ActionStreamEvent),
+        (status = 400, description = "No id, more than 25, or a malformed one \
+            (`invalid_input`).", body = ErrorResponse),
+        (status = 404, description = "One of the actions does not exist for this tenant \
+            (`not_found`).", body = ErrorResponse),
+    ),
+)]
 pub(super) async fn actions(
     State(s): State<AppState>,
     p: Principal,

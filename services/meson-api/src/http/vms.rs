@@ -2,22 +2,65 @@
 
 use super::{AppState, JsonBody, page_of, pagination, parse_id, query_pairs};
 use crate::auth::Principal;
-use crate::error::{ApiError, ApiResult};
+use crate::error::ApiResult;
 use crate::views;
+use axum::Json;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
-use axum::{Json, Router};
-use meson_db::vms::VmFilter;
 use meson_types as wire;
+use meson_types::ErrorResponse;
+use meson_types::requests::{PageQuery, VmCreateRequest, VmListQuery, VmUpdateRequest};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/v1/vms", get(list).post(create))
-        .route("/v1/vms/{id}", get(read).delete(delete).patch(update))
-        .route("/v1/vms/{id}/actions/{command}", axum::routing::post(power))
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list, create))
+        .routes(routes!(read, delete, update))
+        .routes(routes!(power))
 }
+
+/// Creates a VM.
+#[utoipa::path(
+    post,
+    path = "/v1/vms",
+    tag = "vms",
+    operation_id = "vm_create",
+    summary = "Create a VM",
+    description = "Validates the request, stores the VM and starts its `create_vm` action: \
+        placement (the cheapest host that fits, within `provider`, `continent` and \
+        `region`), volumes, cloud-init, boot. Poll the action or stream it.",
+    request_body(content = VmCreateRequest, content_type = "application/json",
+        example = json!(meson_types::requests::vm_create_example())),
+    responses(
+        (status = 201, description = "Accepted: the VM (`initializing`) and its action.",
+            body = wire::VmCreateResponse, links(
+                ("GetVm" = (operation_id = "vm_get",
+                    parameters(("id" = "$response.body#/vm/id")))),
+                ("UpdateVm" = (operation_id = "vm_update",
+                    parameters(("id" = "$response.body#/vm/id")))),
+                ("DeleteVm" = (operation_id = "vm_delete",
+                    parameters(("id" = "$response.body#/vm/id")))),
+                ("PowerOffVm" = (operation_id = "vm_power",
+                    parameters(("id" = "$response.body#/vm/id"), ("command" = "poweroff")))),
+                ("ListVmActions" = (operation_id = "vm_action_list",
+                    parameters(("id" = "$response.body#/vm/id")))),
+                ("GetAction" = (operation_id = "action_get",
+                    parameters(("id" = "$response.body#/action/id")))),
+                ("StreamAction" = (operation_id = "action_stream",
+                    parameters(("id" = "$response.body#/action/id")))),
+            )),
+        (status = 400, description = "Invalid input (`invalid_input`, every rejected field \
+            named in `details.fields`), malformed JSON (`json_error`) or a bad \
+            `Idempotency-Key`.", body = ErrorResponse),
+        (status = 403, description = "The token's role cannot create VMs (`forbidden`).",
+            body = ErrorResponse),
+        (status = 409, description = "The tenant has a VM with this name \
+            (`uniqueness_error`), or the `Idempotency-Key` was used with another request \
+            (`conflict`).", body = ErrorResponse),
+    ),
+)]
 
 async fn create(
     State(s): State<AppState>,
@@ -26,7 +69,7 @@ async fn create(
 ) -> ApiResult<Response> {
     let c = s.app.vm_create(&p, &body).await?;
     let res = wire::VmCreateResponse {
-        vm: views::vm(&c.vm, &c.volumes),
+        vm: views::vm(&c.vm, &c.parts),
         action: views::action(&c.action),
         next_actions: vec![],
         warnings: c.warnings.iter().map(views::warning).collect(),
@@ -34,17 +77,49 @@ async fn create(
     Ok((StatusCode::CREATED, Json(res)).into_response())
 }
 
+/// Reads a VM.
+#[utoipa::path(
+    get,
+    path = "/v1/vms/{id}",
+    tag = "vms",
+    operation_id = "vm_get",
+    summary = "Get a VM",
+    params(("id" = uuid::Uuid, Path, description = "The VM's id.")),
+    responses(
+        (status = 200, description = "The VM.", body = wire::VmResponse),
+        (status = 400, description = "The id is not a UUID (`invalid_input`).",
+            body = ErrorResponse),
+        (status = 404, description = "No such VM for this tenant (`not_found`).",
+            body = ErrorResponse),
+    ),
+)]
 async fn read(
     State(s): State<AppState>,
     p: Principal,
     Path(id): Path<String>,
 ) -> ApiResult<Json<wire::VmResponse>> {
-    let (vm, volumes) = s.app.vm_get(&p, parse_id(&id)?).await?;
+    let (vm, parts) = s.app.vm_get(&p, parse_id(&id)?).await?;
     Ok(Json(wire::VmResponse {
-        vm: views::vm(&vm, &volumes),
+        vm: views::vm(&vm, &parts),
     }))
 }
 
+/// Lists VMs.
+#[utoipa::path(
+    get,
+    path = "/v1/vms",
+    tag = "vms",
+    operation_id = "vm_list",
+    summary = "List VMs",
+    params(PageQuery, VmListQuery),
+    responses(
+        (status = 200, description = "A page of VMs.", body = wire::VmList,
+            headers(("Link" = String, description = "RFC 8288 links to the `prev`, `next` \
+                and `last` pages."))),
+        (status = 400, description = "A bad query parameter (`invalid_input`, named in \
+            `details.fields`).", body = ErrorResponse),
+    ),
+)]
 async fn list(
     State(s): State<AppState>,
     p: Principal,
@@ -52,68 +127,77 @@ async fn list(
 ) -> ApiResult<Response> {
     let pairs = query_pairs(q.as_deref())?;
     let page = page_of(&pairs)?;
-    let filter = vm_filter(&pairs)?;
+    let filter = super::list_filter(&pairs, |v| meson_core::vm::VmStatus::parse(v).is_some())?;
     let res = s.app.vm_list(&p, page, &filter).await?;
     let (meta, link) = pagination("/v1/vms", page, res.total);
     let body = wire::VmList {
-        vms: res.vms.iter().map(|v| views::vm(v, &res.volumes)).collect(),
+        vms: res.vms.iter().map(|v| views::vm(v, &res.parts)).collect(),
         meta,
     };
     Ok(super::paged(body, link))
 }
 
-/// `name=`, `status=` (repeatable), `label_selector=`, `sort=` (up to two).
-fn vm_filter(pairs: &[(String, String)]) -> ApiResult<VmFilter> {
-    use meson_core::Error;
-    let mut f = VmFilter::default();
-    for (k, v) in pairs {
-        match k.as_str() {
-            "name" => f.name = Some(v.clone()),
-            "status" => {
-                meson_core::vm::VmStatus::parse(v).ok_or_else(|| {
-                    ApiError(Error::invalid("status", format!("unknown status '{v}'")))
-                })?;
-                f.statuses.push(v.clone());
-            }
-            "label_selector" => f.selector.extend(meson_core::selector::parse(v)?),
-            "sort" => {
-                let (field, dir) = v.split_once(':').unwrap_or((v, "asc"));
-                if !["id", "name", "status", "created"].contains(&field)
-                    || !["asc", "desc"].contains(&dir)
-                {
-                    return Err(ApiError(Error::invalid(
-                        "sort",
-                        format!(
-                            "'{v}': sort by id, name, status or created, optionally :asc or :desc"
-                        ),
-                    )));
-                }
-                if f.sort.len() == 2 {
-                    return Err(ApiError(Error::invalid("sort", "at most two sort keys")));
-                }
-                f.sort.push(format!("{field}:{dir}"));
-            }
-            _ => {}
-        }
-    }
-    Ok(f)
-}
-
+/// Renames and/or relabels a VM.
+#[utoipa::path(
+    patch,
+    path = "/v1/vms/{id}",
+    tag = "vms",
+    operation_id = "vm_update",
+    summary = "Rename or relabel a VM",
+    description = "Sets the name and/or replaces the labels; nothing changes on AtomOS.",
+    params(("id" = uuid::Uuid, Path, description = "The VM's id.")),
+    request_body(content = VmUpdateRequest, content_type = "application/json",
+        example = json!({"name": "web-1", "labels": {"env": "prod"}})),
+    responses(
+        (status = 200, description = "The VM as it is now; `warnings` lists ignored fields.",
+            body = wire::vm::VmUpdateResponse),
+        (status = 400, description = "The id is not a UUID, invalid input \
+            (`invalid_input`) or malformed JSON (`json_error`).", body = ErrorResponse),
+        (status = 403, description = "The token's role cannot change VMs (`forbidden`).",
+            body = ErrorResponse),
+        (status = 404, description = "No such VM for this tenant (`not_found`).",
+            body = ErrorResponse),
+        (status = 409, description = "The tenant has another VM with this name \
+            (`uniqueness_error`).", body = ErrorResponse),
+    ),
+)]
 async fn update(
     State(s): State<AppState>,
     p: Principal,
     Path(id): Path<String>,
     JsonBody(body): JsonBody,
-) -> ApiResult<Json<serde_json::Value>> {
-    let (vm, volumes, warnings) = s.app.vm_update(&p, parse_id(&id)?, &body).await?;
-    let mut out = serde_json::json!({ "vm": views::vm(&vm, &volumes) });
-    if !warnings.is_empty() {
-        out["warnings"] =
-            serde_json::json!(warnings.iter().map(views::warning).collect::<Vec<_>>());
-    }
-    Ok(Json(out))
+) -> ApiResult<Json<wire::vm::VmUpdateResponse>> {
+    let (vm, parts, warnings) = s.app.vm_update(&p, parse_id(&id)?, &body).await?;
+    Ok(Json(wire::vm::VmUpdateResponse {
+        vm: views::vm(&vm, &parts),
+        warnings: warnings.iter().map(views::warning).collect(),
+    }))
 }
 
+/// Deletes a VM.
+#[utoipa::path(
+    delete,
+    path = "/v1/vms/{id}",
+    tag = "vms",
+    operation_id = "vm_delete",
+    summary = "Delete a VM",
+    description = "Starts its `delete_vm` action, which removes the VM and the volumes it \
+        owns from AtomOS; the VM is `deleting` until then, and gone after.",
+    params(("id" = uuid::Uuid, Path, description = "The VM's id.")),
+    responses(
+        (status = 200, description = "Accepted: the delete action.", body = wire::ActionResponse,
+            links(("GetAction" = (operation_id = "action_get",
+                parameters(("id" = "$response.body#/action/id")))))),
+        (status = 400, description = "The id is not a UUID (`invalid_input`).",
+            body = ErrorResponse),
+        (status = 403, description = "The token's role cannot delete VMs (`forbidden`).",
+            body = ErrorResponse),
+        (status = 404, description = "No such VM for this tenant (`not_found`).",
+            body = ErrorResponse),
+        (status = 423, description = "Another action runs on the VM (`locked`; its id in \
+            `details.action_id`).", body = ErrorResponse),
+    ),
+)]
 async fn delete(
     State(s): State<AppState>,
     p: Principal,
@@ -125,6 +209,36 @@ async fn delete(
     }))
 }
 
+/// Powers a VM on or off, or reboots it.
+#[utoipa::path(
+    post,
+    path = "/v1/vms/{id}/actions/{command}",
+    tag = "vms",
+    operation_id = "vm_power",
+    summary = "Power a VM on or off, or reboot it",
+    description = "Starts a `start_vm`, `stop_vm` or `reboot_vm` action. The VM must be \
+        placed and `running` or `off`.",
+    params(
+        ("id" = uuid::Uuid, Path, description = "The VM's id."),
+        ("command" = inline(PowerCommand), Path, description = "What to do."),
+    ),
+    responses(
+        (status = 201, description = "Accepted: the action.", body = wire::ActionResponse,
+            links(("GetAction" = (operation_id = "action_get",
+                parameters(("id" = "$response.body#/action/id")))))),
+        (status = 400, description = "The id is not a UUID (`invalid_input`) or a bad \
+            `Idempotency-Key`.", body = ErrorResponse),
+        (status = 403, description = "The token's role cannot power VMs (`forbidden`).",
+            body = ErrorResponse),
+        (status = 404, description = "No such VM for this tenant, or no such command \
+            (`not_found`).", body = ErrorResponse),
+        (status = 409, description = "The VM is neither `running` nor `off`, or the \
+            `Idempotency-Key` was used with another request (`conflict`).",
+            body = ErrorResponse),
+        (status = 423, description = "Another action runs on the VM (`locked`; its id in \
+            `details.action_id`).", body = ErrorResponse),
+    ),
+)]
 async fn power(
     State(s): State<AppState>,
     p: Principal,
@@ -144,4 +258,14 @@ async fn power(
         }),
     )
         .into_response())
+}
+
+/// The commands of `POST /v1/vms/{id}/actions/{command}` (documentation).
+#[derive(utoipa::ToSchema)]
+#[schema(rename_all = "lowercase")]
+#[allow(dead_code)]
+enum PowerCommand {
+    Poweron,
+    Poweroff,
+    Reboot,
 }

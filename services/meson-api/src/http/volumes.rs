@@ -3,18 +3,21 @@
 use super::{AppState, page_of, pagination, parse_id, query_pairs};
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
+use axum::Json;
 use axum::extract::{Path, RawQuery, State};
 use axum::response::Response;
-use axum::routing::get;
-use axum::{Json, Router};
 use meson_core::Error;
 use meson_core::volume::VolumeKind;
+use meson_types::ErrorResponse;
+use meson_types::requests::{PageQuery, VolumeListQuery};
 use meson_types::volume as wire;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/v1/volumes", get(list))
-        .route("/v1/volumes/{id}", get(read))
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list))
+        .routes(routes!(read))
 }
 
 fn view(v: &meson_core::volume::Volume) -> wire::Volume {
@@ -28,6 +31,22 @@ fn view(v: &meson_core::volume::Volume) -> wire::Volume {
     }
 }
 
+/// Reads a volume.
+#[utoipa::path(
+    get,
+    path = "/v1/volumes/{id}",
+    tag = "volumes",
+    operation_id = "volume_get",
+    summary = "Get a volume",
+    params(("id" = uuid::Uuid, Path, description = "The volume's id.")),
+    responses(
+        (status = 200, description = "The volume.", body = wire::VolumeResponse),
+        (status = 400, description = "The id is not a UUID (`invalid_input`).",
+            body = ErrorResponse),
+        (status = 404, description = "No such volume for this tenant (`not_found`).",
+            body = ErrorResponse),
+    ),
+)]
 async fn read(
     State(s): State<AppState>,
     p: Principal,
@@ -38,6 +57,21 @@ async fn read(
 }
 
 /// `vm=<id>` and `kind=boot|cloudinit|data` filter the list.
+#[utoipa::path(
+    get,
+    path = "/v1/volumes",
+    tag = "volumes",
+    operation_id = "volume_list",
+    summary = "List volumes",
+    params(PageQuery, VolumeListQuery),
+    responses(
+        (status = 200, description = "A page of volumes.", body = wire::VolumeList,
+            headers(("Link" = String, description = "RFC 8288 links to the `prev`, `next` \
+                and `last` pages."))),
+        (status = 400, description = "A bad query parameter (`invalid_input`, named in \
+            `details.fields`).", body = ErrorResponse),
+    ),
+)]
 async fn list(
     State(s): State<AppState>,
     p: Principal,

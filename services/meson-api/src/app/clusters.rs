@@ -1,0 +1,406 @@
+//! Kubernetes clusters: create (the KaaS payload), read, list, relabel,
+//! delete, the admin kubeconfig, and the nodes' phone-home.
+
+use super::vms::{insert_vm, new_vm};
+use super::{App, Page, new_action};
+use crate::auth::{Principal, Role};
+use meson_core::action::{Action, Command, ResourceType};
+use meson_core::cluster::{
+    Cluster, ClusterStatus, Node, NodePool, NodeRole, NodeStatus, node_name,
+};
+use meson_core::kaas::{KaasCreate, NodeSpecs, UpdatePolicy};
+use meson_core::labels::Labels;
+use meson_core::network::{Network, NetworkStatus, Subnet};
+use meson_core::parse::{Parser, Warning};
+use meson_core::vm::Vm;
+use meson_core::{ClusterId, Error, NetworkId, NodeId, PoolId, Result, VmId, naming};
+use meson_db::ListFilter;
+use meson_jobs::Enqueued;
+use meson_workflows::{cluster_create, cluster_delete};
+use std::net::Ipv4Addr;
+use std::time::Duration;
+
+/// A cluster with everything its view shows.
+pub struct ClusterView {
+    pub cluster: Cluster,
+    pub pools: Vec<NodePool>,
+    pub nodes: Vec<Node>,
+    /// The nodes' VMs (placement, address, price).
+    pub vms: Vec<Vm>,
+}
+
+pub struct ClusterCreated {
+    pub view: ClusterView,
+    pub action: Action,
+    pub warnings: Vec<Warning>,
+}
+
+/// Longest admin kubeconfig lifetime: a year.
+pub const MAX_KUBECONFIG_SECONDS: u64 = 365 * 24 * 3600;
+/// Default admin kubeconfig lifetime: a day.
+pub const DEFAULT_KUBECONFIG_SECONDS: u64 = 24 * 3600;
+
+/// The API endpoint's address: with meson's IPAM the lowest free address,
+/// with DHCP the highest usable address outside the DHCP range (DHCP never
+/// hands it out). `None` when there is none.
+fn endpoint_address(subnet: &Subnet) -> Option<Ipv4Addr> {
+    if !subnet.dhcp {
+        return subnet.next_free(&Default::default());
+    }
+    let net = subnet.cidr;
+    let (first, last) = (u32::from(net.network()) + 1, u32::from(net.broadcast()) - 1);
+    (first..=last)
+        .rev()
+        .map(Ipv4Addr::from)
+        .find(|ip| !subnet.range.contains(*ip) && *ip != subnet.gateway)
+}
+
+impl App {
+    /// Validates a KaaS payload and, in one transaction, writes the cluster,
+    /// its network (with the endpoint's address reserved), its pools, one VM
+    /// and node per node, the action and the workflow's job.
+    pub async fn cluster_create(
+        &self,
+        p: &Principal,
+        body: &serde_json::Value,
+    ) -> Result<ClusterCreated> {
+        p.require(Role::Editor)?;
+        let req = KaasCreate::parse_placed(body, &meson_db::targets::list(&self.pool).await?)?;
+        let spec = req.spec;
+        let subnet = spec.nodes_subnet.clone();
+        let endpoint = endpoint_address(&subnet).ok_or_else(|| {
+            Error::invalid(
+                "req.nodes_subnet",
+                "leaves no address for the cluster's API endpoint: with dhcp, keep one usable \
+                 address outside start_address..last_address",
+            )
+        })?;
+        let needed = u64::from(spec.control_plane.nodes)
+            + spec
+                .pools
+                .iter()
+                .map(|p| u64::from(p.max_nodes))
+                .sum::<u64>();
+        if !subnet.dhcp && subnet.capacity().saturating_sub(1) < needed {
+            return Err(Error::invalid(
+                "req.nodes_subnet",
+                format!(
+                    "holds {} addresses; the cluster needs {needed} for its nodes at their \
+                     maximum and one for its API endpoint",
+                    subnet.capacity()
+                ),
+            ));
+        }
+        let now = chrono::Utc::now();
+        let id = ClusterId::new();
+        let network = Network {
+            id: NetworkId::new(),
+            tenant: p.tenant.clone(),
+            name: spec.name.clone(),
+            status: NetworkStatus::Available,
+            labels: Labels::new(),
+            subnet,
+            created: now,
+        };
+        let cluster = Cluster {
+            id,
+            tenant: p.tenant.clone(),
+            name: spec.name.clone(),
+            status: ClusterStatus::Creating,
+            labels: req.labels,
+            kubernetes_version: spec.kubernetes_version.to_string(),
+            network: network.id,
+            endpoint: Some(endpoint),
+            error_message: None,
+            created: now,
+            spec,
+        };
+        let pools: Vec<NodePool> = cluster
+            .spec
+            .pools
+            .iter()
+            .map(|s| NodePool {
+                id: PoolId::new(),
+                cluster: id,
+                spec: s.clone(),
+                created: now,
+            })
+            .collect();
+        let action = new_action(
+            p,
+            Command::CreateCluster,
+            vec![(ResourceType::Cluster, id.0)],
+        );
+
+        let mut tx = meson_db::begin(&self.pool).await?;
+        meson_db::clusters::insert(&mut tx, &cluster).await?;
+        meson_db::networks::insert(&mut tx, &network).await?;
+        meson_db::networks::set_cluster(&mut tx, network.id, id).await?;
+        meson_db::networks::reserve(&mut tx, network.id, endpoint, "api-endpoint").await?;
+        let cp = cluster.spec.control_plane;
+        for _ in 0..cp.nodes {
+            add_node(&mut tx, p, &cluster, None, &cp.specs).await?;
+        }
+        for pool in &pools {
+            meson_db::clusters::insert_pool(&mut tx, pool).await?;
+            for _ in 0..pool.spec.desired_nodes {
+                add_node(&mut tx, p, &cluster, Some(pool), &pool.spec.specs).await?;
+            }
+        }
+        meson_db::actions::insert(&mut tx, &action).await?;
+        match cluster_create::enqueue(&mut tx, id, action.id, &p.tenant).await? {
+            Enqueued::Job(_) => {}
+            Enqueued::Locked(_) => {
+                return Err(Error::internal("a brand-new cluster is already locked"));
+            }
+        }
+        meson_db::commit(tx).await?;
+        tracing::info!(cluster = %id, action = %action.id, tenant = %p.tenant, "cluster create accepted");
+        Ok(ClusterCreated {
+            view: self.cluster_view(cluster).await?,
+            action,
+            warnings: req.warnings,
+        })
+    }
+
+    async fn cluster_view(&self, cluster: Cluster) -> Result<ClusterView> {
+        let pools = meson_db::clusters::pools(&self.pool, cluster.id).await?;
+        let nodes = meson_db::clusters::nodes(&self.pool, cluster.id).await?;
+        let ids: Vec<VmId> = nodes.iter().map(|n| n.vm).collect();
+        let vms = meson_db::vms::get_many(&self.pool, &ids).await?;
+        Ok(ClusterView {
+            cluster,
+            pools,
+            nodes,
+            vms,
+        })
+    }
+
+    pub async fn cluster_get(&self, p: &Principal, id: ClusterId) -> Result<ClusterView> {
+        p.require(Role::Viewer)?;
+        let cluster = meson_db::clusters::get(&self.pool, Some(&p.tenant), id, false).await?;
+        self.cluster_view(cluster).await
+    }
+
+    pub async fn cluster_list(
+        &self,
+        p: &Principal,
+        page: Page,
+        filter: &ListFilter,
+    ) -> Result<(Vec<ClusterView>, u64)> {
+        p.require(Role::Viewer)?;
+        let (clusters, total) = meson_db::clusters::list(
+            &self.pool,
+            &p.tenant,
+            filter,
+            i64::from(page.per_page),
+            page.offset(),
+        )
+        .await?;
+        let mut out = Vec::with_capacity(clusters.len());
+        for c in clusters {
+            out.push(self.cluster_view(c).await?);
+        }
+        Ok((out, total.max(0) as u64))
+    }
+
+    /// Replaces a cluster's labels and/or its update policy
+    /// (`{"labels", "update_policy"}`).
+    pub async fn cluster_update(
+        &self,
+        p: &Principal,
+        id: ClusterId,
+        body: &serde_json::Value,
+    ) -> Result<(ClusterView, Vec<Warning>)> {
+        p.require(Role::Editor)?;
+        let mut parser = Parser::default();
+        let Some(mut root) = parser.root(body) else {
+            return Err(parser
+                .errors
+                .into_error()
+                .unwrap_or_else(|| Error::invalid("(body)", "must be an object")));
+        };
+        let labels = match root.get("labels") {
+            (path, Some(v)) => meson_core::labels::parse(&path, v, &mut parser.errors),
+            (_, None) => None,
+        };
+        let policy = parser
+            .string(&mut root, "update_policy", false)
+            .and_then(|(path, s)| match UpdatePolicy::parse(s) {
+                Some(u) => Some(u),
+                None => {
+                    parser.errors.add(
+                        path,
+                        "must be NEVER_UPDATE (or MANUAL), PATCH_UPDATE or ALWAYS_UPDATE",
+                    );
+                    None
+                }
+            });
+        parser.done(root);
+        let Parser { errors, warnings } = parser;
+        errors.finish(())?;
+        let mut cluster = meson_db::clusters::get(&self.pool, Some(&p.tenant), id, false).await?;
+        let spec = policy.map(|u| {
+            cluster.spec.update_policy = u;
+            cluster.spec.clone()
+        });
+        meson_db::clusters::update(&self.pool, &p.tenant, id, labels.as_ref(), spec.as_ref())
+            .await?;
+        Ok((self.cluster_get(p, id).await?, warnings))
+    }
+
+    /// Starts deleting a cluster; `locked` while another action runs on it.
+    pub async fn cluster_delete(&self, p: &Principal, id: ClusterId) -> Result<Action> {
+        p.require(Role::Editor)?;
+        meson_db::clusters::get(&self.pool, Some(&p.tenant), id, false).await?;
+        let action = new_action(
+            p,
+            Command::DeleteCluster,
+            vec![(ResourceType::Cluster, id.0)],
+        );
+        let mut tx = meson_db::begin(&self.pool).await?;
+        meson_db::actions::insert(&mut tx, &action).await?;
+        if let Enqueued::Locked(blocking) =
+            cluster_delete::enqueue(&mut tx, id, action.id, &p.tenant).await?
+        {
+            return Err(Error::Locked {
+                kind: "cluster",
+                id: id.to_string(),
+                action_id: blocking.map(|a| a.0).unwrap_or_default(),
+            });
+        }
+        meson_db::clusters::set_status(&mut *tx, id, ClusterStatus::Deleting, None).await?;
+        meson_db::commit(tx).await?;
+        tracing::info!(cluster = %id, action = %action.id, "cluster delete accepted");
+        Ok(action)
+    }
+
+    /// An admin kubeconfig signed by the cluster's CA, valid for
+    /// `expiry_seconds` (default a day, at most a year). `conflict` until
+    /// the cluster's secrets exist.
+    pub async fn cluster_kubeconfig(
+        &self,
+        p: &Principal,
+        id: ClusterId,
+        expiry_seconds: Option<u64>,
+    ) -> Result<String> {
+        // Whoever can read it holds the cluster: editors and up.
+        p.require(Role::Editor)?;
+        let seconds = expiry_seconds.unwrap_or(DEFAULT_KUBECONFIG_SECONDS);
+        if !(60..=MAX_KUBECONFIG_SECONDS).contains(&seconds) {
+            return Err(Error::invalid(
+                "expiry_seconds",
+                format!("must be from 60 to {MAX_KUBECONFIG_SECONDS}"),
+            ));
+        }
+        let cluster = meson_db::clusters::get(&self.pool, Some(&p.tenant), id, false).await?;
+        let key = self
+            .secrets_key
+            .as_ref()
+            .ok_or_else(|| Error::internal("no secrets key configured"))?;
+        let sealed = meson_db::clusters::secrets(&self.pool, id)
+            .await?
+            .ok_or_else(|| Error::Conflict {
+                message: "the cluster's credentials are not made yet; retry once its create \
+                          action has progressed"
+                    .to_owned(),
+            })?;
+        let secrets = meson_workflows::nodes::open_sealed(key, id, &sealed)
+            .map_err(|e| Error::internal(format!("opening cluster secrets: {e}")))?;
+        let server = cluster
+            .server_url()
+            .ok_or_else(|| Error::internal("the cluster has no endpoint"))?;
+        meson_kaas::admin_kubeconfig(
+            &secrets,
+            &cluster.name,
+            &server,
+            Duration::from_secs(seconds),
+        )
+        .map_err(|e| Error::internal(format!("signing a kubeconfig: {e}")))
+    }
+
+    /// A node's phone-home (cloud-init's, once its kubelet is up): no bearer
+    /// token, the node's own secret instead. Unknown node, cluster or secret
+    /// all answer the same `not_found`.
+    pub async fn node_phone_home(
+        &self,
+        cluster: ClusterId,
+        node: NodeId,
+        token: &str,
+    ) -> Result<()> {
+        let hash = meson_workflows::nodes::phone_home_hash(token);
+        if meson_db::clusters::phoned_home(&self.pool, cluster, node, &hash).await? {
+            tracing::info!(%cluster, %node, "node phoned home");
+            Ok(())
+        } else {
+            Err(Error::not_found("node", node))
+        }
+    }
+}
+
+/// Writes one node of `cluster`: its VM (sized by `specs`, on the cluster's
+/// network, addressed by IPAM when the network has no DHCP) and its row.
+async fn add_node(
+    tx: &mut meson_db::Tx<'_>,
+    p: &Principal,
+    cluster: &Cluster,
+    pool: Option<&NodePool>,
+    specs: &NodeSpecs,
+) -> Result<Node> {
+    let id = NodeId::new();
+    let name = node_name(&cluster.name, pool.map(|x| x.spec.name.as_str()), id);
+    let vm_id = VmId::new();
+    let role = if pool.is_some() {
+        NodeRole::Worker
+    } else {
+        NodeRole::ControlPlane
+    };
+    let (vm, volumes) = new_vm(
+        &p.tenant,
+        vm_id,
+        cluster.spec.node_vm_spec(&name, specs),
+        Labels::new(),
+        naming::node_atomos_name(cluster.id, role == NodeRole::ControlPlane, vm_id),
+    );
+    insert_vm(tx, &vm, &volumes).await?;
+    super::networks::attach_new_vm(tx, &p.tenant, vm_id, &[cluster.network], true).await?;
+    let node = Node {
+        id,
+        cluster: cluster.id,
+        pool: pool.map(|x| x.id),
+        role,
+        vm: vm_id,
+        name,
+        status: NodeStatus::Creating,
+        error_message: None,
+        kubernetes_version: cluster.kubernetes_version.clone(),
+        phoned_home: None,
+        created: chrono::Utc::now(),
+    };
+    meson_db::clusters::insert_node(tx, &node).await?;
+    Ok(node)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn subnet(dhcp: bool, start: [u8; 4], last: [u8; 4]) -> Subnet {
+        Subnet {
+            cidr: "192.168.1.0/24".parse().unwrap(),
+            gateway: Ipv4Addr::new(192, 168, 1, 1),
+            dhcp,
+            range: meson_core::network::AddressRange::new(start.into(), last.into()).unwrap(),
+        }
+    }
+
+    #[test]
+    fn the_endpoint_avoids_dhcp_and_takes_the_first_free_address_otherwise() {
+        let s = subnet(true, [192, 168, 1, 1], [192, 168, 1, 24]);
+        assert_eq!(endpoint_address(&s), Some(Ipv4Addr::new(192, 168, 1, 254)));
+        let s = subnet(false, [192, 168, 1, 1], [192, 168, 1, 24]);
+        assert_eq!(endpoint_address(&s), Some(Ipv4Addr::new(192, 168, 1, 2)));
+        let full = subnet(true, [192, 168, 1, 1], [192, 168, 1, 254]);
+        assert_eq!(endpoint_address(&full), None);
+    }
+}

@@ -1,0 +1,188 @@
+//! Private networks: create, read, list, rename/relabel, delete when unused,
+//! and attaching a new VM to its networks (with meson's IPAM).
+
+use super::{App, Page, new_action};
+use crate::auth::{Principal, Role};
+use meson_core::action::{Action, Command, ResourceType};
+use meson_core::network::{
+    Attachment, MAX_NETWORK_NAME_LEN, Network, NetworkCreate, NetworkStatus, random_mac,
+};
+use meson_core::parse::Warning;
+use meson_core::patch::NameLabels;
+use meson_core::{Error, NetworkId, Result, TenantId, VmId};
+use meson_db::ListFilter;
+use meson_jobs::Enqueued;
+use meson_workflows::network_delete;
+
+impl App {
+    /// Validates and stores a network. Nothing is made on AtomOS yet: a
+    /// network exists on a host from the first VM placed there with it.
+    pub async fn network_create(
+        &self,
+        p: &Principal,
+        body: &serde_json::Value,
+    ) -> Result<(Network, Vec<Warning>)> {
+        p.require(Role::Editor)?;
+        let req = NetworkCreate::parse(body)?;
+        let network = Network {
+            id: NetworkId::new(),
+            tenant: p.tenant.clone(),
+            name: req.name,
+            status: NetworkStatus::Available,
+            labels: req.labels,
+            subnet: req.subnet,
+            created: chrono::Utc::now(),
+        };
+        let mut tx = meson_db::begin(&self.pool).await?;
+        meson_db::networks::insert(&mut tx, &network).await?;
+        meson_db::commit(tx).await?;
+        tracing::info!(network = %network.id, tenant = %p.tenant, "network created");
+        Ok((network, req.warnings))
+    }
+
+    /// A network and the VMs attached to it.
+    pub async fn network_get(&self, p: &Principal, id: NetworkId) -> Result<(Network, Vec<VmId>)> {
+        p.require(Role::Viewer)?;
+        let network = meson_db::networks::get(&self.pool, Some(&p.tenant), id).await?;
+        let vms = meson_db::networks::vms_on(&self.pool, id).await?;
+        Ok((network, vms))
+    }
+
+    /// A page of networks, each with its VMs, and the total.
+    pub async fn network_list(
+        &self,
+        p: &Principal,
+        page: Page,
+        filter: &ListFilter,
+    ) -> Result<(Vec<(Network, Vec<VmId>)>, u64)> {
+        p.require(Role::Viewer)?;
+        let (networks, total) = meson_db::networks::list(
+            &self.pool,
+            &p.tenant,
+            filter,
+            i64::from(page.per_page),
+            page.offset(),
+        )
+        .await?;
+        let mut out = Vec::with_capacity(networks.len());
+        for n in networks {
+            let vms = meson_db::networks::vms_on(&self.pool, n.id).await?;
+            out.push((n, vms));
+        }
+        Ok((out, total.max(0) as u64))
+    }
+
+    /// Renames a network and/or replaces its labels.
+    pub async fn network_update(
+        &self,
+        p: &Principal,
+        id: NetworkId,
+        body: &serde_json::Value,
+    ) -> Result<(Network, Vec<VmId>, Vec<Warning>)> {
+        p.require(Role::Editor)?;
+        let patch = NameLabels::parse(body, MAX_NETWORK_NAME_LEN)?;
+        meson_db::networks::update(
+            &self.pool,
+            &p.tenant,
+            id,
+            patch.name.as_deref(),
+            patch.labels.as_ref(),
+        )
+        .await?;
+        let (network, vms) = self.network_get(p, id).await?;
+        Ok((network, vms, patch.warnings))
+    }
+
+    /// Starts removing an unused network from every host it was made on.
+    /// `conflict` while VMs are attached; `locked` while it is being deleted.
+    pub async fn network_delete(&self, p: &Principal, id: NetworkId) -> Result<Action> {
+        p.require(Role::Editor)?;
+        let mut tx = meson_db::begin(&self.pool).await?;
+        // Locked: a VM create attaching to it waits, or sees it deleting.
+        meson_db::networks::lock(&mut tx, &p.tenant, id, false).await?;
+        let vms = meson_db::networks::vms_on(&mut *tx, id).await?;
+        if !vms.is_empty() {
+            let ids: Vec<String> = vms.iter().map(ToString::to_string).collect();
+            return Err(Error::Conflict {
+                message: format!(
+                    "the network is in use by {} VM(s): {}; delete them or their attachment first",
+                    vms.len(),
+                    ids.join(", ")
+                ),
+            });
+        }
+        let action = new_action(
+            p,
+            Command::DeleteNetwork,
+            vec![(ResourceType::Network, id.0)],
+        );
+        meson_db::actions::insert(&mut tx, &action).await?;
+        match network_delete::enqueue(&mut tx, id, action.id, &p.tenant).await? {
+            Enqueued::Job(_) => {}
+            Enqueued::Locked(blocking) => {
+                return Err(Error::Locked {
+                    kind: "network",
+                    id: id.to_string(),
+                    action_id: blocking.map(|a| a.0).unwrap_or_default(),
+                });
+            }
+        }
+        meson_db::networks::set_status(&mut *tx, id, NetworkStatus::Deleting).await?;
+        meson_db::commit(tx).await?;
+        tracing::info!(network = %id, action = %action.id, "network delete accepted");
+        Ok(action)
+    }
+}
+
+/// Attaches a VM being created to its networks, in its create transaction:
+/// each must be the tenant's and not being deleted; on a network without
+/// DHCP the VM gets the lowest free address (the row lock serializes
+/// concurrent creates), and none left is `resource_unavailable`.
+pub(crate) async fn attach_new_vm(
+    tx: &mut meson_db::Tx<'_>,
+    tenant: &TenantId,
+    vm: VmId,
+    networks: &[NetworkId],
+    cluster_owned: bool,
+) -> Result<Vec<Attachment>> {
+    let mut out = Vec::with_capacity(networks.len());
+    for (position, &network_id) in networks.iter().enumerate() {
+        let field = format!("networks[{position}]");
+        let network = match meson_db::networks::lock(tx, tenant, network_id, cluster_owned).await {
+            Err(Error::NotFound { .. }) => {
+                return Err(Error::invalid(field, "no such network"));
+            }
+            other => other?,
+        };
+        if network.status == NetworkStatus::Deleting {
+            return Err(Error::invalid(field, "the network is being deleted"));
+        }
+        let address =
+            if network.subnet.dhcp {
+                None
+            } else {
+                let taken = meson_db::networks::taken_addresses(tx, network_id).await?;
+                Some(network.subnet.next_free(&taken).ok_or_else(|| {
+                    Error::InsufficientCapacity {
+                        reason: format!(
+                            "network {} ({}) has no free address left in {}..{}",
+                            network.name,
+                            network_id,
+                            network.subnet.range.start,
+                            network.subnet.range.last
+                        ),
+                    }
+                })?)
+            };
+        let attachment = Attachment {
+            vm_id: vm,
+            network_id,
+            position: position as u16,
+            mac: random_mac(),
+            address,
+        };
+        meson_db::networks::attach(tx, &attachment).await?;
+        out.push(attachment);
+    }
+    Ok(out)
+}

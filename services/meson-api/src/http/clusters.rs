@@ -1,0 +1,353 @@
+//! `/v1/clusters` (and its alias `POST /v1/kaas`).
+
+use super::{AppState, JsonBody, page_of, pagination, parse_id, query_pairs};
+use crate::auth::Principal;
+use crate::error::{ApiError, ApiResult};
+use crate::views;
+use axum::Json;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use meson_core::Error;
+use meson_types as wire;
+use meson_types::ErrorResponse;
+use meson_types::cluster::{ClusterListQuery, ClusterUpdateRequest};
+use meson_types::kaas::KaasCreateRequest;
+use meson_types::requests::PageQuery;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list, create))
+        .routes(routes!(create_kaas))
+        .routes(routes!(read, delete, update))
+        .routes(routes!(nodes))
+        .routes(routes!(kubeconfig))
+        .routes(routes!(phone_home))
+}
+
+async fn created(s: &AppState, p: &Principal, body: &serde_json::Value) -> ApiResult<Response> {
+    let c = s.app.cluster_create(p, body).await?;
+    let res = wire::cluster::ClusterCreateResponse {
+        cluster: views::cluster(&c.view),
+        action: views::action(&c.action),
+        warnings: c.warnings.iter().map(views::warning).collect(),
+    };
+    Ok((StatusCode::CREATED, Json(res)).into_response())
+}
+
+/// Creates a Kubernetes cluster.
+#[utoipa::path(
+    post,
+    path = "/v1/clusters",
+    tag = "clusters",
+    operation_id = "cluster_create",
+    summary = "Create a cluster",
+    description = "Takes the KaaS payload as Elemento's clients send it. The nodes' network, \
+        the cluster's certificates and one VM per node are made by its `create_cluster` \
+        action: the control plane first (`kubeadm init`), then every pool's workers in \
+        parallel; the cluster is `running` once every node reported its kubelet up.",
+    request_body(content = KaasCreateRequest, content_type = "application/json"),
+    params(("Idempotency-Key" = Option<String>, Header,
+        description = "Makes a retried POST safe: the first response is replayed.")),
+    responses(
+        (status = 201, description = "Accepted: the cluster and its create action.",
+            body = wire::cluster::ClusterCreateResponse),
+        (status = 400, description = "A bad field (`invalid_input`, named in \
+            `details.fields`) or malformed JSON (`json_error`).", body = ErrorResponse),
+        (status = 403, description = "The token's role cannot create (`forbidden`).",
+            body = ErrorResponse),
+        (status = 409, description = "The name is taken (`uniqueness_error`), or the \
+            Idempotency-Key was used with another body (`conflict`).", body = ErrorResponse),
+    ),
+)]
+async fn create(
+    State(s): State<AppState>,
+    p: Principal,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
+    created(&s, &p, &body).await
+}
+
+/// Creates a Kubernetes cluster (Elemento's original path).
+#[utoipa::path(
+    post,
+    path = "/v1/kaas",
+    tag = "clusters",
+    operation_id = "kaas_create",
+    summary = "Create a cluster (alias)",
+    description = "The same as `POST /v1/clusters`.",
+    request_body(content = KaasCreateRequest, content_type = "application/json"),
+    params(("Idempotency-Key" = Option<String>, Header,
+        description = "Makes a retried POST safe: the first response is replayed.")),
+    responses(
+        (status = 201, description = "Accepted: the cluster and its create action.",
+            body = wire::cluster::ClusterCreateResponse),
+        (status = 400, description = "A bad field (`invalid_input`) or malformed JSON \
+            (`json_error`).", body = ErrorResponse),
+        (status = 403, description = "The token's role cannot create (`forbidden`).",
+            body = ErrorResponse),
+        (status = 409, description = "The name is taken (`uniqueness_error`), or the \
+            Idempotency-Key was used with another body (`conflict`).", body = ErrorResponse),
+    ),
+)]
+async fn create_kaas(
+    State(s): State<AppState>,
+    p: Principal,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
+    created(&s, &p, &body).await
+}
+
+/// Reads a cluster.
+#[utoipa::path(
+    get,
+    path = "/v1/clusters/{id}",
+    tag = "clusters",
+    operation_id = "cluster_get",
+    summary = "Get a cluster",
+    params(("id" = uuid::Uuid, Path, description = "The cluster's id.")),
+    responses(
+        (status = 200, description = "The cluster.", body = wire::cluster::ClusterResponse),
+        (status = 400, description = "The id is not a UUID (`invalid_input`).",
+            body = ErrorResponse),
+        (status = 404, description = "No such cluster for this tenant (`not_found`).",
+            body = ErrorResponse),
+    ),
+)]
+async fn read(
+    State(s): State<AppState>,
+    p: Principal,
+    Path(id): Path<String>,
+) -> ApiResult<Json<wire::cluster::ClusterResponse>> {
+    let v = s.app.cluster_get(&p, parse_id(&id)?).await?;
+    Ok(Json(wire::cluster::ClusterResponse {
+        cluster: views::cluster(&v),
+        warnings: vec![],
+    }))
+}
+
+/// Lists clusters.
+#[utoipa::path(
+    get,
+    path = "/v1/clusters",
+    tag = "clusters",
+    operation_id = "cluster_list",
+    summary = "List clusters",
+    params(PageQuery, ClusterListQuery),
+    responses(
+        (status = 200, description = "A page of clusters.", body = wire::cluster::ClusterList,
+            headers(("Link" = String, description = "RFC 8288 links to the `prev`, `next` \
+                and `last` pages."))),
+        (status = 400, description = "A bad query parameter (`invalid_input`, named in \
+            `details.fields`).", body = ErrorResponse),
+    ),
+)]
+async fn list(
+    State(s): State<AppState>,
+    p: Principal,
+    RawQuery(q): RawQuery,
+) -> ApiResult<Response> {
+    let pairs = query_pairs(q.as_deref())?;
+    let page = page_of(&pairs)?;
+    let filter = super::list_filter(&pairs, |v| {
+        meson_core::cluster::ClusterStatus::parse(v).is_some()
+    })?;
+    let (clusters, total) = s.app.cluster_list(&p, page, &filter).await?;
+    let (meta, link) = pagination("/v1/clusters", page, total);
+    let body = wire::cluster::ClusterList {
+        clusters: clusters.iter().map(views::cluster).collect(),
+        meta,
+    };
+    Ok(super::paged(body, link))
+}
+
+/// Relabels a cluster or changes its update policy.
+#[utoipa::path(
+    patch,
+    path = "/v1/clusters/{id}",
+    tag = "clusters",
+    operation_id = "cluster_update",
+    summary = "Update a cluster",
+    params(("id" = uuid::Uuid, Path, description = "The cluster's id.")),
+    request_body(content = ClusterUpdateRequest, content_type = "application/json"),
+    responses(
+        (status = 200, description = "The cluster as it is now.",
+            body = wire::cluster::ClusterResponse),
+        (status = 400, description = "A bad field (`invalid_input`) or malformed JSON \
+            (`json_error`).", body = ErrorResponse),
+        (status = 403, description = "The token's role cannot modify (`forbidden`).",
+            body = ErrorResponse),
+        (status = 404, description = "No such cluster for this tenant (`not_found`).",
+            body = ErrorResponse),
+    ),
+)]
+async fn update(
+    State(s): State<AppState>,
+    p: Principal,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Json<wire::cluster::ClusterResponse>> {
+    let (v, warnings) = s.app.cluster_update(&p, parse_id(&id)?, &body).await?;
+    Ok(Json(wire::cluster::ClusterResponse {
+        cluster: views::cluster(&v),
+        warnings: warnings.iter().map(views::warning).collect(),
+    }))
+}
+
+/// Deletes a cluster.
+#[utoipa::path(
+    delete,
+    path = "/v1/clusters/{id}",
+    tag = "clusters",
+    operation_id = "cluster_delete",
+    summary = "Delete a cluster",
+    description = "Starts its `delete_cluster` action: every node's VM and volumes and the \
+        nodes' network leave every AtomOS host, then the cluster is gone.",
+    params(("id" = uuid::Uuid, Path, description = "The cluster's id.")),
+    responses(
+        (status = 200, description = "Accepted: the delete action.", body = wire::ActionResponse),
+        (status = 400, description = "The id is not a UUID (`invalid_input`).",
+            body = ErrorResponse),
+        (status = 403, description = "The token's role cannot delete (`forbidden`).",
+            body = ErrorResponse),
+        (status = 404, description = "No such cluster for this tenant (`not_found`).",
+            body = ErrorResponse),
+        (status = 423, description = "Another action runs on the cluster (`locked`; its id \
+            in `details.action_id`).", body = ErrorResponse),
+    ),
+)]
+async fn delete(
+    State(s): State<AppState>,
+    p: Principal,
+    Path(id): Path<String>,
+) -> ApiResult<Json<wire::ActionResponse>> {
+    let action = s.app.cluster_delete(&p, parse_id(&id)?).await?;
+    Ok(Json(wire::ActionResponse {
+        action: views::action(&action),
+    }))
+}
+
+/// Lists a cluster's nodes.
+#[utoipa::path(
+    get,
+    path = "/v1/clusters/{id}/nodes",
+    tag = "clusters",
+    operation_id = "cluster_nodes",
+    summary = "List a cluster's nodes",
+    params(("id" = uuid::Uuid, Path, description = "The cluster's id.")),
+    responses(
+        (status = 200, description = "The nodes: control plane first, then by pool.",
+            body = wire::cluster::NodeList),
+        (status = 400, description = "The id is not a UUID (`invalid_input`).",
+            body = ErrorResponse),
+        (status = 404, description = "No such cluster for this tenant (`not_found`).",
+            body = ErrorResponse),
+    ),
+)]
+async fn nodes(
+    State(s): State<AppState>,
+    p: Principal,
+    Path(id): Path<String>,
+) -> ApiResult<Json<wire::cluster::NodeList>> {
+    let v = s.app.cluster_get(&p, parse_id(&id)?).await?;
+    Ok(Json(wire::cluster::NodeList {
+        nodes: views::nodes(&v),
+    }))
+}
+
+/// Issues an admin kubeconfig.
+#[utoipa::path(
+    get,
+    path = "/v1/clusters/{id}/kubeconfig",
+    tag = "clusters",
+    operation_id = "cluster_kubeconfig",
+    summary = "Get an admin kubeconfig",
+    description = "A kubeconfig whose client certificate (`kubernetes-admin`, group \
+        `system:masters`) is newly signed by the cluster's CA. Editors and admins only.",
+    params(
+        ("id" = uuid::Uuid, Path, description = "The cluster's id."),
+        ("expiry_seconds" = Option<u64>, Query, minimum = 60, maximum = 31536000,
+            description = "How long the certificate is valid (default 86400)."),
+    ),
+    responses(
+        (status = 200, description = "The kubeconfig (YAML).", content_type = "application/yaml",
+            body = String),
+        (status = 400, description = "A bad id or `expiry_seconds` (`invalid_input`).",
+            body = ErrorResponse),
+        (status = 403, description = "The token's role may not hold the cluster \
+            (`forbidden`).", body = ErrorResponse),
+        (status = 404, description = "No such cluster for this tenant (`not_found`).",
+            body = ErrorResponse),
+        (status = 409, description = "The cluster's certificates are not made yet \
+            (`conflict`).", body = ErrorResponse),
+    ),
+)]
+async fn kubeconfig(
+    State(s): State<AppState>,
+    p: Principal,
+    Path(id): Path<String>,
+    RawQuery(q): RawQuery,
+) -> ApiResult<Response> {
+    let pairs = query_pairs(q.as_deref())?;
+    let mut expiry = None;
+    for (k, v) in &pairs {
+        if k == "expiry_seconds" {
+            expiry = Some(v.parse::<u64>().map_err(|_| {
+                ApiError(Error::invalid(
+                    "expiry_seconds",
+                    "must be a whole number of seconds",
+                ))
+            })?);
+        }
+    }
+    let yaml = s.app.cluster_kubeconfig(&p, parse_id(&id)?, expiry).await?;
+    Ok((
+        [
+            (header::CONTENT_TYPE, "application/yaml"),
+            (header::CACHE_CONTROL, "no-store"),
+        ],
+        yaml,
+    )
+        .into_response())
+}
+
+/// A node reports its kubelet up.
+#[utoipa::path(
+    post,
+    path = "/v1/clusters/{id}/nodes/{node}/phone-home",
+    tag = "clusters",
+    operation_id = "node_phone_home",
+    summary = "Node phone-home (called by the node)",
+    description = "Called by a node's cloud-init once its kubelet is healthy, with the \
+        node's own secret instead of a bearer token; the body (cloud-init's form) is ignored.",
+    security(()),
+    params(
+        ("id" = uuid::Uuid, Path, description = "The cluster's id."),
+        ("node" = uuid::Uuid, Path, description = "The node's id."),
+        ("token" = String, Query, description = "The node's phone-home secret."),
+    ),
+    responses(
+        (status = 204, description = "Recorded: the node is ready."),
+        (status = 400, description = "A bad id (`invalid_input`).", body = ErrorResponse),
+        (status = 404, description = "No such node, or not its secret (`not_found`).",
+            body = ErrorResponse),
+    ),
+)]
+async fn phone_home(
+    State(s): State<AppState>,
+    Path((id, node)): Path<(String, String)>,
+    RawQuery(q): RawQuery,
+) -> ApiResult<StatusCode> {
+    let pairs = query_pairs(q.as_deref())?;
+    let token = pairs
+        .iter()
+        .find(|(k, _)| k == "token")
+        .map(|(_, v)| v.as_str())
+        .unwrap_or_default();
+    s.app
+        .node_phone_home(parse_id(&id)?, parse_id(&node)?, token)
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}

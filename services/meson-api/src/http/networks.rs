@@ -1,0 +1,195 @@
+//! `/v1/networks`.
+
+use super::{AppState, JsonBody, page_of, pagination, parse_id, query_pairs};
+use crate::auth::Principal;
+use crate::error::ApiResult;
+use crate::views;
+use axum::Json;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use meson_types as wire;
+use meson_types::ErrorResponse;
+use meson_types::network::{NetworkCreateRequest, NetworkListQuery};
+use meson_types::requests::{PageQuery, VmUpdateRequest};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list, create))
+        .routes(routes!(read, delete, update))
+}
+
+/// Creates a private network.
+#[utoipa::path(
+    post,
+    path = "/v1/networks",
+    tag = "networks",
+    operation_id = "network_create",
+    summary = "Create a network",
+    description = "A private IPv4 network. It is made on an AtomOS host when the first VM \
+        placed there joins it (`networks` in `POST /v1/vms`). With `dhcp` false, meson hands \
+        each VM the lowest free address of the range and configures it in the guest.",
+    request_body(content = NetworkCreateRequest, content_type = "application/json"),
+    params(("Idempotency-Key" = Option<String>, Header,
+        description = "Makes a retried POST safe: the first response is replayed.")),
+    responses(
+        (status = 201, description = "The network.", body = wire::network::NetworkResponse),
+        (status = 400, description = "A bad field (`invalid_input`, named in \
+            `details.fields`) or malformed JSON (`json_error`).", body = ErrorResponse),
+        (status = 403, description = "The token's role cannot create (`forbidden`).",
+            body = ErrorResponse),
+        (status = 409, description = "The name is taken (`uniqueness_error`), or the \
+            Idempotency-Key was used with another body (`conflict`).", body = ErrorResponse),
+    ),
+)]
+async fn create(
+    State(s): State<AppState>,
+    p: Principal,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
+    let (network, warnings) = s.app.network_create(&p, &body).await?;
+    let res = wire::network::NetworkResponse {
+        network: views::network(&network, &[]),
+        warnings: warnings.iter().map(views::warning).collect(),
+    };
+    Ok((StatusCode::CREATED, Json(res)).into_response())
+}
+
+/// Reads a network.
+#[utoipa::path(
+    get,
+    path = "/v1/networks/{id}",
+    tag = "networks",
+    operation_id = "network_get",
+    summary = "Get a network",
+    params(("id" = uuid::Uuid, Path, description = "The network's id.")),
+    responses(
+        (status = 200, description = "The network.", body = wire::network::NetworkResponse),
+        (status = 400, description = "The id is not a UUID (`invalid_input`).",
+            body = ErrorResponse),
+        (status = 404, description = "No such network for this tenant (`not_found`).",
+            body = ErrorResponse),
+    ),
+)]
+async fn read(
+    State(s): State<AppState>,
+    p: Principal,
+    Path(id): Path<String>,
+) -> ApiResult<Json<wire::network::NetworkResponse>> {
+    let (network, vms) = s.app.network_get(&p, parse_id(&id)?).await?;
+    Ok(Json(wire::network::NetworkResponse {
+        network: views::network(&network, &vms),
+        warnings: vec![],
+    }))
+}
+
+/// Lists networks.
+#[utoipa::path(
+    get,
+    path = "/v1/networks",
+    tag = "networks",
+    operation_id = "network_list",
+    summary = "List networks",
+    params(PageQuery, NetworkListQuery),
+    responses(
+        (status = 200, description = "A page of networks.", body = wire::network::NetworkList,
+            headers(("Link" = String, description = "RFC 8288 links to the `prev`, `next` \
+                and `last` pages."))),
+        (status = 400, description = "A bad query parameter (`invalid_input`, named in \
+            `details.fields`).", body = ErrorResponse),
+    ),
+)]
+async fn list(
+    State(s): State<AppState>,
+    p: Principal,
+    RawQuery(q): RawQuery,
+) -> ApiResult<Response> {
+    let pairs = query_pairs(q.as_deref())?;
+    let page = page_of(&pairs)?;
+    let filter = super::list_filter(&pairs, |v| {
+        meson_core::network::NetworkStatus::parse(v).is_some()
+    })?;
+    let (networks, total) = s.app.network_list(&p, page, &filter).await?;
+    let (meta, link) = pagination("/v1/networks", page, total);
+    let body = wire::network::NetworkList {
+        networks: networks
+            .iter()
+            .map(|(n, vms)| views::network(n, vms))
+            .collect(),
+        meta,
+    };
+    Ok(super::paged(body, link))
+}
+
+/// Renames and/or relabels a network.
+#[utoipa::path(
+    patch,
+    path = "/v1/networks/{id}",
+    tag = "networks",
+    operation_id = "network_update",
+    summary = "Update a network",
+    description = "Changes the name and/or replaces the labels; the subnet cannot change.",
+    params(("id" = uuid::Uuid, Path, description = "The network's id.")),
+    request_body(content = VmUpdateRequest, content_type = "application/json"),
+    responses(
+        (status = 200, description = "The network as it is now.",
+            body = wire::network::NetworkResponse),
+        (status = 400, description = "A bad field (`invalid_input`) or malformed JSON \
+            (`json_error`).", body = ErrorResponse),
+        (status = 403, description = "The token's role cannot modify (`forbidden`).",
+            body = ErrorResponse),
+        (status = 404, description = "No such network for this tenant (`not_found`).",
+            body = ErrorResponse),
+        (status = 409, description = "The name is taken (`uniqueness_error`).",
+            body = ErrorResponse),
+    ),
+)]
+async fn update(
+    State(s): State<AppState>,
+    p: Principal,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Json<wire::network::NetworkResponse>> {
+    let (network, vms, warnings) = s.app.network_update(&p, parse_id(&id)?, &body).await?;
+    Ok(Json(wire::network::NetworkResponse {
+        network: views::network(&network, &vms),
+        warnings: warnings.iter().map(views::warning).collect(),
+    }))
+}
+
+/// Deletes an unused network.
+#[utoipa::path(
+    delete,
+    path = "/v1/networks/{id}",
+    tag = "networks",
+    operation_id = "network_delete",
+    summary = "Delete a network",
+    description = "Starts its `delete_network` action, which removes the network from every \
+        AtomOS host it was made on. Refused while VMs are attached.",
+    params(("id" = uuid::Uuid, Path, description = "The network's id.")),
+    responses(
+        (status = 200, description = "Accepted: the delete action.", body = wire::ActionResponse),
+        (status = 400, description = "The id is not a UUID (`invalid_input`).",
+            body = ErrorResponse),
+        (status = 403, description = "The token's role cannot delete (`forbidden`).",
+            body = ErrorResponse),
+        (status = 404, description = "No such network for this tenant (`not_found`).",
+            body = ErrorResponse),
+        (status = 409, description = "VMs are attached to it (`conflict`).",
+            body = ErrorResponse),
+        (status = 423, description = "It is already being deleted (`locked`; the action id \
+            in `details.action_id`).", body = ErrorResponse),
+    ),
+)]
+async fn delete(
+    State(s): State<AppState>,
+    p: Principal,
+    Path(id): Path<String>,
+) -> ApiResult<Json<wire::ActionResponse>> {
+    let action = s.app.network_delete(&p, parse_id(&id)?).await?;
+    Ok(Json(wire::ActionResponse {
+        action: views::action(&action),
+    }))
+}

@@ -1,0 +1,513 @@
+//! Private networks, where they exist on AtomOS, and the VMs attached to them.
+
+use crate::{DbResult, ListFilter, Tx, corrupt};
+use chrono::{DateTime, Utc};
+use meson_core::labels::Labels;
+use meson_core::network::{AddressRange, Attachment, Network, NetworkStatus, Subnet};
+use meson_core::{Error, NetworkId, TargetId, TenantId, VmId};
+use serde_json::Value;
+use sqlx::PgPool;
+use std::collections::BTreeSet;
+use std::net::Ipv4Addr;
+use uuid::Uuid;
+
+struct NetworkRow {
+    id: Uuid,
+    tenant_id: String,
+    name: String,
+    status: String,
+    labels: Value,
+    cidr: String,
+    gateway: String,
+    dhcp: bool,
+    range_start: String,
+    range_last: String,
+    created_at: DateTime<Utc>,
+}
+
+fn ip(what: &'static str, s: &str) -> Result<Ipv4Addr, Error> {
+    s.parse().map_err(|_| corrupt(what, s))
+}
+
+impl TryFrom<NetworkRow> for Network {
+    type Error = Error;
+    fn try_from(r: NetworkRow) -> Result<Self, Error> {
+        let range = AddressRange::new(
+            ip("range start", &r.range_start)?,
+            ip("range end", &r.range_last)?,
+        )
+        .ok_or_else(|| corrupt("network range", &r.range_start))?;
+        Ok(Network {
+            id: NetworkId(r.id),
+            tenant: TenantId(r.tenant_id),
+            name: r.name,
+            status: NetworkStatus::parse(&r.status)
+                .ok_or_else(|| corrupt("network status", &r.status))?,
+            labels: serde_json::from_value::<Labels>(r.labels)
+                .map_err(|e| Error::internal_from("decoding network labels", e))?,
+            subnet: Subnet {
+                cidr: r.cidr.parse().map_err(|_| corrupt("cidr", &r.cidr))?,
+                gateway: ip("gateway", &r.gateway)?,
+                dhcp: r.dhcp,
+                range,
+            },
+            created: r.created_at,
+        })
+    }
+}
+
+/// A write that broke the per-tenant name uniqueness becomes `uniqueness_error`.
+fn name_taken<T>(res: Result<T, sqlx::Error>) -> Result<Result<T, sqlx::Error>, Error> {
+    crate::unique_violation(res, "networks_tenant_name", "network", "name")
+}
+
+pub async fn insert(tx: &mut Tx<'_>, n: &Network) -> Result<(), Error> {
+    let labels = serde_json::to_value(&n.labels).map_err(|e| Error::internal_from("labels", e))?;
+    let res = sqlx::query!(
+        r#"insert into networks (id, tenant_id, name, status, labels, cidr, gateway, dhcp,
+                                 range_start, range_last, created_at)
+           values ($1, $2, $3, $4, $5, $6::text::cidr, $7::text::inet, $8,
+                   $9::text::inet, $10::text::inet, $11)"#,
+        n.id.0,
+        n.tenant.as_str(),
+        n.name,
+        n.status.as_str(),
+        labels,
+        n.subnet.cidr.to_string(),
+        n.subnet.gateway.to_string(),
+        n.subnet.dhcp,
+        n.subnet.range.start.to_string(),
+        n.subnet.range.last.to_string(),
+        n.created,
+    )
+    .execute(&mut **tx)
+    .await;
+    name_taken(res)?.map(|_| ()).ctx("inserting a network")
+}
+
+/// A tenant's network (`tenant` = None: any tenant, for workers); deleted
+/// ones are not found.
+pub async fn get(
+    db: impl sqlx::PgExecutor<'_>,
+    tenant: Option<&TenantId>,
+    id: NetworkId,
+) -> Result<Network, Error> {
+    sqlx::query_as!(
+        NetworkRow,
+        r#"select id, tenant_id, name, status, labels, text(cidr) as "cidr!",
+                  host(gateway) as "gateway!", dhcp, host(range_start) as "range_start!",
+                  host(range_last) as "range_last!", created_at
+           from networks
+           where id = $1 and ($2::text is null or (tenant_id = $2 and cluster_id is null))
+             and deleted_at is null"#,
+        id.0,
+        tenant.map(TenantId::as_str),
+    )
+    .fetch_optional(db)
+    .await
+    .ctx("fetching a network")?
+    .ok_or_else(|| Error::not_found("network", id))?
+    .try_into()
+}
+
+/// Locks a network row for the rest of the transaction: attaching a VM (and
+/// its address) and deleting the network serialize on it. A cluster's own
+/// network is only found by its cluster (`cluster_owned`).
+pub async fn lock(
+    tx: &mut Tx<'_>,
+    tenant: &TenantId,
+    id: NetworkId,
+    cluster_owned: bool,
+) -> Result<Network, Error> {
+    sqlx::query_as!(
+        NetworkRow,
+        r#"select id, tenant_id, name, status, labels, text(cidr) as "cidr!",
+                  host(gateway) as "gateway!", dhcp, host(range_start) as "range_start!",
+                  host(range_last) as "range_last!", created_at
+           from networks
+           where id = $1 and tenant_id = $2 and deleted_at is null
+             and (cluster_id is not null) = $3
+           for update"#,
+        id.0,
+        tenant.as_str(),
+        cluster_owned,
+    )
+    .fetch_optional(&mut **tx)
+    .await
+    .ctx("locking a network")?
+    .ok_or_else(|| Error::not_found("network", id))?
+    .try_into()
+}
+
+/// One page of a tenant's networks and how many match in all; the order
+/// always ends with the id, so pages are stable under inserts.
+pub async fn list(
+    pool: &PgPool,
+    tenant: &TenantId,
+    filter: &ListFilter,
+    limit: i64,
+    offset: i64,
+) -> Result<(Vec<Network>, i64), Error> {
+    let selector =
+        serde_json::to_value(&filter.selector).map_err(|e| Error::internal_from("selector", e))?;
+    let sort1 = filter.sort.first().cloned().unwrap_or_default();
+    let sort2 = filter.sort.get(1).cloned().unwrap_or_default();
+    let rows = sqlx::query!(
+        r#"select n.id, n.tenant_id, n.name, n.status, n.labels, text(n.cidr) as "cidr!",
+                  host(n.gateway) as "gateway!", n.dhcp, host(n.range_start) as "range_start!",
+                  host(n.range_last) as "range_last!", n.created_at,
+                  count(*) over () as "total!"
+           from networks n
+           where n.tenant_id = $1 and n.deleted_at is null and n.cluster_id is null
+             and ($2::text is null or n.name = $2)
+             and (cardinality($3::text[]) = 0 or n.status = any($3))
+             and not exists (
+               select 1 from jsonb_array_elements($4::jsonb) c
+               where not coalesce(case c->>'op'
+                 when 'in' then (c->'values') ? (n.labels->>(c->>'key'))
+                 when 'not_in' then not coalesce((c->'values') ? (n.labels->>(c->>'key')), false)
+                 when 'exists' then n.labels ? (c->>'key')
+                 when 'not_exists' then not (n.labels ? (c->>'key'))
+               end, false))
+           order by
+             case when $5 = 'name:asc' then n.name end asc,
+             case when $5 = 'name:desc' then n.name end desc,
+             case when $5 = 'status:asc' then n.status end asc,
+             case when $5 = 'status:desc' then n.status end desc,
+             case when $5 = 'created:asc' then n.created_at end asc,
+             case when $5 = 'created:desc' then n.created_at end desc,
+             case when $5 = 'id:desc' then n.id end desc,
+             case when $6 = 'name:asc' then n.name end asc,
+             case when $6 = 'name:desc' then n.name end desc,
+             case when $6 = 'status:asc' then n.status end asc,
+             case when $6 = 'status:desc' then n.status end desc,
+             case when $6 = 'created:asc' then n.created_at end asc,
+             case when $6 = 'created:desc' then n.created_at end desc,
+             case when $6 = 'id:desc' then n.id end desc,
+             n.id
+           limit $7 offset $8"#,
+        tenant.as_str(),
+        filter.name,
+        &filter.statuses,
+        selector,
+        sort1,
+        sort2,
+        limit,
+        offset,
+    )
+    .fetch_all(pool)
+    .await
+    .ctx("listing networks")?;
+    let total = rows.first().map(|r| r.total);
+    let networks = rows
+        .into_iter()
+        .map(|r| {
+            Network::try_from(NetworkRow {
+                id: r.id,
+                tenant_id: r.tenant_id,
+                name: r.name,
+                status: r.status,
+                labels: r.labels,
+                cidr: r.cidr,
+                gateway: r.gateway,
+                dhcp: r.dhcp,
+                range_start: r.range_start,
+                range_last: r.range_last,
+                created_at: r.created_at,
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let total = match total {
+        Some(n) => n,
+        None if offset > 0 => Box::pin(list(pool, tenant, filter, 1, 0)).await?.1,
+        None => 0,
+    };
+    Ok((networks, total))
+}
+
+/// Renames a network and/or replaces its labels.
+pub async fn update(
+    pool: &PgPool,
+    tenant: &TenantId,
+    id: NetworkId,
+    name: Option<&str>,
+    labels: Option<&Labels>,
+) -> Result<(), Error> {
+    let labels = labels
+        .map(serde_json::to_value)
+        .transpose()
+        .map_err(|e| Error::internal_from("labels", e))?;
+    let res = sqlx::query!(
+        r#"update networks set name = coalesce($3, name), labels = coalesce($4, labels)
+           where id = $1 and tenant_id = $2 and deleted_at is null and cluster_id is null"#,
+        id.0,
+        tenant.as_str(),
+        name,
+        labels,
+    )
+    .execute(pool)
+    .await;
+    match name_taken(res)? {
+        Ok(r) if r.rows_affected() == 0 => Err(Error::not_found("network", id)),
+        other => other.map(|_| ()).ctx("updating a network"),
+    }
+}
+
+pub async fn set_status(
+    db: impl sqlx::PgExecutor<'_>,
+    id: NetworkId,
+    status: NetworkStatus,
+) -> Result<(), Error> {
+    sqlx::query!(
+        "update networks set status = $2 where id = $1",
+        id.0,
+        status.as_str()
+    )
+    .execute(db)
+    .await
+    .ctx("updating network status")?;
+    Ok(())
+}
+
+/// Marks the network deleted (the row stays for the record; its name is
+/// free again) and releases its reservations.
+pub async fn mark_deleted(pool: &PgPool, id: NetworkId) -> Result<(), Error> {
+    let mut tx = crate::begin(pool).await?;
+    sqlx::query!(
+        "delete from network_reservations where network_id = $1",
+        id.0
+    )
+    .execute(&mut *tx)
+    .await
+    .ctx("releasing reservations")?;
+    sqlx::query!(
+        "update networks set deleted_at = now(), status = 'deleting' where id = $1 and deleted_at is null",
+        id.0
+    )
+    .execute(&mut *tx)
+    .await
+    .ctx("deleting a network")?;
+    crate::commit(tx).await
+}
+
+// ---- Attachments: VMs on networks, and meson's IPAM. ----
+
+/// Records a VM's NIC on a network (in the VM's create transaction). An
+/// address already held in the network is `conflict`.
+pub async fn attach(tx: &mut Tx<'_>, a: &Attachment) -> Result<(), Error> {
+    let res = sqlx::query!(
+        r#"insert into vm_networks (vm_id, network_id, position, mac, address)
+           values ($1, $2, $3, $4::text::macaddr, $5::text::inet)"#,
+        a.vm_id.0,
+        a.network_id.0,
+        a.position as i16,
+        a.mac,
+        a.address.map(|ip| ip.to_string()),
+    )
+    .execute(&mut **tx)
+    .await;
+    match res {
+        Err(sqlx::Error::Database(e))
+            if e.constraint() == Some("vm_networks_network_id_address_key") =>
+        {
+            Err(Error::Conflict {
+                message: format!(
+                    "address {} is already taken",
+                    a.address.map(|a| a.to_string()).unwrap_or_default()
+                ),
+            })
+        }
+        other => other.map(|_| ()).ctx("attaching a vm to a network"),
+    }
+}
+
+/// The addresses held in a network, by VMs and by reservations (call with
+/// the network locked).
+pub async fn taken_addresses(tx: &mut Tx<'_>, id: NetworkId) -> Result<BTreeSet<Ipv4Addr>, Error> {
+    let rows = sqlx::query_scalar!(
+        r#"select host(address) as "address!" from vm_networks
+           where network_id = $1 and address is not null
+           union all
+           select host(address) from network_reservations where network_id = $1"#,
+        id.0
+    )
+    .fetch_all(&mut **tx)
+    .await
+    .ctx("listing taken addresses")?;
+    rows.iter().map(|s| ip("address", s)).collect()
+}
+
+/// The VMs attached to a network.
+pub async fn vms_on(db: impl sqlx::PgExecutor<'_>, id: NetworkId) -> Result<Vec<VmId>, Error> {
+    let rows = sqlx::query_scalar!(
+        "select vm_id from vm_networks where network_id = $1 order by vm_id",
+        id.0
+    )
+    .fetch_all(db)
+    .await
+    .ctx("listing a network's vms")?;
+    Ok(rows.into_iter().map(VmId).collect())
+}
+
+/// The NICs of these VMs, by VM then position.
+pub async fn attachments_of(
+    db: impl sqlx::PgExecutor<'_>,
+    vms: &[VmId],
+) -> Result<Vec<Attachment>, Error> {
+    let ids: Vec<Uuid> = vms.iter().map(|v| v.0).collect();
+    let rows = sqlx::query!(
+        r#"select vm_id, network_id, position, text(mac) as "mac!", host(address) as "address?"
+           from vm_networks where vm_id = any($1) order by vm_id, position"#,
+        &ids
+    )
+    .fetch_all(db)
+    .await
+    .ctx("listing vm attachments")?;
+    rows.into_iter()
+        .map(|r| {
+            Ok(Attachment {
+                vm_id: VmId(r.vm_id),
+                network_id: NetworkId(r.network_id),
+                position: u16::try_from(r.position).map_err(|_| corrupt("position", r.position))?,
+                mac: r.mac,
+                address: r.address.as_deref().map(|a| ip("address", a)).transpose()?,
+            })
+        })
+        .collect()
+}
+
+/// Releases every NIC of a VM (its addresses become free).
+pub async fn detach_vm(tx: &mut Tx<'_>, vm: VmId) -> Result<(), Error> {
+    sqlx::query!("delete from vm_networks where vm_id = $1", vm.0)
+        .execute(&mut **tx)
+        .await
+        .ctx("detaching a vm")?;
+    Ok(())
+}
+
+/// Ties a network to the cluster that owns it (in the cluster's create
+/// transaction); it then leaves `/v1/networks`.
+pub async fn set_cluster(
+    tx: &mut Tx<'_>,
+    id: NetworkId,
+    cluster: meson_core::ClusterId,
+) -> Result<(), Error> {
+    sqlx::query!(
+        "update networks set cluster_id = $2 where id = $1",
+        id.0,
+        cluster.0
+    )
+    .execute(&mut **tx)
+    .await
+    .ctx("tying a network to its cluster")?;
+    Ok(())
+}
+
+/// Holds an address in a network for something that is not a VM's NIC.
+pub async fn reserve(
+    tx: &mut Tx<'_>,
+    id: NetworkId,
+    address: Ipv4Addr,
+    purpose: &str,
+) -> Result<(), Error> {
+    sqlx::query!(
+        "insert into network_reservations (network_id, address, purpose) values ($1, $2::text::inet, $3)",
+        id.0,
+        address.to_string(),
+        purpose,
+    )
+    .execute(&mut **tx)
+    .await
+    .ctx("reserving an address")?;
+    Ok(())
+}
+
+// ---- Where each network exists on AtomOS. ----
+
+/// The network on one target: its AtomOS id once made there (`None`: being
+/// made, or a crash left it unrecorded; look for it by name).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HostNetwork {
+    pub target: TargetId,
+    pub atomos_id: Option<String>,
+}
+
+/// Notes that the network is about to be made on a target (no-op if it is
+/// there already) and returns the row as it stands.
+pub async fn claim_host_network(
+    pool: &PgPool,
+    id: NetworkId,
+    target: TargetId,
+) -> Result<HostNetwork, Error> {
+    sqlx::query!(
+        r#"insert into network_hosts (network_id, target_id) values ($1, $2)
+           on conflict (network_id, target_id) do nothing"#,
+        id.0,
+        target.0,
+    )
+    .execute(pool)
+    .await
+    .ctx("claiming a network's host")?;
+    let atomos_id = sqlx::query_scalar!(
+        "select atomos_id from network_hosts where network_id = $1 and target_id = $2",
+        id.0,
+        target.0
+    )
+    .fetch_one(pool)
+    .await
+    .ctx("fetching a network's host")?;
+    Ok(HostNetwork { target, atomos_id })
+}
+
+/// Records the network's AtomOS id on a target.
+pub async fn set_host_network(
+    pool: &PgPool,
+    id: NetworkId,
+    target: TargetId,
+    atomos_id: &str,
+) -> Result<(), Error> {
+    sqlx::query!(
+        "update network_hosts set atomos_id = $3 where network_id = $1 and target_id = $2",
+        id.0,
+        target.0,
+        atomos_id
+    )
+    .execute(pool)
+    .await
+    .ctx("recording a network's host")?;
+    Ok(())
+}
+
+/// Every target the network is (or may be) made on.
+pub async fn host_networks(pool: &PgPool, id: NetworkId) -> Result<Vec<HostNetwork>, Error> {
+    let rows = sqlx::query!(
+        "select target_id, atomos_id from network_hosts where network_id = $1 order by target_id",
+        id.0
+    )
+    .fetch_all(pool)
+    .await
+    .ctx("listing a network's hosts")?;
+    Ok(rows
+        .into_iter()
+        .map(|r| HostNetwork {
+            target: TargetId(r.target_id),
+            atomos_id: r.atomos_id,
+        })
+        .collect())
+}
+
+pub async fn forget_host_network(
+    pool: &PgPool,
+    id: NetworkId,
+    target: TargetId,
+) -> Result<(), Error> {
+    sqlx::query!(
+        "delete from network_hosts where network_id = $1 and target_id = $2",
+        id.0,
+        target.0
+    )
+    .execute(pool)
+    .await
+    .ctx("forgetting a network's host")?;
+    Ok(())
+}

@@ -1,0 +1,202 @@
+//! The KaaS request body (PRODUCT.md §1), for the OpenAPI document only.
+//!
+//! meson-core (`kaas.rs`) reads it leniently from `serde_json::Value`, like
+//! the VM request (see `requests.rs`); these types describe what that reader
+//! accepts, quirks and defaults included. Change them with `meson-core/src/kaas.rs`.
+
+// Documentation types: never constructed.
+#![allow(dead_code)]
+
+use crate::requests::{LabelsRequest, LenientBool};
+use utoipa::openapi::RefOr;
+use utoipa::openapi::schema::{ObjectBuilder, OneOfBuilder, Schema, Type};
+use utoipa::{PartialSchema, ToSchema};
+
+/// The seed KaaS payload of PRODUCT.md §1, exactly as written.
+pub fn kaas_create_example() -> serde_json::Value {
+    serde_json::json!({
+        "req": {
+            "name": "test8",
+            "metadata": {},
+            "nodepool": [{
+                "autoscale": false, "desired_nodes": 3, "max_nodes": 3, "min_nodes": 3,
+                "specs": {"cpu": 2, "ram": 4096, "storage": 40, "gpu": 0},
+                "billing": "HOURLY", "pool_name": "1poolname"
+            }],
+            "nodes_subnet": {"dhcp": "True", "subnet_netmask": "192.168.1.0/24",
+                             "start_address": "192.168.1.0", "last_address": "192.168.1.24"},
+            "update_policy": "NEVER_UPDATE",
+            "kubernetes_version": "1.29.2"
+        },
+        "provider": "arubacloud"
+    })
+}
+
+/// A KaaS request: a Kubernetes cluster with one or more node pools.
+///
+/// Fields not described here are ignored and reported in the response's
+/// `warnings`; a `null` value counts as absent. Every rejected field is named
+/// in the `invalid_input` error by its path (`req.nodepool[0].min_nodes`).
+#[derive(ToSchema)]
+pub struct KaasCreateRequest {
+    pub req: KaasRequestSpec,
+    /// Place the cluster with this provider; without it meson picks the
+    /// cheapest region that fits every node.
+    #[schema(example = "arubacloud")]
+    pub provider: Option<String>,
+    /// Place the cluster on this continent.
+    pub continent: Option<String>,
+    /// Place the cluster in this region.
+    pub region: Option<String>,
+    /// The cluster's labels (or give them as `req.labels`, not both).
+    pub labels: Option<LabelsRequest>,
+}
+
+#[derive(ToSchema)]
+pub struct KaasRequestSpec {
+    /// The cluster's name.
+    #[schema(
+        example = "test8",
+        max_length = 32,
+        pattern = "^[a-z0-9]([a-z0-9-]*[a-z0-9])?$"
+    )]
+    pub name: String,
+    /// Free-form metadata, kept as sent (at most 16 KiB of JSON).
+    pub metadata: Option<serde_json::Value>,
+    /// The worker pools, 1 to 16, with unique names.
+    #[schema(min_items = 1, max_items = 16)]
+    pub nodepool: Vec<NodePoolRequest>,
+    pub nodes_subnet: NodesSubnetRequest,
+    /// `NEVER_UPDATE` (the default; `MANUAL` is an alias), `PATCH_UPDATE`
+    /// or `ALWAYS_UPDATE`, any case.
+    #[schema(example = "NEVER_UPDATE")]
+    pub update_policy: Option<String>,
+    /// A supported version (`GET /v1/kubernetes-versions`): `1.29.2`,
+    /// `v1.29.2`, or `1.29` for that minor's latest patch. Default: the
+    /// catalogue's default.
+    #[schema(example = "1.29.2")]
+    pub kubernetes_version: Option<String>,
+    pub control_plane: Option<ControlPlaneRequest>,
+    /// The pod network; a /24 per node. Default `10.244.0.0/16`.
+    #[schema(example = "10.244.0.0/16")]
+    pub pod_cidr: Option<String>,
+    /// The service network, /12 to /28. Default `10.96.0.0/12`. Neither
+    /// network may overlap the other or the nodes subnet.
+    #[schema(example = "10.96.0.0/12")]
+    pub service_cidr: Option<String>,
+    /// `calico` (the default), `cilium` or `flannel`.
+    pub cni: Option<String>,
+    pub labels: Option<LabelsRequest>,
+}
+
+/// Identical worker nodes. `min_nodes` and `max_nodes` default to
+/// `desired_nodes`, `desired_nodes` to `min_nodes`; `min <= desired <= max`.
+#[derive(ToSchema)]
+pub struct NodePoolRequest {
+    /// Unique in the cluster; a leading digit is fine.
+    #[schema(
+        example = "1poolname",
+        max_length = 24,
+        pattern = "^[a-z0-9]([a-z0-9-]*[a-z0-9])?$"
+    )]
+    pub pool_name: String,
+    /// Let the cluster-autoscaler move `desired_nodes` between the bounds;
+    /// default false.
+    pub autoscale: Option<LenientBool>,
+    #[schema(minimum = 0, maximum = 100)]
+    pub min_nodes: Option<u32>,
+    #[schema(minimum = 1, maximum = 100)]
+    pub max_nodes: Option<u32>,
+    #[schema(minimum = 0, maximum = 100)]
+    pub desired_nodes: Option<u32>,
+    pub specs: Option<NodeSpecsRequest>,
+    /// `HOURLY` (the default) or `MONTHLY`, any case.
+    #[schema(example = "HOURLY")]
+    pub billing: Option<String>,
+    /// Kubernetes labels for the pool's nodes; the `kubernetes.io` and
+    /// `k8s.io` prefixes are reserved.
+    pub labels: Option<LabelsRequest>,
+    #[schema(max_items = 32)]
+    pub taints: Option<Vec<TaintRequest>>,
+}
+
+/// A node's size. Worker defaults: 2 vCPUs, 2048 MiB, 40 GB, no GPU;
+/// control-plane defaults: 4 vCPUs, 4096 MiB, 40 GB.
+#[derive(ToSchema)]
+pub struct NodeSpecsRequest {
+    /// vCPUs, 1 to 128 (at least 2 for the control plane).
+    #[schema(minimum = 1, maximum = 128, example = 2)]
+    pub cpu: Option<u32>,
+    /// MiB, 1024 to 1048576 (at least 2048 for the control plane).
+    #[schema(minimum = 1024, maximum = 1_048_576, example = 4096)]
+    pub ram: Option<u64>,
+    /// GB of disk.
+    #[schema(minimum = 20, maximum = 10_240, example = 40)]
+    pub storage: Option<u32>,
+    /// NVIDIA GPUs (10de:1bb1).
+    #[schema(minimum = 0, maximum = 8, example = 0)]
+    pub gpu: Option<u32>,
+}
+
+/// The nodes' private network. The network, broadcast and gateway
+/// addresses are never handed out: a range starting on the network address
+/// (as in `192.168.1.0`) starts at the next one, with a warning.
+#[derive(ToSchema)]
+pub struct NodesSubnetRequest {
+    /// Default true. When false meson hands out the addresses, and the
+    /// range must hold every node at its maximum.
+    pub dhcp: Option<LenientBool>,
+    /// An IPv4 CIDR, /8 to /29, no host bits set.
+    #[schema(example = "192.168.1.0/24")]
+    pub subnet_netmask: String,
+    /// Default: the first usable address.
+    #[schema(example = "192.168.1.0")]
+    pub start_address: Option<String>,
+    /// Default: the last usable address.
+    #[schema(example = "192.168.1.24")]
+    pub last_address: Option<String>,
+    /// Default: the first usable address.
+    pub gateway: Option<String>,
+}
+
+#[derive(ToSchema)]
+pub struct ControlPlaneRequest {
+    /// 1 (the default) or 3.
+    #[schema(minimum = 1, maximum = 3)]
+    pub nodes: Option<u32>,
+    pub specs: Option<NodeSpecsRequest>,
+}
+
+/// A node taint: `key=value:Effect`, `key:Effect`, or `{key, value, effect}`;
+/// Effect is NoSchedule, PreferNoSchedule or NoExecute (any case).
+pub struct TaintRequest;
+
+impl PartialSchema for TaintRequest {
+    fn schema() -> RefOr<Schema> {
+        let effect = ObjectBuilder::new()
+            .schema_type(Type::String)
+            .enum_values(Some(["NoSchedule", "PreferNoSchedule", "NoExecute"]));
+        OneOfBuilder::new()
+            .item(
+                ObjectBuilder::new()
+                    .schema_type(Type::String)
+                    .examples(["dedicated=gpu:NoSchedule"]),
+            )
+            .item(
+                ObjectBuilder::new()
+                    .schema_type(Type::Object)
+                    .property("key", ObjectBuilder::new().schema_type(Type::String))
+                    .property("value", ObjectBuilder::new().schema_type(Type::String))
+                    .property("effect", effect)
+                    .required("key")
+                    .required("effect"),
+            )
+            .description(Some(
+                "key=value:Effect, key:Effect or {key, value, effect}; Effect is \
+                 NoSchedule, PreferNoSchedule or NoExecute.",
+            ))
+            .into()
+    }
+}
+
+impl ToSchema for TaintRequest {}

@@ -1,0 +1,205 @@
+//! Create a Kubernetes cluster: secrets → control plane (the first node
+//! runs `kubeadm init`, the others join it) → workers of every pool, in
+//! parallel → every node phoned home → `running`.
+//!
+//! The API wrote the cluster, its network (with the endpoint's address
+//! reserved), its pools, and one VM and node row per node, in one
+//! transaction. A failure takes every node off AtomOS and the network with
+//! them; the cluster is then `error`, with the reason, until deleted.
+
+use crate::Env;
+use crate::nodes;
+use meson_core::action::ActionFailure;
+use meson_core::cluster::{Cluster, ClusterStatus, Node, NodeRole, NodeStatus};
+use meson_core::{ActionId, ClusterId, TenantId};
+use meson_jobs::{EnqueueOpts, Enqueued, StepCtx, StepError, StepResult, Workflow, to_output};
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Params {
+    pub cluster_id: ClusterId,
+}
+
+pub struct ClusterCreate(pub Arc<Env>);
+
+/// Step names are persisted: never rename one.
+const STEPS: &[&str] = &["secrets", "control_plane", "workers", "ready", "finish"];
+
+/// How many nodes are brought up at once.
+const NODE_CONCURRENCY: usize = 8;
+
+/// The key that serializes every mutation of one cluster.
+pub fn concurrency_key(cluster: ClusterId) -> String {
+    format!("cluster:{cluster}")
+}
+
+/// Enqueues a cluster workflow in the caller's transaction.
+pub async fn enqueue_for_cluster<W: Workflow<Params = Params>>(
+    tx: &mut meson_db::Tx<'_>,
+    cluster: ClusterId,
+    action: ActionId,
+    tenant: &TenantId,
+    max_attempts: i32,
+) -> Result<Enqueued, meson_core::Error> {
+    meson_jobs::enqueue::<W>(
+        tx,
+        &Params {
+            cluster_id: cluster,
+        },
+        EnqueueOpts {
+            action: Some(action),
+            tenant: Some(tenant.to_string()),
+            concurrency_key: Some(concurrency_key(cluster)),
+            max_attempts,
+            ..EnqueueOpts::default()
+        },
+    )
+    .await
+}
+
+pub async fn enqueue(
+    tx: &mut meson_db::Tx<'_>,
+    cluster: ClusterId,
+    action: ActionId,
+    tenant: &TenantId,
+) -> Result<Enqueued, meson_core::Error> {
+    enqueue_for_cluster::<ClusterCreate>(tx, cluster, action, tenant, 10).await
+}
+
+fn of_role(nodes: &[Node], role: NodeRole) -> Vec<Node> {
+    nodes.iter().filter(|n| n.role == role).cloned().collect()
+}
+
+impl Workflow for ClusterCreate {
+    const KIND: &'static str = "cluster_create";
+    type Params = Params;
+
+    fn steps(&self) -> &'static [&'static str] {
+        STEPS
+    }
+
+    async fn run(&self, cx: &StepCtx<'_, Params>, step: &'static str) -> StepResult {
+        let env = &self.0;
+        let cluster = meson_db::clusters::get(&env.pool, None, cx.params.cluster_id, false).await?;
+        let all = meson_db::clusters::nodes(&env.pool, cluster.id).await?;
+        match step {
+            "secrets" => to_output(nodes::ensure_secrets(env, &cluster).await?),
+            "control_plane" => {
+                let cps = of_role(&all, NodeRole::ControlPlane);
+                let Some((first, rest)) = cps.split_first() else {
+                    return Err(StepError::fatal("service_error", "no control-plane node"));
+                };
+                // The first must be up before the others can join it.
+                nodes::provision_node(env, &cluster, first, true).await?;
+                let items = rest.iter().map(|n| (n.id.to_string(), n.clone())).collect();
+                cx.fan_out(items, NODE_CONCURRENCY, |n| {
+                    let cluster = &cluster;
+                    async move { nodes::provision_node(env, cluster, &n, false).await }
+                })
+                .await?;
+                to_output(())
+            }
+            "workers" => {
+                let items = of_role(&all, NodeRole::Worker)
+                    .into_iter()
+                    .map(|n| (n.id.to_string(), n))
+                    .collect();
+                cx.fan_out(items, NODE_CONCURRENCY, |n| {
+                    let cluster = &cluster;
+                    async move { nodes::provision_node(env, cluster, &n, false).await }
+                })
+                .await?;
+                to_output(())
+            }
+            "ready" => to_output(wait_ready(env, &cluster).await?),
+            "finish" => {
+                meson_db::clusters::set_status(&env.pool, cluster.id, ClusterStatus::Running, None)
+                    .await?;
+                to_output(())
+            }
+            other => Err(StepError::fatal(
+                "service_error",
+                format!("unknown step {other}"),
+            )),
+        }
+    }
+
+    async fn undo(&self, cx: &StepCtx<'_, Params>, step: &'static str) -> StepResult<()> {
+        let env = &self.0;
+        let role = match step {
+            "control_plane" => NodeRole::ControlPlane,
+            "workers" => NodeRole::Worker,
+            _ => return Ok(()),
+        };
+        let cluster = meson_db::clusters::get(&env.pool, None, cx.params.cluster_id, true).await?;
+        for node in of_role(
+            &meson_db::clusters::nodes(&env.pool, cluster.id).await?,
+            role,
+        ) {
+            nodes::teardown_node(env, &node).await?;
+            meson_db::vms::set_placement(&env.pool, node.vm, None).await?;
+            meson_db::clusters::set_node_status(
+                &env.pool,
+                node.id,
+                NodeStatus::CreationError,
+                Some("the cluster could not be created"),
+            )
+            .await?;
+        }
+        if role == NodeRole::ControlPlane {
+            // The control plane's step was the first to make the network anywhere.
+            crate::provision::remove_network_from_hosts(env, cluster.network).await?;
+        }
+        Ok(())
+    }
+
+    async fn on_failed(&self, params: &Params, failure: &ActionFailure) -> StepResult<()> {
+        let env = &self.0;
+        let cluster = meson_db::clusters::get(&env.pool, None, params.cluster_id, true).await?;
+        // Whatever a crash mid-undo left behind.
+        crate::provision::remove_network_from_hosts(env, cluster.network).await?;
+        meson_db::clusters::set_status(
+            &env.pool,
+            params.cluster_id,
+            ClusterStatus::Error,
+            Some(&failure.message),
+        )
+        .await?;
+        Ok(())
+    }
+}
+
+/// Waits (bounded) until every node phoned home; a node that did not in
+/// time is marked `creation_error` and the step fails naming it.
+async fn wait_ready(env: &Env, cluster: &Cluster) -> StepResult<()> {
+    let deadline = tokio::time::Instant::now() + env.config.node_ready_timeout;
+    loop {
+        let all = meson_db::clusters::nodes(&env.pool, cluster.id).await?;
+        let waiting: Vec<&Node> = all.iter().filter(|n| n.phoned_home.is_none()).collect();
+        if waiting.is_empty() {
+            return Ok(());
+        }
+        if tokio::time::Instant::now() >= deadline {
+            let names: Vec<&str> = waiting.iter().map(|n| n.name.as_str()).collect();
+            for n in &waiting {
+                meson_db::clusters::set_node_status(
+                    &env.pool,
+                    n.id,
+                    NodeStatus::CreationError,
+                    Some("the node did not report its kubelet up in time"),
+                )
+                .await?;
+            }
+            return Err(StepError::fatal(
+                "timeout",
+                format!(
+                    "node(s) {} did not come up within {} s",
+                    names.join(", "),
+                    env.config.node_ready_timeout.as_secs()
+                ),
+            ));
+        }
+        tokio::time::sleep(env.config.poll_interval).await;
+    }
+}

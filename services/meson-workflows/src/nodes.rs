@@ -1,0 +1,278 @@
+//! Kubernetes nodes: the cluster's secrets, each node's cloud-init, where a
+//! node goes, and bringing one up or down. Shared by the cluster workflows.
+
+use crate::Env;
+use crate::placement::{Offer, survey};
+use crate::provision;
+use meson_core::cluster::{API_PORT, Cluster, Node, NodeRole};
+use meson_core::kaas::NodeSpecs;
+use meson_core::vm::Vm;
+use meson_core::{ClusterId, NodeId};
+use meson_jobs::{StepError, StepResult};
+use meson_kaas::{ClusterBootstrap, ClusterSecrets, NodeBootstrap};
+use sha2::{Digest, Sha256};
+use std::net::SocketAddrV4;
+
+/// Associated data binding sealed secrets to their cluster.
+fn aad(cluster: ClusterId) -> Vec<u8> {
+    format!("meson cluster secrets {cluster}").into_bytes()
+}
+
+fn kaas_error(e: meson_kaas::KaasError) -> StepError {
+    StepError::fatal("service_error", format!("cluster secrets: {e}"))
+}
+
+/// Makes the cluster's CAs, keys and token once; later calls keep them.
+pub async fn ensure_secrets(env: &Env, cluster: &Cluster) -> StepResult<()> {
+    if meson_db::clusters::secrets(&env.pool, cluster.id)
+        .await?
+        .is_some()
+    {
+        return Ok(());
+    }
+    let secrets = ClusterSecrets::generate(&cluster.name).map_err(kaas_error)?;
+    let sealed =
+        meson_kaas::secretbox::seal_json(&env.config.secrets_key, &secrets, &aad(cluster.id))
+            .map_err(kaas_error)?;
+    // Two racing attempts: the first write wins and both use it.
+    meson_db::clusters::set_secrets(&env.pool, cluster.id, &sealed, true).await?;
+    Ok(())
+}
+
+/// The cluster's secrets, opened with the configured key.
+pub async fn open_secrets(
+    env: &Env,
+    pool: &meson_db::PgPool,
+    cluster: ClusterId,
+) -> StepResult<ClusterSecrets> {
+    let sealed = meson_db::clusters::secrets(pool, cluster)
+        .await?
+        .ok_or_else(|| StepError::fatal("service_error", "the cluster has no secrets yet"))?;
+    meson_kaas::secretbox::open_json(&env.config.secrets_key, &sealed, &aad(cluster))
+        .map_err(kaas_error)
+}
+
+/// Opens sealed secrets outside a workflow (the API's kubeconfig).
+pub fn open_sealed(
+    key: &meson_kaas::SecretKey,
+    cluster: ClusterId,
+    sealed: &[u8],
+) -> Result<ClusterSecrets, meson_kaas::KaasError> {
+    meson_kaas::secretbox::open_json(key, sealed, &aad(cluster))
+}
+
+/// Seals secrets for storage (rotation).
+pub fn seal(
+    key: &meson_kaas::SecretKey,
+    cluster: ClusterId,
+    secrets: &ClusterSecrets,
+) -> Result<Vec<u8>, meson_kaas::KaasError> {
+    meson_kaas::secretbox::seal_json(key, secrets, &aad(cluster))
+}
+
+/// The phone-home URL of a node, with its secret.
+fn phone_home_url(env: &Env, cluster: ClusterId, node: NodeId, secret: &str) -> String {
+    format!(
+        "{}/v1/clusters/{cluster}/nodes/{node}/phone-home?token={secret}",
+        env.config.public_url.trim_end_matches('/')
+    )
+}
+
+/// The hash stored for a phone-home secret.
+pub fn phone_home_hash(secret: &str) -> Vec<u8> {
+    Sha256::digest(secret.as_bytes()).to_vec()
+}
+
+/// The cloud-init files of a node: kubeadm user-data for its role, the
+/// meta-data, and the network-config of its static address. A fresh
+/// phone-home secret is made (and its hash stored) on every render: only
+/// the ISO written last can phone home.
+pub async fn cloudinit_files(
+    env: &Env,
+    cluster: &Cluster,
+    node: &Node,
+    vm: &Vm,
+    init: bool,
+) -> StepResult<Vec<(&'static str, String)>> {
+    let secrets = open_secrets(env, &env.pool, cluster.id).await?;
+    let endpoint = cluster
+        .endpoint
+        .ok_or_else(|| StepError::fatal("service_error", "the cluster has no endpoint"))?;
+    let shared = ClusterBootstrap {
+        name: cluster.name.clone(),
+        id: cluster.id,
+        kubernetes_version: node.kubernetes_version.parse().map_err(|e| {
+            StepError::fatal(
+                "service_error",
+                format!("node version {}: {e}", node.kubernetes_version),
+            )
+        })?,
+        endpoint: SocketAddrV4::new(endpoint, API_PORT),
+        pod_cidr: cluster.spec.pod_cidr,
+        service_cidr: cluster.spec.service_cidr,
+        cni: cluster.spec.cni,
+        token_ttl: meson_kaas::bootstrap::DEFAULT_TOKEN_TTL,
+        secrets: &secrets,
+    };
+    let pool = match node.pool {
+        Some(p) => meson_db::clusters::pools(&env.pool, cluster.id)
+            .await?
+            .into_iter()
+            .find(|x| x.id == p),
+        None => None,
+    };
+    let role = match (node.role, init) {
+        (NodeRole::ControlPlane, true) => meson_kaas::NodeRole::InitControlPlane,
+        (NodeRole::ControlPlane, false) => meson_kaas::NodeRole::JoinControlPlane,
+        (NodeRole::Worker, _) => meson_kaas::NodeRole::Worker,
+    };
+    let nics = provision::static_nics(env, vm).await?;
+    let secret = random_secret();
+    meson_db::clusters::set_phone_home_hash(&env.pool, node.id, &phone_home_hash(&secret)).await?;
+    let bootstrap = NodeBootstrap {
+        name: node.name.clone(),
+        role,
+        node_ip: nics.first().map(|n| n.address),
+        labels: pool
+            .as_ref()
+            .map(|p| p.spec.labels.clone())
+            .unwrap_or_default(),
+        taints: pool.map(|p| p.spec.taints).unwrap_or_default(),
+        ssh_authorized_keys: vm.spec.ssh_keys.clone(),
+        phone_home_url: phone_home_url(env, cluster.id, node.id, &secret),
+        provider_id: Some(format!("elemento://{}", vm.id)),
+    };
+    let user_data = meson_kaas::user_data(&shared, &bootstrap).map_err(kaas_error)?;
+    let ci = meson_core::cloudinit::VmCloudInit {
+        vm_id: vm.id,
+        hostname: &node.name,
+        ssh_keys: &vm.spec.ssh_keys,
+        phone_home_url: None,
+        static_nics: &nics,
+    };
+    let mut files = vec![("user-data", user_data), ("meta-data", ci.meta_data())];
+    if let Some(nc) = ci.network_config() {
+        files.push(("network-config", nc));
+    }
+    Ok(files)
+}
+
+fn random_secret() -> String {
+    let bytes: [u8; 32] = rand::random();
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Picks a host for a node among those in the cluster's region: the
+/// cheapest that fits and holds no other node of the same group (control
+/// plane, or the same pool) if there is one, else the cheapest.
+pub async fn place_node(env: &Env, cluster: &Cluster, node: &Node, vm: &Vm) -> StepResult<()> {
+    if vm.placement.is_some() {
+        return Ok(());
+    }
+    let nodes = meson_db::clusters::nodes(&env.pool, cluster.id).await?;
+    let siblings: Vec<VmIdOf> = nodes
+        .iter()
+        .filter(|n| n.id != node.id && n.pool == node.pool)
+        .map(|n| n.vm)
+        .collect();
+    let sibling_vms = meson_db::vms::get_many(&env.pool, &siblings).await?;
+    let used: Vec<meson_core::TargetId> = sibling_vms
+        .iter()
+        .filter_map(|v| v.placement.as_ref().map(|p| p.target_id))
+        .collect();
+    let region = cluster_region(env, cluster, &sibling_vms).await?;
+    let targets: Vec<_> = env
+        .atomos
+        .enabled()
+        .await?
+        .into_iter()
+        .filter(|(t, _)| {
+            region
+                .as_ref()
+                .is_none_or(|(p, r)| &t.provider == p && &t.region == r)
+        })
+        .collect();
+    let s = survey(targets, &vm.spec)
+        .await
+        .map_err(|e| e.step_error())?;
+    let offers: &[Offer] = s.offers();
+    let chosen = offers
+        .iter()
+        .find(|o| !used.contains(&o.placement.target_id))
+        .unwrap_or_else(|| s.cheapest());
+    tracing::info!(node = %node.name, host = %chosen.placement.host, "placed node");
+    meson_db::vms::set_placement(&env.pool, vm.id, Some(&chosen.placement)).await?;
+    Ok(())
+}
+
+type VmIdOf = meson_core::VmId;
+
+/// The (provider, region) every node of the cluster lives in: where its
+/// nodes already are, else the cheapest region that fits the whole cluster.
+async fn cluster_region(
+    env: &Env,
+    cluster: &Cluster,
+    placed: &[Vm],
+) -> StepResult<Option<(String, String)>> {
+    if let Some(p) = placed.iter().find_map(|v| v.placement.as_ref()) {
+        return Ok(Some((p.provider.clone(), p.region.clone())));
+    }
+    let all = meson_db::clusters::nodes(&env.pool, cluster.id).await?;
+    let vms =
+        meson_db::vms::get_many(&env.pool, &all.iter().map(|n| n.vm).collect::<Vec<_>>()).await?;
+    if let Some(p) = vms.iter().find_map(|v| v.placement.as_ref()) {
+        return Ok(Some((p.provider.clone(), p.region.clone())));
+    }
+    let targets = meson_db::targets::list(&env.pool).await?;
+    let s = crate::cluster_placement::survey_cluster(targets, &cluster.spec)
+        .await
+        .map_err(|e| StepError::fatal(e.code(), e.public_message()))?;
+    Ok(s.offers
+        .first()
+        .map(|o| (o.provider.clone(), o.region.clone())))
+}
+
+/// Brings a node's VM up: placed, on the cluster network, booted with its
+/// kubeadm cloud-init, running. The node is then `not_ready` until it
+/// phones home.
+pub async fn provision_node(
+    env: &Env,
+    cluster: &Cluster,
+    node: &Node,
+    init: bool,
+) -> StepResult<()> {
+    let vm = meson_db::vms::get(&env.pool, None, node.vm).await?;
+    place_node(env, cluster, node, &vm).await?;
+    let vm = meson_db::vms::get(&env.pool, None, node.vm).await?;
+    provision::ensure_networks(env, &vm).await?;
+    provision::ensure_boot_volume(env, &vm).await?;
+    // A node already registered keeps the ISO it booted with (re-rendering
+    // would change its phone-home secret under it).
+    let c = provision::client(env, &vm).await?;
+    if c.vm_by_name(&vm.atomos_name)
+        .await
+        .map_err(crate::atomos::step_error)?
+        .is_none()
+    {
+        let files = cloudinit_files(env, cluster, node, &vm, init).await?;
+        provision::ensure_cloudinit_volume(env, &vm, files).await?;
+    }
+    provision::ensure_registered(env, &vm).await?;
+    provision::wait_running(env, &vm).await?;
+    meson_db::clusters::node_booted(&env.pool, node.id).await?;
+    Ok(())
+}
+
+/// Takes a node's VM off AtomOS (rows stay).
+pub async fn teardown_node(env: &Env, node: &Node) -> StepResult<()> {
+    let vm = meson_db::vms::get_including_deleted(&env.pool, node.vm).await?;
+    provision::teardown(env, &vm).await
+}
+
+/// The node sizes of a cluster's group, for messages.
+pub fn describe(specs: &NodeSpecs) -> String {
+    format!(
+        "{} vCPU, {} MiB, {} GB",
+        specs.cpu, specs.ram_mib, specs.storage_gb
+    )
+}

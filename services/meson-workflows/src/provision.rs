@@ -1,0 +1,358 @@
+//! Making one VM real on AtomOS, and taking it away again: the pieces the
+//! VM create and delete workflows are made of, shared with the cluster
+//! workflows (a node is a VM).
+//!
+//! Every function is idempotent and keeps its progress in the database (the
+//! VM's placement, its volumes' AtomOS ids, its network's host rows), so a
+//! retry after a crash picks up where the last attempt stopped: what exists
+//! is found by name, what is recorded is trusted.
+
+use crate::Env;
+use crate::atomos::{
+    destroy_volume, destroy_volumes, step_error, unregister_by_name, volume_by_name,
+};
+use atomos_driver::{
+    AtomosClient, ImageVolumeCreate, NetworkCreate, Register, VmState, VolumeCreate,
+};
+use meson_core::cloudinit::{StaticNic, VmCloudInit};
+use meson_core::naming;
+use meson_core::vm::{Placement, Vm, VmStatus};
+use meson_core::volume::{Volume, VolumeKind, VolumeStatus};
+use meson_core::{NetworkId, TargetId, VmId};
+use meson_jobs::{StepError, StepResult};
+
+/// The client of the host the VM is placed on.
+pub async fn client(env: &Env, vm: &Vm) -> StepResult<AtomosClient> {
+    let placement = placed(vm)?;
+    env.atomos.client(placement.target_id).await
+}
+
+fn placed(vm: &Vm) -> StepResult<&Placement> {
+    vm.placement
+        .as_ref()
+        .ok_or_else(|| StepError::fatal("service_error", "the VM has no placement yet"))
+}
+
+/// The VM's volumes of one kind, in order.
+pub async fn volumes_of(env: &Env, vm: VmId, kind: VolumeKind) -> StepResult<Vec<Volume>> {
+    Ok(meson_db::volumes::list_for_vms(&env.pool, &[vm])
+        .await?
+        .into_iter()
+        .filter(|v| v.kind == kind)
+        .collect())
+}
+
+/// Makes sure each of the VM's private networks exists on its host and
+/// returns their AtomOS ids, in NIC order. A network made on a host stays
+/// there for the next VM and goes with the network.
+pub async fn ensure_networks(env: &Env, vm: &Vm) -> StepResult<Vec<String>> {
+    let nics = meson_db::networks::attachments_of(&env.pool, &[vm.id]).await?;
+    if nics.is_empty() {
+        return Ok(Vec::new());
+    }
+    let target = placed(vm)?.target_id;
+    let c = client(env, vm).await?;
+    let mut ids = Vec::with_capacity(nics.len());
+    for nic in &nics {
+        ids.push(ensure_host_network(env, &c, target, nic.network_id).await?);
+    }
+    Ok(ids)
+}
+
+/// The network's AtomOS id on a target, made there first if need be. The
+/// host row is claimed before the create, so a crash in between is found by
+/// name (here on retry, or by the network's delete).
+async fn ensure_host_network(
+    env: &Env,
+    c: &AtomosClient,
+    target: TargetId,
+    id: NetworkId,
+) -> StepResult<String> {
+    let claimed = meson_db::networks::claim_host_network(&env.pool, id, target).await?;
+    if let Some(known) = claimed.atomos_id {
+        return Ok(known);
+    }
+    let name = naming::network_atomos_name(id);
+    let by_name = |list: Vec<atomos_driver::Network>| list.into_iter().find(|n| n.name == name);
+    let found = match by_name(c.networks().await.map_err(step_error)?) {
+        Some(n) => n,
+        None => {
+            let network = meson_db::networks::get(&env.pool, None, id).await?;
+            let s = &network.subnet;
+            let req = NetworkCreate {
+                name: name.clone(),
+                // AtomOS takes the gateway's address with the prefix.
+                cidr: format!("{}/{}", s.gateway, s.cidr.prefix_len()),
+                dhcp_start: s.dhcp.then(|| s.range.start.to_string()),
+                dhcp_end: s.dhcp.then(|| s.range.last.to_string()),
+            };
+            match c.network_create(&req).await {
+                Ok(n) => n,
+                // Another VM's workflow made it just now.
+                Err(e) if e.is_already_exists() => {
+                    by_name(c.networks().await.map_err(step_error)?).ok_or_else(|| step_error(e))?
+                }
+                Err(e) => return Err(step_error(e)),
+            }
+        }
+    };
+    meson_db::networks::set_host_network(&env.pool, id, target, &found.id).await?;
+    Ok(found.id)
+}
+
+/// Removes a network from every host it was made on (found by name where
+/// a crash left it unrecorded) and forgets the host rows.
+pub async fn remove_network_from_hosts(env: &Env, id: NetworkId) -> StepResult<()> {
+    let name = naming::network_atomos_name(id);
+    for host in meson_db::networks::host_networks(&env.pool, id).await? {
+        let c = env.atomos.client(host.target).await?;
+        let atomos_id = match host.atomos_id {
+            Some(known) => Some(known),
+            None => c
+                .networks()
+                .await
+                .map_err(step_error)?
+                .into_iter()
+                .find(|n| n.name == name)
+                .map(|n| n.id),
+        };
+        if let Some(atomos_id) = atomos_id {
+            match c.network_delete(&atomos_id).await {
+                Ok(()) => {}
+                Err(e) if e.is_not_found() => {}
+                Err(e) => return Err(step_error(e)),
+            }
+        }
+        meson_db::networks::forget_host_network(&env.pool, id, host.target).await?;
+    }
+    Ok(())
+}
+
+/// The NICs meson's IPAM addressed, for the guest's network-config.
+pub async fn static_nics(env: &Env, vm: &Vm) -> StepResult<Vec<StaticNic>> {
+    let pool = &env.pool;
+    let mut out = Vec::new();
+    for nic in meson_db::networks::attachments_of(pool, &[vm.id]).await? {
+        if let Some(address) = nic.address {
+            let network = meson_db::networks::get(pool, None, nic.network_id).await?;
+            out.push(StaticNic {
+                mac: nic.mac,
+                address,
+                prefix: network.subnet.cidr.prefix_len(),
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// Makes sure each volume of `kind` exists on AtomOS: found by name (or,
+/// with `replace`, destroyed and made again), else made by `create`; then
+/// records its AtomOS id. Returns the ids in order.
+async fn ensure_volumes<F, Fut>(
+    env: &Env,
+    c: &AtomosClient,
+    vm: &Vm,
+    kind: VolumeKind,
+    replace: bool,
+    create: F,
+) -> StepResult<Vec<String>>
+where
+    F: Fn(Volume) -> Fut,
+    Fut: std::future::Future<Output = Result<String, atomos_driver::DriverError>>,
+{
+    let mut ids = Vec::new();
+    for v in volumes_of(env, vm.id, kind).await? {
+        let id = match volume_by_name(c, &v.atomos_name).await? {
+            Some(found) if !replace => found.id,
+            found => {
+                if let Some(stale) = found {
+                    destroy_volume(c, &stale.id).await?;
+                }
+                create(v.clone()).await.map_err(step_error)?
+            }
+        };
+        meson_db::volumes::set_atomos(&env.pool, v.id, Some(&id), VolumeStatus::Creating).await?;
+        ids.push(id);
+    }
+    Ok(ids)
+}
+
+/// The boot disk, cloned from the OS image.
+pub async fn ensure_boot_volume(env: &Env, vm: &Vm) -> StepResult<Vec<String>> {
+    let c = client(env, vm).await?;
+    let url = &vm.spec.os.image_url;
+    ensure_volumes(env, &c, vm, VolumeKind::Boot, false, |v| {
+        let req = ImageVolumeCreate {
+            name: v.atomos_name,
+            size_gb: v.size_gb,
+            url: url.clone(),
+        };
+        let c = c.clone();
+        async move { c.volume_create_from_image(&req).await }
+    })
+    .await
+}
+
+/// The cloud-init ISO with `files` (name, content). An ISO left by a crash
+/// may be half uploaded: it is replaced rather than trusted.
+pub async fn ensure_cloudinit_volume(
+    env: &Env,
+    vm: &Vm,
+    files: Vec<(&'static str, String)>,
+) -> StepResult<Vec<String>> {
+    let c = client(env, vm).await?;
+    ensure_volumes(env, &c, vm, VolumeKind::Cloudinit, true, |v| {
+        let (c, files) = (c.clone(), files.clone());
+        async move {
+            let files: Vec<(&str, &str)> = files.iter().map(|(n, f)| (*n, f.as_str())).collect();
+            c.cloudinit_create_files(&v.atomos_name, &files).await
+        }
+    })
+    .await
+}
+
+/// The cloud-init files of a plain VM: its hostname, SSH keys and static NICs.
+pub async fn vm_cloudinit_files(env: &Env, vm: &Vm) -> StepResult<Vec<(&'static str, String)>> {
+    let static_nics = static_nics(env, vm).await?;
+    let ci = VmCloudInit {
+        vm_id: vm.id,
+        hostname: &vm.spec.name,
+        ssh_keys: &vm.spec.ssh_keys,
+        phone_home_url: None,
+        static_nics: &static_nics,
+    };
+    Ok(ci.files())
+}
+
+/// The data disks the request asked for.
+pub async fn ensure_data_volumes(env: &Env, vm: &Vm) -> StepResult<Vec<String>> {
+    let c = client(env, vm).await?;
+    ensure_volumes(env, &c, vm, VolumeKind::Data, false, |v| {
+        let spec = vm.spec.volumes.iter().find(|s| s.name == v.name);
+        let req = VolumeCreate {
+            name: v.atomos_name,
+            size_gb: v.size_gb,
+            bootable: spec.is_some_and(|s| s.bootable),
+            readonly: spec.is_some_and(|s| s.readonly),
+            shareable: spec.is_some_and(|s| s.shareable),
+            private: spec.is_none_or(|s| s.private),
+        };
+        let c = c.clone();
+        async move { c.volume_create(&req).await }
+    })
+    .await
+}
+
+/// Registers the VM with its volumes (boot, cloud-init, data: as recorded)
+/// and networks, unless AtomOS has it already; the VM is then `starting`.
+pub async fn ensure_registered(env: &Env, vm: &Vm) -> StepResult<()> {
+    let c = client(env, vm).await?;
+    if c.vm_by_name(&vm.atomos_name)
+        .await
+        .map_err(step_error)?
+        .is_none()
+    {
+        let mut volume_ids = Vec::new();
+        for kind in [VolumeKind::Boot, VolumeKind::Cloudinit, VolumeKind::Data] {
+            for v in volumes_of(env, vm.id, kind).await? {
+                volume_ids.push(v.atomos_id.ok_or_else(|| {
+                    StepError::fatal("service_error", format!("volume {} was never made", v.name))
+                })?);
+            }
+        }
+        let nics = meson_db::networks::attachments_of(&env.pool, &[vm.id]).await?;
+        let req = Register {
+            vm_name: vm.atomos_name.clone(),
+            spec: crate::placement::driver_spec(&vm.spec),
+            volume_ids,
+            network_ids: ensure_networks(env, vm).await?,
+            nic_macs: nics.into_iter().map(|n| n.mac).collect(),
+        };
+        match c.register(&req).await {
+            Ok(()) => {}
+            // A retry after a crash between register and recording: it is ours.
+            Err(e) if e.is_already_exists() => {}
+            Err(e) => return Err(step_error(e)),
+        }
+    }
+    meson_db::vms::set_status(&env.pool, vm.id, VmStatus::Starting).await?;
+    Ok(())
+}
+
+/// Waits (bounded by the boot timeout) until AtomOS reports the VM running
+/// with an IPv4; records its id and address. Returns AtomOS's id.
+pub async fn wait_running(env: &Env, vm: &Vm) -> StepResult<String> {
+    let c = client(env, vm).await?;
+    let deadline = tokio::time::Instant::now() + env.config.vm_boot_timeout;
+    loop {
+        match c.vm_by_name(&vm.atomos_name).await {
+            Ok(None) => {
+                return Err(StepError::fatal(
+                    "service_error",
+                    "the VM vanished from its hypervisor while booting",
+                ));
+            }
+            Ok(Some(found)) if found.state == VmState::Running && found.ipv4.is_some() => {
+                meson_db::vms::set_runtime(
+                    &env.pool,
+                    vm.id,
+                    VmStatus::Running,
+                    Some(&found.id),
+                    found.ipv4,
+                )
+                .await?;
+                meson_db::volumes::set_status_for_vm(&env.pool, vm.id, VolumeStatus::Available)
+                    .await?;
+                return Ok(found.id);
+            }
+            Ok(Some(_)) => {}
+            Err(e) if e.is_transient() => {
+                tracing::debug!(error = %e, "status poll failed; polling again")
+            }
+            Err(e) => return Err(step_error(e)),
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Err(StepError::fatal(
+                "timeout",
+                format!(
+                    "the VM did not come up within {} s",
+                    env.config.vm_boot_timeout.as_secs()
+                ),
+            ));
+        }
+        tokio::time::sleep(env.config.poll_interval).await;
+    }
+}
+
+/// Takes the VM off AtomOS: unregisters it and destroys every volume it
+/// owns (by name prefix and by recorded id). Rows are left as they are.
+pub async fn teardown(env: &Env, vm: &Vm) -> StepResult<()> {
+    let Some(placement) = &vm.placement else {
+        // Never placed: nothing exists on AtomOS.
+        return Ok(());
+    };
+    let c = env.atomos.client(placement.target_id).await?;
+    unregister_by_name(&c, &vm.atomos_name).await?;
+    let known: Vec<String> = meson_db::volumes::list_for_vms(&env.pool, &[vm.id])
+        .await?
+        .into_iter()
+        .filter_map(|v| v.atomos_id)
+        .collect();
+    destroy_volumes(&c, &naming::vm_volume_prefix(vm.id), &known).await
+}
+
+/// Undoes one kind of volume step: destroys what it made (found by name
+/// too: it may have made one and crashed before recording) and clears the rows.
+pub async fn undo_volumes(env: &Env, vm: &Vm, kind: VolumeKind) -> StepResult<()> {
+    let c = client(env, vm).await?;
+    for v in volumes_of(env, vm.id, kind).await? {
+        if let Some(found) = volume_by_name(&c, &v.atomos_name).await? {
+            destroy_volume(&c, &found.id).await?;
+        }
+        if let Some(id) = &v.atomos_id {
+            destroy_volume(&c, id).await?;
+        }
+        meson_db::volumes::set_atomos(&env.pool, v.id, None, VolumeStatus::Error).await?;
+    }
+    Ok(())
+}
