@@ -17,22 +17,22 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 /// A database, a simulator registered as targets, and the app layer.
-struct World {
-    db: TestDatabase,
-    sim: atomos_sim::Simulator,
-    env: Arc<Env>,
-    app: App,
-    who: Principal,
-    names: AtomicU32,
+pub(crate) struct World {
+    pub(crate) db: TestDatabase,
+    pub(crate) sim: atomos_sim::Simulator,
+    pub(crate) env: Arc<Env>,
+    pub(crate) app: App,
+    pub(crate) who: Principal,
+    pub(crate) names: AtomicU32,
     /// A network without DHCP every created VM joins, so the harness covers
     /// the networks step and meson's IPAM too.
-    network: NetworkId,
+    pub(crate) network: NetworkId,
     /// Receives the nodes' phone-home calls (kept alive with the world).
     _api: mesond::server::ApiServer,
 }
 
 impl World {
-    async fn new() -> World {
+    pub(crate) async fn new() -> World {
         let db = TestDatabase::new().await;
         let sim = atomos_sim::start(atomos_sim::SimConfig {
             hosts: atomos_sim::dev_hosts(),
@@ -108,7 +108,11 @@ impl World {
     }
 
     /// Runs one workflow kind with a plain worker until `action` is final.
-    async fn run_plain<W: Workflow>(&self, wf: W, action: ActionId) -> meson_core::action::Action {
+    pub(crate) async fn run_plain<W: Workflow>(
+        &self,
+        wf: W,
+        action: ActionId,
+    ) -> meson_core::action::Action {
         let w = Worker::new(self.db.pool.clone(), test_worker_config())
             .register(wf)
             .start();
@@ -129,7 +133,7 @@ impl World {
     }
 
     /// (VMs, volumes) on every simulated host carrying this VM's name.
-    fn on_atomos(&self, vm: VmId) -> (usize, usize) {
+    pub(crate) fn on_atomos(&self, vm: VmId) -> (usize, usize) {
         let prefix = meson_core::naming::vm_atomos_name(vm);
         self.sim
             .hosts()
@@ -406,7 +410,7 @@ async fn vm_reboot_passes_the_workflow_harness() {
 }
 
 /// Runs the whole harness against a scenario built on a [`World`].
-async fn harness<S: Scenario + HasWorld>(s: S) {
+pub(crate) async fn harness<S: Scenario + HasWorld>(s: S) {
     Harness {
         pool: &s.world().db.pool,
         scenario: &s,
@@ -415,7 +419,7 @@ async fn harness<S: Scenario + HasWorld>(s: S) {
     .await;
 }
 
-trait HasWorld {
+pub(crate) trait HasWorld {
     fn world(&self) -> &World;
 }
 
@@ -541,10 +545,10 @@ impl HasWorld for NetworkDeleteScenario {
 }
 
 /// A small cluster (one control-plane node, one worker) per run.
-struct ClusterCreateScenario(World);
+pub(crate) struct ClusterCreateScenario(pub(crate) World);
 
 impl ClusterCreateScenario {
-    async fn cluster_of(&self, action: ActionId) -> meson_core::ClusterId {
+    pub(crate) async fn cluster_of(&self, action: ActionId) -> meson_core::ClusterId {
         let a = meson_db::actions::get(&self.0.db.pool, None, action)
             .await
             .unwrap();
@@ -584,14 +588,9 @@ impl ClusterCreateScenario {
     }
 }
 
-impl Scenario for ClusterCreateScenario {
-    type W = meson_workflows::cluster_create::ClusterCreate;
-
-    fn workflow(&self) -> Self::W {
-        meson_workflows::cluster_create::ClusterCreate(self.0.env.clone())
-    }
-
-    async fn start(&self) -> ActionId {
+impl ClusterCreateScenario {
+    /// Accepts a small cluster's create (1 control-plane node, 1 worker).
+    pub(crate) async fn create_request(&self) -> ActionId {
         let w = &self.0;
         let mut body = crate::harness::seed_kaas();
         body["req"]["name"] = format!("c{}", w.names.fetch_add(1, Ordering::SeqCst)).into();
@@ -603,6 +602,32 @@ impl Scenario for ClusterCreateScenario {
             .await
             .expect("cluster accepted");
         c.action.id
+    }
+
+    /// A running small cluster; returns its id.
+    pub(crate) async fn running_cluster(&self) -> meson_core::ClusterId {
+        let w = &self.0;
+        let create = self.create_request().await;
+        let a = w
+            .run_plain(
+                meson_workflows::cluster_create::ClusterCreate(w.env.clone()),
+                create,
+            )
+            .await;
+        assert_eq!(a.error, None);
+        self.cluster_of(create).await
+    }
+}
+
+impl Scenario for ClusterCreateScenario {
+    type W = meson_workflows::cluster_create::ClusterCreate;
+
+    fn workflow(&self) -> Self::W {
+        meson_workflows::cluster_create::ClusterCreate(self.0.env.clone())
+    }
+
+    async fn start(&self) -> ActionId {
+        self.create_request().await
     }
 
     async fn assert_done(&self, action: ActionId) {
@@ -672,15 +697,7 @@ impl Scenario for ClusterDeleteScenario {
 
     async fn start(&self) -> ActionId {
         let w = &self.0.0;
-        let create = self.0.start().await;
-        let a = w
-            .run_plain(
-                meson_workflows::cluster_create::ClusterCreate(w.env.clone()),
-                create,
-            )
-            .await;
-        assert_eq!(a.error, None);
-        let id = self.0.cluster_of(create).await;
+        let id = self.0.running_cluster().await;
         w.app
             .cluster_delete(&w.who, id)
             .await

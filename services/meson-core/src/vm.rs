@@ -914,3 +914,65 @@ pub struct Vm {
     pub ipv4: Option<std::net::Ipv4Addr>,
     pub created: chrono::DateTime<chrono::Utc>,
 }
+
+impl Vm {
+    /// A new VM's row and its volumes' (boot, cloud-init, data), not
+    /// written yet.
+    pub fn new_with_volumes(
+        tenant: &crate::TenantId,
+        id: crate::VmId,
+        spec: VmSpec,
+        labels: Labels,
+        atomos_name: String,
+    ) -> (Vm, Vec<crate::volume::Volume>) {
+        use crate::naming;
+        use crate::volume::{Volume, VolumeKind, VolumeStatus};
+        let vm = Vm {
+            id,
+            tenant: tenant.clone(),
+            name: spec.name.clone(),
+            status: VmStatus::Initializing,
+            labels,
+            atomos_name,
+            atomos_id: None,
+            placement: None,
+            ipv4: None,
+            created: chrono::Utc::now(),
+            spec,
+        };
+        let volume = |name: &str, kind, size_gb, atomos_name| Volume {
+            id: crate::VolumeId::new(),
+            tenant: tenant.clone(),
+            vm_id: Some(id),
+            name: name.to_owned(),
+            kind,
+            size_gb,
+            atomos_name,
+            atomos_id: None,
+            status: VolumeStatus::Creating,
+        };
+        let mut volumes = vec![
+            volume(
+                "boot",
+                VolumeKind::Boot,
+                vm.spec.boot_volume_gb,
+                naming::vm_boot_volume_name(id),
+            ),
+            volume(
+                "cloudinit",
+                VolumeKind::Cloudinit,
+                1,
+                naming::vm_cloudinit_volume_name(id),
+            ),
+        ];
+        for (i, d) in vm.spec.volumes.iter().enumerate() {
+            volumes.push(volume(
+                &d.name,
+                VolumeKind::Data,
+                d.size_gb,
+                naming::vm_data_volume_name(id, i),
+            ));
+        }
+        (vm, volumes)
+    }
+}

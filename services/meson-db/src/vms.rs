@@ -93,6 +93,19 @@ pub async fn insert(tx: &mut Tx<'_>, vm: &Vm) -> Result<(), Error> {
     name_taken(res)?.map(|_| ()).ctx("inserting a vm")
 }
 
+/// Writes a new VM and its volumes.
+pub async fn insert_with_volumes(
+    tx: &mut Tx<'_>,
+    vm: &Vm,
+    volumes: &[meson_core::volume::Volume],
+) -> Result<(), Error> {
+    insert(tx, vm).await?;
+    for v in volumes {
+        crate::volumes::insert(tx, v).await?;
+    }
+    Ok(())
+}
+
 /// A tenant's VM (`tenant` = None: any tenant, for workers). Deleted VMs are not found.
 pub async fn get(pool: &PgPool, tenant: Option<&TenantId>, id: VmId) -> Result<Vm, Error> {
     get_with(pool, tenant, id, false).await

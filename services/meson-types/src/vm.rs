@@ -33,6 +33,7 @@ pub struct Vm {
     pub volumes: Vec<VmVolume>,
     /// The VM's NICs on private networks, in order.
     #[serde(default)]
+    #[schema(required = true)]
     pub private_net: Vec<crate::network::PrivateNet>,
     /// The placement's price, once placed.
     #[schema(required = true)]

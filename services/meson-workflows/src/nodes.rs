@@ -4,10 +4,11 @@
 use crate::Env;
 use crate::placement::{Offer, survey};
 use crate::provision;
-use meson_core::cluster::{API_PORT, Cluster, Node, NodeRole};
+use meson_core::cluster::{API_PORT, Cluster, Node, NodePool, NodeRole, NodeStatus, node_name};
 use meson_core::kaas::NodeSpecs;
+use meson_core::labels::Labels;
 use meson_core::vm::Vm;
-use meson_core::{ClusterId, NodeId};
+use meson_core::{ClusterId, NodeId, VmId, naming};
 use meson_jobs::{StepError, StepResult};
 use meson_kaas::{ClusterBootstrap, ClusterSecrets, NodeBootstrap};
 use sha2::{Digest, Sha256};
@@ -275,4 +276,46 @@ pub fn describe(specs: &NodeSpecs) -> String {
         "{} vCPU, {} MiB, {} GB",
         specs.cpu, specs.ram_mib, specs.storage_gb
     )
+}
+
+/// Writes one node of `cluster`: its VM (sized by `specs`, on the cluster's
+/// network, addressed by IPAM when the network has no DHCP) and its row.
+pub async fn add_node(
+    tx: &mut meson_db::Tx<'_>,
+    cluster: &Cluster,
+    pool: Option<&NodePool>,
+    specs: &NodeSpecs,
+) -> meson_core::Result<Node> {
+    let id = NodeId::new();
+    let name = node_name(&cluster.name, pool.map(|x| x.spec.name.as_str()), id);
+    let vm_id = VmId::new();
+    let role = if pool.is_some() {
+        NodeRole::Worker
+    } else {
+        NodeRole::ControlPlane
+    };
+    let (vm, volumes) = Vm::new_with_volumes(
+        &cluster.tenant,
+        vm_id,
+        cluster.spec.node_vm_spec(&name, specs),
+        Labels::new(),
+        naming::node_atomos_name(cluster.id, role == NodeRole::ControlPlane, vm_id),
+    );
+    meson_db::vms::insert_with_volumes(tx, &vm, &volumes).await?;
+    provision::attach_new_vm(tx, &cluster.tenant, vm_id, &[cluster.network], true).await?;
+    let node = Node {
+        id,
+        cluster: cluster.id,
+        pool: pool.map(|x| x.id),
+        role,
+        vm: vm_id,
+        name,
+        status: NodeStatus::Creating,
+        error_message: None,
+        kubernetes_version: cluster.kubernetes_version.clone(),
+        phoned_home: None,
+        created: chrono::Utc::now(),
+    };
+    meson_db::clusters::insert_node(tx, &node).await?;
+    Ok(node)
 }

@@ -356,3 +356,58 @@ pub async fn undo_volumes(env: &Env, vm: &Vm, kind: VolumeKind) -> StepResult<()
     }
     Ok(())
 }
+
+/// Attaches a VM being created to its networks, in its create transaction:
+/// each must be the tenant's and not being deleted; on a network without
+/// DHCP the VM gets the lowest free address (the row lock serializes
+/// concurrent creates), and none left is `resource_unavailable`.
+pub async fn attach_new_vm(
+    tx: &mut meson_db::Tx<'_>,
+    tenant: &meson_core::TenantId,
+    vm: VmId,
+    networks: &[NetworkId],
+    cluster_owned: bool,
+) -> meson_core::Result<Vec<meson_core::network::Attachment>> {
+    let mut out = Vec::with_capacity(networks.len());
+    for (position, &network_id) in networks.iter().enumerate() {
+        let field = format!("networks[{position}]");
+        let network = match meson_db::networks::lock(tx, tenant, network_id, cluster_owned).await {
+            Err(meson_core::Error::NotFound { .. }) => {
+                return Err(meson_core::Error::invalid(field, "no such network"));
+            }
+            other => other?,
+        };
+        if network.status == meson_core::network::NetworkStatus::Deleting {
+            return Err(meson_core::Error::invalid(
+                field,
+                "the network is being deleted",
+            ));
+        }
+        let address = if network.subnet.dhcp {
+            None
+        } else {
+            let taken = meson_db::networks::taken_addresses(tx, network_id).await?;
+            Some(network.subnet.next_free(&taken).ok_or_else(|| {
+                meson_core::Error::InsufficientCapacity {
+                    reason: format!(
+                        "network {} ({}) has no free address left in {}..{}",
+                        network.name,
+                        network_id,
+                        network.subnet.range.start,
+                        network.subnet.range.last
+                    ),
+                }
+            })?)
+        };
+        let attachment = meson_core::network::Attachment {
+            vm_id: vm,
+            network_id,
+            position: position as u16,
+            mac: meson_core::network::random_mac(),
+            address,
+        };
+        meson_db::networks::attach(tx, &attachment).await?;
+        out.push(attachment);
+    }
+    Ok(out)
+}

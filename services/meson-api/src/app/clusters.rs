@@ -1,19 +1,16 @@
 //! Kubernetes clusters: create (the KaaS payload), read, list, relabel,
 //! delete, the admin kubeconfig, and the nodes' phone-home.
 
-use super::vms::{insert_vm, new_vm};
 use super::{App, Page, new_action};
 use crate::auth::{Principal, Role};
 use meson_core::action::{Action, Command, ResourceType};
-use meson_core::cluster::{
-    Cluster, ClusterStatus, Node, NodePool, NodeRole, NodeStatus, node_name,
-};
-use meson_core::kaas::{KaasCreate, NodeSpecs, UpdatePolicy};
+use meson_core::cluster::{Cluster, ClusterStatus, Node, NodePool};
+use meson_core::kaas::{KaasCreate, UpdatePolicy};
 use meson_core::labels::Labels;
 use meson_core::network::{Network, NetworkStatus, Subnet};
 use meson_core::parse::{Parser, Warning};
 use meson_core::vm::Vm;
-use meson_core::{ClusterId, Error, NetworkId, NodeId, PoolId, Result, VmId, naming};
+use meson_core::{ClusterId, Error, NetworkId, NodeId, PoolId, Result, VmId};
 use meson_db::ListFilter;
 use meson_jobs::Enqueued;
 use meson_workflows::{cluster_create, cluster_delete};
@@ -139,12 +136,13 @@ impl App {
         meson_db::networks::reserve(&mut tx, network.id, endpoint, "api-endpoint").await?;
         let cp = cluster.spec.control_plane;
         for _ in 0..cp.nodes {
-            add_node(&mut tx, p, &cluster, None, &cp.specs).await?;
+            meson_workflows::nodes::add_node(&mut tx, &cluster, None, &cp.specs).await?;
         }
         for pool in &pools {
             meson_db::clusters::insert_pool(&mut tx, pool).await?;
             for _ in 0..pool.spec.desired_nodes {
-                add_node(&mut tx, p, &cluster, Some(pool), &pool.spec.specs).await?;
+                meson_workflows::nodes::add_node(&mut tx, &cluster, Some(pool), &pool.spec.specs)
+                    .await?;
             }
         }
         meson_db::actions::insert(&mut tx, &action).await?;
@@ -336,49 +334,6 @@ impl App {
             Err(Error::not_found("node", node))
         }
     }
-}
-
-/// Writes one node of `cluster`: its VM (sized by `specs`, on the cluster's
-/// network, addressed by IPAM when the network has no DHCP) and its row.
-async fn add_node(
-    tx: &mut meson_db::Tx<'_>,
-    p: &Principal,
-    cluster: &Cluster,
-    pool: Option<&NodePool>,
-    specs: &NodeSpecs,
-) -> Result<Node> {
-    let id = NodeId::new();
-    let name = node_name(&cluster.name, pool.map(|x| x.spec.name.as_str()), id);
-    let vm_id = VmId::new();
-    let role = if pool.is_some() {
-        NodeRole::Worker
-    } else {
-        NodeRole::ControlPlane
-    };
-    let (vm, volumes) = new_vm(
-        &p.tenant,
-        vm_id,
-        cluster.spec.node_vm_spec(&name, specs),
-        Labels::new(),
-        naming::node_atomos_name(cluster.id, role == NodeRole::ControlPlane, vm_id),
-    );
-    insert_vm(tx, &vm, &volumes).await?;
-    super::networks::attach_new_vm(tx, &p.tenant, vm_id, &[cluster.network], true).await?;
-    let node = Node {
-        id,
-        cluster: cluster.id,
-        pool: pool.map(|x| x.id),
-        role,
-        vm: vm_id,
-        name,
-        status: NodeStatus::Creating,
-        error_message: None,
-        kubernetes_version: cluster.kubernetes_version.clone(),
-        phoned_home: None,
-        created: chrono::Utc::now(),
-    };
-    meson_db::clusters::insert_node(tx, &node).await?;
-    Ok(node)
 }
 
 #[cfg(test)]

@@ -4,12 +4,10 @@
 use super::{App, Page, new_action};
 use crate::auth::{Principal, Role};
 use meson_core::action::{Action, Command, ResourceType};
-use meson_core::network::{
-    Attachment, MAX_NETWORK_NAME_LEN, Network, NetworkCreate, NetworkStatus, random_mac,
-};
+use meson_core::network::{MAX_NETWORK_NAME_LEN, Network, NetworkCreate, NetworkStatus};
 use meson_core::parse::Warning;
 use meson_core::patch::NameLabels;
-use meson_core::{Error, NetworkId, Result, TenantId, VmId};
+use meson_core::{Error, NetworkId, Result, VmId};
 use meson_db::ListFilter;
 use meson_jobs::Enqueued;
 use meson_workflows::network_delete;
@@ -132,57 +130,4 @@ impl App {
         tracing::info!(network = %id, action = %action.id, "network delete accepted");
         Ok(action)
     }
-}
-
-/// Attaches a VM being created to its networks, in its create transaction:
-/// each must be the tenant's and not being deleted; on a network without
-/// DHCP the VM gets the lowest free address (the row lock serializes
-/// concurrent creates), and none left is `resource_unavailable`.
-pub(crate) async fn attach_new_vm(
-    tx: &mut meson_db::Tx<'_>,
-    tenant: &TenantId,
-    vm: VmId,
-    networks: &[NetworkId],
-    cluster_owned: bool,
-) -> Result<Vec<Attachment>> {
-    let mut out = Vec::with_capacity(networks.len());
-    for (position, &network_id) in networks.iter().enumerate() {
-        let field = format!("networks[{position}]");
-        let network = match meson_db::networks::lock(tx, tenant, network_id, cluster_owned).await {
-            Err(Error::NotFound { .. }) => {
-                return Err(Error::invalid(field, "no such network"));
-            }
-            other => other?,
-        };
-        if network.status == NetworkStatus::Deleting {
-            return Err(Error::invalid(field, "the network is being deleted"));
-        }
-        let address =
-            if network.subnet.dhcp {
-                None
-            } else {
-                let taken = meson_db::networks::taken_addresses(tx, network_id).await?;
-                Some(network.subnet.next_free(&taken).ok_or_else(|| {
-                    Error::InsufficientCapacity {
-                        reason: format!(
-                            "network {} ({}) has no free address left in {}..{}",
-                            network.name,
-                            network_id,
-                            network.subnet.range.start,
-                            network.subnet.range.last
-                        ),
-                    }
-                })?)
-            };
-        let attachment = Attachment {
-            vm_id: vm,
-            network_id,
-            position: position as u16,
-            mac: random_mac(),
-            address,
-        };
-        meson_db::networks::attach(tx, &attachment).await?;
-        out.push(attachment);
-    }
-    Ok(out)
 }

@@ -7,9 +7,9 @@ use meson_core::naming;
 use meson_core::network::Attachment;
 use meson_core::parse::Warning;
 use meson_core::patch::NameLabels;
-use meson_core::vm::{Vm, VmCreate, VmSpec, VmStatus};
-use meson_core::volume::{Volume, VolumeKind, VolumeStatus};
-use meson_core::{Error, Result, TenantId, VmId, VolumeId};
+use meson_core::vm::{Vm, VmCreate, VmStatus};
+use meson_core::volume::Volume;
+use meson_core::{Error, Result, VmId};
 use meson_db::vms::VmFilter;
 use meson_jobs::Enqueued;
 use meson_workflows::vm_power::{PowerOff, PowerOn, Reboot};
@@ -64,76 +64,6 @@ pub struct VmPage {
     pub total: u64,
 }
 
-/// A new VM's row and its volumes' (boot, cloud-init, data), not written yet.
-pub(crate) fn new_vm(
-    tenant: &TenantId,
-    id: VmId,
-    spec: VmSpec,
-    labels: meson_core::labels::Labels,
-    atomos_name: String,
-) -> (Vm, Vec<Volume>) {
-    let vm = Vm {
-        id,
-        tenant: tenant.clone(),
-        name: spec.name.clone(),
-        status: VmStatus::Initializing,
-        labels,
-        atomos_name,
-        atomos_id: None,
-        placement: None,
-        ipv4: None,
-        created: chrono::Utc::now(),
-        spec,
-    };
-    let volume = |name: &str, kind, size_gb, atomos_name| Volume {
-        id: VolumeId::new(),
-        tenant: tenant.clone(),
-        vm_id: Some(id),
-        name: name.to_owned(),
-        kind,
-        size_gb,
-        atomos_name,
-        atomos_id: None,
-        status: VolumeStatus::Creating,
-    };
-    let mut volumes = vec![
-        volume(
-            "boot",
-            VolumeKind::Boot,
-            vm.spec.boot_volume_gb,
-            naming::vm_boot_volume_name(id),
-        ),
-        volume(
-            "cloudinit",
-            VolumeKind::Cloudinit,
-            1,
-            naming::vm_cloudinit_volume_name(id),
-        ),
-    ];
-    for (i, d) in vm.spec.volumes.iter().enumerate() {
-        volumes.push(volume(
-            &d.name,
-            VolumeKind::Data,
-            d.size_gb,
-            naming::vm_data_volume_name(id, i),
-        ));
-    }
-    (vm, volumes)
-}
-
-/// Writes a new VM and its volumes.
-pub(crate) async fn insert_vm(
-    tx: &mut meson_db::Tx<'_>,
-    vm: &Vm,
-    volumes: &[Volume],
-) -> Result<()> {
-    meson_db::vms::insert(tx, vm).await?;
-    for v in volumes {
-        meson_db::volumes::insert(tx, v).await?;
-    }
-    Ok(())
-}
-
 impl App {
     /// Validates the request and, in one transaction, writes the VM, its
     /// volumes, the action and the workflow's job.
@@ -142,7 +72,7 @@ impl App {
         let req = VmCreate::parse_placed(body, &meson_db::targets::list(&self.pool).await?)?;
 
         let id = VmId::new();
-        let (vm, volumes) = new_vm(
+        let (vm, volumes) = Vm::new_with_volumes(
             &p.tenant,
             id,
             req.spec,
@@ -154,9 +84,10 @@ impl App {
         let action = new_action(p, Command::CreateVm, resources);
 
         let mut tx = meson_db::begin(&self.pool).await?;
-        insert_vm(&mut tx, &vm, &volumes).await?;
+        meson_db::vms::insert_with_volumes(&mut tx, &vm, &volumes).await?;
         let nics =
-            super::networks::attach_new_vm(&mut tx, &p.tenant, id, &req.networks, false).await?;
+            meson_workflows::provision::attach_new_vm(&mut tx, &p.tenant, id, &req.networks, false)
+                .await?;
         meson_db::actions::insert(&mut tx, &action).await?;
         match vm_create::enqueue(&mut tx, id, action.id, &p.tenant).await? {
             Enqueued::Job(_) => {}
