@@ -483,6 +483,39 @@ pub async fn node(db: impl sqlx::PgExecutor<'_>, id: NodeId) -> Result<Node, Err
     .try_into()
 }
 
+/// Marks `node` as the replacement of `old`.
+pub async fn set_replaces(
+    db: impl sqlx::PgExecutor<'_>,
+    node: NodeId,
+    old: NodeId,
+) -> Result<(), Error> {
+    sqlx::query!(
+        "update nodes set replaces = $2 where id = $1",
+        node.0,
+        old.0
+    )
+    .execute(db)
+    .await
+    .ctx("recording a replacement")?;
+    Ok(())
+}
+
+/// The live node made to replace `old`, if any.
+pub async fn replacement_of(pool: &PgPool, old: NodeId) -> Result<Option<Node>, Error> {
+    sqlx::query_as!(
+        NodeRow,
+        r#"select id, cluster_id, pool_id, role, vm_id, name, status, error_message,
+                  kubernetes_version, phoned_home_at, created_at
+           from nodes where replaces = $1 and deleted_at is null"#,
+        old.0
+    )
+    .fetch_optional(pool)
+    .await
+    .ctx("finding a replacement")?
+    .map(Node::try_from)
+    .transpose()
+}
+
 /// Sets the hash of the secret the node's cloud-init will phone home with.
 pub async fn set_phone_home_hash(pool: &PgPool, id: NodeId, hash: &[u8]) -> Result<(), Error> {
     sqlx::query!(

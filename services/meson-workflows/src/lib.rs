@@ -8,6 +8,7 @@ pub mod network_delete;
 pub mod nodes;
 pub mod placement;
 pub mod provision;
+pub mod reconcile;
 pub mod vm_create;
 pub mod vm_delete;
 pub mod vm_power;

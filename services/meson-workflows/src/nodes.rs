@@ -286,6 +286,18 @@ pub async fn add_node(
     pool: Option<&NodePool>,
     specs: &NodeSpecs,
 ) -> meson_core::Result<Node> {
+    add_node_as(tx, cluster, pool, specs, &cluster.kubernetes_version, None).await
+}
+
+/// [`add_node`] at `version`, optionally as the replacement of another node.
+async fn add_node_as(
+    tx: &mut meson_db::Tx<'_>,
+    cluster: &Cluster,
+    pool: Option<&NodePool>,
+    specs: &NodeSpecs,
+    version: &str,
+    replaces: Option<NodeId>,
+) -> meson_core::Result<Node> {
     let id = NodeId::new();
     let name = node_name(&cluster.name, pool.map(|x| x.spec.name.as_str()), id);
     let vm_id = VmId::new();
@@ -312,10 +324,84 @@ pub async fn add_node(
         name,
         status: NodeStatus::Creating,
         error_message: None,
-        kubernetes_version: cluster.kubernetes_version.clone(),
+        kubernetes_version: version.to_owned(),
         phoned_home: None,
         created: chrono::Utc::now(),
     };
     meson_db::clusters::insert_node(tx, &node).await?;
+    if let Some(old) = replaces {
+        meson_db::clusters::set_replaces(&mut **tx, node.id, old).await?;
+    }
     Ok(node)
+}
+
+/// Waits (bounded by the node-ready timeout) until a node phoned home.
+pub async fn wait_phoned_home(env: &Env, node: NodeId) -> StepResult<()> {
+    let deadline = tokio::time::Instant::now() + env.config.node_ready_timeout;
+    loop {
+        let n = meson_db::clusters::node(&env.pool, node).await?;
+        if n.phoned_home.is_some() {
+            return Ok(());
+        }
+        if tokio::time::Instant::now() >= deadline {
+            meson_db::clusters::set_node_status(
+                &env.pool,
+                node,
+                NodeStatus::CreationError,
+                Some("the node did not report its kubelet up in time"),
+            )
+            .await?;
+            return Err(StepError::fatal(
+                "timeout",
+                format!(
+                    "node {} did not come up within {} s",
+                    n.name,
+                    env.config.node_ready_timeout.as_secs()
+                ),
+            ));
+        }
+        tokio::time::sleep(env.config.poll_interval).await;
+    }
+}
+
+/// Takes a node off AtomOS and forgets it: its row and its VM's are marked
+/// deleted and its address is free again.
+pub async fn remove_node(env: &Env, node: &Node) -> StepResult<()> {
+    teardown_node(env, node).await?;
+    let mut tx = meson_db::begin(&env.pool).await?;
+    meson_db::clusters::mark_node_deleted(&mut *tx, node.id).await?;
+    meson_db::vms::mark_deleted(&mut tx, node.vm).await?;
+    meson_db::commit(tx).await?;
+    Ok(())
+}
+
+/// Replaces `old` with a new node of the same role and pool at `version`
+/// (surge: the new one is up and has phoned home before the old one goes).
+/// Idempotent: a retry finds the replacement it made before. Returns the
+/// new node.
+pub async fn replace_node(
+    env: &Env,
+    cluster: &Cluster,
+    old: &Node,
+    version: &str,
+) -> StepResult<Node> {
+    let new = match meson_db::clusters::replacement_of(&env.pool, old.id).await? {
+        Some(n) => n,
+        None => {
+            let pools = meson_db::clusters::pools(&env.pool, cluster.id).await?;
+            let pool = old.pool.and_then(|p| pools.iter().find(|x| x.id == p));
+            let specs = match pool {
+                Some(p) => p.spec.specs,
+                None => cluster.spec.control_plane.specs,
+            };
+            let mut tx = meson_db::begin(&env.pool).await?;
+            let n = add_node_as(&mut tx, cluster, pool, &specs, version, Some(old.id)).await?;
+            meson_db::commit(tx).await?;
+            n
+        }
+    };
+    provision_node(env, cluster, &new, false).await?;
+    wait_phoned_home(env, new.id).await?;
+    remove_node(env, old).await?;
+    Ok(meson_db::clusters::node(&env.pool, new.id).await?)
 }

