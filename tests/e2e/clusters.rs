@@ -120,8 +120,8 @@ async fn the_seed_kaas_payload_becomes_a_running_cluster_and_goes_away() {
     let cert_der = der(&cert_pem);
     let (_, ca) = x509_parser::parse_x509_certificate(&ca_der).unwrap();
     let (_, cert) = x509_parser::parse_x509_certificate(&cert_der).unwrap();
-    cert.verify_signature(Some(ca.public_key()))
-        .expect("signed by the cluster CA");
+    // Signed by the admin CA, not the cluster CA (see the credentials rotation).
+    assert!(cert.verify_signature(Some(ca.public_key())).is_err());
     let lifetime = cert.validity().not_after.timestamp() - cert.validity().not_before.timestamp();
     assert!((3600..=3700).contains(&lifetime), "{lifetime}");
     let cp_files: Vec<String> = m
@@ -136,6 +136,10 @@ async fn the_seed_kaas_payload_becomes_a_running_cluster_and_goes_away() {
     assert!(!cp_files.is_empty(), "the init node's user-data");
     let given = pem_block(&cp_files[0], "CERTIFICATE").expect("a CA in the user-data");
     assert_eq!(der(&given), ca_der, "the kubeconfig's CA is the cluster's");
+    // The client certificate verifies against the bundle the API servers
+    // authenticate clients with.
+    let bundle = crate::cluster_upgrades::client_ca_bundle(&cp_files[0]);
+    assert!(crate::cluster_upgrades::trusted_by(&bundle, &cert_pem));
     // Bad expiries are refused by name.
     let r = m
         .get(&format!("/v1/clusters/{id}/kubeconfig?expiry_seconds=5"))

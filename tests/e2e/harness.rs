@@ -55,9 +55,14 @@ pub struct Reply {
 
 impl Meson {
     pub async fn start() -> Meson {
+        Meson::start_with(|_| {}).await
+    }
+
+    /// [`Meson::start`] with some of its options changed first.
+    pub async fn start_with(change: impl FnOnce(&mut DevOptions)) -> Meson {
         let db = TestDatabase::new().await;
         let dir = std::env::temp_dir().join(format!("meson-e2e-{}", uuid::Uuid::new_v4().simple()));
-        let dev = Dev::start(DevOptions {
+        let mut opts = DevOptions {
             database_url: Some(db.url.clone()),
             http_addr: "127.0.0.1:0".parse().expect("addr"),
             data_dir: dir.clone(),
@@ -76,9 +81,13 @@ impl Meson {
             },
             secrets_key: None,
             node_ready_timeout: Duration::from_secs(20),
-        })
-        .await
-        .expect("meson starts");
+            // Tests drive the reconciler's passes themselves; those about
+            // its loop shorten this with `start_with`.
+            reconcile_interval: Duration::from_secs(3600),
+            repair: Default::default(),
+        };
+        change(&mut opts);
+        let dev = Dev::start(opts).await.expect("meson starts");
         Meson {
             base: format!("http://{}", dev.http_addr),
             token: dev.token.clone(),

@@ -3,6 +3,9 @@
 
 mod actions;
 mod catalog;
+mod cluster_nodes;
+mod cluster_pools;
+mod cluster_upgrades;
 mod clusters;
 mod harness;
 mod idempotency;
@@ -12,3 +15,6 @@ mod quotes;
 mod validation;
 mod vm;
 mod workflows;
+mod workflows_nodes;
+mod workflows_pools;
+mod workflows_upgrades;

@@ -116,8 +116,13 @@ fn host(
     }
 }
 
-/// Seven generous hosts: ovh, ionos, gigas, arubacloud and on-prem `atomos`,
-/// in `europe` and `north-america`, with per-provider prices (on-prem is free).
+/// Eleven generous hosts: ovh, ionos, gigas, arubacloud and on-prem
+/// `atomos`, in `europe` and `north-america`, with per-provider prices
+/// (on-prem is free). Two regions have three hosts each (ovh's Gravelines
+/// and Aruba's Arezzo), so a cluster placed there spreads its nodes over
+/// several hosts and a 50-node cluster fits; their first host has the GPUs,
+/// the two added after it are plain. The added hosts come last, so the
+/// first seven keep their positions.
 pub fn dev_hosts() -> Vec<HostConfig> {
     let ovh = Prices {
         core: 0.011,
@@ -213,6 +218,42 @@ pub fn dev_hosts() -> Vec<HostConfig> {
             false,
             &onprem,
         ),
+        host(
+            "ovh-gra-2",
+            "ovh",
+            "eu-west-gra",
+            "europe",
+            vec![],
+            true,
+            &ovh,
+        ),
+        host(
+            "ovh-gra-3",
+            "ovh",
+            "eu-west-gra",
+            "europe",
+            vec![],
+            true,
+            &ovh,
+        ),
+        host(
+            "arubacloud-ar-2",
+            "arubacloud",
+            "it-ar1",
+            "europe",
+            vec![],
+            true,
+            &aruba,
+        ),
+        host(
+            "arubacloud-ar-3",
+            "arubacloud",
+            "it-ar1",
+            "europe",
+            vec![],
+            true,
+            &aruba,
+        ),
     ]
 }
 
@@ -238,6 +279,29 @@ mod tests {
             0.0
         );
         assert!(hosts.iter().filter(|h| !h.gpus.is_empty()).count() >= 2);
+    }
+
+    #[test]
+    fn two_regions_have_room_for_a_fifty_node_cluster_over_three_hosts() {
+        let hosts = dev_hosts();
+        for (provider, region) in [("ovh", "eu-west-gra"), ("arubacloud", "it-ar1")] {
+            let here: Vec<_> = hosts
+                .iter()
+                .filter(|h| h.provider == provider && h.region == region)
+                .collect();
+            assert_eq!(here.len(), 3, "{provider}/{region}");
+            // 3 control-plane nodes of 4 vCPU / 4 GiB / 40 GB and 47 workers
+            // of 2 vCPU / 4 GiB / 40 GB (one dedicated core per vCPU).
+            let cores: u32 = here.iter().map(|h| h.cores).sum();
+            let ram: u64 = here.iter().map(|h| h.ram_mib).sum();
+            let disk: u64 = here.iter().map(|h| h.disk_gb).sum();
+            assert!(cores >= 3 * 4 + 47 * 2, "{cores}");
+            assert!(ram >= 50 * 4096, "{ram}");
+            assert!(disk >= 50 * 41, "{disk}");
+        }
+        // The first seven hosts keep their positions (tests index them).
+        assert_eq!(hosts[0].name, "ovh-gra-1");
+        assert_eq!(hosts[6].name, "atomos-onprem-1");
     }
 
     #[test]

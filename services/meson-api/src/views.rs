@@ -135,11 +135,34 @@ fn node_specs(s: &meson_core::kaas::NodeSpecs) -> wire::cluster::NodeSpecs {
     }
 }
 
+/// A node pool; `nodes` may hold other pools' nodes too (its own are
+/// counted, all but those being deleted).
+pub fn pool(
+    p: &meson_core::cluster::NodePool,
+    nodes: &[meson_core::cluster::Node],
+) -> wire::cluster::Pool {
+    wire::cluster::Pool {
+        id: p.id.0,
+        name: p.spec.name.clone(),
+        autoscale: p.spec.autoscale,
+        min_nodes: p.spec.min_nodes,
+        max_nodes: p.spec.max_nodes,
+        desired_nodes: p.spec.desired_nodes,
+        current_nodes: nodes
+            .iter()
+            .filter(|n| n.pool == Some(p.id))
+            .filter(|n| n.status != meson_core::cluster::NodeStatus::Deleting)
+            .count() as u32,
+        specs: node_specs(&p.spec.specs),
+        billing: p.spec.billing.as_str().to_owned(),
+        labels: p.spec.labels.clone(),
+        taints: p.spec.taints.iter().map(ToString::to_string).collect(),
+    }
+}
+
 /// A cluster with its pools; placement and price come from its nodes' VMs.
 pub fn cluster(v: &crate::app::ClusterView) -> wire::cluster::Cluster {
     let c = &v.cluster;
-    let live =
-        |n: &&meson_core::cluster::Node| n.status != meson_core::cluster::NodeStatus::Deleting;
     let placed: Vec<&meson_core::vm::Placement> = v
         .vms
         .iter()
@@ -178,28 +201,7 @@ pub fn cluster(v: &crate::app::ClusterView) -> wire::cluster::Cluster {
             nodes: c.spec.control_plane.nodes,
             specs: node_specs(&c.spec.control_plane.specs),
         },
-        pools: v
-            .pools
-            .iter()
-            .map(|p| wire::cluster::Pool {
-                id: p.id.0,
-                name: p.spec.name.clone(),
-                autoscale: p.spec.autoscale,
-                min_nodes: p.spec.min_nodes,
-                max_nodes: p.spec.max_nodes,
-                desired_nodes: p.spec.desired_nodes,
-                current_nodes: v
-                    .nodes
-                    .iter()
-                    .filter(live)
-                    .filter(|n| n.pool == Some(p.id))
-                    .count() as u32,
-                specs: node_specs(&p.spec.specs),
-                billing: p.spec.billing.as_str().to_owned(),
-                labels: p.spec.labels.clone(),
-                taints: p.spec.taints.iter().map(ToString::to_string).collect(),
-            })
-            .collect(),
+        pools: v.pools.iter().map(|p| pool(p, &v.nodes)).collect(),
         cni: c.spec.cni.as_str().to_owned(),
         pod_cidr: c.spec.pod_cidr.to_string(),
         service_cidr: c.spec.service_cidr.to_string(),

@@ -45,6 +45,14 @@ pub enum Command {
     DeleteNetwork,
     CreateCluster,
     DeleteCluster,
+    ReplaceNode,
+    RebootNode,
+    RepairNode,
+    CreateNodePool,
+    ScaleNodePool,
+    DeleteNodePool,
+    UpgradeCluster,
+    RotateCredentials,
 }
 
 impl Command {
@@ -58,6 +66,14 @@ impl Command {
             Command::DeleteNetwork => "delete_network",
             Command::CreateCluster => "create_cluster",
             Command::DeleteCluster => "delete_cluster",
+            Command::ReplaceNode => "replace_node",
+            Command::RebootNode => "reboot_node",
+            Command::RepairNode => "repair_node",
+            Command::CreateNodePool => "create_node_pool",
+            Command::ScaleNodePool => "scale_node_pool",
+            Command::DeleteNodePool => "delete_node_pool",
+            Command::UpgradeCluster => "upgrade_cluster",
+            Command::RotateCredentials => "rotate_credentials",
         }
     }
 }

@@ -3,6 +3,7 @@
 
 use crate::kaas::{KaasSpec, PoolSpec};
 use crate::labels::Labels;
+use crate::network::Subnet;
 use crate::{ClusterId, NetworkId, NodeId, PoolId, TenantId, VmId};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -109,6 +110,22 @@ pub struct Node {
     pub created: DateTime<Utc>,
 }
 
+/// With meson's IPAM (`dhcp` false) a cluster's network must hold every
+/// node at its maximum (`nodes_at_max`: control plane plus every pool's
+/// `max_nodes`) and the API endpoint's address; `Err` says why it cannot.
+/// With DHCP the range is the DHCP server's business. Checked when a cluster
+/// is created and whenever a pool is added or its `max_nodes` grows.
+pub fn check_address_capacity(subnet: &Subnet, nodes_at_max: u64) -> Result<(), String> {
+    let have = subnet.capacity();
+    if !subnet.dhcp && have.saturating_sub(1) < nodes_at_max {
+        return Err(format!(
+            "holds {have} addresses; the cluster needs {nodes_at_max} for its nodes at their \
+             maximum and one for its API endpoint"
+        ));
+    }
+    Ok(())
+}
+
 /// A node's name: `<cluster>-cp-<s>` or `<cluster>-<pool>-<s>`, with `s`
 /// five base-36 characters from the node id's random bits (as Kubernetes
 /// suffixes generated names); at most 63 characters with the name limits
@@ -149,6 +166,28 @@ mod tests {
         }
         assert_eq!(NodeRole::parse("worker"), Some(NodeRole::Worker));
         assert_eq!(ClusterStatus::parse("nope"), None);
+    }
+
+    #[test]
+    fn a_static_network_holds_every_node_at_max_and_the_endpoint() {
+        let subnet = |dhcp| Subnet {
+            cidr: "10.0.0.0/24".parse().unwrap(),
+            gateway: Ipv4Addr::new(10, 0, 0, 1),
+            dhcp,
+            // 10 addresses, the gateway outside.
+            range: crate::network::AddressRange::new(
+                Ipv4Addr::new(10, 0, 0, 11),
+                Ipv4Addr::new(10, 0, 0, 20),
+            )
+            .unwrap(),
+        };
+        assert_eq!(check_address_capacity(&subnet(false), 9), Ok(()));
+        let e = check_address_capacity(&subnet(false), 10).unwrap_err();
+        assert!(
+            e.contains("holds 10 addresses") && e.contains("needs 10"),
+            "{e}"
+        );
+        assert_eq!(check_address_capacity(&subnet(true), 50), Ok(()));
     }
 
     #[test]

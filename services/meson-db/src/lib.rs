@@ -5,10 +5,13 @@
 //! Rows are converted to `meson-core` domain types here and nowhere else.
 
 pub mod actions;
+pub mod cluster_upgrades;
 pub mod clusters;
 pub mod idempotency;
 pub mod jobs;
 pub mod networks;
+pub mod node_health;
+pub mod node_pools;
 pub mod targets;
 pub mod testing;
 pub mod vms;

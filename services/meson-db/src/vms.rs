@@ -293,7 +293,11 @@ pub async fn set_status(
 }
 
 /// Records where the VM was placed (or clears it with `None`).
-pub async fn set_placement(pool: &PgPool, id: VmId, p: Option<&Placement>) -> Result<(), Error> {
+pub async fn set_placement(
+    db: impl sqlx::PgExecutor<'_>,
+    id: VmId,
+    p: Option<&Placement>,
+) -> Result<(), Error> {
     sqlx::query!(
         r#"update vms set target_id = $2, provider = $3, region = $4,
                           price_hourly = $5, price_monthly = $6, currency = $7
@@ -306,7 +310,7 @@ pub async fn set_placement(pool: &PgPool, id: VmId, p: Option<&Placement>) -> Re
         p.map(|p| p.price_monthly),
         p.map(|p| p.currency.as_str()),
     )
-    .execute(pool)
+    .execute(db)
     .await
     .ctx("recording vm placement")?;
     Ok(())

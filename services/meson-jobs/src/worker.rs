@@ -80,6 +80,12 @@ impl WorkerHandle {
         self.events.subscribe()
     }
 
+    /// Turns `true` when the worker is asked to shut down (and closes when
+    /// it is killed): for loops that live and die with it.
+    pub fn stop_signal(&self) -> watch::Receiver<bool> {
+        self.shutdown.subscribe()
+    }
+
     /// Stops the worker abruptly, as a crash would: jobs stay claimed until
     /// their leases expire. For fault-injection tests.
     pub fn kill(self) {

@@ -22,6 +22,19 @@
 //! 6. on the first control-plane node, installs the CNI (pinned: see
 //!    [`cni_release`]) with the cluster's pod CIDR.
 //!
+//! A control-plane node that joins (`kubeadm join --control-plane`) also,
+//! before joining, brings the `kubernetesVersion` of the cluster's
+//! `kubeadm-config` ConfigMap up to its own version (kubeadm runs a joining
+//! control plane at that version and refuses a kubelet newer than it: this
+//! is what makes a rolling replacement an upgrade, as `kubeadm upgrade
+//! apply` and Cluster API's control-plane controller do), and, once up,
+//! registers the bootstrap token meson wants nodes to join with
+//! ([`ClusterSecrets::token_to_register`]) and deletes the revoked ones.
+//! Every API server authenticates client certificates with a bundle of the
+//! cluster CA and meson's admin CA (`--client-ca-file`, see
+//! [`ClusterSecrets::client_ca_bundle`]): replacing every control-plane
+//! node after a credentials rotation is what revokes earlier kubeconfigs.
+//!
 //! If any of it fails the script exits non-zero and the `runcmd` wrapper
 //! powers the VM off (`shutdown -h now`) and blocks until it goes down:
 //! cloud-init's `phone_home`, which runs in the final stage after the
@@ -74,6 +87,10 @@ pub mod paths {
     pub const MODULES: &str = "/etc/modules-load.d/meson-kubernetes.conf";
     pub const SYSCTL: &str = "/etc/sysctl.d/99-meson-kubernetes.conf";
     pub const PKI: &str = "/etc/kubernetes/pki";
+    /// The API servers' `--client-ca-file`: the cluster CA and the admin CA.
+    pub const CLIENT_CA_BUNDLE: &str = "/etc/kubernetes/pki/meson-client-ca.crt";
+    /// What `kubeadm kubeconfig user` needs on a joining control-plane node.
+    pub const KUBEADM_CLIENT_CONFIG: &str = "/etc/meson/kubeadm-client.yaml";
 }
 
 /// A pinned CNI release: what the first control-plane node installs.
@@ -467,6 +484,22 @@ pub fn kubeadm_config(
                 "  certSANs: [{}]",
                 q(&cluster.endpoint.ip().to_string())
             );
+            // Kept in the kubeadm-config ConfigMap: every control-plane node
+            // that joins later runs its API server with it too.
+            out.push_str("  extraArgs:\n");
+            if api.ends_with("v1beta4") {
+                let _ = writeln!(
+                    out,
+                    "    - name: \"client-ca-file\"\n      value: {}",
+                    q(paths::CLIENT_CA_BUNDLE)
+                );
+            } else {
+                let _ = writeln!(
+                    out,
+                    "    \"client-ca-file\": {}",
+                    q(paths::CLIENT_CA_BUNDLE)
+                );
+            }
             out.push_str("---\n");
             out.push_str("apiVersion: \"kubelet.config.k8s.io/v1beta1\"\n");
             out.push_str("kind: \"KubeletConfiguration\"\n");
@@ -490,6 +523,32 @@ pub fn kubeadm_config(
         }
     }
     Ok(out)
+}
+
+/// The `ClusterConfiguration` a joining control-plane node gives `kubeadm
+/// kubeconfig user` (which signs with the cluster CA in `certificatesDir`)
+/// to reach the API before it joins.
+fn kubeadm_client_config(cluster: &ClusterBootstrap<'_>) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "apiVersion: {}",
+        q(kubeadm_api_version(&cluster.kubernetes_version))
+    );
+    out.push_str("kind: \"ClusterConfiguration\"\n");
+    let _ = writeln!(out, "clusterName: {}", q(&cluster.name));
+    let _ = writeln!(
+        out,
+        "kubernetesVersion: {}",
+        q(&format!("v{}", cluster.kubernetes_version))
+    );
+    let _ = writeln!(
+        out,
+        "controlPlaneEndpoint: {}",
+        q(&cluster.endpoint.to_string())
+    );
+    let _ = writeln!(out, "certificatesDir: {}", q(paths::PKI));
+    out
 }
 
 /// The placeholder the bootstrap script replaces with the VIP's interface.
@@ -654,6 +713,41 @@ if [ "$ROLE" != worker ]; then
     --kubernetes-version "v$K8S_VERSION" --cri-socket unix:///run/containerd/containerd.sock
 fi
 
+if [ "$ROLE" = join-control-plane ]; then
+  # kubeadm join --control-plane runs the control plane at the version in
+  # the cluster's kubeadm-config and refuses a kubelet newer than it: a node
+  # replacing an older one (a rolling upgrade) first brings that version up
+  # to its own, as `kubeadm upgrade apply` does.
+  log "kubeadm-config: Kubernetes v$K8S_VERSION or older"
+  kubeadm kubeconfig user --config /etc/meson/kubeadm-client.yaml \
+    --client-name meson:control-plane-join --org system:masters \
+    --validity-period 2h >/etc/meson/join-admin.conf
+  chmod 0600 /etc/meson/join-admin.conf
+  K=(kubectl --kubeconfig /etc/meson/join-admin.conf)
+  wait_for 600 "the API server" "${K[@]}" get --raw=/readyz
+  retry 5 10 "${K[@]}" -n kube-system get configmap kubeadm-config \
+    -o jsonpath='{.data.ClusterConfiguration}' >/etc/meson/cluster-configuration.yaml
+  have=$(sed -n 's/^kubernetesVersion: *"\{0,1\}v\{0,1\}\([0-9][0-9.]*\)"\{0,1\} *$/\1/p' \
+    /etc/meson/cluster-configuration.yaml)
+  if [ -z "$have" ]; then
+    log "kubeadm-config has no kubernetesVersion"
+    exit 1
+  fi
+  newest=$(printf '%s\n%s\n' "$have" "$K8S_VERSION" | sort -V | tail -n 1)
+  if [ "$have" != "$K8S_VERSION" ] && [ "$newest" = "$K8S_VERSION" ]; then
+    log "kubeadm-config: Kubernetes v$have -> v$K8S_VERSION"
+    sed -i "s/^kubernetesVersion: .*/kubernetesVersion: v$K8S_VERSION/" \
+      /etc/meson/cluster-configuration.yaml
+    put_cluster_configuration() {
+      "${K[@]}" -n kube-system create configmap kubeadm-config \
+        --from-file=ClusterConfiguration=/etc/meson/cluster-configuration.yaml \
+        --dry-run=client -o yaml | "${K[@]}" replace -f -
+    }
+    retry 5 10 put_cluster_configuration
+  fi
+  rm -f /etc/meson/join-admin.conf
+fi
+
 case "$ROLE" in
   init)
     log "kubeadm init"
@@ -672,6 +766,25 @@ esac
 
 log "waiting for the kubelet"
 wait_for 300 "the kubelet's /healthz" curl -sf --max-time 5 http://127.0.0.1:10248/healthz
+
+if [ "$ROLE" = join-control-plane ]; then
+  # The token nodes join with from now on (a new one after a credentials
+  # rotation), and the end of the revoked ones.
+  export KUBECONFIG=/etc/kubernetes/admin.conf
+  wait_for 300 "the API server" kubectl get --raw=/readyz
+  token_id=${BOOTSTRAP_TOKEN_REGISTER%%.*}
+  if ! kubectl -n kube-system get secret "bootstrap-token-$token_id" >/dev/null 2>&1; then
+    log "bootstrap token $token_id: registering"
+    retry 5 10 kubeadm token create "$BOOTSTRAP_TOKEN_REGISTER" --ttl "${TOKEN_TTL}s" \
+      --description "meson node bootstrap token" --usages signing,authentication \
+      --groups system:bootstrappers:kubeadm:default-node-token
+  fi
+  for id in $BOOTSTRAP_TOKEN_REVOKE; do
+    log "bootstrap token $id: revoking"
+    kubeadm token delete "$id" >/dev/null 2>&1 || true
+  done
+  unset KUBECONFIG
+fi
 
 if [ "$ROLE" = init ]; then
   export KUBECONFIG=/etc/kubernetes/admin.conf
@@ -746,6 +859,15 @@ fn bootstrap_script(cluster: &ClusterBootstrap<'_>, node: &NodeBootstrap) -> Str
             "KUBE_VIP_REVERT_SUPER_ADMIN",
             if revert { "yes" } else { "no" }.to_owned(),
         ),
+        (
+            "BOOTSTRAP_TOKEN_REGISTER",
+            cluster.secrets.token_to_register().as_str().to_owned(),
+        ),
+        (
+            "BOOTSTRAP_TOKEN_REVOKE",
+            cluster.secrets.revoked_token_ids().join(" "),
+        ),
+        ("TOKEN_TTL", cluster.token_ttl.as_secs().to_string()),
     ];
     let mut out = String::from(
         "#!/bin/bash\n\
@@ -845,7 +967,15 @@ fn files(cluster: &ClusterBootstrap<'_>, node: &NodeBootstrap) -> Result<Vec<Fil
                 "0644",
                 s.service_account().public_pem.as_str(),
             ),
+            file(paths::CLIENT_CA_BUNDLE, "0644", s.client_ca_bundle()),
         ]);
+        if node.role == NodeRole::JoinControlPlane {
+            files.push(file(
+                paths::KUBEADM_CLIENT_CONFIG,
+                "0644",
+                kubeadm_client_config(cluster),
+            ));
+        }
     }
     files.push(file(
         paths::BOOTSTRAP_SCRIPT,
@@ -1333,6 +1463,110 @@ mod tests {
 
     fn script(ud: &str) -> String {
         content(&yaml(ud), paths::BOOTSTRAP_SCRIPT).to_owned()
+    }
+
+    /// The value of `NAME='...'` in a bootstrap script.
+    fn script_var(script: &str, name: &str) -> String {
+        let prefix = format!("{name}='");
+        let line = script
+            .lines()
+            .find(|l| l.starts_with(&prefix))
+            .unwrap_or_else(|| panic!("{name} not set"));
+        line[prefix.len()..line.len() - 1].to_owned()
+    }
+
+    #[test]
+    fn api_servers_trust_the_client_ca_bundle_and_joins_sync_the_version() {
+        for (version, list) in [((1, 31, 10), true), ((1, 29, 2), false)] {
+            let c = cluster(
+                KubeVersion::new(version.0, version.1, version.2),
+                Cni::Calico,
+            );
+            let docs = kubeadm(&render(&c, NodeRole::InitControlPlane));
+            let args = &docs[1]["apiServer"]["extraArgs"];
+            let file = if list {
+                assert_eq!(args[0]["name"].as_str(), Some("client-ca-file"));
+                args[0]["value"].as_str().unwrap()
+            } else {
+                args["client-ca-file"].as_str().unwrap()
+            };
+            assert_eq!(file, paths::CLIENT_CA_BUNDLE);
+        }
+        let c = v131();
+        for role in ROLES {
+            let doc = yaml(&render(&c, role));
+            let bundle = written(&doc, paths::CLIENT_CA_BUNDLE);
+            assert_eq!(bundle.is_some(), role.is_control_plane(), "{role:?}");
+            if role.is_control_plane() {
+                assert_eq!(
+                    content(&doc, paths::CLIENT_CA_BUNDLE),
+                    secrets().client_ca_bundle()
+                );
+            }
+            // Only a joining control-plane node reaches the API before joining.
+            let client = written(&doc, paths::KUBEADM_CLIENT_CONFIG);
+            assert_eq!(client.is_some(), role == NodeRole::JoinControlPlane);
+            let s = script(&render(&c, role));
+            assert_eq!(
+                script_var(&s, "BOOTSTRAP_TOKEN_REGISTER"),
+                secrets().token_to_register().as_str()
+            );
+            assert_eq!(script_var(&s, "TOKEN_TTL"), "86400");
+            assert!(s.contains("kubeadm token create \"$BOOTSTRAP_TOKEN_REGISTER\""));
+            assert!(s.contains("create configmap kubeadm-config"));
+        }
+        let doc = yaml(&render(&c, NodeRole::JoinControlPlane));
+        let cc = yaml(content(&doc, paths::KUBEADM_CLIENT_CONFIG));
+        assert_eq!(str_at(&cc, &["kind"]), "ClusterConfiguration");
+        assert_eq!(str_at(&cc, &["controlPlaneEndpoint"]), "192.168.1.250:6443");
+        assert_eq!(str_at(&cc, &["certificatesDir"]), paths::PKI);
+        assert_eq!(str_at(&cc, &["kubernetesVersion"]), "v1.31.10");
+    }
+
+    #[test]
+    fn during_a_rotation_new_control_planes_trust_the_new_admin_ca_and_register_its_token() {
+        let mut rotated = secrets().clone();
+        rotated.begin_rotation("test8").unwrap();
+        let rotated: &'static ClusterSecrets = Box::leak(Box::new(rotated));
+        let mut c = v131();
+        c.secrets = rotated;
+        let ud = render(&c, NodeRole::JoinControlPlane);
+        let doc = yaml(&ud);
+        let bundle = content(&doc, paths::CLIENT_CA_BUNDLE);
+        assert_eq!(bundle, rotated.client_ca_bundle());
+        assert!(bundle.contains(&rotated.trusted_admin_ca().cert_pem));
+        assert!(
+            !bundle.contains(&secrets().admin_ca().cert_pem),
+            "the old admin CA is out"
+        );
+        // It joins with the token the cluster knows and registers the new one.
+        let join = &kubeadm(&ud)[0];
+        assert_eq!(
+            str_at(join, &["discovery", "bootstrapToken", "token"]),
+            secrets().bootstrap_token().as_str()
+        );
+        let s = script(&ud);
+        assert_eq!(
+            script_var(&s, "BOOTSTRAP_TOKEN_REGISTER"),
+            rotated.token_to_register().as_str()
+        );
+        assert_ne!(rotated.token_to_register(), secrets().bootstrap_token());
+        // Once taken into use, the old one is revoked by the next ones.
+        let mut promoted = rotated.clone();
+        promoted.promote_rotated_token();
+        let promoted: &'static ClusterSecrets = Box::leak(Box::new(promoted));
+        c.secrets = promoted;
+        let ud = render(&c, NodeRole::JoinControlPlane);
+        assert_eq!(
+            script_var(&script(&ud), "BOOTSTRAP_TOKEN_REVOKE"),
+            secrets().bootstrap_token().id()
+        );
+        assert_eq!(
+            str_at(&kubeadm(&ud)[0], &["discovery", "bootstrapToken", "token"]),
+            rotated.token_to_register().as_str()
+        );
+        let worker = render(&c, NodeRole::Worker);
+        assert!(!worker.contains(secrets().bootstrap_token().as_str()));
     }
 
     #[test]

@@ -6,7 +6,8 @@
 //! - [`pki`]: a cluster's secrets ([`ClusterSecrets`]): the cluster, front-proxy
 //!   and etcd CAs, the service-account key pair, the kubeadm bootstrap token
 //!   and certificate key; `--discovery-token-ca-cert-hash`; admin kubeconfigs
-//!   signed by the cluster's own CA.
+//!   signed by the cluster's own admin CA, and the rotation of that CA and
+//!   of the bootstrap token.
 //! - [`bootstrap`]: a node's cloud-init user-data: containerd and the kubeadm
 //!   packages of the cluster's version, the kubeadm configuration for
 //!   `init`, `join --control-plane` or `join`, kube-vip for the API VIP, the

@@ -19,6 +19,18 @@
 //!   `--upload-certs` nor `--certificate-key`; the certificate key is made
 //!   anyway for a workflow that wants kubeadm's upload-certs path.
 //! - Certificates start a minute in the past, for clocks slightly behind.
+//! - Admin kubeconfigs are signed by a fourth CA of meson's own, the *admin
+//!   CA* (`meson-admin-ca`), never by the cluster CA: the API servers trust
+//!   client certificates from a bundle of both (`--client-ca-file`, see
+//!   [`ClusterSecrets::client_ca_bundle`]). The cluster CA must stay
+//!   trusted for the cluster's own clients (kubelets, controller manager,
+//!   scheduler), so only a separate CA can be rotated on its own: a
+//!   credentials rotation makes a new admin CA and a new bootstrap token
+//!   ([`ClusterSecrets::begin_rotation`]), control-plane nodes made while
+//!   it is pending trust the new admin CA instead of the old one, and once
+//!   every control-plane node is replaced the new CA signs kubeconfigs
+//!   ([`ClusterSecrets::finish_rotation`]): a kubeconfig issued before no
+//!   longer authenticates anywhere.
 
 use crate::error::KaasError;
 use crate::text::{is_one_line, q};
@@ -41,6 +53,11 @@ use zeroize::Zeroize;
 pub const CLUSTER_CA_CN: &str = "kubernetes";
 pub const FRONT_PROXY_CA_CN: &str = "front-proxy-ca";
 pub const ETCD_CA_CN: &str = "etcd-ca";
+/// The CA signing admin kubeconfigs (meson's, not kubeadm's).
+pub const ADMIN_CA_CN: &str = "meson-admin-ca";
+/// How many revoked bootstrap token ids are remembered (control-plane nodes
+/// delete them from the cluster when they boot).
+pub const REVOKED_TOKENS_KEPT: usize = 4;
 /// How long the CAs are valid (kubeadm's 10 years).
 pub const CA_VALIDITY: Duration = Duration::from_secs(3650 * 24 * 3600);
 /// The admin kubeconfig's user, as kubeadm names it.
@@ -215,6 +232,29 @@ pub struct ClusterSecrets {
     bootstrap_token: BootstrapToken,
     certificate_key: String,
     ca_cert_hash: String,
+    /// Signs admin kubeconfigs. `None` only in secrets made before it
+    /// existed: the cluster CA signs them then (and such kubeconfigs cannot
+    /// be revoked by a rotation, the cluster CA staying trusted).
+    #[serde(default)]
+    admin_ca: Option<CertAndKey>,
+    /// A credentials rotation under way.
+    #[serde(default)]
+    rotation: Option<Rotation>,
+    /// Ids of bootstrap tokens replaced by a rotation, newest last: every
+    /// control-plane node deletes them from the cluster when it boots.
+    #[serde(default)]
+    revoked_token_ids: Vec<String>,
+}
+
+/// The incoming credentials of a rotation: control-plane nodes made while
+/// it is pending trust `admin_ca` (and not the outgoing one) and register
+/// `bootstrap_token` in the cluster.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct Rotation {
+    admin_ca: CertAndKey,
+    /// Taken into use (as [`ClusterSecrets::bootstrap_token`]) once a node
+    /// that registered it is up; `None` from then on.
+    bootstrap_token: Option<BootstrapToken>,
 }
 
 impl fmt::Debug for ClusterSecrets {
@@ -313,6 +353,9 @@ impl ClusterSecrets {
             },
             bootstrap_token: BootstrapToken::generate(),
             certificate_key: hex(&certificate_key),
+            admin_ca: Some(new_ca(ADMIN_CA_CN, cluster_name)?),
+            rotation: None,
+            revoked_token_ids: Vec::new(),
         };
         certificate_key.zeroize();
         Ok(secrets)
@@ -361,6 +404,107 @@ impl ClusterSecrets {
         self.bootstrap_token = BootstrapToken::generate();
     }
 
+    /// The CA admin kubeconfigs are signed by now (the cluster CA in secrets
+    /// made before the admin CA existed).
+    pub fn admin_ca(&self) -> &CertAndKey {
+        self.admin_ca.as_ref().unwrap_or(&self.cluster_ca)
+    }
+
+    /// The admin CA that control-plane nodes made now trust: the incoming
+    /// one while a rotation is pending, else the current one.
+    pub fn trusted_admin_ca(&self) -> &CertAndKey {
+        match &self.rotation {
+            Some(r) => &r.admin_ca,
+            None => self.admin_ca(),
+        }
+    }
+
+    /// The PEM bundle an API server made now authenticates client
+    /// certificates with (`--client-ca-file`): the cluster CA (kubelets and
+    /// the control plane's own clients) and [`Self::trusted_admin_ca`].
+    pub fn client_ca_bundle(&self) -> String {
+        let mut out = self.cluster_ca.cert_pem.clone();
+        let admin = self.trusted_admin_ca();
+        if admin.cert_pem != self.cluster_ca.cert_pem {
+            if !out.ends_with('\n') {
+                out.push('\n');
+            }
+            out.push_str(&admin.cert_pem);
+        }
+        out
+    }
+
+    /// Whether a credentials rotation is under way.
+    pub fn rotation_pending(&self) -> bool {
+        self.rotation.is_some()
+    }
+
+    /// Starts a credentials rotation: a new admin CA and a new bootstrap
+    /// token, pending until [`Self::finish_rotation`]. False (and nothing
+    /// changes) when one is already pending: a retried rotation goes on
+    /// with the credentials it started.
+    pub fn begin_rotation(&mut self, cluster_name: &str) -> Result<bool, KaasError> {
+        if self.rotation.is_some() {
+            return Ok(false);
+        }
+        self.rotation = Some(Rotation {
+            admin_ca: new_ca(ADMIN_CA_CN, cluster_name)?,
+            bootstrap_token: Some(BootstrapToken::generate()),
+        });
+        Ok(true)
+    }
+
+    /// The token a control-plane node made now makes valid in the cluster
+    /// once it runs: the incoming one while a rotation has not taken it
+    /// into use yet, else the one nodes join with.
+    pub fn token_to_register(&self) -> &BootstrapToken {
+        self.rotation
+            .as_ref()
+            .and_then(|r| r.bootstrap_token.as_ref())
+            .unwrap_or(&self.bootstrap_token)
+    }
+
+    /// Ids of the tokens a control-plane node made now deletes from the
+    /// cluster (never the one it joins with).
+    pub fn revoked_token_ids(&self) -> &[String] {
+        &self.revoked_token_ids
+    }
+
+    /// Nodes join with the rotation's token from now on (call once a node
+    /// that registered it is up); the outgoing token is revoked. False when
+    /// there was nothing to promote.
+    pub fn promote_rotated_token(&mut self) -> bool {
+        let Some(token) = self
+            .rotation
+            .as_mut()
+            .and_then(|r| r.bootstrap_token.take())
+        else {
+            return false;
+        };
+        let old = std::mem::replace(&mut self.bootstrap_token, token);
+        self.revoked_token_ids.push(old.id().to_owned());
+        let extra = self
+            .revoked_token_ids
+            .len()
+            .saturating_sub(REVOKED_TOKENS_KEPT);
+        self.revoked_token_ids.drain(..extra);
+        true
+    }
+
+    /// Ends a rotation (call once every control-plane node trusts the new
+    /// admin CA): the new token is the join token, the new admin CA signs
+    /// kubeconfigs. False when no rotation was pending.
+    pub fn finish_rotation(&mut self) -> bool {
+        self.promote_rotated_token();
+        match self.rotation.take() {
+            Some(r) => {
+                self.admin_ca = Some(r.admin_ca);
+                true
+            }
+            None => false,
+        }
+    }
+
     /// A new client certificate signed by the cluster CA: `CN=common_name`,
     /// `O=group` (the Kubernetes user and group), valid from a minute ago
     /// until `valid_for` from now, which must end before the CA does.
@@ -370,53 +514,74 @@ impl ClusterSecrets {
         group: Option<&str>,
         valid_for: Duration,
     ) -> Result<CertAndKey, KaasError> {
-        if valid_for.is_zero() {
-            return Err(KaasError::input("valid_for", "must be positive"));
-        }
-        let ca_key = KeyPair::from_pem(&self.cluster_ca.key_pem)
-            .map_err(|_| KaasError::BadPem("cluster CA key"))?;
-        let ca_params = CertificateParams::from_ca_cert_pem(&self.cluster_ca.cert_pem)
-            .map_err(|_| KaasError::BadPem("cluster CA certificate"))?;
-        let ca_not_after = ca_params.not_after;
-        // rcgen signs with an issuer `Certificate`; re-signing the CA's own
-        // parameters gives one with the same subject and key identifier.
-        let issuer = ca_params.self_signed(&ca_key)?;
+        sign_client(&self.cluster_ca, common_name, group, valid_for)
+    }
 
-        let now = OffsetDateTime::now_utc();
-        let not_after = time::Duration::try_from(valid_for)
-            .ok()
-            .and_then(|d| now.checked_add(d))
-            .filter(|t| *t <= ca_not_after)
-            .ok_or_else(|| {
-                KaasError::input(
-                    "valid_for",
-                    format!("must end before the cluster CA expires ({ca_not_after})"),
-                )
-            })?;
-
-        let key = new_key()?;
-        let mut p = CertificateParams::default();
-        p.distinguished_name = DistinguishedName::new();
-        if let Some(group) = group {
-            p.distinguished_name.push(DnType::OrganizationName, group);
-        }
-        p.distinguished_name.push(DnType::CommonName, common_name);
-        p.key_usages = vec![KeyUsagePurpose::DigitalSignature];
-        p.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
-        p.use_authority_key_identifier_extension = true;
-        p.not_before = now - BACKDATE;
-        p.not_after = not_after;
-        p.serial_number = Some(random_serial());
-        let cert = p.signed_by(&key, &issuer, &ca_key)?;
-        Ok(CertAndKey {
-            cert_pem: cert.pem(),
-            key_pem: key.serialize_pem(),
-        })
+    /// [`Self::client_certificate`], signed by the admin CA.
+    pub fn admin_client_certificate(
+        &self,
+        common_name: &str,
+        group: Option<&str>,
+        valid_for: Duration,
+    ) -> Result<CertAndKey, KaasError> {
+        sign_client(self.admin_ca(), common_name, group, valid_for)
     }
 }
 
+/// A client certificate signed by `ca` (see [`ClusterSecrets::client_certificate`]).
+fn sign_client(
+    ca: &CertAndKey,
+    common_name: &str,
+    group: Option<&str>,
+    valid_for: Duration,
+) -> Result<CertAndKey, KaasError> {
+    if valid_for.is_zero() {
+        return Err(KaasError::input("valid_for", "must be positive"));
+    }
+    let ca_key = KeyPair::from_pem(&ca.key_pem).map_err(|_| KaasError::BadPem("CA key"))?;
+    let ca_params = CertificateParams::from_ca_cert_pem(&ca.cert_pem)
+        .map_err(|_| KaasError::BadPem("CA certificate"))?;
+    let ca_not_after = ca_params.not_after;
+    // rcgen signs with an issuer `Certificate`; re-signing the CA's own
+    // parameters gives one with the same subject and key identifier.
+    let issuer = ca_params.self_signed(&ca_key)?;
+
+    let now = OffsetDateTime::now_utc();
+    let not_after = time::Duration::try_from(valid_for)
+        .ok()
+        .and_then(|d| now.checked_add(d))
+        .filter(|t| *t <= ca_not_after)
+        .ok_or_else(|| {
+            KaasError::input(
+                "valid_for",
+                format!("must end before the CA expires ({ca_not_after})"),
+            )
+        })?;
+
+    let key = new_key()?;
+    let mut p = CertificateParams::default();
+    p.distinguished_name = DistinguishedName::new();
+    if let Some(group) = group {
+        p.distinguished_name.push(DnType::OrganizationName, group);
+    }
+    p.distinguished_name.push(DnType::CommonName, common_name);
+    p.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+    p.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+    p.use_authority_key_identifier_extension = true;
+    p.not_before = now - BACKDATE;
+    p.not_after = not_after;
+    p.serial_number = Some(random_serial());
+    let cert = p.signed_by(&key, &issuer, &ca_key)?;
+    Ok(CertAndKey {
+        cert_pem: cert.pem(),
+        key_pem: key.serialize_pem(),
+    })
+}
+
 /// A kubeconfig for `cluster_name` at `server` (`https://<vip>:6443`) whose
-/// user is a new client certificate signed by the cluster CA: `CN=`[`ADMIN_CN`],
+/// user is a new client certificate signed by the admin CA
+/// ([`ClusterSecrets::admin_ca`]; the server is verified with the cluster
+/// CA): `CN=`[`ADMIN_CN`],
 /// `O=`[`ADMIN_GROUP`], valid from a minute ago until `valid_for` from now.
 /// Cluster, user and context are named after the cluster (`<name>`,
 /// `<name>-admin`, `<name>-admin@<name>`) so that kubeconfigs of several
@@ -443,7 +608,7 @@ pub fn admin_kubeconfig(
             "must be an https:// URL without spaces",
         ));
     }
-    let client = secrets.client_certificate(ADMIN_CN, Some(ADMIN_GROUP), valid_for)?;
+    let client = secrets.admin_client_certificate(ADMIN_CN, Some(ADMIN_GROUP), valid_for)?;
     let user = format!("{cluster_name}-admin");
     let context = format!("{user}@{cluster_name}");
     let b64 = |pem: &str| q(&STANDARD.encode(pem));
@@ -638,11 +803,13 @@ pub(crate) mod tests {
         assert_eq!(m["stringData"]["auth-extra-groups"], BOOTSTRAP_TOKEN_GROUP);
     }
 
-    /// The client certificate of a kubeconfig, parsed and checked against
-    /// the CA; returns (subject CN, subject O, not_before, not_after) as Unix
-    /// seconds.
+    /// The client certificate of a kubeconfig, parsed and checked: the
+    /// server is verified with `server_ca_pem`, the client certificate is
+    /// signed by `ca_pem`; returns (subject CN, subject O, not_before,
+    /// not_after) as Unix seconds.
     pub(crate) fn parse_kubeconfig_client_cert(
         kubeconfig: &str,
+        server_ca_pem: &str,
         ca_pem: &str,
     ) -> (String, String, i64, i64) {
         let doc: serde_yaml_ng::Value = serde_yaml_ng::from_str(kubeconfig).unwrap();
@@ -666,7 +833,7 @@ pub(crate) mod tests {
                 "cluster",
                 "certificate-authority-data"
             ])),
-            ca_pem
+            server_ca_pem
         );
         let cert_pem = decode(field(&["users", "0", "user", "client-certificate-data"]));
         let key_pem = decode(field(&["users", "0", "user", "client-key-data"]));
@@ -725,7 +892,7 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn admin_kubeconfig_is_signed_by_the_cluster_ca_and_expires_on_time() {
+    fn admin_kubeconfig_is_signed_by_the_admin_ca_and_expires_on_time() {
         let s = secrets();
         let valid_for = Duration::from_secs(3600);
         let before = OffsetDateTime::now_utc().unix_timestamp();
@@ -751,7 +918,8 @@ pub(crate) mod tests {
             Some("https://192.168.1.250:6443")
         );
 
-        let (cn, o, nb, na) = parse_kubeconfig_client_cert(&kc, &s.cluster_ca().cert_pem);
+        let (cn, o, nb, na) =
+            parse_kubeconfig_client_cert(&kc, &s.cluster_ca().cert_pem, &s.admin_ca().cert_pem);
         assert_eq!(cn, ADMIN_CN);
         assert_eq!(o, ADMIN_GROUP);
         assert!((before - 61..=after - 59).contains(&nb), "not_before {nb}");
@@ -777,5 +945,129 @@ pub(crate) mod tests {
         let kc = admin_kubeconfig(s, "a\": b #", "https://1.2.3.4:6443", hour).unwrap();
         let doc: serde_yaml_ng::Value = serde_yaml_ng::from_str(&kc).unwrap();
         assert_eq!(doc["clusters"][0]["name"].as_str(), Some("a\": b #"));
+    }
+
+    /// Whether `cert_pem` is signed by one of the CAs of a PEM bundle.
+    fn trusted_by(bundle: &str, cert_pem: &str) -> bool {
+        let cert_der = der(cert_pem);
+        let (_, cert) = parse_x509_certificate(&cert_der).unwrap();
+        x509_parser::pem::Pem::iter_from_buffer(bundle.as_bytes()).any(|p| {
+            let p = p.unwrap();
+            let (_, ca) = parse_x509_certificate(&p.contents).unwrap();
+            cert.verify_signature(Some(ca.public_key())).is_ok()
+        })
+    }
+
+    fn kubeconfig_cert(kc: &str) -> String {
+        let doc: serde_yaml_ng::Value = serde_yaml_ng::from_str(kc).unwrap();
+        let b64 = doc["users"][0]["user"]["client-certificate-data"]
+            .as_str()
+            .unwrap();
+        String::from_utf8(STANDARD.decode(b64).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn the_admin_ca_is_its_own_ca_and_the_bundle_trusts_it_and_the_cluster_ca() {
+        let s = secrets();
+        let d = der(&s.admin_ca().cert_pem);
+        let (_, ca) = parse_x509_certificate(&d).unwrap();
+        assert_eq!(cn(ca.subject()), ADMIN_CA_CN);
+        assert!(ca.is_ca());
+        assert_ne!(s.admin_ca(), s.cluster_ca());
+        let bundle = s.client_ca_bundle();
+        assert!(bundle.starts_with(&s.cluster_ca().cert_pem));
+        assert!(bundle.ends_with(&s.admin_ca().cert_pem));
+        assert_eq!(bundle.matches("BEGIN CERTIFICATE").count(), 2);
+        // Clients of the cluster CA (kubelets...) stay trusted.
+        let kubelet = s
+            .client_certificate(
+                "system:node:n1",
+                Some("system:nodes"),
+                Duration::from_secs(60),
+            )
+            .unwrap();
+        assert!(trusted_by(&bundle, &kubelet.cert_pem));
+    }
+
+    #[test]
+    fn a_rotation_revokes_earlier_kubeconfigs_and_the_old_token() {
+        let mut s = secrets().clone();
+        let hour = Duration::from_secs(3600);
+        let server = "https://10.0.0.1:6443";
+        let before = kubeconfig_cert(&admin_kubeconfig(&s, "test8", server, hour).unwrap());
+        let old_token = s.bootstrap_token().clone();
+        let old_bundle = s.client_ca_bundle();
+        assert!(trusted_by(&old_bundle, &before));
+        assert_eq!(s.token_to_register(), &old_token);
+
+        assert!(s.begin_rotation("test8").unwrap());
+        assert!(s.rotation_pending());
+        let staged = s.clone();
+        assert!(
+            !s.begin_rotation("test8").unwrap(),
+            "a retry keeps what it began"
+        );
+        assert!(s == staged);
+        // Nodes still join with the old token; new control-plane nodes
+        // register the new one and trust only the new admin CA.
+        assert_eq!(s.bootstrap_token(), &old_token);
+        let new_token = s.token_to_register().clone();
+        assert_ne!(new_token, old_token);
+        let pending_bundle = s.client_ca_bundle();
+        assert!(
+            !trusted_by(&pending_bundle, &before),
+            "the old admin CA is out"
+        );
+        assert!(pending_bundle.starts_with(&s.cluster_ca().cert_pem));
+        // Kubeconfigs are still signed by the CA the running nodes trust.
+        let during = kubeconfig_cert(&admin_kubeconfig(&s, "test8", server, hour).unwrap());
+        assert!(trusted_by(&old_bundle, &during));
+
+        // A node that registered the new token is up: joins use it.
+        assert!(s.promote_rotated_token());
+        assert!(!s.promote_rotated_token());
+        assert_eq!(s.bootstrap_token(), &new_token);
+        assert_eq!(s.token_to_register(), &new_token);
+        assert_eq!(s.revoked_token_ids(), [old_token.id().to_owned()]);
+
+        assert!(s.finish_rotation());
+        assert!(!s.finish_rotation());
+        assert!(!s.rotation_pending());
+        assert_eq!(s.client_ca_bundle(), pending_bundle);
+        let after = kubeconfig_cert(&admin_kubeconfig(&s, "test8", server, hour).unwrap());
+        assert!(trusted_by(&pending_bundle, &after));
+        assert!(!trusted_by(&pending_bundle, &before));
+        assert!(!trusted_by(&pending_bundle, &during));
+        // Everything kubeadm was given is untouched.
+        assert_eq!(s.cluster_ca(), secrets().cluster_ca());
+        assert_eq!(s.etcd_ca(), secrets().etcd_ca());
+        assert_eq!(s.service_account(), secrets().service_account());
+
+        // Finishing promotes the token too, and only a few ids are kept.
+        for _ in 0..REVOKED_TOKENS_KEPT + 2 {
+            s.begin_rotation("test8").unwrap();
+            s.finish_rotation();
+        }
+        assert_eq!(s.revoked_token_ids().len(), REVOKED_TOKENS_KEPT);
+        assert!(
+            !s.revoked_token_ids()
+                .contains(&s.bootstrap_token().id().to_owned())
+        );
+    }
+
+    #[test]
+    fn secrets_from_before_the_admin_ca_still_open_and_sign_with_the_cluster_ca() {
+        let mut v = serde_json::to_value(secrets()).unwrap();
+        let map = v.as_object_mut().unwrap();
+        map.remove("admin_ca");
+        map.remove("rotation");
+        map.remove("revoked_token_ids");
+        let mut s: ClusterSecrets = serde_json::from_value(v).unwrap();
+        assert_eq!(s.admin_ca(), s.cluster_ca());
+        assert_eq!(s.client_ca_bundle(), s.cluster_ca().cert_pem);
+        // A rotation gives it an admin CA of its own.
+        s.begin_rotation("test8").unwrap();
+        s.finish_rotation();
+        assert_ne!(s.admin_ca(), s.cluster_ca());
     }
 }

@@ -11,8 +11,10 @@ pub mod kaas;
 pub mod meta;
 pub mod network;
 pub mod ops;
+pub mod pool;
 pub mod quote;
 pub mod requests;
+pub mod upgrade;
 pub mod vm;
 pub mod volume;
 

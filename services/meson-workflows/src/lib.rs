@@ -1,14 +1,22 @@
 //! meson's provisioning workflows, one file each, and what they share.
 
 pub mod atomos;
+pub mod auto_repair;
+pub mod auto_upgrade;
 pub mod cluster_create;
+pub mod cluster_credentials;
 pub mod cluster_delete;
 pub mod cluster_placement;
+pub mod cluster_upgrade;
 pub mod network_delete;
+pub mod node_ops;
+pub mod node_pool_delete;
+pub mod node_pool_scale;
 pub mod nodes;
 pub mod placement;
 pub mod provision;
 pub mod reconcile;
+pub mod rolling;
 pub mod vm_create;
 pub mod vm_delete;
 pub mod vm_power;
@@ -32,6 +40,8 @@ pub struct WorkflowConfig {
     pub public_url: String,
     /// Seals cluster secrets at rest.
     pub secrets_key: meson_kaas::SecretKey,
+    /// Node auto-repair's thresholds.
+    pub repair: auto_repair::RepairConfig,
 }
 
 impl Default for WorkflowConfig {
@@ -44,6 +54,7 @@ impl Default for WorkflowConfig {
             node_ready_timeout: Duration::from_secs(600),
             public_url: "http://127.0.0.1:8080".to_owned(),
             secrets_key: meson_kaas::SecretKey::generate(),
+            repair: auto_repair::RepairConfig::default(),
         }
     }
 }
@@ -63,6 +74,13 @@ pub fn register_all(worker: meson_jobs::Worker, env: Arc<Env>) -> meson_jobs::Wo
         .register(network_delete::NetworkDelete(env.clone()))
         .register(cluster_create::ClusterCreate(env.clone()))
         .register(cluster_delete::ClusterDelete(env.clone()))
+        .register(cluster_upgrade::ClusterUpgrade(env.clone()))
+        .register(cluster_credentials::ClusterRotateCredentials(env.clone()))
+        .register(node_ops::NodeReplace(env.clone()))
+        .register(node_ops::NodeReboot(env.clone()))
+        .register(node_pool_scale::NodePoolCreate(env.clone()))
+        .register(node_pool_scale::NodePoolScale(env.clone()))
+        .register(node_pool_delete::NodePoolDelete(env.clone()))
         .register(vm_power::VmPower::<vm_power::PowerOn>::new(env.clone()))
         .register(vm_power::VmPower::<vm_power::PowerOff>::new(env.clone()))
         .register(vm_power::VmPower::<vm_power::Reboot>::new(env))

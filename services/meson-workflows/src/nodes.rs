@@ -163,9 +163,12 @@ fn random_secret() -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Picks a host for a node among those in the cluster's region: the
-/// cheapest that fits and holds no other node of the same group (control
-/// plane, or the same pool) if there is one, else the cheapest.
+/// Picks a host for a node among those in the cluster's region: of the
+/// hosts that fit it, those holding the fewest other nodes of the same
+/// group (control plane, or the same pool), the cheapest of them. The
+/// choice is made under a per-cluster lock, so nodes placed at the same
+/// time (a create's fan-out) see where the others went and spread too;
+/// when only one host fits, the group shares it.
 pub async fn place_node(env: &Env, cluster: &Cluster, node: &Node, vm: &Vm) -> StepResult<()> {
     if vm.placement.is_some() {
         return Ok(());
@@ -177,10 +180,6 @@ pub async fn place_node(env: &Env, cluster: &Cluster, node: &Node, vm: &Vm) -> S
         .map(|n| n.vm)
         .collect();
     let sibling_vms = meson_db::vms::get_many(&env.pool, &siblings).await?;
-    let used: Vec<meson_core::TargetId> = sibling_vms
-        .iter()
-        .filter_map(|v| v.placement.as_ref().map(|p| p.target_id))
-        .collect();
     let region = cluster_region(env, cluster, &sibling_vms).await?;
     let targets: Vec<_> = env
         .atomos
@@ -196,13 +195,18 @@ pub async fn place_node(env: &Env, cluster: &Cluster, node: &Node, vm: &Vm) -> S
     let s = survey(targets, &vm.spec)
         .await
         .map_err(|e| e.step_error())?;
+    let mut tx = meson_db::begin(&env.pool).await?;
+    meson_db::node_health::lock_placement(&mut tx, cluster.id).await?;
+    let used = meson_db::node_health::group_hosts(&mut tx, cluster.id, node.pool, node.id).await?;
     let offers: &[Offer] = s.offers();
+    // Offers come cheapest first and `min_by_key` keeps the first minimum.
     let chosen = offers
         .iter()
-        .find(|o| !used.contains(&o.placement.target_id))
+        .min_by_key(|o| used.iter().filter(|t| **t == o.placement.target_id).count())
         .unwrap_or_else(|| s.cheapest());
+    meson_db::vms::set_placement(&mut *tx, vm.id, Some(&chosen.placement)).await?;
+    meson_db::commit(tx).await?;
     tracing::info!(node = %node.name, host = %chosen.placement.host, "placed node");
-    meson_db::vms::set_placement(&env.pool, vm.id, Some(&chosen.placement)).await?;
     Ok(())
 }
 

@@ -13,6 +13,8 @@ use tokio::sync::watch;
 /// pass tries again.
 pub async fn tick(env: &Env) -> meson_core::Result<()> {
     let _ = env;
+    crate::auto_repair::tick(env).await?;
+    crate::auto_upgrade::tick(env).await?;
     Ok(())
 }
 

@@ -110,19 +110,82 @@ fn status_of(state: &VmState) -> VmStatus {
     }
 }
 
-impl<O: PowerOp> VmPower<O> {
-    async fn target(&self, vm: &Vm) -> StepResult<(AtomosClient, atomos_driver::Vm)> {
-        let placement = vm
-            .placement
-            .as_ref()
-            .ok_or_else(|| StepError::fatal("conflict", "the VM is not placed on a host"))?;
-        let c = self.0.atomos.client(placement.target_id).await?;
-        let found = c.vm_by_name(&vm.atomos_name).await.map_err(step_error)?;
-        let found = found.ok_or_else(|| {
-            StepError::fatal("not_found", "the VM is missing from its hypervisor")
-        })?;
-        Ok((c, found))
+/// The client of the VM's host and AtomOS's view of the VM; `not_found`
+/// when the host lost it.
+pub async fn locate(env: &Env, vm: &Vm) -> StepResult<(AtomosClient, atomos_driver::Vm)> {
+    let placement = vm
+        .placement
+        .as_ref()
+        .ok_or_else(|| StepError::fatal("conflict", "the VM is not placed on a host"))?;
+    let c = env.atomos.client(placement.target_id).await?;
+    let found = c.vm_by_name(&vm.atomos_name).await.map_err(step_error)?;
+    let found = found
+        .ok_or_else(|| StepError::fatal("not_found", "the VM is missing from its hypervisor"))?;
+    Ok((c, found))
+}
+
+/// Asks AtomOS for the power operation; the VM is `O::TRANSIENT` meanwhile.
+/// Shared by every workflow that powers a VM (a node's reboot too).
+pub async fn request<O: PowerOp>(env: &Env, vm: &Vm) -> StepResult<()> {
+    let (c, found) = locate(env, vm).await?;
+    meson_db::vms::set_status(&env.pool, vm.id, O::TRANSIENT).await?;
+    O::request(&c, &found).await.map_err(step_error)
+}
+
+/// Waits (bounded by the boot timeout) until AtomOS reports the state the
+/// operation leads to, and records it.
+pub async fn wait<O: PowerOp>(env: &Env, vm: &Vm) -> StepResult<()> {
+    let deadline = tokio::time::Instant::now() + env.config.vm_boot_timeout;
+    loop {
+        let (_, found) = locate(env, vm).await?;
+        let up = O::TARGET == VmState::Running;
+        if found.state == O::TARGET && (!up || found.ipv4.is_some()) {
+            let ipv4 = if up { found.ipv4 } else { vm.ipv4 };
+            meson_db::vms::set_runtime(
+                &env.pool,
+                vm.id,
+                status_of(&found.state),
+                Some(&found.id),
+                ipv4,
+            )
+            .await?;
+            return Ok(());
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Err(StepError::fatal(
+                "timeout",
+                "the VM did not reach the requested power state in time",
+            ));
+        }
+        tokio::time::sleep(env.config.poll_interval).await;
     }
+}
+
+/// After a failed power operation: waits (bounded) until the VM settles
+/// running or off and records that status, not `starting`/`stopping`
+/// (nothing else would update it later). Returns the status recorded.
+pub async fn settle(env: &Env, vm: &Vm) -> StepResult<VmStatus> {
+    let deadline = tokio::time::Instant::now() + env.config.vm_boot_timeout;
+    let status = loop {
+        match locate(env, vm).await {
+            Ok((_, found))
+                if matches!(found.state, VmState::Running | VmState::Off)
+                    || tokio::time::Instant::now() >= deadline =>
+            {
+                break status_of(&found.state);
+            }
+            Ok(_) => tokio::time::sleep(env.config.poll_interval).await,
+            Err(StepError::Retryable { .. }) => {
+                return Err(StepError::retryable(
+                    "service_error",
+                    "the VM's state is unknown",
+                ));
+            }
+            Err(StepError::Fatal { .. }) => break VmStatus::Error,
+        }
+    };
+    meson_db::vms::set_status(&env.pool, vm.id, status).await?;
+    Ok(status)
 }
 
 impl<O: PowerOp> Workflow for VmPower<O> {
@@ -137,38 +200,8 @@ impl<O: PowerOp> Workflow for VmPower<O> {
         let env = &self.0;
         let vm = meson_db::vms::get(&env.pool, None, cx.params.vm_id).await?;
         match step {
-            "request" => {
-                let (c, found) = self.target(&vm).await?;
-                meson_db::vms::set_status(&env.pool, vm.id, O::TRANSIENT).await?;
-                O::request(&c, &found).await.map_err(step_error)?;
-                to_output(())
-            }
-            "wait" => {
-                let deadline = tokio::time::Instant::now() + env.config.vm_boot_timeout;
-                loop {
-                    let (_, found) = self.target(&vm).await?;
-                    let up = O::TARGET == VmState::Running;
-                    if found.state == O::TARGET && (!up || found.ipv4.is_some()) {
-                        let ipv4 = if up { found.ipv4 } else { vm.ipv4 };
-                        meson_db::vms::set_runtime(
-                            &env.pool,
-                            vm.id,
-                            status_of(&found.state),
-                            Some(&found.id),
-                            ipv4,
-                        )
-                        .await?;
-                        return to_output(());
-                    }
-                    if tokio::time::Instant::now() >= deadline {
-                        return Err(StepError::fatal(
-                            "timeout",
-                            "the VM did not reach the requested power state in time",
-                        ));
-                    }
-                    tokio::time::sleep(env.config.poll_interval).await;
-                }
-            }
+            "request" => to_output(request::<O>(env, &vm).await?),
+            "wait" => to_output(wait::<O>(env, &vm).await?),
             other => Err(StepError::fatal(
                 "service_error",
                 format!("unknown step {other}"),
@@ -186,26 +219,7 @@ impl<O: PowerOp> Workflow for VmPower<O> {
     async fn on_failed(&self, params: &Params, _failure: &ActionFailure) -> StepResult<()> {
         let env = &self.0;
         let vm = meson_db::vms::get(&env.pool, None, params.vm_id).await?;
-        let deadline = tokio::time::Instant::now() + env.config.vm_boot_timeout;
-        let status = loop {
-            match self.target(&vm).await {
-                Ok((_, found))
-                    if matches!(found.state, VmState::Running | VmState::Off)
-                        || tokio::time::Instant::now() >= deadline =>
-                {
-                    break status_of(&found.state);
-                }
-                Ok(_) => tokio::time::sleep(env.config.poll_interval).await,
-                Err(StepError::Retryable { .. }) => {
-                    return Err(StepError::retryable(
-                        "service_error",
-                        "the VM's state is unknown",
-                    ));
-                }
-                Err(StepError::Fatal { .. }) => break VmStatus::Error,
-            }
-        };
-        meson_db::vms::set_status(&env.pool, vm.id, status).await?;
+        settle(env, &vm).await?;
         Ok(())
     }
 }

@@ -45,6 +45,16 @@ pub struct Config {
     /// `MESON_NODE_READY_TIMEOUT_S`: how long a Kubernetes node may take to
     /// report its kubelet up, default 600.
     pub node_ready_timeout: Duration,
+    /// `MESON_RECONCILE_INTERVAL_S`: how often each worker's reconciler
+    /// looks at every cluster (automatic upgrades, repairs), default 30.
+    pub reconcile_interval: Duration,
+    /// `MESON_NODE_STARTUP_TIMEOUT_S`: auto-repair replaces a node that has
+    /// not phoned home this long after its VM started running, default 600.
+    pub node_startup_timeout: Duration,
+    /// `MESON_REPAIR_MAX_UNHEALTHY_PERCENT`: auto-repair leaves a node group
+    /// (control plane, or a pool) alone while more than this share of its
+    /// nodes is unhealthy, default 40.
+    pub repair_max_unhealthy_percent: u8,
 }
 
 fn var(name: &str) -> Option<String> {
@@ -87,6 +97,12 @@ impl Config {
             secrets_key: var("MESON_SECRETS_KEY"),
             public_url: var("MESON_PUBLIC_URL"),
             node_ready_timeout: Duration::from_secs(parse("MESON_NODE_READY_TIMEOUT_S", 600)?),
+            reconcile_interval: Duration::from_secs(parse("MESON_RECONCILE_INTERVAL_S", 30)?),
+            node_startup_timeout: Duration::from_secs(parse("MESON_NODE_STARTUP_TIMEOUT_S", 600)?),
+            repair_max_unhealthy_percent: match parse("MESON_REPAIR_MAX_UNHEALTHY_PERCENT", 40u8)? {
+                p @ 0..=100 => p,
+                p => bail!("MESON_REPAIR_MAX_UNHEALTHY_PERCENT={p} is not a percentage (0..=100)"),
+            },
         })
     }
 
@@ -132,8 +148,18 @@ impl Config {
                 .clone()
                 .unwrap_or_else(|| format!("http://{}", self.http_addr)),
             secrets_key: self.require_secrets_key()?,
+            repair: self.repair(),
             ..meson_workflows::WorkflowConfig::default()
         })
+    }
+
+    /// Node auto-repair's settings from the environment.
+    pub fn repair(&self) -> meson_workflows::auto_repair::RepairConfig {
+        meson_workflows::auto_repair::RepairConfig {
+            node_startup_timeout: self.node_startup_timeout,
+            max_unhealthy_percent: self.repair_max_unhealthy_percent,
+            ..meson_workflows::auto_repair::RepairConfig::default()
+        }
     }
 
     /// AtomOS client settings from the environment.

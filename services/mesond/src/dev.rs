@@ -29,6 +29,10 @@ pub struct DevOptions {
     pub secrets_key: Option<String>,
     /// How long a Kubernetes node may take to phone home.
     pub node_ready_timeout: Duration,
+    /// How often the reconciler looks at every cluster.
+    pub reconcile_interval: Duration,
+    /// Node auto-repair's thresholds.
+    pub repair: meson_workflows::auto_repair::RepairConfig,
 }
 
 impl DevOptions {
@@ -47,6 +51,8 @@ impl DevOptions {
             },
             secrets_key: c.secrets_key.clone(),
             node_ready_timeout: c.node_ready_timeout,
+            reconcile_interval: c.reconcile_interval,
+            repair: c.repair(),
         }
     }
 }
@@ -176,9 +182,11 @@ impl Dev {
                 node_ready_timeout: opts.node_ready_timeout,
                 public_url: format!("http://{}", api.addr),
                 secrets_key,
+                repair: opts.repair.clone(),
                 ..WorkflowConfig::default()
             },
             atomos_driver::ClientOptions::default(),
+            opts.reconcile_interval,
         );
         Ok(Dev {
             http_addr: api.addr,

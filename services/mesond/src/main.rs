@@ -124,6 +124,7 @@ async fn deployed(cfg: Config, api: bool, worker: bool) -> anyhow::Result<()> {
             cfg.worker(),
             cfg.workflows()?,
             cfg.atomos(),
+            cfg.reconcile_interval,
         )),
         false => None,
     };

@@ -55,19 +55,24 @@ impl ApiServer {
     }
 }
 
-/// Starts a worker running every workflow.
+/// Starts a worker running every workflow, and its reconciler (every
+/// `reconcile_every`, jittered) until the worker stops.
 pub fn start_worker(
     pool: PgPool,
     cfg: WorkerConfig,
     wf: WorkflowConfig,
     atomos: atomos_driver::ClientOptions,
+    reconcile_every: std::time::Duration,
 ) -> WorkerHandle {
     let env = Arc::new(Env {
         atomos: Atomos::new(pool.clone(), atomos),
         pool: pool.clone(),
         config: wf,
     });
-    meson_workflows::register_all(Worker::new(pool, cfg), env).start()
+    let worker = meson_workflows::register_all(Worker::new(pool, cfg), env.clone()).start();
+    // It only enqueues, under the clusters' locks: one per worker is fine.
+    meson_workflows::reconcile::spawn(env, reconcile_every, worker.stop_signal());
+    worker
 }
 
 /// Registers (or updates, by name) AtomOS targets.

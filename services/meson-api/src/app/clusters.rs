@@ -78,16 +78,8 @@ impl App {
                 .iter()
                 .map(|p| u64::from(p.max_nodes))
                 .sum::<u64>();
-        if !subnet.dhcp && subnet.capacity().saturating_sub(1) < needed {
-            return Err(Error::invalid(
-                "req.nodes_subnet",
-                format!(
-                    "holds {} addresses; the cluster needs {needed} for its nodes at their \
-                     maximum and one for its API endpoint",
-                    subnet.capacity()
-                ),
-            ));
-        }
+        meson_core::cluster::check_address_capacity(&subnet, needed)
+            .map_err(|m| Error::invalid("req.nodes_subnet", m))?;
         let now = chrono::Utc::now();
         let id = ClusterId::new();
         let network = Network {
@@ -273,7 +265,7 @@ impl App {
         Ok(action)
     }
 
-    /// An admin kubeconfig signed by the cluster's CA, valid for
+    /// An admin kubeconfig signed by the cluster's admin CA, valid for
     /// `expiry_seconds` (default a day, at most a year). `conflict` until
     /// the cluster's secrets exist.
     pub async fn cluster_kubeconfig(

@@ -5,6 +5,9 @@
 
 mod actions;
 mod catalog;
+mod cluster_nodes;
+mod cluster_pools;
+mod cluster_upgrades;
 mod clusters;
 mod networks;
 mod quotes;
@@ -16,6 +19,8 @@ use meson_core::ActionId;
 use meson_core::action::{Action, ActionStatus, Command, ResourceType};
 use meson_db::PgPool;
 
+pub use cluster_nodes::NodeAction;
+pub use cluster_pools::{PoolChanged, PoolView};
 pub use clusters::{ClusterCreated, ClusterView};
 pub use quotes::{KaasQuotes, Quotes, VmQuotes};
 pub use vms::{PowerAction, VmCreated, VmPage, VmParts};

@@ -265,7 +265,9 @@ async fn nodes(
     operation_id = "cluster_kubeconfig",
     summary = "Get an admin kubeconfig",
     description = "A kubeconfig whose client certificate (`kubernetes-admin`, group \
-        `system:masters`) is newly signed by the cluster's CA. Editors and admins only.",
+        `system:masters`) is newly signed by the cluster's admin CA (the API servers trust \
+        it until a credentials rotation replaces it); the server is verified with the \
+        cluster CA. Editors and admins only.",
     params(
         ("id" = uuid::Uuid, Path, description = "The cluster's id."),
         ("expiry_seconds" = Option<u64>, Query, minimum = 60, maximum = 31536000,

@@ -2,6 +2,9 @@
 
 mod actions;
 mod catalog;
+mod cluster_nodes;
+mod cluster_pools;
+mod cluster_upgrades;
 mod clusters;
 mod idempotency;
 mod networks;
@@ -57,6 +60,9 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .merge(volumes::routes())
         .merge(networks::routes())
         .merge(clusters::routes())
+        .merge(cluster_nodes::routes())
+        .merge(cluster_pools::routes())
+        .merge(cluster_upgrades::routes())
 }
 
 /// The OpenAPI document of the REST API.

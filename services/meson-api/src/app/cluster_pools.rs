@@ -1,0 +1,523 @@
+//! A cluster's node pools: list, read, add one, change its size and
+//! bounds, delete one.
+//!
+//! Every change is checked in one transaction holding the cluster's pool
+//! lock (two requests never both pass a check only one of them may), and the
+//! action it starts is enqueued under the cluster's concurrency key: while
+//! another action runs on the cluster the answer is `locked`, naming it.
+//! The cluster is `updating` until the action ends (`running` again, or
+//! `error` with the reason).
+
+use super::{App, new_action};
+use crate::auth::{Principal, Role};
+use meson_core::action::{Action, Command, ResourceType};
+use meson_core::cluster::{Cluster, ClusterStatus, Node, NodePool, NodeRole, NodeStatus};
+use meson_core::error::LimitExceeded;
+use meson_core::kaas::{MAX_NODES_PER_POOL, MAX_POOLS, PoolSpec};
+use meson_core::parse::{Parser, Warning};
+use meson_core::{ClusterId, Error, PoolId, Result};
+use meson_jobs::{Enqueued, Workflow};
+use meson_workflows::node_pool_delete::NodePoolDelete;
+use meson_workflows::node_pool_scale::{self, NodePoolCreate, NodePoolScale, PoolParams};
+
+/// A pool with its nodes.
+pub struct PoolView {
+    pub pool: NodePool,
+    /// The pool's live nodes.
+    pub nodes: Vec<Node>,
+}
+
+/// A pool after a change, and the action the change started, if any.
+pub struct PoolChanged {
+    pub view: PoolView,
+    pub action: Option<Action>,
+    pub warnings: Vec<Warning>,
+}
+
+/// What a PATCH asks for; absent fields keep their value.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct PoolPatch {
+    desired: Option<u32>,
+    min: Option<u32>,
+    max: Option<u32>,
+    autoscale: Option<bool>,
+}
+
+impl PoolPatch {
+    fn parse(body: &serde_json::Value) -> Result<(PoolPatch, Vec<Warning>)> {
+        let mut p = Parser::default();
+        let Some(mut root) = p.root(body) else {
+            return Err(p
+                .errors
+                .into_error()
+                .unwrap_or_else(|| Error::invalid("(body)", "must be an object")));
+        };
+        let count = |n: i64| n as u32;
+        let patch = PoolPatch {
+            desired: p
+                .int(&mut root, "desired_nodes", 0..=MAX_NODES_PER_POOL, false)
+                .map(count),
+            min: p
+                .int(&mut root, "min_nodes", 0..=MAX_NODES_PER_POOL, false)
+                .map(count),
+            max: p
+                .int(&mut root, "max_nodes", 1..=MAX_NODES_PER_POOL, false)
+                .map(count),
+            autoscale: p.bool(&mut root, "autoscale"),
+        };
+        p.done(root);
+        let Parser { errors, warnings } = p;
+        errors.finish((patch, warnings))
+    }
+
+    /// The pool's spec with the patch applied, `min <= desired <= max`
+    /// checked and blamed on a field the request gave.
+    fn apply(&self, spec: &PoolSpec) -> Result<PoolSpec> {
+        let mut out = spec.clone();
+        out.desired_nodes = self.desired.unwrap_or(spec.desired_nodes);
+        out.min_nodes = self.min.unwrap_or(spec.min_nodes);
+        out.max_nodes = self.max.unwrap_or(spec.max_nodes);
+        out.autoscale = self.autoscale.unwrap_or(spec.autoscale);
+        let (min, max, desired) = (out.min_nodes, out.max_nodes, out.desired_nodes);
+        if min > max {
+            return Err(if self.min.is_some() {
+                Error::invalid(
+                    "min_nodes",
+                    format!("must not exceed max_nodes ({max}), got {min}"),
+                )
+            } else {
+                Error::invalid(
+                    "max_nodes",
+                    format!("must be at least min_nodes ({min}), got {max}"),
+                )
+            });
+        }
+        if !(min..=max).contains(&desired) {
+            return Err(if self.desired.is_some() {
+                Error::invalid(
+                    "desired_nodes",
+                    format!(
+                        "must be between min_nodes ({min}) and max_nodes ({max}), got {desired}"
+                    ),
+                )
+            } else if desired < min {
+                Error::invalid(
+                    "min_nodes",
+                    format!("must not exceed desired_nodes ({desired}), got {min}"),
+                )
+            } else {
+                Error::invalid(
+                    "max_nodes",
+                    format!("must be at least desired_nodes ({desired}), got {max}"),
+                )
+            });
+        }
+        Ok(out)
+    }
+}
+
+/// Pool changes need a cluster whose control plane came up: a cluster
+/// whose create failed has nothing for new nodes to join.
+fn require_control_plane(cluster: &Cluster, nodes: &[Node]) -> Result<()> {
+    let up = nodes.iter().any(|n| {
+        n.role == NodeRole::ControlPlane
+            && n.phoned_home.is_some()
+            && !matches!(n.status, NodeStatus::CreationError | NodeStatus::Deleting)
+    });
+    if up {
+        Ok(())
+    } else {
+        Err(Error::Conflict {
+            message: format!(
+                "cluster {} has no control plane up (it is {}); its pools can change once it runs",
+                cluster.name,
+                cluster.status.as_str()
+            ),
+        })
+    }
+}
+
+/// Without DHCP the network must hold every node at its maximum with
+/// `pools` (the pools as they would be) plus the API endpoint.
+fn check_capacity<'a>(cluster: &Cluster, pools: impl Iterator<Item = &'a PoolSpec>) -> Result<()> {
+    let at_max = u64::from(cluster.spec.control_plane.nodes)
+        + pools.map(|p| u64::from(p.max_nodes)).sum::<u64>();
+    meson_core::cluster::check_address_capacity(&cluster.spec.nodes_subnet, at_max).map_err(|m| {
+        Error::invalid(
+            "max_nodes",
+            format!("the cluster network {} {m}", cluster.spec.nodes_subnet.cidr),
+        )
+    })
+}
+
+/// A cluster needs a worker: some pool with nodes, or one that autoscales
+/// (the rule of the KaaS request).
+fn has_workers<'a>(mut pools: impl Iterator<Item = &'a PoolSpec>) -> bool {
+    pools.any(|p| p.autoscale || p.desired_nodes > 0)
+}
+
+fn locked(cluster: ClusterId, blocking: Option<meson_core::ActionId>) -> Error {
+    Error::Locked {
+        kind: "cluster",
+        id: cluster.to_string(),
+        action_id: blocking.map(|a| a.0).unwrap_or_default(),
+    }
+}
+
+impl App {
+    async fn pool_view(&self, pool: NodePool) -> Result<PoolView> {
+        let nodes = meson_db::clusters::nodes(&self.pool, pool.cluster)
+            .await?
+            .into_iter()
+            .filter(|n| n.pool == Some(pool.id))
+            .collect();
+        Ok(PoolView { pool, nodes })
+    }
+
+    /// A cluster's pools, oldest first.
+    pub async fn pool_list(&self, p: &Principal, cluster: ClusterId) -> Result<Vec<PoolView>> {
+        p.require(Role::Viewer)?;
+        meson_db::clusters::get(&self.pool, Some(&p.tenant), cluster, false).await?;
+        let pools = meson_db::clusters::pools(&self.pool, cluster).await?;
+        let nodes = meson_db::clusters::nodes(&self.pool, cluster).await?;
+        Ok(pools
+            .into_iter()
+            .map(|pool| PoolView {
+                nodes: nodes
+                    .iter()
+                    .filter(|n| n.pool == Some(pool.id))
+                    .cloned()
+                    .collect(),
+                pool,
+            })
+            .collect())
+    }
+
+    pub async fn pool_get(
+        &self,
+        p: &Principal,
+        cluster: ClusterId,
+        id: PoolId,
+    ) -> Result<PoolView> {
+        p.require(Role::Viewer)?;
+        meson_db::clusters::get(&self.pool, Some(&p.tenant), cluster, false).await?;
+        let pool = meson_db::node_pools::get(&self.pool, cluster, id).await?;
+        self.pool_view(pool).await
+    }
+
+    /// Enqueues a pool workflow with its action, in `tx`; the cluster is
+    /// `updating` from then on. `locked` while another action runs on the
+    /// cluster, `conflict` when its control plane is not up.
+    async fn start_pool_action<W: Workflow<Params = PoolParams>>(
+        &self,
+        tx: &mut meson_db::Tx<'_>,
+        p: &Principal,
+        cluster: &Cluster,
+        pool: PoolId,
+        command: Command,
+    ) -> Result<Action> {
+        let action = new_action(
+            p,
+            command,
+            vec![
+                (ResourceType::Cluster, cluster.id.0),
+                (ResourceType::NodePool, pool.0),
+            ],
+        );
+        meson_db::actions::insert(tx, &action).await?;
+        if let Enqueued::Locked(blocking) =
+            node_pool_scale::enqueue::<W>(tx, cluster.id, pool, action.id, &p.tenant).await?
+        {
+            return Err(locked(cluster.id, blocking));
+        }
+        require_control_plane(
+            cluster,
+            &meson_db::clusters::nodes(&mut **tx, cluster.id).await?,
+        )?;
+        meson_db::clusters::set_status(&mut **tx, cluster.id, ClusterStatus::Updating, None)
+            .await?;
+        Ok(action)
+    }
+
+    /// Adds a pool (one item of the KaaS request's `nodepool`, fields named
+    /// from the root); its `create_node_pool` action brings up its nodes.
+    pub async fn pool_create(
+        &self,
+        p: &Principal,
+        cluster_id: ClusterId,
+        body: &serde_json::Value,
+    ) -> Result<PoolChanged> {
+        p.require(Role::Editor)?;
+        let (spec, warnings) = PoolSpec::parse(body)?;
+        let mut tx = meson_db::begin(&self.pool).await?;
+        meson_db::node_pools::lock_cluster(&mut tx, cluster_id).await?;
+        let cluster = meson_db::clusters::get(&mut *tx, Some(&p.tenant), cluster_id, false).await?;
+        let pools = meson_db::clusters::pools(&mut *tx, cluster_id).await?;
+        if pools.iter().any(|x| x.spec.name == spec.name) {
+            return Err(Error::AlreadyExists {
+                kind: "node pool",
+                field: "pool_name".to_owned(),
+            });
+        }
+        if pools.len() >= MAX_POOLS {
+            return Err(Error::QuotaExceeded {
+                limits: vec![LimitExceeded {
+                    name: "node_pools".to_owned(),
+                    quota: MAX_POOLS as i64,
+                    current: pools.len() as i64,
+                }],
+            });
+        }
+        check_capacity(
+            &cluster,
+            pools.iter().map(|x| &x.spec).chain(std::iter::once(&spec)),
+        )?;
+        let pool = NodePool {
+            id: PoolId::new(),
+            cluster: cluster_id,
+            spec,
+            created: chrono::Utc::now(),
+        };
+        meson_db::clusters::insert_pool(&mut tx, &pool).await?;
+        let action = self
+            .start_pool_action::<NodePoolCreate>(
+                &mut tx,
+                p,
+                &cluster,
+                pool.id,
+                Command::CreateNodePool,
+            )
+            .await?;
+        meson_db::commit(tx).await?;
+        tracing::info!(cluster = %cluster_id, pool = %pool.id, action = %action.id, "node pool create accepted");
+        Ok(PoolChanged {
+            view: PoolView {
+                pool,
+                nodes: Vec::new(),
+            },
+            action: Some(action),
+            warnings,
+        })
+    }
+
+    /// Changes a pool's `desired_nodes`, `min_nodes`, `max_nodes` and
+    /// `autoscale`. A `desired_nodes` given that differs from the pool's
+    /// node count now starts `scale_node_pool`; anything else is stored
+    /// and answered at once.
+    pub async fn pool_update(
+        &self,
+        p: &Principal,
+        cluster_id: ClusterId,
+        id: PoolId,
+        body: &serde_json::Value,
+    ) -> Result<PoolChanged> {
+        p.require(Role::Editor)?;
+        let (patch, warnings) = PoolPatch::parse(body)?;
+        let mut tx = meson_db::begin(&self.pool).await?;
+        meson_db::node_pools::lock_cluster(&mut tx, cluster_id).await?;
+        let cluster = meson_db::clusters::get(&mut *tx, Some(&p.tenant), cluster_id, false).await?;
+        let pools = meson_db::clusters::pools(&mut *tx, cluster_id).await?;
+        let current = pools
+            .iter()
+            .find(|x| x.id == id)
+            .ok_or_else(|| Error::not_found("node pool", id))?;
+        let spec = patch.apply(&current.spec)?;
+        let others = || pools.iter().filter(|x| x.id != id).map(|x| &x.spec);
+        if !has_workers(others().chain(std::iter::once(&spec))) {
+            return Err(Error::invalid(
+                if patch.desired.is_some() {
+                    "desired_nodes"
+                } else {
+                    "autoscale"
+                },
+                "the cluster needs a worker node: keep desired_nodes of at least 1 in some \
+                 pool, or autoscale",
+            ));
+        }
+        if spec.max_nodes > current.spec.max_nodes {
+            check_capacity(&cluster, others().chain(std::iter::once(&spec)))?;
+        }
+        let nodes_now = meson_db::clusters::nodes(&mut *tx, cluster_id)
+            .await?
+            .iter()
+            .filter(|n| n.pool == Some(id) && n.status != NodeStatus::Deleting)
+            .count();
+        let scale = patch.desired.is_some()
+            && (spec.desired_nodes != current.spec.desired_nodes
+                || nodes_now != spec.desired_nodes as usize);
+        let pool = NodePool {
+            spec,
+            ..current.clone()
+        };
+        if pool == *current && !scale {
+            // Nothing changes.
+            drop(tx);
+            return Ok(PoolChanged {
+                view: self.pool_view(pool).await?,
+                action: None,
+                warnings,
+            });
+        }
+        meson_db::node_pools::set_counts(&mut tx, &pool).await?;
+        let action = if scale {
+            Some(
+                self.start_pool_action::<NodePoolScale>(
+                    &mut tx,
+                    p,
+                    &cluster,
+                    id,
+                    Command::ScaleNodePool,
+                )
+                .await?,
+            )
+        } else {
+            None
+        };
+        meson_db::commit(tx).await?;
+        tracing::info!(cluster = %cluster_id, pool = %id, desired = pool.spec.desired_nodes,
+            action = ?action.as_ref().map(|a| a.id), "node pool updated");
+        Ok(PoolChanged {
+            view: self.pool_view(pool).await?,
+            action,
+            warnings,
+        })
+    }
+
+    /// Starts deleting a pool (`delete_node_pool`): `conflict` for the
+    /// cluster's last pool, or when no other pool has (or may autoscale to)
+    /// a node.
+    pub async fn pool_delete(
+        &self,
+        p: &Principal,
+        cluster_id: ClusterId,
+        id: PoolId,
+    ) -> Result<Action> {
+        p.require(Role::Editor)?;
+        let mut tx = meson_db::begin(&self.pool).await?;
+        meson_db::node_pools::lock_cluster(&mut tx, cluster_id).await?;
+        let cluster = meson_db::clusters::get(&mut *tx, Some(&p.tenant), cluster_id, false).await?;
+        let pools = meson_db::clusters::pools(&mut *tx, cluster_id).await?;
+        let pool = pools
+            .iter()
+            .find(|x| x.id == id)
+            .ok_or_else(|| Error::not_found("node pool", id))?;
+        if pools.len() == 1 {
+            return Err(Error::Conflict {
+                message: format!(
+                    "{} is the cluster's last pool: add another pool first, or delete the cluster",
+                    pool.spec.name
+                ),
+            });
+        }
+        if !has_workers(pools.iter().filter(|x| x.id != id).map(|x| &x.spec)) {
+            return Err(Error::Conflict {
+                message: format!(
+                    "without {} the cluster would have no worker node: give another pool \
+                     desired_nodes of at least 1 (or autoscale) first",
+                    pool.spec.name
+                ),
+            });
+        }
+        let action = self
+            .start_pool_action::<NodePoolDelete>(&mut tx, p, &cluster, id, Command::DeleteNodePool)
+            .await?;
+        meson_db::commit(tx).await?;
+        tracing::info!(cluster = %cluster_id, pool = %id, action = %action.id, "node pool delete accepted");
+        Ok(action)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn spec(min: u32, desired: u32, max: u32) -> PoolSpec {
+        let (s, _) = PoolSpec::parse(&json!({
+            "pool_name": "p", "min_nodes": min, "desired_nodes": desired, "max_nodes": max
+        }))
+        .unwrap();
+        s
+    }
+
+    fn field(e: Error) -> String {
+        match e {
+            Error::InvalidInput { fields } => fields[0].name.clone(),
+            other => panic!("expected invalid_input, got {other:?}"),
+        }
+    }
+
+    fn patch(body: serde_json::Value) -> PoolPatch {
+        PoolPatch::parse(&body).unwrap().0
+    }
+
+    #[test]
+    fn a_patch_reads_counts_and_lenient_booleans_and_warns_of_the_rest() {
+        let (p, w) = PoolPatch::parse(&json!({
+            "desired_nodes": 3, "autoscale": "True", "colour": "blue"
+        }))
+        .unwrap();
+        assert_eq!(
+            p,
+            PoolPatch {
+                desired: Some(3),
+                autoscale: Some(true),
+                ..PoolPatch::default()
+            }
+        );
+        assert_eq!(w[0].field, "colour");
+        let e = PoolPatch::parse(&json!({"desired_nodes": 101, "max_nodes": 0, "min_nodes": "x"}))
+            .unwrap_err();
+        let Error::InvalidInput { fields } = e else {
+            panic!("invalid_input")
+        };
+        let mut names: Vec<&str> = fields.iter().map(|f| f.name.as_str()).collect();
+        names.sort();
+        assert_eq!(names, ["desired_nodes", "max_nodes", "min_nodes"]);
+        assert!(PoolPatch::parse(&json!([])).is_err());
+    }
+
+    #[test]
+    fn bounds_are_checked_on_the_result_and_blamed_on_a_given_field() {
+        let s = spec(1, 2, 3);
+        let out = patch(json!({"desired_nodes": 3})).apply(&s).unwrap();
+        assert_eq!((out.min_nodes, out.desired_nodes, out.max_nodes), (1, 3, 3));
+        let out = patch(json!({"max_nodes": 5, "autoscale": true}))
+            .apply(&s)
+            .unwrap();
+        assert_eq!((out.max_nodes, out.autoscale), (5, true));
+        assert_eq!(
+            field(patch(json!({"desired_nodes": 4})).apply(&s).unwrap_err()),
+            "desired_nodes"
+        );
+        assert_eq!(
+            field(patch(json!({"min_nodes": 4})).apply(&s).unwrap_err()),
+            "min_nodes"
+        );
+        assert_eq!(
+            field(patch(json!({"min_nodes": 3})).apply(&s).unwrap_err()),
+            "min_nodes",
+            "min above the desired count"
+        );
+        assert_eq!(
+            field(patch(json!({"max_nodes": 1})).apply(&s).unwrap_err()),
+            "max_nodes",
+            "max below the desired count"
+        );
+        // Moving every bound at once is fine when the result holds.
+        let out = patch(json!({"min_nodes": 5, "desired_nodes": 6, "max_nodes": 8}))
+            .apply(&s)
+            .unwrap();
+        assert_eq!((out.min_nodes, out.desired_nodes, out.max_nodes), (5, 6, 8));
+    }
+
+    #[test]
+    fn a_cluster_keeps_a_worker() {
+        let none = spec(0, 0, 2);
+        let mut auto = none.clone();
+        auto.autoscale = true;
+        assert!(!has_workers([&none, &none].into_iter()));
+        assert!(has_workers([&none, &auto].into_iter()));
+        assert!(has_workers([&spec(1, 1, 1)].into_iter()));
+    }
+}

@@ -1,0 +1,35 @@
+//! Cluster upgrades and credential rotation on the wire.
+
+use crate::{Action, Warning};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+/// `POST /v1/clusters/{id}/actions/upgrade` (documentation only).
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct ClusterUpgradeRequest {
+    /// The version to upgrade to: a later patch of the cluster's minor, or a
+    /// patch of the next minor, from `GET /v1/kubernetes-versions`
+    /// (`1.30.14`, `v1.30.14`, or `1.30` for that minor's latest patch).
+    #[schema(example = "1.30.14")]
+    pub kubernetes_version: String,
+    /// Worker nodes of a pool replaced at once by surging: each new node is
+    /// up before the node it replaces is removed (default 1).
+    #[schema(minimum = 0, maximum = 10, default = 1)]
+    pub max_surge: Option<u32>,
+    /// Worker nodes of a pool replaced at once by removing the old node
+    /// first: the pool is short of up to this many nodes meanwhile
+    /// (default 0). Not both 0. The control plane always goes one node at
+    /// a time, surging.
+    #[schema(minimum = 0, maximum = 10, default = 0)]
+    pub max_unavailable: Option<u32>,
+}
+
+/// A command's action on a cluster, with the request's ignored fields.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ClusterActionResponse {
+    pub action: Action,
+    /// Unknown fields that were ignored; absent when there are none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<Warning>,
+}
