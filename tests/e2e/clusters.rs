@@ -88,6 +88,14 @@ async fn the_seed_kaas_payload_becomes_a_running_cluster_and_goes_away() {
                 .starts_with("elemento://")
         );
     }
+    // Spread over the region's hosts, each with its own copy of the DHCP
+    // network, yet no two nodes share an address: meson addresses them.
+    let ips: std::collections::BTreeSet<&str> =
+        nodes.iter().map(|n| n["ip"].as_str().unwrap()).collect();
+    assert_eq!(ips.len(), 4, "{ips:?}");
+    let hosts: std::collections::BTreeSet<&str> =
+        nodes.iter().map(|n| n["host"].as_str().unwrap()).collect();
+    assert!(hosts.len() > 1, "{hosts:?}");
     // The simulator holds exactly those VMs; the nodes are not tenant VMs.
     let vms = node_vms(&m, &id);
     assert_eq!(vms.len(), 4, "{vms:?}");

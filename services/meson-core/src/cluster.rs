@@ -110,17 +110,25 @@ pub struct Node {
     pub created: DateTime<Utc>,
 }
 
-/// With meson's IPAM (`dhcp` false) a cluster's network must hold every
-/// node at its maximum (`nodes_at_max`: control plane plus every pool's
-/// `max_nodes`) and the API endpoint's address; `Err` says why it cannot.
-/// With DHCP the range is the DHCP server's business. Checked when a cluster
-/// is created and whenever a pool is added or its `max_nodes` grows.
+/// A cluster's network must hold every node at its maximum (`nodes_at_max`:
+/// control plane plus every pool's `max_nodes`) in its range, and the API
+/// endpoint's address (taken from the range with meson's IPAM, from outside
+/// it with DHCP); `Err` says why it cannot. meson addresses every node
+/// itself, with or without DHCP (see `provision::attach_new_vm`). Checked
+/// when a cluster is created and whenever a pool is added or its
+/// `max_nodes` grows.
 pub fn check_address_capacity(subnet: &Subnet, nodes_at_max: u64) -> Result<(), String> {
     let have = subnet.capacity();
-    if !subnet.dhcp && have.saturating_sub(1) < nodes_at_max {
+    let endpoint = u64::from(!subnet.dhcp);
+    if have.saturating_sub(endpoint) < nodes_at_max {
+        let endpoint_note = if subnet.dhcp {
+            ""
+        } else {
+            " and one for its API endpoint"
+        };
         return Err(format!(
             "holds {have} addresses; the cluster needs {nodes_at_max} for its nodes at their \
-             maximum and one for its API endpoint"
+             maximum{endpoint_note}"
         ));
     }
     Ok(())
@@ -169,7 +177,7 @@ mod tests {
     }
 
     #[test]
-    fn a_static_network_holds_every_node_at_max_and_the_endpoint() {
+    fn a_network_holds_every_node_at_max_and_the_endpoint() {
         let subnet = |dhcp| Subnet {
             cidr: "10.0.0.0/24".parse().unwrap(),
             gateway: Ipv4Addr::new(10, 0, 0, 1),
@@ -187,7 +195,10 @@ mod tests {
             e.contains("holds 10 addresses") && e.contains("needs 10"),
             "{e}"
         );
-        assert_eq!(check_address_capacity(&subnet(true), 50), Ok(()));
+        // With DHCP the endpoint lives outside the range: the nodes get it all.
+        assert_eq!(check_address_capacity(&subnet(true), 10), Ok(()));
+        let e = check_address_capacity(&subnet(true), 11).unwrap_err();
+        assert!(!e.contains("endpoint"), "{e}");
     }
 
     #[test]

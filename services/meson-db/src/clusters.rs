@@ -131,14 +131,7 @@ pub async fn list(
            where c.tenant_id = $1 and c.deleted_at is null
              and ($2::text is null or c.name = $2)
              and (cardinality($3::text[]) = 0 or c.status = any($3))
-             and not exists (
-               select 1 from jsonb_array_elements($4::jsonb) r
-               where not coalesce(case r->>'op'
-                 when 'in' then (r->'values') ? (c.labels->>(r->>'key'))
-                 when 'not_in' then not coalesce((r->'values') ? (c.labels->>(r->>'key')), false)
-                 when 'exists' then c.labels ? (r->>'key')
-                 when 'not_exists' then not (c.labels ? (r->>'key'))
-               end, false))
+             and meson_selector_matches(c.labels, $4::jsonb)
            order by
              case when $5 = 'name:asc' then c.name end asc,
              case when $5 = 'name:desc' then c.name end desc,

@@ -161,14 +161,7 @@ pub async fn list(
            where n.tenant_id = $1 and n.deleted_at is null and n.cluster_id is null
              and ($2::text is null or n.name = $2)
              and (cardinality($3::text[]) = 0 or n.status = any($3))
-             and not exists (
-               select 1 from jsonb_array_elements($4::jsonb) c
-               where not coalesce(case c->>'op'
-                 when 'in' then (c->'values') ? (n.labels->>(c->>'key'))
-                 when 'not_in' then not coalesce((c->'values') ? (n.labels->>(c->>'key')), false)
-                 when 'exists' then n.labels ? (c->>'key')
-                 when 'not_exists' then not (n.labels ? (c->>'key'))
-               end, false))
+             and meson_selector_matches(n.labels, $4::jsonb)
            order by
              case when $5 = 'name:asc' then n.name end asc,
              case when $5 = 'name:desc' then n.name end desc,

@@ -177,14 +177,7 @@ pub async fn list(
            where v.tenant_id = $1 and v.deleted_at is null and v.cluster_id is null
              and ($2::text is null or v.name = $2)
              and (cardinality($3::text[]) = 0 or v.status = any($3))
-             and not exists (
-               select 1 from jsonb_array_elements($4::jsonb) c
-               where not coalesce(case c->>'op'
-                 when 'in' then (c->'values') ? (v.labels->>(c->>'key'))
-                 when 'not_in' then not coalesce((c->'values') ? (v.labels->>(c->>'key')), false)
-                 when 'exists' then v.labels ? (c->>'key')
-                 when 'not_exists' then not (v.labels ? (c->>'key'))
-               end, false))
+             and meson_selector_matches(v.labels, $4::jsonb)
            order by
              case when $5 = 'name:asc' then v.name end asc,
              case when $5 = 'name:desc' then v.name end desc,

@@ -359,8 +359,9 @@ pub async fn undo_volumes(env: &Env, vm: &Vm, kind: VolumeKind) -> StepResult<()
 
 /// Attaches a VM being created to its networks, in its create transaction:
 /// each must be the tenant's and not being deleted; on a network without
-/// DHCP the VM gets the lowest free address (the row lock serializes
-/// concurrent creates), and none left is `resource_unavailable`.
+/// DHCP, and on a cluster's network always, the VM gets the lowest free
+/// address of the range (the row lock serializes concurrent creates), and
+/// none left is `resource_unavailable`.
 pub async fn attach_new_vm(
     tx: &mut meson_db::Tx<'_>,
     tenant: &meson_core::TenantId,
@@ -383,7 +384,10 @@ pub async fn attach_new_vm(
                 "the network is being deleted",
             ));
         }
-        let address = if network.subnet.dhcp {
+        // A cluster's nodes are addressed by meson even on a DHCP network:
+        // the network exists once per host, each with its own DHCP server,
+        // so leases from two hosts could collide.
+        let address = if network.subnet.dhcp && !cluster_owned {
             None
         } else {
             let taken = meson_db::networks::taken_addresses(tx, network_id).await?;
