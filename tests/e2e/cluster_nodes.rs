@@ -10,17 +10,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::net::Ipv4Addr;
 use std::time::Duration;
 
-/// VMs on every simulated host whose name marks them as this cluster's nodes.
-fn node_vms(m: &Meson, cluster: &str) -> Vec<atomos_sim::SimVm> {
-    let prefix = format!("k{}", &cluster.replace('-', "")[..12]);
-    m.sim()
-        .hosts()
-        .iter()
-        .flat_map(|h| h.inventory().vms)
-        .filter(|v| v.name.starts_with(&prefix))
-        .collect()
-}
-
 /// A node's VM name on AtomOS.
 fn atomos_name(cluster: &str, node: &Value) -> String {
     let vm = node["provider_id"]
@@ -34,83 +23,12 @@ fn atomos_name(cluster: &str, node: &Value) -> String {
     )
 }
 
-/// Polls an action until it is final, for up to `limit`.
-async fn wait_long(m: &Meson, id: &str, limit: Duration) -> Value {
-    let deadline = tokio::time::Instant::now() + limit;
-    loop {
-        let r = m.get(&format!("/v1/actions/{id}")).await;
-        assert_eq!(r.status, StatusCode::OK, "{}", r.body);
-        if r.body["action"]["status"] != "running" {
-            return r.body["action"].clone();
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "action {id} still running after {limit:?}: {}",
-            r.body
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
-/// Creates a cluster and waits until it runs; returns its id.
-async fn running_cluster(m: &Meson, body: &Value) -> String {
-    let r = m.post("/v1/clusters", body).await;
-    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
-    let id = r.body["cluster"]["id"].as_str().unwrap().to_owned();
-    let done = wait_long(
-        m,
-        r.body["action"]["id"].as_str().unwrap(),
-        Duration::from_secs(60),
-    )
-    .await;
-    assert_eq!(done["status"], "success", "{done}");
-    id
-}
-
-async fn nodes(m: &Meson, cluster: &str) -> Vec<Value> {
-    let r = m.get(&format!("/v1/clusters/{cluster}/nodes")).await;
-    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
-    r.body["nodes"].as_array().unwrap().clone()
-}
-
-async fn cluster(m: &Meson, id: &str) -> Value {
-    let r = m.get(&format!("/v1/clusters/{id}")).await;
-    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
-    r.body["cluster"].clone()
-}
-
-/// The commands of a cluster's actions, newest first.
-async fn commands(m: &Meson, cluster: &str) -> Vec<String> {
-    let r = m
-        .get(&format!("/v1/clusters/{cluster}/actions?per_page=50"))
-        .await;
-    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
-    r.body["actions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a["command"].as_str().unwrap().to_owned())
-        .collect()
-}
-
 async fn node_action(m: &Meson, cluster: &str, node: &str, what: &str) -> crate::harness::Reply {
     m.post(
         &format!("/v1/clusters/{cluster}/nodes/{node}/actions/{what}"),
         &json!({}),
     )
     .await
-}
-
-/// Injects a fault through the simulator's control endpoint, over HTTP.
-async fn fault(m: &Meson, host: &str, body: Value) {
-    let r = m
-        .http
-        .post(format!("{}/faults/{host}", m.sim().control_url()))
-        .json(&body)
-        .send()
-        .await
-        .expect("control endpoint");
-    assert_eq!(r.status(), StatusCode::OK, "{:?}", r.text().await);
 }
 
 /// The workflows' environment on meson's database and the simulator, for
@@ -146,15 +64,15 @@ fn static_seed(name: &str, last: &str) -> Value {
 async fn replace_and_reboot_a_node_over_http() {
     let m = Meson::start().await;
     // Endpoint + 4 nodes + exactly one spare address for the surge node.
-    let id = running_cluster(&m, &static_seed("rr", "10.40.0.15")).await;
-    let before = nodes(&m, &id).await;
+    let id = m.running_cluster(&static_seed("rr", "10.40.0.15")).await;
+    let before = m.cluster_nodes(&id).await;
     assert_eq!(before.len(), 4);
     let old = before[1].clone();
     assert_eq!(old["role"], "worker");
     let old_id = old["id"].as_str().unwrap();
     let old_ip = old["ip"].as_str().unwrap().to_owned();
     let old_vm = atomos_name(&id, &old);
-    assert!(node_vms(&m, &id).iter().any(|v| v.name == old_vm));
+    assert!(m.cluster_vms(&id).iter().any(|v| v.name == old_vm));
 
     // Slow boots keep the replace running long enough to be in the way.
     m.set_boot_time(Duration::from_millis(800));
@@ -181,7 +99,7 @@ async fn replace_and_reboot_a_node_over_http() {
 
     // The new node is ready in the old one's pool, on the spare address;
     // the old one is gone from the cluster and from the simulator.
-    let after = nodes(&m, &id).await;
+    let after = m.cluster_nodes(&id).await;
     assert_eq!(after.len(), 4, "{after:?}");
     assert!(after.iter().all(|n| n["id"] != old["id"]), "{after:?}");
     let new: Vec<&Value> = after
@@ -195,7 +113,7 @@ async fn replace_and_reboot_a_node_over_http() {
     assert_eq!(new["role"], "worker");
     assert_eq!(new["kubernetes_version"], old["kubernetes_version"]);
     assert_eq!(new["ip"], "10.40.0.15", "the one spare address");
-    let vms = node_vms(&m, &id);
+    let vms = m.cluster_vms(&id);
     assert_eq!(vms.len(), 4, "{vms:?}");
     assert!(
         vms.iter().all(|v| v.name != old_vm),
@@ -214,7 +132,8 @@ async fn replace_and_reboot_a_node_over_http() {
         .wait_action(r.body["action"]["id"].as_str().unwrap())
         .await;
     assert_eq!(done["status"], "success", "{done}");
-    let ips: BTreeSet<String> = nodes(&m, &id)
+    let ips: BTreeSet<String> = m
+        .cluster_nodes(&id)
         .await
         .iter()
         .map(|n| n["ip"].as_str().unwrap().to_owned())
@@ -224,11 +143,11 @@ async fn replace_and_reboot_a_node_over_http() {
 
     // Reboot: not_ready while AtomOS boots the VM again, then ready; the
     // guest does not phone home again (cloud-init's phone_home runs once).
-    let target = nodes(&m, &id).await[0].clone();
+    let target = m.cluster_nodes(&id).await[0].clone();
     assert_eq!(target["role"], "control_plane");
     let name = atomos_name(&id, &target);
     let sim_vm = || {
-        node_vms(&m, &id)
+        m.cluster_vms(&id)
             .into_iter()
             .find(|v| v.name == name)
             .expect("vm on the simulator")
@@ -241,7 +160,7 @@ async fn replace_and_reboot_a_node_over_http() {
     let mut seen = Vec::new();
     let action = r.body["action"]["id"].as_str().unwrap().to_owned();
     let done = loop {
-        let n = nodes(&m, &id).await;
+        let n = m.cluster_nodes(&id).await;
         let status = n.iter().find(|x| x["id"] == target["id"]).unwrap()["status"].clone();
         if seen.last() != Some(&status) {
             seen.push(status);
@@ -255,16 +174,16 @@ async fn replace_and_reboot_a_node_over_http() {
     m.set_boot_time(Duration::from_millis(100));
     assert_eq!(done["status"], "success", "{done}");
     assert!(seen.contains(&json!("not_ready")), "{seen:?}");
-    let n = nodes(&m, &id).await;
+    let n = m.cluster_nodes(&id).await;
     let rebooted = n.iter().find(|x| x["id"] == target["id"]).unwrap();
     assert_eq!(rebooted["status"], "ready", "{rebooted}");
     assert_eq!(rebooted["error_message"], Value::Null);
     let v = sim_vm();
     assert_eq!(v.id, vm_id, "the same VM, rebooted");
     assert_eq!(v.state, atomos_driver::VmState::Running);
-    assert_eq!(node_vms(&m, &id).len(), 4);
+    assert_eq!(m.cluster_vms(&id).len(), 4);
     assert_eq!(
-        &commands(&m, &id).await[..4],
+        &m.cluster_commands(&id).await[..4],
         [
             "reboot_node",
             "replace_node",
@@ -278,8 +197,11 @@ async fn replace_and_reboot_a_node_over_http() {
 #[tokio::test]
 async fn node_actions_are_refused_for_strangers_and_busy_or_broken_clusters() {
     let m = Meson::start().await;
-    let id = running_cluster(&m, &seed_kaas()).await;
-    let node = nodes(&m, &id).await[1]["id"].as_str().unwrap().to_owned();
+    let id = m.running_cluster(&seed_kaas()).await;
+    let node = m.cluster_nodes(&id).await[1]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
 
     // Unknown node, a malformed id, no such command.
     let r = node_action(&m, &id, &uuid::Uuid::new_v4().to_string(), "replace").await;
@@ -327,7 +249,7 @@ async fn node_actions_are_refused_for_strangers_and_busy_or_broken_clusters() {
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
     let second = r.body["cluster"]["id"].as_str().unwrap().to_owned();
     let create = r.body["action"]["id"].as_str().unwrap().to_owned();
-    let theirs = nodes(&m, &second).await[1]["id"]
+    let theirs = m.cluster_nodes(&second).await[1]["id"]
         .as_str()
         .unwrap()
         .to_owned();
@@ -341,7 +263,7 @@ async fn node_actions_are_refused_for_strangers_and_busy_or_broken_clusters() {
 
     // A cluster whose create failed is not running: conflict.
     for h in ["arubacloud-ar-1", "arubacloud-ar-2", "arubacloud-ar-3"] {
-        fault(&m, h, json!({"full": true})).await;
+        m.fault(h, &json!({"full": true})).await;
     }
     let mut body = seed_kaas();
     body["req"]["name"] = json!("broken");
@@ -352,8 +274,8 @@ async fn node_actions_are_refused_for_strangers_and_busy_or_broken_clusters() {
         .wait_action(r.body["action"]["id"].as_str().unwrap())
         .await;
     assert_eq!(done["status"], "error", "{done}");
-    assert_eq!(cluster(&m, &broken).await["status"], "error");
-    let victim = nodes(&m, &broken).await[0]["id"]
+    assert_eq!(m.cluster(&broken).await["status"], "error");
+    let victim = m.cluster_nodes(&broken).await[0]["id"]
         .as_str()
         .unwrap()
         .to_owned();
@@ -363,44 +285,46 @@ async fn node_actions_are_refused_for_strangers_and_busy_or_broken_clusters() {
         assert_eq!(r.body["error"]["code"], "conflict");
     }
     // Nothing was started by any refusal.
-    assert_eq!(commands(&m, &id).await, ["create_cluster"]);
-    assert_eq!(commands(&m, &broken).await, ["create_cluster"]);
+    assert_eq!(m.cluster_commands(&id).await, ["create_cluster"]);
+    assert_eq!(m.cluster_commands(&broken).await, ["create_cluster"]);
     m.stop().await;
 }
 
 #[tokio::test]
 async fn auto_repair_replaces_a_crashed_vm_and_a_vanished_one() {
     let m = Meson::start().await;
-    let id = running_cluster(&m, &seed_kaas()).await;
+    let id = m.running_cluster(&seed_kaas()).await;
     let env = repair_env(&m, RepairConfig::default());
-    let before = nodes(&m, &id).await;
+    let before = m.cluster_nodes(&id).await;
     // A healthy cluster: nothing to do.
     auto_repair::tick(&env).await.unwrap();
-    assert_eq!(commands(&m, &id).await, ["create_cluster"]);
+    assert_eq!(m.cluster_commands(&id).await, ["create_cluster"]);
 
     for (i, how) in [(1, "crash_vm"), (2, "lose_vm")] {
-        let victim = nodes(&m, &id)
+        let victim = m
+            .cluster_nodes(&id)
             .await
             .into_iter()
             .find(|n| n["id"] == before[i]["id"])
             .unwrap();
         let name = atomos_name(&id, &victim);
         let host = victim["host"].as_str().unwrap().to_owned();
-        fault(&m, &host, json!({ how: name })).await;
+        m.fault(&host, &json!({ how: name })).await;
         // Slow boots keep the victim around while its replacement comes up.
         m.set_boot_time(Duration::from_millis(800));
         // Two workers' passes at once start one repair between them.
         let (a, b) = tokio::join!(auto_repair::tick(&env), auto_repair::tick(&env));
         a.unwrap();
         b.unwrap();
-        let cmds = commands(&m, &id).await;
+        let cmds = m.cluster_commands(&id).await;
         assert_eq!(
             cmds.iter().filter(|c| *c == "repair_node").count(),
             i,
             "{cmds:?}"
         );
         // The node says what is wrong while it is being replaced.
-        let marked = nodes(&m, &id)
+        let marked = m
+            .cluster_nodes(&id)
             .await
             .into_iter()
             .find(|n| n["id"] == victim["id"])
@@ -436,11 +360,11 @@ async fn auto_repair_replaces_a_crashed_vm_and_a_vanished_one() {
         assert_eq!(done["status"], "success", "{done}");
         m.set_boot_time(Duration::from_millis(100));
 
-        let now = nodes(&m, &id).await;
+        let now = m.cluster_nodes(&id).await;
         assert_eq!(now.len(), 4, "{now:?}");
         assert!(now.iter().all(|n| n["id"] != victim["id"]));
         assert!(now.iter().all(|n| n["status"] == "ready"), "{now:?}");
-        let vms = node_vms(&m, &id);
+        let vms = m.cluster_vms(&id);
         assert_eq!(vms.len(), 4, "{vms:?}");
         assert!(vms.iter().all(|v| v.name != name), "the victim is gone");
         assert!(
@@ -450,9 +374,9 @@ async fn auto_repair_replaces_a_crashed_vm_and_a_vanished_one() {
         );
         // Healthy again: the next pass does nothing.
         auto_repair::tick(&env).await.unwrap();
-        let cmds = commands(&m, &id).await;
+        let cmds = m.cluster_commands(&id).await;
         assert_eq!(cmds.iter().filter(|c| *c == "repair_node").count(), i);
-        assert_eq!(cluster(&m, &id).await["error_message"], Value::Null);
+        assert_eq!(m.cluster(&id).await["error_message"], Value::Null);
     }
     m.stop().await;
 }
@@ -460,9 +384,10 @@ async fn auto_repair_replaces_a_crashed_vm_and_a_vanished_one() {
 #[tokio::test]
 async fn too_many_unhealthy_nodes_are_left_alone_and_the_cluster_says_why() {
     let m = Meson::start().await;
-    let id = running_cluster(&m, &seed_kaas()).await;
+    let id = m.running_cluster(&seed_kaas()).await;
     let env = repair_env(&m, RepairConfig::default());
-    let workers: Vec<Value> = nodes(&m, &id)
+    let workers: Vec<Value> = m
+        .cluster_nodes(&id)
         .await
         .into_iter()
         .filter(|n| n["role"] == "worker")
@@ -472,20 +397,21 @@ async fn too_many_unhealthy_nodes_are_left_alone_and_the_cluster_says_why() {
     let crashed = &workers[..2];
     for n in crashed {
         let host = n["host"].as_str().unwrap();
-        fault(&m, host, json!({"crash_vm": atomos_name(&id, n)})).await;
+        m.fault(host, &json!({"crash_vm": atomos_name(&id, n)}))
+            .await;
     }
-    let vms_before: BTreeSet<String> = node_vms(&m, &id).into_iter().map(|v| v.name).collect();
+    let vms_before: BTreeSet<String> = m.cluster_vms(&id).into_iter().map(|v| v.name).collect();
     for _ in 0..2 {
         auto_repair::tick(&env).await.unwrap();
     }
     assert_eq!(
-        commands(&m, &id).await,
+        m.cluster_commands(&id).await,
         ["create_cluster"],
         "nothing repaired"
     );
-    let vms_after: BTreeSet<String> = node_vms(&m, &id).into_iter().map(|v| v.name).collect();
+    let vms_after: BTreeSet<String> = m.cluster_vms(&id).into_iter().map(|v| v.name).collect();
     assert_eq!(vms_before, vms_after, "nothing replaced on AtomOS");
-    let c = cluster(&m, &id).await;
+    let c = m.cluster(&id).await;
     assert_eq!(c["status"], "running");
     let msg = c["error_message"].as_str().expect("the cluster says why");
     assert!(
@@ -493,7 +419,7 @@ async fn too_many_unhealthy_nodes_are_left_alone_and_the_cluster_says_why() {
         "{msg}"
     );
     assert!(msg.contains("40%"), "{msg}");
-    for n in nodes(&m, &id).await {
+    for n in m.cluster_nodes(&id).await {
         if crashed.iter().any(|c| c["id"] == n["id"]) {
             assert_eq!(n["status"], "not_ready", "{n}");
             assert!(
@@ -524,7 +450,8 @@ async fn too_many_unhealthy_nodes_are_left_alone_and_the_cluster_says_why() {
         client.start(&vm.id).await.unwrap();
     }
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while node_vms(&m, &id)
+    while m
+        .cluster_vms(&id)
         .iter()
         .any(|v| v.state != atomos_driver::VmState::Running)
     {
@@ -532,13 +459,13 @@ async fn too_many_unhealthy_nodes_are_left_alone_and_the_cluster_says_why() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     auto_repair::tick(&env).await.unwrap();
-    let c = cluster(&m, &id).await;
+    let c = m.cluster(&id).await;
     assert_eq!(c["error_message"], Value::Null, "{c}");
-    for n in nodes(&m, &id).await {
+    for n in m.cluster_nodes(&id).await {
         assert_eq!(n["status"], "ready", "{n}");
         assert_eq!(n["error_message"], Value::Null, "{n}");
     }
-    assert_eq!(commands(&m, &id).await, ["create_cluster"]);
+    assert_eq!(m.cluster_commands(&id).await, ["create_cluster"]);
     m.stop().await;
 }
 
@@ -565,8 +492,8 @@ async fn nodes_spread_over_hosts_and_share_one_when_nothing_else_fits() {
     let mut body = seed_kaas();
     body["req"]["name"] = json!("spread");
     body["req"]["control_plane"] = json!({"nodes": 3});
-    let id = running_cluster(&m, &body).await;
-    let all = nodes(&m, &id).await;
+    let id = m.running_cluster(&body).await;
+    let all = m.cluster_nodes(&id).await;
     assert_eq!(all.len(), 6);
     // The three control-plane nodes and the pool's three each on a host of
     // their own, all in the one arubacloud region.
@@ -579,17 +506,18 @@ async fn nodes_spread_over_hosts_and_share_one_when_nothing_else_fits() {
     // Two of the region's three hosts are full: the next cluster's nodes
     // all share the third.
     for h in ["arubacloud-ar-1", "arubacloud-ar-3"] {
-        fault(&m, h, json!({"full": true})).await;
+        m.fault(h, &json!({"full": true})).await;
     }
     body["req"]["name"] = json!("crowded");
-    let crowded = running_cluster(&m, &body).await;
-    let hosts: BTreeSet<String> = nodes(&m, &crowded)
+    let crowded = m.running_cluster(&body).await;
+    let hosts: BTreeSet<String> = m
+        .cluster_nodes(&crowded)
         .await
         .iter()
         .map(|n| n["host"].as_str().unwrap().to_owned())
         .collect();
     assert_eq!(hosts, BTreeSet::from(["arubacloud-ar-2".to_owned()]));
-    assert_eq!(node_vms(&m, &crowded).len(), 6);
+    assert_eq!(m.cluster_vms(&crowded).len(), 6);
     m.stop().await;
 }
 
@@ -610,19 +538,19 @@ async fn a_fifty_node_cluster_comes_up_and_goes_away() {
     let r = m.post("/v1/clusters", &body).await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
     let id = r.body["cluster"]["id"].as_str().unwrap().to_owned();
-    let done = wait_long(
-        &m,
-        r.body["action"]["id"].as_str().unwrap(),
-        Duration::from_secs(180),
-    )
-    .await;
+    let done = m
+        .wait_action_for(
+            r.body["action"]["id"].as_str().unwrap(),
+            Duration::from_secs(180),
+        )
+        .await;
     assert_eq!(done["status"], "success", "{done}");
     eprintln!("50-node cluster running after {:?}", started.elapsed());
-    let c = cluster(&m, &id).await;
+    let c = m.cluster(&id).await;
     assert_eq!(c["status"], "running", "{c}");
 
     // Every node phoned home, each with its own address from the range.
-    let all = nodes(&m, &id).await;
+    let all = m.cluster_nodes(&id).await;
     assert_eq!(all.len(), 50);
     assert!(all.iter().all(|n| n["status"] == "ready"), "{all:?}");
     let ips: BTreeSet<Ipv4Addr> = all
@@ -635,7 +563,7 @@ async fn a_fifty_node_cluster_comes_up_and_goes_away() {
             .all(|ip| (Ipv4Addr::new(10, 50, 0, 11)..=Ipv4Addr::new(10, 50, 0, 200)).contains(ip))
     );
     // Exactly 50 node VMs on the simulator, all running and phoned home.
-    let vms = node_vms(&m, &id);
+    let vms = m.cluster_vms(&id);
     assert_eq!(vms.len(), 50);
     assert!(
         vms.iter()
@@ -650,14 +578,14 @@ async fn a_fifty_node_cluster_comes_up_and_goes_away() {
 
     let r = m.delete(&format!("/v1/clusters/{id}")).await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
-    let done = wait_long(
-        &m,
-        r.body["action"]["id"].as_str().unwrap(),
-        Duration::from_secs(120),
-    )
-    .await;
+    let done = m
+        .wait_action_for(
+            r.body["action"]["id"].as_str().unwrap(),
+            Duration::from_secs(120),
+        )
+        .await;
     assert_eq!(done["status"], "success", "{done}");
-    assert!(node_vms(&m, &id).is_empty());
+    assert!(m.cluster_vms(&id).is_empty());
     assert_eq!(m.inventory_counts(), (0, 0), "no VM or volume left");
     assert!(m.host_networks().is_empty(), "{:?}", m.host_networks());
     assert_eq!(

@@ -52,12 +52,6 @@ async fn succeeds(m: &Meson, action: &Value) {
     assert_eq!(done["status"], "success", "{done}");
 }
 
-async fn cluster(m: &Meson, id: &str) -> Value {
-    let r = m.get(&format!("/v1/clusters/{id}")).await;
-    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
-    r.body["cluster"].clone()
-}
-
 /// The workers of one pool: (node id, address, status).
 async fn workers(m: &Meson, id: &str, pool: &str) -> Vec<(String, Ipv4Addr, String)> {
     let r = m.get(&format!("/v1/clusters/{id}/nodes")).await;
@@ -117,9 +111,9 @@ async fn a_pool_scales_up_and_down_and_addresses_are_reused() {
         .map(|x| x["type"].as_str().unwrap())
         .collect();
     assert_eq!(kinds, BTreeSet::from(["cluster", "node_pool"]));
-    assert_eq!(cluster(&m, &id).await["status"], "updating");
+    assert_eq!(m.cluster(&id).await["status"], "updating");
     succeeds(&m, &r.body["action"]).await;
-    let c = cluster(&m, &id).await;
+    let c = m.cluster(&id).await;
     assert_eq!(c["status"], "running", "{c}");
     assert_eq!(c["pools"][0]["current_nodes"], 3);
     let grown = workers(&m, &id, &pool).await;
@@ -143,7 +137,7 @@ async fn a_pool_scales_up_and_down_and_addresses_are_reused() {
     assert_eq!(left.len(), 1);
     assert_eq!(left[0].0, first[0].0, "the oldest node is kept");
     assert_eq!(node_vms(&m, &id), 2, "the control plane and one worker");
-    let c = cluster(&m, &id).await;
+    let c = m.cluster(&id).await;
     assert_eq!(c["status"], "running");
     assert_eq!(c["pools"][0]["current_nodes"], 1);
     let released: Vec<Ipv4Addr> = grown
@@ -208,10 +202,10 @@ async fn a_second_pool_is_added_then_deleted() {
     assert_eq!(r.body["action"]["command"], "create_node_pool");
     assert_eq!(r.body["warnings"][0]["field"], "colour");
     let extra = p["id"].as_str().unwrap().to_owned();
-    assert_eq!(cluster(&m, &id).await["status"], "updating");
+    assert_eq!(m.cluster(&id).await["status"], "updating");
     succeeds(&m, &r.body["action"]).await;
 
-    let c = cluster(&m, &id).await;
+    let c = m.cluster(&id).await;
     assert_eq!(c["status"], "running", "{c}");
     assert_eq!(c["pools"].as_array().unwrap().len(), 2);
     let r = m.get(&format!("{pools}/{extra}")).await;
@@ -252,7 +246,7 @@ async fn a_second_pool_is_added_then_deleted() {
         m.get(&format!("{pools}/{extra}")).await.status,
         StatusCode::NOT_FOUND
     );
-    let c = cluster(&m, &id).await;
+    let c = m.cluster(&id).await;
     assert_eq!(c["status"], "running");
     assert_eq!(c["pools"].as_array().unwrap().len(), 1);
     assert_eq!(workers(&m, &id, &first).await.len(), 1);
@@ -286,7 +280,7 @@ async fn a_second_pool_is_added_then_deleted() {
         .await;
     assert_eq!(done["status"], "error", "{done}");
     assert_eq!(done["error"]["code"], "resource_unavailable", "{done}");
-    let c = cluster(&m, &id).await;
+    let c = m.cluster(&id).await;
     assert_eq!(c["status"], "error");
     assert!(c["error_message"].is_string(), "{c}");
     assert_eq!(
@@ -300,7 +294,7 @@ async fn a_second_pool_is_added_then_deleted() {
         .await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     succeeds(&m, &r.body["action"]).await;
-    let c = cluster(&m, &id).await;
+    let c = m.cluster(&id).await;
     assert_eq!(c["status"], "running");
     assert_eq!(c["error_message"], Value::Null);
     assert_eq!(node_vms(&m, &id), 3);
@@ -340,7 +334,7 @@ async fn pool_changes_are_refused_by_name() {
     );
     succeeds(&m, &json!({"id": create_action})).await;
     // Nothing of the refused requests stuck.
-    let c = cluster(&m, &id).await;
+    let c = m.cluster(&id).await;
     assert_eq!(c["pools"].as_array().unwrap().len(), 1);
     assert_eq!(c["pools"][0]["desired_nodes"], 1);
 
@@ -378,7 +372,7 @@ async fn pool_changes_are_refused_by_name() {
         "no change, no action: {}",
         r.body
     );
-    assert_eq!(cluster(&m, &id).await["status"], "running");
+    assert_eq!(m.cluster(&id).await["status"], "running");
 
     // A new pool: named fields, and the network's room.
     for (body, name) in [
@@ -438,7 +432,7 @@ async fn pool_changes_are_refused_by_name() {
     let r = m.delete(&format!("/v1/clusters/{id}")).await;
     assert_eq!(r.status, StatusCode::LOCKED, "{}", r.body);
     succeeds(&m, &scale).await;
-    let c = cluster(&m, &id).await;
+    let c = m.cluster(&id).await;
     assert_eq!(
         c["pools"][0]["desired_nodes"], 2,
         "the locked change did not stick"
@@ -456,7 +450,7 @@ async fn a_cluster_whose_create_failed_cannot_change_its_pools() {
     let (id, pool, create_action) = create(&m, &body).await;
     let done = m.wait_action(&create_action).await;
     assert_eq!(done["status"], "error", "{done}");
-    assert_eq!(cluster(&m, &id).await["status"], "error");
+    assert_eq!(m.cluster(&id).await["status"], "error");
     let pools = format!("/v1/clusters/{id}/pools");
     let r = m
         .patch(&format!("{pools}/{pool}"), &json!({"desired_nodes": 2}))
@@ -468,7 +462,7 @@ async fn a_cluster_whose_create_failed_cannot_change_its_pools() {
         .await;
     assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.body);
     // Nothing was written: no second pool, the count as it was.
-    let c = cluster(&m, &id).await;
+    let c = m.cluster(&id).await;
     assert_eq!(c["status"], "error");
     assert_eq!(c["pools"].as_array().unwrap().len(), 1);
     assert_eq!(c["pools"][0]["desired_nodes"], 1);

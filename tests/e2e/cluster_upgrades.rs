@@ -10,64 +10,6 @@ use std::collections::BTreeSet;
 use std::net::Ipv4Addr;
 use std::time::Duration;
 
-/// Polls an action until it is no longer running, for up to `limit`.
-async fn wait_long(m: &Meson, id: &str, limit: Duration) -> Value {
-    let deadline = tokio::time::Instant::now() + limit;
-    loop {
-        let r = m.get(&format!("/v1/actions/{id}")).await;
-        assert_eq!(r.status, StatusCode::OK, "{}", r.body);
-        if r.body["action"]["status"] != "running" {
-            return r.body["action"].clone();
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "action {id} still running: {}",
-            r.body
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-async fn running_cluster(m: &Meson, body: &Value) -> String {
-    let r = m.post("/v1/clusters", body).await;
-    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
-    let id = r.body["cluster"]["id"].as_str().unwrap().to_owned();
-    let done = wait_long(
-        m,
-        r.body["action"]["id"].as_str().unwrap(),
-        Duration::from_secs(60),
-    )
-    .await;
-    assert_eq!(done["status"], "success", "{done}");
-    id
-}
-
-async fn cluster(m: &Meson, id: &str) -> Value {
-    let r = m.get(&format!("/v1/clusters/{id}")).await;
-    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
-    r.body["cluster"].clone()
-}
-
-async fn nodes(m: &Meson, id: &str) -> Vec<Value> {
-    let r = m.get(&format!("/v1/clusters/{id}/nodes")).await;
-    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
-    r.body["nodes"].as_array().unwrap().clone()
-}
-
-/// The commands of a cluster's actions, newest first.
-async fn commands(m: &Meson, id: &str) -> Vec<String> {
-    let r = m
-        .get(&format!("/v1/clusters/{id}/actions?per_page=50"))
-        .await;
-    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
-    r.body["actions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a["command"].as_str().unwrap().to_owned())
-        .collect()
-}
-
 fn ids(nodes: &[Value]) -> BTreeSet<String> {
     nodes
         .iter()
@@ -196,11 +138,11 @@ async fn assert_rolled(
     count: usize,
     range: (Ipv4Addr, Ipv4Addr),
 ) -> Vec<Value> {
-    let c = cluster(m, id).await;
+    let c = m.cluster(id).await;
     assert_eq!(c["status"], "running", "{c}");
     assert_eq!(c["kubernetes_version"], version);
     assert_eq!(c["error_message"], Value::Null);
-    let all = nodes(m, id).await;
+    let all = m.cluster_nodes(id).await;
     assert_eq!(all.len(), count, "{all:?}");
     let mut ips = BTreeSet::new();
     for n in &all {
@@ -223,7 +165,7 @@ async fn upgrades_roll_every_node_to_a_later_patch_then_the_next_minor() {
     let mut body = seed_kaas();
     body["req"]["nodes_subnet"] = json!({"dhcp": false, "subnet_netmask": "10.60.0.0/24",
         "start_address": "10.60.0.10", "last_address": "10.60.0.20"});
-    let id = running_cluster(&m, &body).await;
+    let id = m.running_cluster(&body).await;
     let range = (Ipv4Addr::new(10, 60, 0, 11), Ipv4Addr::new(10, 60, 0, 20));
     let first = assert_rolled(&m, &id, "1.29.2", 4, range).await;
     let first_vms = node_vms(&m, &id);
@@ -234,15 +176,15 @@ async fn upgrades_roll_every_node_to_a_later_patch_then_the_next_minor() {
     assert_eq!(r.body["action"]["command"], "upgrade_cluster");
     assert_eq!(r.body["action"]["resources"][0]["type"], "cluster");
     assert!(r.body.get("warnings").is_none(), "{}", r.body);
-    let c = cluster(&m, &id).await;
+    let c = m.cluster(&id).await;
     assert_eq!(c["status"], "updating");
     assert_eq!(c["kubernetes_version"], "1.29.2", "until it is done");
-    let done = wait_long(
-        &m,
-        r.body["action"]["id"].as_str().unwrap(),
-        Duration::from_secs(90),
-    )
-    .await;
+    let done = m
+        .wait_action_for(
+            r.body["action"]["id"].as_str().unwrap(),
+            Duration::from_secs(90),
+        )
+        .await;
     assert_eq!(done["status"], "success", "{done}");
     assert_eq!(done["progress"], 100);
     let second = assert_rolled(&m, &id, "1.29.8", 4, range).await;
@@ -261,7 +203,7 @@ async fn upgrades_roll_every_node_to_a_later_patch_then_the_next_minor() {
     );
     let roles: Vec<&str> = second.iter().map(|n| n["role"].as_str().unwrap()).collect();
     assert_eq!(roles, ["control_plane", "worker", "worker", "worker"]);
-    assert_eq!(cluster(&m, &id).await["pools"][0]["current_nodes"], 3);
+    assert_eq!(m.cluster(&id).await["pools"][0]["current_nodes"], 3);
     // The new control-plane node joined: it brings kubeadm-config to its version.
     let cp = user_data(&m, second[0]["name"].as_str().unwrap()).unwrap();
     assert!(cp.contains("kubeadm join") || cp.contains("JoinConfiguration"));
@@ -275,12 +217,12 @@ async fn upgrades_roll_every_node_to_a_later_patch_then_the_next_minor() {
     )
     .await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
-    let done = wait_long(
-        &m,
-        r.body["action"]["id"].as_str().unwrap(),
-        Duration::from_secs(90),
-    )
-    .await;
+    let done = m
+        .wait_action_for(
+            r.body["action"]["id"].as_str().unwrap(),
+            Duration::from_secs(90),
+        )
+        .await;
     assert_eq!(done["status"], "success", "{done}");
     let third = assert_rolled(&m, &id, "1.30.14", 4, range).await;
     assert!(ids(&second).is_disjoint(&ids(&third)));
@@ -294,18 +236,18 @@ async fn upgrades_roll_every_node_to_a_later_patch_then_the_next_minor() {
     )
     .await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
-    let done = wait_long(
-        &m,
-        r.body["action"]["id"].as_str().unwrap(),
-        Duration::from_secs(90),
-    )
-    .await;
+    let done = m
+        .wait_action_for(
+            r.body["action"]["id"].as_str().unwrap(),
+            Duration::from_secs(90),
+        )
+        .await;
     assert_eq!(done["status"], "success", "{done}");
     assert_rolled(&m, &id, "1.31.2", 4, range).await;
     assert_eq!(m.inventory_counts(), (4, 8));
 
     assert_eq!(
-        commands(&m, &id).await,
+        m.cluster_commands(&id).await,
         [
             "upgrade_cluster",
             "upgrade_cluster",
@@ -322,7 +264,7 @@ async fn upgrade_refusals_name_the_version_and_respect_status_and_locks() {
     let mut body = seed_kaas();
     body["req"]["nodepool"][0]["desired_nodes"] = json!(1);
     body["req"]["nodepool"][0]["min_nodes"] = json!(1);
-    let id = running_cluster(&m, &body).await;
+    let id = m.running_cluster(&body).await;
 
     for (version, why) in [
         (
@@ -401,7 +343,7 @@ async fn upgrade_refusals_name_the_version_and_respect_status_and_locks() {
     .await
     .unwrap();
     // Nothing was started by any refusal.
-    assert_eq!(commands(&m, &id).await, ["create_cluster"]);
+    assert_eq!(m.cluster_commands(&id).await, ["create_cluster"]);
 
     // Locked while an action runs: a second upgrade, a rotation, a delete.
     m.set_boot_time(Duration::from_millis(700));
@@ -423,9 +365,9 @@ async fn upgrade_refusals_name_the_version_and_respect_status_and_locks() {
     let r = m.delete(&format!("/v1/clusters/{id}")).await;
     assert_eq!(r.status, StatusCode::LOCKED, "{}", r.body);
     m.set_boot_time(Duration::from_millis(100));
-    let done = wait_long(&m, &running, Duration::from_secs(60)).await;
+    let done = m.wait_action_for(&running, Duration::from_secs(60)).await;
     assert_eq!(done["status"], "success", "{done}");
-    assert_eq!(cluster(&m, &id).await["kubernetes_version"], "1.29.8");
+    assert_eq!(m.cluster(&id).await["kubernetes_version"], "1.29.8");
 
     // A cluster still being created is locked by its create.
     let mut other = body.clone();
@@ -436,9 +378,9 @@ async fn upgrade_refusals_name_the_version_and_respect_status_and_locks() {
     let r = upgrade(&m, &young, json!({"kubernetes_version": "1.29.8"})).await;
     assert_eq!(r.status, StatusCode::LOCKED, "{}", r.body);
     assert_eq!(r.body["error"]["details"]["action_id"], create.as_str());
-    wait_long(&m, &create, Duration::from_secs(60)).await;
+    m.wait_action_for(&create, Duration::from_secs(60)).await;
     assert_eq!(
-        commands(&m, &id).await,
+        m.cluster_commands(&id).await,
         ["upgrade_cluster", "create_cluster"]
     );
     m.stop().await;
@@ -470,14 +412,20 @@ fn small(name: &str, policy: &str, version: &str) -> Value {
 async fn the_update_policy_upgrades_by_itself_and_never_update_does_not() {
     // The workers' own reconciler loop, every 200 ms.
     let m = Meson::start_with(|o| o.reconcile_interval = Duration::from_millis(200)).await;
-    let patch = running_cluster(&m, &small("patch", "PATCH_UPDATE", "1.29.2")).await;
-    let always = running_cluster(&m, &small("always", "ALWAYS_UPDATE", "1.31.10")).await;
-    let never = running_cluster(&m, &small("never", "NEVER_UPDATE", "1.29.2")).await;
+    let patch = m
+        .running_cluster(&small("patch", "PATCH_UPDATE", "1.29.2"))
+        .await;
+    let always = m
+        .running_cluster(&small("always", "ALWAYS_UPDATE", "1.31.10"))
+        .await;
+    let never = m
+        .running_cluster(&small("never", "NEVER_UPDATE", "1.29.2"))
+        .await;
 
     let deadline = tokio::time::Instant::now() + Duration::from_secs(90);
     for (id, want) in [(&patch, "1.29.15"), (&always, "1.32.6")] {
         loop {
-            let c = cluster(&m, id).await;
+            let c = m.cluster(id).await;
             if c["kubernetes_version"] == want && c["status"] == "running" {
                 break;
             }
@@ -485,7 +433,7 @@ async fn the_update_policy_upgrades_by_itself_and_never_update_does_not() {
             assert!(tokio::time::Instant::now() < deadline, "not upgraded: {c}");
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        let all = nodes(&m, id).await;
+        let all = m.cluster_nodes(id).await;
         assert!(
             all.iter().all(|n| n["kubernetes_version"] == want),
             "{all:?}"
@@ -499,21 +447,21 @@ async fn the_update_policy_upgrades_by_itself_and_never_update_does_not() {
     // Several passes later: PATCH_UPDATE stays on its minor's latest patch,
     // ALWAYS_UPDATE on the newest release, NEVER_UPDATE where it was.
     tokio::time::sleep(Duration::from_secs(1)).await;
-    assert_eq!(cluster(&m, &patch).await["kubernetes_version"], "1.29.15");
+    assert_eq!(m.cluster(&patch).await["kubernetes_version"], "1.29.15");
     assert_eq!(
-        commands(&m, &patch).await,
+        m.cluster_commands(&patch).await,
         ["upgrade_cluster", "create_cluster"]
     );
     assert_eq!(
-        commands(&m, &always).await,
+        m.cluster_commands(&always).await,
         ["upgrade_cluster", "create_cluster"]
     );
-    let c = cluster(&m, &never).await;
+    let c = m.cluster(&never).await;
     assert_eq!(
         (c["kubernetes_version"].as_str(), c["status"].as_str()),
         (Some("1.29.2"), Some("running"))
     );
-    assert_eq!(commands(&m, &never).await, ["create_cluster"]);
+    assert_eq!(m.cluster_commands(&never).await, ["create_cluster"]);
 
     // Switching a cluster's policy takes effect on the next pass.
     let r = m
@@ -524,7 +472,7 @@ async fn the_update_policy_upgrades_by_itself_and_never_update_does_not() {
         .await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     loop {
-        let c = cluster(&m, &never).await;
+        let c = m.cluster(&never).await;
         if c["kubernetes_version"] == "1.29.15" && c["status"] == "running" {
             break;
         }
@@ -538,7 +486,9 @@ async fn the_update_policy_upgrades_by_itself_and_never_update_does_not() {
 async fn reconciler_passes_at_once_start_one_upgrade() {
     // No loop of its own here: the passes are driven by the test.
     let m = Meson::start().await;
-    let id = running_cluster(&m, &small("racy", "PATCH_UPDATE", "1.29.8")).await;
+    let id = m
+        .running_cluster(&small("racy", "PATCH_UPDATE", "1.29.8"))
+        .await;
     let env = env(&m);
     m.set_boot_time(Duration::from_millis(500));
     let (a, b, c) = tokio::join!(
@@ -565,10 +515,12 @@ async fn reconciler_passes_at_once_start_one_upgrade() {
         "{again:?}"
     );
     m.set_boot_time(Duration::from_millis(100));
-    let done = wait_long(&m, &action.to_string(), Duration::from_secs(60)).await;
+    let done = m
+        .wait_action_for(&action.to_string(), Duration::from_secs(60))
+        .await;
     assert_eq!(done["status"], "success", "{done}");
     assert_eq!(
-        commands(&m, &id).await,
+        m.cluster_commands(&id).await,
         ["upgrade_cluster", "create_cluster"]
     );
     // On the latest patch now: nothing more to do.
@@ -588,8 +540,8 @@ async fn rotating_credentials_revokes_earlier_kubeconfigs_and_the_bootstrap_toke
     body["req"]["control_plane"] = json!({"nodes": 3});
     body["req"]["nodepool"][0]["desired_nodes"] = json!(2);
     body["req"]["nodepool"][0]["min_nodes"] = json!(1);
-    let id = running_cluster(&m, &body).await;
-    let before = nodes(&m, &id).await;
+    let id = m.running_cluster(&body).await;
+    let before = m.cluster_nodes(&id).await;
     let init = before
         .iter()
         .filter(|n| n["role"] == "control_plane")
@@ -619,20 +571,20 @@ async fn rotating_credentials_revokes_earlier_kubeconfigs_and_the_bootstrap_toke
         .await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
     assert_eq!(r.body["action"]["command"], "rotate_credentials");
-    assert_eq!(cluster(&m, &id).await["status"], "updating");
-    let done = wait_long(
-        &m,
-        r.body["action"]["id"].as_str().unwrap(),
-        Duration::from_secs(90),
-    )
-    .await;
+    assert_eq!(m.cluster(&id).await["status"], "updating");
+    let done = m
+        .wait_action_for(
+            r.body["action"]["id"].as_str().unwrap(),
+            Duration::from_secs(90),
+        )
+        .await;
     assert_eq!(done["status"], "success", "{done}");
-    let c = cluster(&m, &id).await;
+    let c = m.cluster(&id).await;
     assert_eq!(c["status"], "running", "{c}");
     assert_eq!(c["kubernetes_version"], "1.29.2");
 
     // Every control-plane node is new; the workers are untouched.
-    let after = nodes(&m, &id).await;
+    let after = m.cluster_nodes(&id).await;
     assert_eq!(after.len(), 5);
     let of = |ns: &[Value], role: &str| -> BTreeSet<String> {
         ids(&ns
@@ -683,14 +635,14 @@ async fn rotating_credentials_revokes_earlier_kubeconfigs_and_the_bootstrap_toke
     // nodes keep trusting only the new admin CA.
     let r = upgrade(&m, &id, json!({"kubernetes_version": "1.29.8"})).await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
-    let done = wait_long(
-        &m,
-        r.body["action"]["id"].as_str().unwrap(),
-        Duration::from_secs(90),
-    )
-    .await;
+    let done = m
+        .wait_action_for(
+            r.body["action"]["id"].as_str().unwrap(),
+            Duration::from_secs(90),
+        )
+        .await;
     assert_eq!(done["status"], "success", "{done}");
-    for n in nodes(&m, &id).await {
+    for n in m.cluster_nodes(&id).await {
         let ud = user_data(&m, n["name"].as_str().unwrap()).unwrap();
         assert_eq!(kubeadm_token(&ud), new_token, "{}", n["name"]);
         if n["role"] == "control_plane" {
@@ -702,51 +654,40 @@ async fn rotating_credentials_revokes_earlier_kubeconfigs_and_the_bootstrap_toke
     let (_, latest) = kubeconfig(&m, &id).await;
     assert!(trusted_by(&client_ca_bundle(&cps[0]), &latest));
     assert_eq!(
-        commands(&m, &id).await,
+        m.cluster_commands(&id).await,
         ["upgrade_cluster", "rotate_credentials", "create_cluster"]
     );
     m.stop().await;
 }
 
-/// Injects a fault into one simulated host.
-async fn fault(m: &Meson, host: &str, body: Value) {
-    let r = m
-        .http
-        .post(format!("{}/faults/{host}", m.sim().control_url()))
-        .json(&body)
-        .send()
-        .await
-        .expect("control endpoint");
-    assert_eq!(r.status(), StatusCode::OK, "{:?}", r.text().await);
-}
-
 #[tokio::test]
 async fn a_failed_upgrade_takes_back_the_replacement_it_cut_short() {
     let m = Meson::start().await;
-    let id = running_cluster(&m, &small("fails", "NEVER_UPDATE", "1.29.2")).await;
-    let before = nodes(&m, &id).await;
+    let id = m
+        .running_cluster(&small("fails", "NEVER_UPDATE", "1.29.2"))
+        .await;
+    let before = m.cluster_nodes(&id).await;
     let vms = node_vms(&m, &id);
     assert_eq!(m.inventory_counts(), (2, 4));
     // Every host of the cluster's region refuses to register VMs: the first
     // replacement gets its disks, then fails for good.
     for h in ["arubacloud-ar-1", "arubacloud-ar-2", "arubacloud-ar-3"] {
-        fault(
-            &m,
+        m.fault(
             h,
-            json!({"fail_next": [{"route": "vm/register", "status": 500, "count": 10000}]}),
+            &json!({"fail_next": [{"route": "vm/register", "status": 500, "count": 10000}]}),
         )
         .await;
     }
     let r = upgrade(&m, &id, json!({"kubernetes_version": "1.29.8"})).await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
-    let done = wait_long(
-        &m,
-        r.body["action"]["id"].as_str().unwrap(),
-        Duration::from_secs(60),
-    )
-    .await;
+    let done = m
+        .wait_action_for(
+            r.body["action"]["id"].as_str().unwrap(),
+            Duration::from_secs(60),
+        )
+        .await;
     assert_eq!(done["status"], "error", "{done}");
-    let c = cluster(&m, &id).await;
+    let c = m.cluster(&id).await;
     assert_eq!(c["status"], "error", "{c}");
     assert_eq!(c["kubernetes_version"], "1.29.2");
     let msg = c["error_message"].as_str().unwrap();
@@ -755,7 +696,7 @@ async fn a_failed_upgrade_takes_back_the_replacement_it_cut_short() {
         "{msg}"
     );
     // The cluster is as it was: the same nodes, nothing else on AtomOS.
-    let after = nodes(&m, &id).await;
+    let after = m.cluster_nodes(&id).await;
     assert_eq!(ids(&after), ids(&before));
     assert!(after.iter().all(|n| n["status"] == "ready"), "{after:?}");
     assert_eq!(node_vms(&m, &id), vms);

@@ -29,17 +29,6 @@ fn der(pem: &str) -> Vec<u8> {
         .expect("pem base64")
 }
 
-/// VMs on every simulated host whose name marks them as this cluster's nodes.
-fn node_vms(m: &Meson, cluster: &str) -> Vec<atomos_sim::SimVm> {
-    let prefix = format!("k{}", &cluster.replace('-', "")[..12]);
-    m.sim()
-        .hosts()
-        .iter()
-        .flat_map(|h| h.inventory().vms)
-        .filter(|v| v.name.starts_with(&prefix))
-        .collect()
-}
-
 #[tokio::test]
 async fn the_seed_kaas_payload_becomes_a_running_cluster_and_goes_away() {
     let m = Meson::start().await;
@@ -97,7 +86,7 @@ async fn the_seed_kaas_payload_becomes_a_running_cluster_and_goes_away() {
         nodes.iter().map(|n| n["host"].as_str().unwrap()).collect();
     assert!(hosts.len() > 1, "{hosts:?}");
     // The simulator holds exactly those VMs; the nodes are not tenant VMs.
-    let vms = node_vms(&m, &id);
+    let vms = m.cluster_vms(&id);
     assert_eq!(vms.len(), 4, "{vms:?}");
     assert_eq!(m.get("/v1/vms").await.body["vms"], json!([]));
 
@@ -175,7 +164,7 @@ async fn the_seed_kaas_payload_becomes_a_running_cluster_and_goes_away() {
         .wait_action(r.body["action"]["id"].as_str().unwrap())
         .await;
     assert_eq!(done["status"], "success", "{done}");
-    assert!(node_vms(&m, &id).is_empty());
+    assert!(m.cluster_vms(&id).is_empty());
     assert_eq!(m.inventory_counts(), (0, 0), "no VM or volume left");
     assert!(m.host_networks().is_empty(), "{:?}", m.host_networks());
     assert_eq!(
@@ -236,7 +225,7 @@ async fn static_addressing_three_control_planes_and_the_kaas_alias() {
         .map(|n| n["role"].as_str().unwrap())
         .collect();
     assert_eq!(roles.iter().filter(|r| **r == "control_plane").count(), 3);
-    assert_eq!(node_vms(&m, &id).len(), 6);
+    assert_eq!(m.cluster_vms(&id).len(), 6);
 
     // Same name again: refused. A range too small for the nodes at max: refused up front.
     let r = m.post("/v1/clusters", &body).await;

@@ -165,17 +165,94 @@ impl Meson {
         .await
     }
 
-    /// Polls an action until it is no longer running (bounded).
+    /// Polls an action until it is no longer running (bounded: 30 s).
     pub async fn wait_action(&self, id: &str) -> Value {
-        for _ in 0..600 {
+        self.wait_action_for(id, Duration::from_secs(30)).await
+    }
+
+    /// Polls an action until it is no longer running, for up to `limit`.
+    pub async fn wait_action_for(&self, id: &str, limit: Duration) -> Value {
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
             let r = self.get(&format!("/v1/actions/{id}")).await;
             assert_eq!(r.status, StatusCode::OK, "{}", r.body);
             if r.body["action"]["status"] != "running" {
                 return r.body["action"].clone();
             }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "action {id} still running after {limit:?}: {}",
+                r.body
+            );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        panic!("action {id} still running after 30 s");
+    }
+
+    /// Creates a cluster and waits (up to a minute) until it runs; returns its id.
+    pub async fn running_cluster(&self, body: &Value) -> String {
+        let r = self.post("/v1/clusters", body).await;
+        assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+        let id = r.body["cluster"]["id"].as_str().unwrap().to_owned();
+        let done = self
+            .wait_action_for(
+                r.body["action"]["id"].as_str().unwrap(),
+                Duration::from_secs(60),
+            )
+            .await;
+        assert_eq!(done["status"], "success", "{done}");
+        id
+    }
+
+    /// `GET /v1/clusters/{id}`'s cluster.
+    pub async fn cluster(&self, id: &str) -> Value {
+        let r = self.get(&format!("/v1/clusters/{id}")).await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+        r.body["cluster"].clone()
+    }
+
+    /// `GET /v1/clusters/{id}/nodes`'s nodes.
+    pub async fn cluster_nodes(&self, id: &str) -> Vec<Value> {
+        let r = self.get(&format!("/v1/clusters/{id}/nodes")).await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+        r.body["nodes"].as_array().unwrap().clone()
+    }
+
+    /// The commands of a cluster's actions, newest first.
+    pub async fn cluster_commands(&self, id: &str) -> Vec<String> {
+        let r = self
+            .get(&format!("/v1/clusters/{id}/actions?per_page=50"))
+            .await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+        r.body["actions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a["command"].as_str().unwrap().to_owned())
+            .collect()
+    }
+
+    /// The VMs on every simulated host whose name marks them as this
+    /// cluster's nodes.
+    pub fn cluster_vms(&self, cluster: &str) -> Vec<atomos_sim::SimVm> {
+        let prefix = format!("k{}", &cluster.replace('-', "")[..12]);
+        self.sim()
+            .hosts()
+            .iter()
+            .flat_map(|h| h.inventory().vms)
+            .filter(|v| v.name.starts_with(&prefix))
+            .collect()
+    }
+
+    /// Injects a fault into one simulated host through its control endpoint.
+    pub async fn fault(&self, host: &str, body: &Value) {
+        let r = self
+            .http
+            .post(format!("{}/faults/{host}", self.sim().control_url()))
+            .json(body)
+            .send()
+            .await
+            .expect("control endpoint");
+        assert_eq!(r.status(), StatusCode::OK, "{:?}", r.text().await);
     }
 
     /// Every VM and volume on every simulated host.
