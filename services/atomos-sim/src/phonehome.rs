@@ -101,18 +101,27 @@ async fn post(vm_name: &str, call: &PhoneHome) -> bool {
             return false;
         }
     };
+    // The query may carry the guest's secret (meson's phone-home token): logs
+    // show the URL without it.
+    let url = call.url.split('?').next().unwrap_or_default();
     let mut pause = FIRST_PAUSE;
     for attempt in 1..=call.tries {
         match client.post(&call.url).form(&call.form).send().await {
             Ok(r) if r.status().is_success() => {
-                tracing::info!(vm = vm_name, url = %call.url, attempt, "phoned home");
+                tracing::info!(vm = vm_name, url, attempt, "phoned home");
                 return true;
             }
             Ok(r) => {
-                tracing::info!(vm = vm_name, url = %call.url, attempt, status = r.status().as_u16(), "phone home refused");
+                tracing::info!(
+                    vm = vm_name,
+                    url,
+                    attempt,
+                    status = r.status().as_u16(),
+                    "phone home refused"
+                );
             }
             Err(e) => {
-                tracing::info!(vm = vm_name, url = %call.url, attempt, error = %e, "phone home failed");
+                tracing::info!(vm = vm_name, url, attempt, error = %e.without_url(), "phone home failed");
             }
         }
         if attempt < call.tries {
@@ -120,6 +129,6 @@ async fn post(vm_name: &str, call: &PhoneHome) -> bool {
             pause = (pause * 2).min(MAX_PAUSE);
         }
     }
-    tracing::warn!(vm = vm_name, url = %call.url, tries = call.tries, "phone home gave up");
+    tracing::warn!(vm = vm_name, url, tries = call.tries, "phone home gave up");
     false
 }
