@@ -79,7 +79,7 @@ async fn a_clusters_secrets_never_reach_the_logs() {
         for block in ud.split("PRIVATE KEY-----").skip(1).step_by(2) {
             secrets.extend(
                 block
-                    .split(|c: char| c == '\n' || c == '"' || c == '\\')
+                    .split(['\n', '"', '\\'])
                     .map(|l| l.trim().trim_start_matches('n'))
                     .filter(|l| l.len() >= 40)
                     .map(str::to_owned),
