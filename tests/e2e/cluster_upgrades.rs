@@ -206,6 +206,13 @@ async fn upgrades_roll_every_node_to_a_later_patch_then_the_next_minor() {
     assert_eq!(m.cluster(&id).await["pools"][0]["current_nodes"], 3);
     // The new control-plane node joined: it brings kubeadm-config to its version.
     let cp = user_data(&m, second[0]["name"].as_str().unwrap()).unwrap();
+    // ...and takes the node it replaces out of etcd and the API before that
+    // node's VM goes.
+    assert_eq!(
+        script_var(&cp, "REPLACES"),
+        first[0]["name"].as_str().unwrap(),
+        "the new control-plane node names the one it replaces"
+    );
     assert!(cp.contains("kubeadm join") || cp.contains("JoinConfiguration"));
     assert!(cp.contains("create configmap kubeadm-config"));
 

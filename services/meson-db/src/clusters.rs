@@ -509,6 +509,17 @@ pub async fn replacement_of(pool: &PgPool, old: NodeId) -> Result<Option<Node>, 
     .transpose()
 }
 
+/// The name of the node `node` replaces, if it replaces one.
+pub async fn replaced_name(pool: &PgPool, node: NodeId) -> Result<Option<String>, Error> {
+    sqlx::query_scalar!(
+        "select o.name from nodes n join nodes o on o.id = n.replaces where n.id = $1",
+        node.0
+    )
+    .fetch_optional(pool)
+    .await
+    .ctx("finding the replaced node")
+}
+
 /// Sets the hash of the secret the node's cloud-init will phone home with.
 pub async fn set_phone_home_hash(pool: &PgPool, id: NodeId, hash: &[u8]) -> Result<(), Error> {
     sqlx::query!(

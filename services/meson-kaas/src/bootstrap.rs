@@ -201,6 +201,11 @@ pub struct NodeBootstrap {
     /// kubelet's `--provider-id` (how the cluster-autoscaler maps nodes to
     /// VMs), if any.
     pub provider_id: Option<String>,
+    /// The node this one replaces (upgrade, repair, rotation), by name. A
+    /// control-plane node removes it from etcd and deletes its Node object
+    /// once it has joined, while both still run: the old VM goes only after
+    /// this node phoned home, so etcd never loses quorum.
+    pub replaces: Option<String>,
 }
 
 /// Whether a kubelet may put label `key` on its own node: the
@@ -268,6 +273,11 @@ fn check(cluster: &ClusterBootstrap<'_>, node: &NodeBootstrap) -> Result<(), Kaa
     let bad = |field: &str, msg: &str| Err(KaasError::input(field, msg));
     if !is_dns_label(&cluster.name) {
         return bad("cluster.name", "must be a lowercase DNS label");
+    }
+    if let Some(old) = &node.replaces
+        && !is_dns_label(old)
+    {
+        return bad("node.replaces", "must be a lowercase DNS label");
     }
     let v = &cluster.kubernetes_version;
     if v.major != 1 || v.minor < MIN_MINOR {
@@ -783,6 +793,22 @@ if [ "$ROLE" = join-control-plane ]; then
     log "bootstrap token $id: revoking"
     kubeadm token delete "$id" >/dev/null 2>&1 || true
   done
+  if [ -n "$REPLACES" ]; then
+    # The node this one replaces leaves etcd now, while both run: meson
+    # removes its VM only after this node phoned home, so etcd keeps quorum.
+    log "etcd: removing the member of $REPLACES"
+    etcdctl() {
+      kubectl -n kube-system exec "etcd-$NODE_NAME" -- etcdctl \
+        --endpoints=https://127.0.0.1:2379 --cacert=/etc/kubernetes/pki/etcd/ca.crt \
+        --cert=/etc/kubernetes/pki/etcd/server.crt --key=/etc/kubernetes/pki/etcd/server.key "$@"
+    }
+    wait_for 300 "this node's etcd member" etcdctl endpoint health
+    member=$(etcdctl member list | awk -F', ' -v n="$REPLACES" '$3 == n { print $1 }')
+    if [ -n "$member" ]; then
+      retry 5 10 etcdctl member remove "$member"
+    fi
+    retry 5 10 kubectl delete node "$REPLACES" --ignore-not-found
+  fi
   unset KUBECONFIG
 fi
 
@@ -868,6 +894,7 @@ fn bootstrap_script(cluster: &ClusterBootstrap<'_>, node: &NodeBootstrap) -> Str
             cluster.secrets.revoked_token_ids().join(" "),
         ),
         ("TOKEN_TTL", cluster.token_ttl.as_secs().to_string()),
+        ("REPLACES", node.replaces.clone().unwrap_or_default()),
     ];
     let mut out = String::from(
         "#!/bin/bash\n\
@@ -1083,6 +1110,7 @@ mod tests {
             ssh_authorized_keys: vec![SshKey::parse(KEY).unwrap()],
             phone_home_url: "https://meson.example/v1/phone-home/abc".into(),
             provider_id: Some("meson://0190a1b2-0000-7000-8000-000000000001".into()),
+            replaces: None,
         }
     }
 
@@ -1273,7 +1301,19 @@ mod tests {
             !ud.contains("PRIVATE KEY"),
             "a worker's user-data holds a private key"
         );
-        assert!(!ud.contains("/etc/kubernetes/pki"));
+        // No file goes to the PKI directory (the bootstrap script only names
+        // the etcd pod's own certificate paths, used on control-plane nodes).
+        let doc = yaml(&ud);
+        let paths: Vec<&str> = doc["write_files"]
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .filter_map(|f| f["path"].as_str())
+            .collect();
+        assert!(
+            paths.iter().all(|p| !p.starts_with("/etc/kubernetes/pki")),
+            "{paths:?}"
+        );
         for key in [
             &secrets().cluster_ca().key_pem,
             &secrets().etcd_ca().key_pem,
@@ -1466,6 +1506,22 @@ mod tests {
     }
 
     /// The value of `NAME='...'` in a bootstrap script.
+    #[test]
+    fn a_replacement_control_plane_node_removes_the_old_one_from_etcd() {
+        let c = v131();
+        let mut n = node(NodeRole::JoinControlPlane);
+        n.replaces = Some("test8-cp-old01".into());
+        let s = script(&user_data(&c, &n).unwrap());
+        assert_eq!(script_var(&s, "REPLACES"), "test8-cp-old01");
+        assert!(s.contains("etcdctl member remove \"$member\""), "{s}");
+        assert!(s.contains("kubectl delete node \"$REPLACES\""), "{s}");
+        // Without a node to replace the step is skipped (empty REPLACES).
+        let plain = script(&render(&c, NodeRole::JoinControlPlane));
+        assert_eq!(script_var(&plain, "REPLACES"), "");
+        n.replaces = Some("Bad Name".into());
+        assert!(user_data(&c, &n).is_err());
+    }
+
     fn script_var(script: &str, name: &str) -> String {
         let prefix = format!("{name}='");
         let line = script

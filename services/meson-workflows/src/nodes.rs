@@ -142,6 +142,7 @@ pub async fn cloudinit_files(
         ssh_authorized_keys: vm.spec.ssh_keys.clone(),
         phone_home_url: phone_home_url(env, cluster.id, node.id, &secret),
         provider_id: Some(format!("elemento://{}", vm.id)),
+        replaces: meson_db::clusters::replaced_name(&env.pool, node.id).await?,
     };
     let user_data = meson_kaas::user_data(&shared, &bootstrap).map_err(kaas_error)?;
     let ci = meson_core::cloudinit::VmCloudInit {
