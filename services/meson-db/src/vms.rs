@@ -143,13 +143,27 @@ async fn get_with(
     .try_into()
 }
 
-/// Several VMs by id (any tenant, deleted ones included), in no order.
+/// Several VMs by id (any tenant, deleted ones included), in id order; one
+/// query however many (a cluster's view reads all its nodes' VMs).
 pub async fn get_many(pool: &PgPool, ids: &[VmId]) -> Result<Vec<Vm>, Error> {
-    let mut out = Vec::with_capacity(ids.len());
-    for id in ids {
-        out.push(get_including_deleted(pool, *id).await?);
-    }
-    Ok(out)
+    let ids: Vec<Uuid> = ids.iter().map(|v| v.0).collect();
+    sqlx::query_as!(
+        VmRow,
+        r#"select v.id, v.tenant_id, v.name, v.status, v.labels, v.spec, v.atomos_name,
+                  v.atomos_id, v.target_id, t.name as "target_name?", v.provider, v.region,
+                  host(v.ipv4) as "ipv4?", v.price_hourly, v.price_monthly, v.currency,
+                  v.created_at
+           from vms v left join atomos_targets t on t.id = v.target_id
+           where v.id = any($1)
+           order by v.id"#,
+        &ids,
+    )
+    .fetch_all(pool)
+    .await
+    .ctx("fetching vms")?
+    .into_iter()
+    .map(Vm::try_from)
+    .collect()
 }
 
 /// Which VMs to list and in what order.
