@@ -85,6 +85,21 @@ impl Meson {
             // its loop shorten this with `start_with`.
             reconcile_interval: Duration::from_secs(3600),
             repair: Default::default(),
+            // Tests poll hard; those about rate limits lower these.
+            api: meson_api::http::ApiConfig {
+                rate_limits: meson_api::ratelimit::RateLimitConfig {
+                    api_per_minute: 100_000,
+                    polling_per_minute: 100_000,
+                },
+                ..Default::default()
+            },
+            // The defaults, with room for the tests that ask for nodes no
+            // host can hold (128 vCPUs, 1 TiB) to see placement refuse them.
+            quotas: meson_core::quota::Resources {
+                vcpus: 1024,
+                ram_mib: 4 << 20,
+                ..meson_core::quota::Resources::DEFAULT_QUOTAS
+            },
         };
         change(&mut opts);
         let dev = Dev::start(opts).await.expect("meson starts");

@@ -46,9 +46,8 @@ impl World {
             .expect("targets");
         let api = mesond::server::ApiServer::start(
             "127.0.0.1:0".parse().unwrap(),
-            db.pool.clone(),
-            meson_api::auth::Auth::hs256(&[7; 32], "harness"),
-            None,
+            db.api_pool(),
+            mesond::server::ApiSettings::new(meson_api::auth::Auth::hs256(&[7; 32], "harness")),
         )
         .await
         .expect("api");
@@ -63,7 +62,16 @@ impl World {
                 ..WorkflowConfig::default()
             },
         });
-        let app = App::new(db.pool.clone());
+        let mut app = App::new(db.pool.clone());
+        // A world runs every scenario many times over: no quota in the way.
+        app.quotas = meson_core::quota::Resources {
+            vms: 1 << 20,
+            vcpus: 1 << 30,
+            ram_mib: 1 << 40,
+            storage_gb: 1 << 40,
+            clusters: 1 << 20,
+            nodes: 1 << 20,
+        };
         let who = Principal {
             tenant: TenantId("harness".into()),
             subject: "test".into(),

@@ -27,6 +27,7 @@ pub fn status_of(e: &Error) -> StatusCode {
         Error::InsufficientCapacity { .. } | Error::Unavailable { .. } => {
             StatusCode::SERVICE_UNAVAILABLE
         }
+        Error::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
         Error::Timeout => StatusCode::GATEWAY_TIMEOUT,
         Error::Unauthorized => StatusCode::UNAUTHORIZED,
         Error::Internal { .. } => StatusCode::INTERNAL_SERVER_ERROR,

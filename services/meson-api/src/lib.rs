@@ -6,8 +6,10 @@
 
 pub mod app;
 pub mod auth;
+pub mod authz;
 pub mod error;
 pub mod http;
+pub mod ratelimit;
 pub mod views;
 
 pub use app::App;

@@ -235,3 +235,57 @@ pub fn nodes(v: &crate::app::ClusterView) -> Vec<wire::cluster::Node> {
         })
         .collect()
 }
+
+/// A tenant's quotas, one entry per resource.
+pub fn quota(v: &crate::app::QuotaView) -> wire::admin::Quota {
+    wire::admin::Quota {
+        tenant: v.tenant.to_string(),
+        limits: v
+            .quotas
+            .entries()
+            .into_iter()
+            .zip(v.usage.entries())
+            .zip(v.overrides.entries())
+            .map(|(((name, quota), (_, current)), (_, set))| wire::admin::QuotaLimit {
+                name: name.to_owned(),
+                quota,
+                current,
+                default: set.is_none(),
+            })
+            .collect(),
+    }
+}
+
+pub fn target(t: &meson_core::target::Target) -> wire::admin::Target {
+    wire::admin::Target {
+        id: t.id.0,
+        name: t.name.clone(),
+        host: t.host.clone(),
+        compute_port: t.compute_port,
+        storage_port: t.storage_port,
+        network_port: t.network_port,
+        auth_port: t.auth_port,
+        provider: t.provider.clone(),
+        region: t.region.clone(),
+        continent: t.continent.clone(),
+        enabled: t.enabled,
+    }
+}
+
+pub fn audit_entry(e: &meson_core::audit::AuditEntry) -> wire::admin::AuditEntry {
+    wire::admin::AuditEntry {
+        id: e.id,
+        time: e.at,
+        tenant: e.tenant.clone(),
+        subject: e.subject.clone(),
+        role: e.role.clone(),
+        operation: e.operation.clone(),
+        method: e.method.clone(),
+        path: e.path.clone(),
+        resource_type: e.resource_type.clone(),
+        resource_id: e.resource_id.clone(),
+        action_id: e.action_id,
+        status: e.status,
+        correlation_id: e.correlation_id.clone(),
+    }
+}

@@ -51,6 +51,9 @@ pub enum Error {
     #[error("quota exceeded")]
     QuotaExceeded { limits: Vec<LimitExceeded> },
 
+    #[error("rate limit exceeded: retry in {retry_after} seconds")]
+    RateLimited { retry_after: u64 },
+
     #[error("no capacity available: {reason}")]
     InsufficientCapacity { reason: String },
 
@@ -127,6 +130,7 @@ impl Error {
             Error::Locked { .. } => "locked",
             Error::AlreadyExists { .. } => "uniqueness_error",
             Error::QuotaExceeded { .. } => "resource_limit_exceeded",
+            Error::RateLimited { .. } => "rate_limit_exceeded",
             Error::InsufficientCapacity { .. } => "resource_unavailable",
             Error::Unavailable { .. } => "service_error",
             Error::Timeout => "timeout",
@@ -156,6 +160,7 @@ impl Error {
             Error::Locked { action_id, .. } => json!({ "action_id": action_id }),
             Error::AlreadyExists { field, .. } => json!({ "fields": [{ "name": field }] }),
             Error::QuotaExceeded { limits } => json!({ "limits": limits }),
+            Error::RateLimited { retry_after } => json!({ "retry_after": retry_after }),
             _ => json!({}),
         }
     }

@@ -4,6 +4,7 @@
 //! database layer and the driver convert to and from these types at their edges.
 
 pub mod action;
+pub mod audit;
 pub mod cloudinit;
 pub mod cluster;
 pub mod error;
@@ -17,6 +18,7 @@ pub mod network;
 pub mod os;
 pub mod parse;
 pub mod patch;
+pub mod quota;
 pub mod selector;
 pub mod ssh;
 pub mod target;

@@ -16,6 +16,9 @@ pub mod targets;
 pub mod testing;
 pub mod vms;
 pub mod volumes;
+pub mod scope;
+pub mod quotas;
+pub mod audit;
 
 use meson_core::Error;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
@@ -28,30 +31,20 @@ pub type Tx<'a> = sqlx::Transaction<'a, sqlx::Postgres>;
 /// Migrations embedded from the repository's `migrations/`.
 pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations");
 
-/// Opens a pool. Statement timeouts keep a stuck query from holding a worker forever.
+/// Opens a pool in the system scope (every tenant's rows: workers, the
+/// migrator; the API uses [`scope::connect_scoped`]). Statement timeouts keep
+/// a stuck query from holding a worker forever.
 pub async fn connect(url: &str, max_connections: u32) -> Result<PgPool, Error> {
     let opts = PgConnectOptions::from_str(url)
         .map_err(|e| Error::internal_from("invalid DATABASE_URL", e))?
         .application_name("meson")
-        .options([("statement_timeout", "30s")]);
+        .options([("statement_timeout", "30s"), (scope::SETTING, scope::SYSTEM)]);
     PgPoolOptions::new()
         .max_connections(max_connections)
         .acquire_timeout(Duration::from_secs(10))
         .connect_with(opts)
         .await
         .map_err(|e| Error::internal_from("connecting to PostgreSQL", e))
-}
-
-/// A pool that connects on first use: the process starts (and answers
-/// `/healthz`) even while the database is down.
-pub fn connect_lazy(url: &str, max_connections: u32) -> Result<PgPool, Error> {
-    let opts = PgConnectOptions::from_str(url)
-        .map_err(|e| Error::internal_from("invalid DATABASE_URL", e))?
-        .application_name("meson");
-    Ok(PgPoolOptions::new()
-        .max_connections(max_connections)
-        .acquire_timeout(Duration::from_secs(2))
-        .connect_lazy_with(opts))
 }
 
 pub async fn migrate(pool: &PgPool) -> Result<(), Error> {

@@ -1,7 +1,16 @@
 //! A fresh, migrated database per test, dropped when the test ends.
+//!
+//! Each test database is owned by [`APP_ROLE`], an ordinary role (no
+//! superuser, no `BYPASSRLS`), and tests connect as it: row-level security
+//! binds the tests exactly as it binds meson in production.
 
 use crate::{MIGRATOR, PgPool};
-use sqlx::{Connection, Executor, PgConnection};
+use sqlx::postgres::PgConnectOptions;
+use sqlx::{ConnectOptions, Connection, Executor, PgConnection};
+use std::str::FromStr;
+
+/// The role test databases belong to and tests connect as.
+pub const APP_ROLE: &str = "meson_test_app";
 
 /// The server tests create their databases on: `MESON_TEST_DATABASE_URL`,
 /// else `DATABASE_URL`, else the local PostgreSQL.
@@ -30,9 +39,39 @@ fn with_database(url: &str, db: &str) -> String {
 
 pub struct TestDatabase {
     pub name: String,
+    /// The database as [`APP_ROLE`] reaches it.
     pub url: String,
+    /// A system-scope pool (see [`crate::scope`]): every tenant's rows.
     pub pool: PgPool,
     server: String,
+}
+
+/// Creates [`APP_ROLE`] unless it exists; tests racing to create it agree.
+async fn ensure_app_role(admin: &mut PgConnection) {
+    let exists = sqlx::query_scalar!(
+        r#"select exists(select 1 from pg_roles where rolname = $1) as "exists!""#,
+        APP_ROLE
+    )
+    .fetch_one(&mut *admin)
+    .await
+    .expect("look up the test role");
+    if exists {
+        return;
+    }
+    let sql = format!(
+        "do $$ begin create role {APP_ROLE} login password '{APP_ROLE}' nosuperuser nobypassrls; \
+         exception when duplicate_object or unique_violation then null; end $$"
+    );
+    admin.execute(sql.as_str()).await.expect("create the test role");
+}
+
+/// `server` with the test role's credentials and database `db`.
+fn app_url(server: &str, db: &str) -> String {
+    let opts = PgConnectOptions::from_str(&with_database(server, db))
+        .expect("MESON_TEST_DATABASE_URL parses")
+        .username(APP_ROLE)
+        .password(APP_ROLE);
+    opts.to_url_lossy().to_string()
 }
 
 impl TestDatabase {
@@ -43,12 +82,13 @@ impl TestDatabase {
         let mut admin = PgConnection::connect(&server)
             .await
             .unwrap_or_else(|e| panic!("tests need PostgreSQL at {server}: {e}"));
+        ensure_app_role(&mut admin).await;
         admin
-            .execute(format!("create database {name}").as_str())
+            .execute(format!("create database {name} owner {APP_ROLE}").as_str())
             .await
             .expect("create test db");
         admin.close().await.ok();
-        let url = with_database(&server, &name);
+        let url = app_url(&server, &name);
         let pool = crate::connect(&url, 10).await.expect("connect test db");
         MIGRATOR.run(&pool).await.expect("migrate test db");
         TestDatabase {
@@ -57,6 +97,12 @@ impl TestDatabase {
             pool,
             server,
         }
+    }
+
+    /// A pool as the API has one: each connection sees the rows of the
+    /// asking task's [`crate::scope::Scope`], and none outside one.
+    pub fn api_pool(&self) -> PgPool {
+        crate::scope::connect_scoped(&self.url, 10).expect("scoped pool")
     }
 }
 

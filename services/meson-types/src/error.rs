@@ -70,6 +70,10 @@ pub struct ErrorDetails {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false)]
     pub limits: Option<Vec<LimitExceeded>>,
+    /// `rate_limit_exceeded`: seconds until a retry may pass (as `Retry-After`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub retry_after: Option<u64>,
 }
 
 /// One rejected field and why.

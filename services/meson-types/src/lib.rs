@@ -4,6 +4,7 @@
 //! into them. Changing a field here changes the public contract.
 
 pub mod action;
+pub mod admin;
 pub mod catalog;
 pub mod cluster;
 pub mod error;

@@ -17,6 +17,39 @@ pub struct Config {
     pub jwt_secret: Option<String>,
     /// `MESON_JWT_ISSUER`, default `meson`.
     pub jwt_issuer: String,
+    /// `MESON_JWT_ALGORITHM`: the one algorithm tokens may use: HS256
+    /// (default, with `MESON_JWT_SECRET`), RS256, ES256 or EdDSA (with
+    /// `MESON_JWKS_FILE` or `MESON_JWKS_URL`).
+    pub jwt_algorithm: String,
+    /// `MESON_JWKS_FILE`: the identity provider's public keys, as a JWK set.
+    pub jwks_file: Option<PathBuf>,
+    /// `MESON_JWKS_URL`: where to fetch them (http or https).
+    pub jwks_url: Option<String>,
+    /// `MESON_JWKS_REFRESH_S`: how often the key set is re-read, default 300.
+    pub jwks_refresh: Duration,
+    /// `MESON_JWT_AUDIENCE`, default `meson`.
+    pub jwt_audience: String,
+    /// `MESON_JWT_LEEWAY_S`: clock skew allowed on `exp` and `nbf`, default 30.
+    pub jwt_leeway: Duration,
+    /// `MESON_JWT_TENANT_CLAIM` / `MESON_JWT_ROLES_CLAIM`: the claims naming
+    /// the tenant and the roles, default `tenant` and `roles`.
+    pub jwt_tenant_claim: String,
+    pub jwt_roles_claim: String,
+    /// `MESON_DEFAULT_QUOTAS`: every tenant's quotas unless set for it, as
+    /// `vms=100,vcpus=512,ram_mib=1048576,storage_gb=20000,clusters=20,nodes=200`
+    /// (names left out keep these defaults).
+    pub default_quotas: meson_core::quota::Resources,
+    /// `MESON_RATE_LIMIT_PER_MIN` / `MESON_RATE_LIMIT_POLL_PER_MIN`: requests a
+    /// tenant may make a minute, default 600, and action reads, default 3000.
+    pub rate_limits: meson_api::ratelimit::RateLimitConfig,
+    /// `MESON_MAX_BODY_BYTES` (1 MiB), `MESON_MAX_JSON_DEPTH` (32),
+    /// `MESON_MAX_HEADER_BYTES` (16 KiB), `MESON_REQUEST_TIMEOUT_S` (30).
+    pub request_limits: meson_api::http::RequestLimits,
+    /// `MESON_CORS_ORIGINS`: comma-separated browser origins allowed to
+    /// call the API (the Electros dashboard's), default none.
+    pub cors_origins: Vec<String>,
+    /// `MESON_AUDIT_RETENTION_DAYS`: audit entries are kept this long, default 400.
+    pub audit_retention_days: u32,
     /// `MESON_WORKER_CONCURRENCY`, default 32.
     pub worker_concurrency: usize,
     /// `MESON_DB_POOL`, default 20 connections.
@@ -74,6 +107,18 @@ where
     }
 }
 
+/// [`parse`], refusing zero.
+fn positive<T: std::str::FromStr + Default + PartialEq>(name: &str, default: T) -> anyhow::Result<T>
+where
+    T::Err: std::fmt::Display,
+{
+    let v = parse(name, default)?;
+    if v == T::default() {
+        bail!("{name} must be greater than 0");
+    }
+    Ok(v)
+}
+
 impl Config {
     pub fn from_env() -> anyhow::Result<Config> {
         Ok(Config {
@@ -82,6 +127,42 @@ impl Config {
             data_dir: PathBuf::from(var("MESON_DATA_DIR").unwrap_or_else(|| ".meson".into())),
             jwt_secret: var("MESON_JWT_SECRET"),
             jwt_issuer: var("MESON_JWT_ISSUER").unwrap_or_else(|| "meson".into()),
+            jwt_algorithm: var("MESON_JWT_ALGORITHM").unwrap_or_else(|| "HS256".into()),
+            jwks_file: var("MESON_JWKS_FILE").map(PathBuf::from),
+            jwks_url: var("MESON_JWKS_URL"),
+            jwks_refresh: Duration::from_secs(parse("MESON_JWKS_REFRESH_S", 300)?),
+            jwt_audience: var("MESON_JWT_AUDIENCE")
+                .unwrap_or_else(|| meson_api::auth::AUDIENCE.into()),
+            jwt_leeway: Duration::from_secs(parse("MESON_JWT_LEEWAY_S", 30)?),
+            jwt_tenant_claim: var("MESON_JWT_TENANT_CLAIM").unwrap_or_else(|| "tenant".into()),
+            jwt_roles_claim: var("MESON_JWT_ROLES_CLAIM").unwrap_or_else(|| "roles".into()),
+            default_quotas: match var("MESON_DEFAULT_QUOTAS") {
+                None => meson_core::quota::Resources::DEFAULT_QUOTAS,
+                Some(v) => meson_core::quota::Resources::parse_list(
+                    meson_core::quota::Resources::DEFAULT_QUOTAS,
+                    &v,
+                )
+                .map_err(|e| anyhow::anyhow!("MESON_DEFAULT_QUOTAS={v:?} is invalid: {e}"))?,
+            },
+            rate_limits: meson_api::ratelimit::RateLimitConfig {
+                api_per_minute: positive("MESON_RATE_LIMIT_PER_MIN", 600)?,
+                polling_per_minute: positive("MESON_RATE_LIMIT_POLL_PER_MIN", 3000)?,
+            },
+            request_limits: meson_api::http::RequestLimits {
+                body_bytes: positive("MESON_MAX_BODY_BYTES", 1024 * 1024)?,
+                json_depth: positive("MESON_MAX_JSON_DEPTH", 32)?,
+                header_bytes: positive("MESON_MAX_HEADER_BYTES", 16 * 1024)?,
+                timeout: Duration::from_secs(positive("MESON_REQUEST_TIMEOUT_S", 30)?),
+            },
+            cors_origins: var("MESON_CORS_ORIGINS")
+                .map(|v| {
+                    v.split(',')
+                        .map(|o| o.trim().to_owned())
+                        .filter(|o| !o.is_empty())
+                        .collect()
+                })
+                .unwrap_or_default(),
+            audit_retention_days: positive("MESON_AUDIT_RETENTION_DAYS", 400)?,
             worker_concurrency: parse("MESON_WORKER_CONCURRENCY", 32)?,
             db_pool: parse("MESON_DB_POOL", 20)?,
             targets_file: var("MESON_TARGETS_FILE").map(PathBuf::from),
@@ -114,6 +195,50 @@ impl Config {
 }
 
 impl Config {
+    /// How bearer tokens are verified, from the environment.
+    pub fn auth(&self) -> anyhow::Result<meson_api::auth::AuthConfig> {
+        use meson_api::auth::{AuthConfig, KeySource};
+        use jsonwebtoken::Algorithm;
+        let algorithm = match self.jwt_algorithm.to_ascii_uppercase().as_str() {
+            "HS256" => Algorithm::HS256,
+            "RS256" => Algorithm::RS256,
+            "ES256" => Algorithm::ES256,
+            "EDDSA" => Algorithm::EdDSA,
+            other => bail!("MESON_JWT_ALGORITHM={other:?}: use HS256, RS256, ES256 or EdDSA"),
+        };
+        let keys = match (algorithm, &self.jwt_secret, &self.jwks_file, &self.jwks_url) {
+            (Algorithm::HS256, Some(secret), None, None) => {
+                KeySource::Secret(secret.as_bytes().to_vec())
+            }
+            (Algorithm::HS256, _, _, _) => {
+                bail!("HS256 needs MESON_JWT_SECRET (at least 32 characters) and no JWKS")
+            }
+            (_, None, Some(file), None) => KeySource::JwksFile(file.clone()),
+            (_, None, None, Some(url)) => KeySource::JwksUrl(url.clone()),
+            _ => bail!(
+                "{} needs exactly one of MESON_JWKS_FILE and MESON_JWKS_URL, and no MESON_JWT_SECRET",
+                self.jwt_algorithm
+            ),
+        };
+        Ok(AuthConfig {
+            audience: self.jwt_audience.clone(),
+            leeway: self.jwt_leeway,
+            refresh: self.jwks_refresh,
+            tenant_claim: self.jwt_tenant_claim.clone(),
+            roles_claim: self.jwt_roles_claim.clone(),
+            ..AuthConfig::new(algorithm, keys, self.jwt_issuer.clone())
+        })
+    }
+
+    /// The REST API's request handling, from the environment.
+    pub fn api(&self) -> meson_api::http::ApiConfig {
+        meson_api::http::ApiConfig {
+            rate_limits: self.rate_limits,
+            limits: self.request_limits,
+            cors_origins: self.cors_origins.clone(),
+        }
+    }
+
     /// Worker settings from the environment.
     pub fn worker(&self) -> meson_jobs::WorkerConfig {
         meson_jobs::WorkerConfig {

@@ -2,7 +2,9 @@
 
 use crate::config::Config;
 use crate::pg::PrivatePostgres;
-use crate::server::{ApiServer, database, register_targets, start_worker};
+use crate::server::{
+    ApiServer, ApiSettings, api_database, database, register_targets, start_worker,
+};
 use anyhow::Context;
 use meson_api::{Auth, Role};
 use meson_jobs::{WorkerConfig, WorkerHandle};
@@ -33,6 +35,10 @@ pub struct DevOptions {
     pub reconcile_interval: Duration,
     /// Node auto-repair's thresholds.
     pub repair: meson_workflows::auto_repair::RepairConfig,
+    /// Rate limits, request limits and CORS.
+    pub api: meson_api::http::ApiConfig,
+    /// Every tenant's quotas unless set for it.
+    pub quotas: meson_core::quota::Resources,
 }
 
 impl DevOptions {
@@ -53,6 +59,8 @@ impl DevOptions {
             node_ready_timeout: c.node_ready_timeout,
             reconcile_interval: c.reconcile_interval,
             repair: c.repair(),
+            api: c.api(),
+            quotas: c.default_quotas,
         }
     }
 }
@@ -63,6 +71,7 @@ pub struct Dev {
     pub token: String,
     pub database_url: String,
     pub simulator: atomos_sim::Simulator,
+    /// The workers' pool (the system scope: every tenant's rows).
     pub pool: meson_db::PgPool,
     api: ApiServer,
     worker: WorkerHandle,
@@ -167,13 +176,13 @@ impl Dev {
             None => dev_secrets_key(&opts.data_dir).await?,
         };
         // The API first: its address is where the guests phone home.
-        let api = ApiServer::start(
-            opts.http_addr,
-            pool.clone(),
-            auth,
-            Some(secrets_key.clone()),
-        )
-        .await?;
+        let settings = ApiSettings {
+            secrets_key: Some(secrets_key.clone()),
+            api: opts.api.clone(),
+            quotas: opts.quotas,
+            ..ApiSettings::new(auth)
+        };
+        let api = ApiServer::start(opts.http_addr, api_database(&url, 20).await?, settings).await?;
         let worker = start_worker(
             pool.clone(),
             opts.worker.clone(),

@@ -7,7 +7,8 @@ use meson_api::Auth;
 use mesond::config::Config;
 use mesond::dev::{Dev, DevOptions};
 use mesond::server::{
-    ApiServer, database, register_targets, shutdown_signal, start_worker, targets_from_file,
+    ApiServer, ApiSettings, api_database, database, register_targets, shutdown_signal,
+    start_worker, targets_from_file,
 };
 
 #[derive(Parser)]
@@ -93,28 +94,25 @@ async fn dev(cfg: Config) -> anyhow::Result<()> {
 async fn deployed(cfg: Config, api: bool, worker: bool) -> anyhow::Result<()> {
     let url = cfg.require_database_url()?;
     // Only the migrate job (or serve) changes the schema; api/worker replicas just use it.
-    let pool = database(url, cfg.db_pool, api && worker).await?;
+    // An api-only replica uses this pool at start only (targets).
+    let size = if worker { cfg.db_pool } else { 2 };
+    let pool = database(url, size, api && worker).await?;
     if let Some(path) = &cfg.targets_file {
         register_targets(&pool, &targets_from_file(path).await?).await?;
     }
     let api = if api {
-        let secret = cfg
-            .jwt_secret
-            .as_deref()
-            .context("MESON_JWT_SECRET must be set")?;
-        anyhow::ensure!(
-            secret.len() >= 32,
-            "MESON_JWT_SECRET must be at least 32 characters"
-        );
-        Some(
-            ApiServer::start(
-                cfg.http_addr,
-                pool.clone(),
-                Auth::hs256(secret.as_bytes(), &cfg.jwt_issuer),
-                Some(cfg.require_secrets_key()?),
-            )
-            .await?,
-        )
+        let auth = Auth::new(cfg.auth()?)
+            .await
+            .context("configuring bearer-token verification")?;
+        let settings = ApiSettings {
+            secrets_key: Some(cfg.require_secrets_key()?),
+            api: cfg.api(),
+            quotas: cfg.default_quotas,
+            audit_retention_days: cfg.audit_retention_days,
+            ..ApiSettings::new(auth)
+        };
+        let api_pool = api_database(url, cfg.db_pool).await?;
+        Some(ApiServer::start(cfg.http_addr, api_pool, settings).await?)
     } else {
         None
     };

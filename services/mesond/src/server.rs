@@ -1,8 +1,9 @@
 //! The pieces every mode assembles: the REST server, the worker, targets.
 
 use anyhow::Context;
-use meson_api::http::{ActionFeed, AppState};
+use meson_api::http::{ActionFeed, ApiConfig, AppState};
 use meson_api::{App, Auth};
+use meson_core::quota::Resources;
 use meson_core::TargetId;
 use meson_core::target::Target;
 use meson_db::PgPool;
@@ -13,6 +14,35 @@ use std::sync::Arc;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
+/// What the REST server runs with besides its address and database.
+#[derive(Clone, Debug)]
+pub struct ApiSettings {
+    pub auth: Auth,
+    /// Opens cluster secrets (kubeconfigs); without it those answer `service_error`.
+    pub secrets_key: Option<meson_kaas::SecretKey>,
+    pub api: ApiConfig,
+    /// Every tenant's quotas unless set for it.
+    pub quotas: Resources,
+    /// Audit entries older than this are pruned.
+    pub audit_retention_days: u32,
+}
+
+impl ApiSettings {
+    /// `auth` with the defaults for everything else.
+    pub fn new(auth: Auth) -> ApiSettings {
+        ApiSettings {
+            auth,
+            secrets_key: None,
+            api: ApiConfig::default(),
+            quotas: Resources::DEFAULT_QUOTAS,
+            audit_retention_days: 400,
+        }
+    }
+}
+
+/// How often the API forgets idle rate-limit buckets and prunes the audit log.
+const MAINTENANCE_EVERY: std::time::Duration = std::time::Duration::from_secs(600);
+
 /// A running REST server.
 pub struct ApiServer {
     pub addr: SocketAddr,
@@ -21,11 +51,13 @@ pub struct ApiServer {
 }
 
 impl ApiServer {
+    /// Serves the API on `addr`. `pool` must be a scoped pool
+    /// ([`meson_db::scope::connect_scoped`]): every request sees its own
+    /// tenant's rows only.
     pub async fn start(
         addr: SocketAddr,
         pool: PgPool,
-        auth: Auth,
-        secrets_key: Option<meson_kaas::SecretKey>,
+        settings: ApiSettings,
     ) -> anyhow::Result<ApiServer> {
         let listener = TcpListener::bind(addr)
             .await
@@ -33,10 +65,18 @@ impl ApiServer {
         let addr = listener.local_addr()?;
         let (stop, mut rx) = watch::channel(false);
         let mut app = App::new(pool);
-        app.secrets_key = secrets_key;
+        app.secrets_key = settings.secrets_key;
+        app.quotas = settings.quotas;
         // One action listener per process feeds every action stream.
         let actions = ActionFeed::start(&app, rx.clone());
-        let router = meson_api::router(AppState { app, auth, actions });
+        settings.auth.spawn_refresh(rx.clone());
+        let state = AppState::new(app, settings.auth, actions, settings.api);
+        tokio::spawn(maintenance(
+            state.clone(),
+            settings.audit_retention_days,
+            rx.clone(),
+        ));
+        let router = meson_api::router(state);
         let join = tokio::spawn(async move {
             axum::serve(listener, router)
                 .with_graceful_shutdown(async move {
@@ -52,6 +92,24 @@ impl ApiServer {
     pub async fn shutdown(self) {
         let _ = self.stop.send(true);
         let _ = self.join.await;
+    }
+}
+
+/// Now and then: forgets the rate-limit buckets of idle tenants, and prunes
+/// audit entries past retention (every tenant's: the system scope).
+async fn maintenance(state: AppState, retention_days: u32, mut stop: watch::Receiver<bool>) {
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(MAINTENANCE_EVERY) => {}
+            _ = stop.wait_for(|s| *s) => return,
+        }
+        state.limits.forget_idle();
+        let prune = meson_db::audit::prune(&state.app.pool, i64::from(retention_days), 10_000);
+        match meson_db::scope::system(prune).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(pruned = n, "pruned the audit log"),
+            Err(e) => tracing::warn!(error = %e, "could not prune the audit log"),
+        }
     }
 }
 
@@ -135,7 +193,25 @@ pub async fn shutdown_signal() {
     tracing::info!("shutdown requested");
 }
 
-/// Connects and, unless told otherwise, migrates.
+/// The API's pool: each connection sees the rows of the request it serves.
+/// Warns when the database role passes around row-level security.
+pub async fn api_database(url: &str, pool_size: u32) -> anyhow::Result<PgPool> {
+    let pool = meson_db::scope::connect_scoped(url, pool_size)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    match meson_db::scope::bypasses_rls(&pool).await {
+        Ok(true) => tracing::warn!(
+            "the database role is a superuser or has BYPASSRLS: row-level security does not \
+             apply to it, and only meson's own queries keep tenants apart; connect as an \
+             ordinary role that owns meson's tables"
+        ),
+        Ok(false) => {}
+        Err(e) => tracing::warn!(error = %e, "could not read the database role"),
+    }
+    Ok(pool)
+}
+
+/// Connects (the system scope: workers, migrations) and, unless told
+/// otherwise, migrates.
 pub async fn database(url: &str, pool_size: u32, migrate: bool) -> anyhow::Result<PgPool> {
     let pool = meson_db::connect(url, pool_size).await.map_err(|e| {
         anyhow::anyhow!(

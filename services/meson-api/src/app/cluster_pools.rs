@@ -9,12 +9,13 @@
 //! `error` with the reason).
 
 use super::{App, new_action};
-use crate::auth::{Principal, Role};
+use crate::auth::Principal;
 use meson_core::action::{Action, Command, ResourceType};
 use meson_core::cluster::{Cluster, ClusterStatus, Node, NodePool, NodeRole, NodeStatus};
 use meson_core::error::LimitExceeded;
 use meson_core::kaas::{MAX_NODES_PER_POOL, MAX_POOLS, PoolSpec};
 use meson_core::parse::{Parser, Warning};
+use meson_core::quota::Resources;
 use meson_core::{ClusterId, Error, PoolId, Result};
 use meson_jobs::{Enqueued, Workflow};
 use meson_workflows::node_pool_delete::NodePoolDelete;
@@ -176,7 +177,6 @@ impl App {
 
     /// A cluster's pools, oldest first.
     pub async fn pool_list(&self, p: &Principal, cluster: ClusterId) -> Result<Vec<PoolView>> {
-        p.require(Role::Viewer)?;
         meson_db::clusters::get(&self.pool, Some(&p.tenant), cluster, false).await?;
         let pools = meson_db::clusters::pools(&self.pool, cluster).await?;
         let nodes = meson_db::clusters::nodes(&self.pool, cluster).await?;
@@ -199,7 +199,6 @@ impl App {
         cluster: ClusterId,
         id: PoolId,
     ) -> Result<PoolView> {
-        p.require(Role::Viewer)?;
         meson_db::clusters::get(&self.pool, Some(&p.tenant), cluster, false).await?;
         let pool = meson_db::node_pools::get(&self.pool, cluster, id).await?;
         self.pool_view(pool).await
@@ -247,7 +246,6 @@ impl App {
         cluster_id: ClusterId,
         body: &serde_json::Value,
     ) -> Result<PoolChanged> {
-        p.require(Role::Editor)?;
         let (spec, warnings) = PoolSpec::parse(body)?;
         let mut tx = meson_db::begin(&self.pool).await?;
         meson_db::node_pools::lock_cluster(&mut tx, cluster_id).await?;
@@ -272,6 +270,12 @@ impl App {
             &cluster,
             pools.iter().map(|x| &x.spec).chain(std::iter::once(&spec)),
         )?;
+        self.reserve(
+            &mut tx,
+            &p.tenant,
+            Resources::of_nodes(&spec.specs, spec.desired_nodes),
+        )
+        .await?;
         let pool = NodePool {
             id: PoolId::new(),
             cluster: cluster_id,
@@ -311,7 +315,6 @@ impl App {
         id: PoolId,
         body: &serde_json::Value,
     ) -> Result<PoolChanged> {
-        p.require(Role::Editor)?;
         let (patch, warnings) = PoolPatch::parse(body)?;
         let mut tx = meson_db::begin(&self.pool).await?;
         meson_db::node_pools::lock_cluster(&mut tx, cluster_id).await?;
@@ -358,6 +361,15 @@ impl App {
                 warnings,
             });
         }
+        if let Some(more) = pool
+            .spec
+            .desired_nodes
+            .checked_sub(current.spec.desired_nodes)
+            .filter(|n| *n > 0)
+        {
+            self.reserve(&mut tx, &p.tenant, Resources::of_nodes(&pool.spec.specs, more))
+                .await?;
+        }
         meson_db::node_pools::set_counts(&mut tx, &pool).await?;
         let action = if scale {
             Some(
@@ -392,7 +404,6 @@ impl App {
         cluster_id: ClusterId,
         id: PoolId,
     ) -> Result<Action> {
-        p.require(Role::Editor)?;
         let mut tx = meson_db::begin(&self.pool).await?;
         meson_db::node_pools::lock_cluster(&mut tx, cluster_id).await?;
         let cluster = meson_db::clusters::get(&mut *tx, Some(&p.tenant), cluster_id, false).await?;

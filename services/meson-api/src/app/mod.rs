@@ -4,24 +4,29 @@
 //! authorization, run transactions and enqueue workflows.
 
 mod actions;
+mod audit;
 mod catalog;
 mod cluster_nodes;
 mod cluster_pools;
 mod cluster_upgrades;
 mod clusters;
 mod networks;
+mod quotas;
 mod quotes;
+mod targets;
 mod vms;
 mod volumes;
 
 use crate::auth::Principal;
 use meson_core::ActionId;
 use meson_core::action::{Action, ActionStatus, Command, ResourceType};
+use meson_core::quota::Resources;
 use meson_db::PgPool;
 
 pub use cluster_nodes::NodeAction;
 pub use cluster_pools::{PoolChanged, PoolView};
 pub use clusters::{ClusterCreated, ClusterView};
+pub use quotas::{QuotaView, parse_tenant};
 pub use quotes::{KaasQuotes, Quotes, VmQuotes};
 pub use vms::{PowerAction, VmCreated, VmPage, VmParts};
 
@@ -31,13 +36,18 @@ pub struct App {
     /// Opens cluster secrets (kubeconfigs, rotation); without it those answer
     /// `service_error`.
     pub secrets_key: Option<meson_kaas::SecretKey>,
+    /// Every tenant's quotas, unless set for it.
+    pub quotas: Resources,
 }
 
 impl App {
+    /// `pool` must be a scoped pool ([`meson_db::scope::connect_scoped`]):
+    /// the transports run every request in its tenant's scope.
     pub fn new(pool: PgPool) -> Self {
         App {
             pool,
             secrets_key: None,
+            quotas: Resources::DEFAULT_QUOTAS,
         }
     }
 

@@ -1,12 +1,13 @@
 //! Virtual machines: create, read, list, delete.
 
 use super::{App, Page, new_action};
-use crate::auth::{Principal, Role};
+use crate::auth::Principal;
 use meson_core::action::{Action, Command, ResourceType};
 use meson_core::naming;
 use meson_core::network::Attachment;
 use meson_core::parse::Warning;
 use meson_core::patch::NameLabels;
+use meson_core::quota::Resources;
 use meson_core::vm::{Vm, VmCreate, VmStatus};
 use meson_core::volume::Volume;
 use meson_core::{Error, Result, VmId};
@@ -68,7 +69,6 @@ impl App {
     /// Validates the request and, in one transaction, writes the VM, its
     /// volumes, the action and the workflow's job.
     pub async fn vm_create(&self, p: &Principal, body: &serde_json::Value) -> Result<VmCreated> {
-        p.require(Role::Editor)?;
         let req = VmCreate::parse_placed(body, &meson_db::targets::list(&self.pool).await?)?;
 
         let id = VmId::new();
@@ -84,6 +84,8 @@ impl App {
         let action = new_action(p, Command::CreateVm, resources);
 
         let mut tx = meson_db::begin(&self.pool).await?;
+        self.reserve(&mut tx, &p.tenant, Resources::of_vm(&vm.spec))
+            .await?;
         meson_db::vms::insert_with_volumes(&mut tx, &vm, &volumes).await?;
         let nics =
             meson_workflows::provision::attach_new_vm(&mut tx, &p.tenant, id, &req.networks, false)
@@ -104,13 +106,11 @@ impl App {
     }
 
     pub async fn vm_get(&self, p: &Principal, id: VmId) -> Result<(Vm, VmParts)> {
-        p.require(Role::Viewer)?;
         let vm = meson_db::vms::get(&self.pool, Some(&p.tenant), id).await?;
         Ok((vm, VmParts::load(&self.pool, &[id]).await?))
     }
 
     pub async fn vm_list(&self, p: &Principal, page: Page, filter: &VmFilter) -> Result<VmPage> {
-        p.require(Role::Viewer)?;
         let (vms, total) = meson_db::vms::list(
             &self.pool,
             &p.tenant,
@@ -129,7 +129,6 @@ impl App {
 
     /// Starts deleting a VM; `locked` while another action runs on it.
     pub async fn vm_delete(&self, p: &Principal, id: VmId) -> Result<Action> {
-        p.require(Role::Editor)?;
         let vm = meson_db::vms::get(&self.pool, Some(&p.tenant), id).await?;
         let action = new_action(p, Command::DeleteVm, vec![(ResourceType::Vm, vm.id.0)]);
         let mut tx = meson_db::begin(&self.pool).await?;
@@ -153,7 +152,6 @@ impl App {
     /// Starts a power action on a running or stopped VM; `locked` while
     /// another action runs on it, `conflict` while it is not placed or failed.
     pub async fn vm_power(&self, p: &Principal, id: VmId, op: PowerAction) -> Result<Action> {
-        p.require(Role::Editor)?;
         let vm = meson_db::vms::get(&self.pool, Some(&p.tenant), id).await?;
         let command = match op {
             PowerAction::On => Command::StartVm,
@@ -203,7 +201,6 @@ impl App {
         id: VmId,
         body: &serde_json::Value,
     ) -> Result<(Vm, VmParts, Vec<Warning>)> {
-        p.require(Role::Editor)?;
         let NameLabels {
             name,
             labels,

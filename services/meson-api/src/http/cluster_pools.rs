@@ -75,8 +75,8 @@ async fn list(
             `details.fields`; `max_nodes` when the cluster network cannot hold the nodes) or \
             malformed JSON (`json_error`).", body = ErrorResponse),
         (status = 403, description = "The token's role cannot modify (`forbidden`), or \
-            the cluster has 16 pools already (`resource_limit_exceeded`, in \
-            `details.limits`).", body = ErrorResponse),
+            the cluster has 16 pools already or the pool's nodes would take the tenant over \
+            a quota (`resource_limit_exceeded`, in `details.limits`).", body = ErrorResponse),
         (status = 404, description = "No such cluster for this tenant (`not_found`).",
             body = ErrorResponse),
         (status = 409, description = "The cluster has a pool of this name \
@@ -162,8 +162,9 @@ async fn read(
             `details.fields`: the bounds, the cluster's last worker, or `max_nodes` when the \
             cluster network cannot hold the nodes) or malformed JSON (`json_error`).",
             body = ErrorResponse),
-        (status = 403, description = "The token's role cannot modify (`forbidden`).",
-            body = ErrorResponse),
+        (status = 403, description = "The token's role cannot modify (`forbidden`), or a \
+            larger `desired_nodes` would take the tenant over a quota \
+            (`resource_limit_exceeded`, in `details.limits`).", body = ErrorResponse),
         (status = 404, description = "No such cluster for this tenant, or no such pool in \
             it (`not_found`).", body = ErrorResponse),
         (status = 409, description = "The cluster's control plane is not up (`conflict`).",

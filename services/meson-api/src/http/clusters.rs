@@ -56,8 +56,9 @@ async fn created(s: &AppState, p: &Principal, body: &serde_json::Value) -> ApiRe
             body = wire::cluster::ClusterCreateResponse),
         (status = 400, description = "A bad field (`invalid_input`, named in \
             `details.fields`) or malformed JSON (`json_error`).", body = ErrorResponse),
-        (status = 403, description = "The token's role cannot create (`forbidden`).",
-            body = ErrorResponse),
+        (status = 403, description = "The token's role cannot create (`forbidden`), or the \
+            cluster would take the tenant over a quota (`resource_limit_exceeded`, each one \
+            in `details.limits`).", body = ErrorResponse),
         (status = 409, description = "The name is taken (`uniqueness_error`), or the \
             Idempotency-Key was used with another body (`conflict`).", body = ErrorResponse),
     ),
@@ -86,8 +87,9 @@ async fn create(
             body = wire::cluster::ClusterCreateResponse),
         (status = 400, description = "A bad field (`invalid_input`) or malformed JSON \
             (`json_error`).", body = ErrorResponse),
-        (status = 403, description = "The token's role cannot create (`forbidden`).",
-            body = ErrorResponse),
+        (status = 403, description = "The token's role cannot create (`forbidden`), or the \
+            cluster would take the tenant over a quota (`resource_limit_exceeded`, each one \
+            in `details.limits`).", body = ErrorResponse),
         (status = 409, description = "The name is taken (`uniqueness_error`), or the \
             Idempotency-Key was used with another body (`conflict`).", body = ErrorResponse),
     ),

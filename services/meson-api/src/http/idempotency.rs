@@ -1,6 +1,6 @@
 //! `Idempotency-Key` on POST: a retry with the same key and request replays the first response.
 
-use super::{AppState, MAX_BODY_BYTES};
+use super::{AppState, RequestLimits};
 use crate::auth::Principal;
 use crate::error::ApiError;
 use axum::body::Body;
@@ -47,10 +47,16 @@ pub async fn idempotency(State(s): State<AppState>, req: Request, next: Next) ->
     };
     // A broken connection cannot read an answer anyway, so the only failure a
     // client can see is an oversized body.
-    let Ok(bytes) = axum::body::to_bytes(body, MAX_BODY_BYTES).await else {
+    let max = parts
+        .extensions
+        .get::<RequestLimits>()
+        .copied()
+        .unwrap_or_default()
+        .body_bytes;
+    let Ok(bytes) = axum::body::to_bytes(body, max).await else {
         return ApiError(Error::invalid(
             "(body)",
-            format!("the body exceeds {MAX_BODY_BYTES} bytes"),
+            format!("the body exceeds {max} bytes"),
         ))
         .into_response();
     };
@@ -224,7 +230,11 @@ impl Drop for ClaimGuard {
             hash: self.hash,
             armed: false,
         };
-        rt.spawn(async move { claim.release().await });
+        // A spawned task starts outside the request's scope: give it the tenant's.
+        let scope = meson_db::scope::Scope::Tenant(claim.tenant.clone());
+        rt.spawn(meson_db::scope::run(scope, async move {
+            claim.release().await
+        }));
     }
 }
 
@@ -247,13 +257,14 @@ fn maybe_prune(pool: &PgPool) {
         return;
     }
     let pool = pool.clone();
-    tokio::spawn(async move {
+    // Every tenant's expired keys.
+    tokio::spawn(meson_db::scope::system(async move {
         match store::prune(&pool, PRUNE_BATCH).await {
             Ok(0) => {}
             Ok(n) => tracing::info!(pruned = n, "pruned expired idempotency keys"),
             Err(e) => tracing::warn!(error = %e, "could not prune idempotency keys"),
         }
-    });
+    }));
 }
 
 #[cfg(test)]

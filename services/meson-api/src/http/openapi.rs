@@ -7,6 +7,8 @@
 //! `Idempotency-Key` on POSTs, the 401/500/504 answers any request can get)
 //! is added here once, by [`finish`].
 
+use crate::auth::Role;
+use crate::authz::{self, Access};
 use axum::Router;
 use meson_types::ErrorResponse;
 use utoipa::ToSchema;
@@ -58,6 +60,9 @@ pub fn base() -> OpenApi {
             tag("volumes", "Volumes meson created for VMs"),
             tag("catalog", "Flavours, providers and prices"),
             tag("ops", "Liveness and readiness"),
+            tag("quotas", "What each tenant may hold"),
+            tag("targets", "AtomOS hosts (operators)"),
+            tag("audit", "Who did what (operators)"),
         ]))
         .components(Some(
             ComponentsBuilder::new()
@@ -68,8 +73,12 @@ pub fn base() -> OpenApi {
                             .scheme(HttpAuthScheme::Bearer)
                             .bearer_format("JWT")
                             .description(Some(
-                                "An HS256 JWT with `sub`, `tenant`, `roles` (viewer, editor \
-                                 or admin), `iss`, `aud` = `meson` and `exp`.",
+                                "A JWT signed with the algorithm the deployment pins (HS256, \
+                                 RS256, ES256 or EdDSA; the key named by `kid` from its JWKS), \
+                                 with `sub`, `tenant`, `roles` (viewer, editor or admin), \
+                                 `iss`, `aud` = `meson` and `exp` (`nbf` honoured). Viewers \
+                                 read, editors also change, admins (Elemento's operators) also \
+                                 manage quotas, AtomOS targets and read the audit log.",
                             ))
                             .build(),
                     ),
@@ -84,16 +93,14 @@ pub fn base() -> OpenApi {
         .build()
 }
 
-/// Adds what every operation shares; see the module documentation.
+/// Adds what every operation shares; see the module documentation. Who may
+/// call an operation comes from its rule in `authz::RULES`.
 pub fn finish(mut doc: OpenApi) -> OpenApi {
     let components = doc.components.get_or_insert_with(Default::default);
     for (name, schema) in schemas_of::<ErrorResponse>() {
         components.schemas.entry(name).or_insert(schema);
     }
-    for (path, item) in doc.paths.paths.iter_mut() {
-        // `/v1` needs a token, unless an operation says `security(())`; the
-        // operations endpoints do not.
-        let v1 = path.starts_with("/v1/");
+    for item in doc.paths.paths.values_mut() {
         let ops = [
             (HttpMethod::Get, &mut item.get),
             (HttpMethod::Post, &mut item.post),
@@ -103,11 +110,12 @@ pub fn finish(mut doc: OpenApi) -> OpenApi {
         ];
         for (method, op) in ops {
             if let Some(op) = op {
-                let open = op
-                    .security
-                    .as_ref()
-                    .is_some_and(|s| s.contains(&SecurityRequirement::default()));
-                shared(method, v1 && !open, op);
+                let access = op
+                    .operation_id
+                    .as_deref()
+                    .and_then(authz::rule_of)
+                    .map(|r| r.access);
+                shared(method, access, op);
             }
         }
     }
@@ -121,13 +129,37 @@ fn schemas_of<T: ToSchema>() -> Vec<(String, RefOr<utoipa::openapi::schema::Sche
     out
 }
 
-fn shared(method: HttpMethod, authenticated: bool, op: &mut Operation) {
-    if authenticated {
+fn shared(method: HttpMethod, access: Option<Access>, op: &mut Operation) {
+    let authenticated = matches!(access, Some(Access::Role(_)));
+    if let Some(Access::Role(role)) = access {
         op.security = Some(vec![SecurityRequirement::new(BEARER, Vec::<String>::new())]);
         error(op, 401, "No valid bearer token (`unauthorized`).");
+        if role > Role::Viewer {
+            error(
+                op,
+                403,
+                &format!(
+                    "The token's role cannot do this (`forbidden`): it needs {}.",
+                    role.as_str()
+                ),
+            );
+        }
+        let limited = error_response(
+            "Too many requests from this tenant (`rate_limit_exceeded`): retry after \
+             `Retry-After` seconds.",
+        );
+        op.responses
+            .responses
+            .entry("429".to_owned())
+            .or_insert_with(|| limited.into());
     } else {
         op.security = Some(vec![SecurityRequirement::default()]);
     }
+    error(
+        op,
+        431,
+        "The request's headers are too large (`invalid_input` on `(headers)`).",
+    );
     // Keys are kept per tenant: a POST without a token has none.
     let idempotent = method == HttpMethod::Post && authenticated;
     if idempotent {
@@ -180,6 +212,30 @@ fn shared(method: HttpMethod, authenticated: bool, op: &mut Operation) {
         let RefOr::T(response) = response else {
             continue;
         };
+        // Sent once the token is known and until the handler's answer; a
+        // refused token (401), oversized headers (431) and server-side
+        // failures may come without them.
+        if authenticated && !["401", "431"].contains(&status.as_str()) && !status.starts_with('5')
+        {
+            for (name, description) in RATE_LIMIT_HEADERS {
+                response.headers.insert(
+                    name.to_owned(),
+                    HeaderBuilder::new()
+                        .schema(ObjectBuilder::new().schema_type(Type::Integer).minimum(Some(0)))
+                        .description(Some(description))
+                        .build(),
+                );
+            }
+            if status == "429" {
+                response.headers.insert(
+                    "Retry-After".to_owned(),
+                    HeaderBuilder::new()
+                        .schema(ObjectBuilder::new().schema_type(Type::Integer).minimum(Some(1)))
+                        .description(Some("Seconds until a request may pass again."))
+                        .build(),
+                );
+            }
+        }
         response.headers.insert(
             "X-Correlation-Id".to_owned(),
             HeaderBuilder::new()
@@ -209,6 +265,17 @@ fn shared(method: HttpMethod, authenticated: bool, op: &mut Operation) {
         }
     }
 }
+
+/// The headers on every answer to an authenticated request.
+const RATE_LIMIT_HEADERS: [(&str, &str); 3] = [
+    (
+        "RateLimit-Limit",
+        "Requests the tenant may burst in this budget (actions are read from a larger \
+         one of their own).",
+    ),
+    ("RateLimit-Remaining", "Requests left in the budget now."),
+    ("RateLimit-Reset", "Seconds until the budget is full again."),
+];
 
 /// Documents an error answer unless the operation already does.
 fn error(op: &mut Operation, status: u16, description: &str) {
@@ -252,7 +319,14 @@ pub fn routes(json: String) -> Router {
 }
 
 /// Headers every answer that documents them carries, whatever happens.
-const ALWAYS_SENT: [&str; 2] = ["X-Correlation-Id", "Link"];
+const ALWAYS_SENT: [&str; 6] = [
+    "X-Correlation-Id",
+    "Link",
+    "RateLimit-Limit",
+    "RateLimit-Remaining",
+    "RateLimit-Reset",
+    "Retry-After",
+];
 
 /// The document as served and checked in: pretty JSON and a trailing
 /// newline, with `required: true` on the headers that are always sent

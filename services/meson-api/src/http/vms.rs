@@ -54,8 +54,9 @@ pub fn routes() -> OpenApiRouter<AppState> {
         (status = 400, description = "Invalid input (`invalid_input`, every rejected field \
             named in `details.fields`), malformed JSON (`json_error`) or a bad \
             `Idempotency-Key`.", body = ErrorResponse),
-        (status = 403, description = "The token's role cannot create VMs (`forbidden`).",
-            body = ErrorResponse),
+        (status = 403, description = "The token's role cannot create VMs (`forbidden`), or \
+            the VM would take the tenant over a quota (`resource_limit_exceeded`, each one \
+            in `details.limits`).", body = ErrorResponse),
         (status = 409, description = "The tenant has a VM with this name \
             (`uniqueness_error`), or the `Idempotency-Key` was used with another request \
             (`conflict`).", body = ErrorResponse),

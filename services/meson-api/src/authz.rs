@@ -1,0 +1,209 @@
+//! Who may call what: one table for every operation of the API.
+//!
+//! Each row names an operation (the OpenAPI `operationId`, which the gRPC
+//! methods map to as well), who may call it, which rate-limit budget it draws
+//! on and whether it is audited. Transports look the operation up and call
+//! [`authorize`] before anything else runs; nothing below them checks roles
+//! again. An operation missing from the table is refused (and a test keeps
+//! the table and the routes in step).
+//!
+//! Roles: viewers read, editors also create, change and delete, admins are
+//! Elemento's operators: they also manage every tenant's quotas, the AtomOS
+//! targets and read the audit log. A token is always scoped to its tenant's
+//! resources; only the admin operations reach across tenants.
+
+use crate::auth::{Principal, Role};
+use meson_core::Error;
+
+/// Who may call an operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    /// Anyone (liveness, readiness).
+    Public,
+    /// A cluster node, with the per-node secret meson gave it (checked by
+    /// the operation itself): no bearer token.
+    NodeSecret,
+    /// A bearer token with at least this role.
+    Role(Role),
+}
+
+/// Which rate-limit budget an operation draws on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Budget {
+    /// Everything, by default.
+    Api,
+    /// Reading actions: clients poll them, so they get a larger budget of
+    /// their own and polling never starves the calls that do work.
+    Polling,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rule {
+    pub operation: &'static str,
+    pub access: Access,
+    pub budget: Budget,
+    /// Recorded in the audit log (changes, refused or not, and handing out
+    /// credentials).
+    pub audit: bool,
+}
+
+const fn rule(operation: &'static str, role: Role, budget: Budget, audit: bool) -> Rule {
+    Rule {
+        operation,
+        access: Access::Role(role),
+        budget,
+        audit,
+    }
+}
+
+/// Reads a tenant's own resources.
+const fn read(operation: &'static str) -> Rule {
+    rule(operation, Role::Viewer, Budget::Api, false)
+}
+
+/// Creates, changes or deletes a tenant's own resources.
+const fn write(operation: &'static str) -> Rule {
+    rule(operation, Role::Editor, Budget::Api, true)
+}
+
+/// Reads actions, from the polling budget.
+const fn poll(operation: &'static str) -> Rule {
+    rule(operation, Role::Viewer, Budget::Polling, false)
+}
+
+/// An operator's read, across tenants.
+const fn admin_read(operation: &'static str) -> Rule {
+    rule(operation, Role::Admin, Budget::Api, false)
+}
+
+/// An operator's change, across tenants.
+const fn admin_write(operation: &'static str) -> Rule {
+    rule(operation, Role::Admin, Budget::Api, true)
+}
+
+const fn public(operation: &'static str) -> Rule {
+    Rule {
+        operation,
+        access: Access::Public,
+        budget: Budget::Api,
+        audit: false,
+    }
+}
+
+/// Every operation of the API.
+pub const RULES: &[Rule] = &[
+    public("healthz"),
+    public("readyz"),
+    // VMs
+    read("vm_list"),
+    read("vm_get"),
+    read("vm_action_list"),
+    write("vm_create"),
+    write("vm_update"),
+    write("vm_delete"),
+    write("vm_power"),
+    // Actions
+    poll("action_list"),
+    poll("action_get"),
+    poll("action_stream"),
+    // Volumes
+    read("volume_list"),
+    read("volume_get"),
+    read("volume_action_list"),
+    // Networks
+    read("network_list"),
+    read("network_get"),
+    read("network_action_list"),
+    write("network_create"),
+    write("network_update"),
+    write("network_delete"),
+    // Clusters, pools, nodes
+    read("cluster_list"),
+    read("cluster_get"),
+    read("cluster_action_list"),
+    read("cluster_nodes"),
+    read("cluster_pool_list"),
+    read("cluster_pool_get"),
+    write("cluster_create"),
+    write("kaas_create"),
+    write("cluster_update"),
+    write("cluster_delete"),
+    write("cluster_upgrade"),
+    write("cluster_rotate_credentials"),
+    // An admin credential of the cluster: editors only, and audited.
+    write("cluster_kubeconfig"),
+    write("cluster_pool_create"),
+    write("cluster_pool_update"),
+    write("cluster_pool_delete"),
+    write("cluster_node_reboot"),
+    write("cluster_node_replace"),
+    Rule {
+        operation: "node_phone_home",
+        access: Access::NodeSecret,
+        budget: Budget::Api,
+        audit: false,
+    },
+    // Catalogue and prices
+    read("flavor_list"),
+    read("provider_list"),
+    read("kubernetes_version_list"),
+    read("quote_create"),
+    // Quotas: a tenant reads its own; operators set anyone's.
+    read("quota_get"),
+    admin_read("tenant_quota_get"),
+    admin_write("tenant_quota_update"),
+    // AtomOS targets and the audit log: operators only.
+    admin_read("target_list"),
+    admin_read("target_get"),
+    admin_write("target_create"),
+    admin_write("target_update"),
+    admin_read("audit_list"),
+];
+
+/// The rule of an operation.
+pub fn rule_of(operation: &str) -> Option<&'static Rule> {
+    RULES.iter().find(|r| r.operation == operation)
+}
+
+/// Fails with `forbidden` unless `p` may call the operation of `rule`.
+pub fn authorize(p: &Principal, rule: &Rule) -> Result<(), Error> {
+    match rule.access {
+        Access::Role(role) => p.require(role),
+        // Not reached with a principal: these take no bearer token.
+        Access::Public | Access::NodeSecret => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_operation_appears_once() {
+        let mut seen = std::collections::BTreeSet::new();
+        for r in RULES {
+            assert!(seen.insert(r.operation), "{} twice", r.operation);
+        }
+    }
+
+    #[test]
+    fn roles_nest() {
+        let p = |role| Principal {
+            tenant: meson_core::TenantId("t".into()),
+            subject: "s".into(),
+            role,
+        };
+        for (op, viewer, editor, admin) in [
+            ("vm_get", true, true, true),
+            ("vm_create", false, true, true),
+            ("cluster_kubeconfig", false, true, true),
+            ("tenant_quota_update", false, false, true),
+            ("audit_list", false, false, true),
+        ] {
+            let r = rule_of(op).unwrap();
+            assert_eq!(authorize(&p(Role::Viewer), r).is_ok(), viewer, "{op}");
+            assert_eq!(authorize(&p(Role::Editor), r).is_ok(), editor, "{op}");
+            assert_eq!(authorize(&p(Role::Admin), r).is_ok(), admin, "{op}");
+        }
+    }
+}

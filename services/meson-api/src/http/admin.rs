@@ -1,0 +1,261 @@
+//! `/v1/quotas`, and the operators' `/v1/tenants/{tenant}/quotas`,
+//! `/v1/targets` and `/v1/audit`.
+
+use super::{AppState, JsonBody, page_of, pagination, parse_id, query_pairs};
+use crate::app::QuotaView;
+use crate::auth::Principal;
+use crate::error::{ApiError, ApiResult};
+use crate::views;
+use axum::Json;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use meson_core::Error;
+use meson_core::audit::AuditFilter;
+use meson_types::ErrorResponse;
+use meson_types::admin as wire;
+use meson_types::requests::PageQuery;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(quota_get))
+        .routes(routes!(tenant_quota_get, tenant_quota_update))
+        .routes(routes!(target_list, target_create))
+        .routes(routes!(target_get, target_update))
+        .routes(routes!(audit_list))
+}
+
+fn quota(v: QuotaView) -> Json<wire::QuotaResponse> {
+    Json(wire::QuotaResponse {
+        quota: views::quota(&v),
+    })
+}
+
+fn target(
+    t: &meson_core::target::Target,
+    warnings: &[meson_core::parse::Warning],
+) -> Json<wire::TargetResponse> {
+    Json(wire::TargetResponse {
+        target: views::target(t),
+        warnings: warnings.iter().map(views::warning).collect(),
+    })
+}
+
+/// The caller's tenant's quotas and usage.
+#[utoipa::path(
+    get,
+    path = "/v1/quotas",
+    tag = "quotas",
+    operation_id = "quota_get",
+    summary = "Get your quotas",
+    description = "What the tenant may hold of each resource, and what it holds now. A \
+        request that would take a resource above its quota answers 403 \
+        `resource_limit_exceeded` naming each such quota in `details.limits`.",
+    responses((status = 200, description = "The quotas.", body = wire::QuotaResponse)),
+)]
+async fn quota_get(State(s): State<AppState>, p: Principal) -> ApiResult<Json<wire::QuotaResponse>> {
+    Ok(quota(s.app.quota_get(&p).await?))
+}
+
+/// Any tenant's quotas and usage (operators).
+#[utoipa::path(
+    get,
+    path = "/v1/tenants/{tenant}/quotas",
+    tag = "quotas",
+    operation_id = "tenant_quota_get",
+    summary = "Get a tenant's quotas (admin)",
+    params(("tenant" = String, Path, description = "The tenant's id, as its tokens carry it.")),
+    responses(
+        (status = 200, description = "The quotas.", body = wire::QuotaResponse),
+        (status = 400, description = "Not a tenant id (`invalid_input`).", body = ErrorResponse),
+    ),
+)]
+async fn tenant_quota_get(
+    State(s): State<AppState>,
+    p: Principal,
+    Path(tenant): Path<String>,
+) -> ApiResult<Json<wire::QuotaResponse>> {
+    Ok(quota(s.app.tenant_quota_get(&p, &tenant).await?))
+}
+
+/// Sets a tenant's quotas (operators).
+#[utoipa::path(
+    patch,
+    path = "/v1/tenants/{tenant}/quotas",
+    tag = "quotas",
+    operation_id = "tenant_quota_update",
+    summary = "Set a tenant's quotas (admin)",
+    description = "A number sets a quota, `null` returns it to the deployment's default, \
+        an absent name leaves it. A quota below what the tenant holds refuses what would \
+        add to it; nothing the tenant holds is taken away.",
+    params(("tenant" = String, Path, description = "The tenant's id, as its tokens carry it.")),
+    request_body(content = wire::QuotaUpdateRequest, content_type = "application/json",
+        example = json!({"vms": 20, "nodes": null})),
+    responses(
+        (status = 200, description = "The quotas as they are now.", body = wire::QuotaResponse),
+        (status = 400, description = "Not a tenant id, an unknown quota or a bad amount \
+            (`invalid_input`), or malformed JSON (`json_error`).", body = ErrorResponse),
+    ),
+)]
+async fn tenant_quota_update(
+    State(s): State<AppState>,
+    p: Principal,
+    Path(tenant): Path<String>,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Json<wire::QuotaResponse>> {
+    Ok(quota(s.app.tenant_quota_update(&p, &tenant, &body).await?))
+}
+
+/// Lists AtomOS targets (operators).
+#[utoipa::path(
+    get,
+    path = "/v1/targets",
+    tag = "targets",
+    operation_id = "target_list",
+    summary = "List AtomOS targets (admin)",
+    responses((status = 200, description = "Every target, by name.", body = wire::TargetList)),
+)]
+async fn target_list(State(s): State<AppState>, p: Principal) -> ApiResult<Json<wire::TargetList>> {
+    let targets = s.app.target_list(&p).await?;
+    Ok(Json(wire::TargetList {
+        targets: targets.iter().map(views::target).collect(),
+    }))
+}
+
+/// Reads an AtomOS target (operators).
+#[utoipa::path(
+    get,
+    path = "/v1/targets/{id}",
+    tag = "targets",
+    operation_id = "target_get",
+    summary = "Get an AtomOS target (admin)",
+    params(("id" = uuid::Uuid, Path, description = "The target's id.")),
+    responses(
+        (status = 200, description = "The target.", body = wire::TargetResponse),
+        (status = 400, description = "The id is not a UUID (`invalid_input`).",
+            body = ErrorResponse),
+        (status = 404, description = "No such target (`not_found`).", body = ErrorResponse),
+    ),
+)]
+async fn target_get(
+    State(s): State<AppState>,
+    p: Principal,
+    Path(id): Path<String>,
+) -> ApiResult<Json<wire::TargetResponse>> {
+    let t = s.app.target_get(&p, parse_id(&id)?).await?;
+    Ok(target(&t, &[]))
+}
+
+/// Registers an AtomOS target (operators).
+#[utoipa::path(
+    post,
+    path = "/v1/targets",
+    tag = "targets",
+    operation_id = "target_create",
+    summary = "Register an AtomOS target (admin)",
+    description = "New VMs and cluster nodes may be placed on it at once, unless it is \
+        registered with `enabled: false`.",
+    request_body(content = wire::TargetCreateRequest, content_type = "application/json",
+        example = json!({"name": "ovh-gra-1", "host": "10.0.0.5", "provider": "ovh",
+            "region": "gra", "continent": "europe"})),
+    responses(
+        (status = 201, description = "The target.", body = wire::TargetResponse),
+        (status = 409, description = "A target has this name (`uniqueness_error`).",
+            body = ErrorResponse),
+    ),
+)]
+async fn target_create(
+    State(s): State<AppState>,
+    p: Principal,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
+    let (t, warnings) = s.app.target_create(&p, &body).await?;
+    Ok((StatusCode::CREATED, target(&t, &warnings)).into_response())
+}
+
+/// Changes an AtomOS target (operators).
+#[utoipa::path(
+    patch,
+    path = "/v1/targets/{id}",
+    tag = "targets",
+    operation_id = "target_update",
+    summary = "Change an AtomOS target (admin)",
+    description = "Its endpoint (host, ports), or whether it takes new VMs (`enabled`). \
+        Targets are never deleted: VMs placed there refer to them; disable one instead.",
+    params(("id" = uuid::Uuid, Path, description = "The target's id.")),
+    request_body(content = wire::TargetUpdateRequest, content_type = "application/json",
+        example = json!({"enabled": false})),
+    responses(
+        (status = 200, description = "The target as it is now.", body = wire::TargetResponse),
+        (status = 400, description = "The id is not a UUID, invalid input \
+            (`invalid_input`) or malformed JSON (`json_error`).", body = ErrorResponse),
+        (status = 404, description = "No such target (`not_found`).", body = ErrorResponse),
+    ),
+)]
+async fn target_update(
+    State(s): State<AppState>,
+    p: Principal,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Json<wire::TargetResponse>> {
+    let (t, warnings) = s.app.target_update(&p, parse_id(&id)?, &body).await?;
+    Ok(target(&t, &warnings))
+}
+
+/// Reads the audit log (operators).
+#[utoipa::path(
+    get,
+    path = "/v1/audit",
+    tag = "audit",
+    operation_id = "audit_list",
+    summary = "List the audit log (admin)",
+    description = "Every request that could change something (refused ones included) and \
+        every kubeconfig handed out, newest first: who (tenant, subject, role), what \
+        (operation, method, path, status), on which resource, which action it started, \
+        and the request's correlation id.",
+    params(PageQuery, wire::AuditListQuery),
+    responses(
+        (status = 200, description = "A page of entries.", body = wire::AuditList,
+            headers(("Link" = String, description = "RFC 8288 links to the `prev`, `next` \
+                and `last` pages."))),
+        (status = 400, description = "A bad query parameter (`invalid_input`, named in \
+            `details.fields`).", body = ErrorResponse),
+    ),
+)]
+async fn audit_list(
+    State(s): State<AppState>,
+    p: Principal,
+    RawQuery(q): RawQuery,
+) -> ApiResult<Response> {
+    let pairs = query_pairs(q.as_deref())?;
+    let page = page_of(&pairs)?;
+    let mut f = AuditFilter::default();
+    for (k, v) in pairs {
+        let time = |v: &str| {
+            chrono::DateTime::parse_from_rfc3339(v)
+                .map(|t| t.to_utc())
+                .map_err(|_| ApiError(Error::invalid(k.clone(), "must be an RFC 3339 time")))
+        };
+        match k.as_str() {
+            "since" => f.since = Some(time(&v)?),
+            "until" => f.until = Some(time(&v)?),
+            _ if v.contains('\0') => {
+                return Err(ApiError(Error::invalid(k, "must not contain NUL characters")));
+            }
+            "tenant" => f.tenant = Some(v),
+            "subject" => f.subject = Some(v),
+            "operation" => f.operation = Some(v),
+            "resource_id" => f.resource_id = Some(v),
+            _ => {}
+        }
+    }
+    let (entries, total) = s.app.audit_list(&p, page, &f).await?;
+    let (meta, link) = pagination("/v1/audit", page, total);
+    let body = wire::AuditList {
+        audit_entries: entries.iter().map(views::audit_entry).collect(),
+        meta,
+    };
+    Ok(super::paged(body, link))
+}

@@ -1,0 +1,294 @@
+//! Per-tenant quotas: what a tenant may hold, what it holds, and what a
+//! request would add.
+//!
+//! Usage is counted on the desired state: a tenant's VMs (cluster nodes
+//! apart), its clusters, and each cluster's nodes at the control plane's size
+//! plus every pool's `desired_nodes`. A request is refused when it would take
+//! any counter it raises above its quota; a request that raises nothing (a
+//! pool scaled down, say) passes even over a quota lowered since.
+
+use crate::error::{Error, FieldErrors, LimitExceeded, Result};
+use crate::kaas::{KaasSpec, NodeSpecs};
+use crate::vm::VmSpec;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// One `T` per resource a quota limits.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PerResource<T> {
+    /// VMs, cluster nodes apart.
+    pub vms: T,
+    pub vcpus: T,
+    pub ram_mib: T,
+    pub storage_gb: T,
+    pub clusters: T,
+    /// Cluster nodes, control planes included.
+    pub nodes: T,
+}
+
+/// An amount of every resource.
+pub type Resources = PerResource<i64>;
+
+/// A tenant's quotas where they differ from the defaults (`None`: the default).
+pub type QuotaOverrides = PerResource<Option<i64>>;
+
+impl<T: Copy> PerResource<T> {
+    fn slot(&mut self, name: &str) -> Option<&mut T> {
+        Some(match name {
+            "vms" => &mut self.vms,
+            "vcpus" => &mut self.vcpus,
+            "ram_mib" => &mut self.ram_mib,
+            "storage_gb" => &mut self.storage_gb,
+            "clusters" => &mut self.clusters,
+            "nodes" => &mut self.nodes,
+            _ => return None,
+        })
+    }
+
+    /// `(name, value)` for every resource, in [`NAMES`] order.
+    pub fn entries(&self) -> [(&'static str, T); 6] {
+        [
+            ("vms", self.vms),
+            ("vcpus", self.vcpus),
+            ("ram_mib", self.ram_mib),
+            ("storage_gb", self.storage_gb),
+            ("clusters", self.clusters),
+            ("nodes", self.nodes),
+        ]
+    }
+}
+
+/// The resources' names, as the API shows them, in order.
+pub const NAMES: [&str; 6] = ["vms", "vcpus", "ram_mib", "storage_gb", "clusters", "nodes"];
+
+impl PerResource<i64> {
+    /// The defaults of a fresh deployment: room for real work, a stop for
+    /// runaway automation.
+    pub const DEFAULT_QUOTAS: Resources = Resources {
+        vms: 100,
+        vcpus: 512,
+        ram_mib: 1024 * 1024,
+        storage_gb: 20_000,
+        clusters: 20,
+        nodes: 200,
+    };
+
+    pub fn plus(mut self, o: Resources) -> Resources {
+        self.vms += o.vms;
+        self.vcpus += o.vcpus;
+        self.ram_mib += o.ram_mib;
+        self.storage_gb += o.storage_gb;
+        self.clusters += o.clusters;
+        self.nodes += o.nodes;
+        self
+    }
+
+    /// One VM of `spec`: its vCPUs, memory, boot disk and data volumes.
+    pub fn of_vm(spec: &VmSpec) -> Resources {
+        Resources {
+            vms: 1,
+            vcpus: i64::from(spec.cpu.vcpus()),
+            ram_mib: i64::try_from(spec.memory_mib).unwrap_or(i64::MAX),
+            storage_gb: i64::from(spec.boot_volume_gb)
+                + spec
+                    .volumes
+                    .iter()
+                    .map(|v| i64::from(v.size_gb))
+                    .sum::<i64>(),
+            ..Resources::default()
+        }
+    }
+
+    /// `count` cluster nodes of size `specs`.
+    pub fn of_nodes(specs: &NodeSpecs, count: u32) -> Resources {
+        let n = i64::from(count);
+        Resources {
+            nodes: n,
+            vcpus: n * i64::from(specs.cpu),
+            ram_mib: n.saturating_mul(i64::try_from(specs.ram_mib).unwrap_or(i64::MAX)),
+            storage_gb: n * i64::from(specs.storage_gb),
+            ..Resources::default()
+        }
+    }
+
+    /// A new cluster: itself, its control plane, and every pool at its
+    /// `desired_nodes`.
+    pub fn of_cluster(spec: &KaasSpec) -> Resources {
+        spec.pools.iter().fold(
+            Resources {
+                clusters: 1,
+                ..Resources::of_nodes(&spec.control_plane.specs, spec.control_plane.nodes)
+            },
+            |acc, p| acc.plus(Resources::of_nodes(&p.specs, p.desired_nodes)),
+        )
+    }
+
+    /// Parses `vms=100,vcpus=512,...` (`MESON_DEFAULT_QUOTAS`); resources
+    /// not named keep `base`'s amount.
+    pub fn parse_list(base: Resources, text: &str) -> std::result::Result<Resources, String> {
+        let mut out = base;
+        for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            let (name, value) = item
+                .split_once('=')
+                .ok_or_else(|| format!("'{item}' is not name=amount"))?;
+            let slot = out.slot(name.trim()).ok_or_else(|| {
+                format!("unknown quota '{}' (known: {})", name.trim(), NAMES.join(", "))
+            })?;
+            *slot = value
+                .trim()
+                .parse::<i64>()
+                .ok()
+                .filter(|v| *v >= 0)
+                .ok_or_else(|| format!("'{}' is not a non-negative integer", value.trim()))?;
+        }
+        Ok(out)
+    }
+}
+
+impl PerResource<Option<i64>> {
+    /// The quotas in force: each override, else the default.
+    pub fn effective(&self, defaults: &Resources) -> Resources {
+        Resources {
+            vms: self.vms.unwrap_or(defaults.vms),
+            vcpus: self.vcpus.unwrap_or(defaults.vcpus),
+            ram_mib: self.ram_mib.unwrap_or(defaults.ram_mib),
+            storage_gb: self.storage_gb.unwrap_or(defaults.storage_gb),
+            clusters: self.clusters.unwrap_or(defaults.clusters),
+            nodes: self.nodes.unwrap_or(defaults.nodes),
+        }
+    }
+
+    /// Applies a PATCH body: `{"vms": 10}` sets a quota, `{"vms": null}`
+    /// returns it to the default, an absent name leaves it alone. Every bad
+    /// field is named.
+    pub fn patch(mut self, body: &Value) -> Result<QuotaOverrides> {
+        let Some(map) = body.as_object() else {
+            return Err(Error::invalid("(body)", "must be a JSON object"));
+        };
+        let mut errs = FieldErrors::default();
+        for (name, value) in map {
+            let Some(slot) = self.slot(name) else {
+                errs.add(
+                    name.clone(),
+                    format!("unknown quota (known: {})", NAMES.join(", ")),
+                );
+                continue;
+            };
+            match value {
+                Value::Null => *slot = None,
+                v => match v.as_i64().filter(|n| *n >= 0) {
+                    Some(n) => *slot = Some(n),
+                    None => errs.add(name.clone(), "must be a non-negative integer or null"),
+                },
+            }
+        }
+        errs.finish(self)
+    }
+}
+
+/// Refuses a request that would take any resource it adds to above its
+/// quota, naming each such quota with what the tenant holds now.
+pub fn check(quotas: &Resources, usage: &Resources, request: &Resources) -> Result<()> {
+    let limits: Vec<LimitExceeded> = quotas
+        .entries()
+        .into_iter()
+        .zip(usage.entries())
+        .zip(request.entries())
+        .filter(|(((_, quota), (_, current)), (_, more))| {
+            *more > 0 && current.saturating_add(*more) > *quota
+        })
+        .map(|(((name, quota), (_, current)), _)| LimitExceeded {
+            name: name.to_owned(),
+            quota,
+            current,
+        })
+        .collect();
+    if limits.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::QuotaExceeded { limits })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn r(vms: i64, vcpus: i64) -> Resources {
+        Resources {
+            vms,
+            vcpus,
+            ..Resources::default()
+        }
+    }
+
+    #[test]
+    fn a_request_at_the_edge_passes_one_past_it_is_refused_naming_each_limit() {
+        let quotas = Resources {
+            vms: 2,
+            vcpus: 4,
+            ..Resources::DEFAULT_QUOTAS
+        };
+        assert!(check(&quotas, &r(1, 2), &r(1, 2)).is_ok());
+        let Err(Error::QuotaExceeded { limits }) = check(&quotas, &r(2, 3), &r(1, 2)) else {
+            panic!("expected resource_limit_exceeded")
+        };
+        assert_eq!(
+            limits,
+            vec![
+                LimitExceeded {
+                    name: "vms".into(),
+                    quota: 2,
+                    current: 2
+                },
+                LimitExceeded {
+                    name: "vcpus".into(),
+                    quota: 4,
+                    current: 3
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn what_a_request_does_not_raise_is_not_checked() {
+        // Over a lowered vCPU quota already, a request adding none passes.
+        let quotas = r(10, 1);
+        assert!(check(&quotas, &r(1, 8), &Resources::default()).is_ok());
+        assert!(check(&quotas, &r(1, 8), &r(1, 0)).is_ok());
+        assert!(check(&quotas, &r(1, 8), &r(0, 1)).is_err());
+    }
+
+    #[test]
+    fn defaults_parse_and_bad_lists_name_the_problem() {
+        let q = Resources::parse_list(Resources::DEFAULT_QUOTAS, "vms=3, nodes=0").unwrap();
+        assert_eq!((q.vms, q.nodes, q.vcpus), (3, 0, 512));
+        assert!(
+            Resources::parse_list(Resources::DEFAULT_QUOTAS, "gpus=1")
+                .unwrap_err()
+                .contains("gpus")
+        );
+        assert!(Resources::parse_list(Resources::DEFAULT_QUOTAS, "vms=-1").is_err());
+        assert!(Resources::parse_list(Resources::DEFAULT_QUOTAS, "vms").is_err());
+    }
+
+    #[test]
+    fn patches_set_reset_and_name_every_bad_field() {
+        let o = QuotaOverrides::default()
+            .patch(&json!({"vms": 5, "nodes": 9}))
+            .unwrap();
+        assert_eq!((o.vms, o.nodes), (Some(5), Some(9)));
+        let o = o.patch(&json!({"vms": null})).unwrap();
+        assert_eq!((o.vms, o.nodes), (None, Some(9)));
+        assert_eq!(o.effective(&Resources::DEFAULT_QUOTAS).vms, 100);
+        let Err(Error::InvalidInput { fields }) =
+            o.patch(&json!({"vms": -1, "gpus": 2, "ram_mib": "lots"}))
+        else {
+            panic!("expected invalid_input")
+        };
+        let mut names: Vec<&str> = fields.iter().map(|f| f.name.as_str()).collect();
+        names.sort_unstable();
+        assert_eq!(names, ["gpus", "ram_mib", "vms"]);
+    }
+}

@@ -1,0 +1,186 @@
+//! Quotas, AtomOS targets and the audit log on the wire.
+
+use crate::{Meta, Warning};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+/// A tenant's quotas and what it holds of each.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Quota {
+    #[schema(example = "acme")]
+    pub tenant: String,
+    /// One entry per resource: `vms` (cluster nodes apart), `vcpus`,
+    /// `ram_mib`, `storage_gb`, `clusters`, `nodes` (control planes
+    /// included, pools at `desired_nodes`).
+    pub limits: Vec<QuotaLimit>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct QuotaLimit {
+    #[schema(example = "vms")]
+    pub name: String,
+    /// The most the tenant may hold.
+    pub quota: i64,
+    /// What the tenant holds now.
+    pub current: i64,
+    /// True when the quota is the deployment's default, not set for this
+    /// tenant.
+    pub default: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct QuotaResponse {
+    pub quota: Quota,
+}
+
+/// `PATCH /v1/tenants/{tenant}/quotas` (documentation only): a number sets
+/// a quota, `null` returns it to the default, an absent name leaves it.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct QuotaUpdateRequest {
+    #[schema(minimum = 0, example = 20)]
+    pub vms: Option<i64>,
+    #[schema(minimum = 0)]
+    pub vcpus: Option<i64>,
+    #[schema(minimum = 0)]
+    pub ram_mib: Option<i64>,
+    #[schema(minimum = 0)]
+    pub storage_gb: Option<i64>,
+    #[schema(minimum = 0)]
+    pub clusters: Option<i64>,
+    #[schema(minimum = 0)]
+    pub nodes: Option<i64>,
+}
+
+/// An AtomOS target: one host's daemons, where it is and who runs it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Target {
+    pub id: Uuid,
+    /// Unique; shown to tenants as their VMs' `host`.
+    #[schema(example = "ovh-gra-1")]
+    pub name: String,
+    /// Address of the daemons.
+    #[schema(example = "10.0.0.5")]
+    pub host: String,
+    #[schema(example = 17777)]
+    pub compute_port: u16,
+    #[schema(example = 27777)]
+    pub storage_port: u16,
+    #[schema(example = 37777)]
+    pub network_port: u16,
+    #[schema(example = 47777)]
+    pub auth_port: u16,
+    #[schema(example = "ovh")]
+    pub provider: String,
+    #[schema(example = "gra")]
+    pub region: String,
+    #[schema(example = "europe")]
+    pub continent: String,
+    /// A disabled target takes no new VMs; those on it stay.
+    pub enabled: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct TargetResponse {
+    pub target: Target,
+    /// Unknown fields that were ignored; absent when there are none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<Warning>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct TargetList {
+    pub targets: Vec<Target>,
+}
+
+/// `POST /v1/targets` (documentation only). Ports default to AtomOS's
+/// (17777, 27777, 37777, 47777); `enabled` to true.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct TargetCreateRequest {
+    #[schema(example = "ovh-gra-1", max_length = 63, pattern = "^[a-zA-Z0-9-]+$")]
+    pub name: String,
+    #[schema(example = "10.0.0.5")]
+    pub host: String,
+    pub compute_port: Option<u16>,
+    pub storage_port: Option<u16>,
+    pub network_port: Option<u16>,
+    pub auth_port: Option<u16>,
+    #[schema(example = "ovh")]
+    pub provider: String,
+    #[schema(example = "gra")]
+    pub region: String,
+    #[schema(example = "europe")]
+    pub continent: String,
+    pub enabled: Option<bool>,
+}
+
+/// `PATCH /v1/targets/{id}` (documentation only): the endpoint and state;
+/// the name and location stay (VMs placed there refer to them).
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct TargetUpdateRequest {
+    pub host: Option<String>,
+    pub compute_port: Option<u16>,
+    pub storage_port: Option<u16>,
+    pub network_port: Option<u16>,
+    pub auth_port: Option<u16>,
+    pub enabled: Option<bool>,
+}
+
+/// One audited request.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct AuditEntry {
+    pub id: i64,
+    pub time: DateTime<Utc>,
+    pub tenant: String,
+    /// The token's subject.
+    pub subject: String,
+    #[schema(example = "editor")]
+    pub role: String,
+    /// The operation (`vm_create`, ...: the OpenAPI operation id).
+    #[schema(example = "vm_create")]
+    pub operation: String,
+    #[schema(example = "POST")]
+    pub method: String,
+    #[schema(example = "/v1/vms")]
+    pub path: String,
+    /// The resource acted on, when known (named by the path, or created).
+    #[schema(required = true, example = "vm")]
+    pub resource_type: Option<String>,
+    #[schema(required = true)]
+    pub resource_id: Option<String>,
+    /// The action the request started, if any.
+    #[schema(required = true)]
+    pub action_id: Option<Uuid>,
+    /// The HTTP status meson answered.
+    pub status: u16,
+    pub correlation_id: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct AuditList {
+    pub audit_entries: Vec<AuditEntry>,
+    pub meta: Meta,
+}
+
+/// `GET /v1/audit` filters.
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[allow(dead_code)]
+pub struct AuditListQuery {
+    /// Only this tenant's entries.
+    pub tenant: Option<String>,
+    /// Only this subject's.
+    pub subject: Option<String>,
+    /// Only this operation's (`vm_delete`, ...).
+    pub operation: Option<String>,
+    /// Only those about this resource.
+    pub resource_id: Option<String>,
+    /// From this time on (RFC 3339).
+    pub since: Option<DateTime<Utc>>,
+    /// Before this time (RFC 3339).
+    pub until: Option<DateTime<Utc>>,
+}
