@@ -142,42 +142,54 @@ impl Meson {
         }
     }
 
-    pub async fn get(&self, path: &str) -> Reply {
-        self.send(
-            self.http
-                .get(format!("{}{path}", self.base))
-                .bearer_auth(&self.token),
-        )
+    /// `method path` with `token`, and `body` as JSON.
+    pub async fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        token: &str,
+        body: Option<&Value>,
+    ) -> Reply {
+        let req = self
+            .http
+            .request(method, format!("{}{path}", self.base))
+            .bearer_auth(token);
+        self.send(match body {
+            Some(b) => req.json(b),
+            None => req,
+        })
         .await
+    }
+
+    pub async fn get(&self, path: &str) -> Reply {
+        self.call(reqwest::Method::GET, path, &self.token, None)
+            .await
     }
 
     pub async fn post(&self, path: &str, body: &Value) -> Reply {
-        self.send(
-            self.http
-                .post(format!("{}{path}", self.base))
-                .bearer_auth(&self.token)
-                .json(body),
-        )
-        .await
+        self.call(reqwest::Method::POST, path, &self.token, Some(body))
+            .await
     }
 
     pub async fn patch(&self, path: &str, body: &Value) -> Reply {
-        self.send(
-            self.http
-                .patch(format!("{}{path}", self.base))
-                .bearer_auth(&self.token)
-                .json(body),
-        )
-        .await
+        self.call(reqwest::Method::PATCH, path, &self.token, Some(body))
+            .await
     }
 
     pub async fn delete(&self, path: &str) -> Reply {
-        self.send(
-            self.http
-                .delete(format!("{}{path}", self.base))
-                .bearer_auth(&self.token),
+        self.call(reqwest::Method::DELETE, path, &self.token, None)
+            .await
+    }
+
+    /// A token from the dev issuer for any tenant, subject and role.
+    pub fn token(&self, tenant: &str, subject: &str, role: meson_api::Role) -> String {
+        let secret = std::fs::read_to_string(self.dir.join("jwt-secret")).expect("jwt-secret");
+        meson_api::Auth::hs256(secret.trim().as_bytes(), "meson-test").issue(
+            tenant,
+            subject,
+            role,
+            chrono::Duration::minutes(30),
         )
-        .await
     }
 
     /// Polls an action until it is no longer running (bounded: 30 s).

@@ -2,6 +2,7 @@
 //! and the AtomOS simulator, driven over real HTTP.
 
 mod actions;
+mod auth;
 mod catalog;
 mod cluster_nodes;
 mod cluster_pools;
@@ -12,6 +13,7 @@ mod idempotency;
 mod networks;
 mod openapi;
 mod quotes;
+mod tenancy;
 mod validation;
 mod vm;
 mod workflows;

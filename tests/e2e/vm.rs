@@ -394,8 +394,9 @@ async fn a_database_outage_is_reported_not_crashed_on() {
     let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = dead.local_addr().unwrap().port();
     drop(dead);
-    let pool = meson_db::scope::connect_scoped(&format!("postgres://postgres@127.0.0.1:{port}/x"), 2)
-        .unwrap();
+    let pool =
+        meson_db::scope::connect_scoped(&format!("postgres://postgres@127.0.0.1:{port}/x"), 2)
+            .unwrap();
     let auth = meson_api::Auth::hs256(b"0123456789abcdef0123456789abcdef", "meson");
     let token = auth.issue(
         "t",

@@ -246,12 +246,14 @@ pub fn quota(v: &crate::app::QuotaView) -> wire::admin::Quota {
             .into_iter()
             .zip(v.usage.entries())
             .zip(v.overrides.entries())
-            .map(|(((name, quota), (_, current)), (_, set))| wire::admin::QuotaLimit {
-                name: name.to_owned(),
-                quota,
-                current,
-                default: set.is_none(),
-            })
+            .map(
+                |(((name, quota), (_, current)), (_, set))| wire::admin::QuotaLimit {
+                    name: name.to_owned(),
+                    quota,
+                    current,
+                    default: set.is_none(),
+                },
+            )
             .collect(),
     }
 }

@@ -132,7 +132,11 @@ impl PerResource<i64> {
                 .split_once('=')
                 .ok_or_else(|| format!("'{item}' is not name=amount"))?;
             let slot = out.slot(name.trim()).ok_or_else(|| {
-                format!("unknown quota '{}' (known: {})", name.trim(), NAMES.join(", "))
+                format!(
+                    "unknown quota '{}' (known: {})",
+                    name.trim(),
+                    NAMES.join(", ")
+                )
             })?;
             *slot = value
                 .trim()

@@ -46,8 +46,10 @@ fn check_host(p: &mut Parser, path: String, host: &str) -> Option<String> {
     if ok {
         Some(host.to_owned())
     } else {
-        p.errors
-            .add(path, "must be a host name or an IP address (at most 253 characters)");
+        p.errors.add(
+            path,
+            "must be a host name or an IP address (at most 253 characters)",
+        );
         None
     }
 }
@@ -86,15 +88,15 @@ impl Target {
         let Some(mut root) = p.root(body) else {
             return Err(body_error(p));
         };
-        let name = p.string(&mut root, "name", true).and_then(|(path, n)| {
-            match check_atomos_name(n, 63) {
+        let name = p
+            .string(&mut root, "name", true)
+            .and_then(|(path, n)| match check_atomos_name(n, 63) {
                 Ok(()) => Some(n.to_owned()),
                 Err(m) => {
                     p.errors.add(path, m);
                     None
                 }
-            }
-        });
+            });
         let host = p
             .string(&mut root, "host", true)
             .and_then(|(path, h)| check_host(&mut p, path, h));
@@ -167,7 +169,10 @@ mod tests {
         let (t, w) = Target::parse_new(&json!({"name": "ovh-gra-1", "host": "10.0.0.5",
             "provider": "ovh", "region": "gra", "continent": "europe", "rack": 4}))
         .unwrap();
-        assert_eq!((t.compute_port, t.auth_port, t.enabled), (17777, 47777, true));
+        assert_eq!(
+            (t.compute_port, t.auth_port, t.enabled),
+            (17777, 47777, true)
+        );
         assert_eq!(w[0].field, "rack");
         let Err(Error::InvalidInput { fields }) = Target::parse_new(&json!({"name": "a b",
             "host": "", "compute_port": 0, "provider": "OVH", "region": "gra",
@@ -179,7 +184,14 @@ mod tests {
         names.sort_unstable();
         assert_eq!(
             names,
-            ["compute_port", "continent", "enabled", "host", "name", "provider"]
+            [
+                "compute_port",
+                "continent",
+                "enabled",
+                "host",
+                "name",
+                "provider"
+            ]
         );
     }
 
@@ -192,7 +204,10 @@ mod tests {
             .clone()
             .patched(&json!({"enabled": false, "auth_port": 1, "name": "x"}))
             .unwrap();
-        assert_eq!((t2.enabled, t2.auth_port, t2.name.as_str()), (false, 1, "h"));
+        assert_eq!(
+            (t2.enabled, t2.auth_port, t2.name.as_str()),
+            (false, 1, "h")
+        );
         assert_eq!(w[0].field, "name");
         assert!(t.patched(&json!({"host": "bad host"})).is_err());
     }

@@ -5,6 +5,7 @@
 //! Rows are converted to `meson-core` domain types here and nowhere else.
 
 pub mod actions;
+pub mod audit;
 pub mod cluster_upgrades;
 pub mod clusters;
 pub mod idempotency;
@@ -12,13 +13,12 @@ pub mod jobs;
 pub mod networks;
 pub mod node_health;
 pub mod node_pools;
+pub mod quotas;
+pub mod scope;
 pub mod targets;
 pub mod testing;
 pub mod vms;
 pub mod volumes;
-pub mod scope;
-pub mod quotas;
-pub mod audit;
 
 use meson_core::Error;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
@@ -38,7 +38,10 @@ pub async fn connect(url: &str, max_connections: u32) -> Result<PgPool, Error> {
     let opts = PgConnectOptions::from_str(url)
         .map_err(|e| Error::internal_from("invalid DATABASE_URL", e))?
         .application_name("meson")
-        .options([("statement_timeout", "30s"), (scope::SETTING, scope::SYSTEM)]);
+        .options([
+            ("statement_timeout", "30s"),
+            (scope::SETTING, scope::SYSTEM),
+        ]);
     PgPoolOptions::new()
         .max_connections(max_connections)
         .acquire_timeout(Duration::from_secs(10))

@@ -118,7 +118,10 @@ pub async fn usage(db: impl sqlx::PgExecutor<'_>, tenant: &TenantId) -> Result<R
 /// this in the transaction that writes the addition, so two of them cannot
 /// both pass a check that only one of them fits: the second waits, then
 /// counts the first.
-pub async fn lock(tx: &mut Tx<'_>, tenant: &TenantId) -> Result<(QuotaOverrides, Resources), Error> {
+pub async fn lock(
+    tx: &mut Tx<'_>,
+    tenant: &TenantId,
+) -> Result<(QuotaOverrides, Resources), Error> {
     sqlx::query!(
         "select pg_advisory_xact_lock(hashtextextended('meson.quota:' || $1, 0))",
         tenant.as_str()
@@ -126,5 +129,8 @@ pub async fn lock(tx: &mut Tx<'_>, tenant: &TenantId) -> Result<(QuotaOverrides,
     .execute(&mut **tx)
     .await
     .ctx("taking a tenant's quota lock")?;
-    Ok((get(&mut **tx, tenant).await?, usage(&mut **tx, tenant).await?))
+    Ok((
+        get(&mut **tx, tenant).await?,
+        usage(&mut **tx, tenant).await?,
+    ))
 }

@@ -224,7 +224,10 @@ mod tests {
                 .await
                 .unwrap();
             for (table, n) in counts(&mut conn).await {
-                assert_eq!(n, 0, "{table} shows tenant a's rows to meson.tenant={setting:?}");
+                assert_eq!(
+                    n, 0,
+                    "{table} shows tenant a's rows to meson.tenant={setting:?}"
+                );
             }
             // Nor can it change them, or write rows in tenant a's name.
             let updated = sqlx::query("update vms set name = 'stolen'")
@@ -232,7 +235,10 @@ mod tests {
                 .await
                 .unwrap();
             assert_eq!(updated.rows_affected(), 0);
-            let deleted = sqlx::query("delete from audit_log").execute(&mut conn).await.unwrap();
+            let deleted = sqlx::query("delete from audit_log")
+                .execute(&mut conn)
+                .await
+                .unwrap();
             assert_eq!(deleted.rows_affected(), 0);
             let forged = sqlx::query(
                 "insert into tenant_quotas (tenant_id, vms, updated_by) values ('a2', 1, 'x')",

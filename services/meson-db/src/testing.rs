@@ -62,7 +62,10 @@ async fn ensure_app_role(admin: &mut PgConnection) {
         "do $$ begin create role {APP_ROLE} login password '{APP_ROLE}' nosuperuser nobypassrls; \
          exception when duplicate_object or unique_violation then null; end $$"
     );
-    admin.execute(sql.as_str()).await.expect("create the test role");
+    admin
+        .execute(sql.as_str())
+        .await
+        .expect("create the test role");
 }
 
 /// `server` with the test role's credentials and database `db`.

@@ -197,8 +197,8 @@ impl Config {
 impl Config {
     /// How bearer tokens are verified, from the environment.
     pub fn auth(&self) -> anyhow::Result<meson_api::auth::AuthConfig> {
-        use meson_api::auth::{AuthConfig, KeySource};
         use jsonwebtoken::Algorithm;
+        use meson_api::auth::{AuthConfig, KeySource};
         let algorithm = match self.jwt_algorithm.to_ascii_uppercase().as_str() {
             "HS256" => Algorithm::HS256,
             "RS256" => Algorithm::RS256,

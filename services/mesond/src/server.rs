@@ -3,8 +3,8 @@
 use anyhow::Context;
 use meson_api::http::{ActionFeed, ApiConfig, AppState};
 use meson_api::{App, Auth};
-use meson_core::quota::Resources;
 use meson_core::TargetId;
+use meson_core::quota::Resources;
 use meson_core::target::Target;
 use meson_db::PgPool;
 use meson_jobs::{Worker, WorkerConfig, WorkerHandle};
@@ -196,8 +196,8 @@ pub async fn shutdown_signal() {
 /// The API's pool: each connection sees the rows of the request it serves.
 /// Warns when the database role passes around row-level security.
 pub async fn api_database(url: &str, pool_size: u32) -> anyhow::Result<PgPool> {
-    let pool = meson_db::scope::connect_scoped(url, pool_size)
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let pool =
+        meson_db::scope::connect_scoped(url, pool_size).map_err(|e| anyhow::anyhow!("{e}"))?;
     match meson_db::scope::bypasses_rls(&pool).await {
         Ok(true) => tracing::warn!(
             "the database role is a superuser or has BYPASSRLS: row-level security does not \

@@ -367,8 +367,12 @@ impl App {
             .checked_sub(current.spec.desired_nodes)
             .filter(|n| *n > 0)
         {
-            self.reserve(&mut tx, &p.tenant, Resources::of_nodes(&pool.spec.specs, more))
-                .await?;
+            self.reserve(
+                &mut tx,
+                &p.tenant,
+                Resources::of_nodes(&pool.spec.specs, more),
+            )
+            .await?;
         }
         meson_db::node_pools::set_counts(&mut tx, &pool).await?;
         let action = if scale {

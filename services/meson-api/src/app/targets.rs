@@ -35,7 +35,9 @@ impl App {
         id: TargetId,
         body: &serde_json::Value,
     ) -> Result<(Target, Vec<Warning>)> {
-        let (target, warnings) = meson_db::targets::get(&self.pool, id).await?.patched(body)?;
+        let (target, warnings) = meson_db::targets::get(&self.pool, id)
+            .await?
+            .patched(body)?;
         meson_db::targets::update(&self.pool, &target).await?;
         tracing::info!(target = %target.name, enabled = target.enabled, by = %p.subject,
             "AtomOS target updated");

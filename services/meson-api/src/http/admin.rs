@@ -55,7 +55,10 @@ fn target(
         `resource_limit_exceeded` naming each such quota in `details.limits`.",
     responses((status = 200, description = "The quotas.", body = wire::QuotaResponse)),
 )]
-async fn quota_get(State(s): State<AppState>, p: Principal) -> ApiResult<Json<wire::QuotaResponse>> {
+async fn quota_get(
+    State(s): State<AppState>,
+    p: Principal,
+) -> ApiResult<Json<wire::QuotaResponse>> {
     Ok(quota(s.app.quota_get(&p).await?))
 }
 
@@ -242,7 +245,10 @@ async fn audit_list(
             "since" => f.since = Some(time(&v)?),
             "until" => f.until = Some(time(&v)?),
             _ if v.contains('\0') => {
-                return Err(ApiError(Error::invalid(k, "must not contain NUL characters")));
+                return Err(ApiError(Error::invalid(
+                    k,
+                    "must not contain NUL characters",
+                )));
             }
             "tenant" => f.tenant = Some(v),
             "subject" => f.subject = Some(v),

@@ -124,7 +124,9 @@ pub async fn guard(State(g): State<GuardState>, mut req: Request, next: Next) ->
         tracing::info!(tenant = %principal.tenant, operation = rule.operation, "rate limited");
         ApiError(Error::RateLimited { retry_after }).into_response()
     } else {
-        let audit = rule.audit.then(|| Audit::start(&req, &template, &principal, rule));
+        let audit = rule
+            .audit
+            .then(|| Audit::start(&req, &template, &principal, rule));
         let res = match authz::authorize(&principal, rule) {
             Err(e) => ApiError(e).into_response(),
             Ok(()) => {
@@ -298,7 +300,11 @@ mod tests {
             })
             .collect();
         for rule in authz::RULES {
-            assert!(ids.contains(rule.operation), "a rule for no route: {}", rule.operation);
+            assert!(
+                ids.contains(rule.operation),
+                "a rule for no route: {}",
+                rule.operation
+            );
         }
     }
 
@@ -310,7 +316,10 @@ mod tests {
             Some(("vm".into(), "abc".into()))
         );
         assert_eq!(
-            resource_of("/v1/vms/{id}/actions/{command}", "/v1/vms/abc/actions/poweroff"),
+            resource_of(
+                "/v1/vms/{id}/actions/{command}",
+                "/v1/vms/abc/actions/poweroff"
+            ),
             Some(("vm".into(), "abc".into()))
         );
         assert_eq!(
@@ -321,7 +330,10 @@ mod tests {
             Some(("node".into(), "n".into()))
         );
         assert_eq!(
-            resource_of("/v1/clusters/{id}/pools/{pool_id}", "/v1/clusters/c/pools/p"),
+            resource_of(
+                "/v1/clusters/{id}/pools/{pool_id}",
+                "/v1/clusters/c/pools/p"
+            ),
             Some(("node_pool".into(), "p".into()))
         );
     }

@@ -232,9 +232,10 @@ impl Drop for ClaimGuard {
         };
         // A spawned task starts outside the request's scope: give it the tenant's.
         let scope = meson_db::scope::Scope::Tenant(claim.tenant.clone());
-        rt.spawn(meson_db::scope::run(scope, async move {
-            claim.release().await
-        }));
+        rt.spawn(meson_db::scope::run(
+            scope,
+            async move { claim.release().await },
+        ));
     }
 }
 

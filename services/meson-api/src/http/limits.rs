@@ -46,7 +46,10 @@ pub async fn limits(State(l): State<RequestLimits>, mut req: Request, next: Next
     if size > l.header_bytes {
         let mut res = ApiError(Error::invalid(
             "(headers)",
-            format!("the headers take {size} bytes, more than {}", l.header_bytes),
+            format!(
+                "the headers take {size} bytes, more than {}",
+                l.header_bytes
+            ),
         ))
         .into_response();
         *res.status_mut() = StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE;
@@ -81,7 +84,9 @@ pub fn check_depth(json: &[u8], max: usize) -> Result<(), Error> {
                 depth += 1;
                 if depth > max {
                     return Err(Error::Json {
-                        message: format!("the body nests arrays and objects deeper than {max} levels"),
+                        message: format!(
+                            "the body nests arrays and objects deeper than {max} levels"
+                        ),
                     });
                 }
             }

@@ -215,13 +215,16 @@ fn shared(method: HttpMethod, access: Option<Access>, op: &mut Operation) {
         // Sent once the token is known and until the handler's answer; a
         // refused token (401), oversized headers (431) and server-side
         // failures may come without them.
-        if authenticated && !["401", "431"].contains(&status.as_str()) && !status.starts_with('5')
-        {
+        if authenticated && !["401", "431"].contains(&status.as_str()) && !status.starts_with('5') {
             for (name, description) in RATE_LIMIT_HEADERS {
                 response.headers.insert(
                     name.to_owned(),
                     HeaderBuilder::new()
-                        .schema(ObjectBuilder::new().schema_type(Type::Integer).minimum(Some(0)))
+                        .schema(
+                            ObjectBuilder::new()
+                                .schema_type(Type::Integer)
+                                .minimum(Some(0)),
+                        )
                         .description(Some(description))
                         .build(),
                 );
@@ -230,7 +233,11 @@ fn shared(method: HttpMethod, access: Option<Access>, op: &mut Operation) {
                 response.headers.insert(
                     "Retry-After".to_owned(),
                     HeaderBuilder::new()
-                        .schema(ObjectBuilder::new().schema_type(Type::Integer).minimum(Some(1)))
+                        .schema(
+                            ObjectBuilder::new()
+                                .schema_type(Type::Integer)
+                                .minimum(Some(1)),
+                        )
                         .description(Some("Seconds until a request may pass again."))
                         .build(),
                 );

@@ -1,0 +1,220 @@
+//! Tenant isolation over every route of the API: another tenant's token,
+//! whatever its role, gets `not_found` for each of a tenant's ids, and no
+//! list, quote or quota answer carries any of them.
+
+use crate::harness::{Meson, seed_kaas, seed_vm};
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+
+/// What the owner holds: one of everything, by path parameter.
+struct Owned {
+    ids: BTreeMap<&'static str, String>,
+}
+
+impl Owned {
+    fn all(&self) -> impl Iterator<Item = &String> {
+        self.ids.values()
+    }
+}
+
+async fn one_of_everything(m: &Meson) -> Owned {
+    let mut ids = BTreeMap::new();
+    let r = m
+        .post(
+            "/v1/networks",
+            &json!({"name": "owned", "cidr": "10.44.0.0/24", "dhcp": false}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    ids.insert(
+        "network",
+        r.body["network"]["id"].as_str().unwrap().to_owned(),
+    );
+    let mut vm = seed_vm();
+    vm["networks"] = json!([ids["network"]]);
+    let r = m.post("/v1/vms", &vm).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    ids.insert("vm", r.body["vm"]["id"].as_str().unwrap().to_owned());
+    ids.insert(
+        "volume",
+        r.body["vm"]["volumes"][0]["id"]
+            .as_str()
+            .unwrap()
+            .to_owned(),
+    );
+    let action = r.body["action"]["id"].as_str().unwrap().to_owned();
+    assert_eq!(m.wait_action(&action).await["status"], "success");
+    ids.insert("action", action);
+
+    let mut kaas = seed_kaas();
+    kaas["req"]["nodepool"][0]["desired_nodes"] = 1.into();
+    kaas["req"]["nodepool"][0]["min_nodes"] = 1.into();
+    let cluster = m.running_cluster(&kaas).await;
+    let c = m.cluster(&cluster).await;
+    ids.insert("pool", c["pools"][0]["id"].as_str().unwrap().to_owned());
+    let nodes = m.cluster_nodes(&cluster).await;
+    ids.insert("node", nodes[0]["id"].as_str().unwrap().to_owned());
+    ids.insert("cluster", cluster);
+    Owned { ids }
+}
+
+/// A path of the API with the owner's ids in it (`None` if it names none).
+fn fill(path: &str, owned: &Owned) -> (String, bool) {
+    let mut named = false;
+    let filled = path
+        .split('/')
+        .zip(std::iter::once("").chain(path.split('/')))
+        .map(|(seg, before)| match seg {
+            "{id}" => {
+                named = true;
+                let kind = match before {
+                    "vms" => "vm",
+                    "volumes" => "volume",
+                    "networks" => "network",
+                    "clusters" => "cluster",
+                    "actions" => "action",
+                    // Operators' routes: shared infrastructure, no owner.
+                    "targets" => return uuid::Uuid::nil().to_string(),
+                    other => panic!("a path parameter after {other}: give this test its id"),
+                };
+                owned.ids[kind].clone()
+            }
+            "{node}" => owned.ids["node"].clone(),
+            "{pool_id}" => owned.ids["pool"].clone(),
+            "{command}" => "poweroff".into(),
+            "{tenant}" => "dev".into(),
+            other => other.to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join("/");
+    (filled, named)
+}
+
+/// A body that would work for the owner, naming its resources where it can.
+fn body_for(operation: &str, owned: &Owned) -> Option<Value> {
+    Some(match operation {
+        "vm_create" => {
+            let mut vm = seed_vm();
+            vm["specs"]["vm_name"] = "intruder".into();
+            vm["networks"] = json!([owned.ids["network"]]);
+            vm
+        }
+        "vm_update" | "network_update" | "cluster_update" => json!({"labels": {"owned": "no"}}),
+        "cluster_pool_create" => json!({"pool_name": "stolen", "desired_nodes": 1}),
+        "cluster_pool_update" => json!({"desired_nodes": 2}),
+        "cluster_upgrade" => json!({"kubernetes_version": "1.29.3"}),
+        "quote_create" => seed_vm(),
+        "network_create" => json!({"name": "mine", "cidr": "10.45.0.0/24"}),
+        // Creating one's own cluster is not isolation's business: refused
+        // as invalid, its answer still must not name the owner's resources.
+        "cluster_create" | "kaas_create" | "target_create" => json!({}),
+        "tenant_quota_update" => json!({"vms": 1}),
+        _ => return None,
+    })
+}
+
+#[tokio::test]
+async fn another_tenants_token_never_reveals_a_tenants_resources_on_any_route() {
+    let m = Meson::start().await;
+    let owned = one_of_everything(&m).await;
+    let doc = m.get("/openapi.json").await.body;
+
+    for role in [meson_api::Role::Editor, meson_api::Role::Admin] {
+        let intruder = m.token("intruder", "mallory", role);
+        // Its own quotas count nothing of the owner's.
+        let q = m.call(Method::GET, "/v1/quotas", &intruder, None).await;
+        for limit in q.body["quota"]["limits"].as_array().unwrap() {
+            assert_eq!(limit["current"], 0, "{role:?}: {}", q.body);
+        }
+        let mut tried = 0;
+        for (path, item) in doc["paths"].as_object().unwrap() {
+            for (method, op) in item.as_object().unwrap() {
+                let operation = op["operationId"].as_str().unwrap();
+                let admin_only = op["summary"].as_str().unwrap_or("").ends_with("(admin)");
+                if !path.starts_with("/v1/") || (admin_only && role == meson_api::Role::Admin) {
+                    // Operators' routes are cross-tenant by design; editors
+                    // are refused them (below, with every other route).
+                    continue;
+                }
+                let (mut url, named) = fill(path, &owned);
+                if operation == "action_list" || operation == "action_stream" {
+                    url.push_str(&format!("?id={}", owned.ids["action"]));
+                } else if operation == "node_phone_home" {
+                    url.push_str("?token=guess");
+                }
+                let method = Method::from_bytes(method.to_uppercase().as_bytes()).unwrap();
+                let r = m
+                    .call(
+                        method.clone(),
+                        &url,
+                        &intruder,
+                        body_for(operation, &owned).as_ref(),
+                    )
+                    .await;
+                let text = r.body.to_string();
+                if admin_only {
+                    assert_eq!(r.status, StatusCode::FORBIDDEN, "{method} {url}: {text}");
+                } else if operation == "action_list" {
+                    // A list filtered by id: none of these is the caller's.
+                    assert_eq!(r.body["actions"], json!([]), "{url}: {text}");
+                } else if named || operation == "action_stream" {
+                    assert_eq!(
+                        r.status,
+                        StatusCode::NOT_FOUND,
+                        "{role:?} {method} {url}: {text}"
+                    );
+                    assert_eq!(r.body["error"]["code"], "not_found", "{method} {url}");
+                } else {
+                    assert!(
+                        !r.status.is_server_error(),
+                        "{method} {url}: {} {text}",
+                        r.status
+                    );
+                }
+                if operation == "vm_create" {
+                    assert!(
+                        !r.status.is_success(),
+                        "a VM joined another tenant's network"
+                    );
+                }
+                // Nothing the owner holds shows, but what the caller sent.
+                let sent = body_for(operation, &owned)
+                    .map(|b| b.to_string())
+                    .unwrap_or_default();
+                for id in owned.all() {
+                    assert!(
+                        !text.contains(id.as_str())
+                            || sent.contains(id.as_str())
+                            || url.contains(id.as_str()),
+                        "{role:?} {method} {url} revealed {id}: {text}"
+                    );
+                }
+                tried += 1;
+            }
+        }
+        assert!(tried >= 40, "only {tried} operations tried");
+    }
+
+    // The owner's resources are as they were.
+    let vm = m.get(&format!("/v1/vms/{}", owned.ids["vm"])).await;
+    assert_eq!(vm.body["vm"]["status"], "running", "{}", vm.body);
+    assert_eq!(vm.body["vm"]["labels"], json!({}));
+    let actions = m.get(&format!("/v1/vms/{}/actions", owned.ids["vm"])).await;
+    assert_eq!(
+        actions.body["actions"].as_array().unwrap().len(),
+        1,
+        "{}",
+        actions.body
+    );
+    let c = m.cluster(&owned.ids["cluster"]).await;
+    assert_eq!(c["status"], "running", "{c}");
+    assert_eq!(c["pools"].as_array().unwrap().len(), 1);
+    assert_eq!(c["pools"][0]["desired_nodes"], 1);
+    assert_eq!(c["kubernetes_version"], "1.29.2");
+    let n = m
+        .get(&format!("/v1/networks/{}", owned.ids["network"]))
+        .await;
+    assert_eq!(n.status, StatusCode::OK);
+    m.stop().await;
+}
