@@ -12,6 +12,7 @@ mod harness;
 mod idempotency;
 mod networks;
 mod openapi;
+mod quotas;
 mod quotes;
 mod tenancy;
 mod validation;
