@@ -2,6 +2,7 @@
 //! and the AtomOS simulator, driven over real HTTP.
 
 mod actions;
+mod admin;
 mod auth;
 mod catalog;
 mod cluster_nodes;
@@ -10,6 +11,7 @@ mod cluster_upgrades;
 mod clusters;
 mod harness;
 mod idempotency;
+mod limits;
 mod networks;
 mod openapi;
 mod quotas;
