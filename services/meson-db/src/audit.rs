@@ -97,3 +97,73 @@ pub async fn prune(db: impl sqlx::PgExecutor<'_>, days: i64, limit: i64) -> Resu
     .ctx("pruning the audit log")?;
     Ok(done.rows_affected())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::TestDatabase;
+
+    fn entry(tenant: &str, operation: &str) -> AuditEntry {
+        AuditEntry {
+            id: 0,
+            at: chrono::Utc::now(),
+            tenant: tenant.into(),
+            subject: "alice".into(),
+            role: "editor".into(),
+            operation: operation.into(),
+            method: "POST".into(),
+            path: "/v1/vms".into(),
+            resource_type: Some("vm".into()),
+            resource_id: Some("r1".into()),
+            action_id: None,
+            status: 201,
+            correlation_id: "c1".into(),
+        }
+    }
+
+    #[tokio::test]
+    async fn entries_are_listed_newest_first_kept_unchanged_and_pruned_when_old() {
+        let db = TestDatabase::new().await;
+        for (t, op) in [("a", "vm_create"), ("b", "vm_create"), ("a", "vm_delete")] {
+            insert(&db.pool, &entry(t, op)).await.unwrap();
+        }
+        let (all, total) = list(&db.pool, &AuditFilter::default(), 10, 0)
+            .await
+            .unwrap();
+        assert_eq!(total, 3);
+        let ops: Vec<&str> = all.iter().map(|e| e.operation.as_str()).collect();
+        assert_eq!(ops, ["vm_delete", "vm_create", "vm_create"]);
+        let a = AuditFilter {
+            tenant: Some("a".into()),
+            ..AuditFilter::default()
+        };
+        assert_eq!(list(&db.pool, &a, 10, 0).await.unwrap().1, 2);
+
+        // Nobody rewrites history.
+        let changed = sqlx::query!("update audit_log set status = 200")
+            .execute(&db.pool)
+            .await;
+        assert!(changed.is_err(), "the audit log took an update");
+
+        // Old entries go, at most `limit` at a time; recent ones stay.
+        sqlx::query!(
+            "insert into audit_log (at, tenant_id, subject, role, operation, method, path,
+               status, correlation_id)
+             select now() - interval '500 days', 'a', 's', 'viewer', 'op', 'GET', '/', 200, 'c'
+             from generate_series(1, 3)"
+        )
+        .execute(&db.pool)
+        .await
+        .unwrap();
+        assert_eq!(prune(&db.pool, 400, 2).await.unwrap(), 2);
+        assert_eq!(prune(&db.pool, 400, 2).await.unwrap(), 1);
+        assert_eq!(prune(&db.pool, 400, 2).await.unwrap(), 0);
+        assert_eq!(
+            list(&db.pool, &AuditFilter::default(), 10, 0)
+                .await
+                .unwrap()
+                .1,
+            3
+        );
+    }
+}

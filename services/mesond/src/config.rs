@@ -295,3 +295,54 @@ impl Config {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use jsonwebtoken::Algorithm;
+    use meson_api::auth::KeySource;
+
+    fn config() -> Config {
+        let mut c = Config::from_env().expect("the test environment's configuration");
+        (c.jwt_secret, c.jwks_file, c.jwks_url) = (None, None, None);
+        c
+    }
+
+    #[test]
+    fn tokens_are_verified_with_one_algorithm_and_one_key_source() {
+        let mut c = config();
+        c.jwt_secret = Some("s".repeat(40));
+        let a = c.auth().unwrap();
+        assert_eq!(a.algorithm, Algorithm::HS256);
+        assert!(matches!(a.keys, KeySource::Secret(_)));
+
+        let mut c = config();
+        c.jwt_algorithm = "rs256".into();
+        c.jwks_url = Some("https://idp.example.test/jwks".into());
+        c.jwt_audience = "meson-prod".into();
+        let a = c.auth().unwrap();
+        assert_eq!(
+            (a.algorithm, a.audience.as_str()),
+            (Algorithm::RS256, "meson-prod")
+        );
+        assert!(matches!(a.keys, KeySource::JwksUrl(_)));
+
+        // A secret with a public-key algorithm, both JWKS sources, none, or
+        // an algorithm meson does not pin: each is refused at start.
+        for (alg, secret, file, url) in [
+            ("ES256", true, true, false),
+            ("EdDSA", false, true, true),
+            ("EdDSA", false, false, false),
+            ("HS256", true, true, false),
+            ("none", true, false, false),
+            ("HS512", true, false, false),
+        ] {
+            let mut c = config();
+            c.jwt_algorithm = alg.into();
+            c.jwt_secret = secret.then(|| "s".repeat(40));
+            c.jwks_file = file.then(|| PathBuf::from("/etc/meson/jwks.json"));
+            c.jwks_url = url.then(|| "https://idp.example.test/jwks".to_owned());
+            assert!(c.auth().is_err(), "{alg} {secret} {file} {url}");
+        }
+    }
+}
