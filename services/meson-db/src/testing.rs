@@ -46,26 +46,42 @@ pub struct TestDatabase {
     server: String,
 }
 
-/// Creates [`APP_ROLE`] unless it exists; tests racing to create it agree.
-async fn ensure_app_role(admin: &mut PgConnection) {
+/// Creates a login role that row-level security binds (no superuser, no
+/// `BYPASSRLS`) unless it exists; callers racing to create it agree.
+pub async fn create_app_role_if_missing(
+    conn: &mut PgConnection,
+    name: &str,
+    password: &str,
+) -> Result<(), meson_core::Error> {
+    let plain = |s: &str| {
+        !s.is_empty()
+            && s.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+    };
+    if !plain(name) || !plain(password) {
+        return Err(meson_core::Error::invalid(
+            "role",
+            "name and password must be lowercase identifiers",
+        ));
+    }
     let exists = sqlx::query_scalar!(
         r#"select exists(select 1 from pg_roles where rolname = $1) as "exists!""#,
-        APP_ROLE
+        name
     )
-    .fetch_one(&mut *admin)
+    .fetch_one(&mut *conn)
     .await
-    .expect("look up the test role");
+    .map_err(|e| meson_core::Error::internal_from("looking up a role", e))?;
     if exists {
-        return;
+        return Ok(());
     }
     let sql = format!(
-        "do $$ begin create role {APP_ROLE} login password '{APP_ROLE}' nosuperuser nobypassrls; \
+        "do $$ begin create role {name} login password '{password}' nosuperuser nobypassrls; \
          exception when duplicate_object or unique_violation then null; end $$"
     );
-    admin
-        .execute(sql.as_str())
+    conn.execute(sql.as_str())
         .await
-        .expect("create the test role");
+        .map_err(|e| meson_core::Error::internal_from("creating a role", e))?;
+    Ok(())
 }
 
 /// `server` with the test role's credentials and database `db`.
@@ -85,7 +101,9 @@ impl TestDatabase {
         let mut admin = PgConnection::connect(&server)
             .await
             .unwrap_or_else(|e| panic!("tests need PostgreSQL at {server}: {e}"));
-        ensure_app_role(&mut admin).await;
+        create_app_role_if_missing(&mut admin, APP_ROLE, APP_ROLE)
+            .await
+            .expect("create the test role");
         admin
             .execute(format!("create database {name} owner {APP_ROLE}").as_str())
             .await
@@ -132,15 +150,17 @@ impl Drop for TestDatabase {
     }
 }
 
-/// Creates a database unless it exists (dev mode's private cluster).
+/// Creates a database owned by `owner` unless it exists (dev mode's
+/// private cluster).
 pub async fn create_database_if_missing(
     pool: &PgPool,
     name: &str,
+    owner: &str,
 ) -> Result<(), meson_core::Error> {
-    if !name
-        .bytes()
-        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
-    {
+    if ![name, owner].iter().all(|n| {
+        n.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+    }) {
         return Err(meson_core::Error::invalid(
             "database",
             "must be a lowercase identifier",
@@ -154,7 +174,7 @@ pub async fn create_database_if_missing(
     .await
     .map_err(|e| meson_core::Error::internal_from("checking for the database", e))?;
     if !exists {
-        pool.execute(format!("create database {name}").as_str())
+        pool.execute(format!("create database {name} owner {owner}").as_str())
             .await
             .map_err(|e| meson_core::Error::internal_from("creating the database", e))?;
     }

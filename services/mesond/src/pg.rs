@@ -57,6 +57,11 @@ impl Binaries {
     }
 }
 
+/// The role meson connects as, and its database (the cluster's first
+/// versions used the superuser and a `meson` database, left as they were).
+const APP_ROLE: &str = "meson_app";
+const APP_DATABASE: &str = "meson_app";
+
 /// A running private cluster.
 pub struct PrivatePostgres {
     bins: Binaries,
@@ -167,7 +172,10 @@ impl PrivatePostgres {
                 port
             }
         };
-        pg.url = format!("postgres://meson@127.0.0.1:{}/meson", pg.port);
+        pg.url = format!(
+            "postgres://{APP_ROLE}:{APP_ROLE}@127.0.0.1:{}/{APP_DATABASE}",
+            pg.port
+        );
         pg.ensure_database().await?;
         Ok(pg)
     }
@@ -219,14 +227,26 @@ impl PrivatePostgres {
         pid.lines().nth(3)?.trim().parse().ok()
     }
 
+    /// meson's role and database. The cluster's superuser (`meson`) creates
+    /// them; meson itself connects as an ordinary role owning its tables,
+    /// so row-level security binds dev mode as it binds a deployment.
     async fn ensure_database(&self) -> anyhow::Result<()> {
         let admin = format!("postgres://meson@127.0.0.1:{}/postgres", self.port);
         let pool = meson_db::connect(&admin, 1)
             .await
             .map_err(|e| anyhow::anyhow!("{e}"))?;
-        let created = meson_db::testing::create_database_if_missing(&pool, "meson").await;
+        let created = async {
+            let mut conn = pool.acquire().await.map_err(|e| {
+                meson_core::Error::internal_from("connecting to the private PostgreSQL", e)
+            })?;
+            meson_db::testing::create_app_role_if_missing(&mut conn, APP_ROLE, APP_ROLE).await?;
+            // The pool's one connection goes back for the next statement.
+            drop(conn);
+            meson_db::testing::create_database_if_missing(&pool, APP_DATABASE, APP_ROLE).await
+        }
+        .await;
         pool.close().await;
-        created.map_err(|e| anyhow::anyhow!("creating the meson database: {e}"))
+        created.map_err(|e| anyhow::anyhow!("creating meson's role and database: {e}"))
     }
 
     /// Stops the server (fast shutdown: open sessions are cut).
