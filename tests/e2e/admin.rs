@@ -157,13 +157,7 @@ async fn operators_register_update_and_disable_atomos_targets() {
         )
         .await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST);
-    let mut fields: Vec<&str> = r.body["error"]["details"]["fields"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f["name"].as_str().unwrap())
-        .collect();
-    fields.sort_unstable();
+    let fields = r.rejected_fields();
     assert_eq!(
         fields,
         [

@@ -53,6 +53,20 @@ pub struct Reply {
     pub headers: reqwest::header::HeaderMap,
 }
 
+impl Reply {
+    /// The fields an `invalid_input` answer names, sorted.
+    pub fn rejected_fields(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = self.body["error"]["details"]["fields"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|f| f["name"].as_str())
+            .collect();
+        names.sort_unstable();
+        names
+    }
+}
+
 impl Meson {
     pub async fn start() -> Meson {
         Meson::start_with(|_| {}).await

@@ -280,13 +280,7 @@ async fn operators_set_a_tenants_quotas_and_tenants_read_their_own() {
         )
         .await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
-    let mut fields: Vec<&str> = r.body["error"]["details"]["fields"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f["name"].as_str().unwrap())
-        .collect();
-    fields.sort_unstable();
+    let fields = r.rejected_fields();
     assert_eq!(fields, ["gpus", "nodes", "vms"]);
     let r = m
         .call(Method::GET, "/v1/tenants/a%20b/quotas", admin, None)

@@ -119,6 +119,10 @@ pub async fn guard(State(g): State<GuardState>, mut req: Request, next: Next) ->
             return res;
         }
     };
+    let span = tracing::Span::current();
+    span.record("operation", rule.operation);
+    span.record("tenant", principal.tenant.as_str());
+    span.record("subject", principal.subject.as_str());
     let decision = g.state.limits.check(&principal.tenant, rule.budget);
     let mut res = if let Some(retry_after) = decision.retry_after {
         tracing::info!(tenant = %principal.tenant, operation = rule.operation, "rate limited");

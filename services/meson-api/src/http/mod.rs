@@ -166,7 +166,16 @@ async fn correlation(mut req: Request, next: Next) -> Response {
         .map(str::to_owned)
         .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
     req.extensions_mut().insert(CorrelationId(id.clone()));
-    let span = tracing::info_span!("http", method = %req.method(), path = %req.uri().path(), correlation_id = %id);
+    let span = tracing::info_span!(
+        "http",
+        method = %req.method(),
+        path = %req.uri().path(),
+        correlation_id = %id,
+        // Filled in by the guard once the caller is known.
+        operation = tracing::field::Empty,
+        tenant = tracing::field::Empty,
+        subject = tracing::field::Empty,
+    );
     let start = std::time::Instant::now();
     let mut res = tracing::Instrument::instrument(next.run(req), span.clone()).await;
     span.in_scope(|| {
