@@ -8,6 +8,7 @@ pub mod app;
 pub mod auth;
 pub mod authz;
 pub mod error;
+pub mod gate;
 pub mod http;
 pub mod ratelimit;
 pub mod views;

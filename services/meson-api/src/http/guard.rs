@@ -1,19 +1,17 @@
-//! The guard every `/v1` request passes, in this order: the operation's
-//! rule (`authz::RULES`), the bearer token, the tenant's rate limit, the
-//! role, then the handler in the tenant's database scope, and the audit log.
+//! The guard every `/v1` request passes: the route's operation and its rule
+//! (`authz::RULES`), then [`crate::gate`] (token, rate limit, role), the
+//! handler in the tenant's database scope, and the audit log.
 
 use super::{AppState, CorrelationId};
-use crate::auth::Principal;
 use crate::authz::{self, Access, Rule};
 use crate::error::ApiError;
+use crate::gate::{self, Admission, Audit, CallInfo};
 use axum::body::Body;
 use axum::extract::{MatchedPath, Request, State};
 use axum::http::{HeaderValue, Method, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use meson_core::Error;
-use meson_core::audit::AuditEntry;
-use meson_db::scope::{self, Scope};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -106,147 +104,97 @@ pub async fn guard(State(g): State<GuardState>, mut req: Request, next: Next) ->
         // Public, or authenticated by the operation itself.
         return next.run(req).await;
     };
-    let principal = match bearer(&req) {
-        Some(token) => g.state.auth.verify(token).await,
-        None => Err(Error::Unauthorized),
+    let path = req.uri().path().to_owned();
+    let call = CallInfo {
+        method: req.method().to_string(),
+        resource: resource_of(&template, &path),
+        path,
+        correlation_id: req
+            .extensions()
+            .get::<CorrelationId>()
+            .map(|c| c.0.clone())
+            .unwrap_or_default(),
     };
-    let principal = match principal {
-        Ok(p) => p,
-        Err(e) => {
-            let mut res = ApiError(e).into_response();
-            res.headers_mut()
-                .insert(header::WWW_AUTHENTICATE, www_authenticate());
-            return res;
-        }
-    };
-    let span = tracing::Span::current();
-    span.record("operation", rule.operation);
-    span.record("tenant", principal.tenant.as_str());
-    span.record("subject", principal.subject.as_str());
-    let decision = g.state.limits.check(&principal.tenant, rule.budget);
-    let mut res = if let Some(retry_after) = decision.retry_after {
-        tracing::info!(tenant = %principal.tenant, operation = rule.operation, "rate limited");
-        ApiError(Error::RateLimited { retry_after }).into_response()
-    } else {
-        let audit = rule
-            .audit
-            .then(|| Audit::start(&req, &template, &principal, rule));
-        let res = match authz::authorize(&principal, rule) {
-            Err(e) => ApiError(e).into_response(),
-            Ok(()) => {
-                let tenant = Scope::Tenant(principal.tenant.clone());
-                req.extensions_mut().insert(principal);
-                scope::run(tenant, next.run(req)).await
+    let authorization = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok());
+    let token = gate::bearer(authorization).map(str::to_owned);
+    match gate::admit(&g.state, rule, token.as_deref(), call).await {
+        Admission::Refused {
+            error,
+            decision,
+            audit,
+        } => {
+            let unauthorized = matches!(error, Error::Unauthorized);
+            let mut res = ApiError(error).into_response();
+            if unauthorized {
+                res.headers_mut()
+                    .insert(header::WWW_AUTHENTICATE, www_authenticate());
             }
-        };
-        match audit {
-            Some(a) => a.finish(&g.state, res).await,
-            None => res,
-        }
-    };
-    decision.apply(res.headers_mut());
-    res
-}
-
-/// The bearer token of a request, if it has one.
-fn bearer(req: &Request) -> Option<&str> {
-    let value = req.headers().get(header::AUTHORIZATION)?.to_str().ok()?;
-    let (scheme, token) = value.split_once(' ')?;
-    scheme
-        .eq_ignore_ascii_case("bearer")
-        .then_some(token.trim())
-        .filter(|t| !t.is_empty())
-}
-
-/// An audit entry being written: what is known before the handler runs.
-struct Audit {
-    entry: AuditEntry,
-}
-
-impl Audit {
-    fn start(req: &Request, template: &str, p: &Principal, rule: &Rule) -> Audit {
-        let path = req.uri().path().to_owned();
-        let (resource_type, resource_id) = resource_of(template, &path).unzip();
-        Audit {
-            entry: AuditEntry {
-                id: 0,
-                at: chrono::Utc::now(),
-                tenant: p.tenant.to_string(),
-                subject: p.subject.clone(),
-                role: format!("{:?}", p.role).to_lowercase(),
-                operation: rule.operation.to_owned(),
-                method: req.method().to_string(),
-                path,
-                resource_type,
-                resource_id,
-                action_id: None,
-                status: 0,
-                correlation_id: req
-                    .extensions()
-                    .get::<CorrelationId>()
-                    .map(|c| c.0.clone())
-                    .unwrap_or_default(),
-            },
-        }
-    }
-
-    /// Completes the entry from the answer (its status; the action started
-    /// and the resource created, from a JSON body) and appends it in the
-    /// caller's tenant scope. A failed append is logged: the change it
-    /// records has happened either way.
-    async fn finish(mut self, state: &AppState, res: Response) -> Response {
-        self.entry.status = res.status().as_u16();
-        let json = res
-            .headers()
-            .get(header::CONTENT_TYPE)
-            .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
-        let res = if res.status().is_success() && json {
-            let (parts, body) = res.into_parts();
-            match axum::body::to_bytes(body, MAX_AUDITED_BODY).await {
-                Ok(bytes) => {
-                    self.read_ids(&bytes);
-                    Response::from_parts(parts, Body::from(bytes))
-                }
-                Err(e) => {
-                    tracing::error!(error = %e, "reading an answer for the audit log");
-                    ApiError(Error::internal("reading the answer")).into_response()
-                }
+            if let Some(a) = audit {
+                a.record(&g.state, res.status().as_u16()).await;
             }
-        } else {
+            if let Some(d) = decision {
+                d.apply(res.headers_mut());
+            }
             res
-        };
-        let tenant = Scope::Tenant(meson_core::TenantId(self.entry.tenant.clone()));
-        if let Err(e) = scope::run(tenant, state.app.audit_record(&self.entry)).await {
-            tracing::error!(error = %e, source = ?std::error::Error::source(&e),
-                entry = ?self.entry, "appending to the audit log failed");
         }
-        res
+        Admission::Admitted(admitted) => {
+            req.extensions_mut().insert(admitted.principal.clone());
+            let res = admitted.run(next.run(req)).await;
+            let mut res = match admitted.audit {
+                Some(mut audit) => {
+                    let res = read_ids(&mut audit, res).await;
+                    audit.record(&g.state, res.status().as_u16()).await;
+                    res
+                }
+                None => res,
+            };
+            admitted.decision.apply(res.headers_mut());
+            res
+        }
     }
+}
 
-    /// Takes `action.id` and, unless the path named the resource, the id of
-    /// the envelope's resource (`{"vm": {"id": ..}, "action": ..}`).
-    fn read_ids(&mut self, body: &[u8]) {
-        let Ok(serde_json::Value::Object(map)) = serde_json::from_slice(body) else {
-            return;
-        };
-        self.entry.action_id = map
+/// Completes an audit entry from a JSON answer: the action it started and,
+/// unless the path named the resource, the resource it created (the
+/// envelope's `{"vm": {"id": ..}, "action": ..}`).
+async fn read_ids(audit: &mut Audit, res: Response) -> Response {
+    let json = res
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
+    if !res.status().is_success() || !json {
+        return res;
+    }
+    let (parts, body) = res.into_parts();
+    let bytes = match axum::body::to_bytes(body, MAX_AUDITED_BODY).await {
+        Ok(bytes) => bytes,
+        Err(e) => {
+            tracing::error!(error = %e, "reading an answer for the audit log");
+            return ApiError(Error::internal("reading the answer")).into_response();
+        }
+    };
+    if let Ok(serde_json::Value::Object(map)) = serde_json::from_slice(&bytes) {
+        let e = &mut audit.entry;
+        e.action_id = map
             .get("action")
             .and_then(|a| a.get("id"))
             .and_then(|v| v.as_str())
             .and_then(|s| s.parse().ok());
-        if self.entry.method == "POST" && self.entry.resource_id.is_none()
-            || self.entry.resource_type.is_none()
-        {
+        if e.method == "POST" && e.resource_id.is_none() || e.resource_type.is_none() {
             let created = map.iter().find_map(|(key, v)| {
                 let id = v.get("id")?.as_str()?;
                 (key != "action").then(|| (key.clone(), id.to_owned()))
             });
             if let Some((kind, id)) = created {
-                self.entry.resource_type = Some(kind);
-                self.entry.resource_id = Some(id);
+                e.resource_type = Some(kind);
+                e.resource_id = Some(id);
             }
         }
     }
+    Response::from_parts(parts, Body::from(bytes))
 }
 
 /// The resource a path names: its last id parameter, typed by the segment

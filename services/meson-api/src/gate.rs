@@ -1,0 +1,150 @@
+//! What every call of the API passes before its operation runs, whatever the
+//! transport (`http::guard` for REST, `grpc::guard` for gRPC): the bearer
+//! token, the tenant's rate limit, the operation's rule from
+//! `authz::RULES`; then the tenant's database scope, and the audit log.
+
+use crate::auth::Principal;
+use crate::authz::{self, Rule};
+use crate::http::AppState;
+use crate::ratelimit::Decision;
+use meson_core::Error;
+use meson_core::audit::AuditEntry;
+use meson_db::scope::{self, Scope};
+
+/// The bearer token of an `Authorization` header value, if it holds one.
+pub fn bearer(authorization: Option<&str>) -> Option<&str> {
+    let (scheme, token) = authorization?.split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then_some(token.trim())
+        .filter(|t| !t.is_empty())
+}
+
+/// Where a call came from, for its audit entry.
+pub struct CallInfo {
+    /// `GET`, `POST`, ... or `GRPC`.
+    pub method: String,
+    /// The URL path, or the gRPC method's (`/meson.v1.VmService/CreateVm`).
+    pub path: String,
+    /// The resource the call names, when known before it runs.
+    pub resource: Option<(String, String)>,
+    pub correlation_id: String,
+}
+
+/// The outcome of [`admit`].
+pub enum Admission {
+    /// Run the operation with [`Admitted::run`].
+    Admitted(Admitted),
+    /// Answer `error` (with the rate-limit headers when a tenant is known).
+    Refused {
+        error: Error,
+        decision: Option<Decision>,
+        /// For refusals worth recording (a role too low).
+        audit: Option<Audit>,
+    },
+}
+
+pub struct Admitted {
+    pub principal: Principal,
+    pub decision: Decision,
+    pub audit: Option<Audit>,
+}
+
+/// Authenticates the caller, takes one request from its tenant's budget
+/// and checks the operation's rule. Why a token was refused is logged,
+/// never returned.
+pub async fn admit(
+    state: &AppState,
+    rule: &'static Rule,
+    token: Option<&str>,
+    call: CallInfo,
+) -> Admission {
+    let principal = match token {
+        Some(token) => state.auth.verify(token).await,
+        None => Err(Error::Unauthorized),
+    };
+    let principal = match principal {
+        Ok(p) => p,
+        Err(error) => {
+            return Admission::Refused {
+                error,
+                decision: None,
+                audit: None,
+            };
+        }
+    };
+    let span = tracing::Span::current();
+    span.record("operation", rule.operation);
+    span.record("tenant", principal.tenant.as_str());
+    span.record("subject", principal.subject.as_str());
+    let decision = state.limits.check(&principal.tenant, rule.budget);
+    if let Some(retry_after) = decision.retry_after {
+        tracing::info!(tenant = %principal.tenant, operation = rule.operation, "rate limited");
+        return Admission::Refused {
+            error: Error::RateLimited { retry_after },
+            decision: Some(decision),
+            audit: None,
+        };
+    }
+    let audit = rule.audit.then(|| Audit::start(&principal, rule, call));
+    match authz::authorize(&principal, rule) {
+        Err(error) => Admission::Refused {
+            error,
+            decision: Some(decision),
+            audit,
+        },
+        Ok(()) => Admission::Admitted(Admitted {
+            principal,
+            decision,
+            audit,
+        }),
+    }
+}
+
+impl Admitted {
+    /// Runs `f` in the caller's tenant scope: every query it makes sees
+    /// that tenant's rows only.
+    pub async fn run<F: Future>(&self, f: F) -> F::Output {
+        scope::run(Scope::Tenant(self.principal.tenant.clone()), f).await
+    }
+}
+
+/// An audit entry being written: what is known before the operation runs.
+pub struct Audit {
+    pub entry: AuditEntry,
+}
+
+impl Audit {
+    fn start(p: &Principal, rule: &Rule, call: CallInfo) -> Audit {
+        let (resource_type, resource_id) = call.resource.unzip();
+        Audit {
+            entry: AuditEntry {
+                id: 0,
+                at: chrono::Utc::now(),
+                tenant: p.tenant.to_string(),
+                subject: p.subject.clone(),
+                role: p.role.as_str().to_owned(),
+                operation: rule.operation.to_owned(),
+                method: call.method,
+                path: call.path,
+                resource_type,
+                resource_id,
+                action_id: None,
+                status: 0,
+                correlation_id: call.correlation_id,
+            },
+        }
+    }
+
+    /// Appends the entry, answered with `status`, in the caller's tenant
+    /// scope. A failed append is logged: the change it records has happened
+    /// either way.
+    pub async fn record(mut self, state: &AppState, status: u16) {
+        self.entry.status = status;
+        let tenant = Scope::Tenant(meson_core::TenantId(self.entry.tenant.clone()));
+        if let Err(e) = scope::run(tenant, state.app.audit_record(&self.entry)).await {
+            tracing::error!(error = %e, source = ?std::error::Error::source(&e),
+                entry = ?self.entry, "appending to the audit log failed");
+        }
+    }
+}

@@ -1,0 +1,30 @@
+//! Compiles `proto/` with protox (pure Rust: no protoc to install) into
+//! prost messages and tonic clients and servers, and writes the descriptor
+//! set the server's reflection serves.
+
+use prost::Message;
+
+const PROTOS: &[&str] = &[
+    "meson/v1/common.proto",
+    "meson/v1/actions.proto",
+    "meson/v1/vms.proto",
+    "meson/v1/volumes.proto",
+    "meson/v1/networks.proto",
+    "meson/v1/clusters.proto",
+    "meson/v1/catalog.proto",
+    "externalgrpc/externalgrpc.proto",
+    "k8s/core.proto",
+];
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../proto");
+    println!("cargo:rerun-if-changed={}", root.display());
+    let fds = protox::compile(PROTOS, [&root])?;
+    let out = std::path::PathBuf::from(std::env::var("OUT_DIR")?);
+    std::fs::write(out.join("descriptor.bin"), fds.encode_to_vec())?;
+    tonic_prost_build::configure()
+        .build_client(true)
+        .build_server(true)
+        .compile_fds(fds)?;
+    Ok(())
+}
