@@ -79,6 +79,7 @@ impl Meson {
         let mut opts = DevOptions {
             database_url: Some(db.url.clone()),
             http_addr: "127.0.0.1:0".parse().expect("addr"),
+            grpc_addr: "127.0.0.1:0".parse().expect("addr"),
             data_dir: dir.clone(),
             jwt_secret: None,
             jwt_issuer: "meson-test".into(),

@@ -9,6 +9,7 @@ pub mod auth;
 pub mod authz;
 pub mod error;
 pub mod gate;
+pub mod grpc;
 pub mod http;
 pub mod ratelimit;
 pub mod views;

@@ -37,5 +37,4 @@ pub use clusterautoscaler::cloudprovider::v1::externalgrpc;
 pub use k8s::io::api::core::v1 as k8s_core;
 
 /// Every file's descriptors, for gRPC server reflection.
-pub const FILE_DESCRIPTOR_SET: &[u8] =
-    include_bytes!(concat!(env!("OUT_DIR"), "/descriptor.bin"));
+pub const FILE_DESCRIPTOR_SET: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/descriptor.bin"));

@@ -11,6 +11,8 @@ pub struct Config {
     pub database_url: Option<String>,
     /// `MESON_HTTP_ADDR`, default 127.0.0.1:8080.
     pub http_addr: SocketAddr,
+    /// `MESON_GRPC_ADDR`, default 127.0.0.1:50051.
+    pub grpc_addr: SocketAddr,
     /// `MESON_DATA_DIR`, default `.meson` (dev mode's state).
     pub data_dir: PathBuf,
     /// `MESON_JWT_SECRET`: HS256 secret; dev mode generates one.
@@ -124,6 +126,7 @@ impl Config {
         Ok(Config {
             database_url: var("DATABASE_URL"),
             http_addr: parse("MESON_HTTP_ADDR", SocketAddr::from(([127, 0, 0, 1], 8080)))?,
+            grpc_addr: parse("MESON_GRPC_ADDR", SocketAddr::from(([127, 0, 0, 1], 50051)))?,
             data_dir: PathBuf::from(var("MESON_DATA_DIR").unwrap_or_else(|| ".meson".into())),
             jwt_secret: var("MESON_JWT_SECRET"),
             jwt_issuer: var("MESON_JWT_ISSUER").unwrap_or_else(|| "meson".into()),

@@ -21,6 +21,7 @@ pub const DEV_TENANT: &str = "dev";
 pub struct DevOptions {
     pub database_url: Option<String>,
     pub http_addr: SocketAddr,
+    pub grpc_addr: SocketAddr,
     pub data_dir: PathBuf,
     pub jwt_secret: Option<String>,
     pub jwt_issuer: String,
@@ -46,6 +47,7 @@ impl DevOptions {
         DevOptions {
             database_url: c.database_url.clone(),
             http_addr: c.http_addr,
+            grpc_addr: c.grpc_addr,
             data_dir: c.data_dir.clone(),
             jwt_secret: c.jwt_secret.clone(),
             jwt_issuer: c.jwt_issuer.clone(),
@@ -68,6 +70,7 @@ impl DevOptions {
 /// A running dev system.
 pub struct Dev {
     pub http_addr: SocketAddr,
+    pub grpc_addr: SocketAddr,
     pub token: String,
     pub database_url: String,
     pub simulator: atomos_sim::Simulator,
@@ -180,6 +183,7 @@ impl Dev {
             secrets_key: Some(secrets_key.clone()),
             api: opts.api.clone(),
             quotas: opts.quotas,
+            grpc_addr: opts.grpc_addr,
             ..ApiSettings::new(auth)
         };
         let api = ApiServer::start(opts.http_addr, api_database(&url, 20).await?, settings).await?;
@@ -199,6 +203,7 @@ impl Dev {
         );
         Ok(Dev {
             http_addr: api.addr,
+            grpc_addr: api.grpc_addr,
             token,
             database_url: url,
             simulator,

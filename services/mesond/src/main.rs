@@ -79,8 +79,9 @@ async fn dev(cfg: Config) -> anyhow::Result<()> {
     let dev = Dev::start(DevOptions::from_config(&cfg)).await?;
     let token_path = cfg.data_dir.join("dev-token");
     println!(
-        "\nmeson dev is running\n  REST API   http://{addr}\n  database   {db}\n  token      {path} (tenant 'dev', role admin)\n  AtomOS     {n} simulated hosts (faults and inventory: {control})\n\n  export MESON_TOKEN=$(cat {path})\n  curl -H \"Authorization: Bearer $MESON_TOKEN\" http://{addr}/v1/vms\n\n{token}\n",
+        "\nmeson dev is running\n  REST API   http://{addr}\n  gRPC API   {grpc} (reflection on)\n  database   {db}\n  token      {path} (tenant 'dev', role admin)\n  AtomOS     {n} simulated hosts (faults and inventory: {control})\n\n  export MESON_TOKEN=$(cat {path})\n  curl -H \"Authorization: Bearer $MESON_TOKEN\" http://{addr}/v1/vms\n\n{token}\n",
         addr = dev.http_addr,
+        grpc = dev.grpc_addr,
         db = dev.database_url,
         path = token_path.display(),
         n = dev.simulator.targets().len(),
@@ -109,6 +110,7 @@ async fn deployed(cfg: Config, api: bool, worker: bool) -> anyhow::Result<()> {
             api: cfg.api(),
             quotas: cfg.default_quotas,
             audit_retention_days: cfg.audit_retention_days,
+            grpc_addr: cfg.grpc_addr,
             ..ApiSettings::new(auth)
         };
         let api_pool = api_database(url, cfg.db_pool).await?;

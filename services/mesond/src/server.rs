@@ -25,6 +25,8 @@ pub struct ApiSettings {
     pub quotas: Resources,
     /// Audit entries older than this are pruned.
     pub audit_retention_days: u32,
+    /// Where gRPC listens (`127.0.0.1:0`: any free port).
+    pub grpc_addr: SocketAddr,
 }
 
 impl ApiSettings {
@@ -36,6 +38,7 @@ impl ApiSettings {
             api: ApiConfig::default(),
             quotas: Resources::DEFAULT_QUOTAS,
             audit_retention_days: 400,
+            grpc_addr: SocketAddr::from(([127, 0, 0, 1], 0)),
         }
     }
 }
@@ -45,9 +48,13 @@ const MAINTENANCE_EVERY: std::time::Duration = std::time::Duration::from_secs(60
 
 /// A running REST server.
 pub struct ApiServer {
+    /// Where REST answers.
     pub addr: SocketAddr,
+    /// Where gRPC answers (`meson.v1`, reflection, health).
+    pub grpc_addr: SocketAddr,
     stop: watch::Sender<bool>,
     join: tokio::task::JoinHandle<std::io::Result<()>>,
+    grpc: tokio::task::JoinHandle<Result<(), tonic::transport::Error>>,
 }
 
 impl ApiServer {
@@ -76,6 +83,28 @@ impl ApiServer {
             settings.audit_retention_days,
             rx.clone(),
         ));
+        let grpc_listener = TcpListener::bind(settings.grpc_addr)
+            .await
+            .with_context(|| format!("binding the gRPC API to {}", settings.grpc_addr))?;
+        let grpc_addr = grpc_listener.local_addr()?;
+        let grpc = {
+            let routes = meson_api::grpc::routes(&state);
+            let server = tonic::transport::Server::builder()
+                .timeout(state.config.limits.timeout)
+                .layer(meson_api::grpc::GrpcGuardLayer::new(state.clone()))
+                .add_routes(routes);
+            let mut rx = rx.clone();
+            tokio::spawn(async move {
+                server
+                    .serve_with_incoming_shutdown(
+                        tonic::transport::server::TcpIncoming::from(grpc_listener),
+                        async move {
+                            let _ = rx.wait_for(|s| *s).await;
+                        },
+                    )
+                    .await
+            })
+        };
         let router = meson_api::router(state);
         let join = tokio::spawn(async move {
             axum::serve(listener, router)
@@ -84,14 +113,21 @@ impl ApiServer {
                 })
                 .await
         });
-        tracing::info!(%addr, "REST API listening");
-        Ok(ApiServer { addr, stop, join })
+        tracing::info!(%addr, %grpc_addr, "REST and gRPC APIs listening");
+        Ok(ApiServer {
+            addr,
+            grpc_addr,
+            stop,
+            join,
+            grpc,
+        })
     }
 
     /// Stops accepting, lets in-flight requests finish.
     pub async fn shutdown(self) {
         let _ = self.stop.send(true);
         let _ = self.join.await;
+        let _ = self.grpc.await;
     }
 }
 

@@ -239,13 +239,14 @@ async fn list_for(
 }
 
 /// The filters a list of actions takes from its query.
-struct Filters {
-    ids: Vec<ActionId>,
-    status: Vec<ActionStatus>,
-    sort: Vec<ActionSort>,
+pub struct Filters {
+    pub ids: Vec<ActionId>,
+    pub status: Vec<ActionStatus>,
+    pub sort: Vec<ActionSort>,
 }
 
-fn filters(pairs: &[(String, String)]) -> ApiResult<Filters> {
+/// `id=`, `status=` and `sort=` of an action list (gRPC's lists too).
+pub fn filters(pairs: &[(String, String)]) -> ApiResult<Filters> {
     let mut f = Filters {
         ids: Vec::new(),
         status: Vec::new(),

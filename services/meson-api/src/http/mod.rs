@@ -18,6 +18,7 @@ mod stream;
 mod vms;
 mod volumes;
 
+pub use actions::filters as actions_filters;
 pub use limits::RequestLimits;
 pub use stream::ActionFeed;
 

@@ -36,6 +36,16 @@ pub struct ActionFeed {
 }
 
 impl ActionFeed {
+    /// A receiver of every notice from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<ActionNotice>> {
+        self.notices.subscribe()
+    }
+
+    /// Turns true when the server shuts down: open streams end.
+    pub fn shutdown_signal(&self) -> watch::Receiver<bool> {
+        self.shutdown.clone()
+    }
+
     /// Starts the listener task. It and every open stream end once
     /// `shutdown` turns true: a graceful shutdown waits for open responses,
     /// and a stream could otherwise keep the process up for as long as its

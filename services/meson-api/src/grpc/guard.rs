@@ -1,0 +1,321 @@
+//! The guard every gRPC call passes: its method's operation (in [`METHODS`],
+//! the same operations as the REST routes), then [`crate::gate`] (token from
+//! the `authorization` metadata, rate limit, role), the handler in the
+//! tenant's database scope, and the audit log. Answers carry
+//! `x-correlation-id` and the `ratelimit-*` metadata.
+
+use super::AuditSlot;
+use super::status::{http_status_of, status_of};
+use crate::authz::{self, Access};
+use crate::gate::{self, Admission, CallInfo};
+use crate::http::AppState;
+use axum::http::{HeaderValue, Request, Response};
+use futures::future::BoxFuture;
+use meson_core::Error;
+use std::task::{Context, Poll};
+use tonic::body::Body;
+use tracing::Instrument;
+
+/// Each `meson.v1` method and the API operation it is: its rule in
+/// `authz::RULES` governs it, as it governs the REST route.
+pub const METHODS: &[(&str, &str)] = &[
+    ("/meson.v1.VmService/CreateVm", "vm_create"),
+    ("/meson.v1.VmService/GetVm", "vm_get"),
+    ("/meson.v1.VmService/ListVms", "vm_list"),
+    ("/meson.v1.VmService/UpdateVm", "vm_update"),
+    ("/meson.v1.VmService/DeleteVm", "vm_delete"),
+    ("/meson.v1.VmService/PowerVm", "vm_power"),
+    ("/meson.v1.VmService/ListVmActions", "vm_action_list"),
+    ("/meson.v1.VolumeService/GetVolume", "volume_get"),
+    ("/meson.v1.VolumeService/ListVolumes", "volume_list"),
+    (
+        "/meson.v1.VolumeService/ListVolumeActions",
+        "volume_action_list",
+    ),
+    ("/meson.v1.NetworkService/CreateNetwork", "network_create"),
+    ("/meson.v1.NetworkService/GetNetwork", "network_get"),
+    ("/meson.v1.NetworkService/ListNetworks", "network_list"),
+    ("/meson.v1.NetworkService/UpdateNetwork", "network_update"),
+    ("/meson.v1.NetworkService/DeleteNetwork", "network_delete"),
+    (
+        "/meson.v1.NetworkService/ListNetworkActions",
+        "network_action_list",
+    ),
+    ("/meson.v1.ClusterService/CreateCluster", "cluster_create"),
+    ("/meson.v1.ClusterService/GetCluster", "cluster_get"),
+    ("/meson.v1.ClusterService/ListClusters", "cluster_list"),
+    ("/meson.v1.ClusterService/UpdateCluster", "cluster_update"),
+    ("/meson.v1.ClusterService/DeleteCluster", "cluster_delete"),
+    (
+        "/meson.v1.ClusterService/ListClusterActions",
+        "cluster_action_list",
+    ),
+    ("/meson.v1.ClusterService/ListNodes", "cluster_nodes"),
+    (
+        "/meson.v1.ClusterService/GetKubeconfig",
+        "cluster_kubeconfig",
+    ),
+    ("/meson.v1.ClusterService/UpgradeCluster", "cluster_upgrade"),
+    (
+        "/meson.v1.ClusterService/RotateCredentials",
+        "cluster_rotate_credentials",
+    ),
+    ("/meson.v1.ClusterService/CreatePool", "cluster_pool_create"),
+    ("/meson.v1.ClusterService/GetPool", "cluster_pool_get"),
+    ("/meson.v1.ClusterService/ListPools", "cluster_pool_list"),
+    ("/meson.v1.ClusterService/UpdatePool", "cluster_pool_update"),
+    ("/meson.v1.ClusterService/DeletePool", "cluster_pool_delete"),
+    (
+        "/meson.v1.ClusterService/ReplaceNode",
+        "cluster_node_replace",
+    ),
+    ("/meson.v1.ClusterService/RebootNode", "cluster_node_reboot"),
+    ("/meson.v1.ActionService/GetAction", "action_get"),
+    ("/meson.v1.ActionService/ListActions", "action_list"),
+    ("/meson.v1.ActionService/WatchActions", "action_stream"),
+    ("/meson.v1.CatalogService/ListFlavors", "flavor_list"),
+    ("/meson.v1.CatalogService/ListProviders", "provider_list"),
+    (
+        "/meson.v1.CatalogService/ListKubernetesVersions",
+        "kubernetes_version_list",
+    ),
+    ("/meson.v1.CatalogService/QuoteVm", "quote_create"),
+    ("/meson.v1.CatalogService/QuoteCluster", "quote_create"),
+];
+
+/// Services anyone may call: discovery and health.
+const PUBLIC_SERVICES: &[&str] = &[
+    "/grpc.health.v1.Health/",
+    "/grpc.reflection.v1.ServerReflection/",
+    "/grpc.reflection.v1alpha.ServerReflection/",
+];
+
+fn operation_of(path: &str) -> Option<&'static str> {
+    METHODS.iter().find(|(m, _)| *m == path).map(|(_, op)| *op)
+}
+
+/// Wraps the gRPC server's routes in the guard.
+#[derive(Clone)]
+pub struct GrpcGuardLayer {
+    state: AppState,
+}
+
+impl GrpcGuardLayer {
+    pub fn new(state: AppState) -> Self {
+        GrpcGuardLayer { state }
+    }
+}
+
+impl<S> tower::Layer<S> for GrpcGuardLayer {
+    type Service = GrpcGuard<S>;
+
+    fn layer(&self, inner: S) -> GrpcGuard<S> {
+        GrpcGuard {
+            inner,
+            state: self.state.clone(),
+        }
+    }
+}
+
+#[derive(Clone)]
+pub struct GrpcGuard<S> {
+    inner: S,
+    state: AppState,
+}
+
+impl<S> tower::Service<Request<Body>> for GrpcGuard<S>
+where
+    S: tower::Service<Request<Body>, Response = Response<Body>> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+    S::Error: Send + 'static,
+{
+    type Response = Response<Body>;
+    type Error = S::Error;
+    type Future = BoxFuture<'static, Result<Response<Body>, S::Error>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: Request<Body>) -> Self::Future {
+        // The clone that was polled ready serves this call.
+        let clone = self.inner.clone();
+        let inner = std::mem::replace(&mut self.inner, clone);
+        let state = self.state.clone();
+        let correlation = correlation_id(&req);
+        let span = tracing::info_span!(
+            "grpc",
+            method = %req.uri().path(),
+            correlation_id = %correlation,
+            operation = tracing::field::Empty,
+            tenant = tracing::field::Empty,
+            subject = tracing::field::Empty,
+        );
+        Box::pin(
+            async move {
+                let start = std::time::Instant::now();
+                let mut res = guarded(inner, state, req, correlation.clone()).await?;
+                if let Ok(v) = HeaderValue::from_str(&correlation) {
+                    res.headers_mut().insert("x-correlation-id", v);
+                }
+                tracing::info!(
+                    grpc_status = grpc_status(&res),
+                    ms = start.elapsed().as_millis() as u64,
+                    "call"
+                );
+                Ok(res)
+            }
+            .instrument(span),
+        )
+    }
+}
+
+async fn guarded<S>(
+    mut inner: S,
+    state: AppState,
+    mut req: Request<Body>,
+    correlation_id: String,
+) -> Result<Response<Body>, S::Error>
+where
+    S: tower::Service<Request<Body>, Response = Response<Body>>,
+{
+    let path = req.uri().path().to_owned();
+    if PUBLIC_SERVICES.iter().any(|p| path.starts_with(p)) {
+        return inner.call(req).await;
+    }
+    let Some(operation) = operation_of(&path) else {
+        if path.starts_with("/meson.v1.") {
+            // Fail closed: a method the table forgot is nobody's. (Unknown
+            // services answer `Unimplemented` from the router.)
+            tracing::error!(%path, "gRPC method without an operation");
+            return Ok(status_of(&Error::Forbidden {
+                message: "this operation is not available".into(),
+            })
+            .into_http());
+        }
+        return inner.call(req).await;
+    };
+    let Some(rule) = authz::rule_of(operation).filter(|r| matches!(r.access, Access::Role(_)))
+    else {
+        tracing::error!(%path, operation, "gRPC method without a rule");
+        return Ok(status_of(&Error::Forbidden {
+            message: "this operation is not available".into(),
+        })
+        .into_http());
+    };
+    let authorization = req
+        .headers()
+        .get("authorization")
+        .and_then(|v| v.to_str().ok());
+    let token = gate::bearer(authorization).map(str::to_owned);
+    let call = CallInfo {
+        method: "GRPC".to_owned(),
+        path,
+        resource: None,
+        correlation_id,
+    };
+    match gate::admit(&state, rule, token.as_deref(), call).await {
+        Admission::Refused {
+            error,
+            decision,
+            audit,
+        } => {
+            let status = status_of(&error);
+            if let Some(a) = audit {
+                a.record(&state, http_status_of(status.code())).await;
+            }
+            let mut res = status.into_http();
+            if let Some(d) = decision {
+                d.apply(res.headers_mut());
+            }
+            Ok(res)
+        }
+        Admission::Admitted(admitted) => {
+            let slot = AuditSlot::default();
+            req.extensions_mut().insert(admitted.principal.clone());
+            req.extensions_mut().insert(slot.clone());
+            let mut res = admitted.run(inner.call(req)).await?;
+            if let Some(mut audit) = admitted.audit {
+                let note = slot.take();
+                if let Some((kind, id)) = note.resource {
+                    audit.entry.resource_type = Some(kind);
+                    audit.entry.resource_id = Some(id);
+                }
+                audit.entry.action_id = note.action;
+                let code = tonic::Code::from_i32(grpc_status(&res));
+                audit.record(&state, http_status_of(code)).await;
+            }
+            admitted.decision.apply(res.headers_mut());
+            Ok(res)
+        }
+    }
+}
+
+/// The answer's `grpc-status` when it is in the headers (an error answered
+/// at once); otherwise the call is answering, and succeeded so far.
+fn grpc_status(res: &Response<Body>) -> i32 {
+    res.headers()
+        .get("grpc-status")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+/// The caller's `x-correlation-id` when sane, else a new one.
+fn correlation_id(req: &Request<Body>) -> String {
+    req.headers()
+        .get("x-correlation-id")
+        .and_then(|v| v.to_str().ok())
+        .filter(|s| {
+            !s.is_empty()
+                && s.len() <= 64
+                && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        })
+        .map(str::to_owned)
+        .unwrap_or_else(|| uuid::Uuid::new_v4().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use prost::Message;
+
+    /// Every method of every `meson.v1` service has an operation with a
+    /// rule, and every operation named exists.
+    #[test]
+    fn every_method_is_an_operation_with_a_rule() {
+        let fds = prost_types::FileDescriptorSet::decode(meson_proto::FILE_DESCRIPTOR_SET)
+            .expect("descriptor set");
+        let mut methods = Vec::new();
+        for file in fds.file.iter().filter(|f| f.package() == "meson.v1") {
+            for svc in &file.service {
+                for m in &svc.method {
+                    methods.push(format!("/meson.v1.{}/{}", svc.name(), m.name()));
+                }
+            }
+        }
+        assert!(methods.len() >= 40, "{methods:?}");
+        for m in &methods {
+            let op = operation_of(m).unwrap_or_else(|| panic!("{m} has no operation"));
+            assert!(authz::rule_of(op).is_some(), "{m}: no rule for {op}");
+        }
+        for (m, _) in METHODS {
+            assert!(methods.iter().any(|x| x == m), "{m} is not a method");
+        }
+        let services: std::collections::BTreeSet<String> = methods
+            .iter()
+            .map(|m| {
+                m.trim_start_matches('/')
+                    .split('/')
+                    .next()
+                    .unwrap()
+                    .to_owned()
+            })
+            .collect();
+        let listed: std::collections::BTreeSet<String> = super::super::SERVICES
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert_eq!(services, listed);
+    }
+}

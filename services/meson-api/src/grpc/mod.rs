@@ -1,0 +1,132 @@
+//! meson's gRPC API (`meson.v1`): the REST API's operations over tonic,
+//! served by the same app layer, guarded by the same gate (token, rate
+//! limit, `authz::RULES`, tenant scope, audit log), with errors as
+//! `tonic::Status` carrying the REST error code. Server reflection and the
+//! standard health service come with it.
+
+mod actions;
+mod convert;
+mod guard;
+pub mod status;
+mod vms;
+
+pub use guard::{GrpcGuardLayer, METHODS};
+
+use crate::auth::Principal;
+use crate::http::AppState;
+use meson_core::Error;
+use meson_proto::meson::v1 as pb;
+use std::sync::{Arc, Mutex};
+use tonic::Status;
+
+/// The services of `meson.v1`, reflection and health, ready to serve behind
+/// [`GrpcGuardLayer`].
+pub fn routes(state: &AppState) -> tonic::service::Routes {
+    let max = state.config.limits.body_bytes;
+    let svc = Svc(state.clone());
+    let (reporter, health) = tonic_health::server::health_reporter();
+    // Every service is served as long as the process runs; readiness of
+    // the database is `/readyz`'s business.
+    tokio::spawn(async move {
+        reporter
+            .set_serving::<pb::vm_service_server::VmServiceServer<Svc>>()
+            .await;
+        for name in SERVICES {
+            reporter
+                .set_service_status(*name, tonic_health::ServingStatus::Serving)
+                .await;
+        }
+    });
+    let reflection = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(meson_proto::FILE_DESCRIPTOR_SET)
+        .build_v1()
+        .ok();
+    let reflection_alpha = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(meson_proto::FILE_DESCRIPTOR_SET)
+        .build_v1alpha()
+        .ok();
+    let mut routes = tonic::service::Routes::new(health)
+        .add_service(
+            pb::vm_service_server::VmServiceServer::new(svc.clone()).max_decoding_message_size(max),
+        )
+        .add_service(
+            pb::action_service_server::ActionServiceServer::new(svc).max_decoding_message_size(max),
+        );
+    if let Some(r) = reflection {
+        routes = routes.add_service(r);
+    }
+    if let Some(r) = reflection_alpha {
+        routes = routes.add_service(r);
+    }
+    routes
+}
+
+/// The `meson.v1` services by their full names.
+pub const SERVICES: &[&str] = &[
+    "meson.v1.VmService",
+    "meson.v1.VolumeService",
+    "meson.v1.NetworkService",
+    "meson.v1.ClusterService",
+    "meson.v1.ActionService",
+    "meson.v1.CatalogService",
+];
+
+/// Implements every `meson.v1` service over the app layer.
+#[derive(Clone)]
+pub(crate) struct Svc(pub AppState);
+
+/// What a call's audit entry learns from its handler: the resource it
+/// named or made, and the action it started.
+#[derive(Clone, Default)]
+pub(crate) struct AuditSlot(Arc<Mutex<AuditNote>>);
+
+#[derive(Clone, Debug, Default)]
+pub(crate) struct AuditNote {
+    pub resource: Option<(String, String)>,
+    pub action: Option<uuid::Uuid>,
+}
+
+impl AuditSlot {
+    fn take(&self) -> AuditNote {
+        self.0.lock().map(|n| n.clone()).unwrap_or_default()
+    }
+}
+
+/// The caller the guard admitted (absent only if a service were served
+/// without the guard: then nobody is).
+pub(crate) fn principal<T>(req: &tonic::Request<T>) -> Result<Principal, Status> {
+    req.extensions()
+        .get::<Principal>()
+        .cloned()
+        .ok_or_else(|| status::status_of(&Error::Unauthorized))
+}
+
+/// Notes the resource a call is about, for its audit entry.
+pub(crate) fn note_resource<T>(req: &tonic::Request<T>, kind: &str, id: impl ToString) {
+    if let Some(slot) = req.extensions().get::<AuditSlot>()
+        && let Ok(mut n) = slot.0.lock()
+    {
+        n.resource = Some((kind.to_owned(), id.to_string()));
+    }
+}
+
+/// Notes the action a call started, for its audit entry.
+pub(crate) fn note_action<T>(req: &tonic::Request<T>, action: &meson_core::action::Action) {
+    if let Some(slot) = req.extensions().get::<AuditSlot>()
+        && let Ok(mut n) = slot.0.lock()
+    {
+        n.action = Some(action.id.0);
+    }
+}
+
+/// A domain result as a gRPC answer.
+pub(crate) fn answer<T>(r: Result<T, Error>) -> Result<tonic::Response<T>, Status> {
+    r.map(tonic::Response::new)
+        .map_err(|e| status::status_of(&e))
+}
+
+/// Parses an id from a request field; a malformed one names the field.
+pub(crate) fn id<T: std::str::FromStr>(field: &str, raw: &str) -> Result<T, Error> {
+    raw.parse()
+        .map_err(|_| Error::invalid(field, format!("'{raw}' is not a valid id")))
+}

@@ -1,0 +1,128 @@
+//! `meson.v1.VmService`.
+
+use super::{Svc, answer, convert, id, note_action, note_resource, principal};
+use crate::http::{list_filter, page_of, pagination};
+use crate::views;
+use meson_core::Error;
+use meson_core::vm::VmStatus;
+use meson_proto::meson::v1 as pb;
+use tonic::{Request, Response, Status};
+
+#[tonic::async_trait]
+impl pb::vm_service_server::VmService for Svc {
+    async fn create_vm(
+        &self,
+        req: Request<pb::CreateVmRequest>,
+    ) -> Result<Response<pb::CreateVmResponse>, Status> {
+        let p = principal(&req)?;
+        let body = convert::vm_create(req.get_ref());
+        answer(self.0.app.vm_create(&p, &body).await.map(|c| {
+            note_resource(&req, "vm", c.vm.id);
+            note_action(&req, &c.action);
+            pb::CreateVmResponse {
+                vm: Some(convert::vm(views::vm(&c.vm, &c.parts))),
+                action: Some(convert::action(views::action(&c.action))),
+                warnings: convert::warnings(&c.warnings),
+            }
+        }))
+    }
+
+    async fn get_vm(&self, req: Request<pb::GetVmRequest>) -> Result<Response<pb::Vm>, Status> {
+        let p = principal(&req)?;
+        let r = async {
+            let (vm, parts) = self.0.app.vm_get(&p, id("id", &req.get_ref().id)?).await?;
+            Ok(convert::vm(views::vm(&vm, &parts)))
+        };
+        answer(r.await)
+    }
+
+    async fn list_vms(
+        &self,
+        req: Request<pb::ListVmsRequest>,
+    ) -> Result<Response<pb::ListVmsResponse>, Status> {
+        let p = principal(&req)?;
+        let r = async {
+            let pairs = convert::list_query(req.get_ref().options.as_ref());
+            let page = page_of(&pairs).map_err(|e| e.0)?;
+            let filter = list_filter(&pairs, |v| VmStatus::parse(v).is_some()).map_err(|e| e.0)?;
+            let res = self.0.app.vm_list(&p, page, &filter).await?;
+            let (meta, _) = pagination("/v1/vms", page, res.total);
+            Ok(pb::ListVmsResponse {
+                vms: res
+                    .vms
+                    .iter()
+                    .map(|v| convert::vm(views::vm(v, &res.parts)))
+                    .collect(),
+                pagination: Some(convert::pagination(meta)),
+            })
+        };
+        answer(r.await)
+    }
+
+    async fn update_vm(
+        &self,
+        req: Request<pb::UpdateVmRequest>,
+    ) -> Result<Response<pb::UpdateVmResponse>, Status> {
+        let p = principal(&req)?;
+        let r = async {
+            let vm_id = id("id", &req.get_ref().id)?;
+            note_resource(&req, "vm", vm_id);
+            let body = convert::name_labels(&req.get_ref().name, &req.get_ref().labels);
+            let (vm, parts, warnings) = self.0.app.vm_update(&p, vm_id, &body).await?;
+            Ok(pb::UpdateVmResponse {
+                vm: Some(convert::vm(views::vm(&vm, &parts))),
+                warnings: convert::warnings(&warnings),
+            })
+        };
+        answer(r.await)
+    }
+
+    async fn delete_vm(
+        &self,
+        req: Request<pb::DeleteVmRequest>,
+    ) -> Result<Response<pb::Action>, Status> {
+        let p = principal(&req)?;
+        let r = async {
+            let vm_id = id("id", &req.get_ref().id)?;
+            note_resource(&req, "vm", vm_id);
+            let a = self.0.app.vm_delete(&p, vm_id).await?;
+            note_action(&req, &a);
+            Ok(convert::action(views::action(&a)))
+        };
+        answer(r.await)
+    }
+
+    async fn power_vm(
+        &self,
+        req: Request<pb::PowerVmRequest>,
+    ) -> Result<Response<pb::Action>, Status> {
+        let p = principal(&req)?;
+        let r = async {
+            let vm_id = id("id", &req.get_ref().id)?;
+            note_resource(&req, "vm", vm_id);
+            let command = &req.get_ref().command;
+            let op = crate::app::PowerAction::parse(command)
+                .ok_or_else(|| Error::invalid("command", "must be poweron, poweroff or reboot"))?;
+            let a = self.0.app.vm_power(&p, vm_id, op).await?;
+            note_action(&req, &a);
+            Ok(convert::action(views::action(&a)))
+        };
+        answer(r.await)
+    }
+
+    async fn list_vm_actions(
+        &self,
+        req: Request<pb::ResourceActionsRequest>,
+    ) -> Result<Response<pb::ResourceActionsResponse>, Status> {
+        let p = principal(&req)?;
+        answer(
+            super::actions::list_for(
+                &self.0,
+                &p,
+                meson_core::action::ResourceType::Vm,
+                req.get_ref(),
+            )
+            .await,
+        )
+    }
+}
