@@ -9,6 +9,8 @@ mod cluster_nodes;
 mod cluster_pools;
 mod cluster_upgrades;
 mod clusters;
+mod grpc;
+mod grpc_resources;
 mod harness;
 mod idempotency;
 mod limits;

@@ -5,6 +5,7 @@
 //! standard health service come with it.
 
 mod actions;
+pub mod autoscaler;
 mod convert;
 mod guard;
 pub mod status;

@@ -1,0 +1,1 @@
+//! The cluster-autoscaler's `externalgrpc` CloudProvider service.

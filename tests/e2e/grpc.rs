@@ -1,0 +1,1 @@
+//! gRPC end to end: a generated tonic client over a real socket.

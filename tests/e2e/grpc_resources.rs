@@ -1,0 +1,1 @@
+//! gRPC end to end: volumes, networks, clusters and the catalogue.
