@@ -21,7 +21,24 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("cargo:rerun-if-changed={}", root.display());
     let fds = protox::compile(PROTOS, [&root])?;
     let out = std::path::PathBuf::from(std::env::var("OUT_DIR")?);
-    std::fs::write(out.join("descriptor.bin"), fds.encode_to_vec())?;
+    // One descriptor set per server: each reflects only what it serves
+    // (and the well-known types those files import).
+    let subset = |packages: &[&str]| {
+        let mut set = fds.clone();
+        set.file.retain(|f| {
+            let p = f.package();
+            p.starts_with("google.protobuf") || packages.contains(&p)
+        });
+        set.encode_to_vec()
+    };
+    std::fs::write(out.join("meson.bin"), subset(&["meson.v1"]))?;
+    std::fs::write(
+        out.join("externalgrpc.bin"),
+        subset(&[
+            "clusterautoscaler.cloudprovider.v1.externalgrpc",
+            "k8s.io.api.core.v1",
+        ]),
+    )?;
     tonic_prost_build::configure()
         .build_client(true)
         .build_server(true)

@@ -1,1 +1,333 @@
-//! gRPC end to end: a generated tonic client over a real socket.
+//! gRPC end to end: a generated tonic client over a real socket creates VMs,
+//! watches their actions stream to `success`, meets the same gate as REST
+//! (tokens, roles, tenants, rate limits, the audit log), and a generic
+//! client discovers the services by reflection.
+
+use crate::harness::{Meson, SSH_KEY};
+use futures::StreamExt;
+use meson_proto::meson::v1 as pb;
+use pb::action_service_client::ActionServiceClient;
+use pb::vm_service_client::VmServiceClient;
+use std::time::Duration;
+use tonic::transport::Channel;
+use tonic::{Code, Request};
+use tonic_types::StatusExt;
+
+pub async fn channel(m: &Meson) -> Channel {
+    Channel::from_shared(format!("http://{}", m.dev().grpc_addr))
+        .expect("uri")
+        .connect()
+        .await
+        .expect("gRPC connects")
+}
+
+/// `msg` with `authorization: Bearer <token>`.
+pub fn authed<T>(msg: T, token: &str) -> Request<T> {
+    let mut r = Request::new(msg);
+    r.metadata_mut().insert(
+        "authorization",
+        format!("Bearer {token}").parse().expect("metadata"),
+    );
+    r
+}
+
+/// The seed VM request, typed.
+pub fn seed_vm(name: &str) -> pb::CreateVmRequest {
+    pb::CreateVmRequest {
+        specs: Some(pb::VmRequestSpecs {
+            req: Some(pb::VmRequirements {
+                cpu: Some(pb::CpuRequest {
+                    number_of_cores: 2,
+                    number_of_threads: 1,
+                    min_frequency: 1.0,
+                    arch: vec!["X86_64".into()],
+                    ..Default::default()
+                }),
+                mem: Some(pb::MemRequest {
+                    capacity: 4096,
+                    require_ecc: false,
+                }),
+                pci_devices: vec![],
+                os_distribution: "Debian".into(),
+            }),
+            volumes: vec![pb::VolumeRequest {
+                name: "test".into(),
+                size: 30,
+                private: Some(true),
+                ..Default::default()
+            }],
+            authentication: Some(pb::VmAuthentication {
+                ssh_keys: vec![SSH_KEY.into()],
+            }),
+            vm_name: name.into(),
+        }),
+        provider: "ionos".into(),
+        ..Default::default()
+    }
+}
+
+#[tokio::test]
+async fn a_vm_is_created_watched_to_success_and_deleted_over_grpc() {
+    let m = Meson::start().await;
+    let ch = channel(&m).await;
+    let mut vms = VmServiceClient::new(ch.clone());
+    let mut actions = ActionServiceClient::new(ch);
+
+    let mut req = authed(seed_vm("grpc-1"), &m.token);
+    req.metadata_mut()
+        .insert("x-correlation-id", "grpc-create-1".parse().unwrap());
+    let res = vms.create_vm(req).await.expect("create");
+    assert_eq!(res.metadata().get("x-correlation-id").unwrap(), "grpc-create-1");
+    assert!(res.metadata().get("ratelimit-remaining").is_some());
+    let created = res.into_inner();
+    let vm = created.vm.unwrap();
+    assert_eq!((vm.name.as_str(), vm.status.as_str()), ("grpc-1", "initializing"));
+    let action = created.action.unwrap();
+    assert_eq!(action.command, "create_vm");
+
+    // The stream: the current state, then every change, ending at success.
+    let mut stream = actions
+        .watch_actions(authed(
+            pb::WatchActionsRequest {
+                id: vec![action.id.clone()],
+            },
+            &m.token,
+        ))
+        .await
+        .expect("watch")
+        .into_inner();
+    let mut seen = Vec::new();
+    while let Some(a) = tokio::time::timeout(Duration::from_secs(30), stream.next())
+        .await
+        .expect("the stream moves")
+    {
+        let a = a.expect("an action");
+        seen.push((a.status.clone(), a.progress));
+    }
+    assert_eq!(seen.last().unwrap(), &("success".to_owned(), 100), "{seen:?}");
+    assert!(seen.windows(2).all(|w| w[0].1 <= w[1].1), "{seen:?}");
+    assert!(seen.len() >= 2, "{seen:?}");
+
+    // The VM as REST shows it; then listed, renamed, deleted.
+    let got = vms
+        .get_vm(authed(pb::GetVmRequest { id: vm.id.clone() }, &m.token))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(got.status, "running");
+    assert_eq!(got.provider.as_deref(), Some("ionos"));
+    let rest = m.get(&format!("/v1/vms/{}", vm.id)).await.body;
+    assert_eq!(got.ipv4.as_deref(), rest["vm"]["ipv4"].as_str());
+    assert_eq!(got.volumes.len(), 3);
+    let list = vms
+        .list_vms(authed(pb::ListVmsRequest::default(), &m.token))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(list.vms.len(), 1);
+    assert_eq!(list.pagination.unwrap().total_entries, 1);
+    let renamed = vms
+        .update_vm(authed(
+            pb::UpdateVmRequest {
+                id: vm.id.clone(),
+                name: Some("grpc-2".into()),
+                labels: Some(pb::Labels {
+                    labels: [("env".to_owned(), "test".to_owned())].into(),
+                }),
+            },
+            &m.token,
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(renamed.vm.unwrap().name, "grpc-2");
+    let delete = vms
+        .delete_vm(authed(pb::DeleteVmRequest { id: vm.id.clone() }, &m.token))
+        .await
+        .unwrap()
+        .into_inner();
+    let mut stream = actions
+        .watch_actions(authed(pb::WatchActionsRequest { id: vec![delete.id.clone()] }, &m.token))
+        .await
+        .unwrap()
+        .into_inner();
+    let mut last = None;
+    while let Some(a) = stream.next().await {
+        last = Some(a.unwrap());
+    }
+    assert_eq!(last.unwrap().status, "success");
+    let gone = vms
+        .get_vm(authed(pb::GetVmRequest { id: vm.id.clone() }, &m.token))
+        .await
+        .unwrap_err();
+    assert_eq!(gone.code(), Code::NotFound);
+
+    // Both calls that changed something are in the audit log, as gRPC.
+    let audit = m.get("/v1/audit?operation=vm_create").await.body;
+    let entry = &audit["audit_entries"][0];
+    assert_eq!(entry["method"], "GRPC");
+    assert_eq!(entry["path"], "/meson.v1.VmService/CreateVm");
+    assert_eq!(entry["resource_id"], vm.id.as_str());
+    assert_eq!(entry["action_id"], action.id.as_str());
+    assert_eq!(entry["correlation_id"], "grpc-create-1");
+    assert_eq!(entry["status"], 200);
+    m.stop().await;
+}
+
+#[tokio::test]
+async fn grpc_meets_the_same_gate_and_errors_carry_the_rest_code() {
+    let m = Meson::start().await;
+    let ch = channel(&m).await;
+    let mut vms = VmServiceClient::new(ch.clone());
+    let mut actions = ActionServiceClient::new(ch);
+    let created = vms
+        .create_vm(authed(seed_vm("owned"), &m.token))
+        .await
+        .unwrap()
+        .into_inner();
+    let (vm, action) = (created.vm.unwrap().id, created.action.unwrap().id);
+
+    // No token, or a bad one: Unauthenticated, and nothing said why.
+    let e = vms
+        .list_vms(Request::new(pb::ListVmsRequest::default()))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::Unauthenticated);
+    let e = vms
+        .list_vms(authed(pb::ListVmsRequest::default(), "not.a.jwt"))
+        .await
+        .unwrap_err();
+    assert_eq!((e.code(), e.message()), (Code::Unauthenticated, "unauthorized"));
+
+    // Another tenant's ids: NotFound everywhere; its own list is empty.
+    let other = m.token("acme", "eve", meson_api::Role::Admin);
+    let e = vms.get_vm(authed(pb::GetVmRequest { id: vm.clone() }, &other)).await.unwrap_err();
+    assert_eq!(e.code(), Code::NotFound);
+    let e = vms
+        .delete_vm(authed(pb::DeleteVmRequest { id: vm.clone() }, &other))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::NotFound);
+    let e = actions
+        .get_action(authed(pb::GetActionRequest { id: action.clone() }, &other))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::NotFound);
+    let e = actions
+        .watch_actions(authed(pb::WatchActionsRequest { id: vec![action.clone()] }, &other))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::NotFound);
+    let listed = vms
+        .list_vms(authed(pb::ListVmsRequest::default(), &other))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(listed.vms.is_empty());
+    let found = actions
+        .list_actions(authed(pb::ListActionsRequest { id: vec![action.clone()], ..Default::default() }, &other))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(found.actions.is_empty());
+
+    // A viewer may read, not create.
+    let viewer = m.token("dev", "vera", meson_api::Role::Viewer);
+    vms.get_vm(authed(pb::GetVmRequest { id: vm.clone() }, &viewer)).await.expect("read");
+    let e = vms.create_vm(authed(seed_vm("x"), &viewer)).await.unwrap_err();
+    assert_eq!(e.code(), Code::PermissionDenied);
+    assert_eq!(e.get_error_details().error_info().unwrap().reason, "forbidden");
+
+    // Invalid input names the REST field; a taken name; a malformed id.
+    let mut bad = seed_vm("bad name!");
+    bad.specs.as_mut().unwrap().req.as_mut().unwrap().cpu.as_mut().unwrap().number_of_cores = 0;
+    let e = vms.create_vm(authed(bad, &m.token)).await.unwrap_err();
+    assert_eq!(e.code(), Code::InvalidArgument);
+    let d = e.get_error_details();
+    assert_eq!(d.error_info().unwrap().reason, "invalid_input");
+    assert_eq!(d.error_info().unwrap().domain, "meson.elemento.cloud");
+    let mut fields: Vec<String> =
+        d.bad_request().unwrap().field_violations.iter().map(|v| v.field.clone()).collect();
+    fields.sort();
+    fields.dedup();
+    assert_eq!(fields, ["specs.req.cpu.numberOfCores", "specs.vm_name"]);
+    let e = vms.create_vm(authed(seed_vm("owned"), &m.token)).await.unwrap_err();
+    assert_eq!(e.code(), Code::AlreadyExists);
+    assert_eq!(e.get_error_details().error_info().unwrap().reason, "uniqueness_error");
+    let e = vms.get_vm(authed(pb::GetVmRequest { id: "nope".into() }, &m.token)).await.unwrap_err();
+    assert_eq!(e.code(), Code::InvalidArgument);
+
+    // While the create runs, another mutation is Aborted naming the action.
+    let e = vms
+        .power_vm(authed(pb::PowerVmRequest { id: vm.clone(), command: "reboot".into() }, &m.token))
+        .await
+        .unwrap_err();
+    if e.code() == Code::Aborted {
+        let info = e.get_error_details().error_info().unwrap().clone();
+        assert_eq!((info.reason.as_str(), info.metadata["action_id"].as_str()), ("locked", action.as_str()));
+    } else {
+        // The create was quicker: the VM is running, and reboots.
+        assert_eq!(e.code(), Code::FailedPrecondition, "{e:?}");
+    }
+    m.stop().await;
+}
+
+#[tokio::test]
+async fn over_the_rate_limit_grpc_is_resource_exhausted_with_retry_info() {
+    let m = Meson::start_with(|o| {
+        o.api.rate_limits = meson_api::ratelimit::RateLimitConfig {
+            api_per_minute: 2,
+            polling_per_minute: 100,
+        };
+    })
+    .await;
+    let mut vms = VmServiceClient::new(channel(&m).await);
+    for left in ["1", "0"] {
+        let r = vms.list_vms(authed(pb::ListVmsRequest::default(), &m.token)).await.unwrap();
+        assert_eq!(r.metadata().get("ratelimit-remaining").unwrap(), left);
+    }
+    let e = vms.list_vms(authed(pb::ListVmsRequest::default(), &m.token)).await.unwrap_err();
+    assert_eq!(e.code(), Code::ResourceExhausted);
+    let d = e.get_error_details();
+    assert_eq!(d.error_info().unwrap().reason, "rate_limit_exceeded");
+    assert!(d.retry_info().unwrap().retry_delay.unwrap() >= Duration::from_secs(1));
+    assert_eq!(e.metadata().get("ratelimit-remaining").unwrap(), "0");
+    m.stop().await;
+}
+
+#[tokio::test]
+async fn reflection_lists_the_services_and_health_answers() {
+    use tonic_reflection::pb::v1::server_reflection_client::ServerReflectionClient;
+    use tonic_reflection::pb::v1::server_reflection_request::MessageRequest;
+    use tonic_reflection::pb::v1::server_reflection_response::MessageResponse;
+    use tonic_reflection::pb::v1::ServerReflectionRequest;
+    let m = Meson::start().await;
+    let ch = channel(&m).await;
+    // No token: discovery and health are for anyone.
+    let mut reflection = ServerReflectionClient::new(ch.clone());
+    let ask = futures::stream::iter([ServerReflectionRequest {
+        host: String::new(),
+        message_request: Some(MessageRequest::ListServices(String::new())),
+    }]);
+    let mut answers = reflection.server_reflection_info(ask).await.unwrap().into_inner();
+    let Some(Ok(answer)) = answers.next().await else { panic!("no reflection answer") };
+    let Some(MessageResponse::ListServicesResponse(list)) = answer.message_response else {
+        panic!("{answer:?}")
+    };
+    let names: Vec<String> = list.service.into_iter().map(|s| s.name).collect();
+    for s in meson_api::grpc::SERVICES {
+        assert!(names.iter().any(|n| n == s), "{s} not in {names:?}");
+    }
+    assert!(names.iter().any(|n| n == "grpc.health.v1.Health"), "{names:?}");
+
+    let mut health = tonic_health::pb::health_client::HealthClient::new(ch);
+    for service in ["", "meson.v1.VmService"] {
+        let r = health
+            .check(tonic_health::pb::HealthCheckRequest { service: service.into() })
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(r.status(), tonic_health::pb::health_check_response::ServingStatus::Serving);
+    }
+    m.stop().await;
+}

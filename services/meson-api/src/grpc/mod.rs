@@ -38,26 +38,34 @@ pub fn routes(state: &AppState) -> tonic::service::Routes {
                 .await;
         }
     });
-    let reflection = tonic_reflection::server::Builder::configure()
-        .register_encoded_file_descriptor_set(meson_proto::FILE_DESCRIPTOR_SET)
-        .build_v1()
-        .ok();
-    let reflection_alpha = tonic_reflection::server::Builder::configure()
-        .register_encoded_file_descriptor_set(meson_proto::FILE_DESCRIPTOR_SET)
-        .build_v1alpha()
-        .ok();
-    let mut routes = tonic::service::Routes::new(health)
+    let routes = tonic::service::Routes::new(health)
         .add_service(
             pb::vm_service_server::VmServiceServer::new(svc.clone()).max_decoding_message_size(max),
         )
         .add_service(
             pb::action_service_server::ActionServiceServer::new(svc).max_decoding_message_size(max),
         );
-    if let Some(r) = reflection {
-        routes = routes.add_service(r);
+    with_reflection(routes, meson_proto::FILE_DESCRIPTOR_SET)
+}
+
+/// `routes` with server reflection (v1, and v1alpha which grpcurl and older
+/// tools ask) over `descriptors` and the health service's.
+pub(crate) fn with_reflection(
+    mut routes: tonic::service::Routes,
+    descriptors: &'static [u8],
+) -> tonic::service::Routes {
+    let builder = || {
+        tonic_reflection::server::Builder::configure()
+            .register_encoded_file_descriptor_set(descriptors)
+            .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+    };
+    match builder().build_v1() {
+        Ok(v1) => routes = routes.add_service(v1),
+        Err(e) => tracing::error!(error = %e, "gRPC reflection (v1) unavailable"),
     }
-    if let Some(r) = reflection_alpha {
-        routes = routes.add_service(r);
+    match builder().build_v1alpha() {
+        Ok(v1alpha) => routes = routes.add_service(v1alpha),
+        Err(e) => tracing::error!(error = %e, "gRPC reflection (v1alpha) unavailable"),
     }
     routes
 }
