@@ -77,11 +77,17 @@ async fn a_vm_is_created_watched_to_success_and_deleted_over_grpc() {
     req.metadata_mut()
         .insert("x-correlation-id", "grpc-create-1".parse().unwrap());
     let res = vms.create_vm(req).await.expect("create");
-    assert_eq!(res.metadata().get("x-correlation-id").unwrap(), "grpc-create-1");
+    assert_eq!(
+        res.metadata().get("x-correlation-id").unwrap(),
+        "grpc-create-1"
+    );
     assert!(res.metadata().get("ratelimit-remaining").is_some());
     let created = res.into_inner();
     let vm = created.vm.unwrap();
-    assert_eq!((vm.name.as_str(), vm.status.as_str()), ("grpc-1", "initializing"));
+    assert_eq!(
+        (vm.name.as_str(), vm.status.as_str()),
+        ("grpc-1", "initializing")
+    );
     let action = created.action.unwrap();
     assert_eq!(action.command, "create_vm");
 
@@ -104,7 +110,11 @@ async fn a_vm_is_created_watched_to_success_and_deleted_over_grpc() {
         let a = a.expect("an action");
         seen.push((a.status.clone(), a.progress));
     }
-    assert_eq!(seen.last().unwrap(), &("success".to_owned(), 100), "{seen:?}");
+    assert_eq!(
+        seen.last().unwrap(),
+        &("success".to_owned(), 100),
+        "{seen:?}"
+    );
     assert!(seen.windows(2).all(|w| w[0].1 <= w[1].1), "{seen:?}");
     assert!(seen.len() >= 2, "{seen:?}");
 
@@ -147,7 +157,12 @@ async fn a_vm_is_created_watched_to_success_and_deleted_over_grpc() {
         .unwrap()
         .into_inner();
     let mut stream = actions
-        .watch_actions(authed(pb::WatchActionsRequest { id: vec![delete.id.clone()] }, &m.token))
+        .watch_actions(authed(
+            pb::WatchActionsRequest {
+                id: vec![delete.id.clone()],
+            },
+            &m.token,
+        ))
         .await
         .unwrap()
         .into_inner();
@@ -197,11 +212,17 @@ async fn grpc_meets_the_same_gate_and_errors_carry_the_rest_code() {
         .list_vms(authed(pb::ListVmsRequest::default(), "not.a.jwt"))
         .await
         .unwrap_err();
-    assert_eq!((e.code(), e.message()), (Code::Unauthenticated, "unauthorized"));
+    assert_eq!(
+        (e.code(), e.message()),
+        (Code::Unauthenticated, "unauthorized")
+    );
 
     // Another tenant's ids: NotFound everywhere; its own list is empty.
     let other = m.token("acme", "eve", meson_api::Role::Admin);
-    let e = vms.get_vm(authed(pb::GetVmRequest { id: vm.clone() }, &other)).await.unwrap_err();
+    let e = vms
+        .get_vm(authed(pb::GetVmRequest { id: vm.clone() }, &other))
+        .await
+        .unwrap_err();
     assert_eq!(e.code(), Code::NotFound);
     let e = vms
         .delete_vm(authed(pb::DeleteVmRequest { id: vm.clone() }, &other))
@@ -214,7 +235,12 @@ async fn grpc_meets_the_same_gate_and_errors_carry_the_rest_code() {
         .unwrap_err();
     assert_eq!(e.code(), Code::NotFound);
     let e = actions
-        .watch_actions(authed(pb::WatchActionsRequest { id: vec![action.clone()] }, &other))
+        .watch_actions(authed(
+            pb::WatchActionsRequest {
+                id: vec![action.clone()],
+            },
+            &other,
+        ))
         .await
         .unwrap_err();
     assert_eq!(e.code(), Code::NotFound);
@@ -225,7 +251,13 @@ async fn grpc_meets_the_same_gate_and_errors_carry_the_rest_code() {
         .into_inner();
     assert!(listed.vms.is_empty());
     let found = actions
-        .list_actions(authed(pb::ListActionsRequest { id: vec![action.clone()], ..Default::default() }, &other))
+        .list_actions(authed(
+            pb::ListActionsRequest {
+                id: vec![action.clone()],
+                ..Default::default()
+            },
+            &other,
+        ))
         .await
         .unwrap()
         .into_inner();
@@ -233,38 +265,78 @@ async fn grpc_meets_the_same_gate_and_errors_carry_the_rest_code() {
 
     // A viewer may read, not create.
     let viewer = m.token("dev", "vera", meson_api::Role::Viewer);
-    vms.get_vm(authed(pb::GetVmRequest { id: vm.clone() }, &viewer)).await.expect("read");
-    let e = vms.create_vm(authed(seed_vm("x"), &viewer)).await.unwrap_err();
+    vms.get_vm(authed(pb::GetVmRequest { id: vm.clone() }, &viewer))
+        .await
+        .expect("read");
+    let e = vms
+        .create_vm(authed(seed_vm("x"), &viewer))
+        .await
+        .unwrap_err();
     assert_eq!(e.code(), Code::PermissionDenied);
-    assert_eq!(e.get_error_details().error_info().unwrap().reason, "forbidden");
+    assert_eq!(
+        e.get_error_details().error_info().unwrap().reason,
+        "forbidden"
+    );
 
     // Invalid input names the REST field; a taken name; a malformed id.
     let mut bad = seed_vm("bad name!");
-    bad.specs.as_mut().unwrap().req.as_mut().unwrap().cpu.as_mut().unwrap().number_of_cores = 0;
+    bad.specs
+        .as_mut()
+        .unwrap()
+        .req
+        .as_mut()
+        .unwrap()
+        .cpu
+        .as_mut()
+        .unwrap()
+        .number_of_cores = 0;
     let e = vms.create_vm(authed(bad, &m.token)).await.unwrap_err();
     assert_eq!(e.code(), Code::InvalidArgument);
     let d = e.get_error_details();
     assert_eq!(d.error_info().unwrap().reason, "invalid_input");
     assert_eq!(d.error_info().unwrap().domain, "meson.elemento.cloud");
-    let mut fields: Vec<String> =
-        d.bad_request().unwrap().field_violations.iter().map(|v| v.field.clone()).collect();
+    let mut fields: Vec<String> = d
+        .bad_request()
+        .unwrap()
+        .field_violations
+        .iter()
+        .map(|v| v.field.clone())
+        .collect();
     fields.sort();
     fields.dedup();
     assert_eq!(fields, ["specs.req.cpu.numberOfCores", "specs.vm_name"]);
-    let e = vms.create_vm(authed(seed_vm("owned"), &m.token)).await.unwrap_err();
+    let e = vms
+        .create_vm(authed(seed_vm("owned"), &m.token))
+        .await
+        .unwrap_err();
     assert_eq!(e.code(), Code::AlreadyExists);
-    assert_eq!(e.get_error_details().error_info().unwrap().reason, "uniqueness_error");
-    let e = vms.get_vm(authed(pb::GetVmRequest { id: "nope".into() }, &m.token)).await.unwrap_err();
+    assert_eq!(
+        e.get_error_details().error_info().unwrap().reason,
+        "uniqueness_error"
+    );
+    let e = vms
+        .get_vm(authed(pb::GetVmRequest { id: "nope".into() }, &m.token))
+        .await
+        .unwrap_err();
     assert_eq!(e.code(), Code::InvalidArgument);
 
     // While the create runs, another mutation is Aborted naming the action.
     let e = vms
-        .power_vm(authed(pb::PowerVmRequest { id: vm.clone(), command: "reboot".into() }, &m.token))
+        .power_vm(authed(
+            pb::PowerVmRequest {
+                id: vm.clone(),
+                command: "reboot".into(),
+            },
+            &m.token,
+        ))
         .await
         .unwrap_err();
     if e.code() == Code::Aborted {
         let info = e.get_error_details().error_info().unwrap().clone();
-        assert_eq!((info.reason.as_str(), info.metadata["action_id"].as_str()), ("locked", action.as_str()));
+        assert_eq!(
+            (info.reason.as_str(), info.metadata["action_id"].as_str()),
+            ("locked", action.as_str())
+        );
     } else {
         // The create was quicker: the VM is running, and reboots.
         assert_eq!(e.code(), Code::FailedPrecondition, "{e:?}");
@@ -283,10 +355,16 @@ async fn over_the_rate_limit_grpc_is_resource_exhausted_with_retry_info() {
     .await;
     let mut vms = VmServiceClient::new(channel(&m).await);
     for left in ["1", "0"] {
-        let r = vms.list_vms(authed(pb::ListVmsRequest::default(), &m.token)).await.unwrap();
+        let r = vms
+            .list_vms(authed(pb::ListVmsRequest::default(), &m.token))
+            .await
+            .unwrap();
         assert_eq!(r.metadata().get("ratelimit-remaining").unwrap(), left);
     }
-    let e = vms.list_vms(authed(pb::ListVmsRequest::default(), &m.token)).await.unwrap_err();
+    let e = vms
+        .list_vms(authed(pb::ListVmsRequest::default(), &m.token))
+        .await
+        .unwrap_err();
     assert_eq!(e.code(), Code::ResourceExhausted);
     let d = e.get_error_details();
     assert_eq!(d.error_info().unwrap().reason, "rate_limit_exceeded");
@@ -297,10 +375,10 @@ async fn over_the_rate_limit_grpc_is_resource_exhausted_with_retry_info() {
 
 #[tokio::test]
 async fn reflection_lists_the_services_and_health_answers() {
+    use tonic_reflection::pb::v1::ServerReflectionRequest;
     use tonic_reflection::pb::v1::server_reflection_client::ServerReflectionClient;
     use tonic_reflection::pb::v1::server_reflection_request::MessageRequest;
     use tonic_reflection::pb::v1::server_reflection_response::MessageResponse;
-    use tonic_reflection::pb::v1::ServerReflectionRequest;
     let m = Meson::start().await;
     let ch = channel(&m).await;
     // No token: discovery and health are for anyone.
@@ -309,8 +387,14 @@ async fn reflection_lists_the_services_and_health_answers() {
         host: String::new(),
         message_request: Some(MessageRequest::ListServices(String::new())),
     }]);
-    let mut answers = reflection.server_reflection_info(ask).await.unwrap().into_inner();
-    let Some(Ok(answer)) = answers.next().await else { panic!("no reflection answer") };
+    let mut answers = reflection
+        .server_reflection_info(ask)
+        .await
+        .unwrap()
+        .into_inner();
+    let Some(Ok(answer)) = answers.next().await else {
+        panic!("no reflection answer")
+    };
     let Some(MessageResponse::ListServicesResponse(list)) = answer.message_response else {
         panic!("{answer:?}")
     };
@@ -318,16 +402,24 @@ async fn reflection_lists_the_services_and_health_answers() {
     for s in meson_api::grpc::SERVICES {
         assert!(names.iter().any(|n| n == s), "{s} not in {names:?}");
     }
-    assert!(names.iter().any(|n| n == "grpc.health.v1.Health"), "{names:?}");
+    assert!(
+        names.iter().any(|n| n == "grpc.health.v1.Health"),
+        "{names:?}"
+    );
 
     let mut health = tonic_health::pb::health_client::HealthClient::new(ch);
     for service in ["", "meson.v1.VmService"] {
         let r = health
-            .check(tonic_health::pb::HealthCheckRequest { service: service.into() })
+            .check(tonic_health::pb::HealthCheckRequest {
+                service: service.into(),
+            })
             .await
             .unwrap()
             .into_inner();
-        assert_eq!(r.status(), tonic_health::pb::health_check_response::ServingStatus::Serving);
+        assert_eq!(
+            r.status(),
+            tonic_health::pb::health_check_response::ServingStatus::Serving
+        );
     }
     m.stop().await;
 }

@@ -1,1 +1,860 @@
-//! gRPC end to end: volumes, networks, clusters and the catalogue.
+//! gRPC end to end: volumes, networks, clusters and the catalogue, over a
+//! real socket with the generated clients, answering as REST does.
+
+use crate::grpc::{authed, channel, seed_vm};
+use crate::harness::{Meson, seed_kaas};
+use meson_proto::meson::v1 as pb;
+use pb::action_service_client::ActionServiceClient;
+use pb::catalog_service_client::CatalogServiceClient;
+use pb::cluster_service_client::ClusterServiceClient;
+use pb::network_service_client::NetworkServiceClient;
+use pb::volume_service_client::VolumeServiceClient;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::time::Duration;
+use tonic::Code;
+use tonic::transport::Channel;
+use tonic_types::StatusExt;
+
+/// Polls `GetAction` until the action is no longer running.
+async fn wait(ch: &Channel, token: &str, id: &str, limit: Duration) -> pb::Action {
+    let mut actions = ActionServiceClient::new(ch.clone());
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        let a = actions
+            .get_action(authed(pb::GetActionRequest { id: id.into() }, token))
+            .await
+            .expect("GetAction")
+            .into_inner();
+        if a.status != "running" {
+            return a;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "action {id} still running after {limit:?}: {a:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn string_map(v: &Value) -> HashMap<String, String> {
+    v.as_object()
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_owned()))
+        .collect()
+}
+
+fn u32_of(v: &Value) -> Option<u32> {
+    v.as_u64().map(|n| u32::try_from(n).expect("a small count"))
+}
+
+/// A JSON boolean or the seed's `"True"`/`"False"`.
+fn lenient_bool(v: &Value) -> Option<bool> {
+    v.as_bool()
+        .or_else(|| v.as_str().map(|s| s.eq_ignore_ascii_case("true")))
+}
+
+/// The seed KaaS payload (`harness::seed_kaas`), typed.
+fn seed_cluster() -> pb::CreateClusterRequest {
+    let seed = seed_kaas();
+    let r = &seed["req"];
+    let s = |v: &Value| v.as_str().unwrap_or_default().to_owned();
+    let subnet = &r["nodes_subnet"];
+    pb::CreateClusterRequest {
+        req: Some(pb::KaasRequestSpec {
+            name: s(&r["name"]),
+            metadata: string_map(&r["metadata"]),
+            nodepool: r["nodepool"]
+                .as_array()
+                .expect("nodepool")
+                .iter()
+                .map(|p| pb::NodePoolRequest {
+                    pool_name: s(&p["pool_name"]),
+                    autoscale: lenient_bool(&p["autoscale"]).unwrap_or(false),
+                    min_nodes: u32_of(&p["min_nodes"]),
+                    max_nodes: u32_of(&p["max_nodes"]),
+                    desired_nodes: u32_of(&p["desired_nodes"]),
+                    specs: Some(pb::NodeSpecs {
+                        cpu: u32_of(&p["specs"]["cpu"]).unwrap_or(0),
+                        ram: p["specs"]["ram"].as_u64().unwrap_or(0),
+                        storage: u32_of(&p["specs"]["storage"]).unwrap_or(0),
+                        gpu: u32_of(&p["specs"]["gpu"]).unwrap_or(0),
+                    }),
+                    billing: s(&p["billing"]),
+                    labels: string_map(&p["labels"]),
+                    taints: vec![],
+                })
+                .collect(),
+            nodes_subnet: Some(pb::NodesSubnet {
+                dhcp: lenient_bool(&subnet["dhcp"]),
+                subnet_netmask: s(&subnet["subnet_netmask"]),
+                start_address: s(&subnet["start_address"]),
+                last_address: s(&subnet["last_address"]),
+                gateway: s(&subnet["gateway"]),
+            }),
+            update_policy: s(&r["update_policy"]),
+            kubernetes_version: s(&r["kubernetes_version"]),
+            ..Default::default()
+        }),
+        provider: s(&seed["provider"]),
+        ..Default::default()
+    }
+}
+
+/// The seed cluster with one worker (up to 3), to be quick.
+fn small_cluster() -> pb::CreateClusterRequest {
+    let mut c = seed_cluster();
+    let pool = &mut c.req.as_mut().expect("req").nodepool[0];
+    (pool.min_nodes, pool.desired_nodes) = (Some(1), Some(1));
+    c
+}
+
+/// The field names of an `invalid_input` status, sorted and deduplicated.
+fn rejected_fields(e: &tonic::Status) -> Vec<String> {
+    let d = e.get_error_details();
+    assert_eq!(
+        d.error_info().expect("ErrorInfo").reason,
+        "invalid_input",
+        "{e:?}"
+    );
+    let mut fields: Vec<String> = d
+        .bad_request()
+        .expect("BadRequest")
+        .field_violations
+        .iter()
+        .map(|v| v.field.clone())
+        .collect();
+    fields.sort();
+    fields.dedup();
+    fields
+}
+
+#[tokio::test]
+async fn a_network_is_created_listed_renamed_and_deleted_over_grpc() {
+    let m = Meson::start().await;
+    let ch = channel(&m).await;
+    let mut nets = NetworkServiceClient::new(ch.clone());
+
+    let created = nets
+        .create_network(authed(
+            pb::CreateNetworkRequest {
+                name: "db".into(),
+                cidr: "192.168.10.0/24".into(),
+                dhcp: Some(false),
+                labels: [("tier".to_owned(), "db".to_owned())].into(),
+                ..Default::default()
+            },
+            &m.token,
+        ))
+        .await
+        .expect("create")
+        .into_inner();
+    let net = created.network.expect("network");
+    assert_eq!(
+        (net.name.as_str(), net.cidr.as_str()),
+        ("db", "192.168.10.0/24")
+    );
+    assert!(!net.dhcp);
+    // As REST shows it.
+    let rest = m.get(&format!("/v1/networks/{}", net.id)).await.body;
+    assert_eq!(net.gateway, rest["network"]["gateway"].as_str().unwrap());
+    let range = net.range.clone().expect("range");
+    assert_eq!(
+        range.start,
+        rest["network"]["range"]["start"].as_str().unwrap()
+    );
+    assert_eq!(net.labels["tier"], "db");
+
+    // Listed, filtered like REST.
+    let list = nets
+        .list_networks(authed(
+            pb::ListNetworksRequest {
+                options: Some(pb::ListOptions {
+                    label_selector: "tier=db".into(),
+                    ..Default::default()
+                }),
+            },
+            &m.token,
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(list.networks.len(), 1);
+    assert_eq!(list.pagination.unwrap().total_entries, 1);
+    let e = nets
+        .list_networks(authed(
+            pb::ListNetworksRequest {
+                options: Some(pb::ListOptions {
+                    status: vec!["bogus".into()],
+                    ..Default::default()
+                }),
+            },
+            &m.token,
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::InvalidArgument);
+    assert_eq!(rejected_fields(&e), ["status"]);
+
+    // Renamed (labels untouched when not given).
+    let renamed = nets
+        .update_network(authed(
+            pb::UpdateNetworkRequest {
+                id: net.id.clone(),
+                name: Some("db2".into()),
+                labels: None,
+            },
+            &m.token,
+        ))
+        .await
+        .unwrap()
+        .into_inner()
+        .network
+        .unwrap();
+    assert_eq!(renamed.name, "db2");
+    assert_eq!(renamed.labels["tier"], "db");
+
+    // Another tenant sees none of it; a viewer may read, not create.
+    let other = m.token("acme", "eve", meson_api::Role::Admin);
+    let e = nets
+        .get_network(authed(pb::GetNetworkRequest { id: net.id.clone() }, &other))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::NotFound);
+    let viewer = m.token("dev", "vera", meson_api::Role::Viewer);
+    nets.get_network(authed(
+        pb::GetNetworkRequest { id: net.id.clone() },
+        &viewer,
+    ))
+    .await
+    .expect("a viewer reads");
+    let e = nets
+        .create_network(authed(
+            pb::CreateNetworkRequest {
+                name: "x".into(),
+                cidr: "192.168.11.0/24".into(),
+                ..Default::default()
+            },
+            &viewer,
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::PermissionDenied);
+    assert_eq!(
+        e.get_error_details().error_info().unwrap().reason,
+        "forbidden"
+    );
+
+    // Deleted: its action succeeds, then it is gone.
+    let delete = nets
+        .delete_network(authed(
+            pb::DeleteNetworkRequest { id: net.id.clone() },
+            &m.token,
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(delete.command, "delete_network");
+    let done = wait(&ch, &m.token, &delete.id, Duration::from_secs(10)).await;
+    assert_eq!(done.status, "success", "{done:?}");
+    let e = nets
+        .get_network(authed(
+            pb::GetNetworkRequest { id: net.id.clone() },
+            &m.token,
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::NotFound);
+    let actions = nets
+        .list_network_actions(authed(
+            pb::ResourceActionsRequest {
+                id: net.id.clone(),
+                ..Default::default()
+            },
+            &m.token,
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(actions.actions.len(), 1, "{actions:?}");
+    assert_eq!(actions.actions[0].id, delete.id);
+
+    // The audit log knows the network each call was about (the viewer's
+    // refused create is there too, about nothing).
+    let audit = m.get("/v1/audit?operation=network_create").await.body;
+    let entries = audit["audit_entries"].as_array().unwrap();
+    assert_eq!(entries.len(), 2, "{audit}");
+    let entry = entries.iter().find(|e| e["status"] == 200).unwrap();
+    assert_eq!(entry["method"], "GRPC");
+    assert_eq!(entry["path"], "/meson.v1.NetworkService/CreateNetwork");
+    assert_eq!(entry["resource_type"], "network");
+    assert_eq!(entry["resource_id"], net.id.as_str());
+    let audit = m.get("/v1/audit?operation=network_delete").await.body;
+    assert_eq!(audit["audit_entries"][0]["action_id"], delete.id.as_str());
+    m.stop().await;
+}
+
+#[tokio::test]
+async fn a_cluster_runs_scales_and_hands_out_a_kubeconfig_over_grpc() {
+    let m = Meson::start().await;
+    let ch = channel(&m).await;
+    let mut clusters = ClusterServiceClient::new(ch.clone());
+    let mut volumes = VolumeServiceClient::new(ch.clone());
+
+    let created = clusters
+        .create_cluster(authed(small_cluster(), &m.token))
+        .await
+        .expect("create")
+        .into_inner();
+    let cluster = created.cluster.expect("cluster");
+    let action = created.action.expect("action");
+    assert_eq!(
+        (
+            cluster.name.as_str(),
+            cluster.status.as_str(),
+            action.command.as_str()
+        ),
+        ("test8", "creating", "create_cluster")
+    );
+    assert_eq!(cluster.kubernetes_version, "1.29.2");
+    let done = wait(&ch, &m.token, &action.id, Duration::from_secs(30)).await;
+    assert_eq!(done.status, "success", "{done:?}");
+    let running = clusters
+        .get_cluster(authed(
+            pb::GetClusterRequest {
+                id: cluster.id.clone(),
+            },
+            &m.token,
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(running.status, "running");
+    assert_eq!(running.provider.as_deref(), Some("arubacloud"));
+    let listed = clusters
+        .list_clusters(authed(pb::ListClustersRequest::default(), &m.token))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(listed.clusters.len(), 1);
+
+    // Its pool, scaled from 1 to 2 by an action.
+    let pools = clusters
+        .list_pools(authed(
+            pb::ListPoolsRequest {
+                id: cluster.id.clone(),
+            },
+            &m.token,
+        ))
+        .await
+        .unwrap()
+        .into_inner()
+        .pools;
+    assert_eq!(pools.len(), 1);
+    let pool = &pools[0];
+    assert_eq!((pool.name.as_str(), pool.current_nodes), ("1poolname", 1));
+    let scaled = clusters
+        .update_pool(authed(
+            pb::UpdatePoolRequest {
+                id: cluster.id.clone(),
+                pool_id: pool.id.clone(),
+                desired_nodes: Some(2),
+                ..Default::default()
+            },
+            &m.token,
+        ))
+        .await
+        .expect("scale")
+        .into_inner();
+    assert_eq!(scaled.pool.unwrap().desired_nodes, 2);
+    let scale = scaled.action.expect("a scale action");
+    assert_eq!(scale.command, "scale_node_pool");
+    let done = wait(&ch, &m.token, &scale.id, Duration::from_secs(30)).await;
+    assert_eq!(done.status, "success", "{done:?}");
+    let pool = clusters
+        .get_pool(authed(
+            pb::GetPoolRequest {
+                id: cluster.id.clone(),
+                pool_id: pool.id.clone(),
+            },
+            &m.token,
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(pool.current_nodes, 2);
+
+    // Its nodes (as REST lists them), actions and a kubeconfig.
+    let nodes = clusters
+        .list_nodes(authed(
+            pb::ListNodesRequest {
+                id: cluster.id.clone(),
+            },
+            &m.token,
+        ))
+        .await
+        .unwrap()
+        .into_inner()
+        .nodes;
+    let rest = m.cluster_nodes(&cluster.id).await;
+    assert_eq!(nodes.len(), rest.len());
+    assert_eq!(nodes.len(), 3, "{nodes:?}");
+    assert_eq!(nodes[0].role, "control_plane");
+    assert!(
+        nodes.iter().all(|n| n.ip.is_some() && n.host.is_some()),
+        "{nodes:?}"
+    );
+    let commands: Vec<String> = clusters
+        .list_cluster_actions(authed(
+            pb::ResourceActionsRequest {
+                id: cluster.id.clone(),
+                ..Default::default()
+            },
+            &m.token,
+        ))
+        .await
+        .unwrap()
+        .into_inner()
+        .actions
+        .into_iter()
+        .map(|a| a.command)
+        .collect();
+    assert!(
+        commands.contains(&"scale_node_pool".to_owned()),
+        "{commands:?}"
+    );
+    assert!(
+        commands.contains(&"create_cluster".to_owned()),
+        "{commands:?}"
+    );
+    let kubeconfig = clusters
+        .get_kubeconfig(authed(
+            pb::GetKubeconfigRequest {
+                id: cluster.id.clone(),
+                expiry_seconds: 0,
+            },
+            &m.token,
+        ))
+        .await
+        .expect("kubeconfig")
+        .into_inner()
+        .kubeconfig;
+    // YAML quotes the server: parse it rather than match `server: https://`.
+    let yaml: serde_yaml_ng::Value = serde_yaml_ng::from_str(&kubeconfig).expect("YAML");
+    let server = yaml["clusters"][0]["cluster"]["server"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(server.starts_with("https://"), "{kubeconfig}");
+    assert_eq!(
+        Some(server),
+        running.control_plane.unwrap().endpoint.as_deref()
+    );
+    let e = clusters
+        .get_kubeconfig(authed(
+            pb::GetKubeconfigRequest {
+                id: cluster.id.clone(),
+                expiry_seconds: 5,
+            },
+            &m.token,
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(rejected_fields(&e), ["expiry_seconds"]);
+
+    // The nodes' volumes, listed and filtered.
+    let all = volumes
+        .list_volumes(authed(pb::ListVolumesRequest::default(), &m.token))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(!all.volumes.is_empty());
+    let volume = all.volumes[0].clone();
+    let got = volumes
+        .get_volume(authed(
+            pb::GetVolumeRequest {
+                id: volume.id.clone(),
+            },
+            &m.token,
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(got, volume);
+    let boot = volumes
+        .list_volumes(authed(
+            pb::ListVolumesRequest {
+                kind: "boot".into(),
+                ..Default::default()
+            },
+            &m.token,
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(boot.volumes.len(), 3, "{boot:?}");
+    assert!(boot.volumes.iter().all(|v| v.kind == "boot"));
+    let e = volumes
+        .list_volumes(authed(
+            pb::ListVolumesRequest {
+                kind: "floppy".into(),
+                vm: "nope".into(),
+                ..Default::default()
+            },
+            &m.token,
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::InvalidArgument);
+
+    // Another tenant finds none of it.
+    let other = m.token("acme", "eve", meson_api::Role::Admin);
+    let e = clusters
+        .get_cluster(authed(
+            pb::GetClusterRequest {
+                id: cluster.id.clone(),
+            },
+            &other,
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::NotFound);
+    let e = clusters
+        .list_pools(authed(
+            pb::ListPoolsRequest {
+                id: cluster.id.clone(),
+            },
+            &other,
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::NotFound);
+    let e = volumes
+        .get_volume(authed(
+            pb::GetVolumeRequest {
+                id: volume.id.clone(),
+            },
+            &other,
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::NotFound);
+    let theirs = volumes
+        .list_volumes(authed(pb::ListVolumesRequest::default(), &other))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(theirs.volumes.is_empty());
+    m.stop().await;
+}
+
+#[tokio::test]
+async fn a_cluster_is_changed_upgraded_and_deleted_over_grpc() {
+    let m = Meson::start().await;
+    let ch = channel(&m).await;
+    let mut clusters = ClusterServiceClient::new(ch.clone());
+    let mut catalog = CatalogServiceClient::new(ch.clone());
+    let t = m.token.as_str();
+    let created = clusters
+        .create_cluster(authed(small_cluster(), t))
+        .await
+        .expect("create")
+        .into_inner();
+    let id = created.cluster.expect("cluster").id;
+    let done = wait(
+        &ch,
+        t,
+        &created.action.expect("action").id,
+        Duration::from_secs(30),
+    )
+    .await;
+    assert_eq!(done.status, "success", "{done:?}");
+
+    // Relabelled, its policy changed; a bad policy names the REST field.
+    let updated = clusters
+        .update_cluster(authed(
+            pb::UpdateClusterRequest {
+                id: id.clone(),
+                labels: Some(pb::Labels {
+                    labels: [("env".to_owned(), "prod".to_owned())].into(),
+                }),
+                update_policy: Some("PATCH_UPDATE".into()),
+            },
+            t,
+        ))
+        .await
+        .expect("update")
+        .into_inner();
+    assert_eq!(updated.labels["env"], "prod");
+    assert_eq!(updated.update_policy, "PATCH_UPDATE");
+    let e = clusters
+        .update_cluster(authed(
+            pb::UpdateClusterRequest {
+                id: id.clone(),
+                labels: None,
+                update_policy: Some("SOMETIMES".into()),
+            },
+            t,
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(rejected_fields(&e), ["update_policy"]);
+
+    // A second pool, added and deleted by actions.
+    let added = clusters
+        .create_pool(authed(
+            pb::CreatePoolRequest {
+                id: id.clone(),
+                pool: Some(pb::NodePoolRequest {
+                    pool_name: "extra".into(),
+                    desired_nodes: Some(1),
+                    specs: Some(pb::NodeSpecs {
+                        cpu: 1,
+                        ram: 1024,
+                        storage: 20,
+                        gpu: 0,
+                    }),
+                    ..Default::default()
+                }),
+            },
+            t,
+        ))
+        .await
+        .expect("a pool")
+        .into_inner();
+    let extra = added.pool.expect("pool");
+    assert_eq!((extra.name.as_str(), extra.desired_nodes), ("extra", 1));
+    let done = wait(
+        &ch,
+        t,
+        &added.action.expect("action").id,
+        Duration::from_secs(30),
+    )
+    .await;
+    assert_eq!(done.status, "success", "{done:?}");
+    let e = clusters
+        .create_pool(authed(
+            pb::CreatePoolRequest {
+                id: id.clone(),
+                pool: Some(pb::NodePoolRequest {
+                    pool_name: "Bad_Name".into(),
+                    desired_nodes: Some(1),
+                    ..Default::default()
+                }),
+            },
+            t,
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(rejected_fields(&e), ["pool_name"]);
+    let deleted = clusters
+        .delete_pool(authed(
+            pb::DeletePoolRequest {
+                id: id.clone(),
+                pool_id: extra.id.clone(),
+            },
+            t,
+        ))
+        .await
+        .expect("pool delete")
+        .into_inner();
+    let done = wait(&ch, t, &deleted.id, Duration::from_secs(30)).await;
+    assert_eq!(done.status, "success", "{done:?}");
+
+    // A worker rebooted, then replaced.
+    let nodes = clusters
+        .list_nodes(authed(pb::ListNodesRequest { id: id.clone() }, t))
+        .await
+        .unwrap()
+        .into_inner()
+        .nodes;
+    assert_eq!(nodes.len(), 2, "{nodes:?}");
+    let worker = nodes.iter().find(|n| n.role == "worker").expect("a worker");
+    let node = |node: &str| pb::NodeActionRequest {
+        id: id.clone(),
+        node: node.to_owned(),
+    };
+    let reboot = clusters
+        .reboot_node(authed(node(&worker.id), t))
+        .await
+        .expect("reboot")
+        .into_inner();
+    assert_eq!(reboot.command, "reboot_node");
+    let done = wait(&ch, t, &reboot.id, Duration::from_secs(30)).await;
+    assert_eq!(done.status, "success", "{done:?}");
+    let replace = clusters
+        .replace_node(authed(node(&worker.id), t))
+        .await
+        .expect("replace")
+        .into_inner();
+    let done = wait(&ch, t, &replace.id, Duration::from_secs(30)).await;
+    assert_eq!(done.status, "success", "{done:?}");
+    let e = clusters
+        .reboot_node(authed(node("nope"), t))
+        .await
+        .unwrap_err();
+    assert_eq!(rejected_fields(&e), ["node"]);
+
+    // Upgraded to a version the catalogue offers, credentials rotated.
+    let versions = catalog
+        .list_kubernetes_versions(authed(pb::ListKubernetesVersionsRequest {}, t))
+        .await
+        .unwrap()
+        .into_inner()
+        .kubernetes_versions;
+    let to = versions
+        .iter()
+        .find(|v| v.version == "1.29.2")
+        .and_then(|v| v.upgradable_to.first())
+        .expect("1.29.2 upgrades")
+        .clone();
+    let upgrade = clusters
+        .upgrade_cluster(authed(
+            pb::UpgradeClusterRequest {
+                id: id.clone(),
+                kubernetes_version: to.clone(),
+                ..Default::default()
+            },
+            t,
+        ))
+        .await
+        .expect("upgrade")
+        .into_inner();
+    assert_eq!(upgrade.command, "upgrade_cluster");
+    let done = wait(&ch, t, &upgrade.id, Duration::from_secs(30)).await;
+    assert_eq!(done.status, "success", "{done:?}");
+    let upgraded = clusters
+        .get_cluster(authed(pb::GetClusterRequest { id: id.clone() }, t))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(upgraded.kubernetes_version, to);
+    let e = clusters
+        .upgrade_cluster(authed(
+            pb::UpgradeClusterRequest {
+                id: id.clone(),
+                kubernetes_version: to.clone(),
+                max_surge: Some(0),
+                max_unavailable: Some(0),
+            },
+            t,
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(rejected_fields(&e), ["max_surge"]);
+    let rotate = clusters
+        .rotate_credentials(authed(pb::RotateCredentialsRequest { id: id.clone() }, t))
+        .await
+        .expect("rotate")
+        .into_inner();
+    assert_eq!(rotate.command, "rotate_credentials");
+    let done = wait(&ch, t, &rotate.id, Duration::from_secs(30)).await;
+    assert_eq!(done.status, "success", "{done:?}");
+
+    // Deleted.
+    let delete = clusters
+        .delete_cluster(authed(pb::DeleteClusterRequest { id: id.clone() }, t))
+        .await
+        .expect("delete")
+        .into_inner();
+    let done = wait(&ch, t, &delete.id, Duration::from_secs(30)).await;
+    assert_eq!(done.status, "success", "{done:?}");
+    let e = clusters
+        .get_cluster(authed(pb::GetClusterRequest { id: id.clone() }, t))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::NotFound);
+    m.stop().await;
+}
+
+#[tokio::test]
+async fn the_catalogue_quotes_and_invalid_clusters_over_grpc() {
+    let m = Meson::start().await;
+    let ch = channel(&m).await;
+    let mut catalog = CatalogServiceClient::new(ch.clone());
+    let mut clusters = ClusterServiceClient::new(ch);
+
+    let flavors = catalog
+        .list_flavors(authed(pb::ListFlavorsRequest {}, &m.token))
+        .await
+        .unwrap()
+        .into_inner()
+        .flavors;
+    assert!(flavors.iter().any(|f| f.name == "helium"), "{flavors:?}");
+    let providers = catalog
+        .list_providers(authed(pb::ListProvidersRequest {}, &m.token))
+        .await
+        .unwrap()
+        .into_inner()
+        .providers;
+    assert!(!providers.is_empty());
+    assert!(
+        providers.iter().all(|p| !p.regions.is_empty()),
+        "{providers:?}"
+    );
+    // As REST lists them.
+    let rest = m.get("/v1/providers").await.body;
+    assert_eq!(providers.len(), rest["providers"].as_array().unwrap().len());
+    let versions = catalog
+        .list_kubernetes_versions(authed(pb::ListKubernetesVersionsRequest {}, &m.token))
+        .await
+        .unwrap()
+        .into_inner()
+        .kubernetes_versions;
+    assert_eq!(
+        versions.iter().filter(|v| v.default).count(),
+        1,
+        "{versions:?}"
+    );
+
+    // Quotes: the cheapest offer first.
+    let vm = catalog
+        .quote_vm(authed(seed_vm("quoted"), &m.token))
+        .await
+        .expect("a VM quote")
+        .into_inner();
+    let cheapest = vm.cheapest.expect("cheapest");
+    assert_eq!(Some(&cheapest), vm.quotes.first());
+    assert_eq!(cheapest.provider, "ionos");
+    assert!(cheapest.price.unwrap().hourly > 0.0);
+    let kaas = catalog
+        .quote_cluster(authed(small_cluster(), &m.token))
+        .await
+        .expect("a cluster quote")
+        .into_inner();
+    let cheapest = kaas.cheapest.expect("cheapest");
+    assert_eq!(Some(&cheapest), kaas.placements.first());
+    assert_eq!(cheapest.provider, "arubacloud");
+    assert_eq!(cheapest.pools.len(), 1);
+    assert_eq!(cheapest.control_plane.unwrap().name, "control-plane");
+    assert!(cheapest.max_price.unwrap().hourly >= cheapest.price.unwrap().hourly);
+
+    // A cluster with no pool: refused naming the REST field, by both.
+    let mut bad = small_cluster();
+    bad.req.as_mut().unwrap().nodepool.clear();
+    let e = clusters
+        .create_cluster(authed(bad.clone(), &m.token))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::InvalidArgument);
+    assert_eq!(rejected_fields(&e), ["req.nodepool"]);
+    let e = catalog
+        .quote_cluster(authed(bad, &m.token))
+        .await
+        .unwrap_err();
+    assert_eq!(rejected_fields(&e), ["req.nodepool"]);
+    // Nothing at all: the parser names what is missing, as REST does.
+    let e = clusters
+        .create_cluster(authed(pb::CreateClusterRequest::default(), &m.token))
+        .await
+        .unwrap_err();
+    let rest = m.post("/v1/clusters", &serde_json::json!({})).await;
+    assert_eq!(rejected_fields(&e), rest.rejected_fields());
+    let listed = clusters
+        .list_clusters(authed(pb::ListClustersRequest::default(), &m.token))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(listed.clusters.is_empty());
+    m.stop().await;
+}

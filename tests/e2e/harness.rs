@@ -80,6 +80,11 @@ impl Meson {
             database_url: Some(db.url.clone()),
             http_addr: "127.0.0.1:0".parse().expect("addr"),
             grpc_addr: "127.0.0.1:0".parse().expect("addr"),
+            autoscaler: Some(mesond::server::AutoscalerSettings {
+                listen: "127.0.0.1:0".parse().expect("addr"),
+                public: None,
+                tls_names: vec!["localhost".into()],
+            }),
             data_dir: dir.clone(),
             jwt_secret: None,
             jwt_issuer: "meson-test".into(),

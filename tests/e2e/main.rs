@@ -4,6 +4,7 @@
 mod actions;
 mod admin;
 mod auth;
+mod autoscaler;
 mod catalog;
 mod cluster_nodes;
 mod cluster_pools;

@@ -103,6 +103,7 @@ fn body_for(operation: &str, owned: &Owned) -> Option<Value> {
         "vm_update" | "network_update" | "cluster_update" => json!({"labels": {"owned": "no"}}),
         "cluster_pool_create" => json!({"pool_name": "stolen", "desired_nodes": 1}),
         "cluster_pool_update" => json!({"desired_nodes": 2}),
+        "cluster_pool_delete_nodes" => json!({"nodes": [owned.ids["node"]]}),
         "cluster_upgrade" => json!({"kubernetes_version": "1.29.3"}),
         "quote_create" => seed_vm(),
         "network_create" => json!({"name": "mine", "cidr": "10.45.0.0/24"}),

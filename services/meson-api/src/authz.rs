@@ -135,6 +135,8 @@ pub const RULES: &[Rule] = &[
     write("cluster_pool_create"),
     write("cluster_pool_update"),
     write("cluster_pool_delete"),
+    write("cluster_pool_delete_nodes"),
+    write("cluster_autoscaler_credentials"),
     write("cluster_node_reboot"),
     write("cluster_node_replace"),
     Rule {

@@ -86,7 +86,9 @@ pub async fn admit(
             audit: None,
         };
     }
-    let audit = rule.audit.then(|| Audit::start(&principal, rule, call));
+    let audit = rule
+        .audit
+        .then(|| Audit::start(&principal, rule.operation, call));
     match authz::authorize(&principal, rule) {
         Err(error) => Admission::Refused {
             error,
@@ -115,7 +117,8 @@ pub struct Audit {
 }
 
 impl Audit {
-    fn start(p: &Principal, rule: &Rule, call: CallInfo) -> Audit {
+    /// An entry for `operation` called by `p`.
+    pub fn start(p: &Principal, operation: &str, call: CallInfo) -> Audit {
         let (resource_type, resource_id) = call.resource.unzip();
         Audit {
             entry: AuditEntry {
@@ -124,7 +127,7 @@ impl Audit {
                 tenant: p.tenant.to_string(),
                 subject: p.subject.clone(),
                 role: p.role.as_str().to_owned(),
-                operation: rule.operation.to_owned(),
+                operation: operation.to_owned(),
                 method: call.method,
                 path: call.path,
                 resource_type,

@@ -291,3 +291,146 @@ pub fn audit_entry(e: &meson_core::audit::AuditEntry) -> wire::admin::AuditEntry
         correlation_id: e.correlation_id.clone(),
     }
 }
+
+pub fn flavor(f: &meson_core::flavor::Flavor) -> wire::catalog::Flavor {
+    wire::catalog::Flavor {
+        name: f.name.to_owned(),
+        description: f.description.to_owned(),
+        vcpus: f.vcpus,
+        memory_mib: f.memory_mib,
+        gpus: f.gpus,
+        gpu_model: f.gpu_model.map(str::to_owned),
+        cpu_flags: f.flags.iter().map(|x| (*x).to_owned()).collect(),
+    }
+}
+
+/// The providers of `targets` (sorted by provider and region), each with
+/// its continents and regions and the hosts of each region.
+pub fn providers(targets: Vec<meson_core::target::Target>) -> Vec<wire::catalog::Provider> {
+    let mut providers: Vec<wire::catalog::Provider> = Vec::new();
+    for t in targets {
+        if providers.last().is_none_or(|p| p.name != t.provider) {
+            providers.push(wire::catalog::Provider {
+                name: t.provider.clone(),
+                continents: vec![],
+                regions: vec![],
+            });
+        }
+        let Some(p) = providers.last_mut() else {
+            continue;
+        };
+        if !p.continents.contains(&t.continent) {
+            p.continents.push(t.continent.clone());
+        }
+        match p.regions.iter_mut().find(|r| r.name == t.region) {
+            Some(r) => r.hosts += 1,
+            None => p.regions.push(wire::catalog::Region {
+                name: t.region,
+                continent: t.continent,
+                hosts: 1,
+            }),
+        }
+    }
+    providers
+}
+
+pub fn kubernetes_version(r: &meson_core::kubernetes::Release) -> wire::catalog::KubernetesVersion {
+    wire::catalog::KubernetesVersion {
+        version: r.version.to_string(),
+        minor: r.version.minor_line(),
+        default: r.is_default(),
+        deprecated: r.deprecated,
+        end_of_life: r.end_of_life.to_owned(),
+        upgradable_to: meson_core::kubernetes::upgradable_to(&r.version)
+            .iter()
+            .map(|u| u.version.to_string())
+            .collect(),
+    }
+}
+
+/// A VM's price on one host.
+pub fn quote(o: &meson_workflows::placement::Offer) -> wire::quote::Quote {
+    let p = &o.placement;
+    wire::quote::Quote {
+        provider: p.provider.clone(),
+        region: p.region.clone(),
+        continent: o.continent.clone(),
+        host: p.host.clone(),
+        price: wire::Price {
+            hourly: p.price_hourly,
+            monthly: p.price_monthly,
+            currency: p.currency.clone(),
+        },
+    }
+}
+
+fn price(hourly: f64, monthly: f64, currency: &str) -> wire::Price {
+    wire::Price {
+        hourly,
+        monthly,
+        currency: currency.to_owned(),
+    }
+}
+
+fn group_quote(g: &meson_workflows::cluster_placement::GroupOffer) -> wire::quote::NodeGroupQuote {
+    let p = &g.offer.placement;
+    let (hourly, monthly) = g.price(g.group.nodes);
+    let s = &g.group.specs;
+    wire::quote::NodeGroupQuote {
+        name: g.group.name.clone(),
+        nodes: g.group.nodes,
+        max_nodes: g.group.max_nodes,
+        specs: wire::quote::NodeSpecs {
+            cpu: s.cpu,
+            ram: s.ram_mib,
+            storage: s.storage_gb,
+            gpu: s.gpu,
+        },
+        host: p.host.clone(),
+        node_price: price(p.price_hourly, p.price_monthly, &p.currency),
+        price: price(hourly, monthly, &p.currency),
+    }
+}
+
+/// A cluster's price in one region: the control plane and each pool.
+pub fn cluster_quote(
+    o: &meson_workflows::cluster_placement::ClusterOffer,
+) -> wire::quote::ClusterQuote {
+    let mut groups = o.groups.iter().map(group_quote);
+    let control_plane = groups
+        .next()
+        .unwrap_or_else(|| wire::quote::NodeGroupQuote {
+            name: meson_workflows::cluster_placement::CONTROL_PLANE.to_owned(),
+            nodes: 0,
+            max_nodes: 0,
+            specs: wire::quote::NodeSpecs {
+                cpu: 0,
+                ram: 0,
+                storage: 0,
+                gpu: 0,
+            },
+            host: String::new(),
+            node_price: price(0.0, 0.0, &o.currency),
+            price: price(0.0, 0.0, &o.currency),
+        });
+    wire::quote::ClusterQuote {
+        provider: o.provider.clone(),
+        region: o.region.clone(),
+        continent: o.continent.clone(),
+        control_plane,
+        pools: groups.collect(),
+        price: price(o.hourly, o.monthly, &o.currency),
+        max_price: price(o.max_hourly, o.max_monthly, &o.currency),
+    }
+}
+
+pub fn volume(v: &meson_core::volume::Volume) -> wire::volume::Volume {
+    wire::volume::Volume {
+        id: v.id.0,
+        name: v.name.clone(),
+        kind: v.kind.as_str().to_owned(),
+        size: v.size_gb,
+        status: v.status.as_str().to_owned(),
+        vm: v.vm_id.map(|id| id.0),
+    }
+}

@@ -598,3 +598,39 @@ pub async fn mark_node_deleted(db: impl sqlx::PgExecutor<'_>, id: NodeId) -> Res
     .ctx("deleting a node")?;
     Ok(())
 }
+
+/// Makes `serial` the cluster's only valid autoscaler certificate.
+pub async fn set_autoscaler_serial(
+    db: impl sqlx::PgExecutor<'_>,
+    id: ClusterId,
+    serial: &str,
+) -> Result<(), Error> {
+    sqlx::query!(
+        "update clusters set autoscaler_serial = $2 where id = $1 and deleted_at is null",
+        id.0,
+        serial
+    )
+    .execute(db)
+    .await
+    .ctx("storing a cluster's autoscaler certificate")?;
+    Ok(())
+}
+
+/// The tenant of a live cluster whose current autoscaler certificate has
+/// `serial`; `None` for any other cluster or certificate.
+pub async fn autoscaler_tenant(
+    db: impl sqlx::PgExecutor<'_>,
+    id: ClusterId,
+    serial: &str,
+) -> Result<Option<TenantId>, Error> {
+    Ok(sqlx::query_scalar!(
+        "select tenant_id from clusters
+         where id = $1 and deleted_at is null and autoscaler_serial = $2",
+        id.0,
+        serial
+    )
+    .fetch_optional(db)
+    .await
+    .ctx("checking an autoscaler certificate")?
+    .map(TenantId))
+}

@@ -15,6 +15,7 @@ pub mod node_health;
 pub mod node_pools;
 pub mod quotas;
 pub mod scope;
+pub mod service_secrets;
 pub mod targets;
 pub mod testing;
 pub mod vms;

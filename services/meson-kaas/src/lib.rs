@@ -14,6 +14,7 @@
 //!   CNI on the first node, and a power-off on any failure so that a broken
 //!   node never phones home.
 
+pub mod autoscaler_pki;
 pub mod bootstrap;
 mod error;
 pub mod pki;

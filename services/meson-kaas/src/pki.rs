@@ -71,7 +71,7 @@ pub const ADMIN_CN: &str = "kubernetes-admin";
 pub const ADMIN_GROUP: &str = "system:masters";
 /// The groups kubeadm gives its bootstrap tokens, so joining nodes may post CSRs.
 pub const BOOTSTRAP_TOKEN_GROUP: &str = "system:bootstrappers:kubeadm:default-node-token";
-const BACKDATE: time::Duration = time::Duration::minutes(1);
+pub(crate) const BACKDATE: time::Duration = time::Duration::minutes(1);
 const REDACTED: &str = "[redacted]";
 
 /// A certificate and its private key, both PEM (the key PKCS#8).
@@ -269,7 +269,7 @@ impl Drop for ClusterSecrets {
     }
 }
 
-fn random_serial() -> SerialNumber {
+pub(crate) fn random_serial() -> SerialNumber {
     let mut b = [0u8; 16];
     OsRng.fill_bytes(&mut b);
     // Positive and 16 bytes long once encoded.
@@ -277,11 +277,11 @@ fn random_serial() -> SerialNumber {
     SerialNumber::from_slice(&b)
 }
 
-fn new_key() -> Result<KeyPair, KaasError> {
+pub(crate) fn new_key() -> Result<KeyPair, KaasError> {
     Ok(KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256)?)
 }
 
-fn new_ca(common_name: &str, cluster_name: &str) -> Result<CertAndKey, KaasError> {
+pub(crate) fn new_ca(common_name: &str, cluster_name: &str) -> Result<CertAndKey, KaasError> {
     let key = new_key()?;
     let mut p = CertificateParams::default();
     p.distinguished_name = DistinguishedName::new();
@@ -305,7 +305,7 @@ fn new_ca(common_name: &str, cluster_name: &str) -> Result<CertAndKey, KaasError
     })
 }
 
-fn pem_der(pem: &str, what: &'static str) -> Result<Vec<u8>, KaasError> {
+pub(crate) fn pem_der(pem: &str, what: &'static str) -> Result<Vec<u8>, KaasError> {
     let (_, pem) =
         x509_parser::pem::parse_x509_pem(pem.as_bytes()).map_err(|_| KaasError::BadPem(what))?;
     Ok(pem.contents)
@@ -529,7 +529,7 @@ impl ClusterSecrets {
 }
 
 /// A client certificate signed by `ca` (see [`ClusterSecrets::client_certificate`]).
-fn sign_client(
+pub(crate) fn sign_client(
     ca: &CertAndKey,
     common_name: &str,
     group: Option<&str>,

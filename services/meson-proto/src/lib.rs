@@ -36,5 +36,9 @@ pub mod k8s {
 pub use clusterautoscaler::cloudprovider::v1::externalgrpc;
 pub use k8s::io::api::core::v1 as k8s_core;
 
-/// Every file's descriptors, for gRPC server reflection.
-pub const FILE_DESCRIPTOR_SET: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/descriptor.bin"));
+/// The descriptors of `meson.v1`, for gRPC server reflection.
+pub const FILE_DESCRIPTOR_SET: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/meson.bin"));
+
+/// The descriptors of the autoscaler's protocol, for its server's reflection.
+pub const EXTERNALGRPC_DESCRIPTOR_SET: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/externalgrpc.bin"));

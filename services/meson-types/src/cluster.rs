@@ -193,3 +193,28 @@ pub struct ClusterListQuery {
     #[param(max_items = 2, value_type = Option<Vec<crate::requests::VmSort>>)]
     pub sort: Option<Vec<String>>,
 }
+
+/// A cluster autoscaler's credential for meson's `externalgrpc` endpoint
+/// (mutual TLS): write the three PEMs as `ca.crt`, `tls.crt` and `tls.key`
+/// and run the upstream cluster-autoscaler with
+/// `--cloud-provider=externalgrpc --cloud-config=<cloud_config>`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct AutoscalerCredentials {
+    /// The endpoint, `host:port`.
+    pub address: String,
+    /// The CA that signed the endpoint's certificate (and this one).
+    pub ca_cert: String,
+    /// The client certificate (`CN=cluster:<id>`).
+    pub cert: String,
+    /// Its private key (PKCS#8 PEM): shown once, never stored by meson.
+    pub key: String,
+    pub expires: DateTime<Utc>,
+    /// The autoscaler's cloud config, naming the files in
+    /// `/etc/meson-autoscaler`.
+    pub cloud_config: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct AutoscalerCredentialsResponse {
+    pub credentials: AutoscalerCredentials,
+}

@@ -7,6 +7,7 @@ use crate::requests::LenientBool;
 use crate::{Action, Warning};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
+use uuid::Uuid;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct PoolResponse {
@@ -62,4 +63,12 @@ pub struct NodePoolUpdateRequest {
     pub max_nodes: Option<u32>,
     /// Let the cluster-autoscaler move `desired_nodes` between the bounds.
     pub autoscale: Option<LenientBool>,
+}
+
+/// `POST /v1/clusters/{id}/pools/{pool_id}/actions/delete-nodes`.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct PoolDeleteNodesRequest {
+    /// The nodes to remove (ids of `GET /v1/clusters/{id}/nodes`), at least one.
+    pub nodes: Vec<Uuid>,
 }

@@ -134,10 +134,7 @@ pub async fn cloudinit_files(
         name: node.name.clone(),
         role,
         node_ip: nics.first().map(|n| n.address),
-        labels: pool
-            .as_ref()
-            .map(|p| p.spec.labels.clone())
-            .unwrap_or_default(),
+        labels: pool.as_ref().map(node_labels).unwrap_or_default(),
         taints: pool.map(|p| p.spec.taints).unwrap_or_default(),
         ssh_authorized_keys: vm.spec.ssh_keys.clone(),
         phone_home_url: phone_home_url(env, cluster.id, node.id, &secret),
@@ -409,4 +406,19 @@ pub async fn replace_node(
     wait_phoned_home(env, new.id).await?;
     remove_node(env, old).await?;
     Ok(meson_db::clusters::node(&env.pool, new.id).await?)
+}
+
+/// The label meson puts on every node of a pool with GPUs (what the
+/// cluster-autoscaler's `GPULabel` names), valued with the GPU's PCI model.
+pub const GPU_LABEL: &str = "meson.elemento.cloud/gpu";
+
+/// The Kubernetes labels of a pool's nodes: the pool's own, and
+/// [`GPU_LABEL`] when its nodes have GPUs.
+pub fn node_labels(pool: &NodePool) -> meson_core::labels::Labels {
+    let mut labels = pool.spec.labels.clone();
+    if pool.spec.specs.gpu > 0 {
+        let (vendor, model) = meson_core::kaas::NODE_GPU_MODEL;
+        labels.insert(GPU_LABEL.to_owned(), format!("{vendor}-{model}"));
+    }
+    labels
 }

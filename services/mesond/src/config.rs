@@ -13,6 +13,16 @@ pub struct Config {
     pub http_addr: SocketAddr,
     /// `MESON_GRPC_ADDR`, default 127.0.0.1:50051.
     pub grpc_addr: SocketAddr,
+    /// `MESON_AUTOSCALER_ADDR`: where the clusters' autoscalers' endpoint
+    /// (`externalgrpc`, mutual TLS) listens; unset: not served (dev mode:
+    /// 127.0.0.1:50052).
+    pub autoscaler_addr: Option<SocketAddr>,
+    /// `MESON_AUTOSCALER_PUBLIC_ADDR`: the `host:port` autoscalers dial,
+    /// default the listen address.
+    pub autoscaler_public_addr: Option<String>,
+    /// `MESON_AUTOSCALER_TLS_NAMES`: comma-separated DNS names and IPs the
+    /// endpoint's certificate holds besides the public address's host.
+    pub autoscaler_tls_names: Vec<String>,
     /// `MESON_DATA_DIR`, default `.meson` (dev mode's state).
     pub data_dir: PathBuf,
     /// `MESON_JWT_SECRET`: HS256 secret; dev mode generates one.
@@ -127,6 +137,23 @@ impl Config {
             database_url: var("DATABASE_URL"),
             http_addr: parse("MESON_HTTP_ADDR", SocketAddr::from(([127, 0, 0, 1], 8080)))?,
             grpc_addr: parse("MESON_GRPC_ADDR", SocketAddr::from(([127, 0, 0, 1], 50051)))?,
+            autoscaler_addr: match var("MESON_AUTOSCALER_ADDR") {
+                None => None,
+                Some(v) => {
+                    Some(v.parse().map_err(|e| {
+                        anyhow::anyhow!("MESON_AUTOSCALER_ADDR={v:?} is invalid: {e}")
+                    })?)
+                }
+            },
+            autoscaler_public_addr: var("MESON_AUTOSCALER_PUBLIC_ADDR"),
+            autoscaler_tls_names: var("MESON_AUTOSCALER_TLS_NAMES")
+                .map(|v| {
+                    v.split(',')
+                        .map(|n| n.trim().to_owned())
+                        .filter(|n| !n.is_empty())
+                        .collect()
+                })
+                .unwrap_or_default(),
             data_dir: PathBuf::from(var("MESON_DATA_DIR").unwrap_or_else(|| ".meson".into())),
             jwt_secret: var("MESON_JWT_SECRET"),
             jwt_issuer: var("MESON_JWT_ISSUER").unwrap_or_else(|| "meson".into()),
@@ -230,6 +257,19 @@ impl Config {
             tenant_claim: self.jwt_tenant_claim.clone(),
             roles_claim: self.jwt_roles_claim.clone(),
             ..AuthConfig::new(algorithm, keys, self.jwt_issuer.clone())
+        })
+    }
+
+    /// The autoscalers' endpoint, when `listen` (or the configured address)
+    /// is set.
+    pub fn autoscaler(
+        &self,
+        listen: Option<SocketAddr>,
+    ) -> Option<crate::server::AutoscalerSettings> {
+        Some(crate::server::AutoscalerSettings {
+            listen: self.autoscaler_addr.or(listen)?,
+            public: self.autoscaler_public_addr.clone(),
+            tls_names: self.autoscaler_tls_names.clone(),
         })
     }
 

@@ -22,6 +22,8 @@ pub struct DevOptions {
     pub database_url: Option<String>,
     pub http_addr: SocketAddr,
     pub grpc_addr: SocketAddr,
+    /// The autoscalers' endpoint (none: not served).
+    pub autoscaler: Option<crate::server::AutoscalerSettings>,
     pub data_dir: PathBuf,
     pub jwt_secret: Option<String>,
     pub jwt_issuer: String,
@@ -48,6 +50,7 @@ impl DevOptions {
             database_url: c.database_url.clone(),
             http_addr: c.http_addr,
             grpc_addr: c.grpc_addr,
+            autoscaler: c.autoscaler(Some(SocketAddr::from(([127, 0, 0, 1], 50052)))),
             data_dir: c.data_dir.clone(),
             jwt_secret: c.jwt_secret.clone(),
             jwt_issuer: c.jwt_issuer.clone(),
@@ -71,6 +74,8 @@ impl DevOptions {
 pub struct Dev {
     pub http_addr: SocketAddr,
     pub grpc_addr: SocketAddr,
+    /// Where the autoscalers' endpoint answers, if served.
+    pub autoscaler_addr: Option<SocketAddr>,
     pub token: String,
     pub database_url: String,
     pub simulator: atomos_sim::Simulator,
@@ -184,6 +189,7 @@ impl Dev {
             api: opts.api.clone(),
             quotas: opts.quotas,
             grpc_addr: opts.grpc_addr,
+            autoscaler: opts.autoscaler.clone(),
             ..ApiSettings::new(auth)
         };
         let api = ApiServer::start(opts.http_addr, api_database(&url, 20).await?, settings).await?;
@@ -204,6 +210,7 @@ impl Dev {
         Ok(Dev {
             http_addr: api.addr,
             grpc_addr: api.grpc_addr,
+            autoscaler_addr: api.autoscaler_addr,
             token,
             database_url: url,
             simulator,

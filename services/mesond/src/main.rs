@@ -111,6 +111,7 @@ async fn deployed(cfg: Config, api: bool, worker: bool) -> anyhow::Result<()> {
             quotas: cfg.default_quotas,
             audit_retention_days: cfg.audit_retention_days,
             grpc_addr: cfg.grpc_addr,
+            autoscaler: cfg.autoscaler(None),
             ..ApiSettings::new(auth)
         };
         let api_pool = api_database(url, cfg.db_pool).await?;

@@ -27,6 +27,20 @@ pub struct ApiSettings {
     pub audit_retention_days: u32,
     /// Where gRPC listens (`127.0.0.1:0`: any free port).
     pub grpc_addr: SocketAddr,
+    /// The clusters' autoscalers' endpoint, if served.
+    pub autoscaler: Option<AutoscalerSettings>,
+}
+
+/// meson's `externalgrpc` endpoint for cluster autoscalers (mutual TLS).
+#[derive(Clone, Debug)]
+pub struct AutoscalerSettings {
+    /// Where it listens.
+    pub listen: SocketAddr,
+    /// The `host:port` autoscalers dial (default: the listen address).
+    pub public: Option<String>,
+    /// The names its server certificate holds (DNS names or IPs), besides
+    /// `public`'s host.
+    pub tls_names: Vec<String>,
 }
 
 impl ApiSettings {
@@ -39,6 +53,7 @@ impl ApiSettings {
             quotas: Resources::DEFAULT_QUOTAS,
             audit_retention_days: 400,
             grpc_addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+            autoscaler: None,
         }
     }
 }
@@ -55,6 +70,9 @@ pub struct ApiServer {
     stop: watch::Sender<bool>,
     join: tokio::task::JoinHandle<std::io::Result<()>>,
     grpc: tokio::task::JoinHandle<Result<(), tonic::transport::Error>>,
+    /// Where the autoscalers' endpoint answers, if served.
+    pub autoscaler_addr: Option<SocketAddr>,
+    autoscaler: Option<tokio::task::JoinHandle<Result<(), tonic::transport::Error>>>,
 }
 
 impl ApiServer {
@@ -74,6 +92,26 @@ impl ApiServer {
         let mut app = App::new(pool);
         app.secrets_key = settings.secrets_key;
         app.quotas = settings.quotas;
+        let autoscaler_listener = match &settings.autoscaler {
+            Some(a) => {
+                let l = TcpListener::bind(a.listen)
+                    .await
+                    .with_context(|| format!("binding the autoscaler endpoint to {}", a.listen))?;
+                let local = l.local_addr()?;
+                let public = a.public.clone().unwrap_or_else(|| local.to_string());
+                app.autoscaler = Some(meson_api::app::autoscaler::AutoscalerEndpoint {
+                    address: public.clone(),
+                });
+                let mut names = a.tls_names.clone();
+                if let Some((host, _)) = public.rsplit_once(':') {
+                    names.push(host.trim_matches(['[', ']']).to_owned());
+                }
+                names.sort();
+                names.dedup();
+                Some((l, names))
+            }
+            None => None,
+        };
         // One action listener per process feeds every action stream.
         let actions = ActionFeed::start(&app, rx.clone());
         settings.auth.spawn_refresh(rx.clone());
@@ -105,6 +143,15 @@ impl ApiServer {
                     .await
             })
         };
+        let (autoscaler_addr, autoscaler) = match autoscaler_listener {
+            Some((listener, names)) => {
+                let addr = listener.local_addr()?;
+                let task = serve_autoscalers(&state, listener, &names, rx.clone()).await?;
+                tracing::info!(%addr, ?names, "autoscaler endpoint listening (mutual TLS)");
+                (Some(addr), Some(task))
+            }
+            None => (None, None),
+        };
         let router = meson_api::router(state);
         let join = tokio::spawn(async move {
             axum::serve(listener, router)
@@ -120,6 +167,8 @@ impl ApiServer {
             stop,
             join,
             grpc,
+            autoscaler_addr,
+            autoscaler,
         })
     }
 
@@ -128,7 +177,51 @@ impl ApiServer {
         let _ = self.stop.send(true);
         let _ = self.join.await;
         let _ = self.grpc.await;
+        if let Some(a) = self.autoscaler {
+            let _ = a.await;
+        }
     }
+}
+
+/// Serves the autoscalers' `externalgrpc` endpoint on `listener`: TLS with a
+/// certificate for `names` signed by meson's autoscaler CA, which client
+/// certificates must be signed by too.
+async fn serve_autoscalers(
+    state: &AppState,
+    listener: TcpListener,
+    names: &[String],
+    mut stop: watch::Receiver<bool>,
+) -> anyhow::Result<tokio::task::JoinHandle<Result<(), tonic::transport::Error>>> {
+    use tonic::transport::{Certificate, Identity, ServerTlsConfig};
+    let ca = state
+        .app
+        .autoscaler_ca()
+        .await
+        .map_err(|e| anyhow::anyhow!("the autoscaler CA: {e}"))?;
+    let server_cert = ca
+        .server_certificate(names, meson_api::app::autoscaler::CREDENTIAL_VALIDITY)
+        .map_err(|e| anyhow::anyhow!("the autoscaler endpoint's certificate: {e}"))?;
+    let tls = ServerTlsConfig::new()
+        .identity(Identity::from_pem(
+            &server_cert.cert_pem,
+            &server_cert.key_pem,
+        ))
+        .client_ca_root(Certificate::from_pem(&ca.ca.cert_pem));
+    let server = tonic::transport::Server::builder()
+        .tls_config(tls)
+        .context("the autoscaler endpoint's TLS")?
+        .timeout(state.config.limits.timeout)
+        .add_routes(meson_api::grpc::autoscaler::routes(state));
+    Ok(tokio::spawn(async move {
+        server
+            .serve_with_incoming_shutdown(
+                tonic::transport::server::TcpIncoming::from(listener),
+                async move {
+                    let _ = stop.wait_for(|s| *s).await;
+                },
+            )
+            .await
+    }))
 }
 
 /// Now and then: forgets the rate-limit buckets of idle tenants, and prunes

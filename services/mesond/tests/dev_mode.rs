@@ -27,6 +27,8 @@ impl Mesond {
             .env_remove("DATABASE_URL")
             .env("MESON_DATA_DIR", data_dir)
             .env("MESON_HTTP_ADDR", format!("127.0.0.1:{port}"))
+            .env("MESON_GRPC_ADDR", "127.0.0.1:0")
+            .env("MESON_AUTOSCALER_ADDR", "127.0.0.1:0")
             .env("MESON_SIM_BOOT_MS", "50")
             .stdin(Stdio::null())
             .stdout(Stdio::null())

@@ -16,7 +16,7 @@ use meson_core::error::LimitExceeded;
 use meson_core::kaas::{MAX_NODES_PER_POOL, MAX_POOLS, PoolSpec};
 use meson_core::parse::{Parser, Warning};
 use meson_core::quota::Resources;
-use meson_core::{ClusterId, Error, PoolId, Result};
+use meson_core::{ClusterId, Error, NodeId, PoolId, Result};
 use meson_jobs::{Enqueued, Workflow};
 use meson_workflows::node_pool_delete::NodePoolDelete;
 use meson_workflows::node_pool_scale::{self, NodePoolCreate, NodePoolScale, PoolParams};
@@ -396,6 +396,95 @@ impl App {
             view: self.pool_view(pool).await?,
             action,
             warnings,
+        })
+    }
+
+    /// Removes these nodes of a pool and lowers its `desired_nodes` by as
+    /// many, in one `scale_node_pool` action (the nodes, marked `deleting`
+    /// here, are the ones its shrink takes first): how the
+    /// cluster-autoscaler scales down, and `POST
+    /// /v1/clusters/{id}/pools/{pool_id}/actions/delete-nodes`. Refused
+    /// below `min_nodes`, for nodes of another pool, and for nodes already
+    /// going.
+    pub async fn pool_delete_nodes(
+        &self,
+        p: &Principal,
+        cluster_id: ClusterId,
+        id: PoolId,
+        victims: &[NodeId],
+    ) -> Result<PoolChanged> {
+        if victims.is_empty() {
+            return Err(Error::invalid("nodes", "name at least one node"));
+        }
+        let mut tx = meson_db::begin(&self.pool).await?;
+        meson_db::node_pools::lock_cluster(&mut tx, cluster_id).await?;
+        let cluster = meson_db::clusters::get(&mut *tx, Some(&p.tenant), cluster_id, false).await?;
+        let pools = meson_db::clusters::pools(&mut *tx, cluster_id).await?;
+        let current = pools
+            .iter()
+            .find(|x| x.id == id)
+            .ok_or_else(|| Error::not_found("node pool", id))?;
+        let nodes = meson_db::clusters::nodes(&mut *tx, cluster_id).await?;
+        let mut chosen: Vec<&Node> = Vec::new();
+        for v in victims {
+            let node = nodes
+                .iter()
+                .find(|n| n.id == *v && n.pool == Some(id))
+                .ok_or_else(|| {
+                    Error::invalid("nodes", format!("node {v} is not in node pool {id}"))
+                })?;
+            if node.status == NodeStatus::Deleting {
+                return Err(Error::Conflict {
+                    message: format!("node {} is already being deleted", node.name),
+                });
+            }
+            if !chosen.iter().any(|c| c.id == node.id) {
+                chosen.push(node);
+            }
+        }
+        let count = u32::try_from(chosen.len()).unwrap_or(u32::MAX);
+        let desired = current
+            .spec
+            .desired_nodes
+            .checked_sub(count)
+            .filter(|d| *d >= current.spec.min_nodes);
+        let Some(desired) = desired else {
+            return Err(Error::invalid(
+                "nodes",
+                format!(
+                    "removing {count} node(s) would take the pool below min_nodes ({})",
+                    current.spec.min_nodes
+                ),
+            ));
+        };
+        let mut pool = current.clone();
+        pool.spec.desired_nodes = desired;
+        if !has_workers(
+            pools
+                .iter()
+                .filter(|x| x.id != id)
+                .map(|x| &x.spec)
+                .chain(std::iter::once(&pool.spec)),
+        ) {
+            return Err(Error::invalid(
+                "nodes",
+                "the cluster needs a worker node: keep one in some pool, or autoscale",
+            ));
+        }
+        meson_db::node_pools::set_counts(&mut tx, &pool).await?;
+        let action = self
+            .start_pool_action::<NodePoolScale>(&mut tx, p, &cluster, id, Command::ScaleNodePool)
+            .await?;
+        for n in &chosen {
+            meson_db::clusters::set_node_status(&mut *tx, n.id, NodeStatus::Deleting, None).await?;
+        }
+        meson_db::commit(tx).await?;
+        tracing::info!(cluster = %cluster_id, pool = %id, nodes = ?victims, desired,
+            action = %action.id, "node pool nodes delete accepted");
+        Ok(PoolChanged {
+            view: self.pool_view(pool).await?,
+            action: Some(action),
+            warnings: Vec::new(),
         })
     }
 

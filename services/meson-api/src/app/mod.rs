@@ -5,6 +5,7 @@
 
 mod actions;
 mod audit;
+pub mod autoscaler;
 mod catalog;
 mod cluster_nodes;
 mod cluster_pools;
@@ -38,6 +39,8 @@ pub struct App {
     pub secrets_key: Option<meson_kaas::SecretKey>,
     /// Every tenant's quotas, unless set for it.
     pub quotas: Resources,
+    /// Where clusters' autoscalers reach meson, when it serves them.
+    pub autoscaler: Option<autoscaler::AutoscalerEndpoint>,
 }
 
 impl App {
@@ -48,6 +51,7 @@ impl App {
             pool,
             secrets_key: None,
             quotas: Resources::DEFAULT_QUOTAS,
+            autoscaler: None,
         }
     }
 

@@ -6,10 +6,15 @@
 
 mod actions;
 pub mod autoscaler;
+mod catalog;
+mod clusters;
 mod convert;
+mod convert_more;
 mod guard;
+mod networks;
 pub mod status;
 mod vms;
+mod volumes;
 
 pub use guard::{GrpcGuardLayer, METHODS};
 
@@ -41,6 +46,22 @@ pub fn routes(state: &AppState) -> tonic::service::Routes {
     let routes = tonic::service::Routes::new(health)
         .add_service(
             pb::vm_service_server::VmServiceServer::new(svc.clone()).max_decoding_message_size(max),
+        )
+        .add_service(
+            pb::volume_service_server::VolumeServiceServer::new(svc.clone())
+                .max_decoding_message_size(max),
+        )
+        .add_service(
+            pb::network_service_server::NetworkServiceServer::new(svc.clone())
+                .max_decoding_message_size(max),
+        )
+        .add_service(
+            pb::cluster_service_server::ClusterServiceServer::new(svc.clone())
+                .max_decoding_message_size(max),
+        )
+        .add_service(
+            pb::catalog_service_server::CatalogServiceServer::new(svc.clone())
+                .max_decoding_message_size(max),
         )
         .add_service(
             pb::action_service_server::ActionServiceServer::new(svc).max_decoding_message_size(max),

@@ -87,7 +87,18 @@ pub fn status_of(e: &Error) -> tonic::Status {
         _ => {}
     }
     details.set_error_info(e.code(), DOMAIN, metadata);
-    tonic::Status::with_error_details(code, e.public_message(), details)
+    // Clients that read no details still learn what to fix.
+    let message = match e {
+        Error::InvalidInput { fields } => {
+            let each: Vec<String> = fields
+                .iter()
+                .map(|f| format!("{}: {}", f.name, f.messages.join("; ")))
+                .collect();
+            format!("invalid input: {}", each.join(", "))
+        }
+        other => other.public_message(),
+    };
+    tonic::Status::with_error_details(code, message, details)
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 use super::AppState;
 use crate::auth::Principal;
 use crate::error::ApiResult;
+use crate::views;
 use axum::Json;
 use axum::extract::State;
 use meson_types::catalog as wire;
@@ -27,20 +28,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
         their specs.", body = wire::FlavorList)),
 )]
 async fn flavors(State(s): State<AppState>, p: Principal) -> ApiResult<Json<wire::FlavorList>> {
-    let flavors = s
-        .app
-        .flavors(&p)?
-        .iter()
-        .map(|f| wire::Flavor {
-            name: f.name.to_owned(),
-            description: f.description.to_owned(),
-            vcpus: f.vcpus,
-            memory_mib: f.memory_mib,
-            gpus: f.gpus,
-            gpu_model: f.gpu_model.map(str::to_owned),
-            cpu_flags: f.flags.iter().map(|x| (*x).to_owned()).collect(),
-        })
-        .collect();
+    let flavors = s.app.flavors(&p)?.iter().map(views::flavor).collect();
     Ok(Json(wire::FlavorList { flavors }))
 }
 
@@ -55,30 +43,7 @@ async fn flavors(State(s): State<AppState>, p: Principal) -> ApiResult<Json<wire
         with their continents and regions.", body = wire::ProviderList)),
 )]
 async fn providers(State(s): State<AppState>, p: Principal) -> ApiResult<Json<wire::ProviderList>> {
-    let mut providers: Vec<wire::Provider> = Vec::new();
-    for t in s.app.placement_targets(&p).await? {
-        if providers.last().is_none_or(|p| p.name != t.provider) {
-            providers.push(wire::Provider {
-                name: t.provider.clone(),
-                continents: vec![],
-                regions: vec![],
-            });
-        }
-        let Some(p) = providers.last_mut() else {
-            continue;
-        };
-        if !p.continents.contains(&t.continent) {
-            p.continents.push(t.continent.clone());
-        }
-        match p.regions.iter_mut().find(|r| r.name == t.region) {
-            Some(r) => r.hosts += 1,
-            None => p.regions.push(wire::Region {
-                name: t.region,
-                continent: t.continent,
-                hosts: 1,
-            }),
-        }
-    }
+    let providers = views::providers(s.app.placement_targets(&p).await?);
     Ok(Json(wire::ProviderList { providers }))
 }
 
@@ -104,17 +69,7 @@ async fn kubernetes_versions(
         .app
         .kubernetes_versions(&p)?
         .iter()
-        .map(|r| wire::KubernetesVersion {
-            version: r.version.to_string(),
-            minor: r.version.minor_line(),
-            default: r.is_default(),
-            deprecated: r.deprecated,
-            end_of_life: r.end_of_life.to_owned(),
-            upgradable_to: meson_core::kubernetes::upgradable_to(&r.version)
-                .iter()
-                .map(|u| u.version.to_string())
-                .collect(),
-        })
+        .map(views::kubernetes_version)
         .collect();
     Ok(Json(wire::KubernetesVersionList {
         kubernetes_versions,

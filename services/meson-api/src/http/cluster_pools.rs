@@ -20,6 +20,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(list, create))
         .routes(routes!(read, update, delete))
+        .routes(routes!(delete_nodes))
 }
 
 fn pool(v: &PoolView) -> wire::cluster::Pool {
@@ -231,4 +232,75 @@ async fn delete(
     Ok(Json(wire::ActionResponse {
         action: views::action(&action),
     }))
+}
+
+/// Removes chosen nodes of a pool.
+#[utoipa::path(
+    post,
+    path = "/v1/clusters/{id}/pools/{pool_id}/actions/delete-nodes",
+    tag = "clusters",
+    operation_id = "cluster_pool_delete_nodes",
+    summary = "Remove chosen nodes of a node pool",
+    description = "Lowers the pool's `desired_nodes` by as many nodes as named and starts a \
+        `scale_node_pool` action that removes exactly those (how the cluster-autoscaler \
+        scales down). Not below `min_nodes`.",
+    params(
+        ("id" = uuid::Uuid, Path, description = "The cluster's id."),
+        ("pool_id" = uuid::Uuid, Path, description = "The pool's id."),
+    ),
+    request_body(content = wire::pool::PoolDeleteNodesRequest, content_type = "application/json",
+        example = json!({"nodes": ["0192d0b2-6a4b-7c61-8b0e-5f1d2c3b4a59"]})),
+    responses(
+        (status = 201, description = "Accepted: the pool as it is now and the action.",
+            body = wire::pool::PoolUpdateResponse),
+        (status = 400, description = "An id is not a UUID, no node, a node of another pool, \
+            or below `min_nodes` (`invalid_input`), or malformed JSON (`json_error`).",
+            body = ErrorResponse),
+        (status = 404, description = "No such cluster for this tenant, or no such pool in \
+            it (`not_found`).", body = ErrorResponse),
+        (status = 409, description = "A node is already being deleted, or the cluster's \
+            control plane is not up (`conflict`).", body = ErrorResponse),
+        (status = 423, description = "Another action runs on the cluster (`locked`; its id \
+            in `details.action_id`).", body = ErrorResponse),
+    ),
+)]
+async fn delete_nodes(
+    State(s): State<AppState>,
+    p: Principal,
+    Path((id, pool_id)): Path<(String, String)>,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
+    let nodes = match body.get("nodes").and_then(|v| v.as_array()) {
+        Some(items) => items
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
+                v.as_str().and_then(|s| s.parse().ok()).ok_or_else(|| {
+                    crate::error::ApiError(meson_core::Error::invalid(
+                        format!("nodes[{i}]"),
+                        "must be a node id",
+                    ))
+                })
+            })
+            .collect::<ApiResult<Vec<meson_core::NodeId>>>()?,
+        None => {
+            return Err(crate::error::ApiError(meson_core::Error::invalid(
+                "nodes",
+                "is required: an array of node ids",
+            )));
+        }
+    };
+    let c = s
+        .app
+        .pool_delete_nodes(&p, parse_id(&id)?, parse_id(&pool_id)?, &nodes)
+        .await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(wire::pool::PoolUpdateResponse {
+            pool: pool(&c.view),
+            action: c.action.as_ref().map(views::action),
+            warnings: Vec::new(),
+        }),
+    )
+        .into_response())
 }

@@ -2,6 +2,7 @@
 
 mod actions;
 mod admin;
+mod autoscaler;
 mod catalog;
 mod cluster_nodes;
 mod cluster_pools;
@@ -88,6 +89,7 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .merge(cluster_pools::routes())
         .merge(cluster_upgrades::routes())
         .merge(admin::routes())
+        .merge(autoscaler::routes())
 }
 
 /// The OpenAPI document of the REST API.

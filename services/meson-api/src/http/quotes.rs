@@ -10,8 +10,6 @@ use axum::extract::State;
 use meson_core::Error;
 use meson_types::ErrorResponse;
 use meson_types::quote as wire;
-use meson_workflows::cluster_placement::{CONTROL_PLANE, ClusterOffer, GroupOffer};
-use meson_workflows::placement::Offer;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -56,7 +54,7 @@ async fn quote(
 ) -> ApiResult<Json<wire::QuoteAnswer>> {
     match s.app.quote(&p, &body).await? {
         Quotes::Vm(q) => {
-            let quotes: Vec<wire::Quote> = q.offers.iter().map(view).collect();
+            let quotes: Vec<wire::Quote> = q.offers.iter().map(views::quote).collect();
             let cheapest = quotes
                 .first()
                 .cloned()
@@ -68,7 +66,8 @@ async fn quote(
             })))
         }
         Quotes::Kaas(q) => {
-            let placements: Vec<wire::ClusterQuote> = q.offers.iter().map(cluster_view).collect();
+            let placements: Vec<wire::ClusterQuote> =
+                q.offers.iter().map(views::cluster_quote).collect();
             let cheapest = placements
                 .first()
                 .cloned()
@@ -79,75 +78,5 @@ async fn quote(
                 warnings: q.warnings.iter().map(views::warning).collect(),
             })))
         }
-    }
-}
-
-fn price(hourly: f64, monthly: f64, currency: &str) -> meson_types::Price {
-    meson_types::Price {
-        hourly,
-        monthly,
-        currency: currency.to_owned(),
-    }
-}
-
-fn group_view(g: &GroupOffer) -> wire::NodeGroupQuote {
-    let p = &g.offer.placement;
-    let (hourly, monthly) = g.price(g.group.nodes);
-    let s = &g.group.specs;
-    wire::NodeGroupQuote {
-        name: g.group.name.clone(),
-        nodes: g.group.nodes,
-        max_nodes: g.group.max_nodes,
-        specs: wire::NodeSpecs {
-            cpu: s.cpu,
-            ram: s.ram_mib,
-            storage: s.storage_gb,
-            gpu: s.gpu,
-        },
-        host: p.host.clone(),
-        node_price: price(p.price_hourly, p.price_monthly, &p.currency),
-        price: price(hourly, monthly, &p.currency),
-    }
-}
-
-fn cluster_view(o: &ClusterOffer) -> wire::ClusterQuote {
-    let mut groups = o.groups.iter().map(group_view);
-    let control_plane = groups.next().unwrap_or_else(|| wire::NodeGroupQuote {
-        name: CONTROL_PLANE.to_owned(),
-        nodes: 0,
-        max_nodes: 0,
-        specs: wire::NodeSpecs {
-            cpu: 0,
-            ram: 0,
-            storage: 0,
-            gpu: 0,
-        },
-        host: String::new(),
-        node_price: price(0.0, 0.0, &o.currency),
-        price: price(0.0, 0.0, &o.currency),
-    });
-    wire::ClusterQuote {
-        provider: o.provider.clone(),
-        region: o.region.clone(),
-        continent: o.continent.clone(),
-        control_plane,
-        pools: groups.collect(),
-        price: price(o.hourly, o.monthly, &o.currency),
-        max_price: price(o.max_hourly, o.max_monthly, &o.currency),
-    }
-}
-
-fn view(o: &Offer) -> wire::Quote {
-    let p = &o.placement;
-    wire::Quote {
-        provider: p.provider.clone(),
-        region: p.region.clone(),
-        continent: o.continent.clone(),
-        host: p.host.clone(),
-        price: meson_types::Price {
-            hourly: p.price_hourly,
-            monthly: p.price_monthly,
-            currency: p.currency.clone(),
-        },
     }
 }

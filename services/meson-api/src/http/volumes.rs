@@ -3,6 +3,7 @@
 use super::{AppState, page_of, pagination, parse_id, query_pairs};
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
+use crate::views;
 use axum::Json;
 use axum::extract::{Path, RawQuery, State};
 use axum::response::Response;
@@ -18,17 +19,6 @@ pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(list))
         .routes(routes!(read))
-}
-
-fn view(v: &meson_core::volume::Volume) -> wire::Volume {
-    wire::Volume {
-        id: v.id.0,
-        name: v.name.clone(),
-        kind: v.kind.as_str().to_owned(),
-        size: v.size_gb,
-        status: v.status.as_str().to_owned(),
-        vm: v.vm_id.map(|id| id.0),
-    }
 }
 
 /// Reads a volume.
@@ -53,7 +43,9 @@ async fn read(
     Path(id): Path<String>,
 ) -> ApiResult<Json<wire::VolumeResponse>> {
     let v = s.app.volume_get(&p, parse_id(&id)?).await?;
-    Ok(Json(wire::VolumeResponse { volume: view(&v) }))
+    Ok(Json(wire::VolumeResponse {
+        volume: views::volume(&v),
+    }))
 }
 
 /// `vm=<id>` and `kind=boot|cloudinit|data` filter the list.
@@ -99,7 +91,7 @@ async fn list(
     let (meta, link) = pagination("/v1/volumes", page, total);
     Ok(super::paged(
         wire::VolumeList {
-            volumes: volumes.iter().map(view).collect(),
+            volumes: volumes.iter().map(views::volume).collect(),
             meta,
         },
         link,

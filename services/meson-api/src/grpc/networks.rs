@@ -1,0 +1,120 @@
+//! `meson.v1.NetworkService`.
+
+use super::{Svc, answer, convert, convert_more, id, note_action, note_resource, principal};
+use crate::http::{list_filter, page_of, pagination};
+use crate::views;
+use meson_core::network::NetworkStatus;
+use meson_proto::meson::v1 as pb;
+use tonic::{Request, Response, Status};
+
+#[tonic::async_trait]
+impl pb::network_service_server::NetworkService for Svc {
+    async fn create_network(
+        &self,
+        req: Request<pb::CreateNetworkRequest>,
+    ) -> Result<Response<pb::NetworkResponse>, Status> {
+        let p = principal(&req)?;
+        let body = convert_more::network_create(req.get_ref());
+        answer(
+            self.0
+                .app
+                .network_create(&p, &body)
+                .await
+                .map(|(network, warnings)| {
+                    note_resource(&req, "network", network.id);
+                    pb::NetworkResponse {
+                        network: Some(convert_more::network(views::network(&network, &[]))),
+                        warnings: convert::warnings(&warnings),
+                    }
+                }),
+        )
+    }
+
+    async fn get_network(
+        &self,
+        req: Request<pb::GetNetworkRequest>,
+    ) -> Result<Response<pb::Network>, Status> {
+        let p = principal(&req)?;
+        let r = async {
+            let (network, vms) = self
+                .0
+                .app
+                .network_get(&p, id("id", &req.get_ref().id)?)
+                .await?;
+            Ok(convert_more::network(views::network(&network, &vms)))
+        };
+        answer(r.await)
+    }
+
+    async fn list_networks(
+        &self,
+        req: Request<pb::ListNetworksRequest>,
+    ) -> Result<Response<pb::ListNetworksResponse>, Status> {
+        let p = principal(&req)?;
+        let r = async {
+            let pairs = convert::list_query(req.get_ref().options.as_ref());
+            let page = page_of(&pairs).map_err(|e| e.0)?;
+            let filter =
+                list_filter(&pairs, |v| NetworkStatus::parse(v).is_some()).map_err(|e| e.0)?;
+            let (networks, total) = self.0.app.network_list(&p, page, &filter).await?;
+            let (meta, _) = pagination("/v1/networks", page, total);
+            Ok(pb::ListNetworksResponse {
+                networks: networks
+                    .iter()
+                    .map(|(n, vms)| convert_more::network(views::network(n, vms)))
+                    .collect(),
+                pagination: Some(convert::pagination(meta)),
+            })
+        };
+        answer(r.await)
+    }
+
+    async fn update_network(
+        &self,
+        req: Request<pb::UpdateNetworkRequest>,
+    ) -> Result<Response<pb::NetworkResponse>, Status> {
+        let p = principal(&req)?;
+        let r = async {
+            let network_id = id("id", &req.get_ref().id)?;
+            note_resource(&req, "network", network_id);
+            let body = convert::name_labels(&req.get_ref().name, &req.get_ref().labels);
+            let (network, vms, warnings) = self.0.app.network_update(&p, network_id, &body).await?;
+            Ok(pb::NetworkResponse {
+                network: Some(convert_more::network(views::network(&network, &vms))),
+                warnings: convert::warnings(&warnings),
+            })
+        };
+        answer(r.await)
+    }
+
+    async fn delete_network(
+        &self,
+        req: Request<pb::DeleteNetworkRequest>,
+    ) -> Result<Response<pb::Action>, Status> {
+        let p = principal(&req)?;
+        let r = async {
+            let network_id = id("id", &req.get_ref().id)?;
+            note_resource(&req, "network", network_id);
+            let a = self.0.app.network_delete(&p, network_id).await?;
+            note_action(&req, &a);
+            Ok(convert::action(views::action(&a)))
+        };
+        answer(r.await)
+    }
+
+    async fn list_network_actions(
+        &self,
+        req: Request<pb::ResourceActionsRequest>,
+    ) -> Result<Response<pb::ResourceActionsResponse>, Status> {
+        let p = principal(&req)?;
+        answer(
+            super::actions::list_for(
+                &self.0,
+                &p,
+                meson_core::action::ResourceType::Network,
+                req.get_ref(),
+            )
+            .await,
+        )
+    }
+}

@@ -1,0 +1,74 @@
+//! `meson.v1.VolumeService`.
+
+use super::{Svc, answer, convert, convert_more, id, principal};
+use crate::http::{page_of, pagination};
+use meson_core::Error;
+use meson_core::volume::VolumeKind;
+use meson_proto::meson::v1 as pb;
+use tonic::{Request, Response, Status};
+
+#[tonic::async_trait]
+impl pb::volume_service_server::VolumeService for Svc {
+    async fn get_volume(
+        &self,
+        req: Request<pb::GetVolumeRequest>,
+    ) -> Result<Response<pb::Volume>, Status> {
+        let p = principal(&req)?;
+        let r = async {
+            let v = self
+                .0
+                .app
+                .volume_get(&p, id("id", &req.get_ref().id)?)
+                .await?;
+            Ok(convert_more::volume(crate::views::volume(&v)))
+        };
+        answer(r.await)
+    }
+
+    /// Like `GET /v1/volumes?vm=&kind=`: an empty field filters nothing.
+    async fn list_volumes(
+        &self,
+        req: Request<pb::ListVolumesRequest>,
+    ) -> Result<Response<pb::ListVolumesResponse>, Status> {
+        let p = principal(&req)?;
+        let r = async {
+            let m = req.get_ref();
+            let mut pairs = Vec::new();
+            convert::page_query(m.page.as_ref(), &mut pairs);
+            let page = page_of(&pairs).map_err(|e| e.0)?;
+            let vm = (!m.vm.is_empty()).then(|| id("vm", &m.vm)).transpose()?;
+            let kind = (!m.kind.is_empty())
+                .then(|| {
+                    VolumeKind::parse(&m.kind)
+                        .ok_or_else(|| Error::invalid("kind", "must be boot, cloudinit or data"))
+                })
+                .transpose()?;
+            let (volumes, total) = self.0.app.volume_list(&p, page, vm, kind).await?;
+            let (meta, _) = pagination("/v1/volumes", page, total);
+            Ok(pb::ListVolumesResponse {
+                volumes: volumes
+                    .iter()
+                    .map(|v| convert_more::volume(crate::views::volume(v)))
+                    .collect(),
+                pagination: Some(convert::pagination(meta)),
+            })
+        };
+        answer(r.await)
+    }
+
+    async fn list_volume_actions(
+        &self,
+        req: Request<pb::ResourceActionsRequest>,
+    ) -> Result<Response<pb::ResourceActionsResponse>, Status> {
+        let p = principal(&req)?;
+        answer(
+            super::actions::list_for(
+                &self.0,
+                &p,
+                meson_core::action::ResourceType::Volume,
+                req.get_ref(),
+            )
+            .await,
+        )
+    }
+}
