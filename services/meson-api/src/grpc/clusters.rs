@@ -1,6 +1,8 @@
 //! `meson.v1.ClusterService`: clusters, their pools and nodes.
 
-use super::{Svc, answer, convert, convert_more, id, note_action, note_resource, principal};
+use super::{
+    Svc, action_call, answer, convert, convert_more, id, note_action, note_resource, principal,
+};
 use crate::app::{NodeAction, PoolView};
 use crate::http::{list_filter, page_of, pagination};
 use crate::views;
@@ -20,20 +22,16 @@ impl Svc {
         req: Request<pb::NodeActionRequest>,
         op: NodeAction,
     ) -> Result<Response<pb::Action>, Status> {
-        let p = principal(&req)?;
-        let r = async {
+        action_call(&req, |p, req| async move {
             let cluster_id = id("id", &req.get_ref().id)?;
             let node_id: meson_core::NodeId = id("node", &req.get_ref().node)?;
-            note_resource(&req, "node", node_id);
-            let a = self
-                .0
+            note_resource(req, "node", node_id);
+            self.0
                 .app
                 .cluster_node_action(&p, cluster_id, node_id, op)
-                .await?;
-            note_action(&req, &a);
-            Ok(convert::action(views::action(&a)))
-        };
-        answer(r.await)
+                .await
+        })
+        .await
     }
 }
 
@@ -116,15 +114,12 @@ impl pb::cluster_service_server::ClusterService for Svc {
         &self,
         req: Request<pb::DeleteClusterRequest>,
     ) -> Result<Response<pb::Action>, Status> {
-        let p = principal(&req)?;
-        let r = async {
+        action_call(&req, |p, req| async move {
             let cluster_id = id("id", &req.get_ref().id)?;
-            note_resource(&req, "cluster", cluster_id);
-            let a = self.0.app.cluster_delete(&p, cluster_id).await?;
-            note_action(&req, &a);
-            Ok(convert::action(views::action(&a)))
-        };
-        answer(r.await)
+            note_resource(req, "cluster", cluster_id);
+            self.0.app.cluster_delete(&p, cluster_id).await
+        })
+        .await
     }
 
     async fn list_cluster_actions(
@@ -207,19 +202,12 @@ impl pb::cluster_service_server::ClusterService for Svc {
         &self,
         req: Request<pb::RotateCredentialsRequest>,
     ) -> Result<Response<pb::Action>, Status> {
-        let p = principal(&req)?;
-        let r = async {
+        action_call(&req, |p, req| async move {
             let cluster_id = id("id", &req.get_ref().id)?;
-            note_resource(&req, "cluster", cluster_id);
-            let a = self
-                .0
-                .app
-                .cluster_rotate_credentials(&p, cluster_id)
-                .await?;
-            note_action(&req, &a);
-            Ok(convert::action(views::action(&a)))
-        };
-        answer(r.await)
+            note_resource(req, "cluster", cluster_id);
+            self.0.app.cluster_rotate_credentials(&p, cluster_id).await
+        })
+        .await
     }
 
     async fn create_pool(
@@ -319,17 +307,14 @@ impl pb::cluster_service_server::ClusterService for Svc {
         &self,
         req: Request<pb::DeletePoolRequest>,
     ) -> Result<Response<pb::Action>, Status> {
-        let p = principal(&req)?;
-        let r = async {
+        action_call(&req, |p, req| async move {
             let m = req.get_ref();
             let cluster_id = id("id", &m.id)?;
             let pool_id: meson_core::PoolId = id("pool_id", &m.pool_id)?;
-            note_resource(&req, "node_pool", pool_id);
-            let a = self.0.app.pool_delete(&p, cluster_id, pool_id).await?;
-            note_action(&req, &a);
-            Ok(convert::action(views::action(&a)))
-        };
-        answer(r.await)
+            note_resource(req, "node_pool", pool_id);
+            self.0.app.pool_delete(&p, cluster_id, pool_id).await
+        })
+        .await
     }
 
     async fn replace_node(

@@ -22,6 +22,7 @@ use crate::auth::Principal;
 use crate::http::AppState;
 use meson_core::Error;
 use meson_proto::meson::v1 as pb;
+use std::future::Future;
 use std::sync::{Arc, Mutex};
 use tonic::Status;
 
@@ -147,6 +148,23 @@ pub(crate) fn note_action<T>(req: &tonic::Request<T>, action: &meson_core::actio
     {
         n.action = Some(action.id.0);
     }
+}
+
+/// Answers a call that starts an action (noted for the audit log with the
+/// resource `f` notes): `f` runs as the admitted caller.
+pub(crate) async fn action_call<'a, T, F, Fut>(
+    req: &'a tonic::Request<T>,
+    f: F,
+) -> Result<tonic::Response<pb::Action>, Status>
+where
+    F: FnOnce(Principal, &'a tonic::Request<T>) -> Fut,
+    Fut: Future<Output = Result<meson_core::action::Action, Error>>,
+{
+    let p = principal(req)?;
+    answer(f(p, req).await.map(|a| {
+        note_action(req, &a);
+        convert::action(crate::views::action(&a))
+    }))
 }
 
 /// A domain result as a gRPC answer.

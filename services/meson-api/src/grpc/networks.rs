@@ -1,6 +1,6 @@
 //! `meson.v1.NetworkService`.
 
-use super::{Svc, answer, convert, convert_more, id, note_action, note_resource, principal};
+use super::{Svc, action_call, answer, convert, convert_more, id, note_resource, principal};
 use crate::http::{list_filter, page_of, pagination};
 use crate::views;
 use meson_core::network::NetworkStatus;
@@ -91,15 +91,12 @@ impl pb::network_service_server::NetworkService for Svc {
         &self,
         req: Request<pb::DeleteNetworkRequest>,
     ) -> Result<Response<pb::Action>, Status> {
-        let p = principal(&req)?;
-        let r = async {
+        action_call(&req, |p, req| async move {
             let network_id = id("id", &req.get_ref().id)?;
-            note_resource(&req, "network", network_id);
-            let a = self.0.app.network_delete(&p, network_id).await?;
-            note_action(&req, &a);
-            Ok(convert::action(views::action(&a)))
-        };
-        answer(r.await)
+            note_resource(req, "network", network_id);
+            self.0.app.network_delete(&p, network_id).await
+        })
+        .await
     }
 
     async fn list_network_actions(

@@ -1,6 +1,6 @@
 //! `meson.v1.VmService`.
 
-use super::{Svc, answer, convert, id, note_action, note_resource, principal};
+use super::{Svc, action_call, answer, convert, id, note_action, note_resource, principal};
 use crate::http::{list_filter, page_of, pagination};
 use crate::views;
 use meson_core::Error;
@@ -81,33 +81,27 @@ impl pb::vm_service_server::VmService for Svc {
         &self,
         req: Request<pb::DeleteVmRequest>,
     ) -> Result<Response<pb::Action>, Status> {
-        let p = principal(&req)?;
-        let r = async {
+        action_call(&req, |p, req| async move {
             let vm_id = id("id", &req.get_ref().id)?;
-            note_resource(&req, "vm", vm_id);
-            let a = self.0.app.vm_delete(&p, vm_id).await?;
-            note_action(&req, &a);
-            Ok(convert::action(views::action(&a)))
-        };
-        answer(r.await)
+            note_resource(req, "vm", vm_id);
+            self.0.app.vm_delete(&p, vm_id).await
+        })
+        .await
     }
 
     async fn power_vm(
         &self,
         req: Request<pb::PowerVmRequest>,
     ) -> Result<Response<pb::Action>, Status> {
-        let p = principal(&req)?;
-        let r = async {
+        action_call(&req, |p, req| async move {
             let vm_id = id("id", &req.get_ref().id)?;
-            note_resource(&req, "vm", vm_id);
+            note_resource(req, "vm", vm_id);
             let command = &req.get_ref().command;
             let op = crate::app::PowerAction::parse(command)
                 .ok_or_else(|| Error::invalid("command", "must be poweron, poweroff or reboot"))?;
-            let a = self.0.app.vm_power(&p, vm_id, op).await?;
-            note_action(&req, &a);
-            Ok(convert::action(views::action(&a)))
-        };
-        answer(r.await)
+            self.0.app.vm_power(&p, vm_id, op).await
+        })
+        .await
     }
 
     async fn list_vm_actions(
