@@ -3,6 +3,7 @@
 
 use crate::grpc::{authed, channel, seed_vm};
 use crate::harness::{Meson, seed_kaas};
+use futures::StreamExt;
 use meson_proto::meson::v1 as pb;
 use pb::action_service_client::ActionServiceClient;
 use pb::catalog_service_client::CatalogServiceClient;
@@ -16,25 +17,32 @@ use tonic::Code;
 use tonic::transport::Channel;
 use tonic_types::StatusExt;
 
-/// Polls `GetAction` until the action is no longer running.
+/// Watches an action over `WatchActions` until its stream ends, which it
+/// does at the action's final state; returns that state.
 async fn wait(ch: &Channel, token: &str, id: &str, limit: Duration) -> pb::Action {
     let mut actions = ActionServiceClient::new(ch.clone());
-    let deadline = tokio::time::Instant::now() + limit;
-    loop {
-        let a = actions
-            .get_action(authed(pb::GetActionRequest { id: id.into() }, token))
-            .await
-            .expect("GetAction")
-            .into_inner();
-        if a.status != "running" {
-            return a;
+    let mut stream = actions
+        .watch_actions(authed(
+            pb::WatchActionsRequest {
+                id: vec![id.into()],
+            },
+            token,
+        ))
+        .await
+        .expect("WatchActions")
+        .into_inner();
+    let mut last = None;
+    let watched = async {
+        while let Some(a) = stream.next().await {
+            last = Some(a.expect("an action"));
         }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "action {id} still running after {limit:?}: {a:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    };
+    tokio::time::timeout(limit, watched)
+        .await
+        .unwrap_or_else(|_| panic!("action {id} still running after {limit:?}: {last:?}"));
+    let last = last.expect("the stream sent the action");
+    assert_ne!(last.status, "running", "{last:?}");
+    last
 }
 
 fn string_map(v: &Value) -> HashMap<String, String> {
