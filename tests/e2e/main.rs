@@ -15,6 +15,7 @@ mod grpc_resources;
 mod harness;
 mod idempotency;
 mod limits;
+mod metrics;
 mod networks;
 mod openapi;
 mod quotas;

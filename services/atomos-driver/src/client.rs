@@ -339,8 +339,29 @@ impl AtomosClient {
         tracing::info_span!("atomos", route = %call.route, target = %self.inner.target.name)
     }
 
-    /// One HTTP exchange under the target's concurrency limit.
+    /// One HTTP exchange, counted and timed by route and outcome
+    /// (`meson_atomos_requests_total`, `meson_atomos_request_duration_seconds`).
     async fn attempt(
+        &self,
+        call: &Call,
+        with_body: impl FnOnce(reqwest::RequestBuilder) -> reqwest::RequestBuilder,
+    ) -> Result<Reply, DriverError> {
+        let started = Instant::now();
+        let result = self.exchange(call, with_body).await;
+        let outcome = match &result {
+            Ok(_) => "ok",
+            Err(e) => e.kind.as_str(),
+        };
+        metrics::counter!("meson_atomos_requests_total",
+            "route" => call.route.clone(), "outcome" => outcome)
+        .increment(1);
+        metrics::histogram!("meson_atomos_request_duration_seconds", "route" => call.route.clone())
+            .record(started.elapsed().as_secs_f64());
+        result
+    }
+
+    /// One HTTP exchange under the target's concurrency limit.
+    async fn exchange(
         &self,
         call: &Call,
         with_body: impl FnOnce(reqwest::RequestBuilder) -> reqwest::RequestBuilder,

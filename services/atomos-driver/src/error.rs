@@ -17,6 +17,20 @@ pub enum ErrorKind {
     AlreadyExists,
 }
 
+impl ErrorKind {
+    /// A metrics label.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::NotFound => "not_found",
+            ErrorKind::Capacity => "capacity",
+            ErrorKind::Invalid => "invalid",
+            ErrorKind::Transient => "transient",
+            ErrorKind::Auth => "auth",
+            ErrorKind::AlreadyExists => "already_exists",
+        }
+    }
+}
+
 #[derive(Clone, Debug, thiserror::Error)]
 #[error("atomos {route}: {message}")]
 pub struct DriverError {

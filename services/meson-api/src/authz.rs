@@ -94,6 +94,8 @@ const fn public(operation: &'static str) -> Rule {
 pub const RULES: &[Rule] = &[
     public("healthz"),
     public("readyz"),
+    // Counts only: nothing of any tenant's.
+    public("metrics"),
     // VMs
     read("vm_list"),
     read("vm_get"),

@@ -11,6 +11,7 @@ pub mod error;
 pub mod gate;
 pub mod grpc;
 pub mod http;
+pub mod metrics;
 pub mod ratelimit;
 pub mod views;
 

@@ -333,30 +333,32 @@ pub async fn set_progress(tx: &mut Tx<'_>, id: ActionId, progress: u8) -> Result
     Ok(())
 }
 
-/// Ends a running action in `success` or `error`.
+/// Ends a running action in `success` or `error`; returns its command and
+/// how long it ran (`None` if it was no longer running).
 pub async fn finish(
     tx: &mut Tx<'_>,
     id: ActionId,
     failure: Option<&ActionFailure>,
-) -> Result<(), Error> {
+) -> Result<Option<(String, f64)>, Error> {
     let status = if failure.is_some() {
         ActionStatus::Error
     } else {
         ActionStatus::Success
     };
-    sqlx::query!(
+    let row = sqlx::query!(
         r#"update actions set status = $2, finished = now(), error_code = $3, error_message = $4,
                               progress = case when $2 = 'success' then 100 else progress end
-           where id = $1 and status = 'running'"#,
+           where id = $1 and status = 'running'
+           returning command, extract(epoch from (finished - started))::float8 as "seconds!""#,
         id.0,
         status.as_str(),
         failure.map(|f| f.code.as_str()),
         failure.map(|f| f.message.as_str()),
     )
-    .execute(&mut **tx)
+    .fetch_optional(&mut **tx)
     .await
     .ctx("finishing an action")?;
-    Ok(())
+    Ok(row.map(|r| (r.command, r.seconds)))
 }
 
 /// The channel the `actions_notify` trigger announces changes on.

@@ -634,3 +634,29 @@ pub async fn autoscaler_tenant(
     .ctx("checking an autoscaler certificate")?
     .map(TenantId))
 }
+
+/// Live clusters and nodes by status, for metrics (every tenant's: call in
+/// the system scope).
+pub async fn status_counts(
+    pool: &PgPool,
+) -> Result<(Vec<(String, i64)>, Vec<(String, i64)>), Error> {
+    let clusters = sqlx::query!(
+        r#"select status, count(*) as "n!" from clusters where deleted_at is null group by status"#
+    )
+    .fetch_all(pool)
+    .await
+    .ctx("counting clusters")?
+    .into_iter()
+    .map(|r| (r.status, r.n))
+    .collect();
+    let nodes = sqlx::query!(
+        r#"select status, count(*) as "n!" from nodes where deleted_at is null group by status"#
+    )
+    .fetch_all(pool)
+    .await
+    .ctx("counting nodes")?
+    .into_iter()
+    .map(|r| (r.status, r.n))
+    .collect();
+    Ok((clusters, nodes))
+}

@@ -35,6 +35,8 @@ pub struct ClaimedJob {
     pub max_attempts: i32,
     pub action_id: Option<ActionId>,
     pub failure: Option<Value>,
+    /// How long the job waited between becoming due and being claimed.
+    pub waited_secs: f64,
 }
 
 /// Outcome of an enqueue.
@@ -104,7 +106,8 @@ pub async fn claim(
            set state = 'running', attempt = j.attempt + 1, locked_by = $3,
                lease_expires_at = now() + make_interval(secs => $4)
            from picked where j.id = picked.id
-           returning j.id, j.kind, j.args, j.attempt, j.max_attempts, j.action_id, j.failure"#,
+           returning j.id, j.kind, j.args, j.attempt, j.max_attempts, j.action_id, j.failure,
+                     greatest(extract(epoch from (now() - j.run_at)), 0)::float8 as "waited_secs!""#,
         kinds,
         limit,
         worker,
@@ -123,6 +126,7 @@ pub async fn claim(
             max_attempts: r.max_attempts,
             action_id: r.action_id.map(ActionId),
             failure: r.failure,
+            waited_secs: r.waited_secs,
         })
         .collect())
 }
@@ -331,4 +335,19 @@ pub async fn testing_force_state(tx: &mut Tx<'_>, id: JobId, state: &str) -> Res
         .await
         .ctx("forcing a job state")?;
     Ok(())
+}
+
+/// Jobs by state and kind, for metrics (finished ones are counted until
+/// they are pruned).
+pub async fn counts(pool: &PgPool) -> Result<Vec<(String, String, i64)>, Error> {
+    Ok(sqlx::query!(
+        r#"select state, kind, count(*) as "n!" from jobs
+           where state in ('available', 'running') group by state, kind"#
+    )
+    .fetch_all(pool)
+    .await
+    .ctx("counting jobs")?
+    .into_iter()
+    .map(|r| (r.state, r.kind, r.n))
+    .collect())
 }

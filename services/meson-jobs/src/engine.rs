@@ -277,6 +277,9 @@ async fn reschedule(
     let wait = backoff::delay(job.attempt, retry.base, retry.cap);
     let run_at = chrono::Utc::now() + chrono::Duration::from_std(wait).unwrap_or_default();
     let err = json!({"attempt": job.attempt, "step": step, "code": e.code(), "message": e.message(), "at": chrono::Utc::now()});
+    metrics::counter!("meson_job_failures_total",
+        "kind" => job.kind.clone(), "outcome" => "retried")
+    .increment(1);
     Ok(
         if meson_db::jobs::retry_at(pool, job.id, job.attempt, run_at, &err).await? {
             Outcome::Retrying
@@ -297,10 +300,29 @@ async fn finish(
         return Ok(Outcome::LostLease);
     }
     meson_db::jobs::finish(&mut tx, job.id, failure.is_none()).await?;
-    if let Some(action) = job.action_id {
-        meson_db::actions::finish(&mut tx, action, failure).await?;
-    }
+    let finished = match job.action_id {
+        Some(action) => meson_db::actions::finish(&mut tx, action, failure).await?,
+        None => None,
+    };
     meson_db::commit(tx).await?;
+    let status = if failure.is_none() {
+        "success"
+    } else {
+        "error"
+    };
+    if let Some((command, seconds)) = finished {
+        metrics::counter!("meson_actions_finished_total",
+            "command" => command.clone(), "status" => status)
+        .increment(1);
+        metrics::histogram!("meson_action_duration_seconds",
+            "command" => command, "status" => status)
+        .record(seconds);
+    }
+    if failure.is_some() {
+        metrics::counter!("meson_job_failures_total",
+            "kind" => job.kind.clone(), "outcome" => "failed")
+        .increment(1);
+    }
     tracing::info!(job = %job.id, ok = failure.is_none(), "job finished");
     Ok(if failure.is_none() {
         Outcome::Succeeded

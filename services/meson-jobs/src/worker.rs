@@ -163,6 +163,12 @@ impl Worker {
                     Ok(jobs) => {
                         claimed_all = jobs.len() == free;
                         for job in jobs {
+                            metrics::histogram!("meson_job_claim_latency_seconds",
+                                "kind" => job.kind.clone())
+                            .record(job.waited_secs);
+                            metrics::counter!("meson_job_attempts_total",
+                                "kind" => job.kind.clone())
+                            .increment(1);
                             let (id, attempt) = (job.id, job.attempt);
                             let handle = running.spawn(self.run_job(job));
                             inflight.insert(handle.id(), (id, attempt));

@@ -50,6 +50,20 @@ pub enum NoPlacement {
 }
 
 impl NoPlacement {
+    /// A metrics label.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            NoPlacement::NoCandidates { .. } => "no_candidates",
+            NoPlacement::Unanswered => "unanswered",
+            NoPlacement::NoFit { .. } => "no_fit",
+        }
+    }
+
+    /// Counts this failure (`meson_placement_failures_total{reason}`).
+    fn count(&self) {
+        metrics::counter!("meson_placement_failures_total", "reason" => self.reason()).increment(1);
+    }
+
     pub fn message(&self) -> String {
         match self {
             NoPlacement::NoCandidates { constraints } => {
@@ -62,6 +76,7 @@ impl NoPlacement {
 
     /// As the failure of a workflow step.
     pub fn step_error(&self) -> StepError {
+        self.count();
         match self {
             NoPlacement::Unanswered => StepError::retryable("service_error", self.message()),
             _ => StepError::fatal("resource_unavailable", self.message()),
@@ -71,6 +86,7 @@ impl NoPlacement {
 
 impl From<NoPlacement> for meson_core::Error {
     fn from(e: NoPlacement) -> Self {
+        e.count();
         match e {
             NoPlacement::Unanswered => meson_core::Error::Unavailable {
                 message: e.message(),

@@ -17,6 +17,9 @@ pub struct Config {
     /// (`externalgrpc`, mutual TLS) listens; unset: not served (dev mode:
     /// 127.0.0.1:50052).
     pub autoscaler_addr: Option<SocketAddr>,
+    /// `MESON_METRICS_ADDR`: where `mesond worker` serves `/metrics` and
+    /// `/healthz` (the API serves them on its own address); unset: not served.
+    pub metrics_addr: Option<SocketAddr>,
     /// `MESON_AUTOSCALER_PUBLIC_ADDR`: the `host:port` autoscalers dial,
     /// default the listen address.
     pub autoscaler_public_addr: Option<String>,
@@ -146,6 +149,13 @@ impl Config {
                 }
             },
             autoscaler_public_addr: var("MESON_AUTOSCALER_PUBLIC_ADDR"),
+            metrics_addr: match var("MESON_METRICS_ADDR") {
+                None => None,
+                Some(v) => Some(
+                    v.parse()
+                        .map_err(|e| anyhow::anyhow!("MESON_METRICS_ADDR={v:?} is invalid: {e}"))?,
+                ),
+            },
             autoscaler_tls_names: var("MESON_AUTOSCALER_TLS_NAMES")
                 .map(|v| {
                     v.split(',')

@@ -7,8 +7,8 @@ use meson_api::Auth;
 use mesond::config::Config;
 use mesond::dev::{Dev, DevOptions};
 use mesond::server::{
-    ApiServer, ApiSettings, api_database, database, register_targets, shutdown_signal,
-    start_worker, targets_from_file,
+    ApiServer, ApiSettings, api_database, database, register_targets, serve_metrics,
+    shutdown_signal, start_worker, targets_from_file,
 };
 
 #[derive(Parser)]
@@ -119,6 +119,11 @@ async fn deployed(cfg: Config, api: bool, worker: bool) -> anyhow::Result<()> {
     } else {
         None
     };
+    let (metrics_stop, metrics_rx) = tokio::sync::watch::channel(false);
+    let metrics = match (worker && api.is_none(), cfg.metrics_addr) {
+        (true, Some(addr)) => Some(serve_metrics(addr, pool.clone(), metrics_rx).await?),
+        _ => None,
+    };
     let worker = match worker {
         true => Some(start_worker(
             pool.clone(),
@@ -135,6 +140,10 @@ async fn deployed(cfg: Config, api: bool, worker: bool) -> anyhow::Result<()> {
     }
     if let Some(w) = worker {
         w.shutdown().await;
+    }
+    let _ = metrics_stop.send(true);
+    if let Some((_, join)) = metrics {
+        let _ = join.await;
     }
     pool.close().await;
     Ok(())

@@ -358,3 +358,43 @@ pub async fn database(url: &str, pool_size: u32, migrate: bool) -> anyhow::Resul
     }
     Ok(pool)
 }
+
+/// A worker's own `/metrics` and `/healthz` (a worker process has no API),
+/// until `stop`.
+pub async fn serve_metrics(
+    addr: SocketAddr,
+    pool: PgPool,
+    mut stop: watch::Receiver<bool>,
+) -> anyhow::Result<(SocketAddr, tokio::task::JoinHandle<std::io::Result<()>>)> {
+    let listener = TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("binding the metrics endpoint to {addr}"))?;
+    let addr = listener.local_addr()?;
+    meson_api::metrics::handle();
+    let router = axum::Router::new()
+        .route(
+            "/metrics",
+            axum::routing::get(move || {
+                let pool = pool.clone();
+                async move {
+                    (
+                        [(
+                            axum::http::header::CONTENT_TYPE,
+                            "text/plain; version=0.0.4; charset=utf-8",
+                        )],
+                        meson_api::metrics::render(&pool).await,
+                    )
+                }
+            }),
+        )
+        .route("/healthz", axum::routing::get(|| async { "ok" }));
+    let join = tokio::spawn(async move {
+        axum::serve(listener, router)
+            .with_graceful_shutdown(async move {
+                let _ = stop.wait_for(|s| *s).await;
+            })
+            .await
+    });
+    tracing::info!(%addr, "metrics endpoint listening");
+    Ok((addr, join))
+}

@@ -154,15 +154,22 @@ where
         Box::pin(
             async move {
                 let start = std::time::Instant::now();
+                let method = path_label(req.uri().path());
                 let mut res = guarded(inner, state, req, correlation.clone()).await?;
                 if let Ok(v) = HeaderValue::from_str(&correlation) {
                     res.headers_mut().insert("x-correlation-id", v);
                 }
+                let code = grpc_status(&res);
                 tracing::info!(
-                    grpc_status = grpc_status(&res),
+                    grpc_status = code,
                     ms = start.elapsed().as_millis() as u64,
                     "call"
                 );
+                metrics::counter!("meson_grpc_requests_total",
+                    "method" => method.clone(), "code" => format!("{:?}", tonic::Code::from_i32(code)))
+                .increment(1);
+                metrics::histogram!("meson_grpc_request_duration_seconds", "method" => method)
+                    .record(start.elapsed().as_secs_f64());
                 Ok(res)
             }
             .instrument(span),
@@ -248,6 +255,18 @@ where
             admitted.decision.apply(res.headers_mut());
             Ok(res)
         }
+    }
+}
+
+/// A method's metrics label: known methods by name, anything else as one
+/// label (so random paths make no new series).
+fn path_label(path: &str) -> String {
+    let known = METHODS.iter().any(|(m, _)| *m == path)
+        || PUBLIC_SERVICES.iter().any(|p| path.starts_with(p));
+    if known {
+        path.to_owned()
+    } else {
+        "unknown".to_owned()
     }
 }
 

@@ -138,10 +138,13 @@ pub fn router(state: AppState) -> Router {
         .with_state(state.clone());
     let limits = state.config.limits;
     let cors = limits::cors(&state.config.cors_origins);
+    crate::metrics::handle();
     let router = Router::new()
         .merge(ops.with_state(state))
         .merge(openapi::routes(openapi::render(&openapi::finish(doc))))
         .merge(api)
+        // Per route (so it sees the route's template), inside the limits.
+        .layer(axum::middleware::from_fn(crate::metrics::http))
         .layer(axum::extract::DefaultBodyLimit::max(limits.body_bytes))
         .layer(axum::middleware::from_fn_with_state(limits, limits::limits))
         .layer(CatchPanicLayer::custom(|_| {

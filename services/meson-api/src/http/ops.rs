@@ -12,6 +12,29 @@ pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(healthz))
         .routes(routes!(readyz))
+        .routes(routes!(metrics))
+}
+
+/// Prometheus metrics.
+#[utoipa::path(
+    get,
+    path = "/metrics",
+    tag = "ops",
+    operation_id = "metrics",
+    summary = "Prometheus metrics",
+    description = "Requests, actions, the job queue, AtomOS calls, placement failures, \
+        clusters and nodes by status, in Prometheus's text format.",
+    responses((status = 200, description = "The metrics.",
+        content_type = "text/plain; version=0.0.4", body = String)),
+)]
+async fn metrics(State(s): State<AppState>) -> impl axum::response::IntoResponse {
+    (
+        [(
+            axum::http::header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        crate::metrics::render(&s.app.pool).await,
+    )
 }
 
 /// The process is up.
