@@ -143,6 +143,7 @@ async fn queue_a_job_nobody_runs(pool: &meson_db::PgPool) {
             concurrency_key: None,
             action_id: None,
             tenant_id: None,
+            trace_context: None,
         },
     )
     .await

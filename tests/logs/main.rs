@@ -1,7 +1,8 @@
 //! Secrets never reach the logs: a whole cluster's life (create, kubeconfig,
 //! delete) with every log line of the process captured at TRACE level, then
 //! searched for the cluster's private keys, bootstrap token, phone-home
-//! secrets and meson's sealing key. Its own test binary: it installs the
+//! secrets, meson's sealing key, the bearer token and its signing secret,
+//! and an autoscaler credential's key. Its own test binary: it installs the
 //! process-wide log subscriber.
 
 #[path = "../e2e/harness.rs"]
@@ -103,6 +104,27 @@ async fn a_clusters_secrets_never_reach_the_logs() {
         "found the secrets to look for: {secrets:?}"
     );
     assert!(secrets.len() >= 6, "{secrets:?}");
+    // The bearer token and the secret it is signed with; the autoscaler's
+    // private key.
+    secrets.push(m.token.clone());
+    secrets.push(m.token.rsplit('.').next().unwrap().to_owned());
+    let jwt = std::fs::read_to_string(m.data_dir().join("jwt-secret")).expect("dev jwt secret");
+    secrets.push(jwt.trim().to_owned());
+    let r = m
+        .post(
+            &format!("/v1/clusters/{id}/autoscaler-credentials"),
+            &serde_json::json!({}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    secrets.extend(
+        r.body["credentials"]["key"]
+            .as_str()
+            .unwrap()
+            .lines()
+            .filter(|l| !l.starts_with("-----") && l.len() >= 40)
+            .map(str::to_owned),
+    );
 
     let r = m.delete(&format!("/v1/clusters/{id}")).await;
     assert_eq!(r.status, StatusCode::OK);

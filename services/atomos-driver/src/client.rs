@@ -376,12 +376,16 @@ impl AtomosClient {
             )
         })?;
         let url = format!("{}{}", self.inner.bases[call.daemon as usize], call.path);
-        let request = self
+        let mut request = self
             .inner
             .http
             .request(call.method.clone(), url)
             .header(reqwest::header::ACCEPT, "application/json")
             .timeout(self.inner.opts.timeout);
+        // The daemons join the caller's trace, if it is exported.
+        for (name, value) in trace_headers() {
+            request = request.header(name, value);
+        }
         let started = Instant::now();
         let response = with_body(request)
             .send()
@@ -445,6 +449,22 @@ fn backoff(attempt: u32) -> Duration {
     const CAP_MS: u64 = 2_000;
     let full = BASE_MS.saturating_mul(1u64 << attempt.min(16)).min(CAP_MS);
     Duration::from_millis(rand::thread_rng().gen_range(full / 2..=full))
+}
+
+/// The current span's W3C trace context as headers (none unless traces are
+/// exported).
+fn trace_headers() -> Vec<(String, String)> {
+    use tracing_opentelemetry::OpenTelemetrySpanExt;
+    struct Headers(Vec<(String, String)>);
+    impl opentelemetry::propagation::Injector for Headers {
+        fn set(&mut self, key: &str, value: String) {
+            self.0.push((key.to_owned(), value));
+        }
+    }
+    let cx = tracing::Span::current().context();
+    let mut h = Headers(Vec::new());
+    opentelemetry::global::get_text_map_propagator(|p| p.inject_context(&cx, &mut h));
+    h.0
 }
 
 #[cfg(test)]

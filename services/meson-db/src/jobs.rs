@@ -23,6 +23,8 @@ pub struct NewJob {
     pub concurrency_key: Option<String>,
     pub action_id: Option<ActionId>,
     pub tenant_id: Option<String>,
+    /// The enqueuing request's trace context (see the migration).
+    pub trace_context: Option<Value>,
 }
 
 /// A job a worker holds, with the attempt that fences its writes.
@@ -37,6 +39,8 @@ pub struct ClaimedJob {
     pub failure: Option<Value>,
     /// How long the job waited between becoming due and being claimed.
     pub waited_secs: f64,
+    /// The enqueuing request's trace context.
+    pub trace_context: Option<Value>,
 }
 
 /// Outcome of an enqueue.
@@ -51,8 +55,9 @@ pub enum Enqueued {
 /// caller's own writes commit.
 pub async fn enqueue(tx: &mut Tx<'_>, job: &NewJob) -> Result<Enqueued, Error> {
     let id = sqlx::query_scalar!(
-        r#"insert into jobs (kind, args, priority, max_attempts, concurrency_key, action_id, tenant_id)
-           values ($1, $2, $3, $4, $5, $6, $7)
+        r#"insert into jobs (kind, args, priority, max_attempts, concurrency_key, action_id, tenant_id,
+                             trace_context)
+           values ($1, $2, $3, $4, $5, $6, $7, $8)
            on conflict (concurrency_key)
              where state in ('available', 'running') and concurrency_key is not null
            do nothing
@@ -64,6 +69,7 @@ pub async fn enqueue(tx: &mut Tx<'_>, job: &NewJob) -> Result<Enqueued, Error> {
         job.concurrency_key,
         job.action_id.map(|a| a.0),
         job.tenant_id,
+        job.trace_context,
     )
     .fetch_optional(&mut **tx)
     .await
@@ -107,7 +113,8 @@ pub async fn claim(
                lease_expires_at = now() + make_interval(secs => $4)
            from picked where j.id = picked.id
            returning j.id, j.kind, j.args, j.attempt, j.max_attempts, j.action_id, j.failure,
-                     greatest(extract(epoch from (now() - j.run_at)), 0)::float8 as "waited_secs!""#,
+                     greatest(extract(epoch from (now() - j.run_at)), 0)::float8 as "waited_secs!",
+                     j.trace_context"#,
         kinds,
         limit,
         worker,
@@ -127,6 +134,7 @@ pub async fn claim(
             action_id: r.action_id.map(ActionId),
             failure: r.failure,
             waited_secs: r.waited_secs,
+            trace_context: r.trace_context,
         })
         .collect())
 }

@@ -14,6 +14,7 @@ use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
+use tracing::Instrument;
 
 /// How a run of a job ended, for the worker's bookkeeping and tests.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -131,7 +132,8 @@ pub async fn execute<W: Workflow>(
             }
             let cx = ctx(pool, step, &params, job, &outputs);
             tracing::info!(job = %job.id, step, "running step");
-            match guarded(wf.run(&cx, step)).await {
+            let span = tracing::info_span!("step", step, direction = "do");
+            match guarded(wf.run(&cx, step)).instrument(span).await {
                 Ok(out) => {
                     let progress = (((i + 1) * 100) / steps.len()) as u8;
                     if !record(pool, job, step, "do", &out, Some(progress)).await? {
@@ -173,7 +175,8 @@ pub async fn execute<W: Workflow>(
         }
         let cx = ctx(pool, step, &params, job, &outputs);
         tracing::info!(job = %job.id, step, "undoing step");
-        match guarded(wf.undo(&cx, step)).await {
+        let span = tracing::info_span!("step", step, direction = "undo");
+        match guarded(wf.undo(&cx, step)).instrument(span).await {
             Ok(()) => {
                 if !record(pool, job, step, "undo", &Value::Null, None).await? {
                     return Ok(Outcome::LostLease);

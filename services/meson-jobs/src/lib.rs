@@ -9,6 +9,7 @@
 pub mod backoff;
 pub mod engine;
 pub mod testing;
+pub mod trace_context;
 pub mod worker;
 pub mod workflow;
 

@@ -256,8 +256,14 @@ impl Worker {
         let wf = self.registry.get(job.kind.as_str()).cloned();
         let lease = self.cfg.lease;
         let retry = self.cfg.retry.clone();
-        let span =
-            tracing::info_span!("job", id = %job.id, kind = %job.kind, attempt = job.attempt);
+        let span = tracing::info_span!(
+            "job",
+            id = %job.id,
+            kind = %job.kind,
+            attempt = job.attempt,
+            action_id = job.action_id.map(|a| a.to_string()),
+        );
+        crate::trace_context::continue_trace(&span, job.trace_context.as_ref());
         async move {
             let Some(wf) = wf else {
                 return (job.id, job.kind, Outcome::LostLease);

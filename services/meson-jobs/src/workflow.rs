@@ -293,6 +293,7 @@ pub async fn enqueue<W: Workflow>(
             concurrency_key: opts.concurrency_key,
             action_id: opts.action,
             tenant_id: opts.tenant,
+            trace_context: crate::trace_context::current(),
         },
     )
     .await

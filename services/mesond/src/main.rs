@@ -60,7 +60,15 @@ fn main() -> std::process::ExitCode {
 
 async fn run(cli: Cli) -> anyhow::Result<()> {
     let cfg = Config::from_env()?;
-    mesond::telemetry::init(!matches!(cli.mode, Mode::Dev));
+    let mode = match cli.mode {
+        Mode::Dev => "dev",
+        Mode::Serve => "serve",
+        Mode::Api => "api",
+        Mode::Worker => "worker",
+        Mode::Migrate => "migrate",
+    };
+    // Flushed (the last spans sent) when `run` returns.
+    let _telemetry = mesond::telemetry::init(!matches!(cli.mode, Mode::Dev), mode);
     match cli.mode {
         Mode::Dev => dev(cfg).await,
         Mode::Migrate => {

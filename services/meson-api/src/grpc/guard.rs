@@ -151,6 +151,7 @@ where
             tenant = tracing::field::Empty,
             subject = tracing::field::Empty,
         );
+        crate::trace_context::continue_trace(&span, req.headers());
         Box::pin(
             async move {
                 let start = std::time::Instant::now();

@@ -182,6 +182,7 @@ async fn correlation(mut req: Request, next: Next) -> Response {
         tenant = tracing::field::Empty,
         subject = tracing::field::Empty,
     );
+    crate::trace_context::continue_trace(&span, req.headers());
     let start = std::time::Instant::now();
     let mut res = tracing::Instrument::instrument(next.run(req), span.clone()).await;
     span.in_scope(|| {

@@ -13,6 +13,7 @@ fn job(kind: &str, priority: i16, key: Option<&str>) -> NewJob {
         concurrency_key: key.map(str::to_owned),
         action_id: None,
         tenant_id: None,
+        trace_context: None,
     }
 }
 
