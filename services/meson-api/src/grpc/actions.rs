@@ -48,6 +48,18 @@ pub(super) async fn list_for(
     })
 }
 
+impl Svc {
+    /// Any resource's `List…Actions`.
+    pub(super) async fn resource_actions(
+        &self,
+        req: &Request<pb::ResourceActionsRequest>,
+        kind: ResourceType,
+    ) -> Result<Response<pb::ResourceActionsResponse>, Status> {
+        let p = principal(req)?;
+        answer(list_for(&self.0, &p, kind, req.get_ref()).await)
+    }
+}
+
 type ActionStream = Pin<Box<dyn Stream<Item = Result<pb::Action, Status>> + Send>>;
 
 #[tonic::async_trait]

@@ -126,16 +126,8 @@ impl pb::cluster_service_server::ClusterService for Svc {
         &self,
         req: Request<pb::ResourceActionsRequest>,
     ) -> Result<Response<pb::ResourceActionsResponse>, Status> {
-        let p = principal(&req)?;
-        answer(
-            super::actions::list_for(
-                &self.0,
-                &p,
-                meson_core::action::ResourceType::Cluster,
-                req.get_ref(),
-            )
-            .await,
-        )
+        self.resource_actions(&req, meson_core::action::ResourceType::Cluster)
+            .await
     }
 
     async fn list_nodes(

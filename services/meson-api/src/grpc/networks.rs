@@ -103,15 +103,7 @@ impl pb::network_service_server::NetworkService for Svc {
         &self,
         req: Request<pb::ResourceActionsRequest>,
     ) -> Result<Response<pb::ResourceActionsResponse>, Status> {
-        let p = principal(&req)?;
-        answer(
-            super::actions::list_for(
-                &self.0,
-                &p,
-                meson_core::action::ResourceType::Network,
-                req.get_ref(),
-            )
-            .await,
-        )
+        self.resource_actions(&req, meson_core::action::ResourceType::Network)
+            .await
     }
 }

@@ -108,15 +108,7 @@ impl pb::vm_service_server::VmService for Svc {
         &self,
         req: Request<pb::ResourceActionsRequest>,
     ) -> Result<Response<pb::ResourceActionsResponse>, Status> {
-        let p = principal(&req)?;
-        answer(
-            super::actions::list_for(
-                &self.0,
-                &p,
-                meson_core::action::ResourceType::Vm,
-                req.get_ref(),
-            )
-            .await,
-        )
+        self.resource_actions(&req, meson_core::action::ResourceType::Vm)
+            .await
     }
 }

@@ -60,15 +60,7 @@ impl pb::volume_service_server::VolumeService for Svc {
         &self,
         req: Request<pb::ResourceActionsRequest>,
     ) -> Result<Response<pb::ResourceActionsResponse>, Status> {
-        let p = principal(&req)?;
-        answer(
-            super::actions::list_for(
-                &self.0,
-                &p,
-                meson_core::action::ResourceType::Volume,
-                req.get_ref(),
-            )
-            .await,
-        )
+        self.resource_actions(&req, meson_core::action::ResourceType::Volume)
+            .await
     }
 }
