@@ -1,0 +1,472 @@
+//! The Rust SDK of meson's REST API.
+//!
+//! - Typed calls answering meson's own wire types (`meson-types`).
+//! - Retries on the retryable errors only: `conflict` (an idempotent create
+//!   still running elsewhere), `rate_limit_exceeded` (after `Retry-After`),
+//!   `timeout`, 502/504 and connection failures; never `locked`,
+//!   `invalid_input` and the like. Jittered exponential backoff, capped.
+//! - Every create carries an `Idempotency-Key`, the same on each retry, so
+//!   a retried create is done once.
+//! - [`Client::wait_for`] / [`Client::wait_for_with`] wait on actions as
+//!   hcloud-go's `WaitForFunc` does: batches of at most 25 ids, polls every
+//!   500 ms backing off to a cap, the Server-Sent Events stream when meson
+//!   offers it, cancellation that names the actions still running, and an
+//!   error that names the action that failed.
+
+mod wait;
+
+pub use wait::{OnUpdate, WaitOpts};
+
+use meson_types as wire;
+use reqwest::{Method, StatusCode};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use std::time::Duration;
+use uuid::Uuid;
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// What can go wrong.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// meson answered with its error envelope.
+    #[error("{message} ({code})")]
+    Api {
+        status: u16,
+        /// `invalid_input`, `not_found`, `locked`, ...
+        code: String,
+        message: String,
+        /// `fields`, `limits`, `action_id`, ... as the code has them.
+        details: Value,
+        correlation_id: Option<String>,
+    },
+    /// An awaited action ended in `error`.
+    #[error("{} ({}, {})", .action.error.as_ref().map_or("unknown error", |e| e.message.as_str()),
+        .action.error.as_ref().map_or("unknown", |e| e.code.as_str()), .action.id)]
+    ActionFailed { action: Box<wire::Action> },
+    /// Awaited actions that do not exist (any more).
+    #[error("actions not found: {0:?}")]
+    ActionsNotFound(Vec<Uuid>),
+    /// The wait was cancelled while these actions still ran.
+    #[error("cancelled while actions were running: {running:?}")]
+    Cancelled { running: Vec<Uuid> },
+    /// meson could not be reached, or the connection broke.
+    #[error("cannot reach meson: {0}")]
+    Transport(#[source] reqwest::Error),
+    /// An answer that is not what meson sends.
+    #[error("unexpected answer: {0}")]
+    Decode(String),
+    /// A base URL or token that cannot be used.
+    #[error("bad client configuration: {0}")]
+    Config(String),
+}
+
+impl Error {
+    /// The API error code, if meson answered one.
+    pub fn code(&self) -> Option<&str> {
+        match self {
+            Error::Api { code, .. } => Some(code),
+            _ => None,
+        }
+    }
+}
+
+/// How requests are retried.
+#[derive(Clone, Debug)]
+pub struct RetryPolicy {
+    /// Retries after the first attempt.
+    pub max_retries: u32,
+    pub base: Duration,
+    pub cap: Duration,
+}
+
+impl Default for RetryPolicy {
+    /// hcloud-go's: 5 retries from 1 s, doubling, capped at a minute.
+    fn default() -> Self {
+        RetryPolicy {
+            max_retries: 5,
+            base: Duration::from_secs(1),
+            cap: Duration::from_secs(60),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// "Full" jitter: a delay drawn between the base and the doubled one.
+    fn delay(&self, retry: u32) -> Duration {
+        let top = self
+            .base
+            .saturating_mul(2u32.saturating_pow(retry))
+            .min(self.cap);
+        let low = self.base.min(top);
+        let spread = top.saturating_sub(low).as_millis() as u64;
+        low + Duration::from_millis(rand::random::<u64>() % (spread + 1))
+    }
+}
+
+/// A client of one meson, with one token.
+#[derive(Clone, Debug)]
+pub struct Client {
+    base: String,
+    token: String,
+    http: reqwest::Client,
+    retry: RetryPolicy,
+}
+
+/// Which page of a list.
+#[derive(Clone, Copy, Debug)]
+pub struct Page {
+    pub page: u32,
+    pub per_page: u32,
+}
+
+impl Default for Page {
+    fn default() -> Self {
+        Page {
+            page: 1,
+            per_page: 50,
+        }
+    }
+}
+
+impl Client {
+    /// A client of the meson at `base_url` (`http://127.0.0.1:8080`).
+    pub fn new(base_url: &str, token: &str) -> Result<Client> {
+        let base = base_url.trim_end_matches('/').to_owned();
+        if !(base.starts_with("http://") || base.starts_with("https://")) {
+            return Err(Error::Config(format!(
+                "the URL must start with http:// or https://, got {base_url:?}"
+            )));
+        }
+        if token.trim().is_empty() {
+            return Err(Error::Config("no token".into()));
+        }
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .user_agent(concat!("meson-client/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(Error::Transport)?;
+        Ok(Client {
+            base,
+            token: token.trim().to_owned(),
+            http,
+            retry: RetryPolicy::default(),
+        })
+    }
+
+    /// This client with another retry policy.
+    pub fn with_retry(mut self, retry: RetryPolicy) -> Client {
+        self.retry = retry;
+        self
+    }
+
+    pub fn base_url(&self) -> &str {
+        &self.base
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    /// Sends a request, retrying what may be retried; the raw answer.
+    async fn send(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+        idempotent_create: bool,
+    ) -> Result<reqwest::Response> {
+        let key = idempotent_create.then(|| Uuid::new_v4().to_string());
+        let mut retry = 0;
+        loop {
+            let mut req = self
+                .http
+                .request(method.clone(), self.url(path))
+                .bearer_auth(&self.token)
+                .timeout(Duration::from_secs(60));
+            if let Some(k) = &key {
+                req = req.header("idempotency-key", k);
+            }
+            if let Some(b) = body {
+                req = req.json(b);
+            }
+            let (err, wait) = match req.send().await {
+                Ok(res) if res.status().is_success() => return Ok(res),
+                Ok(res) => {
+                    let retry_after = res
+                        .headers()
+                        .get(reqwest::header::RETRY_AFTER)
+                        .and_then(|v| v.to_str().ok())
+                        .and_then(|v| v.parse::<u64>().ok())
+                        .map(Duration::from_secs);
+                    let err = api_error(res).await;
+                    let retryable = match &err {
+                        Error::Api { code, status, .. } => {
+                            matches!(
+                                code.as_str(),
+                                "conflict" | "rate_limit_exceeded" | "timeout"
+                            ) || *status == 502
+                                || *status == 504
+                        }
+                        _ => false,
+                    };
+                    if !retryable {
+                        return Err(err);
+                    }
+                    (err, retry_after)
+                }
+                Err(e) if e.is_timeout() || e.is_connect() => (Error::Transport(e), None),
+                Err(e) => return Err(Error::Transport(e)),
+            };
+            if retry >= self.retry.max_retries {
+                return Err(err);
+            }
+            let delay = wait.unwrap_or_else(|| self.retry.delay(retry));
+            tracing::debug!(%path, retry, ?delay, error = %err, "retrying");
+            tokio::time::sleep(delay).await;
+            retry += 1;
+        }
+    }
+
+    async fn call<T: DeserializeOwned>(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<T> {
+        let create = method == Method::POST;
+        let res = self.send(method, path, body, create).await?;
+        decode(res).await
+    }
+
+    async fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T> {
+        self.call(Method::GET, path, None).await
+    }
+
+    // --- VMs
+
+    /// `POST /v1/vms` with the VM request (PRODUCT.md §1's shape).
+    pub async fn vm_create(&self, body: &Value) -> Result<wire::VmCreateResponse> {
+        self.call(Method::POST, "/v1/vms", Some(body)).await
+    }
+
+    pub async fn vm_list(&self, page: Page) -> Result<wire::VmList> {
+        self.get(&format!(
+            "/v1/vms?page={}&per_page={}",
+            page.page, page.per_page
+        ))
+        .await
+    }
+
+    pub async fn vm_get(&self, id: Uuid) -> Result<wire::Vm> {
+        let r: wire::VmResponse = self.get(&format!("/v1/vms/{id}")).await?;
+        Ok(r.vm)
+    }
+
+    pub async fn vm_delete(&self, id: Uuid) -> Result<wire::Action> {
+        let r: wire::ActionResponse = self
+            .call(Method::DELETE, &format!("/v1/vms/{id}"), None)
+            .await?;
+        Ok(r.action)
+    }
+
+    /// `poweron`, `poweroff` or `reboot`.
+    pub async fn vm_power(&self, id: Uuid, command: &str) -> Result<wire::Action> {
+        let r: wire::ActionResponse = self
+            .call(
+                Method::POST,
+                &format!("/v1/vms/{id}/actions/{command}"),
+                None,
+            )
+            .await?;
+        Ok(r.action)
+    }
+
+    // --- Clusters
+
+    /// `POST /v1/clusters` with the KaaS request.
+    pub async fn cluster_create(
+        &self,
+        body: &Value,
+    ) -> Result<wire::cluster::ClusterCreateResponse> {
+        self.call(Method::POST, "/v1/clusters", Some(body)).await
+    }
+
+    pub async fn cluster_list(&self, page: Page) -> Result<wire::cluster::ClusterList> {
+        self.get(&format!(
+            "/v1/clusters?page={}&per_page={}",
+            page.page, page.per_page
+        ))
+        .await
+    }
+
+    pub async fn cluster_get(&self, id: Uuid) -> Result<wire::cluster::Cluster> {
+        let r: wire::cluster::ClusterResponse = self.get(&format!("/v1/clusters/{id}")).await?;
+        Ok(r.cluster)
+    }
+
+    pub async fn cluster_delete(&self, id: Uuid) -> Result<wire::Action> {
+        let r: wire::ActionResponse = self
+            .call(Method::DELETE, &format!("/v1/clusters/{id}"), None)
+            .await?;
+        Ok(r.action)
+    }
+
+    pub async fn cluster_upgrade(&self, id: Uuid, version: &str) -> Result<wire::Action> {
+        let body = serde_json::json!({ "kubernetes_version": version });
+        let r: wire::upgrade::ClusterActionResponse = self
+            .call(
+                Method::POST,
+                &format!("/v1/clusters/{id}/actions/upgrade"),
+                Some(&body),
+            )
+            .await?;
+        Ok(r.action)
+    }
+
+    /// Sets a pool's `desired_nodes`.
+    pub async fn pool_scale(
+        &self,
+        cluster: Uuid,
+        pool: Uuid,
+        desired: u32,
+    ) -> Result<wire::pool::PoolUpdateResponse> {
+        let body = serde_json::json!({ "desired_nodes": desired });
+        self.call(
+            Method::PATCH,
+            &format!("/v1/clusters/{cluster}/pools/{pool}"),
+            Some(&body),
+        )
+        .await
+    }
+
+    /// An admin kubeconfig (YAML).
+    pub async fn kubeconfig(&self, cluster: Uuid, expiry_seconds: Option<u64>) -> Result<String> {
+        let query = expiry_seconds.map_or(String::new(), |s| format!("?expiry_seconds={s}"));
+        let res = self
+            .send(
+                Method::GET,
+                &format!("/v1/clusters/{cluster}/kubeconfig{query}"),
+                None,
+                false,
+            )
+            .await?;
+        res.text().await.map_err(Error::Transport)
+    }
+
+    // --- Actions
+
+    pub async fn action_get(&self, id: Uuid) -> Result<wire::Action> {
+        let r: wire::ActionResponse = self.get(&format!("/v1/actions/{id}")).await?;
+        Ok(r.action)
+    }
+
+    /// Actions by id (at most 25); unknown ids are left out.
+    pub async fn actions_get(&self, ids: &[Uuid]) -> Result<Vec<wire::Action>> {
+        let query: Vec<String> = ids.iter().map(|id| format!("id={id}")).collect();
+        let r: wire::ActionList = self
+            .get(&format!("/v1/actions?{}&sort=id", query.join("&")))
+            .await?;
+        Ok(r.actions)
+    }
+
+    /// A resource's actions, newest first: `kind` is the collection
+    /// (`vms`, `volumes`, `networks`, `clusters`).
+    pub async fn resource_actions(&self, kind: &str, id: Uuid) -> Result<Vec<wire::Action>> {
+        let r: wire::action::ActionPage = self
+            .get(&format!("/v1/{kind}/{id}/actions?per_page=50"))
+            .await?;
+        Ok(r.actions)
+    }
+
+    // --- Catalogue
+
+    pub async fn flavors(&self) -> Result<Vec<wire::catalog::Flavor>> {
+        let r: wire::catalog::FlavorList = self.get("/v1/flavors").await?;
+        Ok(r.flavors)
+    }
+
+    pub async fn providers(&self) -> Result<Vec<wire::catalog::Provider>> {
+        let r: wire::catalog::ProviderList = self.get("/v1/providers").await?;
+        Ok(r.providers)
+    }
+
+    /// `POST /v1/quotes`: a VM's or a cluster's price per placement.
+    pub async fn quote(&self, body: &Value) -> Result<wire::quote::QuoteAnswer> {
+        self.call(Method::POST, "/v1/quotes", Some(body)).await
+    }
+
+    /// `GET /v1/actions/stream` for `ids`, as a response to read events from.
+    async fn stream(&self, ids: &[Uuid]) -> Result<reqwest::Response> {
+        let query: Vec<String> = ids.iter().map(|id| format!("id={id}")).collect();
+        let res = self
+            .http
+            .get(self.url(&format!("/v1/actions/stream?{}", query.join("&"))))
+            .bearer_auth(&self.token)
+            .header(reqwest::header::ACCEPT, "text/event-stream")
+            .send()
+            .await
+            .map_err(Error::Transport)?;
+        if res.status().is_success() {
+            Ok(res)
+        } else {
+            Err(api_error(res).await)
+        }
+    }
+}
+
+/// The error envelope of a failed answer.
+async fn api_error(res: reqwest::Response) -> Error {
+    let status = res.status();
+    let correlation_id = res
+        .headers()
+        .get("x-correlation-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let body: Value = res.json().await.unwrap_or(Value::Null);
+    let e = &body["error"];
+    Error::Api {
+        status: status.as_u16(),
+        code: e["code"].as_str().map_or_else(
+            || match status {
+                StatusCode::BAD_GATEWAY => "bad_gateway".to_owned(),
+                StatusCode::GATEWAY_TIMEOUT => "timeout".to_owned(),
+                _ => "service_error".to_owned(),
+            },
+            str::to_owned,
+        ),
+        message: e["message"]
+            .as_str()
+            .map_or_else(|| status.to_string(), str::to_owned),
+        details: e["details"].clone(),
+        correlation_id,
+    }
+}
+
+async fn decode<T: DeserializeOwned>(res: reqwest::Response) -> Result<T> {
+    let bytes = res.bytes().await.map_err(Error::Transport)?;
+    serde_json::from_slice(&bytes).map_err(|e| Error::Decode(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_grows_jittered_and_capped() {
+        let p = RetryPolicy {
+            max_retries: 5,
+            base: Duration::from_millis(100),
+            cap: Duration::from_millis(500),
+        };
+        for retry in 0..8 {
+            let d = p.delay(retry);
+            assert!(
+                d >= Duration::from_millis(100) && d <= Duration::from_millis(500),
+                "{d:?}"
+            );
+        }
+        assert!(Client::new("ftp://x", "t").is_err());
+        assert!(Client::new("http://x", " ").is_err());
+    }
+}

@@ -1,0 +1,292 @@
+//! The SDK against a real meson: typed calls, retries, and the waiter on
+//! quick, slow, failing, vanished and cancelled actions, streamed or polled.
+
+#[path = "../../../tests/e2e/harness.rs"]
+#[allow(dead_code)]
+mod harness;
+
+use harness::{Meson, seed_vm};
+use meson_client::{Client, Error, RetryPolicy, WaitOpts};
+use serde_json::json;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use uuid::Uuid;
+
+fn client(m: &Meson) -> Client {
+    Client::new(&m.base, &m.token)
+        .unwrap()
+        .with_retry(RetryPolicy {
+            max_retries: 3,
+            base: Duration::from_millis(50),
+            cap: Duration::from_millis(500),
+        })
+}
+
+fn vm(name: &str) -> serde_json::Value {
+    let mut v = seed_vm();
+    v["specs"]["vm_name"] = name.into();
+    v
+}
+
+/// Every state the waiter reported: id, status, progress.
+type Seen = Arc<Mutex<Vec<(Uuid, String, u8)>>>;
+
+/// Options recording every state the waiter reports.
+fn recording(stream: bool) -> (WaitOpts, Seen) {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = seen.clone();
+    let opts = WaitOpts {
+        poll: Duration::from_millis(50),
+        poll_cap: Duration::from_millis(200),
+        stream,
+        on_update: Some(Box::new(move |a: &meson_types::Action| {
+            log.lock()
+                .unwrap()
+                .push((a.id, a.status.clone(), a.progress));
+        })),
+        ..WaitOpts::default()
+    };
+    (opts, seen)
+}
+
+#[tokio::test]
+async fn creates_are_waited_on_streamed_or_polled_and_read_back_typed() {
+    let m = Meson::start().await;
+    let c = client(&m);
+    for (name, stream) in [("streamed", true), ("polled", false)] {
+        let created = c.vm_create(&vm(name)).await.unwrap();
+        assert_eq!(created.vm.status, "initializing");
+        let (opts, seen) = recording(stream);
+        let done = c
+            .wait_for_with(&[created.action.id], opts, std::future::pending())
+            .await
+            .unwrap();
+        assert_eq!(done.len(), 1);
+        assert_eq!(
+            (done[0].status.as_str(), done[0].progress),
+            ("success", 100)
+        );
+        let seen = seen.lock().unwrap().clone();
+        assert!(seen.len() >= 2, "{name}: {seen:?}");
+        assert!(
+            seen.windows(2).all(|w| w[0].2 <= w[1].2),
+            "{name}: {seen:?}"
+        );
+        assert_eq!(c.vm_get(created.vm.id).await.unwrap().status, "running");
+    }
+    let list = c.vm_list(Default::default()).await.unwrap();
+    assert_eq!(list.vms.len(), 2);
+    assert!(!c.flavors().await.unwrap().is_empty());
+    assert!(!c.providers().await.unwrap().is_empty());
+
+    // Many at once: one wait, in batches, in the order asked.
+    let mut ids = Vec::new();
+    for i in 0..3 {
+        ids.push(
+            c.vm_delete(list.vms[i % 2].id)
+                .await
+                .map(|a| a.id)
+                .or_else(|e| {
+                    // The second delete of the same VM is locked by the first.
+                    assert_eq!(e.code(), Some("locked"), "{e}");
+                    Ok::<_, Error>(Uuid::nil())
+                })
+                .unwrap(),
+        );
+    }
+    ids.retain(|id| !id.is_nil());
+    let done = c.wait_for(&ids).await.unwrap();
+    assert_eq!(done.iter().map(|a| a.id).collect::<Vec<_>>(), ids);
+    assert!(done.iter().all(|a| a.status == "success"));
+    m.stop().await;
+}
+
+#[tokio::test]
+async fn a_slow_action_is_waited_on_with_polls_backing_off() {
+    let m = Meson::start().await;
+    m.set_boot_time(Duration::from_secs(3));
+    let c = client(&m);
+    let created = c.vm_create(&vm("slow")).await.unwrap();
+    let (opts, seen) = recording(false);
+    let started = std::time::Instant::now();
+    let done = c
+        .wait_for_with(&[created.action.id], opts, std::future::pending())
+        .await
+        .unwrap();
+    assert!(started.elapsed() >= Duration::from_secs(3));
+    assert_eq!(done[0].status, "success");
+    // Polled all along: ~50 ms at first, then backing off to 200 ms; not
+    // hundreds of polls.
+    let polls = seen.lock().unwrap().len();
+    assert!((10..=80).contains(&polls), "{polls} polls");
+    m.stop().await;
+}
+
+#[tokio::test]
+async fn a_failing_action_ends_the_wait_naming_it() {
+    let m = Meson::start().await;
+    for h in m
+        .sim()
+        .hosts()
+        .iter()
+        .filter(|h| h.name().starts_with("ionos"))
+    {
+        m.fault(h.name(), &json!({"full": true})).await;
+    }
+    let c = client(&m);
+    let created = c.vm_create(&vm("doomed")).await.unwrap();
+    for stream in [true, false] {
+        let (opts, _) = recording(stream);
+        let err = c
+            .wait_for_with(&[created.action.id], opts, std::future::pending())
+            .await
+            .unwrap_err();
+        let Error::ActionFailed { action } = &err else {
+            panic!("{err:?}")
+        };
+        assert_eq!(action.id, created.action.id);
+        assert_eq!(action.error.as_ref().unwrap().code, "resource_unavailable");
+        let text = err.to_string();
+        assert!(
+            text.contains("resource_unavailable") && text.contains(&created.action.id.to_string()),
+            "{text}"
+        );
+    }
+    m.stop().await;
+}
+
+#[tokio::test]
+async fn vanished_actions_and_cancelled_waits_say_which() {
+    let m = Meson::start().await;
+    let c = client(&m);
+    // An id meson does not know (or another tenant's): not found, not a hang.
+    let ghost = Uuid::new_v4();
+    let created = c.vm_create(&vm("real")).await.unwrap();
+    let err = c.wait_for(&[created.action.id, ghost]).await.unwrap_err();
+    let Error::ActionsNotFound(ids) = err else {
+        panic!("{err:?}")
+    };
+    assert_eq!(ids, vec![ghost]);
+    let other = Client::new(&m.base, &m.token("acme", "eve", meson_api::Role::Admin)).unwrap();
+    let err = other.wait_for(&[created.action.id]).await.unwrap_err();
+    assert!(matches!(err, Error::ActionsNotFound(_)), "{err:?}");
+
+    // Cancelled while running: the error names what still runs.
+    m.set_boot_time(Duration::from_secs(5));
+    let slow = c.vm_create(&vm("slow")).await.unwrap();
+    for stream in [true, false] {
+        let err = c
+            .wait_for_with(
+                &[slow.action.id],
+                WaitOpts {
+                    stream,
+                    ..WaitOpts::default()
+                },
+                tokio::time::sleep(Duration::from_millis(300)),
+            )
+            .await
+            .unwrap_err();
+        let Error::Cancelled { running } = err else {
+            panic!("{err:?}")
+        };
+        assert_eq!(running, vec![slow.action.id]);
+    }
+    m.stop().await;
+}
+
+#[tokio::test]
+async fn retryable_errors_are_retried_and_the_rest_are_not() {
+    let m = Meson::start_with(|o| {
+        o.api.rate_limits = meson_api::ratelimit::RateLimitConfig {
+            api_per_minute: 60,
+            polling_per_minute: 1000,
+        };
+    })
+    .await;
+    let c = client(&m);
+    // A tenant over its budget: the client waits Retry-After and goes on.
+    for _ in 0..60 {
+        c.flavors().await.unwrap();
+    }
+    let started = std::time::Instant::now();
+    c.flavors().await.expect("retried after Retry-After");
+    assert!(started.elapsed() >= Duration::from_millis(900));
+    // Not retried: bad input answers at once, with the field.
+    let err = c.vm_create(&json!({"specs": {}})).await.unwrap_err();
+    let Error::Api {
+        status,
+        code,
+        details,
+        ..
+    } = &err
+    else {
+        panic!("{err:?}")
+    };
+    assert_eq!((*status, code.as_str()), (400, "invalid_input"));
+    assert!(details["fields"].as_array().is_some_and(|f| !f.is_empty()));
+    // Unreachable: a transport error.
+    let dead = Client::new("http://127.0.0.1:9", "t")
+        .unwrap()
+        .with_retry(RetryPolicy {
+            max_retries: 1,
+            base: Duration::from_millis(10),
+            cap: Duration::from_millis(10),
+        });
+    assert!(matches!(dead.flavors().await, Err(Error::Transport(_))));
+    m.stop().await;
+}
+
+/// A stand-in server that answers `409 conflict` (an idempotent create still
+/// running elsewhere) then `201`, recording each request's key: the client
+/// retries the create with the same `Idempotency-Key`.
+#[tokio::test]
+async fn a_retried_create_carries_the_same_idempotency_key() {
+    let keys: Arc<Mutex<Vec<Option<String>>>> = Arc::default();
+    let seen = keys.clone();
+    let app = axum::Router::new().route(
+        "/v1/vms",
+        axum::routing::post(move |headers: axum::http::HeaderMap| {
+            let seen = seen.clone();
+            async move {
+                let mut k = seen.lock().unwrap();
+                k.push(
+                    headers
+                        .get("idempotency-key")
+                        .and_then(|v| v.to_str().ok())
+                        .map(str::to_owned),
+                );
+                if k.len() == 1 {
+                    return (
+                        axum::http::StatusCode::CONFLICT,
+                        axum::Json(json!({"error": {"code": "conflict",
+                            "message": "still being processed", "details": {}}})),
+                    );
+                }
+                (
+                    axum::http::StatusCode::LOCKED,
+                    axum::Json(json!({"error": {"code": "locked",
+                        "message": "locked", "details": {"action_id": Uuid::nil()}}})),
+                )
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let c = Client::new(&base, "token")
+        .unwrap()
+        .with_retry(RetryPolicy {
+            max_retries: 3,
+            base: Duration::from_millis(10),
+            cap: Duration::from_millis(20),
+        });
+    let err = c.vm_create(&vm("x")).await.unwrap_err();
+    // 409 retried once; `locked` answered as it is, not retried.
+    assert_eq!(err.code(), Some("locked"));
+    let keys = keys.lock().unwrap().clone();
+    assert_eq!(keys.len(), 2, "{keys:?}");
+    assert!(keys[0].is_some());
+    assert_eq!(keys[0], keys[1]);
+    // Another create gets another key.
+    let _ = c.vm_create(&vm("y")).await;
+}
