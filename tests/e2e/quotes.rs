@@ -426,3 +426,24 @@ async fn a_pool_that_fits_nowhere_is_resource_unavailable_naming_it() {
     assert_eq!(r.body["error"]["details"]["fields"][0]["name"], "(body)");
     m.stop().await;
 }
+
+#[tokio::test]
+async fn a_cluster_quote_refuses_what_a_create_refuses() {
+    let m = Meson::start().await;
+    // DHCP over the whole subnet leaves the API endpoint no address.
+    let mut kaas = crate::harness::seed_kaas();
+    let subnet = kaas["req"]["nodes_subnet"].as_object_mut().unwrap();
+    subnet.remove("start_address");
+    subnet.remove("last_address");
+    for path in ["/v1/quotes", "/v1/clusters"] {
+        let r = m.post(path, &kaas).await;
+        assert_eq!(
+            r.status,
+            reqwest::StatusCode::BAD_REQUEST,
+            "{path}: {}",
+            r.body
+        );
+        assert_eq!(r.rejected_fields(), ["req.nodes_subnet"], "{path}");
+    }
+    m.stop().await;
+}

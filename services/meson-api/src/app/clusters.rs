@@ -65,21 +65,7 @@ impl App {
         let req = KaasCreate::parse_placed(body, &meson_db::targets::list(&self.pool).await?)?;
         let spec = req.spec;
         let subnet = spec.nodes_subnet.clone();
-        let endpoint = endpoint_address(&subnet).ok_or_else(|| {
-            Error::invalid(
-                "req.nodes_subnet",
-                "leaves no address for the cluster's API endpoint: with dhcp, keep one usable \
-                 address outside start_address..last_address",
-            )
-        })?;
-        let needed = u64::from(spec.control_plane.nodes)
-            + spec
-                .pools
-                .iter()
-                .map(|p| u64::from(p.max_nodes))
-                .sum::<u64>();
-        meson_core::cluster::check_address_capacity(&subnet, needed)
-            .map_err(|m| Error::invalid("req.nodes_subnet", m))?;
+        let endpoint = check_network(&spec)?;
         let now = chrono::Utc::now();
         let id = ClusterId::new();
         let network = Network {
@@ -329,6 +315,29 @@ impl App {
             Err(Error::not_found("node", node))
         }
     }
+}
+
+/// The cluster network's checks, for a create and a quote alike: room for
+/// the API endpoint's address (returned) and for every node at its pool's
+/// maximum.
+pub(crate) fn check_network(spec: &meson_core::kaas::KaasSpec) -> Result<Ipv4Addr> {
+    let subnet = &spec.nodes_subnet;
+    let endpoint = endpoint_address(subnet).ok_or_else(|| {
+        Error::invalid(
+            "req.nodes_subnet",
+            "leaves no address for the cluster's API endpoint: with dhcp, keep one usable \
+             address outside start_address..last_address",
+        )
+    })?;
+    let needed = u64::from(spec.control_plane.nodes)
+        + spec
+            .pools
+            .iter()
+            .map(|p| u64::from(p.max_nodes))
+            .sum::<u64>();
+    meson_core::cluster::check_address_capacity(subnet, needed)
+        .map_err(|m| Error::invalid("req.nodes_subnet", m))?;
+    Ok(endpoint)
 }
 
 #[cfg(test)]

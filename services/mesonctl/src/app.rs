@@ -1,0 +1,504 @@
+//! The commands: each calls meson through `meson-client`, waits for the
+//! actions a mutation starts (unless `--no-wait`), and prints the result.
+//! Output goes to stdout through `write_all` (a closed pipe, as in
+//! `mesonctl vm list | head`, ends quietly); progress, warnings and errors
+//! go to stderr.
+
+use crate::cli::{
+    ActionCommand, Cli, ClusterCommand, Command, KopsCommand, KubeconfigCommand, PoolCommand,
+    VmCommand, WaitArgs,
+};
+use crate::config::{self, Settings};
+use crate::error::Failure;
+use crate::kops;
+use crate::output::{self, Format, Show};
+use crate::progress::Progress;
+use meson_client::{Client, Page, RetryPolicy, WaitOpts};
+use meson_types::Warning;
+use meson_types::action::Action;
+use serde_json::Value;
+use std::io::{Read, Write};
+use std::path::Path;
+use std::time::Duration;
+use uuid::Uuid;
+
+type Result<T, E = Failure> = std::result::Result<T, E>;
+
+/// Runs one command line.
+pub async fn run(cli: Cli) -> Result<()> {
+    let format = cli.output;
+    let inputs = config::Inputs::from_env(cli.url, cli.token, cli.config);
+    match cli.command {
+        // Needs no meson (it asks one for its regions if it can).
+        Command::Kops(KopsCommand::Translate { offline, args }) => {
+            translate(&inputs, offline, &args).await
+        }
+        command => {
+            let settings = config::resolve(&inputs).map_err(Failure::Config)?;
+            let ctx = Ctx::new(settings, format)?;
+            ctx.dispatch(command).await.map_err(|f| match f {
+                Failure::Client { error, .. } => Failure::Client {
+                    error,
+                    url: ctx.settings.url.clone(),
+                },
+                other => other,
+            })
+        }
+    }
+}
+
+struct Ctx {
+    client: Client,
+    settings: Settings,
+    format: Format,
+}
+
+impl From<meson_client::Error> for Failure {
+    fn from(error: meson_client::Error) -> Failure {
+        Failure::Client {
+            error: Box::new(error),
+            url: String::new(),
+        }
+    }
+}
+
+/// Retries for a command line: a few, briefly, so that a meson that is
+/// not there is reported in about a second.
+fn retry_policy() -> RetryPolicy {
+    RetryPolicy {
+        max_retries: 2,
+        base: Duration::from_millis(300),
+        cap: Duration::from_secs(5),
+    }
+}
+
+/// Writes `text` to stdout; a closed pipe is not an error.
+fn out(text: &str) -> Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(Failure::Output(format!("cannot write the output: {e}"))),
+    }
+}
+
+fn warn(warnings: &[Warning]) {
+    for w in warnings {
+        eprintln!("warning: {}: {}", w.field, w.message);
+    }
+}
+
+/// Reads a JSON payload from a file, or stdin for `-`.
+fn read_payload(path: &Path) -> Result<Value> {
+    let text = if path == Path::new("-") {
+        let mut s = String::new();
+        std::io::stdin()
+            .read_to_string(&mut s)
+            .map_err(|e| Failure::Usage(format!("cannot read stdin: {e}")))?;
+        s
+    } else {
+        std::fs::read_to_string(path)
+            .map_err(|e| Failure::Usage(format!("cannot read {}: {e}", path.display())))?
+    };
+    serde_json::from_str(&text)
+        .map_err(|e| Failure::Usage(format!("{} is not JSON: {e}", path.display())))
+}
+
+/// Completes when the user presses Ctrl-C (never, if that cannot be
+/// watched). The signal is watched from the call on, not from the first
+/// poll, so a Ctrl-C right after the progress shows is not lost.
+fn ctrl_c() -> impl std::future::Future<Output = ()> + Send {
+    #[cfg(unix)]
+    {
+        let sig = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt());
+        async move {
+            match sig {
+                Ok(mut s) => {
+                    s.recv().await;
+                }
+                Err(_) => std::future::pending::<()>().await,
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        async {
+            if tokio::signal::ctrl_c().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        }
+    }
+}
+
+impl Ctx {
+    fn new(settings: Settings, format: Format) -> Result<Ctx> {
+        let client = Client::new(&settings.url, &settings.token)
+            .map_err(|e| Failure::Config(format!("{e} (from {})", settings.url_from)))?
+            .with_retry(retry_policy());
+        Ok(Ctx {
+            client,
+            settings,
+            format,
+        })
+    }
+
+    fn show<T: Show + ?Sized>(&self, value: &T) -> Result<()> {
+        out(&output::render(self.format, value).map_err(Failure::Output)?)
+    }
+
+    /// Waits for `actions`, showing their progress; fails with every one
+    /// that ended in `error` (exit 3), or the ones still running on Ctrl-C
+    /// (exit 4).
+    async fn wait(&self, actions: &[Action]) -> Result<Vec<Action>> {
+        let ids: Vec<Uuid> = actions.iter().map(|a| a.id).collect();
+        let cancel = ctrl_c();
+        let progress = Progress::new(actions);
+        let opts = WaitOpts {
+            stop_on_failure: false,
+            on_update: Some(progress.callback()),
+            ..WaitOpts::default()
+        };
+        let done = self.client.wait_for_with(&ids, opts, cancel).await;
+        progress.finish();
+        let done = done?;
+        let failed: Vec<Action> = done
+            .iter()
+            .filter(|a| a.status == "error")
+            .cloned()
+            .collect();
+        if failed.is_empty() {
+            Ok(done)
+        } else {
+            Err(Failure::ActionsFailed(failed))
+        }
+    }
+
+    /// Runs one action-starting mutation's end: waits (then prints the
+    /// final action) or prints it as started.
+    async fn finish_action(&self, action: Action, wait: WaitArgs) -> Result<()> {
+        if wait.waits() {
+            let done = self.wait(std::slice::from_ref(&action)).await?;
+            match done.into_iter().next() {
+                Some(a) => self.show(&a),
+                None => self.show(&action),
+            }
+        } else {
+            self.show(&action)
+        }
+    }
+
+    async fn all_vms(&self) -> Result<Vec<meson_types::Vm>> {
+        let mut page = 1;
+        let mut all = Vec::new();
+        loop {
+            let list = self.client.vm_list(Page { page, per_page: 50 }).await?;
+            all.extend(list.vms);
+            match list.meta.pagination.next_page {
+                Some(next) if next > page => page = next,
+                _ => return Ok(all),
+            }
+        }
+    }
+
+    async fn all_clusters(&self) -> Result<Vec<meson_types::cluster::Cluster>> {
+        let mut page = 1;
+        let mut all = Vec::new();
+        loop {
+            let list = self
+                .client
+                .cluster_list(Page { page, per_page: 50 })
+                .await?;
+            all.extend(list.clusters);
+            match list.meta.pagination.next_page {
+                Some(next) if next > page => page = next,
+                _ => return Ok(all),
+            }
+        }
+    }
+
+    /// A VM's id from its id or its name.
+    async fn vm_id(&self, s: &str) -> Result<Uuid> {
+        if let Ok(id) = s.parse() {
+            return Ok(id);
+        }
+        let vms = self.all_vms().await?;
+        unique("VM", s, vms.iter().filter(|v| v.name == s).map(|v| v.id))
+    }
+
+    /// A cluster's id from its id or its name.
+    async fn cluster_id(&self, s: &str) -> Result<Uuid> {
+        if let Ok(id) = s.parse() {
+            return Ok(id);
+        }
+        let clusters = self.all_clusters().await?;
+        unique(
+            "cluster",
+            s,
+            clusters.iter().filter(|c| c.name == s).map(|c| c.id),
+        )
+    }
+
+    async fn dispatch(&self, command: Command) -> Result<()> {
+        match command {
+            Command::Vm(c) => self.vm(c).await,
+            Command::Cluster(c) => self.cluster(c).await,
+            Command::Pool(PoolCommand::Scale {
+                cluster,
+                pool,
+                nodes,
+                wait,
+            }) => self.pool_scale(&cluster, &pool, nodes, wait).await,
+            Command::Kubeconfig(KubeconfigCommand::Get {
+                cluster,
+                expiry_seconds,
+            }) => {
+                let id = self.cluster_id(&cluster).await?;
+                let yaml = self.client.kubeconfig(id, expiry_seconds).await?;
+                out(&yaml)
+            }
+            Command::Action(c) => self.action(c).await,
+            Command::Flavor(_) => self.show(&self.client.flavors().await?),
+            Command::Provider(_) => self.show(&self.client.providers().await?),
+            Command::Quote { file } => {
+                let body = read_payload(&file)?;
+                let answer = self.client.quote(&body).await?;
+                if self.format == Format::Table {
+                    match &answer {
+                        meson_types::quote::QuoteAnswer::Vm(q) => warn(&q.warnings),
+                        meson_types::quote::QuoteAnswer::Kaas(q) => warn(&q.warnings),
+                    }
+                }
+                self.show(&answer)
+            }
+            // `run` handles it before resolving the configuration; kept
+            // here for completeness, with the settings already resolved.
+            Command::Kops(KopsCommand::Translate { offline, args }) => {
+                let inputs = config::Inputs {
+                    flag_url: Some(self.settings.url.clone()),
+                    flag_token: Some(self.settings.token.clone()),
+                    ..config::Inputs::default()
+                };
+                translate(&inputs, offline, &args).await
+            }
+        }
+    }
+
+    async fn vm(&self, c: VmCommand) -> Result<()> {
+        match c {
+            VmCommand::Create { file, wait } => {
+                let body = read_payload(&file)?;
+                let created = self.client.vm_create(&body).await?;
+                warn(&created.warnings);
+                if !wait.waits() {
+                    return self.show(&created);
+                }
+                let mut actions = vec![created.action.clone()];
+                actions.extend(created.next_actions.iter().cloned());
+                self.wait(&actions).await?;
+                self.show(&self.client.vm_get(created.vm.id).await?)
+            }
+            VmCommand::List => self.show(&self.all_vms().await?),
+            VmCommand::Get { vm } => {
+                let id = self.vm_id(&vm).await?;
+                self.show(&self.client.vm_get(id).await?)
+            }
+            VmCommand::Delete { vm, wait } => {
+                let id = self.vm_id(&vm).await?;
+                let action = self.client.vm_delete(id).await?;
+                self.finish_action(action, wait).await
+            }
+            VmCommand::Poweron { vm, wait } => self.power(&vm, "poweron", wait).await,
+            VmCommand::Poweroff { vm, wait } => self.power(&vm, "poweroff", wait).await,
+            VmCommand::Reboot { vm, wait } => self.power(&vm, "reboot", wait).await,
+        }
+    }
+
+    async fn power(&self, vm: &str, command: &str, wait: WaitArgs) -> Result<()> {
+        let id = self.vm_id(vm).await?;
+        let action = self.client.vm_power(id, command).await?;
+        self.finish_action(action, wait).await
+    }
+
+    async fn cluster(&self, c: ClusterCommand) -> Result<()> {
+        match c {
+            ClusterCommand::Create { file, wait } => {
+                let body = read_payload(&file)?;
+                let created = self.client.cluster_create(&body).await?;
+                warn(&created.warnings);
+                if !wait.waits() {
+                    return self.show(&created);
+                }
+                self.wait(std::slice::from_ref(&created.action)).await?;
+                self.show(&self.client.cluster_get(created.cluster.id).await?)
+            }
+            ClusterCommand::List => self.show(&self.all_clusters().await?),
+            ClusterCommand::Get { cluster } => {
+                let id = self.cluster_id(&cluster).await?;
+                self.show(&self.client.cluster_get(id).await?)
+            }
+            ClusterCommand::Delete { cluster, wait } => {
+                let id = self.cluster_id(&cluster).await?;
+                let action = self.client.cluster_delete(id).await?;
+                self.finish_action(action, wait).await
+            }
+            ClusterCommand::Upgrade {
+                cluster,
+                version,
+                wait,
+            } => {
+                let id = self.cluster_id(&cluster).await?;
+                let action = self.client.cluster_upgrade(id, &version).await?;
+                self.finish_action(action, wait).await
+            }
+        }
+    }
+
+    async fn pool_scale(
+        &self,
+        cluster: &str,
+        pool: &str,
+        nodes: u32,
+        wait: WaitArgs,
+    ) -> Result<()> {
+        let cluster_id = self.cluster_id(cluster).await?;
+        let pool_id = match pool.parse::<Uuid>() {
+            Ok(id) => id,
+            Err(_) => {
+                let c = self.client.cluster_get(cluster_id).await?;
+                unique(
+                    "pool",
+                    pool,
+                    c.pools.iter().filter(|p| p.name == pool).map(|p| p.id),
+                )?
+            }
+        };
+        let answer = self.client.pool_scale(cluster_id, pool_id, nodes).await?;
+        warn(&answer.warnings);
+        match answer.action {
+            Some(action) => self.finish_action(action, wait).await,
+            None => {
+                eprintln!(
+                    "pool {} already has {} nodes: nothing to do",
+                    answer.pool.name, answer.pool.current_nodes
+                );
+                self.show(&answer.pool)
+            }
+        }
+    }
+
+    async fn action(&self, c: ActionCommand) -> Result<()> {
+        match c {
+            ActionCommand::Get { id } => self.show(&self.client.action_get(id).await?),
+            ActionCommand::List { kind, id } => {
+                let collection = match kind.to_ascii_lowercase().as_str() {
+                    "vm" | "vms" => "vms",
+                    "cluster" | "clusters" => "clusters",
+                    "volume" | "volumes" => "volumes",
+                    "network" | "networks" => "networks",
+                    other => {
+                        return Err(Failure::Usage(format!(
+                            "unknown resource kind {other:?}: vm, cluster, volume or network"
+                        )));
+                    }
+                };
+                let id = match collection {
+                    "vms" => self.vm_id(&id).await?,
+                    "clusters" => self.cluster_id(&id).await?,
+                    _ => id.parse().map_err(|_| {
+                        Failure::Usage(format!("{id:?} is not a {kind} id (a UUID)"))
+                    })?,
+                };
+                self.show(&self.client.resource_actions(collection, id).await?)
+            }
+            ActionCommand::Watch { ids } => {
+                // Show where each stands first: an unknown id fails here.
+                let mut first = Vec::new();
+                for id in &ids {
+                    first.push(self.client.action_get(*id).await?);
+                }
+                let done = self.wait(&first).await?;
+                self.show(&done)
+            }
+        }
+    }
+}
+
+/// The single id `ids` yields, or why not.
+fn unique(kind: &str, name: &str, ids: impl Iterator<Item = Uuid>) -> Result<Uuid> {
+    let ids: Vec<Uuid> = ids.collect();
+    match ids.as_slice() {
+        [one] => Ok(*one),
+        [] => Err(Failure::NotFound(format!("no {kind} named {name:?}"))),
+        many => Err(Failure::Usage(format!(
+            "{} {kind}s are named {name:?}: give an id ({})",
+            many.len(),
+            many.iter()
+                .map(Uuid::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))),
+    }
+}
+
+/// The regions to match zones against: meson's own when it answers
+/// quickly, else mesond dev's.
+async fn catalog(inputs: &config::Inputs, offline: bool) -> (kops::Catalog, Option<String>) {
+    if offline {
+        return (kops::Catalog::builtin(), None);
+    }
+    let asked = async {
+        let s = config::resolve(inputs)?;
+        let client = Client::new(&s.url, &s.token)
+            .map_err(|e| e.to_string())?
+            .with_retry(RetryPolicy {
+                max_retries: 0,
+                ..retry_policy()
+            });
+        let providers = tokio::time::timeout(Duration::from_secs(3), client.providers())
+            .await
+            .map_err(|_| format!("{} did not answer in time", s.url))?
+            .map_err(|e| format!("{e}"))?;
+        Ok::<_, String>(kops::Catalog {
+            regions: providers
+                .iter()
+                .flat_map(|p| {
+                    p.regions.iter().map(|r| kops::Region {
+                        provider: p.name.clone(),
+                        name: r.name.clone(),
+                        continent: r.continent.clone(),
+                    })
+                })
+                .collect(),
+        })
+    };
+    match asked.await {
+        Ok(c) if !c.regions.is_empty() => (c, None),
+        Ok(_) => (
+            kops::Catalog::builtin(),
+            Some("meson lists no regions".into()),
+        ),
+        Err(e) => (kops::Catalog::builtin(), Some(e)),
+    }
+}
+
+/// `kops translate`: the payload on stdout, a line per flag not honoured
+/// on stderr.
+async fn translate(inputs: &config::Inputs, offline: bool, args: &[String]) -> Result<()> {
+    let mentions_zones = args.iter().any(|a| a.contains("zones"));
+    let (catalog, why_builtin) = if mentions_zones {
+        catalog(inputs, offline).await
+    } else {
+        (kops::Catalog::builtin(), None)
+    };
+    let t = kops::translate(args, &catalog).map_err(Failure::Usage)?;
+    if let Some(why) = why_builtin {
+        eprintln!("note: zones matched against mesond dev's regions (meson not asked: {why})");
+    }
+    for r in &t.reports {
+        eprintln!("warning: {r}");
+    }
+    out(&(t.pretty + "\n"))
+}

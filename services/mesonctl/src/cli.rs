@@ -1,0 +1,288 @@
+//! The command line (clap derive).
+
+use crate::output::Format;
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+/// The command line of meson: VMs, Kubernetes clusters and their actions.
+///
+/// meson's URL and token come from --url/--token, else MESON_URL/MESON_TOKEN,
+/// else $XDG_CONFIG_HOME/meson/config.toml or ~/.config/meson/config.toml
+/// (url = "...", token = "..."), else mesond dev's http://127.0.0.1:8080 and
+/// ./.meson/dev-token ($MESON_DATA_DIR/dev-token).
+///
+/// Exit codes: 0 success; 1 meson refused the request; 2 usage error; 3 an
+/// action ended in error; 4 cancelled while waiting (Ctrl-C); 5 meson cannot
+/// be reached or the configuration is bad.
+#[derive(Debug, Parser)]
+#[command(name = "mesonctl", version)]
+pub struct Cli {
+    /// meson's REST URL (env MESON_URL).
+    #[arg(long, global = true, value_name = "URL")]
+    pub url: Option<String>,
+    /// Bearer token (env MESON_TOKEN).
+    #[arg(long, global = true, value_name = "TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// Config file to read instead of ~/.config/meson/config.toml.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Output format.
+    #[arg(short, long, global = true, value_enum, default_value_t = Format::Table)]
+    pub output: Format,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Virtual machines.
+    #[command(subcommand)]
+    Vm(VmCommand),
+    /// Kubernetes clusters.
+    #[command(subcommand)]
+    Cluster(ClusterCommand),
+    /// A cluster's node pools.
+    #[command(subcommand)]
+    Pool(PoolCommand),
+    /// A cluster's admin kubeconfig.
+    #[command(subcommand)]
+    Kubeconfig(KubeconfigCommand),
+    /// Actions: the progress of asynchronous work.
+    #[command(subcommand)]
+    Action(ActionCommand),
+    /// VM flavours.
+    #[command(subcommand)]
+    Flavor(ListCommand),
+    /// Providers and their regions.
+    #[command(subcommand)]
+    Provider(ListCommand),
+    /// Prices a VM or KaaS payload on every placement that fits it.
+    Quote {
+        /// The payload (JSON), `-` for stdin.
+        #[arg(short = 'f', long = "file", value_name = "FILE")]
+        file: PathBuf,
+    },
+    /// kOps command lines.
+    #[command(subcommand)]
+    Kops(KopsCommand),
+}
+
+/// Whether a mutation waits for the actions it starts.
+#[derive(Debug, Args, Clone, Copy)]
+pub struct WaitArgs {
+    /// Wait until the actions finish, showing their progress (the default).
+    #[arg(long, overrides_with = "no_wait")]
+    pub wait: bool,
+    /// Return at once, printing the action(s) started.
+    #[arg(long, overrides_with = "wait")]
+    pub no_wait: bool,
+}
+
+impl WaitArgs {
+    pub fn waits(&self) -> bool {
+        !self.no_wait
+    }
+}
+
+#[derive(Debug, Subcommand)]
+pub enum VmCommand {
+    /// Creates a VM from a payload (PRODUCT.md §1's VM request).
+    Create {
+        /// The VM request (JSON), `-` for stdin.
+        #[arg(short = 'f', long = "file", value_name = "FILE")]
+        file: PathBuf,
+        #[command(flatten)]
+        wait: WaitArgs,
+    },
+    /// Lists the VMs.
+    List,
+    /// Shows a VM (by id or name).
+    Get { vm: String },
+    /// Deletes a VM and its volumes.
+    Delete {
+        vm: String,
+        #[command(flatten)]
+        wait: WaitArgs,
+    },
+    /// Powers a VM on.
+    Poweron {
+        vm: String,
+        #[command(flatten)]
+        wait: WaitArgs,
+    },
+    /// Powers a VM off.
+    Poweroff {
+        vm: String,
+        #[command(flatten)]
+        wait: WaitArgs,
+    },
+    /// Reboots a VM.
+    Reboot {
+        vm: String,
+        #[command(flatten)]
+        wait: WaitArgs,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ClusterCommand {
+    /// Creates a cluster from a KaaS payload (PRODUCT.md §1).
+    Create {
+        /// The KaaS request (JSON), `-` for stdin.
+        #[arg(short = 'f', long = "file", value_name = "FILE")]
+        file: PathBuf,
+        #[command(flatten)]
+        wait: WaitArgs,
+    },
+    /// Lists the clusters.
+    List,
+    /// Shows a cluster (by id or name).
+    Get { cluster: String },
+    /// Deletes a cluster and its nodes.
+    Delete {
+        cluster: String,
+        #[command(flatten)]
+        wait: WaitArgs,
+    },
+    /// Upgrades a cluster, rolling, to a later Kubernetes version.
+    Upgrade {
+        cluster: String,
+        /// A later patch of the cluster's minor, or a patch of the next minor.
+        #[arg(long)]
+        version: String,
+        #[command(flatten)]
+        wait: WaitArgs,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PoolCommand {
+    /// Sets a pool's node count.
+    Scale {
+        /// The cluster (id or name).
+        cluster: String,
+        /// The pool (id or name).
+        pool: String,
+        /// The nodes the pool should have.
+        #[arg(long)]
+        nodes: u32,
+        #[command(flatten)]
+        wait: WaitArgs,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum KubeconfigCommand {
+    /// Writes a fresh admin kubeconfig (YAML) to stdout.
+    Get {
+        /// The cluster (id or name).
+        cluster: String,
+        /// How long its client certificate lasts.
+        #[arg(long)]
+        expiry_seconds: Option<u64>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ActionCommand {
+    /// Lists a resource's actions, newest first.
+    List {
+        /// vm, cluster, volume or network (or their plurals).
+        kind: String,
+        /// The resource (id, or name for VMs and clusters).
+        id: String,
+    },
+    /// Shows an action.
+    Get { id: uuid::Uuid },
+    /// Waits for actions to finish, showing their progress.
+    Watch {
+        #[arg(required = true)]
+        ids: Vec<uuid::Uuid>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ListCommand {
+    /// Lists them.
+    List,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum KopsCommand {
+    /// Prints the KaaS payload for a `kops create cluster` command line, and
+    /// on stderr the flags it cannot honour.
+    ///
+    /// `mesonctl kops translate kops create cluster --name=demo --zones=europe ...`
+    /// (the leading `kops create cluster` is optional; one quoted argument
+    /// holding the whole line works too). Zones are matched against the
+    /// regions meson reports, or those of `mesond dev` when it cannot be asked.
+    Translate {
+        /// Match zones against mesond dev's regions without asking meson.
+        #[arg(long)]
+        offline: bool,
+        /// The command line.
+        #[arg(
+            trailing_var_arg = true,
+            allow_hyphen_values = true,
+            required = true,
+            value_name = "KOPS ARGS"
+        )]
+        args: Vec<String>,
+    },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        Cli::command().debug_assert();
+        let cli = Cli::try_parse_from([
+            "mesonctl",
+            "cluster",
+            "upgrade",
+            "c",
+            "--version",
+            "1.30",
+            "--no-wait",
+            "-o",
+            "json",
+        ])
+        .unwrap();
+        assert_eq!(cli.output, Format::Json);
+        match cli.command {
+            Command::Cluster(ClusterCommand::Upgrade { version, wait, .. }) => {
+                assert_eq!(version, "1.30");
+                assert!(!wait.waits());
+            }
+            other => panic!("{other:?}"),
+        }
+        // The kOps line is taken whole, its flags included.
+        let cli = Cli::try_parse_from([
+            "mesonctl",
+            "kops",
+            "translate",
+            "kops",
+            "create",
+            "cluster",
+            "--name=a",
+            "-o",
+            "yaml",
+            "--config",
+            "x",
+        ])
+        .unwrap();
+        match cli.command {
+            Command::Kops(KopsCommand::Translate { args, offline }) => {
+                assert!(!offline);
+                assert_eq!(args.len(), 8, "{args:?}");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(cli.output, Format::Table);
+        let e = Cli::try_parse_from(["mesonctl", "vm", "frob"]).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+    }
+}

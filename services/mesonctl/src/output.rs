@@ -1,0 +1,610 @@
+//! `-o table|json|yaml`: lists as tables with aligned columns, single
+//! objects as a key/value view, JSON pretty-printed, YAML.
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use meson_types::action::Action;
+use meson_types::catalog::{Flavor, Provider};
+use meson_types::cluster::{Cluster, ClusterCreateResponse, Pool};
+use meson_types::pool::PoolUpdateResponse;
+use meson_types::quote::QuoteAnswer;
+use meson_types::vm::{Price, Vm, VmCreateResponse};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// Aligned columns for lists, `key: value` lines for one object.
+    #[default]
+    Table,
+    Json,
+    Yaml,
+}
+
+/// How a value looks as text.
+pub enum View {
+    /// Rows under headers.
+    Table {
+        headers: Vec<&'static str>,
+        rows: Vec<Vec<String>>,
+    },
+    /// One object: `Key: value` lines.
+    Fields(Vec<(&'static str, String)>),
+    /// Several views, each under a title.
+    Sections(Vec<(&'static str, View)>),
+}
+
+/// A value that has a table view (and, being `Serialize`, JSON and YAML).
+pub trait Show: Serialize {
+    fn view(&self) -> View;
+}
+
+/// `value` as `format` says, ending with a newline.
+pub fn render<T: Show + ?Sized>(format: Format, value: &T) -> Result<String, String> {
+    match format {
+        Format::Table => Ok(text(&value.view())),
+        Format::Json => serde_json::to_string_pretty(value)
+            .map(|s| s + "\n")
+            .map_err(|e| e.to_string()),
+        Format::Yaml => serde_yaml_ng::to_string(value).map_err(|e| e.to_string()),
+    }
+}
+
+/// A view as text.
+pub fn text(view: &View) -> String {
+    match view {
+        View::Table { headers, rows } => table(headers, rows),
+        View::Fields(fields) => {
+            let width = fields.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
+            let mut out = String::new();
+            for (k, v) in fields {
+                let key = format!("{k}:");
+                let value = if v.is_empty() { "-" } else { v.as_str() };
+                out.push_str(format!("{key:<w$}  {value}", w = width + 1).trim_end());
+                out.push('\n');
+            }
+            out
+        }
+        View::Sections(sections) => sections
+            .iter()
+            .map(|(title, v)| format!("{title}\n{}", indent(&text(v))))
+            .collect::<Vec<_>>()
+            .join("\n"),
+    }
+}
+
+fn indent(s: &str) -> String {
+    s.lines().map(|l| format!("  {l}\n")).collect::<String>()
+}
+
+/// Columns left-aligned, two spaces apart; an empty cell shows `-`.
+pub fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
+    let cell = |s: &str| {
+        if s.is_empty() {
+            "-".to_owned()
+        } else {
+            s.to_owned()
+        }
+    };
+    let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (i, c) in row.iter().enumerate() {
+            let w = cell(c).chars().count();
+            match widths.get_mut(i) {
+                Some(x) => *x = (*x).max(w),
+                None => widths.push(w),
+            }
+        }
+    }
+    let line = |cells: Vec<String>| {
+        let mut out = String::new();
+        for (i, c) in cells.iter().enumerate() {
+            if i > 0 {
+                out.push_str("  ");
+            }
+            out.push_str(c);
+            let pad = widths[i].saturating_sub(c.chars().count());
+            out.extend(std::iter::repeat_n(' ', pad));
+        }
+        out.trim_end().to_owned() + "\n"
+    };
+    let mut out = line(headers.iter().map(|h| (*h).to_owned()).collect());
+    for row in rows {
+        out.push_str(&line(row.iter().map(|c| cell(c)).collect()));
+    }
+    out
+}
+
+fn time(t: &DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Secs, true)
+}
+
+fn opt(s: &Option<String>) -> String {
+    s.clone().unwrap_or_default()
+}
+
+fn price(p: &Option<Price>) -> String {
+    p.as_ref().map_or(String::new(), |p| {
+        format!("{:.4}/h, {:.2}/month {}", p.hourly, p.monthly, p.currency)
+    })
+}
+
+fn labels(l: &BTreeMap<String, String>) -> String {
+    l.iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl Show for Vm {
+    fn view(&self) -> View {
+        let s = &self.specs;
+        View::Fields(vec![
+            ("ID", self.id.to_string()),
+            ("Name", self.name.clone()),
+            ("Status", self.status.clone()),
+            ("Provider", opt(&self.provider)),
+            ("Region", opt(&self.region)),
+            ("Host", opt(&self.host)),
+            ("IPv4", opt(&self.ipv4)),
+            ("vCPUs", s.vcpus.to_string()),
+            ("Memory", format!("{} MiB", s.memory_mib)),
+            (
+                "OS",
+                format!("{} {}", s.os_distribution, s.os_version)
+                    .trim()
+                    .to_owned(),
+            ),
+            (
+                "Volumes",
+                self.volumes
+                    .iter()
+                    .map(|v| format!("{} {} GB ({})", v.name, v.size, v.kind))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            ),
+            (
+                "Private networks",
+                self.private_net
+                    .iter()
+                    .map(|n| serde_json::to_value(n).map_or(String::new(), |v| compact(&v)))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            ),
+            ("Price", price(&self.price)),
+            ("Labels", labels(&self.labels)),
+            ("Created", time(&self.created)),
+        ])
+    }
+}
+
+/// A small JSON object as `k=v k=v`.
+fn compact(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::Object(m) => m
+            .iter()
+            .map(|(k, v)| match v {
+                serde_json::Value::String(s) => format!("{k}={s}"),
+                other => format!("{k}={other}"),
+            })
+            .collect::<Vec<_>>()
+            .join(" "),
+        other => other.to_string(),
+    }
+}
+
+impl Show for Vec<Vm> {
+    fn view(&self) -> View {
+        View::Table {
+            headers: vec![
+                "ID", "NAME", "STATUS", "PROVIDER", "REGION", "IPV4", "VCPUS", "MEMORY", "CREATED",
+            ],
+            rows: self
+                .iter()
+                .map(|v| {
+                    vec![
+                        v.id.to_string(),
+                        v.name.clone(),
+                        v.status.clone(),
+                        opt(&v.provider),
+                        opt(&v.region),
+                        opt(&v.ipv4),
+                        v.specs.vcpus.to_string(),
+                        format!("{} MiB", v.specs.memory_mib),
+                        time(&v.created),
+                    ]
+                })
+                .collect(),
+        }
+    }
+}
+
+fn node_specs(s: &meson_types::cluster::NodeSpecs) -> String {
+    let mut out = format!("{} vCPUs, {} MiB, {} GB", s.cpu, s.ram, s.storage);
+    if s.gpu > 0 {
+        out.push_str(&format!(", {} GPU", s.gpu));
+    }
+    out
+}
+
+impl Show for Cluster {
+    fn view(&self) -> View {
+        let cp = &self.control_plane;
+        let mut fields = vec![
+            ("ID", self.id.to_string()),
+            ("Name", self.name.clone()),
+            ("Status", self.status.clone()),
+        ];
+        if let Some(e) = &self.error_message {
+            fields.push(("Error", e.clone()));
+        }
+        fields.extend([
+            ("Kubernetes", self.kubernetes_version.clone()),
+            ("Update policy", self.update_policy.clone()),
+            ("Provider", opt(&self.provider)),
+            ("Region", opt(&self.region)),
+            ("Endpoint", opt(&cp.endpoint)),
+            (
+                "Control plane",
+                format!("{} × {}", cp.nodes, node_specs(&cp.specs)),
+            ),
+            (
+                "Pools",
+                self.pools
+                    .iter()
+                    .map(|p| {
+                        format!(
+                            "{} ({}/{} nodes, {}..{}{}, {})",
+                            p.name,
+                            p.current_nodes,
+                            p.desired_nodes,
+                            p.min_nodes,
+                            p.max_nodes,
+                            if p.autoscale { ", autoscaled" } else { "" },
+                            node_specs(&p.specs)
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            ),
+            ("CNI", self.cni.clone()),
+            (
+                "Network",
+                format!(
+                    "{}{}",
+                    self.network.cidr,
+                    if self.network.dhcp { " (DHCP)" } else { "" }
+                ),
+            ),
+            ("Pod network", self.pod_cidr.clone()),
+            ("Service network", self.service_cidr.clone()),
+            ("Price", price(&self.price)),
+            ("Labels", labels(&self.labels)),
+            ("Created", time(&self.created)),
+        ]);
+        View::Fields(fields)
+    }
+}
+
+impl Show for Vec<Cluster> {
+    fn view(&self) -> View {
+        View::Table {
+            headers: vec![
+                "ID", "NAME", "STATUS", "VERSION", "PROVIDER", "REGION", "NODES", "CREATED",
+            ],
+            rows: self
+                .iter()
+                .map(|c| {
+                    let workers: u32 = c.pools.iter().map(|p| p.current_nodes).sum();
+                    vec![
+                        c.id.to_string(),
+                        c.name.clone(),
+                        c.status.clone(),
+                        c.kubernetes_version.clone(),
+                        opt(&c.provider),
+                        opt(&c.region),
+                        format!("{}+{workers}", c.control_plane.nodes),
+                        time(&c.created),
+                    ]
+                })
+                .collect(),
+        }
+    }
+}
+
+impl Show for Pool {
+    fn view(&self) -> View {
+        View::Fields(vec![
+            ("ID", self.id.to_string()),
+            ("Name", self.name.clone()),
+            (
+                "Nodes",
+                format!("{} now, {} desired", self.current_nodes, self.desired_nodes),
+            ),
+            ("Bounds", format!("{}..{}", self.min_nodes, self.max_nodes)),
+            ("Autoscale", self.autoscale.to_string()),
+            ("Specs", node_specs(&self.specs)),
+            ("Billing", self.billing.clone()),
+            ("Labels", labels(&self.labels)),
+            ("Taints", self.taints.join(", ")),
+        ])
+    }
+}
+
+fn resources(a: &Action) -> String {
+    a.resources
+        .iter()
+        .map(|r| format!("{} {}", r.kind, r.id))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// An action's resources in a table cell: one of a kind by id, more as a
+/// count (`vm 0192..., 3 volumes`).
+fn resources_short(a: &Action) -> String {
+    let mut kinds: Vec<(&str, Vec<String>)> = Vec::new();
+    for r in &a.resources {
+        match kinds.iter_mut().find(|(k, _)| *k == r.kind) {
+            Some((_, ids)) => ids.push(r.id.to_string()),
+            None => kinds.push((&r.kind, vec![r.id.to_string()])),
+        }
+    }
+    kinds
+        .iter()
+        .map(|(k, ids)| match ids.as_slice() {
+            [one] => format!("{k} {one}"),
+            many => format!("{} {k}s", many.len()),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn action_error(a: &Action) -> String {
+    a.error
+        .as_ref()
+        .map_or(String::new(), |e| format!("{} ({})", e.message, e.code))
+}
+
+impl Show for Action {
+    fn view(&self) -> View {
+        let mut fields = vec![
+            ("ID", self.id.to_string()),
+            ("Command", self.command.clone()),
+            ("Status", self.status.clone()),
+            ("Progress", format!("{}%", self.progress)),
+            ("Started", time(&self.started)),
+            (
+                "Finished",
+                self.finished.as_ref().map_or(String::new(), time),
+            ),
+            ("Resources", resources(self)),
+        ];
+        if self.error.is_some() {
+            fields.push(("Error", action_error(self)));
+        }
+        View::Fields(fields)
+    }
+}
+
+impl Show for Vec<Action> {
+    fn view(&self) -> View {
+        View::Table {
+            headers: vec![
+                "ID",
+                "COMMAND",
+                "STATUS",
+                "PROGRESS",
+                "STARTED",
+                "FINISHED",
+                "RESOURCES",
+                "ERROR",
+            ],
+            rows: self
+                .iter()
+                .map(|a| {
+                    vec![
+                        a.id.to_string(),
+                        a.command.clone(),
+                        a.status.clone(),
+                        format!("{}%", a.progress),
+                        time(&a.started),
+                        a.finished.as_ref().map_or(String::new(), time),
+                        resources_short(a),
+                        action_error(a),
+                    ]
+                })
+                .collect(),
+        }
+    }
+}
+
+impl Show for Vec<Flavor> {
+    fn view(&self) -> View {
+        View::Table {
+            headers: vec![
+                "NAME",
+                "VCPUS",
+                "MEMORY",
+                "GPUS",
+                "GPU MODEL",
+                "DESCRIPTION",
+            ],
+            rows: self
+                .iter()
+                .map(|f| {
+                    vec![
+                        f.name.clone(),
+                        f.vcpus.to_string(),
+                        format!("{} MiB", f.memory_mib),
+                        f.gpus.to_string(),
+                        opt(&f.gpu_model),
+                        f.description.clone(),
+                    ]
+                })
+                .collect(),
+        }
+    }
+}
+
+impl Show for Vec<Provider> {
+    fn view(&self) -> View {
+        View::Table {
+            headers: vec!["PROVIDER", "REGION", "CONTINENT", "HOSTS"],
+            rows: self
+                .iter()
+                .flat_map(|p| {
+                    p.regions.iter().map(|r| {
+                        vec![
+                            p.name.clone(),
+                            r.name.clone(),
+                            r.continent.clone(),
+                            r.hosts.to_string(),
+                        ]
+                    })
+                })
+                .collect(),
+        }
+    }
+}
+
+fn money(p: &Price) -> [String; 3] {
+    [
+        format!("{:.4}", p.hourly),
+        format!("{:.2}", p.monthly),
+        p.currency.clone(),
+    ]
+}
+
+impl Show for QuoteAnswer {
+    fn view(&self) -> View {
+        match self {
+            QuoteAnswer::Vm(q) => View::Table {
+                headers: vec![
+                    "PROVIDER",
+                    "REGION",
+                    "CONTINENT",
+                    "HOST",
+                    "HOURLY",
+                    "MONTHLY",
+                    "CURRENCY",
+                ],
+                rows: q
+                    .quotes
+                    .iter()
+                    .map(|q| {
+                        let mut row = vec![
+                            q.provider.clone(),
+                            q.region.clone(),
+                            q.continent.clone(),
+                            q.host.clone(),
+                        ];
+                        row.extend(money(&q.price));
+                        row
+                    })
+                    .collect(),
+            },
+            QuoteAnswer::Kaas(q) => View::Table {
+                headers: vec![
+                    "PROVIDER",
+                    "REGION",
+                    "CONTINENT",
+                    "HOURLY",
+                    "MONTHLY",
+                    "CURRENCY",
+                    "MAX HOURLY",
+                ],
+                rows: q
+                    .placements
+                    .iter()
+                    .map(|c| {
+                        let mut row =
+                            vec![c.provider.clone(), c.region.clone(), c.continent.clone()];
+                        row.extend(money(&c.price));
+                        row.push(format!("{:.4}", c.max_price.hourly));
+                        row
+                    })
+                    .collect(),
+            },
+        }
+    }
+}
+
+impl Show for VmCreateResponse {
+    fn view(&self) -> View {
+        let mut actions = vec![self.action.clone()];
+        actions.extend(self.next_actions.iter().cloned());
+        View::Sections(vec![("VM", self.vm.view()), ("Actions", actions.view())])
+    }
+}
+
+impl Show for ClusterCreateResponse {
+    fn view(&self) -> View {
+        View::Sections(vec![
+            ("Cluster", self.cluster.view()),
+            ("Action", self.action.view()),
+        ])
+    }
+}
+
+impl Show for PoolUpdateResponse {
+    fn view(&self) -> View {
+        match &self.action {
+            Some(a) => View::Sections(vec![("Pool", self.pool.view()), ("Action", a.view())]),
+            None => self.pool.view(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tables_align_their_columns() {
+        let t = table(
+            &["ID", "NAME", "STATUS"],
+            &[
+                vec!["1".into(), "a-long-name".into(), "running".into()],
+                vec!["22".into(), "b".into(), String::new()],
+            ],
+        );
+        assert_eq!(
+            t,
+            "ID  NAME         STATUS\n\
+             1   a-long-name  running\n\
+             22  b            -\n"
+        );
+        let f = text(&View::Fields(vec![
+            ("ID", "x".into()),
+            ("Status", String::new()),
+        ]));
+        assert_eq!(f, "ID:      x\nStatus:  -\n");
+    }
+
+    fn action() -> Action {
+        serde_json::from_value(serde_json::json!({
+            "id": "0192f5c4-0000-7000-8000-000000000001", "command": "create_vm",
+            "status": "error", "progress": 40, "started": "2025-01-01T00:00:00Z",
+            "finished": "2025-01-01T00:00:05Z",
+            "resources": [{"id": "0192f5c4-0000-7000-8000-000000000002", "type": "vm"}],
+            "error": {"code": "invalid_input", "message": "no such image"}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn every_format_renders() {
+        let a = action();
+        let t = render(Format::Table, &a).unwrap();
+        assert!(t.contains("Status:     error"), "{t}");
+        assert!(t.contains("no such image (invalid_input)"), "{t}");
+        let j: serde_json::Value =
+            serde_json::from_str(&render(Format::Json, &a).unwrap()).unwrap();
+        assert_eq!(j["command"], "create_vm");
+        let y: serde_json::Value =
+            serde_yaml_ng::from_str(&render(Format::Yaml, &vec![a.clone()]).unwrap()).unwrap();
+        assert_eq!(y[0]["progress"], 40);
+        let list = render(Format::Table, &vec![a]).unwrap();
+        assert!(list.starts_with("ID "), "{list}");
+        assert!(list.contains("create_vm"), "{list}");
+    }
+}

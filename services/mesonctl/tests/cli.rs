@@ -1,0 +1,619 @@
+//! The built `mesonctl` binary, run as a process against a whole meson
+//! (API, workers, simulated AtomOS) started in the test, as the e2e
+//! harness (tests/e2e/harness.rs) starts it.
+
+use meson_db::testing::TestDatabase;
+use mesond::dev::{Dev, DevOptions};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+use tokio::io::AsyncBufReadExt;
+
+const SSH_KEY: &str =
+    "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMLavtiPfhiG3t6TAxHosXoVh7Pc/lSD8L9SNPyAzp1d user@host";
+
+/// The example of seed 000 (line 254), exactly as written there.
+const SEED_KOPS: &str = "kops create cluster --cloud=aws --networking calico \
+    --name=demok8scluster.k8s.local --state=s3://kops-abhi-storage-1 --zones=us-east-la \
+    --node-count=1 --node-size=t2.micro --master-size=t2.micro --master-volume-size=8 \
+    --node-volume-size=8";
+
+/// The seed VM payload of PRODUCT.md §1 with a real public key.
+fn seed_vm() -> Value {
+    let raw = r#"{"specs":{"req":{"cpu":{"smtEnabled":false,"numberOfCores":2,"numberOfThreads":1,
+      "min_frequency":1.0,"arch":["X86_64"],"flags":[]},
+      "mem":{"capacity":4096,"requireECC":0},"pci":{"devices":{}},
+      "misc":{"osDistribution":"Debian"}},
+      "volumes":[{"name":"test","size":30,"private":"True","shareable":"False",
+        "bootable":"False","readonly":"False"}],
+      "authentication":{"ssh-key":"KEY"},
+      "vm_name":"test"},
+     "provider":"ionos"}"#;
+    serde_json::from_str(&raw.replace("KEY", SSH_KEY)).expect("seed json")
+}
+
+/// The seed KaaS payload of PRODUCT.md §1 with one node in its pool.
+fn seed_kaas_one_node() -> Value {
+    let raw = r#"{"req":{"name":"test8","metadata":{},
+      "nodepool":[{"autoscale":false,"desired_nodes":1,"max_nodes":3,"min_nodes":1,
+        "specs":{"cpu":2,"ram":4096,"storage":40,"gpu":0},
+        "billing":"HOURLY","pool_name":"1poolname"}],
+      "nodes_subnet":{"dhcp":"True","subnet_netmask":"192.168.1.0/24",
+        "start_address":"192.168.1.0","last_address":"192.168.1.24"},
+      "update_policy":"NEVER_UPDATE","kubernetes_version":"1.29.2"},
+     "provider":"arubacloud"}"#;
+    serde_json::from_str(raw).expect("seed json")
+}
+
+struct Meson {
+    dev: Option<Dev>,
+    base: String,
+    token: String,
+    /// A scratch directory: the CLI's working directory and HOME.
+    dir: PathBuf,
+    _db: TestDatabase,
+}
+
+impl Meson {
+    async fn start() -> Meson {
+        let db = TestDatabase::new().await;
+        let dir = std::env::temp_dir().join(format!("mesonctl-{}", uuid::Uuid::new_v4().simple()));
+        std::fs::create_dir_all(dir.join("home")).expect("scratch dir");
+        let opts = DevOptions {
+            database_url: Some(db.url.clone()),
+            http_addr: "127.0.0.1:0".parse().expect("addr"),
+            grpc_addr: "127.0.0.1:0".parse().expect("addr"),
+            autoscaler: None,
+            data_dir: dir.join("data"),
+            jwt_secret: None,
+            jwt_issuer: "meson-test".into(),
+            sim_boot: Duration::from_millis(100),
+            vm_poll: Duration::from_millis(25),
+            worker: meson_jobs::WorkerConfig {
+                poll_interval: Duration::from_millis(200),
+                retry: meson_jobs::engine::RetryPolicy {
+                    base: Duration::from_millis(20),
+                    cap: Duration::from_millis(200),
+                    extra_undo_attempts: 5,
+                },
+                ..meson_jobs::WorkerConfig::default()
+            },
+            secrets_key: None,
+            node_ready_timeout: Duration::from_secs(20),
+            reconcile_interval: Duration::from_secs(3600),
+            repair: Default::default(),
+            api: meson_api::http::ApiConfig {
+                rate_limits: meson_api::ratelimit::RateLimitConfig {
+                    api_per_minute: 100_000,
+                    polling_per_minute: 100_000,
+                },
+                ..Default::default()
+            },
+            quotas: meson_core::quota::Resources::DEFAULT_QUOTAS,
+        };
+        let dev = Dev::start(opts).await.expect("meson starts");
+        Meson {
+            base: format!("http://{}", dev.http_addr),
+            token: dev.token.clone(),
+            dev: Some(dev),
+            dir,
+            _db: db,
+        }
+    }
+
+    fn sim(&self) -> &atomos_sim::Simulator {
+        &self.dev.as_ref().expect("running").simulator
+    }
+
+    /// Writes `body` to a file in the scratch directory.
+    fn file(&self, name: &str, body: &Value) -> String {
+        let p = self.dir.join(name);
+        std::fs::write(&p, serde_json::to_vec_pretty(body).expect("json")).expect("write");
+        p.display().to_string()
+    }
+
+    /// The CLI with this meson's URL and token given as flags.
+    async fn ctl(&self, args: &[&str]) -> Run {
+        let mut all = vec!["--url", &self.base, "--token", &self.token];
+        all.extend_from_slice(args);
+        run(&self.dir, &all, &[]).await
+    }
+
+    /// Injects a fault into a simulated host through its control endpoint.
+    async fn fault(&self, host: &str, body: &Value) {
+        let r = reqwest::Client::new()
+            .post(format!("{}/faults/{host}", self.sim().control_url()))
+            .json(body)
+            .send()
+            .await
+            .expect("control endpoint");
+        assert!(r.status().is_success(), "{:?}", r.text().await);
+    }
+
+    async fn stop(mut self) {
+        if let Some(dev) = self.dev.take() {
+            dev.shutdown().await.expect("clean shutdown");
+        }
+    }
+}
+
+impl Drop for Meson {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+#[derive(Debug)]
+struct Run {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+impl Run {
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {self:#?}"))
+    }
+
+    #[track_caller]
+    fn ok(&self) -> &Self {
+        assert_eq!(self.code, Some(0), "{self:#?}");
+        self
+    }
+}
+
+fn command(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> tokio::process::Command {
+    let mut c = tokio::process::Command::new(env!("CARGO_BIN_EXE_mesonctl"));
+    c.args(args)
+        .current_dir(dir)
+        // Nothing from the developer's own setup.
+        .env_remove("MESON_URL")
+        .env_remove("MESON_TOKEN")
+        .env_remove("MESON_DATA_DIR")
+        .env_remove("XDG_CONFIG_HOME")
+        .env("HOME", dir.join("home"))
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .kill_on_drop(true);
+    c
+}
+
+/// Runs the CLI in `dir` (its HOME is `dir/home`) with `env` added.
+async fn run(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Run {
+    let out = tokio::time::timeout(Duration::from_secs(120), command(dir, args, env).output())
+        .await
+        .unwrap_or_else(|_| panic!("mesonctl {args:?} still running after 2 minutes"))
+        .expect("mesonctl runs");
+    Run {
+        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_vm_created_listed_shown_powered_and_deleted() {
+    let m = Meson::start().await;
+    let vm_file = m.file("vm.json", &seed_vm());
+
+    // Waits by default; stderr (not a terminal) gets a line per state.
+    let r = m.ctl(&["vm", "create", "-f", &vm_file, "-o", "json"]).await;
+    r.ok();
+    let vm = r.json();
+    assert_eq!(vm["status"], "running", "{r:#?}");
+    assert_eq!(vm["provider"], "ionos");
+    let id = vm["id"].as_str().expect("id").to_owned();
+    assert!(r.stderr.contains("create_vm: success 100%"), "{}", r.stderr);
+
+    let r = m.ctl(&["vm", "list", "-o", "json"]).await;
+    r.ok();
+    let list = r.json();
+    assert!(
+        list.as_array()
+            .expect("array")
+            .iter()
+            .any(|v| v["id"] == id.as_str()),
+        "{list}"
+    );
+    let r = m.ctl(&["vm", "list"]).await;
+    r.ok();
+    assert!(r.stdout.starts_with("ID "), "{r:#?}");
+    assert!(r.stdout.contains(&id), "{r:#?}");
+
+    let r = m.ctl(&["vm", "get", &id]).await;
+    r.ok();
+    let status = r
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("Status:"))
+        .unwrap_or_else(|| panic!("{r:#?}"));
+    assert!(status.ends_with("running"), "{r:#?}");
+    // By name too, and as YAML.
+    let r = m.ctl(&["vm", "get", "test", "-o", "yaml"]).await;
+    r.ok();
+    let y: Value = serde_yaml_ng::from_str(&r.stdout).expect("yaml");
+    assert_eq!(y["id"], id.as_str());
+    assert_eq!(y["status"], "running");
+
+    // --no-wait returns the running action at once; watch follows it.
+    let r = m
+        .ctl(&["vm", "poweroff", &id, "--no-wait", "-o", "json"])
+        .await;
+    r.ok();
+    let action = r.json();
+    assert_eq!(action["command"], "stop_vm", "{action}");
+    assert_eq!(action["status"], "running", "{action}");
+    let action_id = action["id"].as_str().expect("id").to_owned();
+    let r = m.ctl(&["action", "watch", &action_id, "-o", "json"]).await;
+    r.ok();
+    assert_eq!(r.json()[0]["status"], "success", "{r:#?}");
+    let r = m.ctl(&["action", "get", &action_id]).await;
+    r.ok();
+    assert!(r.stdout.contains("success"), "{r:#?}");
+    let r = m.ctl(&["vm", "poweron", &id]).await;
+    r.ok();
+    assert!(r.stdout.contains("success"), "{r:#?}");
+
+    let r = m.ctl(&["action", "list", "vm", &id, "-o", "json"]).await;
+    r.ok();
+    let commands: Vec<String> = r
+        .json()
+        .as_array()
+        .expect("array")
+        .iter()
+        .map(|a| a["command"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert!(commands.contains(&"create_vm".to_owned()), "{commands:?}");
+    assert!(commands.contains(&"stop_vm".to_owned()), "{commands:?}");
+
+    // The catalogue.
+    let r = m.ctl(&["flavor", "list"]).await;
+    r.ok();
+    assert!(r.stdout.contains("kripton"), "{r:#?}");
+    let r = m.ctl(&["provider", "list", "-o", "json"]).await;
+    r.ok();
+    assert!(r.json().as_array().expect("array").len() >= 5, "{r:#?}");
+    let r = m.ctl(&["quote", "-f", &vm_file]).await;
+    r.ok();
+    assert!(r.stdout.contains("ionos"), "{r:#?}");
+
+    let r = m.ctl(&["vm", "delete", &id, "-o", "json"]).await;
+    r.ok();
+    assert_eq!(r.json()["status"], "success", "{r:#?}");
+    assert_eq!(r.json()["command"], "delete_vm", "{r:#?}");
+    let r = m.ctl(&["vm", "get", &id]).await;
+    assert_eq!(r.code, Some(1), "{r:#?}");
+    assert!(r.stderr.contains("(not_found)"), "{r:#?}");
+
+    // A payload meson refuses: exit 1, the field named.
+    let mut bad = seed_vm();
+    bad["specs"]["authentication"]["ssh-key"] = json!("ssh-rsa AAAA... user@host");
+    let bad_file = m.file("bad.json", &bad);
+    let r = m.ctl(&["vm", "create", "-f", &bad_file]).await;
+    assert_eq!(r.code, Some(1), "{r:#?}");
+    assert!(r.stderr.starts_with("error: "), "{r:#?}");
+    assert!(r.stderr.contains("(invalid_input)"), "{r:#?}");
+    assert!(r.stderr.contains("specs.authentication.ssh-key"), "{r:#?}");
+    assert!(r.stdout.is_empty(), "{r:#?}");
+
+    // Usage errors: clap's, and a file that is not there.
+    let r = m.ctl(&["vm", "frobnicate"]).await;
+    assert_eq!(r.code, Some(2), "{r:#?}");
+    let r = m.ctl(&["vm", "create", "-f", "/nonexistent/vm.json"]).await;
+    assert_eq!(r.code, Some(2), "{r:#?}");
+    m.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_its_kubeconfig_and_a_translated_kops_line() {
+    let m = Meson::start().await;
+    let kaas = m.file("kaas.json", &seed_kaas_one_node());
+    let r = m
+        .ctl(&["cluster", "create", "-f", &kaas, "-o", "json"])
+        .await;
+    r.ok();
+    let cluster = r.json();
+    assert_eq!(cluster["status"], "running", "{r:#?}");
+    let id = cluster["id"].as_str().expect("id").to_owned();
+    assert!(
+        r.stderr.contains("create_cluster: success 100%"),
+        "{}",
+        r.stderr
+    );
+
+    let r = m
+        .ctl(&["kubeconfig", "get", &id, "--expiry-seconds", "3600"])
+        .await;
+    r.ok();
+    // meson quotes the kubeconfig's strings: `server: "https://..."`.
+    assert!(
+        r.stdout.contains("server: https://") || r.stdout.contains("server: \"https://"),
+        "{r:#?}"
+    );
+    let kc: Value = serde_yaml_ng::from_str(&r.stdout).expect("kubeconfig is YAML");
+    assert_eq!(kc["kind"], "Config", "{kc}");
+    let server = kc["clusters"][0]["cluster"]["server"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(server.starts_with("https://"), "{kc}");
+
+    let r = m.ctl(&["cluster", "list"]).await;
+    r.ok();
+    assert!(r.stdout.contains("test8"), "{r:#?}");
+    let r = m.ctl(&["cluster", "get", "test8"]).await;
+    r.ok();
+    assert!(r.stdout.contains("1poolname"), "{r:#?}");
+
+    // Scale the pool by name, waiting.
+    let r = m
+        .ctl(&[
+            "pool",
+            "scale",
+            "test8",
+            "1poolname",
+            "--nodes",
+            "2",
+            "-o",
+            "json",
+        ])
+        .await;
+    r.ok();
+    assert_eq!(r.json()["command"], "scale_node_pool", "{r:#?}");
+    assert_eq!(r.json()["status"], "success", "{r:#?}");
+    let r = m.ctl(&["cluster", "get", &id, "-o", "json"]).await;
+    r.ok();
+    assert_eq!(r.json()["pools"][0]["current_nodes"], 2, "{r:#?}");
+
+    // The seed's kOps command line: a payload meson prices, and every flag
+    // it cannot honour named on stderr.
+    let words: Vec<&str> = SEED_KOPS.split_whitespace().collect();
+    let mut args = vec!["kops", "translate"];
+    args.extend(&words);
+    let r = m.ctl(&args).await;
+    r.ok();
+    let payload = r.json();
+    assert_eq!(payload["req"]["name"], "demok8scluster");
+    assert_eq!(payload["req"]["cni"], "calico");
+    for flag in [
+        "--cloud",
+        "--state",
+        "--zones",
+        "--name",
+        "--master-volume-size",
+        "--node-volume-size",
+    ] {
+        assert!(
+            r.stderr.contains(&format!("warning: {flag}: ")),
+            "{flag} not reported: {}",
+            r.stderr
+        );
+    }
+    assert!(!r.stderr.contains("note:"), "meson was asked: {}", r.stderr);
+    let translated = m.file("kops.json", &payload);
+    let r = m.ctl(&["quote", "-f", &translated, "-o", "json"]).await;
+    r.ok();
+    let quote = r.json();
+    assert!(
+        !quote["placements"]
+            .as_array()
+            .expect("placements")
+            .is_empty(),
+        "{quote}"
+    );
+    assert_eq!(quote["cheapest"]["control_plane"]["specs"]["cpu"], 2);
+    // ... and creates: the cluster runs.
+    let r = m
+        .ctl(&["cluster", "create", "-f", &translated, "-o", "json"])
+        .await;
+    r.ok();
+    assert_eq!(r.json()["name"], "demok8scluster", "{r:#?}");
+    assert_eq!(r.json()["status"], "running", "{r:#?}");
+    assert_eq!(r.json()["cni"], "calico", "{r:#?}");
+    m.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failures_exit_with_their_codes() {
+    let m = Meson::start().await;
+    let dir = m.dir.clone();
+
+    // Nothing listens there: exit 5.
+    let r = run(
+        &dir,
+        &["--url", "http://127.0.0.1:9", "--token", "t", "vm", "list"],
+        &[],
+    )
+    .await;
+    assert_eq!(r.code, Some(5), "{r:#?}");
+    assert!(r.stderr.contains("cannot reach meson"), "{r:#?}");
+    // No token anywhere: exit 5, saying what is missing.
+    let r = run(&dir, &["vm", "list"], &[]).await;
+    assert_eq!(r.code, Some(5), "{r:#?}");
+    assert!(r.stderr.contains("no meson token"), "{r:#?}");
+    // A token meson refuses: exit 1.
+    let r = run(
+        &dir,
+        &["--url", &m.base, "--token", "nope", "vm", "list"],
+        &[],
+    )
+    .await;
+    assert_eq!(r.code, Some(1), "{r:#?}");
+    assert!(r.stderr.contains("(unauthorized)"), "{r:#?}");
+
+    // Every VM registration on ionos fails: the action ends in error, exit 3.
+    for host in ["ionos-fra-1", "ionos-las-1"] {
+        m.fault(
+            host,
+            &json!({"fail_next": [{"route": "vm/register", "status": 400, "count": 100}]}),
+        )
+        .await;
+    }
+    let vm_file = m.file("vm.json", &seed_vm());
+    let r = m.ctl(&["vm", "create", "-f", &vm_file]).await;
+    assert_eq!(r.code, Some(3), "{r:#?}");
+    let line = r
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("error: action "))
+        .unwrap_or_else(|| panic!("{r:#?}"));
+    assert!(line.contains("(create_vm) failed"), "{line}");
+    let action_id = line
+        .split_whitespace()
+        .nth(2)
+        .expect("the action's id")
+        .to_owned();
+    let r = m.ctl(&["action", "get", &action_id, "-o", "json"]).await;
+    r.ok();
+    assert_eq!(r.json()["status"], "error", "{r:#?}");
+    assert!(
+        line.contains(&format!(
+            "({})",
+            r.json()["error"]["code"].as_str().unwrap_or("?")
+        )),
+        "{line}"
+    );
+    // The failed action can be watched too: exit 3 again.
+    let r = m.ctl(&["action", "watch", &action_id]).await;
+    assert_eq!(r.code, Some(3), "{r:#?}");
+
+    // Slow boots: --no-wait returns at once with the running action, and
+    // Ctrl-C while waiting exits 4 naming the action still running.
+    for h in m.sim().hosts() {
+        h.set_boot_time(Duration::from_secs(60));
+    }
+    let mut ovh = seed_vm();
+    ovh["provider"] = json!("ovh");
+    ovh["specs"]["vm_name"] = json!("slow");
+    let ovh_file = m.file("ovh.json", &ovh);
+    let started = Instant::now();
+    let r = m
+        .ctl(&["vm", "create", "-f", &ovh_file, "--no-wait", "-o", "json"])
+        .await;
+    r.ok();
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+    let created = r.json();
+    assert_eq!(created["action"]["status"], "running", "{created}");
+    assert_eq!(created["vm"]["name"], "slow", "{created}");
+
+    ovh["specs"]["vm_name"] = json!("slower");
+    let ovh_file = m.file("ovh2.json", &ovh);
+    let mut child = command(
+        &dir,
+        &[
+            "--url", &m.base, "--token", &m.token, "vm", "create", "-f", &ovh_file,
+        ],
+        &[],
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .expect("spawn");
+    let mut stderr = tokio::io::BufReader::new(child.stderr.take().expect("stderr")).lines();
+    let first = tokio::time::timeout(Duration::from_secs(30), stderr.next_line())
+        .await
+        .expect("progress within 30 s")
+        .expect("read")
+        .expect("a progress line");
+    assert!(first.contains("create_vm: running"), "{first}");
+    let running = first.split_whitespace().nth(1).expect("id").to_owned();
+    let pid = child.id().expect("pid").to_string();
+    let kill = tokio::process::Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .await
+        .expect("kill");
+    assert!(kill.success());
+    let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
+        .await
+        .expect("exits after Ctrl-C")
+        .expect("wait");
+    let mut rest = Vec::new();
+    while let Ok(Some(l)) = stderr.next_line().await {
+        rest.push(l);
+    }
+    assert_eq!(status.code(), Some(4), "{rest:?}");
+    assert!(
+        rest.iter()
+            .any(|l| l.starts_with("cancelled") && l.contains(&running)),
+        "{rest:?}"
+    );
+    m.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn url_and_token_from_the_environment_and_config_files() {
+    let m = Meson::start().await;
+    let dir = m.dir.clone();
+
+    let r = run(
+        &dir,
+        &["flavor", "list"],
+        &[("MESON_URL", &m.base), ("MESON_TOKEN", &m.token)],
+    )
+    .await;
+    r.ok();
+    assert!(r.stdout.contains("neon"), "{r:#?}");
+
+    // ~/.config/meson/config.toml.
+    let home_cfg = dir.join("home/.config/meson");
+    std::fs::create_dir_all(&home_cfg).expect("mkdir");
+    std::fs::write(
+        home_cfg.join("config.toml"),
+        format!("url = \"{}\"\ntoken = \"{}\"\n", m.base, m.token),
+    )
+    .expect("write");
+    let r = run(&dir, &["provider", "list"], &[]).await;
+    r.ok();
+    assert!(r.stdout.contains("arubacloud"), "{r:#?}");
+    // The environment wins over the file.
+    let r = run(&dir, &["provider", "list"], &[("MESON_TOKEN", "bad")]).await;
+    assert_eq!(r.code, Some(1), "{r:#?}");
+
+    // $XDG_CONFIG_HOME/meson/config.toml wins over ~/.config.
+    let xdg = dir.join("xdg");
+    std::fs::create_dir_all(xdg.join("meson")).expect("mkdir");
+    std::fs::write(
+        xdg.join("meson/config.toml"),
+        "url = \"http://127.0.0.1:9\"\n",
+    )
+    .expect("write");
+    let xdg_s = xdg.display().to_string();
+    let r = run(&dir, &["flavor", "list"], &[("XDG_CONFIG_HOME", &xdg_s)]).await;
+    assert_eq!(r.code, Some(5), "the XDG file's URL is used: {r:#?}");
+    std::fs::write(
+        xdg.join("meson/config.toml"),
+        format!("url = \"{}\"\ntoken = \"{}\"\n", m.base, m.token),
+    )
+    .expect("write");
+    std::fs::remove_file(home_cfg.join("config.toml")).expect("rm");
+    let r = run(
+        &dir,
+        &["vm", "list", "-o", "json"],
+        &[("XDG_CONFIG_HOME", &xdg_s)],
+    )
+    .await;
+    r.ok();
+    assert_eq!(r.json(), json!([]));
+
+    // mesond dev's token file, found through MESON_DATA_DIR.
+    let data = dir.join("data").display().to_string();
+    let r = run(
+        &dir,
+        &["flavor", "list"],
+        &[("MESON_URL", &m.base), ("MESON_DATA_DIR", &data)],
+    )
+    .await;
+    r.ok();
+    // A broken config file is reported with its path: exit 5.
+    std::fs::write(xdg.join("meson/config.toml"), "url = [\n").expect("write");
+    let r = run(&dir, &["flavor", "list"], &[("XDG_CONFIG_HOME", &xdg_s)]).await;
+    assert_eq!(r.code, Some(5), "{r:#?}");
+    assert!(r.stderr.contains("config.toml"), "{r:#?}");
+    m.stop().await;
+}
