@@ -2,16 +2,15 @@
 //! (API, workers, simulated AtomOS) started in the test, as the e2e
 //! harness (tests/e2e/harness.rs) starts it.
 
-use meson_db::testing::TestDatabase;
-use mesond::dev::{Dev, DevOptions};
+#[path = "../../../tests/e2e/harness.rs"]
+#[allow(dead_code)]
+mod harness;
+
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 use tokio::io::AsyncBufReadExt;
-
-const SSH_KEY: &str =
-    "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMLavtiPfhiG3t6TAxHosXoVh7Pc/lSD8L9SNPyAzp1d user@host";
 
 /// The example of seed 000 (line 254), exactly as written there.
 const SEED_KOPS: &str = "kops create cluster --cloud=aws --networking calico \
@@ -19,91 +18,50 @@ const SEED_KOPS: &str = "kops create cluster --cloud=aws --networking calico \
     --node-count=1 --node-size=t2.micro --master-size=t2.micro --master-volume-size=8 \
     --node-volume-size=8";
 
-/// The seed VM payload of PRODUCT.md §1 with a real public key.
-fn seed_vm() -> Value {
-    let raw = r#"{"specs":{"req":{"cpu":{"smtEnabled":false,"numberOfCores":2,"numberOfThreads":1,
-      "min_frequency":1.0,"arch":["X86_64"],"flags":[]},
-      "mem":{"capacity":4096,"requireECC":0},"pci":{"devices":{}},
-      "misc":{"osDistribution":"Debian"}},
-      "volumes":[{"name":"test","size":30,"private":"True","shareable":"False",
-        "bootable":"False","readonly":"False"}],
-      "authentication":{"ssh-key":"KEY"},
-      "vm_name":"test"},
-     "provider":"ionos"}"#;
-    serde_json::from_str(&raw.replace("KEY", SSH_KEY)).expect("seed json")
-}
+use harness::seed_vm;
 
 /// The seed KaaS payload of PRODUCT.md §1 with one node in its pool.
 fn seed_kaas_one_node() -> Value {
-    let raw = r#"{"req":{"name":"test8","metadata":{},
-      "nodepool":[{"autoscale":false,"desired_nodes":1,"max_nodes":3,"min_nodes":1,
-        "specs":{"cpu":2,"ram":4096,"storage":40,"gpu":0},
-        "billing":"HOURLY","pool_name":"1poolname"}],
-      "nodes_subnet":{"dhcp":"True","subnet_netmask":"192.168.1.0/24",
-        "start_address":"192.168.1.0","last_address":"192.168.1.24"},
-      "update_policy":"NEVER_UPDATE","kubernetes_version":"1.29.2"},
-     "provider":"arubacloud"}"#;
-    serde_json::from_str(raw).expect("seed json")
+    let mut kaas = harness::seed_kaas();
+    kaas["req"]["nodepool"][0]["desired_nodes"] = 1.into();
+    kaas["req"]["nodepool"][0]["min_nodes"] = 1.into();
+    kaas
 }
 
+/// A whole meson (the e2e harness's) and a scratch directory: the CLI's
+/// working directory and HOME.
 struct Meson {
-    dev: Option<Dev>,
-    base: String,
-    token: String,
-    /// A scratch directory: the CLI's working directory and HOME.
+    m: harness::Meson,
     dir: PathBuf,
-    _db: TestDatabase,
+    _scratch: Scratch,
+}
+
+/// Removes the scratch directory when the test ends.
+struct Scratch(PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+impl std::ops::Deref for Meson {
+    type Target = harness::Meson;
+    fn deref(&self) -> &harness::Meson {
+        &self.m
+    }
 }
 
 impl Meson {
     async fn start() -> Meson {
-        let db = TestDatabase::new().await;
+        let m = harness::Meson::start_with(|o| o.autoscaler = None).await;
         let dir = std::env::temp_dir().join(format!("mesonctl-{}", uuid::Uuid::new_v4().simple()));
         std::fs::create_dir_all(dir.join("home")).expect("scratch dir");
-        let opts = DevOptions {
-            database_url: Some(db.url.clone()),
-            http_addr: "127.0.0.1:0".parse().expect("addr"),
-            grpc_addr: "127.0.0.1:0".parse().expect("addr"),
-            autoscaler: None,
-            data_dir: dir.join("data"),
-            jwt_secret: None,
-            jwt_issuer: "meson-test".into(),
-            sim_boot: Duration::from_millis(100),
-            vm_poll: Duration::from_millis(25),
-            worker: meson_jobs::WorkerConfig {
-                poll_interval: Duration::from_millis(200),
-                retry: meson_jobs::engine::RetryPolicy {
-                    base: Duration::from_millis(20),
-                    cap: Duration::from_millis(200),
-                    extra_undo_attempts: 5,
-                },
-                ..meson_jobs::WorkerConfig::default()
-            },
-            secrets_key: None,
-            node_ready_timeout: Duration::from_secs(20),
-            reconcile_interval: Duration::from_secs(3600),
-            repair: Default::default(),
-            api: meson_api::http::ApiConfig {
-                rate_limits: meson_api::ratelimit::RateLimitConfig {
-                    api_per_minute: 100_000,
-                    polling_per_minute: 100_000,
-                },
-                ..Default::default()
-            },
-            quotas: meson_core::quota::Resources::DEFAULT_QUOTAS,
-        };
-        let dev = Dev::start(opts).await.expect("meson starts");
         Meson {
-            base: format!("http://{}", dev.http_addr),
-            token: dev.token.clone(),
-            dev: Some(dev),
+            m,
+            _scratch: Scratch(dir.clone()),
             dir,
-            _db: db,
         }
-    }
-
-    fn sim(&self) -> &atomos_sim::Simulator {
-        &self.dev.as_ref().expect("running").simulator
     }
 
     /// Writes `body` to a file in the scratch directory.
@@ -120,27 +78,8 @@ impl Meson {
         run(&self.dir, &all, &[]).await
     }
 
-    /// Injects a fault into a simulated host through its control endpoint.
-    async fn fault(&self, host: &str, body: &Value) {
-        let r = reqwest::Client::new()
-            .post(format!("{}/faults/{host}", self.sim().control_url()))
-            .json(body)
-            .send()
-            .await
-            .expect("control endpoint");
-        assert!(r.status().is_success(), "{:?}", r.text().await);
-    }
-
-    async fn stop(mut self) {
-        if let Some(dev) = self.dev.take() {
-            dev.shutdown().await.expect("clean shutdown");
-        }
-    }
-}
-
-impl Drop for Meson {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
+    async fn stop(self) {
+        self.m.stop().await;
     }
 }
 
@@ -602,7 +541,7 @@ async fn url_and_token_from_the_environment_and_config_files() {
     assert_eq!(r.json(), json!([]));
 
     // mesond dev's token file, found through MESON_DATA_DIR.
-    let data = dir.join("data").display().to_string();
+    let data = m.data_dir().display().to_string();
     let r = run(
         &dir,
         &["flavor", "list"],
