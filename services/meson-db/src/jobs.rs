@@ -41,6 +41,8 @@ pub struct ClaimedJob {
     pub waited_secs: f64,
     /// The enqueuing request's trace context.
     pub trace_context: Option<Value>,
+    /// The workflow's step log so far, oldest first: (step, direction, output).
+    pub steps: Vec<(String, String, Value)>,
 }
 
 /// Outcome of an enqueue.
@@ -90,7 +92,12 @@ pub async fn enqueue(tx: &mut Tx<'_>, job: &NewJob) -> Result<Enqueued, Error> {
 }
 
 /// Claims up to `limit` jobs in one statement: due available jobs and running
-/// jobs whose lease expired (their worker died), in priority order.
+/// jobs whose lease expired (their worker died), in priority order, each
+/// with its step log (so resuming one costs no second round trip).
+///
+/// The pick is a `materialized` CTE: without that fence the planner may
+/// join it as a nested loop and lock, and bump the attempt of, more rows
+/// than `limit` (Oban's basic engine documents the trap).
 pub async fn claim(
     pool: &PgPool,
     worker: &str,
@@ -99,7 +106,7 @@ pub async fn claim(
     lease_secs: f64,
 ) -> Result<Vec<ClaimedJob>, Error> {
     let rows = sqlx::query!(
-        r#"with picked as (
+        r#"with picked as materialized (
              select id from jobs
              where kind = any($1)
                and ((state = 'available' and run_at <= now())
@@ -114,7 +121,10 @@ pub async fn claim(
            from picked where j.id = picked.id
            returning j.id, j.kind, j.args, j.attempt, j.max_attempts, j.action_id, j.failure,
                      greatest(extract(epoch from (now() - j.run_at)), 0)::float8 as "waited_secs!",
-                     j.trace_context"#,
+                     j.trace_context,
+                     (select coalesce(jsonb_agg(jsonb_build_array(s.step, s.direction, s.output)
+                                                order by s.finished_at), '[]'::jsonb)
+                      from workflow_steps s where s.job_id = j.id) as "steps!""#,
         kinds,
         limit,
         worker,
@@ -123,20 +133,24 @@ pub async fn claim(
     .fetch_all(pool)
     .await
     .ctx("claiming jobs")?;
-    Ok(rows
-        .into_iter()
-        .map(|r| ClaimedJob {
-            id: JobId(r.id),
-            kind: r.kind,
-            args: r.args,
-            attempt: r.attempt,
-            max_attempts: r.max_attempts,
-            action_id: r.action_id.map(ActionId),
-            failure: r.failure,
-            waited_secs: r.waited_secs,
-            trace_context: r.trace_context,
+    rows.into_iter()
+        .map(|r| {
+            let steps: Vec<(String, String, Value)> = serde_json::from_value(r.steps)
+                .map_err(|e| Error::internal_from("decoding a job's step log", e))?;
+            Ok(ClaimedJob {
+                id: JobId(r.id),
+                kind: r.kind,
+                args: r.args,
+                attempt: r.attempt,
+                max_attempts: r.max_attempts,
+                action_id: r.action_id.map(ActionId),
+                failure: r.failure,
+                waited_secs: r.waited_secs,
+                trace_context: r.trace_context,
+                steps,
+            })
         })
-        .collect())
+        .collect()
 }
 
 /// Extends a lease. False: the job is no longer ours.
@@ -173,7 +187,8 @@ pub async fn fence(tx: &mut Tx<'_>, id: JobId, attempt: i32) -> Result<bool, Err
     Ok(row.is_some())
 }
 
-/// Step outputs recorded so far: (step, direction, output).
+/// Step outputs recorded so far: (step, direction, output), for operators
+/// and tests (a claim brings them to the worker).
 pub async fn steps(pool: &PgPool, id: JobId) -> Result<Vec<(String, String, Value)>, Error> {
     Ok(sqlx::query!(
         "select step, direction, output from workflow_steps where job_id = $1 order by finished_at",
@@ -261,19 +276,33 @@ pub async fn release(pool: &PgPool, id: JobId, attempt: i32) -> Result<bool, Err
     Ok(n == 1)
 }
 
-/// Finishes a job (call after [`fence`] in the same transaction).
-pub async fn finish(tx: &mut Tx<'_>, id: JobId, succeeded: bool) -> Result<(), Error> {
-    sqlx::query!(
-        r#"update jobs set state = case when $2 then 'succeeded' else 'failed' end,
-                           finalized_at = now(), lease_expires_at = null
-           where id = $1"#,
-        id.0,
-        succeeded,
+/// Finishes jobs still held by the attempts given, in one statement:
+/// `(job, attempt, succeeded)`. Returns the jobs finished; the others are
+/// no longer ours (their lease expired and another worker took them).
+pub async fn finish_many(
+    tx: &mut Tx<'_>,
+    jobs: &[(JobId, i32, bool)],
+) -> Result<Vec<JobId>, Error> {
+    let ids: Vec<i64> = jobs.iter().map(|j| j.0.0).collect();
+    let attempts: Vec<i32> = jobs.iter().map(|j| j.1).collect();
+    let oks: Vec<bool> = jobs.iter().map(|j| j.2).collect();
+    Ok(sqlx::query_scalar!(
+        r#"update jobs j
+           set state = case when u.ok then 'succeeded' else 'failed' end,
+               finalized_at = now(), lease_expires_at = null
+           from unnest($1::bigint[], $2::int[], $3::bool[]) as u(id, attempt, ok)
+           where j.id = u.id and j.attempt = u.attempt and j.state = 'running'
+           returning j.id"#,
+        &ids,
+        &attempts,
+        &oks,
     )
-    .execute(&mut **tx)
+    .fetch_all(&mut **tx)
     .await
-    .ctx("finishing a job")?;
-    Ok(())
+    .ctx("finishing jobs")?
+    .into_iter()
+    .map(JobId)
+    .collect())
 }
 
 /// A job's state, for tests and operators.
@@ -343,6 +372,33 @@ pub async fn testing_force_state(tx: &mut Tx<'_>, id: JobId, state: &str) -> Res
         .await
         .ctx("forcing a job state")?;
     Ok(())
+}
+
+/// How many transactions last wrote these jobs (their distinct `xmin`), so
+/// tests can see what was group-committed.
+#[doc(hidden)]
+pub async fn testing_writers(pool: &PgPool, ids: &[JobId]) -> Result<i64, Error> {
+    let ids: Vec<i64> = ids.iter().map(|j| j.0).collect();
+    sqlx::query_scalar!(
+        r#"select count(distinct xmin::text) as "n!" from jobs where id = any($1)"#,
+        &ids
+    )
+    .fetch_one(pool)
+    .await
+    .ctx("counting job writers")
+}
+
+/// The states of these jobs, in id order.
+#[doc(hidden)]
+pub async fn testing_states(pool: &PgPool, ids: &[JobId]) -> Result<Vec<String>, Error> {
+    let ids: Vec<i64> = ids.iter().map(|j| j.0).collect();
+    sqlx::query_scalar!(
+        "select state from jobs where id = any($1) order by id",
+        &ids
+    )
+    .fetch_all(pool)
+    .await
+    .ctx("reading job states")
 }
 
 /// Jobs by state and kind, for metrics (finished ones are counted until

@@ -1,6 +1,7 @@
 //! Runs one claimed job of a workflow: resume, step, record, retry or unwind.
 
 use crate::backoff;
+use crate::completer::{Completed, Completer};
 use crate::workflow::{StepCtx, StepError, Workflow};
 use futures::FutureExt;
 use meson_core::Error;
@@ -52,20 +53,28 @@ impl Default for RetryPolicy {
 pub trait ErasedWorkflow: Send + Sync {
     fn execute<'a>(
         &'a self,
-        pool: &'a PgPool,
+        store: &'a Store,
         job: &'a ClaimedJob,
         retry: &'a RetryPolicy,
     ) -> Pin<Box<dyn Future<Output = Result<Outcome, Error>> + Send + 'a>>;
 }
 
+/// Where a job's progress is written: the pool, and the completer that
+/// group-commits job ends.
+#[derive(Clone)]
+pub struct Store {
+    pub pool: PgPool,
+    pub completer: Completer,
+}
+
 impl<W: Workflow> ErasedWorkflow for W {
     fn execute<'a>(
         &'a self,
-        pool: &'a PgPool,
+        store: &'a Store,
         job: &'a ClaimedJob,
         retry: &'a RetryPolicy,
     ) -> Pin<Box<dyn Future<Output = Result<Outcome, Error>> + Send + 'a>> {
-        Box::pin(execute(self, pool, job, retry))
+        Box::pin(execute(self, store, job, retry))
     }
 }
 
@@ -81,10 +90,11 @@ fn failure_of(e: &StepError) -> ActionFailure {
 /// Runs `job` as far as it can go now.
 pub async fn execute<W: Workflow>(
     wf: &W,
-    pool: &PgPool,
+    store: &Store,
     job: &ClaimedJob,
     retry: &RetryPolicy,
 ) -> Result<Outcome, Error> {
+    let pool = &store.pool;
     let params: W::Params = match serde_json::from_value(job.args.clone()) {
         Ok(p) => p,
         Err(e) => {
@@ -94,7 +104,7 @@ pub async fn execute<W: Workflow>(
                 code: "service_error".into(),
                 message: "internal error: invalid workflow parameters".into(),
             };
-            return finish(pool, job, Some(&failure)).await;
+            return finish(store, job, Some(&failure)).await;
         }
     };
 
@@ -106,16 +116,16 @@ pub async fn execute<W: Workflow>(
             code: "service_error".into(),
             message: "the operation could not be completed; support has been notified".into(),
         };
-        return finish(pool, job, Some(&failure)).await;
+        return finish(store, job, Some(&failure)).await;
     }
 
     let mut outputs = HashMap::new();
     let mut undone = HashSet::new();
-    for (step, direction, output) in meson_db::jobs::steps(pool, job.id).await? {
+    for (step, direction, output) in &job.steps {
         if direction == "do" {
-            outputs.insert(step, output);
+            outputs.insert(step.clone(), output.clone());
         } else {
-            undone.insert(step);
+            undone.insert(step.clone());
         }
     }
 
@@ -157,7 +167,7 @@ pub async fn execute<W: Workflow>(
             }
         }
         if failure.is_none() {
-            return finish(pool, job, None).await;
+            return finish(store, job, None).await;
         }
     }
 
@@ -198,7 +208,7 @@ pub async fn execute<W: Workflow>(
     {
         return reschedule(pool, job, retry, "on_failed", &e).await;
     }
-    finish(pool, job, Some(&failure)).await
+    finish(store, job, Some(&failure)).await
 }
 
 /// Runs a step, turning a panic into a fatal error so it unwinds instead of
@@ -292,22 +302,21 @@ async fn reschedule(
     )
 }
 
-/// Ends the job and its action, atomically.
+/// Ends the job and its action, atomically (group-committed with other
+/// jobs' ends by the completer).
 async fn finish(
-    pool: &PgPool,
+    store: &Store,
     job: &ClaimedJob,
     failure: Option<&ActionFailure>,
 ) -> Result<Outcome, Error> {
-    let mut tx = meson_db::begin(pool).await?;
-    if !meson_db::jobs::fence(&mut tx, job.id, job.attempt).await? {
-        return Ok(Outcome::LostLease);
-    }
-    meson_db::jobs::finish(&mut tx, job.id, failure.is_none()).await?;
-    let finished = match job.action_id {
-        Some(action) => meson_db::actions::finish(&mut tx, action, failure).await?,
-        None => None,
+    let finished = match store
+        .completer
+        .finish(job.id, job.attempt, job.action_id, failure)
+        .await?
+    {
+        Completed::Lost => return Ok(Outcome::LostLease),
+        Completed::Finished(action) => action,
     };
-    meson_db::commit(tx).await?;
     let status = if failure.is_none() {
         "success"
     } else {
@@ -332,4 +341,13 @@ async fn finish(
     } else {
         Outcome::Failed
     })
+}
+
+/// A task aborted when this is dropped.
+pub struct AbortOnDrop(pub tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }

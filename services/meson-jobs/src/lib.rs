@@ -7,6 +7,7 @@
 //! completed steps in reverse and ends the action in `error`.
 
 pub mod backoff;
+pub mod completer;
 pub mod engine;
 pub mod testing;
 pub mod trace_context;

@@ -1,6 +1,7 @@
 //! The worker: claims jobs, runs them with heartbeats, and shuts down gracefully.
 
-use crate::engine::{ErasedWorkflow, Outcome, Registry, RetryPolicy};
+use crate::completer::Completer;
+use crate::engine::{AbortOnDrop, ErasedWorkflow, Outcome, Registry, RetryPolicy, Store};
 use crate::workflow::Workflow;
 use meson_core::JobId;
 use meson_db::PgPool;
@@ -20,8 +21,13 @@ pub struct WorkerConfig {
     pub id: String,
     /// Jobs run at once by this worker.
     pub concurrency: usize,
-    /// Polling interval when no notification arrives (jittered ±25%).
+    /// The longest a due job waits to be seen when no notification arrives:
+    /// the queue is polled at this interval, jittered down by up to 25%.
     pub poll_interval: Duration,
+    /// Wake on PostgreSQL notifications (LISTEN). Off, the worker only
+    /// polls: for connection poolers in transaction mode, where LISTEN
+    /// does not work.
+    pub listen: bool,
     /// A job whose lease is not renewed in this time is reclaimed by others.
     pub lease: Duration,
     /// On shutdown, running jobs get this long to finish before they are released.
@@ -39,6 +45,7 @@ impl Default for WorkerConfig {
             id: format!("worker-{}", uuid::Uuid::new_v4().simple()),
             concurrency: 16,
             poll_interval: Duration::from_secs(1),
+            listen: true,
             lease: Duration::from_secs(30),
             shutdown_grace: Duration::from_secs(20),
             retry: RetryPolicy::default(),
@@ -121,6 +128,9 @@ impl Worker {
     }
 
     async fn listen(&self) -> Option<PgListener> {
+        if !self.cfg.listen {
+            return None;
+        }
         let mut l = PgListener::connect_with(&self.pool).await.ok()?;
         l.listen(CHANNEL).await.ok()?;
         Some(l)
@@ -131,6 +141,12 @@ impl Worker {
         let mut listener = self.listen().await;
         let mut running: JoinSet<(JobId, String, Outcome)> = JoinSet::new();
         let mut inflight: HashMap<tokio::task::Id, (JobId, i32)> = HashMap::new();
+        // Stopped (dropped) last, after running jobs had their chance to end.
+        let (completer, _completer) = Completer::start(self.pool.clone());
+        let store = Store {
+            pool: self.pool.clone(),
+            completer,
+        };
         tracing::info!(worker = %self.cfg.id, kinds = ?kinds, "worker started");
 
         let mut next_prune = tokio::time::Instant::now() + jitter(self.cfg.prune_interval);
@@ -170,7 +186,7 @@ impl Worker {
                                 "kind" => job.kind.clone())
                             .increment(1);
                             let (id, attempt) = (job.id, job.attempt);
-                            let handle = running.spawn(self.run_job(job));
+                            let handle = running.spawn(self.run_job(job, &store));
                             inflight.insert(handle.id(), (id, attempt));
                         }
                     }
@@ -184,7 +200,7 @@ impl Worker {
                     continue;
                 }
             }
-            let poll = jitter(self.cfg.poll_interval);
+            let poll = jitter_down(self.cfg.poll_interval);
             tokio::select! {
                 _ = shutdown.changed() => {}
                 n = recv(&mut listener) => {
@@ -194,12 +210,18 @@ impl Worker {
                     }
                 }
                 _ = tokio::time::sleep(poll) => {
-                    if listener.is_none() {
+                    if listener.is_none() && self.cfg.listen {
                         listener = self.listen().await;
                     }
                 }
                 Some(done) = running.join_next_with_id(), if !running.is_empty() => {
                     self.finished(done, &mut inflight, &events);
+                    // Jobs end in groups (their completions share a commit):
+                    // count every free slot before claiming again, so one
+                    // claim fills them all.
+                    while let Some(done) = running.try_join_next_with_id() {
+                        self.finished(done, &mut inflight, &events);
+                    }
                 }
             }
         }
@@ -251,7 +273,9 @@ impl Worker {
     fn run_job(
         &self,
         job: ClaimedJob,
+        store: &Store,
     ) -> impl std::future::Future<Output = (JobId, String, Outcome)> + use<> {
+        let store = store.clone();
         let pool = self.pool.clone();
         let wf = self.registry.get(job.kind.as_str()).cloned();
         let lease = self.cfg.lease;
@@ -294,7 +318,7 @@ impl Worker {
                 let _ = lost_tx.send(true);
             }));
             let outcome = tokio::select! {
-                r = ErasedWorkflow::execute(&*wf, &pool, &job, &retry) => match r {
+                r = ErasedWorkflow::execute(&*wf, &store, &job, &retry) => match r {
                     Ok(o) => o,
                     Err(e) => {
                         // A database error mid-bookkeeping: the lease will expire
@@ -315,14 +339,6 @@ impl Worker {
     }
 }
 
-struct AbortOnDrop(tokio::task::JoinHandle<()>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
 async fn recv(listener: &mut Option<PgListener>) -> Option<()> {
     match listener {
         Some(l) => l.recv().await.ok().map(|_| ()),
@@ -332,4 +348,9 @@ async fn recv(listener: &mut Option<PgListener>) -> Option<()> {
 
 fn jitter(d: Duration) -> Duration {
     d.mul_f64(rand::thread_rng().gen_range(0.75..1.25))
+}
+
+/// `d` less up to 25%: spreads workers' polls without waiting past `d`.
+fn jitter_down(d: Duration) -> Duration {
+    d.mul_f64(rand::thread_rng().gen_range(0.75..=1.0))
 }

@@ -75,6 +75,12 @@ pub struct Config {
     pub sim_boot: Duration,
     /// `MESON_VM_POLL_MS`: how often workflows poll AtomOS, default 1000.
     pub vm_poll: Duration,
+    /// `MESON_JOB_POLL_MS`: the longest a due job waits to be picked up when
+    /// no notification arrives, default 1000.
+    pub job_poll: Duration,
+    /// `MESON_JOB_LISTEN`: wake workers with PostgreSQL notifications,
+    /// default true; false behind a pooler in transaction mode (polling only).
+    pub job_listen: bool,
     /// `MESON_JOB_LEASE_MS`: a job not heartbeated for this long is reclaimed, default 30000.
     pub job_lease: Duration,
     /// `MESON_JOB_RETRY_BASE_MS` / `MESON_JOB_RETRY_CAP_MS`: retry backoff, default 500 / 60000.
@@ -209,6 +215,8 @@ impl Config {
             sim_boot: Duration::from_millis(parse("MESON_SIM_BOOT_MS", 2000)?),
             vm_poll: Duration::from_millis(parse("MESON_VM_POLL_MS", 1000)?),
             job_lease: Duration::from_millis(parse("MESON_JOB_LEASE_MS", 30_000)?),
+            job_poll: Duration::from_millis(positive("MESON_JOB_POLL_MS", 1000)?),
+            job_listen: parse("MESON_JOB_LISTEN", true)?,
             retry_base: Duration::from_millis(parse("MESON_JOB_RETRY_BASE_MS", 500)?),
             retry_cap: Duration::from_millis(parse("MESON_JOB_RETRY_CAP_MS", 60_000)?),
             job_retention: Duration::from_secs(
@@ -297,6 +305,8 @@ impl Config {
         meson_jobs::WorkerConfig {
             concurrency: self.worker_concurrency,
             lease: self.job_lease,
+            poll_interval: self.job_poll,
+            listen: self.job_listen,
             retention: self.job_retention,
             retry: meson_jobs::engine::RetryPolicy {
                 base: self.retry_base,

@@ -56,10 +56,7 @@ impl DevOptions {
             jwt_issuer: c.jwt_issuer.clone(),
             sim_boot: c.sim_boot,
             vm_poll: c.vm_poll,
-            worker: WorkerConfig {
-                concurrency: c.worker_concurrency,
-                ..WorkerConfig::default()
-            },
+            worker: c.worker(),
             secrets_key: c.secrets_key.clone(),
             node_ready_timeout: c.node_ready_timeout,
             reconcile_interval: c.reconcile_interval,

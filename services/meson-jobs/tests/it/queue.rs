@@ -142,7 +142,19 @@ async fn an_expired_lease_is_reclaimed_and_the_old_worker_is_fenced_out() {
     drop(tx);
     let mut tx = meson_db::begin(&db.pool).await.unwrap();
     assert!(jobs::fence(&mut tx, id, second.attempt).await.unwrap());
-    jobs::finish(&mut tx, id, true).await.unwrap();
+    // Finishing is fenced too: the stale attempt's completion matches nothing.
+    assert_eq!(
+        jobs::finish_many(&mut tx, &[(id, first.attempt, true)])
+            .await
+            .unwrap(),
+        vec![]
+    );
+    assert_eq!(
+        jobs::finish_many(&mut tx, &[(id, second.attempt, true)])
+            .await
+            .unwrap(),
+        vec![id]
+    );
     meson_db::commit(tx).await.unwrap();
     assert!(
         !jobs::retry_at(&db.pool, id, first.attempt, chrono::Utc::now(), &json!({}))
@@ -174,7 +186,9 @@ async fn one_live_job_per_concurrency_key() {
         .remove(0);
     let mut tx = meson_db::begin(&db.pool).await.unwrap();
     assert!(jobs::fence(&mut tx, j.id, j.attempt).await.unwrap());
-    jobs::finish(&mut tx, j.id, true).await.unwrap();
+    jobs::finish_many(&mut tx, &[(j.id, j.attempt, true)])
+        .await
+        .unwrap();
     meson_db::commit(tx).await.unwrap();
     assert!(matches!(
         enqueue(&db, job("k", 2, Some("vm:1"))).await,
@@ -229,7 +243,9 @@ async fn finished_jobs_are_pruned_after_retention() {
     assert_eq!(j.id, id);
     let mut tx = meson_db::begin(&db.pool).await.unwrap();
     jobs::fence(&mut tx, id, j.attempt).await.unwrap();
-    jobs::finish(&mut tx, id, true).await.unwrap();
+    jobs::finish_many(&mut tx, &[(id, j.attempt, true)])
+        .await
+        .unwrap();
     meson_db::commit(tx).await.unwrap();
     assert_eq!(
         jobs::prune(&db.pool, 3600.0, 100).await.unwrap(),
@@ -243,4 +259,90 @@ async fn finished_jobs_are_pruned_after_retention() {
         "only the finished job goes"
     );
     assert_eq!(jobs::unfinished(&db.pool).await.unwrap(), 1);
+}
+
+#[tokio::test]
+async fn completions_arriving_together_share_one_commit_and_stay_fenced() {
+    let db = TestDatabase::new().await;
+    for _ in 0..40 {
+        enqueue(&db, job("k", 2, None)).await;
+    }
+    // The first job's lease runs out and another worker takes it: our
+    // completion of it must be refused while the rest are written.
+    let mut claimed = jobs::claim(&db.pool, "w", &kinds(), 1, 0.05).await.unwrap();
+    claimed.extend(
+        jobs::claim(&db.pool, "w", &kinds(), 39, 30.0)
+            .await
+            .unwrap(),
+    );
+    assert_eq!(claimed.len(), 40);
+    assert!(claimed.iter().all(|j| j.steps.is_empty()));
+    tokio::time::sleep(std::time::Duration::from_millis(120)).await;
+    let stolen = jobs::claim(&db.pool, "thief", &kinds(), 1, 30.0)
+        .await
+        .unwrap()
+        .remove(0);
+    assert_eq!(stolen.id, claimed[0].id);
+
+    let (completer, _guard) = meson_jobs::completer::Completer::start(db.pool.clone());
+    // Every completion is queued before the completer task first runs (this
+    // runtime has one thread): they land in one transaction.
+    let done = futures::future::join_all(
+        claimed
+            .iter()
+            .map(|j| completer.finish(j.id, j.attempt, None, None)),
+    )
+    .await;
+    use meson_jobs::completer::Completed;
+    assert_eq!(done[0].as_ref().unwrap(), &Completed::Lost);
+    assert!(
+        done[1..]
+            .iter()
+            .all(|d| d.as_ref().unwrap() == &Completed::Finished(None))
+    );
+    let ids: Vec<_> = claimed[1..].iter().map(|j| j.id).collect();
+    assert_eq!(
+        jobs::testing_writers(&db.pool, &ids).await.unwrap(),
+        1,
+        "one commit for every completion"
+    );
+    let states = jobs::testing_states(&db.pool, &[stolen.id]).await.unwrap();
+    assert_eq!(states, ["running"], "the thief's job is still its own");
+}
+
+#[tokio::test]
+async fn a_claim_brings_the_step_log_of_a_resumed_job() {
+    let db = TestDatabase::new().await;
+    let Enqueued::Job(id) = enqueue(&db, job("k", 2, None)).await else {
+        panic!()
+    };
+    let first = jobs::claim(&db.pool, "w1", &kinds(), 1, 0.05)
+        .await
+        .unwrap()
+        .remove(0);
+    let mut tx = meson_db::begin(&db.pool).await.unwrap();
+    assert!(jobs::fence(&mut tx, id, first.attempt).await.unwrap());
+    jobs::record_step(&mut tx, id, first.attempt, "a", "do", &json!({"x": 1}))
+        .await
+        .unwrap();
+    jobs::record_step(&mut tx, id, first.attempt, "b", "do", &json!(null))
+        .await
+        .unwrap();
+    meson_db::commit(tx).await.unwrap();
+    // The worker dies; its lease runs out.
+    tokio::time::sleep(std::time::Duration::from_millis(120)).await;
+    let again = jobs::claim(&db.pool, "w2", &kinds(), 1, 30.0)
+        .await
+        .unwrap()
+        .remove(0);
+    assert_eq!(again.id, id);
+    let mut steps = again.steps.clone();
+    steps.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(
+        steps,
+        [
+            ("a".to_owned(), "do".to_owned(), json!({"x": 1})),
+            ("b".to_owned(), "do".to_owned(), json!(null)),
+        ]
+    );
 }
