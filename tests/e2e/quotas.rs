@@ -26,6 +26,34 @@ async fn quota(m: &Meson, name: &str) -> Value {
         .unwrap()
 }
 
+/// The usage the triggers keep for the dev tenant must be what a count from
+/// scratch finds, whatever happened before.
+async fn usage_matches_recount(m: &Meson) -> meson_core::quota::Resources {
+    let tenant = meson_core::TenantId("dev".into());
+    let pool = &m.dev().pool;
+    let (kept, counted) = meson_db::scope::system(async {
+        (
+            meson_db::quotas::usage(pool, &tenant).await.expect("usage"),
+            meson_db::quotas::recount(pool, &tenant)
+                .await
+                .expect("recount"),
+        )
+    })
+    .await;
+    assert_eq!(kept, counted, "the kept usage drifted from the resources");
+    kept
+}
+
+/// Waits for the action an answer started, if it started one.
+async fn settle(m: &Meson, r: &crate::harness::Reply) {
+    if let Some(action) = r.body["action"]["id"].as_str() {
+        let a = m
+            .wait_action_for(action, std::time::Duration::from_secs(60))
+            .await;
+        assert_eq!(a["status"], "success", "{a}");
+    }
+}
+
 /// Fires every body at `path` at once; returns the answers.
 async fn all_at_once(m: &Meson, path: &str, bodies: Vec<Value>) -> Vec<crate::harness::Reply> {
     join_all(bodies.iter().map(|b| m.post(path, b))).await
@@ -77,6 +105,7 @@ async fn parallel_creates_at_a_quota_edge_never_end_above_it() {
         json!({"name": "vms", "quota": 5, "current": 5, "default": true})
     );
     assert_eq!(quota(&m, "vcpus").await["current"], 10);
+    assert_eq!(usage_matches_recount(&m).await.vms, 5);
 
     // A VM deleted frees its share once it is gone.
     let gone = answers
@@ -93,6 +122,7 @@ async fn parallel_creates_at_a_quota_edge_never_end_above_it() {
         "success"
     );
     assert_eq!(quota(&m, "vms").await["current"], 4);
+    assert_eq!(usage_matches_recount(&m).await.vms, 4);
 
     // 8 vCPUs and 1 VM left: a 10-vCPU VM exceeds the vCPUs alone; of
     // 4-vCPU VMs fired at once, one fits and the others hit the VM quota.
@@ -121,6 +151,7 @@ async fn parallel_creates_at_a_quota_edge_never_end_above_it() {
     );
     assert_eq!(quota(&m, "vms").await["current"], 5);
     assert_eq!(quota(&m, "vcpus").await["current"], 12);
+    usage_matches_recount(&m).await;
     m.stop().await;
 }
 
@@ -170,6 +201,7 @@ async fn clusters_and_pools_count_their_nodes_at_desired_size() {
     }
     assert_eq!(quota(&m, "nodes").await["current"], 8);
     assert_eq!(quota(&m, "clusters").await["current"], 2);
+    assert_eq!(usage_matches_recount(&m).await.nodes, 8);
 
     // A pool grown past the node quota is refused before anything changes.
     let c = &created[0].body["cluster"];
@@ -196,6 +228,7 @@ async fn clusters_and_pools_count_their_nodes_at_desired_size() {
         .await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     assert_eq!(quota(&m, "nodes").await["current"], 9);
+    settle(&m, &r).await;
     let r = m
         .post(
             &format!("/v1/clusters/{id}/pools"),
@@ -204,6 +237,28 @@ async fn clusters_and_pools_count_their_nodes_at_desired_size() {
         .await;
     assert_eq!(r.status, StatusCode::FORBIDDEN, "{}", r.body);
     assert_eq!(r.body["error"]["details"]["limits"][0]["name"], "nodes");
+    assert_eq!(usage_matches_recount(&m).await.nodes, 9);
+
+    // A pool shrunk, then the cluster deleted: its control plane and its
+    // pools stop counting together.
+    let r = m
+        .patch(&path, &json!({"min_nodes": 2, "desired_nodes": 2}))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(usage_matches_recount(&m).await.nodes, 7);
+    settle(&m, &r).await;
+    let del = m.delete(&format!("/v1/clusters/{id}")).await;
+    assert_eq!(del.status, StatusCode::OK, "{}", del.body);
+    assert_eq!(
+        m.wait_action_for(
+            del.body["action"]["id"].as_str().unwrap(),
+            std::time::Duration::from_secs(60)
+        )
+        .await["status"],
+        "success"
+    );
+    let left = usage_matches_recount(&m).await;
+    assert_eq!((left.clusters, left.nodes), (1, 4));
     m.stop().await;
 }
 

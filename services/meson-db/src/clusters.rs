@@ -110,8 +110,8 @@ pub async fn get(
     .try_into()
 }
 
-/// One page of a tenant's clusters and how many match in all; the order
-/// always ends with the id, so pages are stable under inserts.
+/// One page of a tenant's clusters and how many match in all (see
+/// [`crate::vms::list`] for how the default order and the total stay cheap).
 pub async fn list(
     pool: &PgPool,
     tenant: &TenantId,
@@ -121,70 +121,95 @@ pub async fn list(
 ) -> Result<(Vec<Cluster>, i64), Error> {
     let selector =
         serde_json::to_value(&filter.selector).map_err(|e| Error::internal_from("selector", e))?;
-    let sort1 = filter.sort.first().cloned().unwrap_or_default();
-    let sort2 = filter.sort.get(1).cloned().unwrap_or_default();
-    let rows = sqlx::query!(
-        r#"select c.id, c.tenant_id, c.name, c.status, c.labels, c.spec, c.kubernetes_version,
-                  n.id as "network_id?", host(c.endpoint) as "endpoint?", c.error_message,
-                  c.created_at, count(*) over () as "total!"
-           from clusters c left join networks n on n.cluster_id = c.id
-           where c.tenant_id = $1 and c.deleted_at is null
-             and ($2::text is null or c.name = $2)
-             and (cardinality($3::text[]) = 0 or c.status = any($3))
-             and meson_selector_matches(c.labels, $4::jsonb)
-           order by
-             case when $5 = 'name:asc' then c.name end asc,
-             case when $5 = 'name:desc' then c.name end desc,
-             case when $5 = 'status:asc' then c.status end asc,
-             case when $5 = 'status:desc' then c.status end desc,
-             case when $5 = 'created:asc' then c.created_at end asc,
-             case when $5 = 'created:desc' then c.created_at end desc,
-             case when $5 = 'id:desc' then c.id end desc,
-             case when $6 = 'name:asc' then c.name end asc,
-             case when $6 = 'name:desc' then c.name end desc,
-             case when $6 = 'status:asc' then c.status end asc,
-             case when $6 = 'status:desc' then c.status end desc,
-             case when $6 = 'created:asc' then c.created_at end asc,
-             case when $6 = 'created:desc' then c.created_at end desc,
-             case when $6 = 'id:desc' then c.id end desc,
-             c.id
-           limit $7 offset $8"#,
-        tenant.as_str(),
-        filter.name,
-        &filter.statuses,
-        selector,
-        sort1,
-        sort2,
-        limit,
-        offset,
-    )
-    .fetch_all(pool)
-    .await
+    let rows = if filter.by_id() {
+        sqlx::query_as!(
+            ClusterRow,
+            r#"select c.id, c.tenant_id, c.name, c.status, c.labels, c.spec, c.kubernetes_version,
+                      n.id as "network_id?", host(c.endpoint) as "endpoint?", c.error_message,
+                      c.created_at
+               from clusters c left join networks n on n.cluster_id = c.id
+               where c.tenant_id = $1 and c.deleted_at is null
+                 and ($2::text is null or c.name = $2)
+                 and (cardinality($3::text[]) = 0 or c.status = any($3))
+                 and meson_selector_matches(c.labels, $4::jsonb)
+               order by c.id
+               limit $5 offset $6"#,
+            tenant.as_str(),
+            filter.name,
+            &filter.statuses,
+            selector,
+            limit,
+            offset,
+        )
+        .fetch_all(pool)
+        .await
+    } else {
+        let sort1 = filter.sort.first().cloned().unwrap_or_default();
+        let sort2 = filter.sort.get(1).cloned().unwrap_or_default();
+        sqlx::query_as!(
+            ClusterRow,
+            r#"select c.id, c.tenant_id, c.name, c.status, c.labels, c.spec, c.kubernetes_version,
+                      n.id as "network_id?", host(c.endpoint) as "endpoint?", c.error_message,
+                      c.created_at
+               from clusters c left join networks n on n.cluster_id = c.id
+               where c.tenant_id = $1 and c.deleted_at is null
+                 and ($2::text is null or c.name = $2)
+                 and (cardinality($3::text[]) = 0 or c.status = any($3))
+                 and meson_selector_matches(c.labels, $4::jsonb)
+               order by
+                 case when $5 = 'name:asc' then c.name end asc,
+                 case when $5 = 'name:desc' then c.name end desc,
+                 case when $5 = 'status:asc' then c.status end asc,
+                 case when $5 = 'status:desc' then c.status end desc,
+                 case when $5 = 'created:asc' then c.created_at end asc,
+                 case when $5 = 'created:desc' then c.created_at end desc,
+                 case when $5 = 'id:desc' then c.id end desc,
+                 case when $6 = 'name:asc' then c.name end asc,
+                 case when $6 = 'name:desc' then c.name end desc,
+                 case when $6 = 'status:asc' then c.status end asc,
+                 case when $6 = 'status:desc' then c.status end desc,
+                 case when $6 = 'created:asc' then c.created_at end asc,
+                 case when $6 = 'created:desc' then c.created_at end desc,
+                 case when $6 = 'id:desc' then c.id end desc,
+                 c.id
+               limit $7 offset $8"#,
+            tenant.as_str(),
+            filter.name,
+            &filter.statuses,
+            selector,
+            sort1,
+            sort2,
+            limit,
+            offset,
+        )
+        .fetch_all(pool)
+        .await
+    }
     .ctx("listing clusters")?;
-    let total = rows.first().map(|r| r.total);
+    let total = crate::list_total(rows.len(), limit, offset, async {
+        if filter.matches_all() {
+            return Ok(crate::quotas::usage(pool, tenant).await?.clusters);
+        }
+        sqlx::query_scalar!(
+            r#"select count(*) as "n!" from clusters c
+               where c.tenant_id = $1 and c.deleted_at is null
+                 and ($2::text is null or c.name = $2)
+                 and (cardinality($3::text[]) = 0 or c.status = any($3))
+                 and meson_selector_matches(c.labels, $4::jsonb)"#,
+            tenant.as_str(),
+            filter.name,
+            &filter.statuses,
+            selector,
+        )
+        .fetch_one(pool)
+        .await
+        .ctx("counting clusters")
+    })
+    .await?;
     let clusters = rows
         .into_iter()
-        .map(|r| {
-            Cluster::try_from(ClusterRow {
-                id: r.id,
-                tenant_id: r.tenant_id,
-                name: r.name,
-                status: r.status,
-                labels: r.labels,
-                spec: r.spec,
-                kubernetes_version: r.kubernetes_version,
-                network_id: r.network_id,
-                endpoint: r.endpoint,
-                error_message: r.error_message,
-                created_at: r.created_at,
-            })
-        })
+        .map(Cluster::try_from)
         .collect::<Result<Vec<_>, _>>()?;
-    let total = match total {
-        Some(n) => n,
-        None if offset > 0 => Box::pin(list(pool, tenant, filter, 1, 0)).await?.1,
-        None => 0,
-    };
     Ok((clusters, total))
 }
 
@@ -355,12 +380,21 @@ pub async fn pools(
     db: impl sqlx::PgExecutor<'_>,
     cluster: ClusterId,
 ) -> Result<Vec<NodePool>, Error> {
+    pools_of(db, &[cluster]).await
+}
+
+/// The live pools of several clusters, each cluster's in creation order.
+pub async fn pools_of(
+    db: impl sqlx::PgExecutor<'_>,
+    clusters: &[ClusterId],
+) -> Result<Vec<NodePool>, Error> {
+    let ids: Vec<Uuid> = clusters.iter().map(|c| c.0).collect();
     let rows = sqlx::query_as!(
         PoolRow,
         r#"select id, cluster_id, spec, autoscale, min_nodes, max_nodes, desired_nodes, created_at
-           from node_pools where cluster_id = $1 and deleted_at is null
+           from node_pools where cluster_id = any($1) and deleted_at is null
            order by created_at, id"#,
-        cluster.0
+        &ids
     )
     .fetch_all(db)
     .await
@@ -447,13 +481,22 @@ pub async fn insert_node(tx: &mut Tx<'_>, n: &Node) -> Result<(), Error> {
 
 /// A cluster's live nodes: control plane first, then by pool and age.
 pub async fn nodes(db: impl sqlx::PgExecutor<'_>, cluster: ClusterId) -> Result<Vec<Node>, Error> {
+    nodes_of(db, &[cluster]).await
+}
+
+/// The live nodes of several clusters, each cluster's in [`nodes`]' order.
+pub async fn nodes_of(
+    db: impl sqlx::PgExecutor<'_>,
+    clusters: &[ClusterId],
+) -> Result<Vec<Node>, Error> {
+    let ids: Vec<Uuid> = clusters.iter().map(|c| c.0).collect();
     let rows = sqlx::query_as!(
         NodeRow,
         r#"select id, cluster_id, pool_id, role, vm_id, name, status, error_message,
                   kubernetes_version, phoned_home_at, created_at
-           from nodes where cluster_id = $1 and deleted_at is null
+           from nodes where cluster_id = any($1) and deleted_at is null
            order by role, pool_id nulls first, created_at, id"#,
-        cluster.0
+        &ids
     )
     .fetch_all(db)
     .await

@@ -26,7 +26,7 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use std::str::FromStr;
 use std::time::Duration;
 
-pub use sqlx::PgPool;
+pub use sqlx::{PgConnection, PgPool};
 pub type Tx<'a> = sqlx::Transaction<'a, sqlx::Postgres>;
 
 /// Migrations embedded from the repository's `migrations/`.
@@ -66,6 +66,14 @@ pub async fn ping(pool: &PgPool) -> bool {
         .is_ok()
 }
 
+/// A connection of `pool` for several statements in a row (outside a
+/// transaction).
+pub async fn acquire(pool: &PgPool) -> Result<sqlx::pool::PoolConnection<sqlx::Postgres>, Error> {
+    pool.acquire()
+        .await
+        .map_err(|e| Error::internal_from("acquiring a connection", e))
+}
+
 pub async fn begin(pool: &PgPool) -> Result<Tx<'static>, Error> {
     pool.begin()
         .await
@@ -98,6 +106,36 @@ pub struct ListFilter {
     pub selector: Vec<meson_core::selector::Requirement>,
     /// Up to two sort keys, `field:asc|desc` with field id|name|status|created.
     pub sort: Vec<String>,
+}
+
+impl ListFilter {
+    /// Whether it lets every live resource of the tenant through.
+    pub(crate) fn matches_all(&self) -> bool {
+        self.name.is_none() && self.statuses.is_empty() && self.selector.is_empty()
+    }
+
+    /// Whether the order is the id's alone (the default), which the
+    /// `(tenant_id, id)` indexes give without sorting.
+    pub(crate) fn by_id(&self) -> bool {
+        self.sort.first().is_none_or(|s| s == "id:asc")
+    }
+}
+
+/// The total of a list whose page at `offset` held `rows` of at most
+/// `limit`: a page that is neither full nor past the end tells it; else
+/// `count` is asked.
+pub(crate) async fn list_total(
+    rows: usize,
+    limit: i64,
+    offset: i64,
+    count: impl std::future::Future<Output = Result<i64, Error>>,
+) -> Result<i64, Error> {
+    let rows = rows as i64;
+    if rows < limit && (rows > 0 || offset == 0) {
+        Ok(offset + rows)
+    } else {
+        count.await
+    }
 }
 
 /// A write that broke the unique index `constraint` becomes

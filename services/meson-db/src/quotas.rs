@@ -59,10 +59,32 @@ pub async fn set(
     Ok(())
 }
 
-/// What a tenant holds: its VMs (cluster nodes apart) by their specs, its
-/// clusters, and their nodes at the control plane's size and every pool's
-/// `desired_nodes`. Deleting resources count until they are gone.
+/// What a tenant holds, as the `tenant_usage` triggers keep it.
 pub async fn usage(db: impl sqlx::PgExecutor<'_>, tenant: &TenantId) -> Result<Resources, Error> {
+    let r = sqlx::query!(
+        r#"select vms, vcpus, ram_mib, storage_gb, clusters, nodes
+           from tenant_usage where tenant_id = $1"#,
+        tenant.as_str()
+    )
+    .fetch_optional(db)
+    .await
+    .ctx("reading a tenant's usage")?;
+    Ok(r.map(|r| Resources {
+        vms: r.vms,
+        vcpus: r.vcpus,
+        ram_mib: r.ram_mib,
+        storage_gb: r.storage_gb,
+        clusters: r.clusters,
+        nodes: r.nodes,
+    })
+    .unwrap_or_default())
+}
+
+/// What a tenant holds, counted from scratch: its VMs (cluster nodes
+/// apart) by their specs, its clusters, and their nodes at the control
+/// plane's size and every pool's `desired_nodes`. Deleting resources count
+/// until they are gone. [`usage`] must always agree; tests hold it to that.
+pub async fn recount(db: impl sqlx::PgExecutor<'_>, tenant: &TenantId) -> Result<Resources, Error> {
     let r = sqlx::query!(
         r#"with v as (
              select count(*) as vms,
@@ -113,24 +135,48 @@ pub async fn usage(db: impl sqlx::PgExecutor<'_>, tenant: &TenantId) -> Result<R
     })
 }
 
-/// Takes the tenant's quota lock for the rest of `tx`, then reads its
-/// overrides and usage. Every request that adds to a tenant's usage does
-/// this in the transaction that writes the addition, so two of them cannot
-/// both pass a check that only one of them fits: the second waits, then
-/// counts the first.
+/// Locks the tenant's usage row for the rest of `tx` and reads it with the
+/// tenant's overrides, in one round trip. Every request that adds to a
+/// tenant's usage does this in the transaction that writes the addition,
+/// so two of them cannot both pass a check that only one of them fits: the
+/// second waits, then reads the first's addition (the triggers wrote it).
 pub async fn lock(
     tx: &mut Tx<'_>,
     tenant: &TenantId,
 ) -> Result<(QuotaOverrides, Resources), Error> {
-    sqlx::query!(
-        "select pg_advisory_xact_lock(hashtextextended('meson.quota:' || $1, 0))",
+    let r = sqlx::query!(
+        r#"with u as (
+             insert into tenant_usage as u (tenant_id) values ($1)
+             on conflict (tenant_id) do update set tenant_id = u.tenant_id
+             returning vms, vcpus, ram_mib, storage_gb, clusters, nodes
+           )
+           select u.vms as "vms!", u.vcpus as "vcpus!", u.ram_mib as "ram_mib!",
+                  u.storage_gb as "storage_gb!", u.clusters as "clusters!", u.nodes as "nodes!",
+                  q.vms as "q_vms?", q.vcpus as "q_vcpus?", q.ram_mib as "q_ram_mib?",
+                  q.storage_gb as "q_storage_gb?", q.clusters as "q_clusters?",
+                  q.nodes as "q_nodes?"
+           from u left join tenant_quotas q on q.tenant_id = $1"#,
         tenant.as_str()
     )
-    .execute(&mut **tx)
+    .fetch_one(&mut **tx)
     .await
-    .ctx("taking a tenant's quota lock")?;
+    .ctx("locking a tenant's usage")?;
     Ok((
-        get(&mut **tx, tenant).await?,
-        usage(&mut **tx, tenant).await?,
+        QuotaOverrides {
+            vms: r.q_vms,
+            vcpus: r.q_vcpus,
+            ram_mib: r.q_ram_mib,
+            storage_gb: r.q_storage_gb,
+            clusters: r.q_clusters,
+            nodes: r.q_nodes,
+        },
+        Resources {
+            vms: r.vms,
+            vcpus: r.vcpus,
+            ram_mib: r.ram_mib,
+            storage_gb: r.storage_gb,
+            clusters: r.clusters,
+            nodes: r.nodes,
+        },
     ))
 }

@@ -121,7 +121,7 @@ mod tests {
     use sqlx::{Connection, Executor};
 
     /// Every table under row-level security, with a row of tenant `a` in each.
-    const TABLES: [&str; 14] = [
+    const TABLES: [&str; 15] = [
         "vms",
         "volumes",
         "actions",
@@ -135,11 +135,12 @@ mod tests {
         "node_pools",
         "nodes",
         "tenant_quotas",
+        "tenant_usage",
         "audit_log",
     ];
 
     /// One row of tenant `a` in every table of [`TABLES`], written in the
-    /// system scope.
+    /// system scope (`tenant_usage`'s by the triggers).
     async fn tenant_a(pool: &PgPool) {
         let sql = r#"
             insert into atomos_targets (id, name, host, compute_port, storage_port, network_port,

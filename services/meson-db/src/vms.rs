@@ -100,14 +100,15 @@ pub async fn insert_with_volumes(
     volumes: &[meson_core::volume::Volume],
 ) -> Result<(), Error> {
     insert(tx, vm).await?;
-    for v in volumes {
-        crate::volumes::insert(tx, v).await?;
-    }
-    Ok(())
+    crate::volumes::insert_many(tx, volumes).await
 }
 
 /// A tenant's VM (`tenant` = None: any tenant, for workers). Deleted VMs are not found.
-pub async fn get(pool: &PgPool, tenant: Option<&TenantId>, id: VmId) -> Result<Vm, Error> {
+pub async fn get(
+    pool: impl sqlx::PgExecutor<'_>,
+    tenant: Option<&TenantId>,
+    id: VmId,
+) -> Result<Vm, Error> {
     get_with(pool, tenant, id, false).await
 }
 
@@ -118,7 +119,7 @@ pub async fn get_including_deleted(pool: &PgPool, id: VmId) -> Result<Vm, Error>
 }
 
 async fn get_with(
-    pool: &PgPool,
+    pool: impl sqlx::PgExecutor<'_>,
     tenant: Option<&TenantId>,
     id: VmId,
     include_deleted: bool,
@@ -145,7 +146,7 @@ async fn get_with(
 
 /// Several VMs by id (any tenant, deleted ones included), in id order; one
 /// query however many (a cluster's view reads all its nodes' VMs).
-pub async fn get_many(pool: &PgPool, ids: &[VmId]) -> Result<Vec<Vm>, Error> {
+pub async fn get_many(pool: impl sqlx::PgExecutor<'_>, ids: &[VmId]) -> Result<Vec<Vm>, Error> {
     let ids: Vec<Uuid> = ids.iter().map(|v| v.0).collect();
     sqlx::query_as!(
         VmRow,
@@ -170,7 +171,10 @@ pub async fn get_many(pool: &PgPool, ids: &[VmId]) -> Result<Vec<Vm>, Error> {
 pub use crate::ListFilter as VmFilter;
 
 /// One page of a tenant's VMs, and how many match in all. The order always
-/// ends with the id, so pages are stable under inserts.
+/// ends with the id, so pages are stable under inserts. The default order
+/// walks the `(tenant_id, id)` index, so a page costs the same however many
+/// VMs the tenant holds; the total comes from the page itself when it can,
+/// else from the kept usage (no filter) or a count.
 pub async fn list(
     pool: &PgPool,
     tenant: &TenantId,
@@ -180,78 +184,97 @@ pub async fn list(
 ) -> Result<(Vec<Vm>, i64), Error> {
     let selector =
         serde_json::to_value(&filter.selector).map_err(|e| Error::internal_from("selector", e))?;
-    let sort1 = filter.sort.first().cloned().unwrap_or_default();
-    let sort2 = filter.sort.get(1).cloned().unwrap_or_default();
-    let rows = sqlx::query!(
-        r#"select v.id, v.tenant_id, v.name, v.status, v.labels, v.spec, v.atomos_name,
-                  v.atomos_id, v.target_id, t.name as "target_name?", v.provider, v.region,
-                  host(v.ipv4) as "ipv4?", v.price_hourly, v.price_monthly, v.currency,
-                  v.created_at, count(*) over () as "total!"
-           from vms v left join atomos_targets t on t.id = v.target_id
-           where v.tenant_id = $1 and v.deleted_at is null and v.cluster_id is null
-             and ($2::text is null or v.name = $2)
-             and (cardinality($3::text[]) = 0 or v.status = any($3))
-             and meson_selector_matches(v.labels, $4::jsonb)
-           order by
-             case when $5 = 'name:asc' then v.name end asc,
-             case when $5 = 'name:desc' then v.name end desc,
-             case when $5 = 'status:asc' then v.status end asc,
-             case when $5 = 'status:desc' then v.status end desc,
-             case when $5 = 'created:asc' then v.created_at end asc,
-             case when $5 = 'created:desc' then v.created_at end desc,
-             case when $5 = 'id:desc' then v.id end desc,
-             case when $6 = 'name:asc' then v.name end asc,
-             case when $6 = 'name:desc' then v.name end desc,
-             case when $6 = 'status:asc' then v.status end asc,
-             case when $6 = 'status:desc' then v.status end desc,
-             case when $6 = 'created:asc' then v.created_at end asc,
-             case when $6 = 'created:desc' then v.created_at end desc,
-             case when $6 = 'id:desc' then v.id end desc,
-             v.id
-           limit $7 offset $8"#,
-        tenant.as_str(),
-        filter.name,
-        &filter.statuses,
-        selector,
-        sort1,
-        sort2,
-        limit,
-        offset,
-    )
-    .fetch_all(pool)
-    .await
+    let rows = if filter.by_id() {
+        sqlx::query_as!(
+            VmRow,
+            r#"select v.id, v.tenant_id, v.name, v.status, v.labels, v.spec, v.atomos_name,
+                      v.atomos_id, v.target_id, t.name as "target_name?", v.provider, v.region,
+                      host(v.ipv4) as "ipv4?", v.price_hourly, v.price_monthly, v.currency,
+                      v.created_at
+               from vms v left join atomos_targets t on t.id = v.target_id
+               where v.tenant_id = $1 and v.deleted_at is null and v.cluster_id is null
+                 and ($2::text is null or v.name = $2)
+                 and (cardinality($3::text[]) = 0 or v.status = any($3))
+                 and meson_selector_matches(v.labels, $4::jsonb)
+               order by v.id
+               limit $5 offset $6"#,
+            tenant.as_str(),
+            filter.name,
+            &filter.statuses,
+            selector,
+            limit,
+            offset,
+        )
+        .fetch_all(pool)
+        .await
+    } else {
+        let sort1 = filter.sort.first().cloned().unwrap_or_default();
+        let sort2 = filter.sort.get(1).cloned().unwrap_or_default();
+        sqlx::query_as!(
+            VmRow,
+            r#"select v.id, v.tenant_id, v.name, v.status, v.labels, v.spec, v.atomos_name,
+                      v.atomos_id, v.target_id, t.name as "target_name?", v.provider, v.region,
+                      host(v.ipv4) as "ipv4?", v.price_hourly, v.price_monthly, v.currency,
+                      v.created_at
+               from vms v left join atomos_targets t on t.id = v.target_id
+               where v.tenant_id = $1 and v.deleted_at is null and v.cluster_id is null
+                 and ($2::text is null or v.name = $2)
+                 and (cardinality($3::text[]) = 0 or v.status = any($3))
+                 and meson_selector_matches(v.labels, $4::jsonb)
+               order by
+                 case when $5 = 'name:asc' then v.name end asc,
+                 case when $5 = 'name:desc' then v.name end desc,
+                 case when $5 = 'status:asc' then v.status end asc,
+                 case when $5 = 'status:desc' then v.status end desc,
+                 case when $5 = 'created:asc' then v.created_at end asc,
+                 case when $5 = 'created:desc' then v.created_at end desc,
+                 case when $5 = 'id:desc' then v.id end desc,
+                 case when $6 = 'name:asc' then v.name end asc,
+                 case when $6 = 'name:desc' then v.name end desc,
+                 case when $6 = 'status:asc' then v.status end asc,
+                 case when $6 = 'status:desc' then v.status end desc,
+                 case when $6 = 'created:asc' then v.created_at end asc,
+                 case when $6 = 'created:desc' then v.created_at end desc,
+                 case when $6 = 'id:desc' then v.id end desc,
+                 v.id
+               limit $7 offset $8"#,
+            tenant.as_str(),
+            filter.name,
+            &filter.statuses,
+            selector,
+            sort1,
+            sort2,
+            limit,
+            offset,
+        )
+        .fetch_all(pool)
+        .await
+    }
     .ctx("listing vms")?;
-    let total = rows.first().map(|r| r.total);
+    let total = crate::list_total(rows.len(), limit, offset, async {
+        if filter.matches_all() {
+            return Ok(crate::quotas::usage(pool, tenant).await?.vms);
+        }
+        sqlx::query_scalar!(
+            r#"select count(*) as "n!" from vms v
+               where v.tenant_id = $1 and v.deleted_at is null and v.cluster_id is null
+                 and ($2::text is null or v.name = $2)
+                 and (cardinality($3::text[]) = 0 or v.status = any($3))
+                 and meson_selector_matches(v.labels, $4::jsonb)"#,
+            tenant.as_str(),
+            filter.name,
+            &filter.statuses,
+            selector,
+        )
+        .fetch_one(pool)
+        .await
+        .ctx("counting vms")
+    })
+    .await?;
     let vms = rows
         .into_iter()
-        .map(|r| {
-            Vm::try_from(VmRow {
-                id: r.id,
-                tenant_id: r.tenant_id,
-                name: r.name,
-                status: r.status,
-                labels: r.labels,
-                spec: r.spec,
-                atomos_name: r.atomos_name,
-                atomos_id: r.atomos_id,
-                target_id: r.target_id,
-                target_name: r.target_name,
-                provider: r.provider,
-                region: r.region,
-                ipv4: r.ipv4,
-                price_hourly: r.price_hourly,
-                price_monthly: r.price_monthly,
-                currency: r.currency,
-                created_at: r.created_at,
-            })
-        })
+        .map(Vm::try_from)
         .collect::<Result<Vec<_>, _>>()?;
-    let total = match total {
-        Some(n) => n,
-        // A page past the end: count with the same query.
-        None if offset > 0 => Box::pin(list(pool, tenant, filter, 1, 0)).await?.1,
-        None => 0,
-    };
     Ok((vms, total))
 }
 

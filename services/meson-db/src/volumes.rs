@@ -37,27 +37,59 @@ impl TryFrom<VolumeRow> for Volume {
 }
 
 pub async fn insert(tx: &mut Tx<'_>, v: &Volume) -> Result<(), Error> {
+    insert_many(tx, std::slice::from_ref(v)).await
+}
+
+/// Several volumes in one statement (a VM's boot, cloud-init and data volumes).
+pub async fn insert_many(tx: &mut Tx<'_>, vs: &[Volume]) -> Result<(), Error> {
+    let mut cols = (
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+    );
+    for v in vs {
+        cols.0.push(v.id.0);
+        cols.1.push(v.tenant.as_str().to_owned());
+        cols.2.push(v.vm_id.map(|id| id.0));
+        cols.3.push(v.name.clone());
+        cols.4.push(v.kind.as_str().to_owned());
+        cols.5
+            .push(i32::try_from(v.size_gb).map_err(|_| Error::invalid("size", "too large"))?);
+        cols.6.push(v.atomos_name.clone());
+        cols.7.push(v.atomos_id.clone());
+        cols.8.push(v.status.as_str().to_owned());
+    }
     sqlx::query!(
         r#"insert into volumes (id, tenant_id, vm_id, name, kind, size_gb, atomos_name, atomos_id, status)
-           values ($1, $2, $3, $4, $5, $6, $7, $8, $9)"#,
-        v.id.0,
-        v.tenant.as_str(),
-        v.vm_id.map(|id| id.0),
-        v.name,
-        v.kind.as_str(),
-        i32::try_from(v.size_gb).map_err(|_| Error::invalid("size", "too large"))?,
-        v.atomos_name,
-        v.atomos_id,
-        v.status.as_str(),
+           select * from unnest($1::uuid[], $2::text[], $3::uuid[], $4::text[], $5::text[],
+                                $6::int4[], $7::text[], $8::text[], $9::text[])"#,
+        &cols.0,
+        &cols.1,
+        &cols.2 as &[Option<Uuid>],
+        &cols.3,
+        &cols.4,
+        &cols.5,
+        &cols.6,
+        &cols.7 as &[Option<String>],
+        &cols.8,
     )
     .execute(&mut **tx)
     .await
-    .ctx("inserting a volume")?;
+    .ctx("inserting volumes")?;
     Ok(())
 }
 
 /// The live volumes of some VMs, boot first, then cloud-init, then data volumes by name.
-pub async fn list_for_vms(pool: &PgPool, vms: &[VmId]) -> Result<Vec<Volume>, Error> {
+pub async fn list_for_vms(
+    pool: impl sqlx::PgExecutor<'_>,
+    vms: &[VmId],
+) -> Result<Vec<Volume>, Error> {
     let ids: Vec<Uuid> = vms.iter().map(|v| v.0).collect();
     sqlx::query_as!(
         VolumeRow,

@@ -142,21 +142,20 @@ impl App {
     }
 
     async fn cluster_view(&self, cluster: Cluster) -> Result<ClusterView> {
-        let pools = meson_db::clusters::pools(&self.pool, cluster.id).await?;
-        let nodes = meson_db::clusters::nodes(&self.pool, cluster.id).await?;
-        let ids: Vec<VmId> = nodes.iter().map(|n| n.vm).collect();
-        let vms = meson_db::vms::get_many(&self.pool, &ids).await?;
-        Ok(ClusterView {
-            cluster,
-            pools,
-            nodes,
-            vms,
-        })
+        let mut conn = meson_db::acquire(&self.pool).await?;
+        let mut views = cluster_views(&mut conn, vec![cluster]).await?;
+        views
+            .pop()
+            .ok_or_else(|| Error::internal("a cluster without its view"))
     }
 
     pub async fn cluster_get(&self, p: &Principal, id: ClusterId) -> Result<ClusterView> {
-        let cluster = meson_db::clusters::get(&self.pool, Some(&p.tenant), id, false).await?;
-        self.cluster_view(cluster).await
+        let mut conn = meson_db::acquire(&self.pool).await?;
+        let cluster = meson_db::clusters::get(&mut *conn, Some(&p.tenant), id, false).await?;
+        let mut views = cluster_views(&mut conn, vec![cluster]).await?;
+        views
+            .pop()
+            .ok_or_else(|| Error::internal("a cluster without its view"))
     }
 
     pub async fn cluster_list(
@@ -173,11 +172,11 @@ impl App {
             page.offset(),
         )
         .await?;
-        let mut out = Vec::with_capacity(clusters.len());
-        for c in clusters {
-            out.push(self.cluster_view(c).await?);
-        }
-        Ok((out, total.max(0) as u64))
+        let mut conn = meson_db::acquire(&self.pool).await?;
+        Ok((
+            cluster_views(&mut conn, clusters).await?,
+            total.max(0) as u64,
+        ))
     }
 
     /// Replaces a cluster's labels and/or its update policy
@@ -338,6 +337,40 @@ pub(crate) fn check_network(spec: &meson_core::kaas::KaasSpec) -> Result<Ipv4Add
     meson_core::cluster::check_address_capacity(subnet, needed)
         .map_err(|m| Error::invalid("req.nodes_subnet", m))?;
     Ok(endpoint)
+}
+
+/// Several clusters with their pools, nodes and nodes' VMs, in three
+/// queries on one connection however many clusters there are.
+async fn cluster_views(
+    conn: &mut meson_db::PgConnection,
+    clusters: Vec<Cluster>,
+) -> Result<Vec<ClusterView>> {
+    let ids: Vec<ClusterId> = clusters.iter().map(|c| c.id).collect();
+    let mut pools = meson_db::clusters::pools_of(&mut *conn, &ids).await?;
+    let mut nodes = meson_db::clusters::nodes_of(&mut *conn, &ids).await?;
+    let vm_ids: Vec<VmId> = nodes.iter().map(|n| n.vm).collect();
+    let mut vms = meson_db::vms::get_many(&mut *conn, &vm_ids).await?;
+    Ok(clusters
+        .into_iter()
+        .map(|cluster| {
+            let id = cluster.id;
+            let (mine, rest) = pools.drain(..).partition(|p| p.cluster == id);
+            pools = rest;
+            let (my_nodes, rest): (Vec<Node>, Vec<Node>) =
+                nodes.drain(..).partition(|n| n.cluster == id);
+            nodes = rest;
+            let (my_vms, rest) = vms
+                .drain(..)
+                .partition(|v| my_nodes.iter().any(|n| n.vm == v.id));
+            vms = rest;
+            ClusterView {
+                cluster,
+                pools: mine,
+                nodes: my_nodes,
+                vms: my_vms,
+            }
+        })
+        .collect())
 }
 
 #[cfg(test)]

@@ -44,10 +44,11 @@ pub struct VmParts {
 }
 
 impl VmParts {
-    pub async fn load(pool: &meson_db::PgPool, ids: &[VmId]) -> Result<VmParts> {
+    /// The parts of `ids`, read on one connection.
+    pub async fn load(conn: &mut meson_db::PgConnection, ids: &[VmId]) -> Result<VmParts> {
         Ok(VmParts {
-            volumes: meson_db::volumes::list_for_vms(pool, ids).await?,
-            nics: meson_db::networks::attachments_of(pool, ids).await?,
+            volumes: meson_db::volumes::list_for_vms(&mut *conn, ids).await?,
+            nics: meson_db::networks::attachments_of(&mut *conn, ids).await?,
         })
     }
 }
@@ -106,8 +107,11 @@ impl App {
     }
 
     pub async fn vm_get(&self, p: &Principal, id: VmId) -> Result<(Vm, VmParts)> {
-        let vm = meson_db::vms::get(&self.pool, Some(&p.tenant), id).await?;
-        Ok((vm, VmParts::load(&self.pool, &[id]).await?))
+        // One connection for the three reads: each checkout sets the
+        // connection's tenant, a round trip of its own.
+        let mut conn = meson_db::acquire(&self.pool).await?;
+        let vm = meson_db::vms::get(&mut *conn, Some(&p.tenant), id).await?;
+        Ok((vm, VmParts::load(&mut conn, &[id]).await?))
     }
 
     pub async fn vm_list(&self, p: &Principal, page: Page, filter: &VmFilter) -> Result<VmPage> {
@@ -121,7 +125,7 @@ impl App {
         .await?;
         let ids: Vec<VmId> = vms.iter().map(|v| v.id).collect();
         Ok(VmPage {
-            parts: VmParts::load(&self.pool, &ids).await?,
+            parts: VmParts::load(&mut *meson_db::acquire(&self.pool).await?, &ids).await?,
             vms,
             total: total.max(0) as u64,
         })
