@@ -26,14 +26,6 @@ pub struct ClusterCreate(pub Arc<Env>);
 /// Step names are persisted: never rename one.
 const STEPS: &[&str] = &["secrets", "control_plane", "workers", "ready", "finish"];
 
-/// How many nodes are brought up at once. A wave of the fan-out lasts
-/// about one VM boot (AtomOS's, not meson's work), so this sets how many
-/// boots a big cluster waits for: 47 workers are 3 waves at 16 rather than
-/// 6 at 8 (a 50-node cluster with 2 s simulated boots: 11 s instead of
-/// 18 s). Spread over a region's hosts that is a handful of concurrent
-/// creates per host.
-const NODE_CONCURRENCY: usize = 16;
-
 /// The key that serializes every mutation of one cluster.
 pub fn concurrency_key(cluster: ClusterId) -> String {
     format!("cluster:{cluster}")
@@ -98,7 +90,7 @@ impl Workflow for ClusterCreate {
                 // The first must be up before the others can join it.
                 nodes::provision_node(env, &cluster, first, true).await?;
                 let items = rest.iter().map(|n| (n.id.to_string(), n.clone())).collect();
-                cx.fan_out(items, NODE_CONCURRENCY, |n| {
+                cx.fan_out(items, nodes::NODE_CONCURRENCY, |n| {
                     let cluster = &cluster;
                     async move { nodes::provision_node(env, cluster, &n, false).await }
                 })
@@ -110,7 +102,7 @@ impl Workflow for ClusterCreate {
                     .into_iter()
                     .map(|n| (n.id.to_string(), n))
                     .collect();
-                cx.fan_out(items, NODE_CONCURRENCY, |n| {
+                cx.fan_out(items, nodes::NODE_CONCURRENCY, |n| {
                     let cluster = &cluster;
                     async move { nodes::provision_node(env, cluster, &n, false).await }
                 })

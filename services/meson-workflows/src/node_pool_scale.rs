@@ -45,8 +45,7 @@ pub struct NodePoolScale(pub Arc<Env>);
 /// Step names are persisted: never rename one.
 const STEPS: &[&str] = &["plan", "add", "provision", "ready", "shrink", "finish"];
 
-/// How many nodes are brought up or taken down at once.
-pub(crate) const NODE_CONCURRENCY: usize = 8;
+pub(crate) use crate::nodes::NODE_CONCURRENCY;
 
 /// Enqueues a pool workflow in the caller's transaction, under the
 /// cluster's concurrency key: it never runs beside another action on the
