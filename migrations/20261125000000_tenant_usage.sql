@@ -166,3 +166,8 @@ group by tenant_id;
 
 -- A cluster's network is found by its cluster (every cluster read joins it).
 create index networks_cluster on networks (cluster_id) where cluster_id is not null;
+
+-- A tenant's own VMs (cluster nodes apart) in id order: the default list
+-- order, whose pages (deep ones included) an index-only scan finds.
+create index vms_tenant_standalone on vms (tenant_id, id)
+    where deleted_at is null and cluster_id is null;

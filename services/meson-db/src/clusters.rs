@@ -124,16 +124,22 @@ pub async fn list(
     let rows = if filter.by_id() {
         sqlx::query_as!(
             ClusterRow,
-            r#"select c.id, c.tenant_id, c.name, c.status, c.labels, c.spec, c.kubernetes_version,
+            r#"with page as (
+                 select c.id from clusters c
+                 where c.tenant_id = $1 and c.deleted_at is null
+                   and ($2::text is null or c.name = $2)
+                   and (cardinality($3::text[]) = 0 or c.status = any($3))
+                   and (jsonb_array_length($4::jsonb) = 0
+                        or meson_selector_matches(c.labels, $4::jsonb))
+                 order by c.id
+                 limit $5 offset $6
+               )
+               select c.id, c.tenant_id, c.name, c.status, c.labels, c.spec, c.kubernetes_version,
                       n.id as "network_id?", host(c.endpoint) as "endpoint?", c.error_message,
                       c.created_at
-               from clusters c left join networks n on n.cluster_id = c.id
-               where c.tenant_id = $1 and c.deleted_at is null
-                 and ($2::text is null or c.name = $2)
-                 and (cardinality($3::text[]) = 0 or c.status = any($3))
-                 and meson_selector_matches(c.labels, $4::jsonb)
-               order by c.id
-               limit $5 offset $6"#,
+               from page join clusters c on c.id = page.id
+                 left join networks n on n.cluster_id = c.id
+               order by c.id"#,
             tenant.as_str(),
             filter.name,
             &filter.statuses,
@@ -155,7 +161,8 @@ pub async fn list(
                where c.tenant_id = $1 and c.deleted_at is null
                  and ($2::text is null or c.name = $2)
                  and (cardinality($3::text[]) = 0 or c.status = any($3))
-                 and meson_selector_matches(c.labels, $4::jsonb)
+                 and (jsonb_array_length($4::jsonb) = 0
+                      or meson_selector_matches(c.labels, $4::jsonb))
                order by
                  case when $5 = 'name:asc' then c.name end asc,
                  case when $5 = 'name:desc' then c.name end desc,
@@ -195,7 +202,8 @@ pub async fn list(
                where c.tenant_id = $1 and c.deleted_at is null
                  and ($2::text is null or c.name = $2)
                  and (cardinality($3::text[]) = 0 or c.status = any($3))
-                 and meson_selector_matches(c.labels, $4::jsonb)"#,
+                 and (jsonb_array_length($4::jsonb) = 0
+                      or meson_selector_matches(c.labels, $4::jsonb))"#,
             tenant.as_str(),
             filter.name,
             &filter.statuses,

@@ -161,3 +161,25 @@ pub(crate) fn unique_violation<T>(
 pub(crate) fn corrupt(what: &'static str, value: impl std::fmt::Display) -> Error {
     Error::internal(format!("unexpected {what} in the database: {value}"))
 }
+
+#[cfg(test)]
+mod list_tests {
+    use super::*;
+
+    /// A count that must not be needed.
+    async fn never() -> Result<i64, Error> {
+        panic!("the page told the total; no count was needed")
+    }
+
+    #[tokio::test]
+    async fn a_partial_page_tells_the_total_and_a_full_or_empty_one_asks() {
+        // First page, not full; a later page, not full.
+        assert_eq!(list_total(7, 25, 0, never()).await.unwrap(), 7);
+        assert_eq!(list_total(3, 25, 50, never()).await.unwrap(), 53);
+        // Nothing at all.
+        assert_eq!(list_total(0, 25, 0, never()).await.unwrap(), 0);
+        // A full page may have more behind it; past the end knows nothing.
+        assert_eq!(list_total(25, 25, 0, async { Ok(40) }).await.unwrap(), 40);
+        assert_eq!(list_total(0, 25, 100, async { Ok(40) }).await.unwrap(), 40);
+    }
+}

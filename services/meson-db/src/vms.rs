@@ -185,19 +185,27 @@ pub async fn list(
     let selector =
         serde_json::to_value(&filter.selector).map_err(|e| Error::internal_from("selector", e))?;
     let rows = if filter.by_id() {
+        // The page's ids first: without filters an index-only scan skips
+        // the rows before it, however deep the page.
         sqlx::query_as!(
             VmRow,
-            r#"select v.id, v.tenant_id, v.name, v.status, v.labels, v.spec, v.atomos_name,
+            r#"with page as (
+                 select v.id from vms v
+                 where v.tenant_id = $1 and v.deleted_at is null and v.cluster_id is null
+                   and ($2::text is null or v.name = $2)
+                   and (cardinality($3::text[]) = 0 or v.status = any($3))
+                   and (jsonb_array_length($4::jsonb) = 0
+                        or meson_selector_matches(v.labels, $4::jsonb))
+                 order by v.id
+                 limit $5 offset $6
+               )
+               select v.id, v.tenant_id, v.name, v.status, v.labels, v.spec, v.atomos_name,
                       v.atomos_id, v.target_id, t.name as "target_name?", v.provider, v.region,
                       host(v.ipv4) as "ipv4?", v.price_hourly, v.price_monthly, v.currency,
                       v.created_at
-               from vms v left join atomos_targets t on t.id = v.target_id
-               where v.tenant_id = $1 and v.deleted_at is null and v.cluster_id is null
-                 and ($2::text is null or v.name = $2)
-                 and (cardinality($3::text[]) = 0 or v.status = any($3))
-                 and meson_selector_matches(v.labels, $4::jsonb)
-               order by v.id
-               limit $5 offset $6"#,
+               from page join vms v on v.id = page.id
+                 left join atomos_targets t on t.id = v.target_id
+               order by v.id"#,
             tenant.as_str(),
             filter.name,
             &filter.statuses,
@@ -220,7 +228,8 @@ pub async fn list(
                where v.tenant_id = $1 and v.deleted_at is null and v.cluster_id is null
                  and ($2::text is null or v.name = $2)
                  and (cardinality($3::text[]) = 0 or v.status = any($3))
-                 and meson_selector_matches(v.labels, $4::jsonb)
+                 and (jsonb_array_length($4::jsonb) = 0
+                      or meson_selector_matches(v.labels, $4::jsonb))
                order by
                  case when $5 = 'name:asc' then v.name end asc,
                  case when $5 = 'name:desc' then v.name end desc,
@@ -260,7 +269,8 @@ pub async fn list(
                where v.tenant_id = $1 and v.deleted_at is null and v.cluster_id is null
                  and ($2::text is null or v.name = $2)
                  and (cardinality($3::text[]) = 0 or v.status = any($3))
-                 and meson_selector_matches(v.labels, $4::jsonb)"#,
+                 and (jsonb_array_length($4::jsonb) = 0
+                      or meson_selector_matches(v.labels, $4::jsonb))"#,
             tenant.as_str(),
             filter.name,
             &filter.statuses,
