@@ -1,0 +1,93 @@
+//! A closed-loop HTTP load generator: N clients, each sending its next
+//! request when the last one answered, over keep-alive loopback connections.
+
+use crate::stats::Latency;
+use anyhow::ensure;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+pub struct Load {
+    pub per_sec: f64,
+    pub latency: Latency,
+}
+
+/// Runs `clients` loops of `call(client, seq)` for `warmup + window`;
+/// counts the calls that started after the warm-up and ended in the
+/// window. The first error stops the run and is returned: a load test that
+/// saw a failed request reports no figure.
+pub async fn closed_loop<F, Fut>(
+    clients: usize,
+    warmup: Duration,
+    window: Duration,
+    call: F,
+) -> anyhow::Result<Load>
+where
+    F: Fn(usize, u64) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = anyhow::Result<()>> + Send + 'static,
+{
+    let call = Arc::new(call);
+    let start = Instant::now();
+    let measure_from = start + warmup;
+    let end = measure_from + window;
+    let mut tasks = tokio::task::JoinSet::new();
+    for c in 0..clients {
+        let call = call.clone();
+        tasks.spawn(async move {
+            let mut samples = Vec::new();
+            let mut seq = 0u64;
+            loop {
+                let t = Instant::now();
+                if t >= end {
+                    break;
+                }
+                call(c, seq).await?;
+                seq += 1;
+                let done = Instant::now();
+                if t >= measure_from && done <= end {
+                    samples.push(done - t);
+                }
+            }
+            Ok::<_, anyhow::Error>(samples)
+        });
+    }
+    let mut all = Vec::new();
+    while let Some(r) = tasks.join_next().await {
+        match r? {
+            Ok(s) => all.extend(s),
+            Err(e) => {
+                tasks.abort_all();
+                return Err(e);
+            }
+        }
+    }
+    ensure!(
+        !all.is_empty(),
+        "no request completed in the measured window"
+    );
+    Ok(Load {
+        per_sec: all.len() as f64 / window.as_secs_f64(),
+        latency: Latency::of(&mut all)?,
+    })
+}
+
+/// A client for loopback load: a pool big enough for every client's
+/// connection to stay open.
+pub fn http_client(clients: usize) -> anyhow::Result<reqwest::Client> {
+    Ok(reqwest::Client::builder()
+        .pool_max_idle_per_host(clients)
+        .timeout(Duration::from_secs(30))
+        .build()?)
+}
+
+/// Fails unless `r` has status `want`; returns its body.
+pub async fn expect(r: reqwest::Response, want: u16) -> anyhow::Result<Vec<u8>> {
+    let status = r.status().as_u16();
+    let body = r.bytes().await?.to_vec();
+    ensure!(
+        status == want,
+        "HTTP {status} where {want} was expected: {}",
+        String::from_utf8_lossy(&body)
+    );
+    Ok(body)
+}
