@@ -113,12 +113,6 @@ impl ListFilter {
     pub(crate) fn matches_all(&self) -> bool {
         self.name.is_none() && self.statuses.is_empty() && self.selector.is_empty()
     }
-
-    /// Whether the order is the id's alone (the default), which the
-    /// `(tenant_id, id)` indexes give without sorting.
-    pub(crate) fn by_id(&self) -> bool {
-        self.sort.first().is_none_or(|s| s == "id:asc")
-    }
 }
 
 /// The total of a list whose page at `offset` held `rows` of at most
