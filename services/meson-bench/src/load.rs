@@ -91,3 +91,26 @@ pub async fn expect(r: reqwest::Response, want: u16) -> anyhow::Result<Vec<u8>> 
     );
     Ok(body)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    #[tokio::test]
+    async fn one_failed_request_fails_the_whole_load() {
+        let seen = Arc::new(AtomicU64::new(0));
+        let r = closed_loop(4, Duration::ZERO, Duration::from_secs(5), move |_, _| {
+            let n = seen.fetch_add(1, Ordering::SeqCst);
+            async move {
+                anyhow::ensure!(n < 20, "HTTP 500 where 201 was expected");
+                Ok(())
+            }
+        })
+        .await;
+        let e = r
+            .err()
+            .expect("a load with a failed request reports no figure");
+        assert!(e.to_string().contains("HTTP 500"), "{e}");
+    }
+}
