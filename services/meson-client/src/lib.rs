@@ -324,14 +324,22 @@ impl Client {
         Ok(r.action)
     }
 
-    /// Sets a pool's `desired_nodes`.
+    /// Sets a pool's `desired_nodes`, and its bounds when given.
     pub async fn pool_scale(
         &self,
         cluster: Uuid,
         pool: Uuid,
         desired: u32,
+        min: Option<u32>,
+        max: Option<u32>,
     ) -> Result<wire::pool::PoolUpdateResponse> {
-        let body = serde_json::json!({ "desired_nodes": desired });
+        let mut body = serde_json::json!({ "desired_nodes": desired });
+        if let Some(min) = min {
+            body["min_nodes"] = min.into();
+        }
+        if let Some(max) = max {
+            body["max_nodes"] = max.into();
+        }
         self.call(
             Method::PATCH,
             &format!("/v1/clusters/{cluster}/pools/{pool}"),

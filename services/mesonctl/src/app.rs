@@ -249,8 +249,13 @@ impl Ctx {
                 cluster,
                 pool,
                 nodes,
+                min,
+                max,
                 wait,
-            }) => self.pool_scale(&cluster, &pool, nodes, wait).await,
+            }) => {
+                self.pool_scale(&cluster, &pool, nodes, (min, max), wait)
+                    .await
+            }
             Command::Kubeconfig(KubeconfigCommand::Get {
                 cluster,
                 expiry_seconds,
@@ -361,6 +366,7 @@ impl Ctx {
         cluster: &str,
         pool: &str,
         nodes: u32,
+        (min, max): (Option<u32>, Option<u32>),
         wait: WaitArgs,
     ) -> Result<()> {
         let cluster_id = self.cluster_id(cluster).await?;
@@ -375,7 +381,10 @@ impl Ctx {
                 )?
             }
         };
-        let answer = self.client.pool_scale(cluster_id, pool_id, nodes).await?;
+        let answer = self
+            .client
+            .pool_scale(cluster_id, pool_id, nodes, min, max)
+            .await?;
         warn(&answer.warnings);
         match answer.action {
             Some(action) => self.finish_action(action, wait).await,

@@ -166,6 +166,12 @@ pub enum PoolCommand {
         /// The nodes the pool should have.
         #[arg(long)]
         nodes: u32,
+        /// Also sets the pool's lower bound (`min_nodes`).
+        #[arg(long)]
+        min: Option<u32>,
+        /// Also sets the pool's upper bound (`max_nodes`).
+        #[arg(long)]
+        max: Option<u32>,
         #[command(flatten)]
         wait: WaitArgs,
     },

@@ -1,0 +1,235 @@
+//! The README's shell blocks, run as written against a `mesond dev`, so the
+//! README cannot drift from what meson does.
+//!
+//! Every fenced block of README.md whose language is `sh` runs, in document
+//! order, in one `bash` with `set -euo pipefail`, from a directory holding
+//! the dev server's `.meson/` and the repository's `examples/`, with
+//! `mesonctl` on `PATH`. The only substitution is the dev server's URL (it
+//! listens on a free port). A block preceded by the comment
+//! `<!-- readme-test: skip: <why> -->` is not run (it starts meson itself,
+//! needs Docker, a Kubernetes cluster, or a tool the test machine lacks);
+//! the reason is mandatory.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const SKIP: &str = "<!-- readme-test: skip:";
+
+/// One fenced `sh` block: where it starts and its text, dedented.
+#[derive(Debug, PartialEq)]
+struct Block {
+    line: usize,
+    text: String,
+    skip: Option<String>,
+}
+
+/// The `sh` blocks of a Markdown document, with their skip reasons.
+fn sh_blocks(markdown: &str) -> Vec<Block> {
+    let mut blocks = Vec::new();
+    let mut last_text: Option<&str> = None;
+    let mut lines = markdown.lines().enumerate();
+    while let Some((n, line)) = lines.next() {
+        let trimmed = line.trim_start();
+        let Some(info) = trimmed.strip_prefix("```") else {
+            if !trimmed.is_empty() {
+                last_text = Some(trimmed);
+            }
+            continue;
+        };
+        let indent = line.len() - trimmed.len();
+        let mut body = Vec::new();
+        for (_, inner) in lines.by_ref() {
+            if inner.trim_start().starts_with("```") {
+                break;
+            }
+            body.push(inner.get(indent..).unwrap_or(inner.trim_start()));
+        }
+        if info.split_whitespace().next() == Some("sh") {
+            let skip = last_text
+                .and_then(|t| t.strip_prefix(SKIP))
+                .map(|r| r.trim_end_matches("-->").trim().to_owned());
+            blocks.push(Block {
+                line: n + 1,
+                text: body.join("\n"),
+                skip,
+            });
+        }
+        last_text = None;
+    }
+    blocks
+}
+
+#[test]
+fn blocks_are_found_with_their_skip_reasons() {
+    let md = "intro\n\n```sh\necho one\n```\n\n<!-- readme-test: skip: needs Docker -->\n```sh\ndocker compose up\n```\n\n```rust\nfn main() {}\n```\n\n1. list\n\n   ```sh\n   echo indented\n     more\n   ```\n";
+    let blocks = sh_blocks(md);
+    assert_eq!(
+        blocks,
+        vec![
+            Block {
+                line: 3,
+                text: "echo one".into(),
+                skip: None
+            },
+            Block {
+                line: 8,
+                text: "docker compose up".into(),
+                skip: Some("needs Docker".into())
+            },
+            Block {
+                line: 18,
+                text: "echo indented\n  more".into(),
+                skip: None
+            },
+        ]
+    );
+}
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+#[test]
+fn every_skipped_block_says_why() {
+    let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
+    let blocks = sh_blocks(&readme);
+    assert!(blocks.iter().filter(|b| b.skip.is_none()).count() >= 4);
+    for b in &blocks {
+        if let Some(reason) = &b.skip {
+            assert!(
+                !reason.is_empty(),
+                "README.md:{}: a skip needs a reason",
+                b.line
+            );
+        }
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// `mesonctl`, built beside `mesond` (`cargo test --workspace` builds every
+/// binary; a lone `cargo test -p mesond` builds it here).
+fn mesonctl_dir() -> PathBuf {
+    let dir = Path::new(env!("CARGO_BIN_EXE_mesond"))
+        .parent()
+        .unwrap()
+        .to_owned();
+    if !dir.join("mesonctl").exists() {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let status = Command::new(cargo)
+            .args(["build", "-p", "mesonctl"])
+            .current_dir(repo_root())
+            .status()
+            .expect("cargo runs");
+        assert!(status.success(), "building mesonctl");
+    }
+    dir
+}
+
+/// Kills the dev server (and through its SIGTERM handling its PostgreSQL)
+/// even when the test fails half-way.
+struct Dev(Child);
+
+impl Drop for Dev {
+    fn drop(&mut self) {
+        let pid = self.0.id().to_string();
+        let _ = Command::new("kill").args(["-TERM", &pid]).status();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.0.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let _ = self.0.kill();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_readme_runs_as_written() {
+    let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
+    let dir = std::env::temp_dir().join(format!("readme-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::os::unix::fs::symlink(
+        repo_root().join("examples").canonicalize().unwrap(),
+        dir.join("examples"),
+    )
+    .unwrap();
+
+    let port = free_port();
+    let base = format!("http://127.0.0.1:{port}");
+    let mut dev = Dev(Command::new(env!("CARGO_BIN_EXE_mesond"))
+        .arg("dev")
+        .current_dir(&dir)
+        .env_remove("DATABASE_URL")
+        .env_remove("MESON_DATA_DIR")
+        .env("MESON_HTTP_ADDR", format!("127.0.0.1:{port}"))
+        .env("MESON_GRPC_ADDR", "127.0.0.1:0")
+        .env("MESON_AUTOSCALER_ADDR", "127.0.0.1:0")
+        .env("MESON_SIM_BOOT_MS", "200")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("mesond starts"));
+    let http = reqwest::Client::new();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        if let Some(status) = dev.0.try_wait().unwrap() {
+            panic!("mesond dev exited early: {status}");
+        }
+        if let Ok(r) = http.get(format!("{base}/readyz")).send().await
+            && r.status().is_success()
+        {
+            break;
+        }
+        assert!(Instant::now() < deadline, "mesond dev not ready in 120 s");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+
+    let mut script = String::from("set -euo pipefail\n");
+    for b in sh_blocks(&readme).iter().filter(|b| b.skip.is_none()) {
+        script.push_str(&format!("\n# README.md:{}\n", b.line));
+        script.push_str(&b.text.replace("http://127.0.0.1:8080", &base));
+        script.push('\n');
+    }
+    let path = format!(
+        "{}:{}",
+        mesonctl_dir().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let run = Command::new("bash")
+        .arg("-c")
+        .arg(&script)
+        .current_dir(&dir)
+        .env("PATH", path)
+        .env("HOME", &dir)
+        .env_remove("MESON_URL")
+        .env_remove("MESON_TOKEN")
+        .env_remove("MESON_DATA_DIR")
+        .env_remove("XDG_CONFIG_HOME")
+        .stdin(Stdio::null())
+        .output()
+        .expect("bash runs");
+    let out = String::from_utf8_lossy(&run.stdout);
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        run.status.success(),
+        "the README's blocks failed ({}):\n--- stdout\n{out}\n--- stderr\n{err}",
+        run.status
+    );
+    let kubeconfig = std::fs::read_to_string(dir.join("kubeconfig")).expect("a kubeconfig");
+    assert!(
+        kubeconfig.contains("kind: Config") && kubeconfig.contains("certificate-authority-data"),
+        "{kubeconfig}"
+    );
+    drop(dev);
+    let _ = std::fs::remove_dir_all(&dir);
+}
