@@ -954,6 +954,38 @@ mod tests {
     }
 
     #[test]
+    fn power_is_saved_as_wall_clock_time_and_read_back_to_the_same_instant() {
+        let now = Instant::now();
+        let mut walls = Vec::new();
+        for at in [
+            now - Duration::from_millis(1500),
+            now,
+            now + Duration::from_secs(3),
+        ] {
+            let power = Power::On {
+                since: at,
+                reboot: true,
+            };
+            let json = serde_json::to_value(power).unwrap();
+            let wall: chrono::DateTime<chrono::Utc> =
+                serde_json::from_value(json["on"]["since"].clone()).unwrap();
+            walls.push(wall);
+            assert_eq!(serde_json::from_value::<Power>(json).unwrap(), power);
+        }
+        assert_eq!(walls[1] - walls[0], chrono::TimeDelta::milliseconds(1500));
+        assert_eq!(walls[2] - walls[1], chrono::TimeDelta::seconds(3));
+        let off = serde_json::to_value(Power::Off).unwrap();
+        assert_eq!(off, "off");
+        assert_eq!(serde_json::from_value::<Power>(off).unwrap(), Power::Off);
+        // Older than the monotonic clock reaches: still long ago.
+        let ancient: Power = serde_json::from_value(
+            serde_json::json!({"on": {"since": "1990-01-01T00:00:00Z", "reboot": false}}),
+        )
+        .unwrap();
+        assert!(matches!(ancient, Power::On { since, .. } if since <= now));
+    }
+
+    #[test]
     fn frequency_is_a_ceiling() {
         let h = host();
         let mut d = demand(1, 1, 512);

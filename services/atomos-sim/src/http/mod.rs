@@ -182,6 +182,16 @@ pub(crate) fn route_label(daemon: Daemon, path: &str) -> String {
     format!("{}{}", daemon.label(), rest.trim_end_matches('/'))
 }
 
+/// POST routes that change nothing: the scheduler asks every host for a
+/// quote per placement, so these skip the state file (which would be left
+/// unchanged anyway).
+const READ_ONLY_POSTS: [&str; 4] = [
+    "vm/canallocate",
+    "volume/info",
+    "volume/cancreate",
+    "network/info",
+];
+
 /// The answer to a request whose effect could not be written to the state file.
 pub(crate) fn saving_failed(host: &SimHost, e: &std::io::Error) -> ApiError {
     tracing::error!(host = host.name(), error = %e, "the host's state could not be saved");
@@ -205,7 +215,9 @@ async fn gate(
     }
     match verdict {
         Verdict::Serve => {
-            let reads_only = request.method() == Method::GET || request.method() == Method::HEAD;
+            let reads_only = request.method() == Method::GET
+                || request.method() == Method::HEAD
+                || READ_ONLY_POSTS.contains(&route.as_str());
             let response = next.run(request).await;
             tracing::debug!(host = host.name(), %route, status = response.status().as_u16(), "served");
             if reads_only {
