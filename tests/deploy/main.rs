@@ -253,14 +253,17 @@ fn sources(dir: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
-/// Every `"MESON_..."` string literal, and `"DATABASE_URL"`, in meson's
-/// daemon and the simulator.
+/// Every `"MESON_..."` and `"ATOMOS_SIM_..."` string literal, and
+/// `"DATABASE_URL"`, in meson's daemon and the simulator.
 fn env_names() -> BTreeSet<String> {
     let mut names = BTreeSet::new();
     for dir in ["services/mesond/src", "services/atomos-sim/src"] {
         for file in sources(&root().join(dir)) {
             let text = read(&file);
-            for (i, _) in text.match_indices("\"MESON_") {
+            let literals = text
+                .match_indices("\"MESON_")
+                .chain(text.match_indices("\"ATOMOS_SIM_"));
+            for (i, _) in literals {
                 let rest = &text[i + 1..];
                 let Some(end) = rest.find('"') else { continue };
                 let name = &rest[..end];
@@ -1650,6 +1653,53 @@ fn mounted_config(
     }
 }
 
+/// Whether `service` runs atomos-sim: itself, or a mounted script that execs it.
+fn runs_simulator(service: &Value, argv: &[String]) -> bool {
+    argv.first().is_some_and(|p| basename(p) == "atomos-sim")
+        || compose_mounts(service)
+            .into_iter()
+            .filter(|(s, _)| is_bind(s))
+            .filter_map(|(s, _)| std::fs::read_to_string(root().join(s)).ok())
+            .any(|t| {
+                t.lines()
+                    .any(|l| l.trim_start().starts_with("exec atomos-sim "))
+            })
+}
+
+/// atomos-sim's `--state` is on a named volume whose mount point the image
+/// creates (a fresh volume takes the owner of the image's directory; one
+/// the image lacks is root's, which the image's user cannot write).
+fn check_simulator_state(
+    service: &Value,
+    argv: &[String],
+    whose: &str,
+    problems: &mut Vec<String>,
+) {
+    let Some(dir) = flag_value(argv, "--state") else {
+        problems.push(format!(
+            "{whose}: runs atomos-sim without --state: a restart loses every VM"
+        ));
+        return;
+    };
+    let volume = compose_mounts(service).into_iter().find(|(_, target)| {
+        let target = target.trim_end_matches('/');
+        dir == target || dir.starts_with(&format!("{target}/"))
+    });
+    match volume {
+        Some((source, target)) if !is_bind(&source) => {
+            if !read(&dockerfile_path()).contains(target.trim_end_matches('/')) {
+                problems.push(format!(
+                    "{whose}: the volume {source} at {target} (atomos-sim's --state) \
+                    is no directory deploy/Dockerfile creates for the image's user"
+                ));
+            }
+        }
+        _ => problems.push(format!(
+            "{whose}: atomos-sim's --state {dir} is on no named volume"
+        )),
+    }
+}
+
 #[test]
 fn compose_references_files_that_exist() {
     let compose = compose();
@@ -1729,6 +1779,11 @@ fn compose_references_files_that_exist() {
                     "{whose}: --hosts-file {hosts} is no mounted file of the repository"
                 )),
             }
+        }
+        // The simulator keeps its hosts' VMs on a named volume, so a
+        // restarted container still has what the database remembers.
+        if runs_simulator(service, &argv) {
+            check_simulator_state(service, &argv, &whose, &mut problems);
         }
         // MESON_TARGETS_FILE: a mounted file of driver targets, or the
         // volume the simulator writes its targets to.

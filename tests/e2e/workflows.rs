@@ -38,6 +38,7 @@ impl World {
             hosts: atomos_sim::dev_hosts(),
             boot_time: Duration::from_millis(30),
             bind: [127, 0, 0, 1].into(),
+            state: None,
         })
         .await
         .expect("simulator");

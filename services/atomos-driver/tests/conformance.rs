@@ -56,6 +56,7 @@ impl Endpoint {
             hosts: vec![host],
             boot_time: Duration::from_millis(50),
             bind: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            state: None,
         })
         .await
         .expect("simulator starts");

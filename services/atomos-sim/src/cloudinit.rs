@@ -334,7 +334,7 @@ fn flow(text: &str, pos: &mut usize, depth: usize) -> Option<Node> {
 }
 
 /// What the guest's cloud-init `phone_home` module would post, and where.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct PhoneHome {
     pub url: String,
     /// Form fields in the order of the `post` list.

@@ -4,6 +4,7 @@ use crate::faults::FaultSpec;
 use atomos_driver::PciDevice;
 use serde::{Deserialize, Serialize};
 use std::net::{IpAddr, Ipv4Addr};
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// One simulated AtomOS host (one set of four daemons).
@@ -56,6 +57,11 @@ pub struct SimConfig {
     pub boot_time: Duration,
     /// Address every listener binds (each on an ephemeral port).
     pub bind: IpAddr,
+    /// A directory keeping every host's VMs, volumes and networks (one JSON
+    /// file per host), written through before each change is acknowledged:
+    /// a simulator started again on it, even after `kill -9`, carries on
+    /// where the last one stopped. Created when missing. `None`: in memory only.
+    pub state: Option<PathBuf>,
 }
 
 impl Default for SimConfig {
@@ -64,6 +70,7 @@ impl Default for SimConfig {
             hosts: dev_hosts(),
             boot_time: Duration::from_millis(1500),
             bind: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            state: None,
         }
     }
 }

@@ -111,6 +111,10 @@ async fn set_faults(
         FaultError::Invalid(why) => ApiError::bad_request(why),
         e @ FaultError::NoSuchVm(_) => ApiError::not_found(e.to_string()),
     })?;
+    // Crashed and lost VMs are on disk before the answer.
+    host.save()
+        .await
+        .map_err(|e| crate::http::saving_failed(&host, &e))?;
     tracing::info!(
         host = host.name(),
         ?spec,

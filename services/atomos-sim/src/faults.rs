@@ -1,6 +1,7 @@
 //! Fault injection for one host: failed, slow, hung and randomly failing requests, a host that is down, crashed and lost VMs, a full host.
 
 use crate::host::{HostState, Power, lock};
+use crate::store::Store;
 use serde::{Deserialize, Deserializer, Serialize};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -22,6 +23,8 @@ pub struct Faults {
     /// Mixes the host's name into every random draw.
     host_key: u64,
     state: Arc<Mutex<HostState>>,
+    /// Where crashed and lost VMs are written through, if anywhere.
+    store: Option<Arc<Store>>,
     plan: Mutex<Plan>,
     full: AtomicBool,
     /// `true` while the host's daemons refuse connections.
@@ -116,10 +119,15 @@ fn take<T: Copy>(map: &mut HashMap<String, (T, u32)>, route: &str) -> Option<T> 
 }
 
 impl Faults {
-    pub(crate) fn new(state: Arc<Mutex<HostState>>, host_name: &str) -> Self {
+    pub(crate) fn new(
+        state: Arc<Mutex<HostState>>,
+        host_name: &str,
+        store: Option<Arc<Store>>,
+    ) -> Self {
         Faults {
             host_key: fnv1a(host_name.as_bytes()),
             state,
+            store,
             plan: Mutex::new(Plan::default()),
             full: AtomicBool::new(false),
             down: watch::channel(false).0,
@@ -201,16 +209,30 @@ impl Faults {
 
     /// The VM named `name` (or with that id) crashes: it is shut off
     /// unexpectedly, keeps its resources and volumes, and can be started
-    /// again. Returns whether such a VM existed.
+    /// again. Returns whether such a VM existed. With a state directory the
+    /// crash is on disk when this returns (a blocking write).
     pub fn crash_vm(&self, name: &str) -> bool {
-        crash(&mut lock(&self.state), name)
+        let found = crash(&mut lock(&self.state), name);
+        self.save_blocking();
+        found
     }
 
     /// The VM named `name` (or with that id) vanishes, as if the host lost
     /// it: gone from `/status`, its resources freed, its volumes detached but
-    /// kept. Returns whether such a VM existed.
+    /// kept. Returns whether such a VM existed. With a state directory the
+    /// loss is on disk when this returns (a blocking write).
     pub fn lose_vm(&self, name: &str) -> bool {
-        lose(&mut lock(&self.state), name)
+        let found = lose(&mut lock(&self.state), name);
+        self.save_blocking();
+        found
+    }
+
+    fn save_blocking(&self) {
+        if let Some(store) = &self.store
+            && let Err(e) = store.save()
+        {
+            tracing::error!(error = %e, "the simulator's state could not be saved");
+        }
     }
 
     /// A full host refuses canallocate/cancreate and every allocation.
@@ -565,7 +587,7 @@ mod tests {
     use super::*;
 
     fn faults() -> Faults {
-        Faults::new(Arc::new(Mutex::new(HostState::default())), "h")
+        Faults::new(Arc::new(Mutex::new(HostState::default())), "h", None)
     }
 
     #[test]
@@ -636,7 +658,7 @@ mod tests {
         a.set_seed(43);
         assert_ne!(outcomes(&a, "vm/status", 400), run);
         // Another host with the same seed draws differently.
-        let c = Faults::new(Arc::new(Mutex::new(HostState::default())), "other");
+        let c = Faults::new(Arc::new(Mutex::new(HostState::default())), "other", None);
         c.set_seed(42);
         c.set_error_rate("vm/status", 0.3);
         assert_ne!(outcomes(&c, "vm/status", 400), run);

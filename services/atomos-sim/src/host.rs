@@ -3,12 +3,14 @@
 use crate::cloudinit::PhoneHome;
 use crate::config::HostConfig;
 use crate::faults::Faults;
+use crate::store::Store;
 use atomos_driver::schema::compute::SpecFile;
 use atomos_driver::{PciDevice, Target, VmState, pci_from_wire};
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 use std::net::Ipv4Addr;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, LazyLock, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
@@ -19,8 +21,8 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// A VM as the host keeps it.
-#[derive(Clone, Debug)]
+/// A VM as the host keeps it (and its state file holds it).
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub(crate) struct VmRec {
     pub id: String,
     pub name: String,
@@ -47,7 +49,8 @@ pub(crate) struct VmRec {
     pub phoned_home: bool,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(into = "SavedPower", from = "SavedPower")]
 pub(crate) enum Power {
     /// Powered on at `since`; running once the boot (or the shorter reboot)
     /// has taken its time.
@@ -56,6 +59,76 @@ pub(crate) enum Power {
         reboot: bool,
     },
     Off,
+}
+
+/// [`Power`] in a state file: the wall-clock time the VM powered on, so
+/// that a VM booting when the simulator stopped keeps booting after a
+/// restart, and a running one keeps running.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum SavedPower {
+    On {
+        since: chrono::DateTime<chrono::Utc>,
+        reboot: bool,
+    },
+    Off,
+}
+
+impl From<Power> for SavedPower {
+    fn from(p: Power) -> SavedPower {
+        match p {
+            Power::On { since, reboot } => SavedPower::On {
+                since: to_wall(since),
+                reboot,
+            },
+            Power::Off => SavedPower::Off,
+        }
+    }
+}
+
+impl From<SavedPower> for Power {
+    fn from(p: SavedPower) -> Power {
+        match p {
+            SavedPower::On { since, reboot } => Power::On {
+                since: from_wall(since),
+                reboot,
+            },
+            SavedPower::Off => Power::Off,
+        }
+    }
+}
+
+/// Both clocks read once per process: instants convert to wall-clock times
+/// and back through this one pair, so a time read back from a state file
+/// converts to the same instant, and saving it again writes the same bytes.
+static CLOCKS: LazyLock<(Instant, chrono::DateTime<chrono::Utc>)> =
+    LazyLock::new(|| (Instant::now(), chrono::Utc::now()));
+
+fn to_wall(at: Instant) -> chrono::DateTime<chrono::Utc> {
+    let (i0, w0) = *CLOCKS;
+    let delta = match at.checked_duration_since(i0) {
+        Some(after) => chrono::TimeDelta::from_std(after).unwrap_or(chrono::TimeDelta::MAX),
+        None => -chrono::TimeDelta::from_std(i0 - at).unwrap_or(chrono::TimeDelta::MAX),
+    };
+    w0.checked_add_signed(delta).unwrap_or(w0)
+}
+
+fn from_wall(at: chrono::DateTime<chrono::Utc>) -> Instant {
+    let (i0, w0) = *CLOCKS;
+    let delta = at.signed_duration_since(w0);
+    if let Ok(ahead) = delta.to_std() {
+        return i0.checked_add(ahead).unwrap_or(i0);
+    }
+    // Earlier than the monotonic clock can express (the machine booted
+    // since): the latest instant that is still at least as long ago works
+    // as well for a boot of seconds.
+    let mut ago = delta.abs().to_std().unwrap_or(Duration::MAX);
+    loop {
+        if let Some(at) = i0.checked_sub(ago) {
+            return at;
+        }
+        ago /= 2;
+    }
 }
 
 /// A reboot skips firmware and first-boot setup: it takes this fraction of a boot.
@@ -98,7 +171,7 @@ impl VmRec {
 }
 
 /// A normalized, validated hardware request.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Demand {
     pub slots: u32,
     pub overprovision: u32,
@@ -248,8 +321,8 @@ impl Inventory {
     }
 }
 
-/// Everything the four daemons of a host share.
-#[derive(Debug)]
+/// Everything the four daemons of a host share; what its state file holds.
+#[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct HostState {
     pub vms: Vec<VmRec>,
     pub volumes: Vec<SimVolume>,
@@ -268,7 +341,7 @@ impl Default for HostState {
             networks: Vec::new(),
             next_ip: 0,
             // The real daemons are logged in by the desktop app before any
-            // client shows up (reference §1), so a fresh host is too.
+            // client shows up, so a fresh host is too.
             user: Some("sim".to_owned()),
         }
     }
@@ -302,6 +375,10 @@ struct HostShared {
     /// Position in the fleet; picks the host's made-up address block.
     index: usize,
     state: Arc<Mutex<HostState>>,
+    /// Where the state is written through, when the fleet has a state directory.
+    store: Option<Arc<Store>>,
+    /// Set by [`SimHost::halt`]: the simulator stopped, no guest phones home.
+    halted: AtomicBool,
     faults: Faults,
     boot_time: Mutex<Duration>,
     /// Bumped when a VM powers on or the boot time changes, so background
@@ -336,15 +413,27 @@ impl std::fmt::Debug for SimHost {
 }
 
 impl SimHost {
-    pub(crate) fn new(config: HostConfig, target: Target, index: usize, boot: Duration) -> Self {
-        let state = Arc::new(Mutex::new(HostState::default()));
+    /// A host holding `state` (a fresh one's, or what its state file held),
+    /// writing it through to a file in `state_dir` when given.
+    pub(crate) fn new(
+        config: HostConfig,
+        target: Target,
+        index: usize,
+        boot: Duration,
+        state: HostState,
+        state_dir: Option<&std::path::Path>,
+    ) -> Self {
+        let state = Arc::new(Mutex::new(state));
+        let store = state_dir.map(|dir| Arc::new(Store::new(dir, &config.name, state.clone())));
         SimHost {
             shared: Arc::new(HostShared {
-                faults: Faults::new(state.clone(), &config.name),
+                faults: Faults::new(state.clone(), &config.name, store.clone()),
                 config,
                 target,
                 index,
                 state,
+                store,
+                halted: AtomicBool::new(false),
                 boot_time: Mutex::new(boot),
                 wake: watch::channel(()).0,
                 listening: watch::channel(0).0,
@@ -357,11 +446,32 @@ impl SimHost {
     }
 
     /// Cancels the guests' pending phone-home calls: the simulator stops.
+    /// The calls stay in the state, so a simulator started on the same state
+    /// directory makes them.
     pub(crate) fn halt(&self) {
-        for vm in &mut self.state().vms {
-            vm.phone_home = None;
-        }
+        self.shared.halted.store(true, Ordering::SeqCst);
         self.wake();
+    }
+
+    pub(crate) fn is_halted(&self) -> bool {
+        self.shared.halted.load(Ordering::SeqCst)
+    }
+
+    /// Writes the state through to the host's state file (nothing without a
+    /// state directory); done when the file is on disk. The write runs to
+    /// its end even when the caller is dropped.
+    pub(crate) async fn save(&self) -> std::io::Result<()> {
+        let Some(store) = self.shared.store.clone() else {
+            return Ok(());
+        };
+        tokio::task::spawn_blocking(move || store.save())
+            .await
+            .map_err(std::io::Error::other)?
+    }
+
+    /// The host's state file, when the fleet has a state directory.
+    pub fn state_file(&self) -> Option<&std::path::Path> {
+        self.shared.store.as_deref().map(Store::path)
     }
 
     /// Tells background tasks that boot deadlines may have moved.
@@ -709,7 +819,14 @@ mod tests {
             region: cfg.region.clone(),
             continent: cfg.continent.clone(),
         };
-        SimHost::new(cfg, target, 0, Duration::from_millis(100))
+        SimHost::new(
+            cfg,
+            target,
+            0,
+            Duration::from_millis(100),
+            HostState::default(),
+            None,
+        )
     }
 
     fn demand(slots: u32, overprovision: u32, ram_mib: u64) -> Demand {
@@ -834,6 +951,38 @@ mod tests {
             rebooted.observe(since, Duration::from_millis(100)).0,
             VmState::Starting
         );
+    }
+
+    #[test]
+    fn power_is_saved_as_wall_clock_time_and_read_back_to_the_same_instant() {
+        let now = Instant::now();
+        let mut walls = Vec::new();
+        for at in [
+            now - Duration::from_millis(1500),
+            now,
+            now + Duration::from_secs(3),
+        ] {
+            let power = Power::On {
+                since: at,
+                reboot: true,
+            };
+            let json = serde_json::to_value(power).unwrap();
+            let wall: chrono::DateTime<chrono::Utc> =
+                serde_json::from_value(json["on"]["since"].clone()).unwrap();
+            walls.push(wall);
+            assert_eq!(serde_json::from_value::<Power>(json).unwrap(), power);
+        }
+        assert_eq!(walls[1] - walls[0], chrono::TimeDelta::milliseconds(1500));
+        assert_eq!(walls[2] - walls[1], chrono::TimeDelta::seconds(3));
+        let off = serde_json::to_value(Power::Off).unwrap();
+        assert_eq!(off, "off");
+        assert_eq!(serde_json::from_value::<Power>(off).unwrap(), Power::Off);
+        // Older than the monotonic clock reaches: still long ago.
+        let ancient: Power = serde_json::from_value(
+            serde_json::json!({"on": {"since": "1990-01-01T00:00:00Z", "reboot": false}}),
+        )
+        .unwrap();
+        assert!(matches!(ancient, Power::On { since, .. } if since <= now));
     }
 
     #[test]

@@ -8,6 +8,15 @@
 //! DHCP ranges, phone home for guests whose cloud-init asks to, and accept
 //! injected [`Faults`]. A control endpoint ([`Simulator::control_addr`])
 //! lists the inventory and sets faults over HTTP.
+//!
+//! With [`SimConfig::state`], a directory, each host also keeps its state in
+//! `<dir>/<host>.json`, written through (to a temporary file, synced, renamed
+//! over the old one) before any change is acknowledged: every daemon request
+//! but a GET, a VM crashed or lost by a fault, a guest that phoned home. A
+//! simulator started on the same directory, even after `kill -9`, has the
+//! same VMs (booting ones keep booting: boots are timed by the wall clock),
+//! volumes with their cloud-init files, networks and pending phone-home
+//! calls, on new ports. Faults are not kept.
 
 mod cloudinit;
 mod config;
@@ -18,6 +27,7 @@ mod http;
 mod listener;
 mod multipart;
 mod phonehome;
+mod store;
 mod templates;
 
 pub use config::{HostConfig, SimConfig, dev_hosts};
@@ -134,6 +144,18 @@ fn control_bind(bind: IpAddr) -> SocketAddr {
 /// configurations are in force when this returns.
 pub async fn start(config: SimConfig) -> std::io::Result<Simulator> {
     check_hosts(&config.hosts)?;
+    let mut saved = match config.state.clone() {
+        Some(dir) => {
+            let names: Vec<String> = config.hosts.iter().map(|h| h.name.clone()).collect();
+            tokio::task::spawn_blocking(move || {
+                let names: Vec<&str> = names.iter().map(String::as_str).collect();
+                store::load(&dir, &names)
+            })
+            .await
+            .map_err(std::io::Error::other)??
+        }
+        None => std::collections::HashMap::new(),
+    };
     // Clients cannot connect to the unspecified address; hand out loopback.
     let advertised = match config.bind {
         IpAddr::V4(ip) if ip.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
@@ -163,7 +185,15 @@ pub async fn start(config: SimConfig) -> std::io::Result<Simulator> {
             continent: host_config.continent.clone(),
         };
         let faults = host_config.faults.clone();
-        let host = SimHost::new(host_config, target, index, config.boot_time);
+        let state = saved.remove(&host_config.name).unwrap_or_default();
+        let host = SimHost::new(
+            host_config,
+            target,
+            index,
+            config.boot_time,
+            state,
+            config.state.as_deref(),
+        );
         host.faults()
             .apply(&faults)
             .map_err(|e| invalid_input(format!("host {}: faults: {e}", host.name())))?;
@@ -196,6 +226,19 @@ pub async fn start(config: SimConfig) -> std::io::Result<Simulator> {
     }));
     tracing::info!(addr = %control_addr, "simulator control endpoint up");
     for host in &inner.hosts {
+        // Fails early on a state directory that cannot be written.
+        host.save().await?;
+        // Guests that had not phoned home yet still do once booted.
+        let pending: Vec<String> = host
+            .state()
+            .vms
+            .iter()
+            .filter(|vm| vm.phone_home.is_some())
+            .map(|vm| vm.id.clone())
+            .collect();
+        for id in pending {
+            phonehome::watch(host, id);
+        }
         if host.faults().is_down() {
             host.take_down().await;
         }

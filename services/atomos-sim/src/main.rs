@@ -15,7 +15,11 @@ use std::time::Duration;
     long_about = "Simulated Elemento AtomOS daemons for development and tests.\n\n\
         Prints one JSON line per host (its target: name, host, ports, provider, region, \
         continent), then {\"control\": \"http://...\"}: the control endpoint \
-        (GET /inventory, GET|POST|DELETE /faults/{host}, GET|POST /seed)."
+        (GET /inventory, GET|POST|DELETE /faults/{host}, GET|POST /seed).\n\n\
+        With --state DIR, every host's VMs, volumes and networks are written \
+        through to DIR/<host>.json before each change is acknowledged, and \
+        loaded again on the next start (even after kill -9); the hosts get \
+        new ports."
 )]
 struct Args {
     /// JSON array of host configurations (each may carry `faults`); the
@@ -39,6 +43,11 @@ struct Args {
     /// Milliseconds added to every request on every host.
     #[arg(long)]
     latency_ms: Option<u64>,
+    /// Directory keeping every host's VMs, volumes and networks (one JSON
+    /// file per host, written through before each change is acknowledged),
+    /// loaded on start; created when missing. In memory only if absent.
+    #[arg(long, env = "ATOMOS_SIM_STATE", value_name = "DIR")]
+    state: Option<PathBuf>,
 }
 
 fn parse_error_rate(raw: &str) -> Result<ErrorRate, String> {
@@ -102,6 +111,7 @@ async fn main() -> anyhow::Result<()> {
         hosts,
         boot_time: Duration::from_millis(args.boot_ms),
         bind: args.bind,
+        state: args.state.clone(),
     })
     .await
     .context("starting the simulator")?;
@@ -154,5 +164,8 @@ mod tests {
         .unwrap();
         assert_eq!(args.seed, Some(7));
         assert_eq!(args.error_rates.len(), 2);
+        assert_eq!(args.state, None);
+        let args = Args::try_parse_from(["atomos-sim", "--state", "/var/lib/sim"]).unwrap();
+        assert_eq!(args.state, Some(PathBuf::from("/var/lib/sim")));
     }
 }

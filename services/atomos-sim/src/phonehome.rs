@@ -24,23 +24,26 @@ enum Step {
 }
 
 fn step(host: &SimHost, vm_id: &str, now: Instant) -> Step {
-    let boot = host.boot_time();
-    let mut state = host.state();
-    let Some(vm) = state.vms.iter_mut().find(|vm| vm.id == vm_id) else {
-        return Step::Done;
-    };
-    if vm.phone_home.is_none() {
+    if host.is_halted() {
         return Step::Done;
     }
+    let boot = host.boot_time();
+    let state = host.state();
+    let Some(vm) = state.vms.iter().find(|vm| vm.id == vm_id) else {
+        return Step::Done;
+    };
+    let Some(call) = &vm.phone_home else {
+        return Step::Done;
+    };
     match vm.power.boot_left(now, boot) {
         None => Step::Wait(None),
         Some(left) if !left.is_zero() => Step::Wait(Some(left)),
-        Some(_) => match vm.phone_home.take() {
-            Some(call) => Step::Call {
-                vm_name: vm.name.clone(),
-                call,
-            },
-            None => Step::Done,
+        // The call stays pending (and in the state file) until it is over:
+        // a simulator stopped meanwhile makes it again when started on the
+        // same state. Only this task makes it.
+        Some(_) => Step::Call {
+            vm_name: vm.name.clone(),
+            call: call.clone(),
         },
     }
 }
@@ -75,10 +78,13 @@ pub(crate) fn watch(host: &SimHost, vm_id: String) {
                 }
                 Step::Call { vm_name, call } => {
                     let answered = post(&vm_name, &call).await;
-                    if let Some(host) = weak.upgrade()
-                        && let Some(vm) = host.state().vms.iter_mut().find(|vm| vm.id == vm_id)
-                    {
+                    let Some(host) = weak.upgrade() else { return };
+                    if let Some(vm) = host.state().vms.iter_mut().find(|vm| vm.id == vm_id) {
+                        vm.phone_home = None;
                         vm.phoned_home = answered;
+                    }
+                    if let Err(e) = host.save().await {
+                        tracing::error!(host = host.name(), error = %e, "the host's state could not be saved");
                     }
                     return;
                 }

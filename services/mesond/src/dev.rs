@@ -162,6 +162,8 @@ impl Dev {
             hosts: atomos_sim::dev_hosts(),
             boot_time: opts.sim_boot,
             bind: [127, 0, 0, 1].into(),
+            // Its VMs outlive a restart, like the database's rows.
+            state: Some(opts.data_dir.join("atomos")),
         })
         .await
         .context("starting the AtomOS simulator")?;

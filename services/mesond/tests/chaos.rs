@@ -70,6 +70,7 @@ async fn chaos_loses_nothing_and_leaks_nothing() {
         hosts: atomos_sim::dev_hosts(),
         boot_time: Duration::from_millis(150),
         bind: [127, 0, 0, 1].into(),
+        state: None,
     })
     .await
     .expect("simulator");

@@ -318,6 +318,7 @@ async fn api_and_worker_replicas_share_one_database() {
         hosts: atomos_sim::dev_hosts(),
         boot_time: Duration::from_millis(150),
         bind: [127, 0, 0, 1].into(),
+        state: None,
     })
     .await
     .expect("simulator");

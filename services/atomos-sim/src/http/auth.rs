@@ -41,7 +41,12 @@ async fn login_query(
     query: Result<Query<LoginBody>, QueryRejection>,
 ) -> ApiResult {
     let Query(creds) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
-    log_in(&host, creds)
+    let answer = log_in(&host, creds)?;
+    // A GET that changes the state: the gate writes through only the others.
+    host.save()
+        .await
+        .map_err(|e| super::saving_failed(&host, &e))?;
+    Ok(answer)
 }
 
 async fn logout(State(host): State<SimHost>) -> ApiResult {

@@ -10,7 +10,7 @@ use crate::host::SimHost;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, Request, State};
-use axum::http::StatusCode;
+use axum::http::{Method, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -182,7 +182,27 @@ pub(crate) fn route_label(daemon: Daemon, path: &str) -> String {
     format!("{}{}", daemon.label(), rest.trim_end_matches('/'))
 }
 
-/// Applies the host's injected faults before the handler runs.
+/// POST routes that change nothing: the scheduler asks every host for a
+/// quote per placement, so these skip the state file (which would be left
+/// unchanged anyway).
+const READ_ONLY_POSTS: [&str; 4] = [
+    "vm/canallocate",
+    "volume/info",
+    "volume/cancreate",
+    "network/info",
+];
+
+/// The answer to a request whose effect could not be written to the state file.
+pub(crate) fn saving_failed(host: &SimHost, e: &std::io::Error) -> ApiError {
+    tracing::error!(host = host.name(), error = %e, "the host's state could not be saved");
+    ApiError::new(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        format!("the host's state could not be saved: {e}"),
+    )
+}
+
+/// Applies the host's injected faults before the handler runs, and writes
+/// the state through after every request but a GET.
 async fn gate(
     State((host, daemon)): State<(SimHost, Daemon)>,
     request: Request,
@@ -195,9 +215,19 @@ async fn gate(
     }
     match verdict {
         Verdict::Serve => {
+            let reads_only = request.method() == Method::GET
+                || request.method() == Method::HEAD
+                || READ_ONLY_POSTS.contains(&route.as_str());
             let response = next.run(request).await;
             tracing::debug!(host = host.name(), %route, status = response.status().as_u16(), "served");
-            response
+            if reads_only {
+                return response;
+            }
+            // Write-through: what the answer acknowledges is on disk first.
+            match host.save().await {
+                Ok(()) => response,
+                Err(e) => saving_failed(&host, &e).into_response(),
+            }
         }
         Verdict::Fail(status) => {
             tracing::info!(host = host.name(), %route, status, "injected failure");

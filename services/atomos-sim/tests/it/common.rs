@@ -3,11 +3,17 @@
 use atomos_driver::{AtomosClient, ClientOptions, PciDevice, Vm, VmSpec, VmState};
 use atomos_sim::{HostConfig, SimConfig, Simulator, dev_hosts};
 use std::net::{IpAddr, Ipv4Addr};
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// Two hosts: `small` (4 cores, 8 GiB, 100 GB, no GPU, no ECC) and `gpu`
 /// (the dev fleet's first host, with P4000s and ECC).
 pub async fn sim(boot: Duration) -> Simulator {
+    start(boot, None).await.expect("simulator starts")
+}
+
+/// [`sim`]'s fleet, keeping its state in `state` when given.
+pub async fn start(boot: Duration, state: Option<PathBuf>) -> std::io::Result<Simulator> {
     let gpu = HostConfig {
         name: "gpu".into(),
         ..dev_hosts()[0].clone()
@@ -25,9 +31,9 @@ pub async fn sim(boot: Duration) -> Simulator {
         hosts: vec![small, gpu],
         boot_time: boot,
         bind: IpAddr::V4(Ipv4Addr::LOCALHOST),
+        state,
     })
     .await
-    .expect("simulator starts")
 }
 
 pub fn opts() -> ClientOptions {

@@ -377,6 +377,7 @@ async fn faults_from_configuration_are_in_force_at_start() {
         hosts,
         boot_time: Duration::from_millis(20),
         bind: std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST),
+        state: None,
     };
     let sim = atomos_sim::start(config(hosts.clone())).await.unwrap();
     let no_retry = ClientOptions {

@@ -10,4 +10,5 @@ mod flow;
 mod lifecycle;
 mod network;
 mod phonehome;
+mod state;
 mod storage;

@@ -14,9 +14,9 @@ use tokio::sync::mpsc;
 
 /// One phone-home call as the server saw it.
 #[derive(Debug)]
-struct Call {
-    id: String,
-    form: HashMap<String, String>,
+pub(crate) struct Call {
+    pub id: String,
+    pub form: HashMap<String, String>,
 }
 
 struct Server {
@@ -26,7 +26,7 @@ struct Server {
 }
 
 /// Starts the server; returns its base URL and the calls it receives.
-async fn phone_home_server(failures: u32) -> (String, mpsc::UnboundedReceiver<Call>) {
+pub(crate) async fn phone_home_server(failures: u32) -> (String, mpsc::UnboundedReceiver<Call>) {
     let (tx, rx) = mpsc::unbounded_channel();
     let state = Arc::new(Server {
         calls: tx,
@@ -58,7 +58,7 @@ async fn phone_home_server(failures: u32) -> (String, mpsc::UnboundedReceiver<Ca
 }
 
 /// meson's cloud-init documents (meson-core/src/cloudinit.rs), verbatim in shape.
-fn seed(hostname: &str, instance_id: &str, url: &str, tries: u32) -> (String, String) {
+pub(crate) fn seed(hostname: &str, instance_id: &str, url: &str, tries: u32) -> (String, String) {
     let q = |s: &str| serde_json::Value::String(s.to_owned()).to_string();
     let user_data = format!(
         "#cloud-config\nhostname: {}\npreserve_hostname: false\nssh_pwauth: false\n\
@@ -77,7 +77,13 @@ fn seed(hostname: &str, instance_id: &str, url: &str, tries: u32) -> (String, St
 }
 
 /// Creates the three volumes of a VM and registers it on `network`.
-async fn create_vm(c: &AtomosClient, name: &str, user_data: &str, meta_data: &str, network: &str) {
+pub(crate) async fn create_vm(
+    c: &AtomosClient,
+    name: &str,
+    user_data: &str,
+    meta_data: &str,
+    network: &str,
+) {
     let boot = c
         .volume_create_from_image(&ImageVolumeCreate {
             name: format!("{name}-boot"),
@@ -102,7 +108,7 @@ async fn create_vm(c: &AtomosClient, name: &str, user_data: &str, meta_data: &st
     .unwrap();
 }
 
-async fn network(c: &AtomosClient) -> String {
+pub(crate) async fn network(c: &AtomosClient) -> String {
     c.network_create(&NetworkCreate {
         name: "nodes".into(),
         cidr: "192.170.5.1/24".into(),
@@ -114,7 +120,7 @@ async fn network(c: &AtomosClient) -> String {
     .id
 }
 
-async fn next_call(rx: &mut mpsc::UnboundedReceiver<Call>) -> Call {
+pub(crate) async fn next_call(rx: &mut mpsc::UnboundedReceiver<Call>) -> Call {
     tokio::time::timeout(Duration::from_secs(5), rx.recv())
         .await
         .expect("a phone-home call within 5 s")
@@ -122,7 +128,7 @@ async fn next_call(rx: &mut mpsc::UnboundedReceiver<Call>) -> Call {
 }
 
 /// No call arrives within `wait`.
-async fn quiet(rx: &mut mpsc::UnboundedReceiver<Call>, wait: Duration) {
+pub(crate) async fn quiet(rx: &mut mpsc::UnboundedReceiver<Call>, wait: Duration) {
     if let Ok(call) = tokio::time::timeout(wait, rx.recv()).await {
         panic!("unexpected phone-home call: {call:?}");
     }
