@@ -454,7 +454,10 @@ async fn the_update_policy_upgrades_by_itself_and_never_update_does_not() {
         .await;
 
     let deadline = tokio::time::Instant::now() + Duration::from_secs(90);
-    for (id, want) in [(&patch, "1.29.15".to_owned()), (&always, newest.to_string())] {
+    for (id, want) in [
+        (&patch, "1.29.15".to_owned()),
+        (&always, newest.to_string()),
+    ] {
         loop {
             let c = m.cluster(id).await;
             if c["kubernetes_version"] == want && c["status"] == "running" {

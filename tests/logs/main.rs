@@ -97,7 +97,9 @@ async fn every_unauthorized_answer_logs_why() {
         let text = logs.text();
         let lines: Vec<&str> = text.lines().filter(|l| l.contains(&path)).collect();
         assert!(
-            lines.iter().any(|l| l.contains(why) && l.contains(" INFO ")),
+            lines
+                .iter()
+                .any(|l| l.contains(why) && l.contains(" INFO ")),
             "{authorization:?}: no INFO line says {why:?} among {lines:#?}"
         );
     }

@@ -1182,7 +1182,10 @@ mod tests {
         assert!(eol(&k));
         // No version: the day's default.
         let without = with(|v| {
-            v["req"].as_object_mut().unwrap().remove("kubernetes_version");
+            v["req"]
+                .as_object_mut()
+                .unwrap()
+                .remove("kubernetes_version");
         });
         let version = |d: &str| {
             KaasCreate::parse(&without, day(d))
@@ -1265,7 +1268,10 @@ mod tests {
             "nodes_subnet": {"dhcp": true, "subnet_netmask": "10.0.0.0/24"}}});
         let k = KaasCreate::parse(&v, today()).unwrap();
         let s = &k.spec;
-        assert_eq!(s.kubernetes_version, kubernetes::default_release(today()).version);
+        assert_eq!(
+            s.kubernetes_version,
+            kubernetes::default_release(today()).version
+        );
         assert_eq!((s.pools[0].min_nodes, s.pools[0].max_nodes), (2, 2));
         assert_eq!(s.pools[0].specs, DEFAULT_NODE_SPECS);
         assert_eq!(s.nodes_subnet.range.start, ip("10.0.0.1"));
@@ -1320,7 +1326,10 @@ mod tests {
 
         // Labels at the top level, as for a VM.
         let v = with(|v| v["labels"] = json!({"env": "prod"}));
-        assert_eq!(KaasCreate::parse(&v, today()).unwrap().labels["env"], "prod");
+        assert_eq!(
+            KaasCreate::parse(&v, today()).unwrap().labels["env"],
+            "prod"
+        );
     }
 
     #[test]

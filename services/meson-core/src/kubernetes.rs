@@ -202,10 +202,10 @@ fn load(text: &str) -> Result<Vec<Release>, String> {
         if m.released >= m.end_of_life {
             return at("released must come before end_of_life");
         }
-        if let Some(prev) = last {
-            if m.released <= prev.released || m.end_of_life <= prev.end_of_life {
-                return at("minors must be in release order, their dates ascending");
-            }
+        if let Some(prev) = last
+            && (m.released <= prev.released || m.end_of_life <= prev.end_of_life)
+        {
+            return at("minors must be in release order, their dates ascending");
         }
         if m.patches.is_empty() || !m.patches.windows(2).all(|w| w[0] < w[1]) {
             return at("patches must be a non-empty ascending list");
@@ -419,7 +419,11 @@ mod tests {
         for r in releases {
             // Upstream supports a minor for about 14 months.
             let months = (r.end_of_life - r.released).num_days() / 30;
-            assert!((12..=16).contains(&months), "{}: {months} months", r.version);
+            assert!(
+                (12..=16).contains(&months),
+                "{}: {months} months",
+                r.version
+            );
         }
         // Existing clients' versions, and the supported lines of today.
         for v in ["1.28.15", "1.29.2", "1.30.14", "1.31.10", "1.32.6"] {
@@ -441,11 +445,26 @@ mod tests {
         let good = minor("1.30", "2024-04-17", "2025-06-28", "[1, 2]");
         assert_eq!(load(&good).unwrap().len(), 2);
         for (bad, why) in [
-            (minor("1.30.1", "2024-04-17", "2025-06-28", "[1]"), "not a minor"),
-            (minor("1.30", "2025-06-28", "2024-04-17", "[1]"), "before end_of_life"),
-            (minor("1.30", "2024-04-17", "2025-06-28", "[]"), "non-empty ascending"),
-            (minor("1.30", "2024-04-17", "2025-06-28", "[2, 1]"), "non-empty ascending"),
-            (minor("1.30", "2024-04-17", "2025-13-28", "[1]"), "out of range"),
+            (
+                minor("1.30.1", "2024-04-17", "2025-06-28", "[1]"),
+                "not a minor",
+            ),
+            (
+                minor("1.30", "2025-06-28", "2024-04-17", "[1]"),
+                "before end_of_life",
+            ),
+            (
+                minor("1.30", "2024-04-17", "2025-06-28", "[]"),
+                "non-empty ascending",
+            ),
+            (
+                minor("1.30", "2024-04-17", "2025-06-28", "[2, 1]"),
+                "non-empty ascending",
+            ),
+            (
+                minor("1.30", "2024-04-17", "2025-13-28", "[1]"),
+                "out of range",
+            ),
             (
                 format!("{good}{}", minor("1.29", "2023-12-13", "2025-02-28", "[1]")),
                 "release order",
@@ -462,7 +481,10 @@ mod tests {
     fn deprecation_follows_the_date() {
         let r = lookup(&v("1.34.9")).unwrap();
         assert!(!r.is_deprecated(day("2026-10-26")));
-        assert!(r.is_deprecated(day("2026-10-27")), "from its end-of-life day");
+        assert!(
+            r.is_deprecated(day("2026-10-27")),
+            "from its end-of-life day"
+        );
         // One catalogue, two dates, two answers.
         let deprecated = |today: &str| -> Vec<String> {
             releases()
@@ -513,8 +535,14 @@ mod tests {
             today = today.succ_opt().unwrap();
         }
         // Outside the catalogue's range it still answers.
-        assert_eq!(default_release(last).version, releases().last().unwrap().version);
-        assert_eq!(default_release(day("2000-01-01")).version, releases()[0].version);
+        assert_eq!(
+            default_release(last).version,
+            releases().last().unwrap().version
+        );
+        assert_eq!(
+            default_release(day("2000-01-01")).version,
+            releases()[0].version
+        );
     }
 
     #[test]

@@ -155,7 +155,11 @@ mod tests {
         assert_eq!(to(PatchUpdate, "1.35.1").as_deref(), Some("1.35.9"));
         assert_eq!(to(AlwaysUpdate, "1.35.9").as_deref(), Some("1.36.4"));
         let newest = kubernetes::releases().last().unwrap();
-        assert_eq!(to(AlwaysUpdate, &newest.version.to_string()), None, "the newest there is");
+        assert_eq!(
+            to(AlwaysUpdate, &newest.version.to_string()),
+            None,
+            "the newest there is"
+        );
         assert_eq!(to(PatchUpdate, &newest.version.to_string()), None);
         // Every target is an allowed upgrade in the catalogue.
         for r in kubernetes::releases() {

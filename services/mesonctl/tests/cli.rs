@@ -432,8 +432,14 @@ async fn a_cluster_its_kubeconfig_and_a_translated_kops_line() {
     // Long messages are cut in `table`...
     let broken = row("test8");
     assert!(broken.contains(" error "), "{broken}");
-    assert!(broken.contains("the control plane never came up"), "{broken}");
-    assert!(broken.ends_with('…') && !broken.contains("disk full"), "{broken}");
+    assert!(
+        broken.contains("the control plane never came up"),
+        "{broken}"
+    );
+    assert!(
+        broken.ends_with('…') && !broken.contains("disk full"),
+        "{broken}"
+    );
     // ...the others show none.
     assert!(row("demok8scluster").trim_end().ends_with(" -"), "{r:#?}");
     // ...and are whole in `wide`.
@@ -480,7 +486,12 @@ async fn failures_exit_with_their_codes() {
             5,
             "is not working: database is down (service_error, HTTP 500)",
         ),
-        (503, "", 5, "is not working: 503 Service Unavailable (service_error, HTTP 503)"),
+        (
+            503,
+            "",
+            5,
+            "is not working: 503 Service Unavailable (service_error, HTTP 503)",
+        ),
         (
             503,
             r#"{"error":{"code":"resource_unavailable","message":"no host has room"}}"#,

@@ -44,7 +44,9 @@ impl CloudProvider {
             .first()
             .and_then(|c| meson_kaas::autoscaler_pki::identity(c.as_ref()))
         else {
-            tracing::info!("refused an autoscaler call: its certificate names no cluster of meson's");
+            tracing::info!(
+                "refused an autoscaler call: its certificate names no cluster of meson's"
+            );
             return Err(refused());
         };
         match self.0.app.autoscaler_caller(&id).await {
