@@ -18,7 +18,9 @@ fn parts(v: &Value) -> (u64, u64, u64) {
 #[tokio::test]
 async fn kubernetes_versions_list_defaults_deprecations_and_upgrades() {
     let m = Meson::start().await;
+    let before = meson_core::kubernetes::today();
     let r = m.get("/v1/kubernetes-versions").await;
+    let after = meson_core::kubernetes::today();
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     let list = r.body["kubernetes_versions"]
         .as_array()
@@ -31,6 +33,35 @@ async fn kubernetes_versions_list_defaults_deprecations_and_upgrades() {
     let defaults: Vec<&Value> = list.iter().filter(|v| v["default"] == true).collect();
     assert_eq!(defaults.len(), 1, "{}", r.body);
     assert_eq!(defaults[0]["deprecated"], false);
+    // The day's default and deprecations, as the catalogue derives them (the
+    // server answered on `before` or on `after`, should midnight fall between).
+    let derived = |today: chrono::NaiveDate| -> Vec<(String, bool, bool)> {
+        meson_core::kubernetes::releases()
+            .iter()
+            .map(|r| {
+                (
+                    r.version.to_string(),
+                    r.is_default(today),
+                    r.is_deprecated(today),
+                )
+            })
+            .collect()
+    };
+    let got: Vec<(String, bool, bool)> = list
+        .iter()
+        .map(|v| {
+            (
+                v["version"].as_str().unwrap_or_default().to_owned(),
+                v["default"] == true,
+                v["deprecated"] == true,
+            )
+        })
+        .collect();
+    assert!(got == derived(before) || got == derived(after), "{got:?}");
+    // The lines of the day are offered, and the versions clients already send.
+    for minor in ["1.33", "1.34", "1.35", "1.36"] {
+        assert!(list.iter().any(|v| v["minor"] == minor), "{minor}");
+    }
 
     for v in list {
         let (maj, min, patch) = parts(&v["version"]);
@@ -39,10 +70,12 @@ async fn kubernetes_versions_list_defaults_deprecations_and_upgrades() {
             v["deprecated"].is_boolean() && v["default"].is_boolean(),
             "{v}"
         );
-        assert!(
-            v["end_of_life"].as_str().is_some_and(|d| d.len() == 10),
-            "{v}"
-        );
+        let date = |k: &str| {
+            v[k].as_str()
+                .and_then(|d| d.parse::<chrono::NaiveDate>().ok())
+                .unwrap_or_else(|| panic!("{k} of {v}"))
+        };
+        assert!(date("released") < date("end_of_life"), "{v}");
         // Upgrades: a later patch of the same minor or the next minor, all listed.
         let to = v["upgradable_to"].as_array().expect("upgradable_to");
         for u in to {

@@ -175,7 +175,21 @@ async fn upgrades_roll_every_node_to_a_later_patch_then_the_next_minor() {
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
     assert_eq!(r.body["action"]["command"], "upgrade_cluster");
     assert_eq!(r.body["action"]["resources"][0]["type"], "cluster");
-    assert!(r.body.get("warnings").is_none(), "{}", r.body);
+    // 1.29 is long past end of life: allowed (an old cluster catches up), with
+    // a warning that names the day's default.
+    let w = r.body["warnings"].as_array().expect("a warning");
+    assert_eq!(w.len(), 1, "{}", r.body);
+    assert_eq!(w[0]["field"], "kubernetes_version");
+    let default = meson_core::kubernetes::default_release(meson_core::kubernetes::today());
+    assert_eq!(
+        w[0]["message"],
+        format!(
+            "Kubernetes 1.29 reached end of life on 2025-02-28; consider {}",
+            default.version
+        ),
+        "{}",
+        r.body
+    );
     let c = m.cluster(&id).await;
     assert_eq!(c["status"], "updating");
     assert_eq!(c["kubernetes_version"], "1.29.2", "until it is done");
@@ -422,15 +436,28 @@ async fn the_update_policy_upgrades_by_itself_and_never_update_does_not() {
     let patch = m
         .running_cluster(&small("patch", "PATCH_UPDATE", "1.29.2"))
         .await;
+    // ALWAYS_UPDATE from the latest patch of the minor before the newest:
+    // one upgrade, to the newest release there is.
+    let releases = meson_core::kubernetes::releases();
+    let newest = releases.last().expect("a catalogue").version;
+    let before = releases
+        .iter()
+        .rev()
+        .find(|r| r.version.minor + 1 == newest.minor)
+        .expect("two minors")
+        .version;
     let always = m
-        .running_cluster(&small("always", "ALWAYS_UPDATE", "1.31.10"))
+        .running_cluster(&small("always", "ALWAYS_UPDATE", &before.to_string()))
         .await;
     let never = m
         .running_cluster(&small("never", "NEVER_UPDATE", "1.29.2"))
         .await;
 
     let deadline = tokio::time::Instant::now() + Duration::from_secs(90);
-    for (id, want) in [(&patch, "1.29.15"), (&always, "1.32.6")] {
+    for (id, want) in [
+        (&patch, "1.29.15".to_owned()),
+        (&always, newest.to_string()),
+    ] {
         loop {
             let c = m.cluster(id).await;
             if c["kubernetes_version"] == want && c["status"] == "running" {

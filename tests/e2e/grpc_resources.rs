@@ -814,6 +814,36 @@ async fn the_catalogue_quotes_and_invalid_clusters_over_grpc() {
         1,
         "{versions:?}"
     );
+    // The same catalogue as REST's, dates included.
+    let rest = m.get("/v1/kubernetes-versions").await.body;
+    let rest: Vec<(String, String, String, bool, bool)> = rest["kubernetes_versions"]
+        .as_array()
+        .expect("kubernetes_versions")
+        .iter()
+        .map(|v| {
+            let s = |k: &str| v[k].as_str().unwrap_or_default().to_owned();
+            (
+                s("version"),
+                s("released"),
+                s("end_of_life"),
+                v["default"] == true,
+                v["deprecated"] == true,
+            )
+        })
+        .collect();
+    let grpc: Vec<(String, String, String, bool, bool)> = versions
+        .iter()
+        .map(|v| {
+            (
+                v.version.clone(),
+                v.released.clone(),
+                v.end_of_life.clone(),
+                v.default,
+                v.deprecated,
+            )
+        })
+        .collect();
+    assert_eq!(grpc, rest);
 
     // Quotes: the cheapest offer first.
     let vm = catalog

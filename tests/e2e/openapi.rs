@@ -79,3 +79,56 @@ async fn docs_serve_swagger_ui_on_the_document() {
     assert!(bundle.bytes().await.expect("js").len() > 100_000);
     m.stop().await;
 }
+
+#[tokio::test]
+async fn the_root_is_an_index_of_the_server_that_needs_no_token() {
+    let m = Meson::start().await;
+    // No token.
+    let res = m
+        .http
+        .get(format!("{}/", m.base))
+        .send()
+        .await
+        .expect("GET /");
+    assert_eq!(res.status(), StatusCode::OK);
+    let index: Value = res.json().await.expect("json");
+    assert_eq!(index["name"], "meson");
+    assert!(
+        index["version"].as_str().is_some_and(|v| !v.is_empty()),
+        "{index}"
+    );
+    assert_eq!(index["links"]["api"], "/v1");
+    // Every other link answers, without a token.
+    for key in ["docs", "openapi", "healthz", "readyz", "metrics"] {
+        let path = index["links"][key].as_str().expect(key);
+        let res = m
+            .http
+            .get(format!("{}{path}", m.base))
+            .send()
+            .await
+            .expect("sent");
+        assert_eq!(res.status(), StatusCode::OK, "{key}: {path}");
+    }
+    // It is documented, as the other operations' endpoints are, public.
+    let doc: Value = m
+        .http
+        .get(format!("{}/openapi.json", m.base))
+        .send()
+        .await
+        .expect("sent")
+        .json()
+        .await
+        .expect("json");
+    let op = &doc["paths"]["/"]["get"];
+    assert_eq!(op["operationId"], "index", "{op}");
+    assert_eq!(op["security"], serde_json::json!([{}]), "{op}");
+    // Only GET (and HEAD).
+    let res = m
+        .http
+        .post(format!("{}/", m.base))
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(res.status(), StatusCode::METHOD_NOT_ALLOWED);
+    m.stop().await;
+}

@@ -12,7 +12,7 @@ mod harness;
 use harness::{Meson, seed_kaas};
 use reqwest::StatusCode;
 use std::io::Write;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 #[derive(Clone, Default)]
 struct Captured(Arc<Mutex<Vec<u8>>>);
@@ -48,14 +48,67 @@ fn values_after<'a>(text: &'a str, marker: &str) -> Vec<&'a str> {
         .collect()
 }
 
+/// Every log line of the process, at TRACE level: one subscriber for all
+/// the tests of this binary.
+fn captured() -> Captured {
+    static LOGS: OnceLock<Captured> = OnceLock::new();
+    LOGS.get_or_init(|| {
+        let logs = Captured::default();
+        tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::TRACE)
+            .with_writer(logs.clone())
+            .with_ansi(false)
+            .init();
+        logs
+    })
+    .clone()
+}
+
+impl Captured {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_unauthorized_answer_logs_why() {
+    let logs = captured();
+    let m = Meson::start().await;
+    let mut bare = None;
+    for (authorization, why) in [
+        (None, "no Authorization header"),
+        (Some("Basic ZGV2OmRldg=="), "scheme is not Bearer"),
+        (Some("Bearer"), "is not `Bearer <token>`"),
+        (Some("Bearer not-a-jwt"), "unreadable header"),
+    ] {
+        // A path of its own, to find its lines.
+        let path = format!("/v1/vms/{}", uuid::Uuid::new_v4());
+        let mut req = m.http.get(format!("{}{path}", m.base));
+        if let Some(a) = authorization {
+            req = req.header("authorization", a);
+        }
+        let r = req.send().await.expect("sent");
+        assert_eq!(r.status(), StatusCode::UNAUTHORIZED, "{authorization:?}");
+        // The answer says nothing of why: the same for every caller.
+        let body = r.text().await.expect("a body");
+        let bare = bare.get_or_insert_with(|| body.clone());
+        assert_eq!(&body, bare, "{authorization:?}");
+        assert!(!body.contains(why), "{body}");
+        let text = logs.text();
+        let lines: Vec<&str> = text.lines().filter(|l| l.contains(&path)).collect();
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.contains(why) && l.contains(" INFO ")),
+            "{authorization:?}: no INFO line says {why:?} among {lines:#?}"
+        );
+    }
+    m.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_clusters_secrets_never_reach_the_logs() {
-    let logs = Captured::default();
-    tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        .with_writer(logs.clone())
-        .with_ansi(false)
-        .init();
+    let logs = captured();
 
     let m = Meson::start().await;
     let id = m.running_cluster(&seed_kaas()).await;

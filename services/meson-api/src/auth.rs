@@ -856,11 +856,11 @@ impl<S: Send + Sync> FromRequestParts<S> for Principal {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
-        parts
-            .extensions
-            .get::<Principal>()
-            .cloned()
-            .ok_or(ApiError(Error::Unauthorized))
+        parts.extensions.get::<Principal>().cloned().ok_or_else(|| {
+            tracing::error!(path = %parts.uri.path(),
+                "refused: a handler that needs a caller was reached without the guard");
+            ApiError(Error::Unauthorized)
+        })
     }
 }
 

@@ -92,6 +92,8 @@ const fn public(operation: &'static str) -> Rule {
 
 /// Every operation of the API.
 pub const RULES: &[Rule] = &[
+    // Names and paths only.
+    public("index"),
     public("healthz"),
     public("readyz"),
     // Counts only: nothing of any tenant's.

@@ -11,13 +11,21 @@ use meson_core::Error;
 use meson_core::audit::AuditEntry;
 use meson_db::scope::{self, Scope};
 
-/// The bearer token of an `Authorization` header value, if it holds one.
-pub fn bearer(authorization: Option<&str>) -> Option<&str> {
-    let (scheme, token) = authorization?.split_once(' ')?;
-    scheme
-        .eq_ignore_ascii_case("bearer")
-        .then_some(token.trim())
-        .filter(|t| !t.is_empty())
+/// The bearer token of an `Authorization` header value (`None`: no header,
+/// or one that is not text), or why it holds none, for the log.
+pub fn bearer(authorization: Option<&str>) -> Result<&str, &'static str> {
+    let value = authorization.ok_or("no Authorization header")?;
+    let (scheme, token) = value
+        .split_once(' ')
+        .ok_or("the Authorization header is not `Bearer <token>`")?;
+    if !scheme.eq_ignore_ascii_case("bearer") {
+        return Err("the Authorization header's scheme is not Bearer");
+    }
+    let token = token.trim();
+    if token.is_empty() {
+        return Err("the Authorization header's bearer token is empty");
+    }
+    Ok(token)
 }
 
 /// Where a call came from, for its audit entry.
@@ -50,18 +58,22 @@ pub struct Admitted {
     pub audit: Option<Audit>,
 }
 
-/// Authenticates the caller, takes one request from its tenant's budget
-/// and checks the operation's rule. Why a token was refused is logged,
-/// never returned.
+/// Authenticates the caller (`token` as [`bearer`] read it), takes one
+/// request from its tenant's budget and checks the operation's rule. Why a
+/// caller was refused is logged, never returned.
 pub async fn admit(
     state: &AppState,
     rule: &'static Rule,
-    token: Option<&str>,
+    token: Result<&str, &str>,
     call: CallInfo,
 ) -> Admission {
     let principal = match token {
-        Some(token) => state.auth.verify(token).await,
-        None => Err(Error::Unauthorized),
+        Ok(token) => state.auth.verify(token).await,
+        Err(reason) => {
+            // The request's span names its path and correlation id.
+            tracing::info!(%reason, operation = rule.operation, "unauthenticated request");
+            Err(Error::Unauthorized)
+        }
     };
     let principal = match principal {
         Ok(p) => p,

@@ -334,13 +334,18 @@ pub fn providers(targets: Vec<meson_core::target::Target>) -> Vec<wire::catalog:
     providers
 }
 
-pub fn kubernetes_version(r: &meson_core::kubernetes::Release) -> wire::catalog::KubernetesVersion {
+/// A catalogue release as the API shows it on `today`.
+pub fn kubernetes_version(
+    r: &meson_core::kubernetes::Release,
+    today: chrono::NaiveDate,
+) -> wire::catalog::KubernetesVersion {
     wire::catalog::KubernetesVersion {
         version: r.version.to_string(),
         minor: r.version.minor_line(),
-        default: r.is_default(),
-        deprecated: r.deprecated,
-        end_of_life: r.end_of_life.to_owned(),
+        default: r.is_default(today),
+        deprecated: r.is_deprecated(today),
+        released: r.released.to_string(),
+        end_of_life: r.end_of_life.to_string(),
         upgradable_to: meson_core::kubernetes::upgradable_to(&r.version)
             .iter()
             .map(|u| u.version.to_string())

@@ -35,6 +35,7 @@ use crate::os::OsImage;
 use crate::parse::{Obj, Parser, Warning, join};
 use crate::target::Target;
 use crate::vm::{CpuSpec, PciRequest, VmSpec, valid_provider};
+use chrono::NaiveDate;
 use ipnet::Ipv4Net;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -420,18 +421,28 @@ fn reserved_node_label(key: &str) -> bool {
 }
 
 impl KaasCreate {
-    /// Parses and validates the KaaS payload (PRODUCT.md §1), naming every bad field.
-    pub fn parse(body: &Value) -> crate::Result<KaasCreate> {
-        Self::parse_inner(body, None)
+    /// Parses and validates the KaaS payload (PRODUCT.md §1), naming every
+    /// bad field. `today` picks the default Kubernetes version and which
+    /// are past end of life ([`kubernetes::today`] in production).
+    pub fn parse(body: &Value, today: NaiveDate) -> crate::Result<KaasCreate> {
+        Self::parse_inner(body, None, today)
     }
 
     /// [`KaasCreate::parse`], plus the provider/continent/region constraints
     /// checked against `targets`, named together with every other bad field.
-    pub fn parse_placed(body: &Value, targets: &[Target]) -> crate::Result<KaasCreate> {
-        Self::parse_inner(body, Some(targets))
+    pub fn parse_placed(
+        body: &Value,
+        targets: &[Target],
+        today: NaiveDate,
+    ) -> crate::Result<KaasCreate> {
+        Self::parse_inner(body, Some(targets), today)
     }
 
-    fn parse_inner(body: &Value, targets: Option<&[Target]>) -> crate::Result<KaasCreate> {
+    fn parse_inner(
+        body: &Value,
+        targets: Option<&[Target]>,
+        today: NaiveDate,
+    ) -> crate::Result<KaasCreate> {
         let mut p = Parser::default();
         let Some(mut root) = p.root(body) else {
             return Err(p
@@ -479,7 +490,7 @@ impl KaasCreate {
                 (path, Some(v)) => Some(labels::parse(&path, v, &mut p.errors)),
                 (_, None) => None,
             };
-            spec = parse_req(&mut p, &mut req, [provider, continent, region]);
+            spec = parse_req(&mut p, &mut req, [provider, continent, region], today);
             p.done(req);
         }
         p.done(root);
@@ -523,6 +534,7 @@ fn parse_req(
     p: &mut Parser,
     req: &mut Obj<'_>,
     [provider, continent, region]: [Option<String>; 3],
+    today: NaiveDate,
 ) -> Option<KaasSpec> {
     let name = p
         .string(req, "name", true)
@@ -549,28 +561,13 @@ fn parse_req(
 
     let version = match p.string(req, "kubernetes_version", false) {
         None if p.errors.has(&join(req.path(), "kubernetes_version")) => None,
-        None => Some(kubernetes::default_release().version),
+        None => Some(kubernetes::default_release(today).version),
         Some((path, s)) => match kubernetes::resolve(s) {
             Ok(r) => {
-                if r.from_minor {
+                for message in r.warnings(s, today) {
                     p.warnings.push(Warning {
                         field: path.clone(),
-                        message: format!(
-                            "{} resolved to its latest supported patch, {}",
-                            s.trim(),
-                            r.release.version
-                        ),
-                    });
-                }
-                if r.release.deprecated {
-                    p.warnings.push(Warning {
-                        field: path,
-                        message: format!(
-                            "Kubernetes {} reached end of life on {}; consider {}",
-                            r.release.version.minor_line(),
-                            r.release.end_of_life,
-                            kubernetes::default_release().version
-                        ),
+                        message,
                     });
                 }
                 Some(r.release.version)
@@ -1068,6 +1065,12 @@ mod tests {
     use serde_json::json;
     use std::net::Ipv4Addr;
 
+    /// The day these tests run on: dates decide the default version and
+    /// which are past end of life.
+    fn today() -> NaiveDate {
+        NaiveDate::from_ymd_opt(2026, 11, 25).unwrap()
+    }
+
     /// The seed KaaS payload of PRODUCT.md §1, exactly as written.
     pub fn seed() -> Value {
         serde_json::from_str(
@@ -1095,7 +1098,7 @@ mod tests {
     }
 
     fn refused(v: &Value) -> Vec<String> {
-        fields(KaasCreate::parse(v).unwrap_err())
+        fields(KaasCreate::parse(v, today()).unwrap_err())
     }
 
     fn with(f: impl FnOnce(&mut Value)) -> Value {
@@ -1110,7 +1113,7 @@ mod tests {
 
     #[test]
     fn the_seed_payload_is_accepted_as_written() {
-        let k = KaasCreate::parse(&seed()).unwrap();
+        let k = KaasCreate::parse(&seed(), today()).unwrap();
         let s = &k.spec;
         assert_eq!(s.name, "test8");
         assert_eq!(s.kubernetes_version, KubeVersion::new(1, 29, 2));
@@ -1165,8 +1168,63 @@ mod tests {
     }
 
     #[test]
+    fn the_version_default_and_end_of_life_follow_the_date() {
+        let day = |s: &str| s.parse::<NaiveDate>().unwrap();
+        let eol = |k: &KaasCreate| {
+            k.warnings
+                .iter()
+                .any(|w| w.field == "req.kubernetes_version" && w.message.contains("end of life"))
+        };
+        // The canonical payload's 1.29.2: fine in 2024, past end of life now.
+        assert!(!eol(&KaasCreate::parse(&seed(), day("2024-06-01")).unwrap()));
+        let k = KaasCreate::parse(&seed(), today()).unwrap();
+        assert_eq!(k.spec.kubernetes_version, KubeVersion::new(1, 29, 2));
+        assert!(eol(&k));
+        // No version: the day's default.
+        let without = with(|v| {
+            v["req"]
+                .as_object_mut()
+                .unwrap()
+                .remove("kubernetes_version");
+        });
+        let version = |d: &str| {
+            KaasCreate::parse(&without, day(d))
+                .unwrap()
+                .spec
+                .kubernetes_version
+                .to_string()
+        };
+        assert_eq!(version("2025-08-01"), "1.32.13");
+        assert_eq!(version("2026-11-25"), "1.36.4");
+        // A bare minor: its latest patch, said so.
+        let k = KaasCreate::parse(
+            &with(|v| v["req"]["kubernetes_version"] = json!("1.34")),
+            day("2026-01-01"),
+        )
+        .unwrap();
+        assert_eq!(k.spec.kubernetes_version, KubeVersion::new(1, 34, 9));
+        assert!(!eol(&k));
+        // Unknown: refused on the field, with what is allowed.
+        let e = KaasCreate::parse(
+            &with(|v| v["req"]["kubernetes_version"] = json!("1.34.77")),
+            today(),
+        )
+        .unwrap_err();
+        let Error::InvalidInput { fields } = e else {
+            panic!("{e:?}")
+        };
+        assert_eq!(fields.len(), 1, "{fields:?}");
+        assert_eq!(fields[0].name, "req.kubernetes_version");
+        let m = &fields[0].messages[0];
+        assert!(
+            m.contains("1.34.77 is not supported") && m.contains("1.29.2") && m.contains("1.36.4"),
+            "{m}"
+        );
+    }
+
+    #[test]
     fn the_spec_round_trips_through_json() {
-        let s = KaasCreate::parse(&seed()).unwrap().spec;
+        let s = KaasCreate::parse(&seed(), today()).unwrap().spec;
         let v = serde_json::to_value(&s).unwrap();
         assert_eq!(v["kubernetes_version"], "1.29.2");
         assert_eq!(v["update_policy"], "NEVER_UPDATE");
@@ -1189,7 +1247,7 @@ mod tests {
             v["req"]["cni"] = json!("Cilium");
             v.as_object_mut().unwrap().remove("provider");
         });
-        let k = KaasCreate::parse(&v).unwrap();
+        let k = KaasCreate::parse(&v, today()).unwrap();
         let s = &k.spec;
         assert!(!s.nodes_subnet.dhcp);
         assert!(s.pools[0].autoscale);
@@ -1208,9 +1266,12 @@ mod tests {
         // JSON booleans, and everything optional left out.
         let v = json!({"req": {"name": "c", "nodepool": [{"pool_name": "p", "desired_nodes": 2}],
             "nodes_subnet": {"dhcp": true, "subnet_netmask": "10.0.0.0/24"}}});
-        let k = KaasCreate::parse(&v).unwrap();
+        let k = KaasCreate::parse(&v, today()).unwrap();
         let s = &k.spec;
-        assert_eq!(s.kubernetes_version, kubernetes::DEFAULT);
+        assert_eq!(
+            s.kubernetes_version,
+            kubernetes::default_release(today()).version
+        );
         assert_eq!((s.pools[0].min_nodes, s.pools[0].max_nodes), (2, 2));
         assert_eq!(s.pools[0].specs, DEFAULT_NODE_SPECS);
         assert_eq!(s.nodes_subnet.range.start, ip("10.0.0.1"));
@@ -1220,7 +1281,7 @@ mod tests {
         // desired defaults to min, max to the larger.
         let v = json!({"req": {"name": "c", "nodepool": [{"pool_name": "p", "min_nodes": 0, "max_nodes": 5, "autoscale": 1}],
             "nodes_subnet": {"subnet_netmask": "10.0.0.0/24"}}});
-        let pool = &KaasCreate::parse(&v).unwrap().spec.pools[0];
+        let pool = &KaasCreate::parse(&v, today()).unwrap().spec.pools[0];
         assert_eq!(
             (pool.min_nodes, pool.desired_nodes, pool.max_nodes),
             (0, 0, 5)
@@ -1237,7 +1298,7 @@ mod tests {
             v["req"]["nodepool"][0]["labels"] = json!({"example.com/tier": "web"});
             v["req"]["nodepool"][0]["taints"] = json!(["dedicated=gpu:NoSchedule", "spot:noexecute", {"key": "a", "effect": "PreferNoSchedule"}]);
         });
-        let k = KaasCreate::parse(&v).unwrap();
+        let k = KaasCreate::parse(&v, today()).unwrap();
         let s = &k.spec;
         assert_eq!(s.control_plane.nodes, 3);
         assert_eq!(
@@ -1265,7 +1326,10 @@ mod tests {
 
         // Labels at the top level, as for a VM.
         let v = with(|v| v["labels"] = json!({"env": "prod"}));
-        assert_eq!(KaasCreate::parse(&v).unwrap().labels["env"], "prod");
+        assert_eq!(
+            KaasCreate::parse(&v, today()).unwrap().labels["env"],
+            "prod"
+        );
     }
 
     #[test]
@@ -1275,7 +1339,7 @@ mod tests {
             v["req"]["nodepool"][0]["specs"]["turbo"] = json!(true);
             v["req"]["nodes_subnet"]["vlan"] = json!(7);
         });
-        let k = KaasCreate::parse(&v).unwrap();
+        let k = KaasCreate::parse(&v, today()).unwrap();
         let w: Vec<&str> = k.warnings.iter().map(|w| w.field.as_str()).collect();
         for f in [
             "colour",
@@ -1541,7 +1605,7 @@ mod tests {
         ];
         let mut failures = Vec::new();
         for (i, (v, want)) in cases.iter().enumerate() {
-            let got = match KaasCreate::parse(v) {
+            let got = match KaasCreate::parse(v, today()) {
                 Ok(_) => vec!["(accepted)".to_owned()],
                 Err(e) => fields(e),
             };
@@ -1584,7 +1648,7 @@ mod tests {
             v["req"]["nodes_subnet"]["dhcp"] = json!("False");
             v["req"]["nodes_subnet"]["last_address"] = json!("192.168.1.5");
         });
-        let k = KaasCreate::parse(&v).unwrap();
+        let k = KaasCreate::parse(&v, today()).unwrap();
         assert!(
             k.warnings
                 .iter()
@@ -1602,7 +1666,7 @@ mod tests {
         let v = with(|v| {
             v["req"]["nodes_subnet"]["last_address"] = json!("192.168.1.3");
         });
-        let k = KaasCreate::parse(&v).unwrap();
+        let k = KaasCreate::parse(&v, today()).unwrap();
         assert!(k.warnings.iter().any(|w| w.field == "req.nodes_subnet"));
     }
 
@@ -1621,22 +1685,23 @@ mod tests {
             continent: "europe".into(),
             enabled: true,
         };
-        KaasCreate::parse_placed(&seed(), std::slice::from_ref(&t)).unwrap();
+        KaasCreate::parse_placed(&seed(), std::slice::from_ref(&t), today()).unwrap();
         let v = with(|v| {
             v["provider"] = json!("ovh");
             v["req"]["name"] = json!("x_y");
         });
         assert_eq!(
-            fields(KaasCreate::parse_placed(&v, &[t]).unwrap_err()),
+            fields(KaasCreate::parse_placed(&v, &[t], today()).unwrap_err()),
             ["provider", "req.name"]
         );
     }
 
     #[test]
     fn node_vm_specs_carry_size_gpu_and_constraints() {
-        let s = KaasCreate::parse(&with(|v| {
-            v["req"]["nodepool"][0]["specs"]["gpu"] = json!(2)
-        }))
+        let s = KaasCreate::parse(
+            &with(|v| v["req"]["nodepool"][0]["specs"]["gpu"] = json!(2)),
+            today(),
+        )
         .unwrap()
         .spec;
         let vm = s.node_vm_spec("test8-1poolname-0", &s.pools[0].specs);

@@ -1,20 +1,27 @@
 //! The Kubernetes versions meson installs, and the rule for upgrading between them.
 //!
 //! Policy, in one place:
-//! - The catalogue is a short, curated list of patch releases per minor (not
-//!   every upstream patch): the ones meson's node images are built and tested
-//!   for. `1.29.2` is there because the seed KaaS payload asks for it.
+//! - The catalogue is data, `data/kubernetes-versions.toml`: per minor its
+//!   upstream release and end-of-life dates and a short, curated list of
+//!   patch releases (not every upstream patch): the ones meson's node images
+//!   are built and tested for. `1.29.2` is there because the canonical KaaS
+//!   example payload asks for it. Compiled in, parsed once.
 //! - A version is written `1.29.2`; a leading `v` (`v1.29.2`, as `kubectl`
 //!   prints it) is accepted. A bare minor (`1.29`) resolves to the latest
 //!   patch of that minor in the catalogue, and the caller is told which.
 //!   Pre-releases and build metadata are never supported.
-//! - Minors past upstream end of life are `deprecated`: still accepted (an
-//!   existing client must keep working) but with a warning.
+//! - What depends on the date takes it as `today` ([`today`] in production):
+//!   a minor is deprecated from its end-of-life day on (still accepted, so
+//!   an existing client keeps working, but with a warning), and the default
+//!   is the latest patch of the second-newest minor still supported that day
+//!   ([`default_release`]).
 //! - Upgrades go forward only, one minor at a time, as kubeadm requires: to a
 //!   later patch of the same minor, or to any patch of the next minor.
 
+use chrono::NaiveDate;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
+use std::sync::LazyLock;
 
 /// A Kubernetes release `major.minor.patch`. Ordered by version.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -133,63 +140,142 @@ pub fn parse(s: &str) -> Result<VersionRequest, String> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Release {
     pub version: KubeVersion,
-    /// Its minor is past upstream end of life: accepted with a warning.
-    pub deprecated: bool,
-    /// Upstream end of life of its minor (`YYYY-MM-DD`).
-    pub end_of_life: &'static str,
+    /// Upstream release date of its minor (its `.0`).
+    pub released: NaiveDate,
+    /// Upstream end of life of its minor.
+    pub end_of_life: NaiveDate,
 }
 
 impl Release {
-    /// The catalogue's default (see [`default_release`]).
-    pub fn is_default(&self) -> bool {
-        self.version == DEFAULT
+    /// Whether its minor is past upstream end of life on `today` (from the
+    /// end-of-life day on): still accepted, with a warning.
+    pub fn is_deprecated(&self, today: NaiveDate) -> bool {
+        today >= self.end_of_life
+    }
+
+    /// Released upstream and not past end of life on `today`.
+    pub fn is_supported(&self, today: NaiveDate) -> bool {
+        self.released <= today && !self.is_deprecated(today)
+    }
+
+    /// Whether it is the default on `today` (see [`default_release`]).
+    pub fn is_default(&self, today: NaiveDate) -> bool {
+        self.version == default_release(today).version
     }
 }
 
-/// The release a cluster gets when its request names none.
-pub const DEFAULT: KubeVersion = KubeVersion::new(1, 31, 10);
-
-const fn release(minor: u32, patch: u32, deprecated: bool, end_of_life: &'static str) -> Release {
-    Release {
-        version: KubeVersion::new(1, minor, patch),
-        deprecated,
-        end_of_life,
-    }
+/// Today's date (UTC), for the functions here that take `today`.
+pub fn today() -> NaiveDate {
+    chrono::Utc::now().date_naive()
 }
+
+/// The catalogue as data: `data/kubernetes-versions.toml`.
+const DATA: &str = include_str!("../data/kubernetes-versions.toml");
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Data {
+    minor: Vec<MinorData>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MinorData {
+    version: String,
+    released: NaiveDate,
+    end_of_life: NaiveDate,
+    patches: Vec<u32>,
+}
+
+/// Parses and checks the catalogue's data: minors ascending with their
+/// dates, each release before its end of life, patches ascending.
+fn load(text: &str) -> Result<Vec<Release>, String> {
+    let data: Data = toml::from_str(text).map_err(|e| e.to_string())?;
+    let mut releases: Vec<Release> = Vec::new();
+    let mut last: Option<&MinorData> = None;
+    for m in &data.minor {
+        let (major, minor) = match parse(&m.version) {
+            Ok(VersionRequest::Minor { major, minor }) => (major, minor),
+            _ => return Err(format!("{:?}: not a minor such as 1.34", m.version)),
+        };
+        let at = |msg: &str| Err(format!("{}: {msg}", m.version));
+        if m.released >= m.end_of_life {
+            return at("released must come before end_of_life");
+        }
+        if let Some(prev) = last
+            && (m.released <= prev.released || m.end_of_life <= prev.end_of_life)
+        {
+            return at("minors must be in release order, their dates ascending");
+        }
+        if m.patches.is_empty() || !m.patches.windows(2).all(|w| w[0] < w[1]) {
+            return at("patches must be a non-empty ascending list");
+        }
+        for &patch in &m.patches {
+            let version = KubeVersion::new(major, minor, patch);
+            if releases.last().is_some_and(|r| r.version >= version) {
+                return at("minors must be ascending");
+            }
+            releases.push(Release {
+                version,
+                released: m.released,
+                end_of_life: m.end_of_life,
+            });
+        }
+        last = Some(m);
+    }
+    if releases.is_empty() {
+        return Err("no minor".to_owned());
+    }
+    Ok(releases)
+}
+
+static CATALOGUE: LazyLock<Vec<Release>> = LazyLock::new(|| match load(DATA) {
+    Ok(releases) => releases,
+    // The data is compiled in and checked by this module's tests.
+    Err(e) => panic!("data/kubernetes-versions.toml: {e}"),
+});
 
 /// Every supported release, oldest first.
-pub const CATALOGUE: &[Release] = &[
-    release(28, 9, true, "2024-10-28"),
-    release(28, 15, true, "2024-10-28"),
-    release(29, 2, true, "2025-02-28"),
-    release(29, 8, true, "2025-02-28"),
-    release(29, 15, true, "2025-02-28"),
-    release(30, 4, false, "2025-06-28"),
-    release(30, 10, false, "2025-06-28"),
-    release(30, 14, false, "2025-06-28"),
-    release(31, 2, false, "2025-10-28"),
-    release(31, 6, false, "2025-10-28"),
-    release(31, 10, false, "2025-10-28"),
-    release(32, 2, false, "2026-02-28"),
-    release(32, 6, false, "2026-02-28"),
-];
+pub fn releases() -> &'static [Release] {
+    &CATALOGUE
+}
 
-/// The release for clusters that name none.
-pub fn default_release() -> &'static Release {
-    CATALOGUE
-        .iter()
-        .find(|r| r.is_default())
-        .unwrap_or(&CATALOGUE[CATALOGUE.len() - 1])
+/// The catalogue's minors, oldest first: each its releases, oldest first.
+fn minors() -> impl DoubleEndedIterator<Item = &'static [Release]> {
+    releases().chunk_by(|a, b| a.version.minor_line() == b.version.minor_line())
+}
+
+/// The latest patch of each minor, oldest first.
+fn latest_patches() -> impl DoubleEndedIterator<Item = &'static Release> {
+    minors().filter_map(|m| m.last())
+}
+
+/// The release a cluster gets when its request names none, on `today`.
+///
+/// Policy: the latest patch of the second-newest minor supported on `today`
+/// (released, and not past end of life), a line with a few months of patches
+/// behind it; the newest when only one is supported. So the default is never
+/// past end of life while the catalogue has a supported minor. On a date
+/// past every minor's end of life (a catalogue nobody updated) it is the
+/// newest minor's latest patch, deprecated; before any release, the oldest.
+pub fn default_release(today: NaiveDate) -> &'static Release {
+    let mut supported = latest_patches().rev().filter(|r| r.is_supported(today));
+    let newest = supported.next();
+    supported
+        .next()
+        .or(newest)
+        .or_else(|| latest_patches().rev().find(|r| r.released <= today))
+        .unwrap_or(&releases()[0])
 }
 
 /// The catalogue entry of exactly `v`.
 pub fn lookup(v: &KubeVersion) -> Option<&'static Release> {
-    CATALOGUE.iter().find(|r| &r.version == v)
+    releases().iter().find(|r| &r.version == v)
 }
 
 /// The supported versions as a human list, for error messages.
 pub fn supported_list() -> String {
-    CATALOGUE
+    releases()
         .iter()
         .map(|r| r.version.to_string())
         .collect::<Vec<_>>()
@@ -204,6 +290,32 @@ pub struct Resolved {
     pub from_minor: bool,
 }
 
+impl Resolved {
+    /// What the caller should be told about `asked` (as they wrote it) on
+    /// `today`: that a minor was resolved to a patch, that it is past end of
+    /// life and what to use instead.
+    pub fn warnings(&self, asked: &str, today: NaiveDate) -> Vec<String> {
+        let r = self.release;
+        let mut out = Vec::new();
+        if self.from_minor {
+            out.push(format!(
+                "{} resolved to its latest supported patch, {}",
+                asked.trim(),
+                r.version
+            ));
+        }
+        if r.is_deprecated(today) {
+            out.push(format!(
+                "Kubernetes {} reached end of life on {}; consider {}",
+                r.version.minor_line(),
+                r.end_of_life,
+                default_release(today).version
+            ));
+        }
+        out
+    }
+}
+
 /// Parses a version string and finds it in the catalogue; the error says why
 /// and lists what is supported.
 pub fn resolve(s: &str) -> Result<Resolved, String> {
@@ -212,9 +324,7 @@ pub fn resolve(s: &str) -> Result<Resolved, String> {
             release,
             from_minor: false,
         }),
-        VersionRequest::Minor { major, minor } => CATALOGUE
-            .iter()
-            .rev()
+        VersionRequest::Minor { major, minor } => latest_patches()
             .find(|r| r.version.major == major && r.version.minor == minor)
             .map(|release| Resolved {
                 release,
@@ -223,7 +333,8 @@ pub fn resolve(s: &str) -> Result<Resolved, String> {
     };
     found.ok_or_else(|| {
         format!(
-            "Kubernetes {} is not supported; supported: {}",
+            "Kubernetes {} is not supported; supported: {} (or a minor such as 1.34 for its \
+             latest patch)",
             s.trim(),
             supported_list()
         )
@@ -232,7 +343,7 @@ pub fn resolve(s: &str) -> Result<Resolved, String> {
 
 /// Catalogue releases a cluster at `from` may upgrade to, oldest first.
 pub fn upgradable_to(from: &KubeVersion) -> Vec<&'static Release> {
-    CATALOGUE
+    releases()
         .iter()
         .filter(|r| from.can_upgrade_to(&r.version))
         .collect()
@@ -283,19 +394,155 @@ mod tests {
         }
     }
 
+    fn day(s: &str) -> NaiveDate {
+        s.parse().unwrap()
+    }
+
+    /// A day the tests below were written for.
+    const TODAY: &str = "2026-11-25";
+
     #[test]
-    fn the_catalogue_is_sorted_has_one_default_and_the_seed_version() {
-        assert!(CATALOGUE.windows(2).all(|w| w[0].version < w[1].version));
-        assert_eq!(CATALOGUE.iter().filter(|r| r.is_default()).count(), 1);
-        assert!(!default_release().deprecated);
-        assert!(lookup(&KubeVersion::new(1, 29, 2)).is_some());
-        // Deprecation is per minor.
-        for w in CATALOGUE.windows(2) {
+    fn the_data_parses_and_is_sane() {
+        let loaded = load(DATA).unwrap();
+        assert_eq!(loaded, releases());
+        let releases = releases();
+        assert!(releases.windows(2).all(|w| w[0].version < w[1].version));
+        // Dates are per minor.
+        for w in releases.windows(2) {
             if w[0].version.minor == w[1].version.minor {
-                assert_eq!(w[0].deprecated, w[1].deprecated);
+                assert_eq!(w[0].released, w[1].released);
                 assert_eq!(w[0].end_of_life, w[1].end_of_life);
+            } else {
+                assert!(w[0].released < w[1].released && w[0].end_of_life < w[1].end_of_life);
             }
         }
+        for r in releases {
+            // Upstream supports a minor for about 14 months.
+            let months = (r.end_of_life - r.released).num_days() / 30;
+            assert!(
+                (12..=16).contains(&months),
+                "{}: {months} months",
+                r.version
+            );
+        }
+        // Existing clients' versions, and the supported lines of today.
+        for v in ["1.28.15", "1.29.2", "1.30.14", "1.31.10", "1.32.6"] {
+            assert!(resolve(v).is_ok(), "{v}");
+        }
+        for minor in ["1.33", "1.34", "1.35", "1.36"] {
+            assert!(resolve(minor).is_ok(), "{minor}");
+        }
+    }
+
+    #[test]
+    fn bad_data_is_refused_with_the_reason() {
+        let minor = |v: &str, released: &str, eol: &str, patches: &str| {
+            format!(
+                "[[minor]]\nversion = \"{v}\"\nreleased = \"{released}\"\n\
+                 end_of_life = \"{eol}\"\npatches = {patches}\n"
+            )
+        };
+        let good = minor("1.30", "2024-04-17", "2025-06-28", "[1, 2]");
+        assert_eq!(load(&good).unwrap().len(), 2);
+        for (bad, why) in [
+            (
+                minor("1.30.1", "2024-04-17", "2025-06-28", "[1]"),
+                "not a minor",
+            ),
+            (
+                minor("1.30", "2025-06-28", "2024-04-17", "[1]"),
+                "before end_of_life",
+            ),
+            (
+                minor("1.30", "2024-04-17", "2025-06-28", "[]"),
+                "non-empty ascending",
+            ),
+            (
+                minor("1.30", "2024-04-17", "2025-06-28", "[2, 1]"),
+                "non-empty ascending",
+            ),
+            (
+                minor("1.30", "2024-04-17", "2025-13-28", "[1]"),
+                "out of range",
+            ),
+            (
+                format!("{good}{}", minor("1.29", "2023-12-13", "2025-02-28", "[1]")),
+                "release order",
+            ),
+            (String::new(), "missing field"),
+            (format!("{good}extra = 1\n"), "unknown field"),
+        ] {
+            let e = load(&bad).unwrap_err();
+            assert!(e.contains(why), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn deprecation_follows_the_date() {
+        let r = lookup(&v("1.34.9")).unwrap();
+        assert!(!r.is_deprecated(day("2026-10-26")));
+        assert!(
+            r.is_deprecated(day("2026-10-27")),
+            "from its end-of-life day"
+        );
+        // One catalogue, two dates, two answers.
+        let deprecated = |today: &str| -> Vec<String> {
+            releases()
+                .iter()
+                .filter(|r| r.is_deprecated(day(today)))
+                .map(|r| r.version.minor_line())
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .collect()
+        };
+        assert_eq!(deprecated("2025-09-01"), ["1.28", "1.29", "1.30"]);
+        assert_eq!(
+            deprecated(TODAY),
+            ["1.28", "1.29", "1.30", "1.31", "1.32", "1.33", "1.34"]
+        );
+        let r = resolve("1.29.2").unwrap();
+        let w = r.warnings("1.29.2", day(TODAY));
+        assert_eq!(
+            w,
+            ["Kubernetes 1.29 reached end of life on 2025-02-28; consider 1.36.4"]
+        );
+        assert!(r.warnings("1.29.2", day("2024-06-01")).is_empty());
+    }
+
+    #[test]
+    fn the_default_follows_the_date_and_is_never_past_end_of_life() {
+        assert_eq!(default_release(day(TODAY)).version, v("1.36.4"));
+        assert_eq!(default_release(day("2025-08-01")).version, v("1.32.13"));
+        assert_eq!(default_release(day("2025-09-01")).version, v("1.33.10"));
+        // 1.37 released: 1.36 becomes the default on that day.
+        assert_eq!(default_release(day("2026-08-25")).version, v("1.35.9"));
+        assert_eq!(default_release(day("2026-08-26")).version, v("1.36.4"));
+        // Every day from the first release to the last end of life.
+        let first = releases()[0].released;
+        let last = releases().iter().map(|r| r.end_of_life).max().unwrap();
+        let mut today = first;
+        while today < last {
+            let d = default_release(today);
+            assert!(d.is_supported(today), "{today}: {}", d.version);
+            assert!(d.is_default(today));
+            assert_eq!(
+                releases().iter().filter(|r| r.is_default(today)).count(),
+                1,
+                "{today}"
+            );
+            // The latest patch of its minor.
+            assert_eq!(resolve(&d.version.minor_line()).unwrap().release, d);
+            today = today.succ_opt().unwrap();
+        }
+        // Outside the catalogue's range it still answers.
+        assert_eq!(
+            default_release(last).version,
+            releases().last().unwrap().version
+        );
+        assert_eq!(
+            default_release(day("2000-01-01")).version,
+            releases()[0].version
+        );
     }
 
     #[test]
@@ -333,12 +580,23 @@ mod tests {
     fn resolution_against_the_catalogue() {
         let r = resolve("1.29.2").unwrap();
         assert_eq!(r.release.version, KubeVersion::new(1, 29, 2));
-        assert!(r.release.deprecated && !r.from_minor);
+        assert!(!r.from_minor);
         let r = resolve("v1.30").unwrap();
         assert_eq!(r.release.version, KubeVersion::new(1, 30, 14));
         assert!(r.from_minor);
+        let r = resolve("1.34").unwrap();
+        assert_eq!(r.release.version, KubeVersion::new(1, 34, 9));
+        assert_eq!(
+            r.warnings("1.34", day("2026-01-01")),
+            ["1.34 resolved to its latest supported patch, 1.34.9"]
+        );
         let e = resolve("1.29.3").unwrap_err();
-        assert!(e.contains("not supported") && e.contains("1.31.10"), "{e}");
+        assert!(
+            e.starts_with("Kubernetes 1.29.3 is not supported; supported: 1.28.9, ")
+                && e.contains("1.29.2, 1.29.8, 1.29.15, 1.30.4")
+                && e.contains("1.36.4"),
+            "{e}"
+        );
         assert!(resolve("1.27").is_err());
         assert!(resolve("2.0.0").is_err());
         assert!(resolve("one").unwrap_err().starts_with("must be"));
@@ -361,7 +619,8 @@ mod tests {
             .map(|r| r.version.to_string())
             .collect();
         assert_eq!(to, ["1.29.15", "1.30.4", "1.30.10", "1.30.14"]);
-        assert!(upgradable_to(&v("1.32.6")).is_empty());
+        let newest = releases().last().unwrap().version;
+        assert!(upgradable_to(&newest).is_empty());
 
         assert!(check_upgrade(&from, &v("1.30.10")).is_ok());
         let e = check_upgrade(&from, &v("1.31.2")).unwrap_err();
@@ -375,10 +634,11 @@ mod tests {
         );
         assert!(check_upgrade(&from, &from).unwrap_err().contains("already"));
         assert!(
-            check_upgrade(&v("1.32.6"), &v("1.32.2"))
+            check_upgrade(&newest, &v("1.32.2"))
                 .unwrap_err()
                 .contains("no upgrade available")
         );
+        assert!(check_upgrade(&v("1.35.9"), &v("1.36.4")).is_ok());
     }
 
     #[test]

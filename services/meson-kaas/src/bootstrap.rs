@@ -254,9 +254,12 @@ pub fn package_version(v: &KubeVersion) -> String {
     format!("{v}-*")
 }
 
-/// The pause image kubeadm expects for `v` (containerd's sandbox image).
+/// The pause image kubeadm expects for `v` (containerd's sandbox image):
+/// kubeadm's `PauseVersion`, 3.10.1 from 1.34, 3.10 from 1.31, 3.9 before.
 fn pause_image(v: &KubeVersion) -> &'static str {
-    if v.minor >= 31 {
+    if v.minor >= 34 {
+        "registry.k8s.io/pause:3.10.1"
+    } else if v.minor >= 31 {
         "registry.k8s.io/pause:3.10"
     } else {
         "registry.k8s.io/pause:3.9"
@@ -1499,6 +1502,14 @@ mod tests {
         );
         let doc = yaml(&render(&c, NodeRole::Worker));
         assert!(content(&doc, paths::CONTAINERD_CONFIG).contains("pause:3.9"));
+        // kubeadm's pause from 1.34.
+        for (v, pause) in [
+            (KubeVersion::new(1, 33, 10), "pause:3.10\""),
+            (KubeVersion::new(1, 34, 9), "pause:3.10.1\""),
+        ] {
+            let containerd = containerd_config(&v);
+            assert!(containerd.contains(pause), "{v}: {containerd}");
+        }
     }
 
     fn script(ud: &str) -> String {

@@ -46,17 +46,22 @@ pub struct ProviderList {
 /// A Kubernetes release clusters can run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct KubernetesVersion {
-    #[schema(example = "1.31.10")]
+    #[schema(example = "1.36.4")]
     pub version: String,
     /// The minor line, `major.minor`.
-    #[schema(example = "1.31")]
+    #[schema(example = "1.36")]
     pub minor: String,
-    /// What a cluster gets when its request names no version.
+    /// What a cluster gets today when its request names no version: the
+    /// latest patch of the second-newest minor not past end of life.
     pub default: bool,
     /// Past upstream end of life: still accepted, with a warning.
     pub deprecated: bool,
-    /// Upstream end of life of the minor line, `YYYY-MM-DD`.
-    #[schema(example = "2025-10-28")]
+    /// Upstream release date of the minor line, `YYYY-MM-DD`.
+    #[schema(example = "2026-04-22")]
+    pub released: String,
+    /// Upstream end of life of the minor line, `YYYY-MM-DD` (deprecated
+    /// from that day on).
+    #[schema(example = "2027-06-28")]
     pub end_of_life: String,
     /// Versions a cluster on this one may upgrade to (a later patch of the
     /// same minor, or any patch of the next minor), oldest first.

@@ -18,7 +18,7 @@ pub struct Cluster {
     /// Why the cluster is in `error`, or what is wrong with it now.
     #[schema(required = true)]
     pub error_message: Option<String>,
-    #[schema(example = "1.31.10")]
+    #[schema(example = "1.36.4")]
     pub kubernetes_version: String,
     /// `NEVER_UPDATE`, `PATCH_UPDATE` or `ALWAYS_UPDATE`.
     #[schema(example = "NEVER_UPDATE")]

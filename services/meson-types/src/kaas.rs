@@ -73,7 +73,9 @@ pub struct KaasRequestSpec {
     pub update_policy: Option<String>,
     /// A supported version (`GET /v1/kubernetes-versions`): `1.29.2`,
     /// `v1.29.2`, or `1.29` for that minor's latest patch. Default: the
-    /// catalogue's default.
+    /// catalogue's default of the day (the latest patch of the second-newest
+    /// minor not past end of life). A version past end of life is accepted
+    /// with a warning.
     #[schema(example = "1.29.2")]
     pub kubernetes_version: Option<String>,
     pub control_plane: Option<ControlPlaneRequest>,

@@ -23,3 +23,34 @@ pub enum HealthStatus {
     Ready,
     Unavailable,
 }
+
+/// `GET /`: what this server is and where to go from here.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Index {
+    #[schema(example = "meson")]
+    pub name: String,
+    /// The server's version.
+    #[schema(example = "0.1.0")]
+    pub version: String,
+    pub links: IndexLinks,
+}
+
+/// The paths of `GET /`'s answer, relative to the server.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct IndexLinks {
+    /// The API's documentation (Swagger UI).
+    #[schema(example = "/docs")]
+    pub docs: String,
+    /// The OpenAPI document.
+    #[schema(example = "/openapi.json")]
+    pub openapi: String,
+    /// The REST API's root (a bearer token is needed below it).
+    #[schema(example = "/v1")]
+    pub api: String,
+    #[schema(example = "/healthz")]
+    pub healthz: String,
+    #[schema(example = "/readyz")]
+    pub readyz: String,
+    #[schema(example = "/metrics")]
+    pub metrics: String,
+}

@@ -10,8 +10,8 @@ use utoipa::ToSchema;
 pub struct ClusterUpgradeRequest {
     /// The version to upgrade to: a later patch of the cluster's minor, or a
     /// patch of the next minor, from `GET /v1/kubernetes-versions`
-    /// (`1.30.14`, `v1.30.14`, or `1.30` for that minor's latest patch).
-    #[schema(example = "1.30.14")]
+    /// (`1.36.4`, `v1.36.4`, or `1.36` for that minor's latest patch).
+    #[schema(example = "1.36.4")]
     pub kubernetes_version: String,
     /// Worker nodes of a pool replaced at once by surging: each new node is
     /// up before the node it replaces is removed (default 1).

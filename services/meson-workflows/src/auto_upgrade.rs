@@ -151,11 +151,18 @@ mod tests {
             Some("1.30.14"),
             "one minor at a time, its latest patch"
         );
-        assert_eq!(to(AlwaysUpdate, "1.31.10").as_deref(), Some("1.32.6"));
-        assert_eq!(to(AlwaysUpdate, "1.32.6"), None, "the newest there is");
-        assert_eq!(to(PatchUpdate, "1.32.2").as_deref(), Some("1.32.6"));
+        assert_eq!(to(AlwaysUpdate, "1.31.14").as_deref(), Some("1.32.13"));
+        assert_eq!(to(PatchUpdate, "1.35.1").as_deref(), Some("1.35.9"));
+        assert_eq!(to(AlwaysUpdate, "1.35.9").as_deref(), Some("1.36.4"));
+        let newest = kubernetes::releases().last().unwrap();
+        assert_eq!(
+            to(AlwaysUpdate, &newest.version.to_string()),
+            None,
+            "the newest there is"
+        );
+        assert_eq!(to(PatchUpdate, &newest.version.to_string()), None);
         // Every target is an allowed upgrade in the catalogue.
-        for r in kubernetes::CATALOGUE {
+        for r in kubernetes::releases() {
             for p in [PatchUpdate, AlwaysUpdate] {
                 if let Some(t) = target(p, &r.version) {
                     assert!(kubernetes::check_upgrade(&r.version, &t.version).is_ok());

@@ -270,7 +270,7 @@ impl Ctx {
             Command::Quote { file } => {
                 let body = read_payload(&file)?;
                 let answer = self.client.quote(&body).await?;
-                if self.format == Format::Table {
+                if matches!(self.format, Format::Table | Format::Wide) {
                     match &answer {
                         meson_types::quote::QuoteAnswer::Vm(q) => warn(&q.warnings),
                         meson_types::quote::QuoteAnswer::Kaas(q) => warn(&q.warnings),

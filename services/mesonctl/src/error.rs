@@ -16,8 +16,16 @@ pub mod exit {
     pub const ACTION_FAILED: u8 = 3;
     /// Ctrl-C while waiting.
     pub const CANCELLED: u8 = 4;
-    /// meson cannot be reached, or the configuration is bad.
+    /// meson cannot be reached, does not work (a 5xx answer after the
+    /// SDK's retries), or the configuration is bad.
     pub const UNREACHABLE: u8 = 5;
+}
+
+/// A 5xx answer that says meson is not working, as opposed to one of its
+/// refusals: every 5xx but `resource_unavailable` (503: no host has room,
+/// meson's answer to that request).
+fn not_working(status: u16, code: &str) -> bool {
+    status >= 500 && code != "resource_unavailable"
 }
 
 #[derive(Debug)]
@@ -101,6 +109,7 @@ impl Failure {
         use meson_client::Error as E;
         match self {
             Failure::Client { error, .. } => match error.as_ref() {
+                E::Api { status, code, .. } if not_working(*status, code) => exit::UNREACHABLE,
                 E::Api { .. } | E::ActionsNotFound(_) | E::Decode(_) => exit::API,
                 E::ActionFailed { .. } => exit::ACTION_FAILED,
                 E::Cancelled { .. } => exit::CANCELLED,
@@ -125,7 +134,13 @@ impl Failure {
                     details,
                     correlation_id,
                 } => {
-                    let mut out = vec![format!("error: {message} ({code})")];
+                    let mut out = if not_working(*status, code) {
+                        vec![format!(
+                            "error: meson at {url} is not working: {message} ({code}, HTTP {status})"
+                        )]
+                    } else {
+                        vec![format!("error: {message} ({code})")]
+                    };
                     out.extend(detail_lines(details));
                     if *status >= 500
                         && let Some(c) = correlation_id

@@ -1509,7 +1509,7 @@ mod tests {
     /// The example of seed 001 (the Elemento kOps provider), a line that
     /// was wrapped there.
     const SEED_ELEMENTO: &str = "kops create cluster --cloud=elemento --name=test.k8s \
-        --state=s3://test-kops --kubernetes-version=1.32.4 \
+        --state=s3://test-kops --kubernetes-version=1.35.9 \
         --zones=europe --node-count=2 --node-volume-size=64 \
         --control-plane-volume-size=64 --network-cidr 192.168.100.0/24";
 
@@ -1588,7 +1588,7 @@ mod tests {
         let t = run(SEED_ELEMENTO);
         let req = &t.payload["req"];
         assert_eq!(req["name"], "test-k8s");
-        assert_eq!(req["kubernetes_version"], "1.32.4");
+        assert_eq!(req["kubernetes_version"], "1.35.9");
         assert_eq!(req["cni"], "cilium", "kOps' default networking");
         assert_eq!(req["nodepool"][0]["desired_nodes"], 2);
         assert_eq!(req["nodepool"][0]["specs"]["storage"], 64);

@@ -1,5 +1,11 @@
-//! `-o table|json|yaml`: lists as tables with aligned columns, single
+//! `-o table|wide|json|yaml`: lists as tables with aligned columns, single
 //! objects as a key/value view, JSON pretty-printed, YAML.
+//!
+//! Tables show short ids (`table`) or full ones (`wide`). meson's ids are
+//! UUIDv7: their first digits are a timestamp, the same for everything made
+//! in the same minute, so a short id is the last 8 hex digits, from the
+//! random part (`0192f5c4-…-8f3a01c2b7d4` shows as `01c2b7d4`). Single
+//! objects, JSON and YAML always carry full ids.
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use meson_types::action::Action;
@@ -13,11 +19,51 @@ use std::collections::BTreeMap;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
-    /// Aligned columns for lists, `key: value` lines for one object.
+    /// Aligned columns for lists (short ids, long errors cut), `key: value`
+    /// lines for one object.
     #[default]
     Table,
+    /// As `table`, with full ids and whole error messages.
+    Wide,
     Json,
     Yaml,
+}
+
+/// How much of a table's cells to show.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Width {
+    /// Short ids, long messages cut: fits a terminal.
+    Short,
+    /// Everything whole.
+    Wide,
+}
+
+/// A short id: the last 8 hex digits (the random part of a UUIDv7).
+pub fn short_id(id: &uuid::Uuid) -> String {
+    let hex = id.simple().to_string();
+    hex[hex.len() - 8..].to_owned()
+}
+
+/// The longest message a short table shows before cutting it.
+const MESSAGE_CELL: usize = 60;
+
+impl Width {
+    fn id(self, id: &uuid::Uuid) -> String {
+        match self {
+            Width::Short => short_id(id),
+            Width::Wide => id.to_string(),
+        }
+    }
+
+    /// A free-text cell: whole when wide, else cut at [`MESSAGE_CELL`]
+    /// characters with an ellipsis.
+    fn message(self, s: String) -> String {
+        if self == Width::Wide || s.chars().count() <= MESSAGE_CELL {
+            return s;
+        }
+        let cut: String = s.chars().take(MESSAGE_CELL - 1).collect();
+        format!("{}…", cut.trim_end())
+    }
 }
 
 /// How a value looks as text.
@@ -35,13 +81,14 @@ pub enum View {
 
 /// A value that has a table view (and, being `Serialize`, JSON and YAML).
 pub trait Show: Serialize {
-    fn view(&self) -> View;
+    fn view(&self, width: Width) -> View;
 }
 
 /// `value` as `format` says, ending with a newline.
 pub fn render<T: Show + ?Sized>(format: Format, value: &T) -> Result<String, String> {
     match format {
-        Format::Table => Ok(text(&value.view())),
+        Format::Table => Ok(text(&value.view(Width::Short))),
+        Format::Wide => Ok(text(&value.view(Width::Wide))),
         Format::Json => serde_json::to_string_pretty(value)
             .map(|s| s + "\n")
             .map_err(|e| e.to_string()),
@@ -136,7 +183,7 @@ fn labels(l: &BTreeMap<String, String>) -> String {
 }
 
 impl Show for Vm {
-    fn view(&self) -> View {
+    fn view(&self, _: Width) -> View {
         let s = &self.specs;
         View::Fields(vec![
             ("ID", self.id.to_string()),
@@ -193,7 +240,7 @@ fn compact(v: &serde_json::Value) -> String {
 }
 
 impl Show for Vec<Vm> {
-    fn view(&self) -> View {
+    fn view(&self, width: Width) -> View {
         View::Table {
             headers: vec![
                 "ID", "NAME", "STATUS", "PROVIDER", "REGION", "IPV4", "VCPUS", "MEMORY", "CREATED",
@@ -202,7 +249,7 @@ impl Show for Vec<Vm> {
                 .iter()
                 .map(|v| {
                     vec![
-                        v.id.to_string(),
+                        width.id(&v.id),
                         v.name.clone(),
                         v.status.clone(),
                         opt(&v.provider),
@@ -227,7 +274,7 @@ fn node_specs(s: &meson_types::cluster::NodeSpecs) -> String {
 }
 
 impl Show for Cluster {
-    fn view(&self) -> View {
+    fn view(&self, _: Width) -> View {
         let cp = &self.control_plane;
         let mut fields = vec![
             ("ID", self.id.to_string()),
@@ -286,17 +333,23 @@ impl Show for Cluster {
 }
 
 impl Show for Vec<Cluster> {
-    fn view(&self) -> View {
+    /// An ERROR column, last, when any cluster has an error message.
+    fn view(&self, width: Width) -> View {
+        let errors = self.iter().any(|c| c.error_message.is_some());
+        let mut headers = vec![
+            "ID", "NAME", "STATUS", "VERSION", "PROVIDER", "REGION", "NODES", "CREATED",
+        ];
+        if errors {
+            headers.push("ERROR");
+        }
         View::Table {
-            headers: vec![
-                "ID", "NAME", "STATUS", "VERSION", "PROVIDER", "REGION", "NODES", "CREATED",
-            ],
+            headers,
             rows: self
                 .iter()
                 .map(|c| {
                     let workers: u32 = c.pools.iter().map(|p| p.current_nodes).sum();
-                    vec![
-                        c.id.to_string(),
+                    let mut row = vec![
+                        width.id(&c.id),
                         c.name.clone(),
                         c.status.clone(),
                         c.kubernetes_version.clone(),
@@ -304,7 +357,11 @@ impl Show for Vec<Cluster> {
                         opt(&c.region),
                         format!("{}+{workers}", c.control_plane.nodes),
                         time(&c.created),
-                    ]
+                    ];
+                    if errors {
+                        row.push(width.message(opt(&c.error_message)));
+                    }
+                    row
                 })
                 .collect(),
         }
@@ -312,7 +369,7 @@ impl Show for Vec<Cluster> {
 }
 
 impl Show for Pool {
-    fn view(&self) -> View {
+    fn view(&self, _: Width) -> View {
         View::Fields(vec![
             ("ID", self.id.to_string()),
             ("Name", self.name.clone()),
@@ -340,12 +397,12 @@ fn resources(a: &Action) -> String {
 
 /// An action's resources in a table cell: one of a kind by id, more as a
 /// count (`vm 0192..., 3 volumes`).
-fn resources_short(a: &Action) -> String {
+fn resources_short(a: &Action, width: Width) -> String {
     let mut kinds: Vec<(&str, Vec<String>)> = Vec::new();
     for r in &a.resources {
         match kinds.iter_mut().find(|(k, _)| *k == r.kind) {
-            Some((_, ids)) => ids.push(r.id.to_string()),
-            None => kinds.push((&r.kind, vec![r.id.to_string()])),
+            Some((_, ids)) => ids.push(width.id(&r.id)),
+            None => kinds.push((&r.kind, vec![width.id(&r.id)])),
         }
     }
     kinds
@@ -365,7 +422,7 @@ fn action_error(a: &Action) -> String {
 }
 
 impl Show for Action {
-    fn view(&self) -> View {
+    fn view(&self, _: Width) -> View {
         let mut fields = vec![
             ("ID", self.id.to_string()),
             ("Command", self.command.clone()),
@@ -386,7 +443,7 @@ impl Show for Action {
 }
 
 impl Show for Vec<Action> {
-    fn view(&self) -> View {
+    fn view(&self, width: Width) -> View {
         View::Table {
             headers: vec![
                 "ID",
@@ -402,14 +459,14 @@ impl Show for Vec<Action> {
                 .iter()
                 .map(|a| {
                     vec![
-                        a.id.to_string(),
+                        width.id(&a.id),
                         a.command.clone(),
                         a.status.clone(),
                         format!("{}%", a.progress),
                         time(&a.started),
                         a.finished.as_ref().map_or(String::new(), time),
-                        resources_short(a),
-                        action_error(a),
+                        resources_short(a, width),
+                        width.message(action_error(a)),
                     ]
                 })
                 .collect(),
@@ -418,7 +475,7 @@ impl Show for Vec<Action> {
 }
 
 impl Show for Vec<Flavor> {
-    fn view(&self) -> View {
+    fn view(&self, _: Width) -> View {
         View::Table {
             headers: vec![
                 "NAME",
@@ -446,7 +503,7 @@ impl Show for Vec<Flavor> {
 }
 
 impl Show for Vec<Provider> {
-    fn view(&self) -> View {
+    fn view(&self, _: Width) -> View {
         View::Table {
             headers: vec!["PROVIDER", "REGION", "CONTINENT", "HOSTS"],
             rows: self
@@ -475,7 +532,7 @@ fn money(p: &Price) -> [String; 3] {
 }
 
 impl Show for QuoteAnswer {
-    fn view(&self) -> View {
+    fn view(&self, _: Width) -> View {
         match self {
             QuoteAnswer::Vm(q) => View::Table {
                 headers: vec![
@@ -529,27 +586,33 @@ impl Show for QuoteAnswer {
 }
 
 impl Show for VmCreateResponse {
-    fn view(&self) -> View {
+    fn view(&self, width: Width) -> View {
         let mut actions = vec![self.action.clone()];
         actions.extend(self.next_actions.iter().cloned());
-        View::Sections(vec![("VM", self.vm.view()), ("Actions", actions.view())])
+        View::Sections(vec![
+            ("VM", self.vm.view(width)),
+            ("Actions", actions.view(width)),
+        ])
     }
 }
 
 impl Show for ClusterCreateResponse {
-    fn view(&self) -> View {
+    fn view(&self, width: Width) -> View {
         View::Sections(vec![
-            ("Cluster", self.cluster.view()),
-            ("Action", self.action.view()),
+            ("Cluster", self.cluster.view(width)),
+            ("Action", self.action.view(width)),
         ])
     }
 }
 
 impl Show for PoolUpdateResponse {
-    fn view(&self) -> View {
+    fn view(&self, width: Width) -> View {
         match &self.action {
-            Some(a) => View::Sections(vec![("Pool", self.pool.view()), ("Action", a.view())]),
-            None => self.pool.view(),
+            Some(a) => View::Sections(vec![
+                ("Pool", self.pool.view(width)),
+                ("Action", a.view(width)),
+            ]),
+            None => self.pool.view(width),
         }
     }
 }

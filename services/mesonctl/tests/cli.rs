@@ -119,6 +119,25 @@ fn command(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> tokio::process::C
     c
 }
 
+/// The URL of a server on 127.0.0.1 that answers every request with
+/// `status` and `body` (JSON when not empty).
+async fn answering(status: u16, body: &'static str) -> String {
+    let status = axum::http::StatusCode::from_u16(status).expect("a status");
+    let app = axum::Router::new().fallback(move || async move {
+        (
+            status,
+            [(axum::http::header::CONTENT_TYPE, "application/json")],
+            body,
+        )
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    format!("http://{addr}")
+}
+
 /// Runs the CLI in `dir` (its HOME is `dir/home`) with `env` added.
 async fn run(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Run {
     let out = tokio::time::timeout(Duration::from_secs(120), command(dir, args, env).output())
@@ -156,10 +175,21 @@ async fn a_vm_created_listed_shown_powered_and_deleted() {
             .any(|v| v["id"] == id.as_str()),
         "{list}"
     );
+    // Tables show short ids (the last 8 hex digits); `-o wide` whole ones.
+    let short = &id[id.len() - 8..];
     let r = m.ctl(&["vm", "list"]).await;
     r.ok();
     assert!(r.stdout.starts_with("ID "), "{r:#?}");
-    assert!(r.stdout.contains(&id), "{r:#?}");
+    let row = r
+        .stdout
+        .lines()
+        .find(|l| l.starts_with(&format!("{short} ")))
+        .unwrap_or_else(|| panic!("no row for {short}: {r:#?}"));
+    assert!(row.contains(" test "), "{row}");
+    assert!(!r.stdout.contains(&id), "{r:#?}");
+    let r = m.ctl(&["vm", "list", "-o", "wide"]).await;
+    r.ok();
+    assert!(r.stdout.lines().any(|l| l.starts_with(&id)), "{r:#?}");
 
     let r = m.ctl(&["vm", "get", &id]).await;
     r.ok();
@@ -206,6 +236,28 @@ async fn a_vm_created_listed_shown_powered_and_deleted() {
         .collect();
     assert!(commands.contains(&"create_vm".to_owned()), "{commands:?}");
     assert!(commands.contains(&"stop_vm".to_owned()), "{commands:?}");
+    // As a table: short ids, the VM's too, and lines that fit a terminal.
+    let r = m.ctl(&["action", "list", "vm", &id]).await;
+    r.ok();
+    assert!(r.stdout.starts_with("ID "), "{r:#?}");
+    assert!(r.stdout.contains(&format!("vm {short}")), "{r:#?}");
+    assert!(!r.stdout.contains(&id), "{r:#?}");
+    assert!(
+        r.stdout.lines().all(|l| l.chars().count() <= 120),
+        "{}",
+        r.stdout
+    );
+    let short_action = &action_id[action_id.len() - 8..];
+    assert!(
+        r.stdout
+            .lines()
+            .any(|l| l.starts_with(&format!("{short_action} "))),
+        "{r:#?}"
+    );
+    let r = m.ctl(&["action", "list", "vm", &id, "-o", "wide"]).await;
+    r.ok();
+    assert!(r.stdout.contains(&format!("vm {id}")), "{r:#?}");
+    assert!(r.stdout.contains(&action_id), "{r:#?}");
 
     // The catalogue.
     let r = m.ctl(&["flavor", "list"]).await;
@@ -281,6 +333,10 @@ async fn a_cluster_its_kubeconfig_and_a_translated_kops_line() {
     let r = m.ctl(&["cluster", "list"]).await;
     r.ok();
     assert!(r.stdout.contains("test8"), "{r:#?}");
+    assert!(r.stdout.contains(&id[id.len() - 8..]), "{r:#?}");
+    assert!(!r.stdout.contains(&id), "{r:#?}");
+    // No cluster has an error: no ERROR column.
+    assert!(!r.stdout.contains("ERROR"), "{r:#?}");
     let r = m.ctl(&["cluster", "get", "test8"]).await;
     r.ok();
     assert!(r.stdout.contains("1poolname"), "{r:#?}");
@@ -350,6 +406,47 @@ async fn a_cluster_its_kubeconfig_and_a_translated_kops_line() {
     assert_eq!(r.json()["name"], "demok8scluster", "{r:#?}");
     assert_eq!(r.json()["status"], "running", "{r:#?}");
     assert_eq!(r.json()["cni"], "calico", "{r:#?}");
+
+    // A cluster in error: the list says why, in a column of its own.
+    let why = "the control plane never came up: etcd refused to start on \
+        test8-cp-0 after 3 attempts (disk full)";
+    meson_db::clusters::set_status(
+        &m.dev().pool,
+        meson_core::ClusterId(id.parse().expect("uuid")),
+        meson_core::cluster::ClusterStatus::Error,
+        Some(why),
+    )
+    .await
+    .expect("set_status");
+    let r = m.ctl(&["cluster", "list"]).await;
+    r.ok();
+    let header = r.stdout.lines().next().unwrap_or_default();
+    assert!(header.trim_end().ends_with("ERROR"), "{r:#?}");
+    let row = |name: &str| -> String {
+        r.stdout
+            .lines()
+            .find(|l| l.split_whitespace().nth(1) == Some(name))
+            .unwrap_or_else(|| panic!("no row {name}: {r:#?}"))
+            .to_owned()
+    };
+    // Long messages are cut in `table`...
+    let broken = row("test8");
+    assert!(broken.contains(" error "), "{broken}");
+    assert!(
+        broken.contains("the control plane never came up"),
+        "{broken}"
+    );
+    assert!(
+        broken.ends_with('…') && !broken.contains("disk full"),
+        "{broken}"
+    );
+    // ...the others show none.
+    assert!(row("demok8scluster").trim_end().ends_with(" -"), "{r:#?}");
+    // ...and are whole in `wide`.
+    let r = m.ctl(&["cluster", "list", "-o", "wide"]).await;
+    r.ok();
+    assert!(r.stdout.contains(why), "{r:#?}");
+    assert!(r.stdout.contains(&id), "{r:#?}");
     m.stop().await;
 }
 
@@ -380,6 +477,34 @@ async fn failures_exit_with_their_codes() {
     .await;
     assert_eq!(r.code, Some(1), "{r:#?}");
     assert!(r.stderr.contains("(unauthorized)"), "{r:#?}");
+    // A server that answers 5xx is not working: exit 5, saying so. A 503
+    // `resource_unavailable` is meson's answer to that request: exit 1.
+    for (status, body, code, says) in [
+        (
+            500,
+            r#"{"error":{"code":"service_error","message":"database is down"}}"#,
+            5,
+            "is not working: database is down (service_error, HTTP 500)",
+        ),
+        (
+            503,
+            "",
+            5,
+            "is not working: 503 Service Unavailable (service_error, HTTP 503)",
+        ),
+        (
+            503,
+            r#"{"error":{"code":"resource_unavailable","message":"no host has room"}}"#,
+            1,
+            "error: no host has room (resource_unavailable)",
+        ),
+    ] {
+        let url = answering(status, body).await;
+        let r = run(&dir, &["--url", &url, "--token", "t", "vm", "list"], &[]).await;
+        assert_eq!(r.code, Some(code), "{status} {body}: {r:#?}");
+        assert!(r.stderr.contains(says), "{r:#?}");
+        assert!(r.stdout.is_empty(), "{r:#?}");
+    }
 
     // Every VM registration on ionos fails: the action ends in error, exit 3.
     for host in ["ionos-fra-1", "ionos-las-1"] {

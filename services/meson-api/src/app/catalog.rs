@@ -5,7 +5,7 @@ use super::App;
 use crate::auth::Principal;
 use meson_core::Result;
 use meson_core::flavor::{FLAVORS, Flavor};
-use meson_core::kubernetes::{CATALOGUE, Release};
+use meson_core::kubernetes::{self, Release};
 use meson_core::target::Target;
 
 impl App {
@@ -15,7 +15,7 @@ impl App {
 
     /// The Kubernetes releases clusters can run, oldest first.
     pub fn kubernetes_versions(&self, _p: &Principal) -> Result<&'static [Release]> {
-        Ok(CATALOGUE)
+        Ok(kubernetes::releases())
     }
 
     /// Enabled targets, sorted by provider, region and name.

@@ -77,7 +77,7 @@ impl App {
         id: ClusterId,
         body: &serde_json::Value,
     ) -> Result<(Action, Vec<Warning>)> {
-        let (req, warnings) = parse_upgrade(body)?;
+        let (req, mut warnings) = parse_upgrade(body)?;
         let cluster = meson_db::clusters::get(&self.pool, Some(&p.tenant), id, false).await?;
         let from: KubeVersion = cluster.kubernetes_version.parse().map_err(|e| {
             Error::internal(format!(
@@ -85,10 +85,20 @@ impl App {
                 cluster.kubernetes_version
             ))
         })?;
-        let to = kubernetes::resolve(&req.version)
-            .and_then(|r| kubernetes::check_upgrade(&from, &r.release.version))
+        let resolved = kubernetes::resolve(&req.version)
+            .map_err(|m| Error::invalid("kubernetes_version", m))?;
+        let to = kubernetes::check_upgrade(&from, &resolved.release.version)
             .map_err(|m| Error::invalid("kubernetes_version", m))?
             .version;
+        warnings.extend(
+            resolved
+                .warnings(&req.version, kubernetes::today())
+                .into_iter()
+                .map(|message| Warning {
+                    field: "kubernetes_version".to_owned(),
+                    message,
+                }),
+        );
         // Without DHCP every replacement takes an address before the node
         // it replaces frees its own.
         let subnet = &cluster.spec.nodes_subnet;

@@ -62,7 +62,11 @@ impl App {
         p: &Principal,
         body: &serde_json::Value,
     ) -> Result<ClusterCreated> {
-        let req = KaasCreate::parse_placed(body, &meson_db::targets::list(&self.pool).await?)?;
+        let req = KaasCreate::parse_placed(
+            body,
+            &meson_db::targets::list(&self.pool).await?,
+            meson_core::kubernetes::today(),
+        )?;
         let spec = req.spec;
         let subnet = spec.nodes_subnet.clone();
         let endpoint = check_network(&spec)?;

@@ -67,7 +67,7 @@ impl App {
     /// that fits nowhere, or says no single region fits them all.
     pub async fn kaas_quote(&self, _p: &Principal, body: &serde_json::Value) -> Result<KaasQuotes> {
         let targets = meson_db::targets::list(&self.pool).await?;
-        let req = KaasCreate::parse_placed(body, &targets)?;
+        let req = KaasCreate::parse_placed(body, &targets, meson_core::kubernetes::today())?;
         super::clusters::check_network(&req.spec)?;
         let survey = cluster_placement::survey_cluster(targets, &req.spec).await?;
         let mut warnings = req.warnings;

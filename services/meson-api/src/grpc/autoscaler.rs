@@ -36,11 +36,19 @@ impl CloudProvider {
     /// TLS handshake verified against meson's autoscaler CA.
     async fn caller<T>(&self, req: &Request<T>) -> Result<AutoscalerCaller, Status> {
         let refused = || Status::unauthenticated("a client certificate meson issued is required");
-        let certs = req.peer_certs().ok_or_else(refused)?;
-        let id = certs
+        let Some(certs) = req.peer_certs() else {
+            tracing::info!("refused an autoscaler call without a client certificate");
+            return Err(refused());
+        };
+        let Some(id) = certs
             .first()
             .and_then(|c| meson_kaas::autoscaler_pki::identity(c.as_ref()))
-            .ok_or_else(refused)?;
+        else {
+            tracing::info!(
+                "refused an autoscaler call: its certificate names no cluster of meson's"
+            );
+            return Err(refused());
+        };
         match self.0.app.autoscaler_caller(&id).await {
             Ok(c) => Ok(c),
             Err(Error::Unauthorized) => {

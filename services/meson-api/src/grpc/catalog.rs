@@ -44,11 +44,12 @@ impl pb::catalog_service_server::CatalogService for Svc {
         req: Request<pb::ListKubernetesVersionsRequest>,
     ) -> Result<Response<pb::ListKubernetesVersionsResponse>, Status> {
         let p = principal(&req)?;
+        let today = meson_core::kubernetes::today();
         answer(self.0.app.kubernetes_versions(&p).map(|releases| {
             pb::ListKubernetesVersionsResponse {
                 kubernetes_versions: releases
                     .iter()
-                    .map(|r| convert_more::kubernetes_version(views::kubernetes_version(r)))
+                    .map(|r| convert_more::kubernetes_version(views::kubernetes_version(r, today)))
                     .collect(),
             }
         }))

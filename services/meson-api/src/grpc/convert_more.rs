@@ -146,6 +146,7 @@ pub fn kubernetes_version(v: wire::catalog::KubernetesVersion) -> pb::Kubernetes
         minor: v.minor,
         default: v.default,
         deprecated: v.deprecated,
+        released: v.released,
         end_of_life: v.end_of_life,
         upgradable_to: v.upgradable_to,
     }

@@ -222,7 +222,7 @@ where
         resource: None,
         correlation_id,
     };
-    match gate::admit(&state, rule, token.as_deref(), call).await {
+    match gate::admit(&state, rule, token.as_deref().map_err(|r| *r), call).await {
         Admission::Refused {
             error,
             decision,

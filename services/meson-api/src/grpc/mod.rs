@@ -126,10 +126,10 @@ impl AuditSlot {
 /// The caller the guard admitted (absent only if a service were served
 /// without the guard: then nobody is).
 pub(crate) fn principal<T>(req: &tonic::Request<T>) -> Result<Principal, Status> {
-    req.extensions()
-        .get::<Principal>()
-        .cloned()
-        .ok_or_else(|| status::status_of(&Error::Unauthorized))
+    req.extensions().get::<Principal>().cloned().ok_or_else(|| {
+        tracing::error!("refused: a gRPC method that needs a caller was reached without the guard");
+        status::status_of(&Error::Unauthorized)
+    })
 }
 
 /// Notes the resource a call is about, for its audit entry.

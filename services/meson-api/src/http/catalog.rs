@@ -54,10 +54,11 @@ async fn providers(State(s): State<AppState>, p: Principal) -> ApiResult<Json<wi
     tag = "catalog",
     operation_id = "kubernetes_version_list",
     summary = "List Kubernetes versions",
-    description = "Every supported release, oldest first: which one a cluster gets by \
-        default, which are past upstream end of life (still accepted, with a warning), and \
-        which each may upgrade to (a later patch of the same minor, or any patch of the next \
-        minor).",
+    description = "Every supported release, oldest first, with its minor's upstream release \
+        and end-of-life dates: which one a cluster gets by default today (the latest patch of \
+        the second-newest minor not past end of life), which are past upstream end of life \
+        (still accepted, with a warning), and which each may upgrade to (a later patch of the \
+        same minor, or any patch of the next minor).",
     responses((status = 200, description = "The supported Kubernetes releases.",
         body = wire::KubernetesVersionList)),
 )]
@@ -65,11 +66,12 @@ async fn kubernetes_versions(
     State(s): State<AppState>,
     p: Principal,
 ) -> ApiResult<Json<wire::KubernetesVersionList>> {
+    let today = meson_core::kubernetes::today();
     let kubernetes_versions = s
         .app
         .kubernetes_versions(&p)?
         .iter()
-        .map(views::kubernetes_version)
+        .map(|r| views::kubernetes_version(r, today))
         .collect();
     Ok(Json(wire::KubernetesVersionList {
         kubernetes_versions,

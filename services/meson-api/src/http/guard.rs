@@ -120,7 +120,7 @@ pub async fn guard(State(g): State<GuardState>, mut req: Request, next: Next) ->
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok());
     let token = gate::bearer(authorization).map(str::to_owned);
-    match gate::admit(&g.state, rule, token.as_deref(), call).await {
+    match gate::admit(&g.state, rule, token.as_deref().map_err(|r| *r), call).await {
         Admission::Refused {
             error,
             decision,

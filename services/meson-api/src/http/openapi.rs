@@ -59,7 +59,7 @@ pub fn base() -> OpenApi {
             tag("actions", "Progress of asynchronous work"),
             tag("volumes", "Volumes meson created for VMs"),
             tag("catalog", "Flavours, providers and prices"),
-            tag("ops", "Liveness and readiness"),
+            tag("ops", "Index, liveness, readiness and metrics"),
             tag("quotas", "What each tenant may hold"),
             tag("targets", "AtomOS hosts (operators)"),
             tag("audit", "Who did what (operators)"),

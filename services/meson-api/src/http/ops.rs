@@ -1,18 +1,48 @@
-//! Liveness and readiness.
+//! The index, liveness, readiness and metrics: no token needed.
 
 use super::AppState;
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use meson_types::ops::Health;
+use meson_types::ops::{Health, Index, IndexLinks};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
+        .routes(routes!(index))
         .routes(routes!(healthz))
         .routes(routes!(readyz))
         .routes(routes!(metrics))
+}
+
+/// What this server is, and the paths to start from.
+#[utoipa::path(
+    get,
+    path = "/",
+    tag = "ops",
+    operation_id = "index",
+    summary = "Index",
+    description = "The server's name and version, and where its documentation, OpenAPI \
+        document, API, health checks and metrics are. No token needed.",
+    responses((status = 200, description = "The index.", body = Index,
+        example = json!({"name": "meson", "version": "0.1.0", "links": {"docs": "/docs",
+            "openapi": "/openapi.json", "api": "/v1", "healthz": "/healthz",
+            "readyz": "/readyz", "metrics": "/metrics"}}))),
+)]
+async fn index() -> Json<Index> {
+    Json(Index {
+        name: "meson".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        links: IndexLinks {
+            docs: "/docs".into(),
+            openapi: "/openapi.json".into(),
+            api: "/v1".into(),
+            healthz: "/healthz".into(),
+            readyz: "/readyz".into(),
+            metrics: "/metrics".into(),
+        },
+    })
 }
 
 /// Prometheus metrics.
