@@ -93,6 +93,9 @@ pub struct Config {
     pub retry_cap: Duration,
     /// `MESON_JOB_RETENTION_HOURS`: finished jobs are kept this long, default 168.
     pub job_retention: Duration,
+    /// `MESON_SHUTDOWN_GRACE_S`: on SIGTERM (or Ctrl-C) running jobs get this
+    /// long to finish before they are released to the queue, default 20.
+    pub shutdown_grace: Duration,
     /// `MESON_ATOMOS_TIMEOUT_MS`: timeout of one AtomOS call, default 10000.
     pub atomos_timeout: Duration,
     /// `MESON_SECRETS_KEY`: 32 bytes in base64 (`openssl rand -base64 32`)
@@ -232,6 +235,7 @@ impl Config {
             job_retention: Duration::from_secs(
                 3600 * parse::<u64>("MESON_JOB_RETENTION_HOURS", 168)?,
             ),
+            shutdown_grace: Duration::from_secs(parse("MESON_SHUTDOWN_GRACE_S", 20)?),
             atomos_timeout: Duration::from_millis(parse("MESON_ATOMOS_TIMEOUT_MS", 10_000)?),
             secrets_key: var("MESON_SECRETS_KEY"),
             public_url: var("MESON_PUBLIC_URL"),
@@ -328,6 +332,7 @@ impl Config {
             poll_interval: self.job_poll,
             listen: self.job_listen,
             retention: self.job_retention,
+            shutdown_grace: self.shutdown_grace,
             retry: meson_jobs::engine::RetryPolicy {
                 base: self.retry_base,
                 cap: self.retry_cap,
