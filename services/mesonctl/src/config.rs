@@ -292,6 +292,36 @@ mod tests {
         let s = resolve(&i).unwrap();
         assert_eq!((s.url.as_str(), s.token.as_str()), (DEV_URL, "dev"));
         assert_eq!(s.token_from, Source::DevToken(data.join("dev-token")));
+        // A running mesond dev's URL, whatever port it got.
+        let server = meson_types::dev::DevServer {
+            pid: 1,
+            url: "http://127.0.0.1:41234".into(),
+            grpc: "127.0.0.1:41235".into(),
+            autoscaler: None,
+            token_file: data.join("dev-token"),
+            postgres_dir: None,
+        };
+        std::fs::write(
+            data.join("dev.json"),
+            serde_json::to_string(&server).unwrap(),
+        )
+        .unwrap();
+        let s = resolve(&i).unwrap();
+        assert_eq!(s.url, "http://127.0.0.1:41234");
+        assert_eq!(s.url_from, Source::DevServer(data.join("dev.json")));
+        // The config file's URL still wins over it.
+        std::fs::create_dir_all(data.join("home/.config/meson")).unwrap();
+        std::fs::write(
+            data.join("home/.config/meson/config.toml"),
+            "url = \"http://file:1\"\n",
+        )
+        .unwrap();
+        let s = resolve(&Inputs {
+            home: Some(data.join("home")),
+            ..i.clone()
+        })
+        .unwrap();
+        assert_eq!((s.url.as_str(), s.token.as_str()), ("http://file:1", "dev"));
         for d in [home, xdg, data] {
             let _ = std::fs::remove_dir_all(d);
         }
