@@ -82,7 +82,6 @@ impl Inputs {
     fn dev_token_file(&self) -> PathBuf {
         self.dev_data_dir().join(meson_types::dev::TOKEN_FILE)
     }
-
 }
 
 /// The config file's contents.

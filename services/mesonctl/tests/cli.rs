@@ -555,10 +555,9 @@ async fn url_and_token_from_the_environment_and_config_files() {
     r.ok();
     assert!(r.stdout.contains("neon"), "{r:#?}");
     // A dev.json naming another port is followed (nothing listens there).
-    let mut server: Value = serde_json::from_str(
-        &std::fs::read_to_string(dir.join(".meson/dev.json")).expect("read"),
-    )
-    .expect("json");
+    let mut server: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join(".meson/dev.json")).expect("read"))
+            .expect("json");
     server["url"] = "http://127.0.0.1:9".into();
     std::fs::write(dir.join(".meson/dev.json"), server.to_string()).expect("write");
     let r = run(&deep, &["flavor", "list"], &[]).await;

@@ -103,10 +103,7 @@ async fn dev(cfg: Config) -> anyhow::Result<()> {
     let rest_moved = moved(wanted.0, dev.http_addr, "MESON_HTTP_ADDR");
     let grpc_moved = moved(wanted.1, dev.grpc_addr, "MESON_GRPC_ADDR");
     let autoscaler = match (wanted.2, dev.autoscaler_addr) {
-        (Some(w), Some(a)) => format!(
-            "{a} (mutual TLS){}",
-            moved(w, a, "MESON_AUTOSCALER_ADDR")
-        ),
+        (Some(w), Some(a)) => format!("{a} (mutual TLS){}", moved(w, a, "MESON_AUTOSCALER_ADDR")),
         _ => "not served".to_owned(),
     };
     let database = match &dev.postgres_dir {

@@ -155,11 +155,8 @@ async fn cluster_dir(data_dir: &Path, user: Option<&str>) -> anyhow::Result<Path
         )
     })?;
     // Which data dir this cluster belongs to, for whoever looks.
-    std::fs::write(
-        shared.join("data-dir"),
-        format!("{}\n", data_dir.display()),
-    )
-    .with_context(|| format!("writing {}", shared.join("data-dir").display()))?;
+    std::fs::write(shared.join("data-dir"), format!("{}\n", data_dir.display()))
+        .with_context(|| format!("writing {}", shared.join("data-dir").display()))?;
     tracing::warn!(
         data_dir = %data_dir.display(),
         cluster = %shared.join("pg").display(),

@@ -20,7 +20,8 @@ impl Scratch {
     /// A fresh directory under the temp dir, with `mode`.
     fn new(mode: u32) -> Scratch {
         use std::os::unix::fs::PermissionsExt;
-        let dir = std::env::temp_dir().join(format!("mesond-dev-{}", uuid::Uuid::new_v4().simple()));
+        let dir =
+            std::env::temp_dir().join(format!("mesond-dev-{}", uuid::Uuid::new_v4().simple()));
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(mode)).unwrap();
         Scratch {
@@ -302,7 +303,10 @@ async fn dev_mode_runs_a_private_postgres_and_stops_it() {
             .arg(&pg)
             .output()
             .unwrap();
-        assert_eq!(String::from_utf8_lossy(&owner.stdout).trim(), "postgres 700");
+        assert_eq!(
+            String::from_utf8_lossy(&owner.stdout).trim(),
+            "postgres 700"
+        );
     } else {
         assert_eq!(pg, scratch.data_dir().join("pg"));
     }
@@ -335,7 +339,10 @@ async fn dev_mode_runs_a_private_postgres_and_stops_it() {
 
     let status = m.terminate().await;
     assert!(status.success(), "clean exit on SIGTERM: {status}");
-    assert!(!postmaster_running(&pg), "the private PostgreSQL was stopped");
+    assert!(
+        !postmaster_running(&pg),
+        "the private PostgreSQL was stopped"
+    );
     assert!(
         DevServer::read(&scratch.data_dir()).is_none(),
         "dev.json is removed on exit"
@@ -380,7 +387,11 @@ async fn a_second_dev_on_a_data_dir_is_refused_and_an_orphaned_postgres_is_adopt
     assert!(postmaster_running(&pg));
     let (status, body) = first.get(&http, "/v1/vms").await;
     assert_eq!(status, 200, "{body}");
-    let r = http.get(format!("{}/readyz", first.base)).send().await.unwrap();
+    let r = http
+        .get(format!("{}/readyz", first.base))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 200);
 
     // Killed, it leaves its PostgreSQL running: the next start adopts it,
@@ -398,7 +409,10 @@ async fn a_second_dev_on_a_data_dir_is_refused_and_an_orphaned_postgres_is_adopt
     let (status, body) = third.get(&http, "/v1/vms").await;
     assert_eq!(status, 200, "{body}");
     assert!(third.terminate().await.success(), "{}", third.output());
-    assert!(!postmaster_running(&pg), "the adopted PostgreSQL was stopped");
+    assert!(
+        !postmaster_running(&pg),
+        "the adopted PostgreSQL was stopped"
+    );
 }
 
 /// Holds `addr` for the test unless someone else already does.
@@ -429,7 +443,10 @@ async fn taken_default_ports_move_and_set_ones_fail_naming_their_variable() {
     m.wait_ready(&http).await;
     let s = m.server().clone();
     assert!(s.url.starts_with("http://127.0.0.1:"), "{s:?}");
-    assert!(!s.url.ends_with(":8080") && !s.grpc.ends_with(":50051"), "{s:?}");
+    assert!(
+        !s.url.ends_with(":8080") && !s.grpc.ends_with(":50051"),
+        "{s:?}"
+    );
     let autoscaler = s.autoscaler.clone().expect("dev serves the autoscalers");
     assert!(!autoscaler.ends_with(":50052"), "{s:?}");
     let out = m.output();
@@ -451,7 +468,11 @@ async fn taken_default_ports_move_and_set_ones_fail_naming_their_variable() {
     assert!(m.terminate().await.success());
 
     // Set explicitly, a taken address is an error naming its variable.
-    for var in ["MESON_HTTP_ADDR", "MESON_GRPC_ADDR", "MESON_AUTOSCALER_ADDR"] {
+    for var in [
+        "MESON_HTTP_ADDR",
+        "MESON_GRPC_ADDR",
+        "MESON_AUTOSCALER_ADDR",
+    ] {
         let taken = match var {
             "MESON_HTTP_ADDR" => &s.url["http://".len()..],
             "MESON_GRPC_ADDR" => "127.0.0.1:50051",
@@ -475,8 +496,16 @@ async fn taken_default_ports_move_and_set_ones_fail_naming_their_variable() {
         .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
     let key = "A".repeat(43) + "=";
     for (mode, var, extra) in [
-        ("api", "MESON_HTTP_ADDR", ("MESON_JWT_SECRET", "s".repeat(40))),
-        ("worker", "MESON_METRICS_ADDR", ("MESON_JOB_LISTEN", "false".into())),
+        (
+            "api",
+            "MESON_HTTP_ADDR",
+            ("MESON_JWT_SECRET", "s".repeat(40)),
+        ),
+        (
+            "worker",
+            "MESON_METRICS_ADDR",
+            ("MESON_JOB_LISTEN", "false".into()),
+        ),
     ] {
         let out = mesond(mode, &scratch.dir, &[])
             .env("DATABASE_URL", &db)
@@ -532,7 +561,10 @@ async fn a_second_ctrl_c_releases_running_jobs_and_stops_at_once() {
     assert!(m.stdout().contains("press Ctrl-C again to stop now"));
     // While it waits, the API still answers (guests can phone home).
     let (status, body) = m.get(&http, &action).await;
-    assert_eq!((status, body["action"]["status"].as_str()), (200, Some("running")));
+    assert_eq!(
+        (status, body["action"]["status"].as_str()),
+        (200, Some("running"))
+    );
 
     m.signal("-INT");
     // Well within the hour the job was given.

@@ -298,7 +298,10 @@ async fn a_stopping_worker_lists_its_running_jobs_and_releases_them_when_told() 
         .expect("the worker runs")
         .clone();
     assert_eq!(jobs.len(), 1);
-    assert_eq!((jobs[0].kind.as_str(), jobs[0].action_id), ("toy", Some(id)));
+    assert_eq!(
+        (jobs[0].kind.as_str(), jobs[0].action_id),
+        ("toy", Some(id))
+    );
 
     // Stopping: no new claims, the running job goes on.
     w.stop_claiming();
@@ -312,10 +315,7 @@ async fn a_stopping_worker_lists_its_running_jobs_and_releases_them_when_told() 
     );
 
     w.release_now();
-    running
-        .wait_for(|r| r.is_empty())
-        .await
-        .expect("released");
+    running.wait_for(|r| r.is_empty()).await.expect("released");
     w.shutdown().await;
     for action in [id, other] {
         let jobs = meson_db::jobs::for_action(&db.pool, action).await.unwrap();
