@@ -182,7 +182,9 @@ impl Config {
                 .unwrap_or_default(),
             data_dir: meson_types::dev::data_dir(
                 var("MESON_DATA_DIR").map(PathBuf::from),
-                &std::env::current_dir().context("reading the working directory")?,
+                // Only dev mode uses it: a vanished working directory must not
+                // stop the other modes.
+                &std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
             ),
             jwt_secret: var("MESON_JWT_SECRET"),
             jwt_issuer: var("MESON_JWT_ISSUER").unwrap_or_else(|| "meson".into()),
