@@ -120,6 +120,7 @@ impl Meson {
                 ram_mib: 4 << 20,
                 ..meson_core::quota::Resources::DEFAULT_QUOTAS
             },
+            fallback: Default::default(),
         };
         change(&mut opts);
         let dev = Dev::start(opts).await.expect("meson starts");

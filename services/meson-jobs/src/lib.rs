@@ -15,5 +15,5 @@ pub mod worker;
 pub mod workflow;
 
 pub use meson_db::jobs::Enqueued;
-pub use worker::{Worker, WorkerConfig, WorkerHandle};
+pub use worker::{RunningJob, Worker, WorkerConfig, WorkerHandle};
 pub use workflow::{EnqueueOpts, StepCtx, StepError, StepResult, Workflow, enqueue, to_output};

@@ -69,8 +69,18 @@ pub struct Worker {
     registry: Registry,
 }
 
+/// A job this worker is running.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunningJob {
+    pub id: JobId,
+    pub kind: String,
+    pub action_id: Option<meson_core::ActionId>,
+}
+
 pub struct WorkerHandle {
     shutdown: watch::Sender<bool>,
+    release: watch::Sender<bool>,
+    running: watch::Receiver<Vec<RunningJob>>,
     join: tokio::task::JoinHandle<()>,
     events: broadcast::Sender<JobEvent>,
 }
@@ -79,8 +89,28 @@ impl WorkerHandle {
     /// Stops claiming, lets running jobs finish within the grace period, then
     /// releases the rest to the queue.
     pub async fn shutdown(self) {
-        let _ = self.shutdown.send(true);
+        self.stop_claiming();
         let _ = self.join.await;
+    }
+
+    /// Begins a graceful shutdown without waiting for it: no more claims;
+    /// running jobs go on until they end, the grace period passes, or
+    /// [`WorkerHandle::release_now`]. [`WorkerHandle::shutdown`] then waits.
+    pub fn stop_claiming(&self) {
+        let _ = self.shutdown.send(true);
+    }
+
+    /// Stops claiming and releases running jobs to the queue at once, with
+    /// no grace period: they resume from their last recorded step on the
+    /// next claim (another worker, or this process's next start).
+    pub fn release_now(&self) {
+        let _ = self.release.send(true);
+        self.stop_claiming();
+    }
+
+    /// The jobs running now, kept current (empty once the worker stopped).
+    pub fn running(&self) -> watch::Receiver<Vec<RunningJob>> {
+        self.running.clone()
     }
 
     pub fn events(&self) -> broadcast::Receiver<JobEvent> {
@@ -102,6 +132,31 @@ impl WorkerHandle {
 
 const CHANNEL: &str = "meson_jobs";
 
+/// A claimed job's run.
+struct Inflight {
+    job: RunningJob,
+    attempt: i32,
+}
+
+/// The worker loop's side of its handle's controls.
+struct Control {
+    /// Turns `true` to release running jobs at once.
+    release: watch::Receiver<bool>,
+    running: watch::Sender<Vec<RunningJob>>,
+}
+
+impl Control {
+    fn publish(&self, inflight: &HashMap<tokio::task::Id, Inflight>) {
+        let mut jobs: Vec<RunningJob> = inflight.values().map(|i| i.job.clone()).collect();
+        jobs.sort_by_key(|j| j.id.to_string());
+        self.running.send_if_modified(|now| {
+            let changed = *now != jobs;
+            *now = jobs;
+            changed
+        });
+    }
+}
+
 impl Worker {
     pub fn new(pool: PgPool, cfg: WorkerConfig) -> Self {
         Worker {
@@ -118,10 +173,21 @@ impl Worker {
 
     pub fn start(self) -> WorkerHandle {
         let (shutdown, rx) = watch::channel(false);
+        let (release, release_rx) = watch::channel(false);
+        let (running_tx, running) = watch::channel(Vec::new());
         let (events, _) = broadcast::channel(1024);
-        let join = tokio::spawn(self.run(rx, events.clone()));
+        let join = tokio::spawn(self.run(
+            rx,
+            Control {
+                release: release_rx,
+                running: running_tx,
+            },
+            events.clone(),
+        ));
         WorkerHandle {
             shutdown,
+            release,
+            running,
             join,
             events,
         }
@@ -136,11 +202,16 @@ impl Worker {
         Some(l)
     }
 
-    async fn run(self, mut shutdown: watch::Receiver<bool>, events: broadcast::Sender<JobEvent>) {
+    async fn run(
+        self,
+        mut shutdown: watch::Receiver<bool>,
+        mut control: Control,
+        events: broadcast::Sender<JobEvent>,
+    ) {
         let kinds: Vec<String> = self.registry.keys().map(|k| (*k).to_owned()).collect();
         let mut listener = self.listen().await;
         let mut running: JoinSet<(JobId, String, Outcome)> = JoinSet::new();
-        let mut inflight: HashMap<tokio::task::Id, (JobId, i32)> = HashMap::new();
+        let mut inflight: HashMap<tokio::task::Id, Inflight> = HashMap::new();
         // Stopped (dropped) last, after running jobs had their chance to end.
         let (completer, _completer) = Completer::start(self.pool.clone());
         let store = Store {
@@ -185,10 +256,18 @@ impl Worker {
                             metrics::counter!("meson_job_attempts_total",
                                 "kind" => job.kind.clone())
                             .increment(1);
-                            let (id, attempt) = (job.id, job.attempt);
+                            let started = Inflight {
+                                attempt: job.attempt,
+                                job: RunningJob {
+                                    id: job.id,
+                                    kind: job.kind.clone(),
+                                    action_id: job.action_id,
+                                },
+                            };
                             let handle = running.spawn(self.run_job(job, &store));
-                            inflight.insert(handle.id(), (id, attempt));
+                            inflight.insert(handle.id(), started);
                         }
+                        control.publish(&inflight);
                     }
                     Err(e) => tracing::warn!(error = %e, "claiming jobs failed"),
                 }
@@ -222,23 +301,30 @@ impl Worker {
                     while let Some(done) = running.try_join_next_with_id() {
                         self.finished(done, &mut inflight, &events);
                     }
+                    control.publish(&inflight);
                 }
             }
         }
 
-        // Graceful shutdown: no more claims; give running jobs a deadline.
+        // Graceful shutdown: no more claims; give running jobs a deadline
+        // (none when told to release them now).
         tracing::info!(worker = %self.cfg.id, running = running.len(), "worker stopping");
         let deadline = tokio::time::sleep(self.cfg.shutdown_grace);
         tokio::pin!(deadline);
         while !running.is_empty() {
             tokio::select! {
-                Some(done) = running.join_next_with_id() => self.finished(done, &mut inflight, &events),
+                Some(done) = running.join_next_with_id() => {
+                    self.finished(done, &mut inflight, &events);
+                }
                 _ = &mut deadline => break,
+                _ = control.release.wait_for(|r| *r) => break,
             }
+            control.publish(&inflight);
         }
         running.abort_all();
         while running.join_next().await.is_some() {}
-        for (_, (job, attempt)) in inflight {
+        for (_, Inflight { job, attempt }) in inflight {
+            let job = job.id;
             match meson_db::jobs::release(&self.pool, job, attempt).await {
                 Ok(true) => tracing::info!(%job, "released job on shutdown"),
                 Ok(false) => {}
@@ -247,13 +333,14 @@ impl Worker {
                 }
             }
         }
+        control.running.send_replace(Vec::new());
         tracing::info!(worker = %self.cfg.id, "worker stopped");
     }
 
     fn finished(
         &self,
         done: Result<(tokio::task::Id, (JobId, String, Outcome)), tokio::task::JoinError>,
-        inflight: &mut HashMap<tokio::task::Id, (JobId, i32)>,
+        inflight: &mut HashMap<tokio::task::Id, Inflight>,
         events: &broadcast::Sender<JobEvent>,
     ) {
         match done {

@@ -2,11 +2,14 @@
 //!
 //! These structs are what clients see; the API layer converts domain values
 //! into them. Changing a field here changes the public contract.
+//! [`dev`] is the one exception with a little logic: how clients find a
+//! running `mesond dev` (its data directory and `dev.json`).
 
 pub mod action;
 pub mod admin;
 pub mod catalog;
 pub mod cluster;
+pub mod dev;
 pub mod error;
 pub mod kaas;
 pub mod meta;

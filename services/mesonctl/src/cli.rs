@@ -8,8 +8,10 @@ use std::path::PathBuf;
 ///
 /// meson's URL and token come from --url/--token, else MESON_URL/MESON_TOKEN,
 /// else $XDG_CONFIG_HOME/meson/config.toml or ~/.config/meson/config.toml
-/// (url = "...", token = "..."), else mesond dev's http://127.0.0.1:8080 and
-/// ./.meson/dev-token ($MESON_DATA_DIR/dev-token).
+/// (url = "...", token = "..."), else the running mesond dev's: the URL in
+/// .meson/dev.json (whatever port it got; else http://127.0.0.1:8080) and the
+/// token in .meson/dev-token. Its data dir is $MESON_DATA_DIR, else the
+/// nearest .meson in the working directory or a parent.
 ///
 /// Exit codes: 0 success; 1 meson refused the request; 2 usage error; 3 an
 /// action ended in error; 4 cancelled while waiting (Ctrl-C); 5 meson cannot

@@ -4,8 +4,11 @@
 //! 2. `MESON_URL` / `MESON_TOKEN`;
 //! 3. the config file: `--config FILE`, else `$XDG_CONFIG_HOME/meson/config.toml`,
 //!    else `~/.config/meson/config.toml` (`url = "..."`, `token = "..."`);
-//! 4. `mesond dev`'s defaults: `http://127.0.0.1:8080` and the token it
-//!    writes to `$MESON_DATA_DIR/dev-token` (`./.meson/dev-token`).
+//! 4. the running `mesond dev`'s: the URL it writes to `<data dir>/dev.json`
+//!    (whatever port it got) and the token in `<data dir>/dev-token`. The data
+//!    dir is `$MESON_DATA_DIR`, else the nearest `.meson` in the working
+//!    directory or a parent (as git finds `.git`);
+//! 5. `http://127.0.0.1:8080`, `mesond dev`'s default address.
 
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
@@ -25,7 +28,8 @@ pub struct Inputs {
     pub env_token: Option<String>,
     pub xdg_config_home: Option<PathBuf>,
     pub home: Option<PathBuf>,
-    /// `MESON_DATA_DIR`.
+    /// `mesond dev`'s data dir (`MESON_DATA_DIR`, else found from the
+    /// working directory).
     pub data_dir: Option<PathBuf>,
 }
 
@@ -47,7 +51,9 @@ impl Inputs {
             env_token: env("MESON_TOKEN"),
             xdg_config_home: env("XDG_CONFIG_HOME").map(PathBuf::from),
             home: env("HOME").map(PathBuf::from),
-            data_dir: env("MESON_DATA_DIR").map(PathBuf::from),
+            data_dir: std::env::current_dir().ok().map(|cwd| {
+                meson_types::dev::data_dir(env("MESON_DATA_DIR").map(PathBuf::from), &cwd)
+            }),
         }
     }
 
@@ -67,11 +73,14 @@ impl Inputs {
             .map(|p| (p, false))
     }
 
-    fn dev_token_file(&self) -> PathBuf {
+    fn dev_data_dir(&self) -> PathBuf {
         self.data_dir
             .clone()
-            .unwrap_or_else(|| PathBuf::from(".meson"))
-            .join("dev-token")
+            .unwrap_or_else(|| PathBuf::from(meson_types::dev::DATA_DIR_NAME))
+    }
+
+    fn dev_token_file(&self) -> PathBuf {
+        self.dev_data_dir().join(meson_types::dev::TOKEN_FILE)
     }
 }
 
@@ -89,6 +98,8 @@ pub enum Source {
     Flag,
     Env,
     File(PathBuf),
+    /// A running `mesond dev`'s `dev.json`.
+    DevServer(PathBuf),
     DevDefault,
     DevToken(PathBuf),
 }
@@ -99,6 +110,7 @@ impl std::fmt::Display for Source {
             Source::Flag => write!(f, "the command line"),
             Source::Env => write!(f, "the environment"),
             Source::File(p) => write!(f, "{}", p.display()),
+            Source::DevServer(p) => write!(f, "{}", p.display()),
             Source::DevDefault => write!(f, "mesond dev's default"),
             Source::DevToken(p) => write!(f, "{}", p.display()),
         }
@@ -162,6 +174,9 @@ pub fn resolve(inputs: &Inputs) -> Result<Settings, String> {
         (u, Source::Env)
     } else if let Some(u) = file_url {
         (u, file_src())
+    } else if let Some(server) = meson_types::dev::DevServer::read(&inputs.dev_data_dir()) {
+        let path = inputs.dev_data_dir().join(meson_types::dev::SERVER_FILE);
+        (server.url, Source::DevServer(path))
     } else {
         (DEV_URL.to_owned(), Source::DevDefault)
     };
@@ -184,7 +199,8 @@ pub fn resolve(inputs: &Inputs) -> Result<Settings, String> {
             _ => {
                 return Err(format!(
                     "no meson token: give --token, set MESON_TOKEN, put token = \"...\" in {}, \
-                     or run mesonctl where `mesond dev` keeps {} (set MESON_DATA_DIR)",
+                     or run mesonctl in (or under) the directory where `mesond dev` runs (no {}; \
+                     or set MESON_DATA_DIR)",
                     file_path
                         .as_ref()
                         .map_or("~/.config/meson/config.toml".into(), |(p, _)| p
@@ -275,6 +291,36 @@ mod tests {
         let s = resolve(&i).unwrap();
         assert_eq!((s.url.as_str(), s.token.as_str()), (DEV_URL, "dev"));
         assert_eq!(s.token_from, Source::DevToken(data.join("dev-token")));
+        // A running mesond dev's URL, whatever port it got.
+        let server = meson_types::dev::DevServer {
+            pid: 1,
+            url: "http://127.0.0.1:41234".into(),
+            grpc: "127.0.0.1:41235".into(),
+            autoscaler: None,
+            token_file: data.join("dev-token"),
+            postgres_dir: None,
+        };
+        std::fs::write(
+            data.join("dev.json"),
+            serde_json::to_string(&server).unwrap(),
+        )
+        .unwrap();
+        let s = resolve(&i).unwrap();
+        assert_eq!(s.url, "http://127.0.0.1:41234");
+        assert_eq!(s.url_from, Source::DevServer(data.join("dev.json")));
+        // The config file's URL still wins over it.
+        std::fs::create_dir_all(data.join("home/.config/meson")).unwrap();
+        std::fs::write(
+            data.join("home/.config/meson/config.toml"),
+            "url = \"http://file:1\"\n",
+        )
+        .unwrap();
+        let s = resolve(&Inputs {
+            home: Some(data.join("home")),
+            ..i.clone()
+        })
+        .unwrap();
+        assert_eq!((s.url.as_str(), s.token.as_str()), ("http://file:1", "dev"));
         for d in [home, xdg, data] {
             let _ = std::fs::remove_dir_all(d);
         }

@@ -665,15 +665,29 @@ async fn url_and_token_from_the_environment_and_config_files() {
     r.ok();
     assert_eq!(r.json(), json!([]));
 
-    // mesond dev's token file, found through MESON_DATA_DIR.
+    // mesond dev's URL (dev.json) and token file, through MESON_DATA_DIR.
     let data = m.data_dir().display().to_string();
-    let r = run(
-        &dir,
-        &["flavor", "list"],
-        &[("MESON_URL", &m.base), ("MESON_DATA_DIR", &data)],
-    )
-    .await;
+    let r = run(&dir, &["flavor", "list"], &[("MESON_DATA_DIR", &data)]).await;
     r.ok();
+    // ... or found in a parent of the working directory, as git finds .git.
+    std::fs::create_dir_all(dir.join(".meson")).expect("mkdir");
+    for f in ["dev.json", "dev-token"] {
+        std::fs::copy(m.data_dir().join(f), dir.join(".meson").join(f)).expect("copy");
+    }
+    let deep = dir.join("src/deeper");
+    std::fs::create_dir_all(&deep).expect("mkdir");
+    let r = run(&deep, &["flavor", "list"], &[]).await;
+    r.ok();
+    assert!(r.stdout.contains("neon"), "{r:#?}");
+    // A dev.json naming another port is followed (nothing listens there).
+    let mut server: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join(".meson/dev.json")).expect("read"))
+            .expect("json");
+    server["url"] = "http://127.0.0.1:9".into();
+    std::fs::write(dir.join(".meson/dev.json"), server.to_string()).expect("write");
+    let r = run(&deep, &["flavor", "list"], &[]).await;
+    assert_eq!(r.code, Some(5), "{r:#?}");
+    assert!(r.stderr.contains("127.0.0.1:9"), "{r:#?}");
     // A broken config file is reported with its path: exit 5.
     std::fs::write(xdg.join("meson/config.toml"), "url = [\n").expect("write");
     let r = run(&dir, &["flavor", "list"], &[("XDG_CONFIG_HOME", &xdg_s)]).await;

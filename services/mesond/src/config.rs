@@ -13,6 +13,10 @@ pub struct Config {
     pub http_addr: SocketAddr,
     /// `MESON_GRPC_ADDR`, default 127.0.0.1:50051.
     pub grpc_addr: SocketAddr,
+    /// Whether `MESON_HTTP_ADDR` / `MESON_GRPC_ADDR` were set: dev mode
+    /// moves only a default address that is taken.
+    pub http_addr_set: bool,
+    pub grpc_addr_set: bool,
     /// `MESON_AUTOSCALER_ADDR`: where the clusters' autoscalers' endpoint
     /// (`externalgrpc`, mutual TLS) listens; unset: not served (dev mode:
     /// 127.0.0.1:50052).
@@ -26,7 +30,8 @@ pub struct Config {
     /// `MESON_AUTOSCALER_TLS_NAMES`: comma-separated DNS names and IPs the
     /// endpoint's certificate holds besides the public address's host.
     pub autoscaler_tls_names: Vec<String>,
-    /// `MESON_DATA_DIR`, default `.meson` (dev mode's state).
+    /// `MESON_DATA_DIR`: dev mode's state; default the nearest `.meson` in
+    /// the working directory or a parent, else `./.meson`.
     pub data_dir: PathBuf,
     /// `MESON_JWT_SECRET`: HS256 secret; dev mode generates one.
     pub jwt_secret: Option<String>,
@@ -88,6 +93,9 @@ pub struct Config {
     pub retry_cap: Duration,
     /// `MESON_JOB_RETENTION_HOURS`: finished jobs are kept this long, default 168.
     pub job_retention: Duration,
+    /// `MESON_SHUTDOWN_GRACE_S`: on SIGTERM (or Ctrl-C) running jobs get this
+    /// long to finish before they are released to the queue, default 20.
+    pub shutdown_grace: Duration,
     /// `MESON_ATOMOS_TIMEOUT_MS`: timeout of one AtomOS call, default 10000.
     pub atomos_timeout: Duration,
     /// `MESON_SECRETS_KEY`: 32 bytes in base64 (`openssl rand -base64 32`)
@@ -146,6 +154,8 @@ impl Config {
             database_url: var("DATABASE_URL"),
             http_addr: parse("MESON_HTTP_ADDR", SocketAddr::from(([127, 0, 0, 1], 8080)))?,
             grpc_addr: parse("MESON_GRPC_ADDR", SocketAddr::from(([127, 0, 0, 1], 50051)))?,
+            http_addr_set: var("MESON_HTTP_ADDR").is_some(),
+            grpc_addr_set: var("MESON_GRPC_ADDR").is_some(),
             autoscaler_addr: match var("MESON_AUTOSCALER_ADDR") {
                 None => None,
                 Some(v) => {
@@ -170,7 +180,12 @@ impl Config {
                         .collect()
                 })
                 .unwrap_or_default(),
-            data_dir: PathBuf::from(var("MESON_DATA_DIR").unwrap_or_else(|| ".meson".into())),
+            data_dir: meson_types::dev::data_dir(
+                var("MESON_DATA_DIR").map(PathBuf::from),
+                // Only dev mode uses it: a vanished working directory must not
+                // stop the other modes.
+                &std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
+            ),
             jwt_secret: var("MESON_JWT_SECRET"),
             jwt_issuer: var("MESON_JWT_ISSUER").unwrap_or_else(|| "meson".into()),
             jwt_algorithm: var("MESON_JWT_ALGORITHM").unwrap_or_else(|| "HS256".into()),
@@ -222,6 +237,7 @@ impl Config {
             job_retention: Duration::from_secs(
                 3600 * parse::<u64>("MESON_JOB_RETENTION_HOURS", 168)?,
             ),
+            shutdown_grace: Duration::from_secs(parse("MESON_SHUTDOWN_GRACE_S", 20)?),
             atomos_timeout: Duration::from_millis(parse("MESON_ATOMOS_TIMEOUT_MS", 10_000)?),
             secrets_key: var("MESON_SECRETS_KEY"),
             public_url: var("MESON_PUBLIC_URL"),
@@ -291,6 +307,16 @@ impl Config {
         })
     }
 
+    /// Dev mode's listeners that may move when their default address is
+    /// taken: those whose variable is unset.
+    pub fn dev_fallback(&self) -> crate::server::PortFallback {
+        crate::server::PortFallback {
+            http: !self.http_addr_set,
+            grpc: !self.grpc_addr_set,
+            autoscaler: self.autoscaler_addr.is_none(),
+        }
+    }
+
     /// The REST API's request handling, from the environment.
     pub fn api(&self) -> meson_api::http::ApiConfig {
         meson_api::http::ApiConfig {
@@ -308,6 +334,7 @@ impl Config {
             poll_interval: self.job_poll,
             listen: self.job_listen,
             retention: self.job_retention,
+            shutdown_grace: self.shutdown_grace,
             retry: meson_jobs::engine::RetryPolicy {
                 base: self.retry_base,
                 cap: self.retry_cap,

@@ -3,11 +3,12 @@
 use crate::config::Config;
 use crate::pg::PrivatePostgres;
 use crate::server::{
-    ApiServer, ApiSettings, api_database, database, register_targets, start_worker,
+    ApiServer, ApiSettings, PortFallback, api_database, database, register_targets, start_worker,
 };
 use anyhow::Context;
 use meson_api::{Auth, Role};
 use meson_jobs::{WorkerConfig, WorkerHandle};
+use meson_types::dev::{DevServer, SERVER_FILE, TOKEN_FILE};
 use meson_workflows::WorkflowConfig;
 use rand::Rng;
 use std::net::SocketAddr;
@@ -42,6 +43,8 @@ pub struct DevOptions {
     pub api: meson_api::http::ApiConfig,
     /// Every tenant's quotas unless set for it.
     pub quotas: meson_core::quota::Resources,
+    /// Listeners that move to a free port when their (default) address is taken.
+    pub fallback: PortFallback,
 }
 
 impl DevOptions {
@@ -63,7 +66,56 @@ impl DevOptions {
             repair: c.repair(),
             api: c.api(),
             quotas: c.default_quotas,
+            fallback: c.dev_fallback(),
         }
+    }
+}
+
+/// The data dir's lock (`<data dir>/lock`, holding the holder's pid): one
+/// `mesond dev` at a time uses a data dir. Held until dropped; the operating
+/// system releases it when the process dies, however it dies.
+#[derive(Debug)]
+pub struct DataDirLock {
+    _file: std::fs::File,
+}
+
+impl DataDirLock {
+    /// Takes the lock, or says which `mesond dev` holds it.
+    pub fn acquire(dir: &Path) -> anyhow::Result<DataDirLock> {
+        use std::io::Write;
+        let path = dir.join("lock");
+        let mut file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .with_context(|| format!("opening {}", path.display()))?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                let pid = std::fs::read_to_string(&path).unwrap_or_default();
+                let pid = pid.trim();
+                let pid = if pid.is_empty() { "?" } else { pid };
+                let url = match DevServer::read(dir) {
+                    Some(s) if s.pid.to_string() == pid => format!("its REST API is {}", s.url),
+                    _ => "it is still starting".to_owned(),
+                };
+                anyhow::bail!(
+                    "another mesond dev (pid {pid}) is running on the data dir {}: {url}. Use \
+                     that one, stop it (Ctrl-C in its terminal, or kill {pid}), or give this one \
+                     another data dir with MESON_DATA_DIR",
+                    dir.display()
+                );
+            }
+            Err(std::fs::TryLockError::Error(e)) => {
+                return Err(e).with_context(|| format!("locking {}", path.display()));
+            }
+        }
+        file.set_len(0)
+            .and_then(|()| writeln!(file, "{}", std::process::id()))
+            .with_context(|| format!("writing {}", path.display()))?;
+        Ok(DataDirLock { _file: file })
     }
 }
 
@@ -74,13 +126,20 @@ pub struct Dev {
     /// Where the autoscalers' endpoint answers, if served.
     pub autoscaler_addr: Option<SocketAddr>,
     pub token: String,
+    /// The file holding `token`.
+    pub token_file: PathBuf,
     pub database_url: String,
+    /// The private PostgreSQL cluster's directory, if one runs.
+    pub postgres_dir: Option<PathBuf>,
     pub simulator: atomos_sim::Simulator,
     /// The workers' pool (the system scope: every tenant's rows).
     pub pool: meson_db::PgPool,
     api: ApiServer,
     worker: WorkerHandle,
     pg: Option<PrivatePostgres>,
+    data_dir: PathBuf,
+    /// Released last, once everything else stopped.
+    _lock: DataDirLock,
 }
 
 /// Reads the JWT secret from the data dir, creating it on first start.
@@ -127,17 +186,33 @@ async fn write_private(path: &Path, content: &str) -> anyhow::Result<()> {
 }
 
 impl Dev {
+    /// Starts everything, holding the data dir's lock. Every listener
+    /// binds, then `<data dir>/dev.json` tells clients where they are.
     pub async fn start(opts: DevOptions) -> anyhow::Result<Dev> {
         tokio::fs::create_dir_all(&opts.data_dir)
             .await
             .with_context(|| format!("creating {}", opts.data_dir.display()))?;
+        let data_dir = opts
+            .data_dir
+            .canonicalize()
+            .with_context(|| format!("reading {}", opts.data_dir.display()))?;
+        let lock = DataDirLock::acquire(&data_dir)?;
         let pg = match &opts.database_url {
             Some(_) => None,
-            None => Some(PrivatePostgres::start(&opts.data_dir.join("pg")).await?),
+            None => Some(PrivatePostgres::start(&data_dir).await?),
         };
-        match Dev::start_with(&opts, pg.as_ref().map(|p| p.url.clone())).await {
+        let opts = DevOptions {
+            data_dir: data_dir.clone(),
+            ..opts
+        };
+        match Dev::start_with(&opts, pg.as_ref().map(|p| p.url.clone()), lock).await {
             Ok(mut dev) => {
+                dev.postgres_dir = pg.as_ref().map(|p| p.dir().to_owned());
                 dev.pg = pg;
+                if let Err(e) = dev.write_server_file().await {
+                    let _ = dev.shutdown().await;
+                    return Err(e);
+                }
                 Ok(dev)
             }
             Err(e) => {
@@ -150,7 +225,32 @@ impl Dev {
         }
     }
 
-    async fn start_with(opts: &DevOptions, private_url: Option<String>) -> anyhow::Result<Dev> {
+    /// `<data dir>/dev.json`: where this process serves, for clients.
+    async fn write_server_file(&self) -> anyhow::Result<()> {
+        let server = DevServer {
+            pid: std::process::id(),
+            url: format!("http://{}", self.http_addr),
+            grpc: self.grpc_addr.to_string(),
+            autoscaler: self.autoscaler_addr.map(|a| a.to_string()),
+            token_file: self.token_file.clone(),
+            postgres_dir: self.postgres_dir.clone(),
+        };
+        let json = serde_json::to_string_pretty(&server)?;
+        write_private(&self.data_dir.join(SERVER_FILE), &json).await
+    }
+
+    /// The workers: [`WorkerHandle::stop_claiming`] and
+    /// [`WorkerHandle::release_now`] before [`Dev::shutdown`] choose how
+    /// running jobs end.
+    pub fn worker(&self) -> &WorkerHandle {
+        &self.worker
+    }
+
+    async fn start_with(
+        opts: &DevOptions,
+        private_url: Option<String>,
+        lock: DataDirLock,
+    ) -> anyhow::Result<Dev> {
         let url = opts
             .database_url
             .clone()
@@ -175,7 +275,8 @@ impl Dev {
         };
         let auth = Auth::hs256(secret.as_bytes(), &opts.jwt_issuer);
         let token = auth.issue(DEV_TENANT, "dev", Role::Admin, chrono::Duration::days(30));
-        write_private(&opts.data_dir.join("dev-token"), &token).await?;
+        let token_file = opts.data_dir.join(TOKEN_FILE);
+        write_private(&token_file, &token).await?;
 
         let secrets_key = match &opts.secrets_key {
             Some(k) => meson_kaas::SecretKey::from_base64(k)
@@ -189,6 +290,7 @@ impl Dev {
             quotas: opts.quotas,
             grpc_addr: opts.grpc_addr,
             autoscaler: opts.autoscaler.clone(),
+            fallback: opts.fallback,
             ..ApiSettings::new(auth)
         };
         let api = ApiServer::start(opts.http_addr, api_database(&url, 20).await?, settings).await?;
@@ -211,20 +313,28 @@ impl Dev {
             grpc_addr: api.grpc_addr,
             autoscaler_addr: api.autoscaler_addr,
             token,
+            token_file,
             database_url: url,
+            postgres_dir: None,
             simulator,
             pool,
             api,
             worker,
             pg: None,
+            data_dir: opts.data_dir.clone(),
+            _lock: lock,
         })
     }
 
-    /// Stops the API, then the worker (releasing its jobs), the simulator and
-    /// the private PostgreSQL.
+    /// Stops the workers first, while the API and the simulator still serve
+    /// their jobs (guests phone home, VMs boot): running jobs finish within
+    /// the grace period, or are released at once after
+    /// [`WorkerHandle::release_now`]. Then the API, the simulator and the
+    /// private PostgreSQL; the data dir's lock goes last.
     pub async fn shutdown(self) -> anyhow::Result<()> {
-        self.api.shutdown().await;
         self.worker.shutdown().await;
+        self.api.shutdown().await;
+        let _ = tokio::fs::remove_file(self.data_dir.join(SERVER_FILE)).await;
         self.simulator.shutdown().await;
         self.pool.close().await;
         if let Some(pg) = self.pg {

@@ -84,20 +84,82 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
 
 #[allow(clippy::print_stdout)] // the dev banner is for the person at the terminal
 async fn dev(cfg: Config) -> anyhow::Result<()> {
-    let dev = Dev::start(DevOptions::from_config(&cfg)).await?;
-    let token_path = cfg.data_dir.join("dev-token");
+    let opts = DevOptions::from_config(&cfg);
+    let grace = opts.worker.shutdown_grace;
+    let wanted = (
+        opts.http_addr,
+        opts.grpc_addr,
+        opts.autoscaler.as_ref().map(|a| a.listen),
+    );
+    let dev = Dev::start(opts).await?;
+    // A default address that was taken, loudly.
+    let moved = |wanted: std::net::SocketAddr, got: std::net::SocketAddr, var: &str| {
+        if wanted.port() != 0 && wanted != got {
+            format!(" ({wanted} was taken; set {var} to choose)")
+        } else {
+            String::new()
+        }
+    };
+    let rest_moved = moved(wanted.0, dev.http_addr, "MESON_HTTP_ADDR");
+    let grpc_moved = moved(wanted.1, dev.grpc_addr, "MESON_GRPC_ADDR");
+    let autoscaler = match (wanted.2, dev.autoscaler_addr) {
+        (Some(w), Some(a)) => format!("{a} (mutual TLS){}", moved(w, a, "MESON_AUTOSCALER_ADDR")),
+        _ => "not served".to_owned(),
+    };
+    let database = match &dev.postgres_dir {
+        Some(dir) => format!("{} (cluster in {})", dev.database_url, dir.display()),
+        None => dev.database_url.clone(),
+    };
+    let data_dir = dev.token_file.parent().unwrap_or(&cfg.data_dir);
     println!(
-        "\nmeson dev is running\n  REST API   http://{addr}\n  gRPC API   {grpc} (reflection on)\n  database   {db}\n  token      {path} (tenant 'dev', role admin)\n  AtomOS     {n} simulated hosts (faults and inventory: {control})\n\n  export MESON_TOKEN=$(cat {path})\n  curl -H \"Authorization: Bearer $MESON_TOKEN\" http://{addr}/v1/vms\n\n{token}\n",
+        "\nmeson dev is running (pid {pid}, data dir {data})\n  REST API     http://{addr}{rest_moved}\n  gRPC API     {grpc} (reflection on){grpc_moved}\n  autoscaler   {autoscaler}\n  database     {database}\n  AtomOS       {n} simulated hosts (faults and inventory: {control})\n  token        {path} (tenant 'dev', role admin)\n  addresses    {data}/{server} (mesonctl reads it)\n\n  export MESON_TOKEN=$(cat {path})\n  curl -H \"Authorization: Bearer $MESON_TOKEN\" http://{addr}/v1/vms\n",
+        pid = std::process::id(),
+        data = data_dir.display(),
         addr = dev.http_addr,
         grpc = dev.grpc_addr,
-        db = dev.database_url,
-        path = token_path.display(),
         n = dev.simulator.targets().len(),
         control = dev.simulator.control_url(),
-        token = dev.token,
+        path = dev.token_file.display(),
+        server = meson_types::dev::SERVER_FILE,
     );
     shutdown_signal().await;
-    dev.shutdown().await
+    // Running jobs finish while the API and the simulator still serve them;
+    // a second Ctrl-C releases them to the queue at once.
+    dev.worker().stop_claiming();
+    let mut running = dev.worker().running();
+    let again = shutdown_signal();
+    tokio::pin!(again);
+    loop {
+        let jobs = running.borrow_and_update().clone();
+        if jobs.is_empty() {
+            break;
+        }
+        let mut kinds: Vec<&str> = jobs.iter().map(|j| j.kind.as_str()).collect();
+        kinds.sort_unstable();
+        kinds.dedup();
+        println!(
+            "waiting for {n} running job{s} ({kinds}) to finish, at most {grace} s — press Ctrl-C again to stop now (they resume on the next start)",
+            n = jobs.len(),
+            s = if jobs.len() == 1 { "" } else { "s" },
+            kinds = kinds.join(", "),
+            grace = grace.as_secs(),
+        );
+        tokio::select! {
+            changed = running.changed() => if changed.is_err() { break },
+            () = &mut again => {
+                println!(
+                    "stopping now: {} running job{} released to the queue, resumed on the next start",
+                    jobs.len(),
+                    if jobs.len() == 1 { "" } else { "s" },
+                );
+                dev.worker().release_now();
+                break;
+            }
+        }
+    }
+    dev.shutdown().await?;
+    println!("meson dev stopped");
+    Ok(())
 }
 
 async fn deployed(cfg: Config, api: bool, worker: bool) -> anyhow::Result<()> {

@@ -2,7 +2,10 @@
 //!
 //! Created with `initdb` on first start, reused afterwards, stopped on exit.
 //! PostgreSQL refuses to run as root, so as root the server runs as the
-//! `postgres` system user (through `runuser`).
+//! `postgres` system user (through `runuser`), from `/` (a directory it can
+//! enter). When `postgres` cannot reach the data dir (a clone under root's
+//! private home), the cluster lives in
+//! `/var/lib/meson-dev/<hash of the data dir>/pg` instead.
 
 use anyhow::{Context, bail};
 use std::path::{Path, PathBuf};
@@ -95,9 +98,80 @@ fn free_port() -> anyhow::Result<u16> {
     Ok(l.local_addr()?.port())
 }
 
+/// Where clusters live whose data dir `postgres` cannot reach.
+pub const SHARED_ROOT: &str = "/var/lib/meson-dev";
+
+/// `SHARED_ROOT/<hash of the canonical data dir>`: one per data dir.
+pub fn shared_home(data_dir: &Path) -> PathBuf {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(data_dir.as_os_str().as_encoded_bytes());
+    let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+    Path::new(SHARED_ROOT).join(hex)
+}
+
+/// Whether `user` can enter `dir` (every parent included).
+async fn can_enter(user: &str, dir: &Path) -> bool {
+    Command::new("runuser")
+        .args(["-u", user, "--", "test", "-x"])
+        .arg(dir)
+        .current_dir("/")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .await
+        .is_ok_and(|s| s.success())
+}
+
+/// The cluster's directory for the (canonical) `data_dir`: `<data dir>/pg`,
+/// unless the server runs as `user` and that user cannot reach it.
+async fn cluster_dir(data_dir: &Path, user: Option<&str>) -> anyhow::Result<PathBuf> {
+    let local = data_dir.join("pg");
+    let Some(user) = user else {
+        return Ok(local);
+    };
+    let shared = shared_home(data_dir);
+    // Kept where an earlier start put it.
+    if shared.join("pg/PG_VERSION").exists() {
+        return Ok(shared.join("pg"));
+    }
+    if can_enter(user, data_dir).await {
+        return Ok(local);
+    }
+    if local.join("PG_VERSION").exists() {
+        bail!(
+            "the private PostgreSQL cluster in {} cannot be reached by the '{user}' user it runs \
+             as: let it through every parent directory (chmod o+x), or set MESON_DATA_DIR to a \
+             directory outside private homes",
+            local.display()
+        );
+    }
+    std::fs::create_dir_all(&shared).with_context(|| {
+        format!(
+            "'{user}' cannot reach {} and {} cannot be created either: set MESON_DATA_DIR to a \
+             directory '{user}' can reach (outside private homes)",
+            data_dir.display(),
+            shared.display()
+        )
+    })?;
+    // Which data dir this cluster belongs to, for whoever looks.
+    std::fs::write(shared.join("data-dir"), format!("{}\n", data_dir.display()))
+        .with_context(|| format!("writing {}", shared.join("data-dir").display()))?;
+    tracing::warn!(
+        data_dir = %data_dir.display(),
+        cluster = %shared.join("pg").display(),
+        "PostgreSQL runs as '{user}', which cannot enter the data dir (a private home?): \
+         its cluster is kept outside it"
+    );
+    Ok(shared.join("pg"))
+}
+
 impl PrivatePostgres {
-    /// Starts (creating if needed) the cluster in `dir` and its `meson` database.
-    pub async fn start(dir: &Path) -> anyhow::Result<PrivatePostgres> {
+    /// Starts (creating if needed) the cluster of `data_dir` and meson's
+    /// database. A server already running on the cluster is adopted: the
+    /// caller holds the data dir's lock, so it was left behind by a
+    /// `mesond dev` that was killed.
+    pub async fn start(data_dir: &Path) -> anyhow::Result<PrivatePostgres> {
         let bins = Binaries::find()?;
         let run_as = if is_root() {
             if !user_exists("postgres") {
@@ -110,7 +184,11 @@ impl PrivatePostgres {
         } else {
             None
         };
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        let data_dir = data_dir
+            .canonicalize()
+            .with_context(|| format!("reading {}", data_dir.display()))?;
+        let dir = cluster_dir(&data_dir, run_as.as_deref()).await?;
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
         let dir = dir.canonicalize()?;
         let mut pg = PrivatePostgres {
             bins,
@@ -152,7 +230,16 @@ impl PrivatePostgres {
         }
         pg.port = match pg.running_port().await {
             Some(port) => {
-                tracing::info!(port, "reusing the private PostgreSQL already running");
+                // Nobody else uses it (this process holds the data dir's
+                // lock): it was left by a `mesond dev` killed before it could
+                // stop it. This process adopts it and stops it on exit like
+                // one it started, so an orphan does not outlive the next run.
+                tracing::warn!(
+                    port,
+                    dir = %pg.dir.display(),
+                    "adopting the private PostgreSQL an earlier mesond dev left running \
+                     (it was killed before it could stop it); it is stopped on exit"
+                );
                 port
             }
             None => {
@@ -180,15 +267,24 @@ impl PrivatePostgres {
         Ok(pg)
     }
 
+    /// The cluster's directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// `program` as the cluster's user, from `/`: the user may not be
+    /// allowed into this process's working directory.
     fn command(&self, program: &Path) -> Command {
-        match &self.run_as {
+        let mut c = match &self.run_as {
             Some(user) => {
                 let mut c = Command::new("runuser");
                 c.args(["-u", user, "--"]).arg(program);
                 c
             }
             None => Command::new(program),
-        }
+        };
+        c.current_dir("/");
+        c
     }
 
     async fn run(&self, cmd: &mut Command, what: &str) -> anyhow::Result<()> {

@@ -29,6 +29,49 @@ pub struct ApiSettings {
     pub grpc_addr: SocketAddr,
     /// The clusters' autoscalers' endpoint, if served.
     pub autoscaler: Option<AutoscalerSettings>,
+    /// Which listeners move to a free port when their address is taken.
+    pub fallback: PortFallback,
+}
+
+/// Which listeners may move to a free port on the same IP when their
+/// address is taken: dev mode's defaults, never an address the user set.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PortFallback {
+    /// REST (`MESON_HTTP_ADDR`).
+    pub http: bool,
+    /// gRPC (`MESON_GRPC_ADDR`).
+    pub grpc: bool,
+    /// The autoscalers' endpoint (`MESON_AUTOSCALER_ADDR`).
+    pub autoscaler: bool,
+}
+
+/// Binds `what` to `addr`, configured by the environment variable `var`.
+/// When the address is taken and `fallback` allows, binds a free port on the
+/// same IP instead and says so; otherwise the error names `var`.
+pub async fn bind(
+    what: &str,
+    var: &str,
+    addr: SocketAddr,
+    fallback: bool,
+) -> anyhow::Result<TcpListener> {
+    match TcpListener::bind(addr).await {
+        Ok(l) => Ok(l),
+        Err(e) if fallback && e.kind() == std::io::ErrorKind::AddrInUse => {
+            let any = SocketAddr::new(addr.ip(), 0);
+            let l = TcpListener::bind(any).await.with_context(|| {
+                format!("{addr} ({var}'s default) is taken, and binding {what} to {any} failed")
+            })?;
+            tracing::warn!(
+                "{addr} ({var}'s default) is taken (another mesond dev?): {what} listens on {} \
+                 instead; set {var} to choose",
+                l.local_addr()?
+            );
+            Ok(l)
+        }
+        Err(e) => Err(anyhow::Error::new(e).context(format!(
+            "binding {what} to {addr} ({var}): set {var} to a free address"
+        ))),
+    }
 }
 
 /// meson's `externalgrpc` endpoint for cluster autoscalers (mutual TLS).
@@ -54,6 +97,7 @@ impl ApiSettings {
             audit_retention_days: 400,
             grpc_addr: SocketAddr::from(([127, 0, 0, 1], 0)),
             autoscaler: None,
+            fallback: PortFallback::default(),
         }
     }
 }
@@ -84,9 +128,8 @@ impl ApiServer {
         pool: PgPool,
         settings: ApiSettings,
     ) -> anyhow::Result<ApiServer> {
-        let listener = TcpListener::bind(addr)
-            .await
-            .with_context(|| format!("binding the REST API to {addr}"))?;
+        let fallback = settings.fallback;
+        let listener = bind("the REST API", "MESON_HTTP_ADDR", addr, fallback.http).await?;
         let addr = listener.local_addr()?;
         let (stop, mut rx) = watch::channel(false);
         let mut app = App::new(pool);
@@ -94,9 +137,13 @@ impl ApiServer {
         app.quotas = settings.quotas;
         let autoscaler_listener = match &settings.autoscaler {
             Some(a) => {
-                let l = TcpListener::bind(a.listen)
-                    .await
-                    .with_context(|| format!("binding the autoscaler endpoint to {}", a.listen))?;
+                let l = bind(
+                    "the autoscaler endpoint",
+                    "MESON_AUTOSCALER_ADDR",
+                    a.listen,
+                    fallback.autoscaler,
+                )
+                .await?;
                 let local = l.local_addr()?;
                 let public = a.public.clone().unwrap_or_else(|| local.to_string());
                 app.autoscaler = Some(meson_api::app::autoscaler::AutoscalerEndpoint {
@@ -121,9 +168,13 @@ impl ApiServer {
             settings.audit_retention_days,
             rx.clone(),
         ));
-        let grpc_listener = TcpListener::bind(settings.grpc_addr)
-            .await
-            .with_context(|| format!("binding the gRPC API to {}", settings.grpc_addr))?;
+        let grpc_listener = bind(
+            "the gRPC API",
+            "MESON_GRPC_ADDR",
+            settings.grpc_addr,
+            fallback.grpc,
+        )
+        .await?;
         let grpc_addr = grpc_listener.local_addr()?;
         let grpc = {
             let routes = meson_api::grpc::routes(&state);
@@ -366,9 +417,7 @@ pub async fn serve_metrics(
     pool: PgPool,
     mut stop: watch::Receiver<bool>,
 ) -> anyhow::Result<(SocketAddr, tokio::task::JoinHandle<std::io::Result<()>>)> {
-    let listener = TcpListener::bind(addr)
-        .await
-        .with_context(|| format!("binding the metrics endpoint to {addr}"))?;
+    let listener = bind("the metrics endpoint", "MESON_METRICS_ADDR", addr, false).await?;
     let addr = listener.local_addr()?;
     meson_api::metrics::handle();
     let router = axum::Router::new()

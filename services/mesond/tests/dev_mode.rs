@@ -1,75 +1,272 @@
-//! `mesond dev` as a newcomer runs it: no DATABASE_URL, so a private
-//! PostgreSQL is created in the data dir, reused on the next start, and
-//! stopped on SIGTERM.
+//! `mesond dev` as a person runs it, as a process: no DATABASE_URL, so a
+//! private PostgreSQL is created in the data dir, reused on the next start,
+//! and stopped on SIGTERM; one process per data dir; taken default ports
+//! move; Ctrl-C lets work finish, a second Ctrl-C releases it.
 
-use std::path::Path;
+use meson_types::dev::DevServer;
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+/// A scratch directory, and every private PostgreSQL a test may have left
+/// running in it: stopped, and the directory removed, when the test ends.
+struct Scratch {
+    dir: PathBuf,
 }
 
-struct Mesond {
-    child: Child,
-    base: String,
-}
-
-impl Mesond {
-    fn spawn(data_dir: &Path) -> Mesond {
-        let port = free_port();
-        let child = Command::new(env!("CARGO_BIN_EXE_mesond"))
-            .arg("dev")
-            .env_remove("DATABASE_URL")
-            .env("MESON_DATA_DIR", data_dir)
-            .env("MESON_HTTP_ADDR", format!("127.0.0.1:{port}"))
-            .env("MESON_GRPC_ADDR", "127.0.0.1:0")
-            .env("MESON_AUTOSCALER_ADDR", "127.0.0.1:0")
-            .env("MESON_SIM_BOOT_MS", "50")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("mesond starts");
-        Mesond {
-            child,
-            base: format!("http://127.0.0.1:{port}"),
+impl Scratch {
+    /// A fresh directory under the temp dir, with `mode`.
+    fn new(mode: u32) -> Scratch {
+        use std::os::unix::fs::PermissionsExt;
+        let dir =
+            std::env::temp_dir().join(format!("mesond-dev-{}", uuid::Uuid::new_v4().simple()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(mode)).unwrap();
+        Scratch {
+            dir: dir.canonicalize().unwrap(),
         }
     }
 
+    /// `mesond dev`'s data dir when started in the scratch dir.
+    fn data_dir(&self) -> PathBuf {
+        self.dir.join(".meson")
+    }
+
+    /// Where the data dir's cluster may be: in it, or (root, a data dir the
+    /// `postgres` user cannot reach) under /var/lib/meson-dev.
+    fn clusters(&self) -> [PathBuf; 2] {
+        [
+            self.data_dir().join("pg"),
+            mesond::pg::shared_home(&self.data_dir()).join("pg"),
+        ]
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        for pg in self.clusters() {
+            if pg.join("postmaster.pid").exists()
+                && let Ok(bins) = mesond::pg::Binaries::find()
+            {
+                let mut c = if is_root() {
+                    let mut c = Command::new("runuser");
+                    c.args(["-u", "postgres", "--"]).arg(&bins.pg_ctl);
+                    c
+                } else {
+                    Command::new(&bins.pg_ctl)
+                };
+                let _ = c
+                    .current_dir("/")
+                    .arg("stop")
+                    .arg("-D")
+                    .arg(&pg)
+                    .args(["-m", "immediate", "-w"])
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .status();
+            }
+        }
+        let shared = mesond::pg::shared_home(&self.data_dir());
+        if shared.exists() {
+            let _ = std::fs::remove_dir_all(&shared);
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
+
+/// A running `mesond dev`, its output collected.
+struct Mesond {
+    child: Child,
+    out: Arc<Mutex<String>>,
+    err: Arc<Mutex<String>>,
+    data_dir: PathBuf,
+    /// Its REST URL, from `dev.json`, once ready.
+    base: String,
+    server: Option<DevServer>,
+}
+
+/// Collects `from` into a string, line by line.
+fn collect(from: impl std::io::Read + Send + 'static) -> Arc<Mutex<String>> {
+    let text = Arc::new(Mutex::new(String::new()));
+    let to = text.clone();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(from).lines() {
+            let Ok(line) = line else { break };
+            let mut t = to.lock().unwrap();
+            t.push_str(&line);
+            t.push('\n');
+        }
+    });
+    text
+}
+
+/// `mesond <mode>` in `cwd`, with nothing of the caller's meson settings
+/// and every listener on a free port unless `env` says otherwise.
+fn mesond(mode: &str, cwd: &Path, env: &[(&str, &str)]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_mesond"));
+    c.arg(mode).current_dir(cwd);
+    for (k, _) in std::env::vars() {
+        if k.starts_with("MESON_") || k == "DATABASE_URL" {
+            c.env_remove(k);
+        }
+    }
+    c.env("MESON_HTTP_ADDR", "127.0.0.1:0")
+        .env("MESON_GRPC_ADDR", "127.0.0.1:0")
+        .env("MESON_AUTOSCALER_ADDR", "127.0.0.1:0")
+        .env("MESON_SIM_BOOT_MS", "50")
+        .env("NO_COLOR", "1");
+    for (k, v) in env {
+        if v.is_empty() {
+            c.env_remove(k);
+        } else {
+            c.env(k, v);
+        }
+    }
+    c.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    c
+}
+
+impl Mesond {
+    /// `mesond dev` started in `cwd` (its data dir found from there).
+    fn spawn(cwd: &Path, env: &[(&str, &str)]) -> Mesond {
+        let mut child = mesond("dev", cwd, env).spawn().expect("mesond starts");
+        let out = collect(child.stdout.take().unwrap());
+        let err = collect(child.stderr.take().unwrap());
+        Mesond {
+            child,
+            out,
+            err,
+            data_dir: cwd.join(".meson"),
+            base: String::new(),
+            server: None,
+        }
+    }
+
+    fn output(&self) -> String {
+        format!(
+            "--- stdout\n{}--- stderr\n{}",
+            self.out.lock().unwrap(),
+            self.err.lock().unwrap()
+        )
+    }
+
+    fn stdout(&self) -> String {
+        self.out.lock().unwrap().clone()
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Waits for its `dev.json` and its `/readyz`.
     async fn wait_ready(&mut self, http: &reqwest::Client) {
         let deadline = Instant::now() + Duration::from_secs(90);
         while Instant::now() < deadline {
             if let Some(status) = self.child.try_wait().unwrap() {
-                panic!("mesond exited early: {status}");
+                panic!("mesond exited early: {status}\n{}", self.output());
             }
-            if let Ok(r) = http.get(format!("{}/readyz", self.base)).send().await
+            if let Some(s) = DevServer::read(&self.data_dir)
+                && s.pid == self.pid()
+                && let Ok(r) = http.get(format!("{}/readyz", s.url)).send().await
                 && r.status().is_success()
             {
+                self.base = s.url.clone();
+                self.server = Some(s);
                 return;
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
-        panic!("mesond not ready in 90 s");
+        panic!("mesond not ready in 90 s\n{}", self.output());
     }
 
-    async fn terminate(mut self) -> std::process::ExitStatus {
-        let pid = self.child.id().to_string();
-        Command::new("kill")
-            .args(["-TERM", &pid])
+    fn server(&self) -> &DevServer {
+        self.server.as_ref().expect("ready")
+    }
+
+    fn postgres_dir(&self) -> PathBuf {
+        self.server()
+            .postgres_dir
+            .clone()
+            .expect("a private PostgreSQL")
+    }
+
+    fn token(&self) -> String {
+        std::fs::read_to_string(&self.server().token_file)
+            .expect("dev token written")
+            .trim()
+            .to_owned()
+    }
+
+    fn signal(&self, sig: &str) {
+        let ok = Command::new("kill")
+            .args([sig, &self.pid().to_string()])
             .status()
             .expect("kill");
+        assert!(ok.success());
+    }
+
+    /// Waits for `what` on stdout.
+    async fn wait_stdout(&mut self, what: &str) {
         let deadline = Instant::now() + Duration::from_secs(60);
+        while !self.stdout().contains(what) {
+            assert!(
+                Instant::now() < deadline,
+                "no {what:?} in 60 s\n{}",
+                self.output()
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Waits for the process to end (within `limit`).
+    async fn wait_exit(&mut self, limit: Duration) -> std::process::ExitStatus {
+        let deadline = Instant::now() + limit;
         loop {
             if let Some(s) = self.child.try_wait().unwrap() {
                 return s;
             }
-            assert!(Instant::now() < deadline, "mesond did not stop on SIGTERM");
+            assert!(
+                Instant::now() < deadline,
+                "mesond still running after {limit:?}\n{}",
+                self.output()
+            );
             tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    async fn terminate(&mut self) -> std::process::ExitStatus {
+        self.signal("-TERM");
+        self.wait_exit(Duration::from_secs(60)).await
+    }
+
+    async fn get(&self, http: &reqwest::Client, path: &str) -> (u16, serde_json::Value) {
+        let r = http
+            .get(format!("{}{path}", self.base))
+            .bearer_auth(self.token())
+            .send()
+            .await
+            .unwrap();
+        let status = r.status().as_u16();
+        (status, r.json().await.unwrap_or_default())
+    }
+}
+
+impl Drop for Mesond {
+    fn drop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
         }
     }
 }
@@ -78,27 +275,61 @@ fn postmaster_running(pg: &Path) -> bool {
     pg.join("postmaster.pid").exists()
 }
 
+fn vm(name: &str) -> serde_json::Value {
+    serde_json::json!({"specs": {"vm_name": name, "req": {
+        "cpu": {"numberOfCores": 1}, "mem": {"capacity": 512}}}})
+}
+
+/// Run from a private (0700) directory, as root from a clone in root's
+/// home: PostgreSQL runs as `postgres`, which cannot enter it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dev_mode_runs_a_private_postgres_and_stops_it() {
-    let dir = std::env::temp_dir().join(format!("mesond-dev-{}", uuid::Uuid::new_v4().simple()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let scratch = Scratch::new(0o700);
     let http = reqwest::Client::new();
 
-    let mut m = Mesond::spawn(&dir);
+    let mut m = Mesond::spawn(&scratch.dir, &[]);
     m.wait_ready(&http).await;
+    let pg = m.postgres_dir();
     assert!(
-        dir.join("pg/PG_VERSION").exists(),
-        "a private cluster was created in the data dir"
+        pg.join("PG_VERSION").exists(),
+        "a private cluster was created: {pg:?}"
     );
-    assert!(postmaster_running(&dir.join("pg")));
-    let token = std::fs::read_to_string(dir.join("dev-token")).expect("dev token written");
+    assert!(postmaster_running(&pg));
+    if is_root() {
+        // postgres cannot reach the data dir: the cluster is kept where it can.
+        assert_eq!(pg, mesond::pg::shared_home(&scratch.data_dir()).join("pg"));
+        let owner = Command::new("stat")
+            .args(["-c", "%U %a"])
+            .arg(&pg)
+            .output()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&owner.stdout).trim(),
+            "postgres 700"
+        );
+    } else {
+        assert_eq!(pg, scratch.data_dir().join("pg"));
+    }
+    let token = m.token();
+    let banner = m.stdout();
+    assert!(
+        !banner.contains(&token),
+        "the banner never shows the token: {banner}"
+    );
+    let token_file = scratch.data_dir().join("dev-token");
+    for line in [
+        format!("export MESON_TOKEN=$(cat {})", token_file.display()),
+        m.base.clone(),
+        m.server().grpc.clone(),
+        pg.display().to_string(),
+    ] {
+        assert!(banner.contains(&line), "{line:?} in the banner: {banner}");
+    }
 
-    let vm = serde_json::json!({"specs": {"vm_name": "persisted", "req": {
-        "cpu": {"numberOfCores": 1}, "mem": {"capacity": 512}}}});
     let r = http
         .post(format!("{}/v1/vms", m.base))
-        .bearer_auth(token.trim())
-        .json(&vm)
+        .bearer_auth(&token)
+        .json(&vm("persisted"))
         .send()
         .await
         .unwrap();
@@ -109,23 +340,256 @@ async fn dev_mode_runs_a_private_postgres_and_stops_it() {
     let status = m.terminate().await;
     assert!(status.success(), "clean exit on SIGTERM: {status}");
     assert!(
-        !postmaster_running(&dir.join("pg")),
+        !postmaster_running(&pg),
         "the private PostgreSQL was stopped"
+    );
+    assert!(
+        DevServer::read(&scratch.data_dir()).is_none(),
+        "dev.json is removed on exit"
     );
 
     // The next start reuses the cluster: the VM is still there.
-    let mut m = Mesond::spawn(&dir);
+    let mut m = Mesond::spawn(&scratch.dir, &[]);
     m.wait_ready(&http).await;
-    let token = std::fs::read_to_string(dir.join("dev-token")).unwrap();
+    assert_eq!(m.postgres_dir(), pg);
+    let (status, body) = m.get(&http, "/v1/vms").await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["vms"][0]["name"], "persisted", "{body}");
+    assert!(m.terminate().await.success());
+    assert!(!postmaster_running(&pg));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_dev_on_a_data_dir_is_refused_and_an_orphaned_postgres_is_adopted() {
+    let scratch = Scratch::new(0o755);
+    let http = reqwest::Client::new();
+    let mut first = Mesond::spawn(&scratch.dir, &[]);
+    first.wait_ready(&http).await;
+    let pg = first.postgres_dir();
+
+    // From a subdirectory, on other ports: the same data dir, refused.
+    let sub = scratch.dir.join("src/deeper");
+    std::fs::create_dir_all(&sub).unwrap();
+    let mut second = Mesond::spawn(&sub, &[]);
+    let status = second.wait_exit(Duration::from_secs(60)).await;
+    assert!(!status.success(), "{}", second.output());
+    let err = second.output();
+    assert!(
+        err.contains(&format!("pid {}", first.pid())) && err.contains(&first.base),
+        "the refusal names the running one: {err}"
+    );
+    assert!(
+        !sub.join(".meson").exists(),
+        "the data dir was found up the tree"
+    );
+
+    // The first is untouched: its database still answers.
+    assert!(postmaster_running(&pg));
+    let (status, body) = first.get(&http, "/v1/vms").await;
+    assert_eq!(status, 200, "{body}");
     let r = http
-        .get(format!("{}/v1/vms", m.base))
-        .bearer_auth(token.trim())
+        .get(format!("{}/readyz", first.base))
         .send()
         .await
         .unwrap();
-    let body: serde_json::Value = r.json().await.unwrap();
-    assert_eq!(body["vms"][0]["name"], "persisted", "{body}");
+    assert_eq!(r.status(), 200);
+
+    // Killed, it leaves its PostgreSQL running: the next start adopts it,
+    // says so, and stops it on exit.
+    first.signal("-KILL");
+    first.wait_exit(Duration::from_secs(30)).await;
+    assert!(postmaster_running(&pg), "kill -9 leaves PostgreSQL running");
+    let mut third = Mesond::spawn(&scratch.dir, &[]);
+    third.wait_ready(&http).await;
+    assert!(
+        third.output().contains("adopting the private PostgreSQL"),
+        "{}",
+        third.output()
+    );
+    let (status, body) = third.get(&http, "/v1/vms").await;
+    assert_eq!(status, 200, "{body}");
+    assert!(third.terminate().await.success(), "{}", third.output());
+    assert!(
+        !postmaster_running(&pg),
+        "the adopted PostgreSQL was stopped"
+    );
+}
+
+/// Holds `addr` for the test unless someone else already does.
+fn occupy(addr: &str) -> Option<std::net::TcpListener> {
+    match std::net::TcpListener::bind(addr) {
+        Ok(l) => Some(l),
+        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => None,
+        Err(e) => panic!("binding {addr}: {e}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn taken_default_ports_move_and_set_ones_fail_naming_their_variable() {
+    let scratch = Scratch::new(0o755);
+    let http = reqwest::Client::new();
+    // Every default address taken (by this test, or whoever has it).
+    let _held: Vec<_> = ["127.0.0.1:8080", "127.0.0.1:50051", "127.0.0.1:50052"]
+        .into_iter()
+        .map(occupy)
+        .collect();
+
+    let defaults = [
+        ("MESON_HTTP_ADDR", ""),
+        ("MESON_GRPC_ADDR", ""),
+        ("MESON_AUTOSCALER_ADDR", ""),
+    ];
+    let mut m = Mesond::spawn(&scratch.dir, &defaults);
+    m.wait_ready(&http).await;
+    let s = m.server().clone();
+    assert!(s.url.starts_with("http://127.0.0.1:"), "{s:?}");
+    assert!(
+        !s.url.ends_with(":8080") && !s.grpc.ends_with(":50051"),
+        "{s:?}"
+    );
+    let autoscaler = s.autoscaler.clone().expect("dev serves the autoscalers");
+    assert!(!autoscaler.ends_with(":50052"), "{s:?}");
+    let out = m.output();
+    for (var, taken) in [
+        ("MESON_HTTP_ADDR", "127.0.0.1:8080"),
+        ("MESON_GRPC_ADDR", "127.0.0.1:50051"),
+        ("MESON_AUTOSCALER_ADDR", "127.0.0.1:50052"),
+    ] {
+        assert!(
+            out.contains(&format!("{taken} was taken; set {var} to choose")),
+            "the banner says {var} moved: {out}"
+        );
+    }
+    for addr in [&s.grpc, &autoscaler] {
+        assert!(m.stdout().contains(addr.as_str()), "{addr} in the banner");
+    }
+    let (status, body) = m.get(&http, "/v1/vms").await;
+    assert_eq!(status, 200, "{body}");
     assert!(m.terminate().await.success());
-    assert!(!postmaster_running(&dir.join("pg")));
-    let _ = std::fs::remove_dir_all(&dir);
+
+    // Set explicitly, a taken address is an error naming its variable.
+    for var in [
+        "MESON_HTTP_ADDR",
+        "MESON_GRPC_ADDR",
+        "MESON_AUTOSCALER_ADDR",
+    ] {
+        let taken = match var {
+            "MESON_HTTP_ADDR" => &s.url["http://".len()..],
+            "MESON_GRPC_ADDR" => "127.0.0.1:50051",
+            _ => "127.0.0.1:50052",
+        };
+        // The moved REST port is free again: hold it.
+        let _hold = occupy(taken);
+        let mut m = Mesond::spawn(&scratch.dir, &[(var, taken)]);
+        let status = m.wait_exit(Duration::from_secs(90)).await;
+        assert!(!status.success(), "{}", m.output());
+        let err = m.output();
+        assert!(
+            err.contains(&format!("({var})")) && err.contains(taken),
+            "{var}: {err}"
+        );
+    }
+    assert!(!postmaster_running(&scratch.data_dir().join("pg")));
+
+    // Deployed modes name theirs too.
+    let db = std::env::var("MESON_TEST_DATABASE_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
+    let key = "A".repeat(43) + "=";
+    for (mode, var, extra) in [
+        (
+            "api",
+            "MESON_HTTP_ADDR",
+            ("MESON_JWT_SECRET", "s".repeat(40)),
+        ),
+        (
+            "worker",
+            "MESON_METRICS_ADDR",
+            ("MESON_JOB_LISTEN", "false".into()),
+        ),
+    ] {
+        let out = mesond(mode, &scratch.dir, &[])
+            .env("DATABASE_URL", &db)
+            .env("MESON_SECRETS_KEY", &key)
+            .env(var, "127.0.0.1:50051")
+            .env(extra.0, extra.1)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "mesond {mode}: {err}");
+        assert!(
+            err.contains(&format!("({var})")) && err.contains("127.0.0.1:50051"),
+            "mesond {mode}: {err}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_ctrl_c_releases_running_jobs_and_stops_at_once() {
+    let scratch = Scratch::new(0o755);
+    let http = reqwest::Client::new();
+    // VMs boot for ten minutes; running jobs would get an hour to finish.
+    let slow = [
+        ("MESON_SIM_BOOT_MS", "600000"),
+        ("MESON_SHUTDOWN_GRACE_S", "3600"),
+    ];
+    let mut m = Mesond::spawn(&scratch.dir, &slow);
+    m.wait_ready(&http).await;
+    let pg = m.postgres_dir();
+    let r = http
+        .post(format!("{}/v1/vms", m.base))
+        .bearer_auth(m.token())
+        .json(&vm("interrupted"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    let created: serde_json::Value = r.json().await.unwrap();
+    let action = format!("/v1/actions/{}", created["action"]["id"].as_str().unwrap());
+    // A worker runs it (a first step recorded).
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let (_, body) = m.get(&http, &action).await;
+        if body["action"]["progress"].as_u64().unwrap_or(0) > 0 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "not started: {body}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    m.signal("-INT");
+    m.wait_stdout("waiting for 1 running job (vm_create)").await;
+    assert!(m.stdout().contains("press Ctrl-C again to stop now"));
+    // While it waits, the API still answers (guests can phone home).
+    let (status, body) = m.get(&http, &action).await;
+    assert_eq!(
+        (status, body["action"]["status"].as_str()),
+        (200, Some("running"))
+    );
+
+    m.signal("-INT");
+    // Well within the hour the job was given.
+    let status = m.wait_exit(Duration::from_secs(60)).await;
+    assert!(status.success(), "{status}\n{}", m.output());
+    assert!(
+        m.stdout().contains("released to the queue"),
+        "{}",
+        m.output()
+    );
+    assert!(!postmaster_running(&pg), "PostgreSQL stopped");
+
+    // The next start resumes it, and it ends well.
+    let mut m = Mesond::spawn(&scratch.dir, &[]);
+    m.wait_ready(&http).await;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let body = loop {
+        let (_, body) = m.get(&http, &action).await;
+        if body["action"]["status"] != "running" {
+            break body;
+        }
+        assert!(Instant::now() < deadline, "still running: {body}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(body["action"]["status"], "success", "{body}");
+    assert!(m.terminate().await.success());
+    assert!(!postmaster_running(&pg));
 }

@@ -277,6 +277,73 @@ async fn shutdown_releases_a_job_that_cannot_finish_in_time() {
     assert_eq!(b.count("a"), 1, "resumed after the last recorded step");
 }
 
+#[tokio::test]
+async fn a_stopping_worker_lists_its_running_jobs_and_releases_them_when_told() {
+    let db = TestDatabase::new().await;
+    let b = Arc::new(Behaviour::default());
+    b.b_blocks.store(true, Ordering::SeqCst);
+    // A grace period no test waits out: only `release_now` ends the job.
+    let cfg = WorkerConfig {
+        shutdown_grace: Duration::from_secs(3600),
+        ..test_worker_config()
+    };
+    let w = Worker::new(db.pool.clone(), cfg)
+        .register(Toy(b.clone()))
+        .start();
+    let id = start(&db, 5).await;
+    let mut running = w.running();
+    let jobs = running
+        .wait_for(|r| !r.is_empty())
+        .await
+        .expect("the worker runs")
+        .clone();
+    assert_eq!(jobs.len(), 1);
+    assert_eq!(
+        (jobs[0].kind.as_str(), jobs[0].action_id),
+        ("toy", Some(id))
+    );
+
+    // Stopping: no new claims, the running job goes on.
+    w.stop_claiming();
+    let other = start(&db, 5).await;
+    while b.count("b") == 0 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(
+        w.running().borrow().iter().any(|j| j.action_id == Some(id)),
+        "still running"
+    );
+
+    w.release_now();
+    running.wait_for(|r| r.is_empty()).await.expect("released");
+    w.shutdown().await;
+    for action in [id, other] {
+        let jobs = meson_db::jobs::for_action(&db.pool, action).await.unwrap();
+        assert_eq!(
+            (jobs[0].state.as_str(), jobs[0].attempt),
+            ("available", 0),
+            "released (or never claimed), attempt not counted"
+        );
+    }
+
+    b.b_blocks.store(false, Ordering::SeqCst);
+    let w = Worker::new(db.pool.clone(), test_worker_config())
+        .register(Toy(b.clone()))
+        .start();
+    for action in [id, other] {
+        assert_eq!(
+            wait_final(&db.pool, action).await.status,
+            ActionStatus::Success
+        );
+    }
+    w.shutdown().await;
+    assert_eq!(
+        b.count("a"),
+        2,
+        "once per action: the released one resumed after step a"
+    );
+}
+
 async fn run_existing(db: &TestDatabase, b: &Arc<Behaviour>, id: ActionId) -> Action {
     let w = Worker::new(db.pool.clone(), test_worker_config())
         .register(Toy(b.clone()))
