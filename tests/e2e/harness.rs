@@ -120,6 +120,8 @@ impl Meson {
                 ram_mib: 4 << 20,
                 ..meson_core::quota::Resources::DEFAULT_QUOTAS
             },
+            // Tests that want Elemento's daemons set them.
+            elemento: None,
         };
         change(&mut opts);
         let dev = Dev::start(opts).await.expect("meson starts");

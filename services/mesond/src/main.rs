@@ -84,7 +84,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
 
 #[allow(clippy::print_stdout)] // the dev banner is for the person at the terminal
 async fn dev(cfg: Config) -> anyhow::Result<()> {
-    let dev = Dev::start(DevOptions::from_config(&cfg)).await?;
+    let mut opts = DevOptions::from_config(&cfg);
+    opts.elemento = mesond::dev::elemento_from_env()?;
+    let dev = Dev::start(opts).await?;
     let token_path = cfg.data_dir.join("dev-token");
     println!(
         "\nmeson dev is running\n  REST API   http://{addr}\n  gRPC API   {grpc} (reflection on)\n  database   {db}\n  token      {path} (tenant 'dev', role admin)\n  AtomOS     {n} simulated hosts (faults and inventory: {control})\n\n  export MESON_TOKEN=$(cat {path})\n  curl -H \"Authorization: Bearer $MESON_TOKEN\" http://{addr}/v1/vms\n\n{token}\n",
@@ -96,6 +98,21 @@ async fn dev(cfg: Config) -> anyhow::Result<()> {
         control = dev.simulator.control_url(),
         token = dev.token,
     );
+    if let Some(gw) = &dev.elemento {
+        println!(
+            "  Elemento daemons (Electros, elemento-cli; logged in as the dev token; MESON_ELEMENTO=false: off)"
+        );
+        for line in gw.describe() {
+            println!("    {line}");
+        }
+        let moved: Vec<_> = gw.moved().collect();
+        if !moved.is_empty() {
+            println!(
+                "\n  !!! {} Elemento daemon(s) MOVED to another port: elemento-cli only finds them on their usual ports !!!\n",
+                moved.len()
+            );
+        }
+    }
     shutdown_signal().await;
     dev.shutdown().await
 }
