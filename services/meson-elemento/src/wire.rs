@@ -581,6 +581,26 @@ pub fn kaas_form(body: &Value) -> DResult<Value> {
         .or_else(|| get(&subnet, "subnet_netmask"))
         .cloned()
         .unwrap_or_else(|| json!("192.170.5.0/24"));
+    // The form has no DHCP range; meson wants one that leaves an address
+    // outside it for the cluster's API endpoint. Keep the subnet's first
+    // addresses (10, or 2 in a small subnet) out of the range.
+    let dhcp = get(&subnet, "dhcp").is_none_or(|d| match d {
+        Value::Bool(b) => *b,
+        Value::String(s) => s.eq_ignore_ascii_case("true"),
+        Value::Number(n) => n.as_u64() != Some(0),
+        _ => true,
+    });
+    if dhcp && get(&subnet, "start_address").is_none() && get(&subnet, "last_address").is_none() {
+        if let Some((start, last)) = network.as_str().and_then(dhcp_range) {
+            nodes_subnet.insert("start_address".into(), json!(start));
+            nodes_subnet.insert("last_address".into(), json!(last));
+        }
+    }
+    for key in ["start_address", "last_address", "gateway"] {
+        if let Some(v) = get(&subnet, key) {
+            nodes_subnet.insert(key.into(), v.clone());
+        }
+    }
     nodes_subnet.insert("subnet_netmask".into(), network);
     let mut req = json!({
         "name": name.to_lowercase(),
@@ -609,6 +629,17 @@ pub fn kaas_form(body: &Value) -> DResult<Value> {
         }
     }
     Ok(out)
+}
+
+/// A DHCP range for a subnet given without one: its usable addresses but
+/// the first few (kept for the gateway and the API endpoint).
+fn dhcp_range(cidr: &str) -> Option<(String, String)> {
+    let net: ipnet::Ipv4Net = cidr.trim().parse().ok()?;
+    let hosts: Vec<std::net::Ipv4Addr> = net.trunc().hosts().collect();
+    let keep = if hosts.len() > 32 { 10 } else { 2 };
+    let start = hosts.get(keep)?;
+    let last = hosts.last()?;
+    Some((start.to_string(), last.to_string()))
 }
 
 /// meson's KaaS fields back to the form's names.
@@ -705,6 +736,8 @@ mod tests {
         assert_eq!(v["req"]["nodepool"][0]["desired_nodes"], 1);
         assert_eq!(v["req"]["nodepool"][0]["billing"], "MONTHLY");
         assert_eq!(v["req"]["nodes_subnet"]["subnet_netmask"], "192.170.5.0/24");
+        assert_eq!(v["req"]["nodes_subnet"]["start_address"], "192.170.5.11");
+        assert_eq!(v["req"]["nodes_subnet"]["last_address"], "192.170.5.254");
         assert_eq!(v["req"]["control_plane"]["nodes"], 3);
         assert_eq!(v["region"], "fr-par");
 
