@@ -80,10 +80,10 @@ impl Sessions {
                 .unwrap_or_default();
             return Some(Session { token, username });
         }
-        if let Some(id) = cookie(headers) {
-            if let Some(s) = read(&self.by_cookie).get(&id) {
-                return Some(s.clone());
-            }
+        if let Some(id) = cookie(headers)
+            && let Some(s) = read(&self.by_cookie).get(&id)
+        {
+            return Some(s.clone());
         }
         if self.loopback {
             return read(&self.process).clone();

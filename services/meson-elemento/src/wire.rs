@@ -255,10 +255,10 @@ pub fn specfile_to_vm(body: &Value, vm_name: &str) -> DResult<Value> {
     });
     // `<provider>.mesos.elemento.cloud` picks a provider; a host IP or
     // anything else leaves the placement to meson.
-    if let Some(ip) = get(body, "ip_address").and_then(Value::as_str) {
-        if let Some(p) = ip.strip_suffix(".mesos.elemento.cloud") {
-            out["provider"] = json!(p);
-        }
+    if let Some(ip) = get(body, "ip_address").and_then(Value::as_str)
+        && let Some(p) = ip.strip_suffix(".mesos.elemento.cloud")
+    {
+        out["provider"] = json!(p);
     }
     if let Some(p) = get(body, "provider").and_then(Value::as_str) {
         out["provider"] = json!(p);
@@ -340,13 +340,13 @@ pub fn network_create(body: &Value) -> DResult<Value> {
     let name = get(body, "network_name")
         .or_else(|| get(body, "name"))
         .ok_or_else(|| Detail::field("network_name", "is required"))?;
-    if let Some(t) = get(body, "type").and_then(Value::as_str) {
-        if t != "libvirt" {
-            return Err(Detail::field(
-                "type",
-                format!("meson offers libvirt networks only, not {t:?}"),
-            ));
-        }
+    if let Some(t) = get(body, "type").and_then(Value::as_str)
+        && t != "libvirt"
+    {
+        return Err(Detail::field(
+            "type",
+            format!("meson offers libvirt networks only, not {t:?}"),
+        ));
     }
     let ip = get(body, "ip").ok_or_else(|| {
         Detail::field(
@@ -513,13 +513,13 @@ pub fn kaas_form(body: &Value) -> DResult<Value> {
                 "must be an object",
             ));
         }
-        if let Some(s) = get(p, "shared_storage_gb") {
-            if s.as_f64().is_some_and(|x| x > 0.0) {
-                return Err(Detail::field(
-                    &format!("nodepools[{i}].shared_storage_gb"),
-                    "meson has no shared storage for node pools: leave it at 0",
-                ));
-            }
+        if let Some(s) = get(p, "shared_storage_gb")
+            && s.as_f64().is_some_and(|x| x > 0.0)
+        {
+            return Err(Detail::field(
+                &format!("nodepools[{i}].shared_storage_gb"),
+                "meson has no shared storage for node pools: leave it at 0",
+            ));
         }
         let mut pool = Map::new();
         for key in [
@@ -537,10 +537,10 @@ pub fn kaas_form(body: &Value) -> DResult<Value> {
                 pool.insert(key.to_owned(), v);
             }
         }
-        if !pool.contains_key("desired_nodes") {
-            if let Some(min) = get(p, "min_nodes") {
-                pool.insert("desired_nodes".into(), min.clone());
-            }
+        if !pool.contains_key("desired_nodes")
+            && let Some(min) = get(p, "min_nodes")
+        {
+            pool.insert("desired_nodes".into(), min.clone());
         }
         if let Some(specs) = get(p, "specs") {
             let mut s = Map::new();
@@ -590,11 +590,13 @@ pub fn kaas_form(body: &Value) -> DResult<Value> {
         Value::Number(n) => n.as_u64() != Some(0),
         _ => true,
     });
-    if dhcp && get(&subnet, "start_address").is_none() && get(&subnet, "last_address").is_none() {
-        if let Some((start, last)) = network.as_str().and_then(dhcp_range) {
-            nodes_subnet.insert("start_address".into(), json!(start));
-            nodes_subnet.insert("last_address".into(), json!(last));
-        }
+    if dhcp
+        && get(&subnet, "start_address").is_none()
+        && get(&subnet, "last_address").is_none()
+        && let Some((start, last)) = network.as_str().and_then(dhcp_range)
+    {
+        nodes_subnet.insert("start_address".into(), json!(start));
+        nodes_subnet.insert("last_address".into(), json!(last));
     }
     for key in ["start_address", "last_address", "gateway"] {
         if let Some(v) = get(&subnet, key) {
