@@ -121,6 +121,8 @@ impl Meson {
                 ..meson_core::quota::Resources::DEFAULT_QUOTAS
             },
             fallback: Default::default(),
+            // Tests that want Elemento's daemons set them.
+            elemento: None,
         };
         change(&mut opts);
         let dev = Dev::start(opts).await.expect("meson starts");

@@ -113,6 +113,9 @@ pub struct Client {
     retry: RetryPolicy,
 }
 
+/// The page size of the `*_list_all` calls (meson's largest).
+const LIST_ALL_PAGE: u32 = 50;
+
 /// Which page of a list.
 #[derive(Clone, Copy, Debug)]
 pub struct Page {
@@ -162,6 +165,18 @@ impl Client {
 
     pub fn base_url(&self) -> &str {
         &self.base
+    }
+
+    /// The same meson with another token, sharing this client's connection
+    /// pool (a gateway serving many sessions makes one per request).
+    pub fn with_token(&self, token: &str) -> Result<Client> {
+        if token.trim().is_empty() {
+            return Err(Error::Config("no token".into()));
+        }
+        Ok(Client {
+            token: token.trim().to_owned(),
+            ..self.clone()
+        })
     }
 
     fn url(&self, path: &str) -> String {
@@ -282,6 +297,25 @@ impl Client {
         Ok(r.action)
     }
 
+    /// Every VM of the caller's tenant, page after page.
+    pub async fn vm_list_all(&self) -> Result<Vec<wire::Vm>> {
+        let mut all = Vec::new();
+        for page in 1.. {
+            let list = self
+                .vm_list(Page {
+                    page,
+                    per_page: LIST_ALL_PAGE,
+                })
+                .await?;
+            let last = list.vms.len() < LIST_ALL_PAGE as usize;
+            all.extend(list.vms);
+            if last {
+                break;
+            }
+        }
+        Ok(all)
+    }
+
     // --- Clusters
 
     /// `POST /v1/clusters` with the KaaS request.
@@ -298,6 +332,25 @@ impl Client {
             page.page, page.per_page
         ))
         .await
+    }
+
+    /// Every cluster of the caller's tenant, page after page.
+    pub async fn cluster_list_all(&self) -> Result<Vec<wire::cluster::Cluster>> {
+        let mut all = Vec::new();
+        for page in 1.. {
+            let list = self
+                .cluster_list(Page {
+                    page,
+                    per_page: LIST_ALL_PAGE,
+                })
+                .await?;
+            let last = list.clusters.len() < LIST_ALL_PAGE as usize;
+            all.extend(list.clusters);
+            if last {
+                break;
+            }
+        }
+        Ok(all)
     }
 
     pub async fn cluster_get(&self, id: Uuid) -> Result<wire::cluster::Cluster> {
@@ -360,6 +413,62 @@ impl Client {
             )
             .await?;
         res.text().await.map_err(Error::Transport)
+    }
+
+    // --- Networks
+
+    /// `POST /v1/networks`.
+    pub async fn network_create(&self, body: &Value) -> Result<wire::network::Network> {
+        let r: wire::network::NetworkResponse =
+            self.call(Method::POST, "/v1/networks", Some(body)).await?;
+        Ok(r.network)
+    }
+
+    pub async fn network_list(&self, page: Page) -> Result<wire::network::NetworkList> {
+        self.get(&format!(
+            "/v1/networks?page={}&per_page={}",
+            page.page, page.per_page
+        ))
+        .await
+    }
+
+    /// Every network of the caller's tenant, page after page.
+    pub async fn network_list_all(&self) -> Result<Vec<wire::network::Network>> {
+        let mut all = Vec::new();
+        for page in 1.. {
+            let list = self
+                .network_list(Page {
+                    page,
+                    per_page: LIST_ALL_PAGE,
+                })
+                .await?;
+            let last = list.networks.len() < LIST_ALL_PAGE as usize;
+            all.extend(list.networks);
+            if last {
+                break;
+            }
+        }
+        Ok(all)
+    }
+
+    pub async fn network_get(&self, id: Uuid) -> Result<wire::network::Network> {
+        let r: wire::network::NetworkResponse = self.get(&format!("/v1/networks/{id}")).await?;
+        Ok(r.network)
+    }
+
+    pub async fn network_delete(&self, id: Uuid) -> Result<wire::Action> {
+        let r: wire::ActionResponse = self
+            .call(Method::DELETE, &format!("/v1/networks/{id}"), None)
+            .await?;
+        Ok(r.action)
+    }
+
+    // --- Quotas
+
+    /// `GET /v1/quotas`: the caller's tenant, its limits and usage.
+    pub async fn quotas(&self) -> Result<wire::admin::Quota> {
+        let r: wire::admin::QuotaResponse = self.get("/v1/quotas").await?;
+        Ok(r.quota)
     }
 
     // --- Actions

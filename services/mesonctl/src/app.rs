@@ -33,6 +33,10 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Kops(KopsCommand::Translate { offline, args }) => {
             translate(&inputs, offline, &args).await
         }
+        Command::Elemento(crate::cli::ElementoCommand::Serve(args)) => {
+            let settings = config::resolve(&inputs).map_err(Failure::Config)?;
+            elemento_serve(settings, args).await
+        }
         command => {
             let settings = config::resolve(&inputs).map_err(Failure::Config)?;
             let ctx = Ctx::new(settings, format)?;
@@ -44,6 +48,66 @@ pub async fn run(cli: Cli) -> Result<()> {
                 other => other,
             })
         }
+    }
+}
+
+/// `mesonctl elemento serve`: until Ctrl-C or SIGTERM.
+#[allow(clippy::print_stdout)] // where the daemons listen, for the person at the terminal
+async fn elemento_serve(settings: Settings, a: crate::cli::ElementoServeArgs) -> Result<()> {
+    use meson_elemento::Daemon;
+    let mut cfg = meson_elemento::Config::new(&settings.url);
+    cfg.bind = a.bind;
+    cfg.ports = if a.single_origin_only {
+        Vec::new()
+    } else {
+        vec![
+            (Daemon::Auth, a.auth_port),
+            (Daemon::Compute, a.compute_port),
+            (Daemon::Storage, a.storage_port),
+            (Daemon::Network, a.network_port),
+            (Daemon::Target, a.target_port),
+            (Daemon::Service, a.service_port),
+        ]
+    };
+    cfg.single_origin_port = Some(a.port);
+    cfg.tls = match (a.tls_cert, a.tls_key) {
+        (Some(cert), Some(key)) => Some(meson_elemento::TlsFiles { cert, key }),
+        _ => None,
+    };
+    cfg.insecure_http = a.insecure_http;
+    cfg.login_token = Some(settings.token.clone());
+    let gw = meson_elemento::Gateway::start(cfg)
+        .await
+        .map_err(|e| Failure::Config(format!("{e:#}")))?;
+    println!("Elemento daemons over meson at {}:", settings.url);
+    for line in gw.describe() {
+        println!("  {line}");
+    }
+    let _ = std::io::stdout().flush();
+    shutdown_signal().await;
+    gw.shutdown().await;
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
     }
 }
 
@@ -287,6 +351,10 @@ impl Ctx {
                     ..config::Inputs::default()
                 };
                 translate(&inputs, offline, &args).await
+            }
+            // Likewise handled by `run`.
+            Command::Elemento(crate::cli::ElementoCommand::Serve(args)) => {
+                elemento_serve(self.settings.clone(), args).await
             }
         }
     }

@@ -67,6 +67,59 @@ pub enum Command {
     /// kOps command lines.
     #[command(subcommand)]
     Kops(KopsCommand),
+    /// Elemento's client daemons over meson, for Electros and elemento-cli.
+    #[command(subcommand)]
+    Elemento(ElementoCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ElementoCommand {
+    /// Serves the auth, compute, storage, network, target and service
+    /// daemons on their usual ports (and all of them on --port), calling
+    /// meson as this command's URL. On loopback the daemons start logged
+    /// in with this command's token (`auth login` switches); beyond
+    /// loopback every request needs /login's cookie or a bearer token.
+    Serve(ElementoServeArgs),
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct ElementoServeArgs {
+    /// Address to listen on; beyond loopback TLS (or --insecure-http) is required.
+    #[arg(long, env = "MESON_ELEMENTO_BIND", default_value = "127.0.0.1")]
+    pub bind: std::net::IpAddr,
+    /// The auth daemon's port (0: any free port).
+    #[arg(long, env = "MESON_ELEMENTO_AUTH_PORT", default_value_t = 47777)]
+    pub auth_port: u16,
+    /// The compute daemon's port.
+    #[arg(long, env = "MESON_ELEMENTO_COMPUTE_PORT", default_value_t = 17777)]
+    pub compute_port: u16,
+    /// The storage daemon's port.
+    #[arg(long, env = "MESON_ELEMENTO_STORAGE_PORT", default_value_t = 27777)]
+    pub storage_port: u16,
+    /// The network daemon's port.
+    #[arg(long, env = "MESON_ELEMENTO_NETWORK_PORT", default_value_t = 37777)]
+    pub network_port: u16,
+    /// The target daemon's port.
+    #[arg(long, env = "MESON_ELEMENTO_TARGET_PORT", default_value_t = 57777)]
+    pub target_port: u16,
+    /// The service daemon's port.
+    #[arg(long, env = "MESON_ELEMENTO_SERVICE_PORT", default_value_t = 6777)]
+    pub service_port: u16,
+    /// Every daemon by path on one port (Electros' web build).
+    #[arg(long, env = "MESON_ELEMENTO_PORT", default_value_t = 7780)]
+    pub port: u16,
+    /// Serve only the single-origin port, not each daemon's own.
+    #[arg(long)]
+    pub single_origin_only: bool,
+    /// TLS certificate chain (PEM).
+    #[arg(long, requires = "tls_key", value_name = "FILE")]
+    pub tls_cert: Option<PathBuf>,
+    /// TLS private key (PEM).
+    #[arg(long, requires = "tls_cert", value_name = "FILE")]
+    pub tls_key: Option<PathBuf>,
+    /// Serve plain HTTP beyond loopback.
+    #[arg(long)]
+    pub insecure_http: bool,
 }
 
 /// Whether a mutation waits for the actions it starts.

@@ -45,6 +45,9 @@ pub struct DevOptions {
     pub quotas: meson_core::quota::Resources,
     /// Listeners that move to a free port when their (default) address is taken.
     pub fallback: PortFallback,
+    /// Elemento's client daemons over this meson ([`elemento_from_env`];
+    /// none: not served). Its meson URL and login are the dev API's.
+    pub elemento: Option<meson_elemento::Config>,
 }
 
 impl DevOptions {
@@ -67,6 +70,7 @@ impl DevOptions {
             api: c.api(),
             quotas: c.default_quotas,
             fallback: c.dev_fallback(),
+            elemento: None,
         }
     }
 }
@@ -119,6 +123,68 @@ impl DataDirLock {
     }
 }
 
+/// `mesond dev`'s Elemento gateway: on unless `MESON_ELEMENTO=false`, each
+/// daemon on its usual port (`MESON_ELEMENTO_<DAEMON>_PORT`, `0`: any free
+/// one) and all of them on `MESON_ELEMENTO_PORT`, on 127.0.0.1. A port in
+/// use moves its daemon to a free port, and the banner says so.
+pub fn elemento_from_env() -> anyhow::Result<Option<meson_elemento::Config>> {
+    let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+    match var("MESON_ELEMENTO").as_deref().map(str::trim) {
+        None | Some("true" | "1" | "on") => {}
+        Some("false" | "0" | "off") => return Ok(None),
+        Some(other) => anyhow::bail!("MESON_ELEMENTO must be true or false, not {other:?}"),
+    }
+    let port = |name: String, default: u16| -> anyhow::Result<u16> {
+        match var(&name) {
+            None => Ok(default),
+            Some(v) => v
+                .trim()
+                .parse()
+                .map_err(|_| anyhow::anyhow!("{name} must be a port number, not {v:?}")),
+        }
+    };
+    let mut cfg = meson_elemento::Config::new("http://127.0.0.1");
+    for (d, p) in &mut cfg.ports {
+        *p = port(
+            format!("MESON_ELEMENTO_{}_PORT", d.name().to_uppercase()),
+            *p,
+        )?;
+    }
+    cfg.single_origin_port = Some(port(
+        "MESON_ELEMENTO_PORT".into(),
+        meson_elemento::server::DEFAULT_SINGLE_ORIGIN_PORT,
+    )?);
+    cfg.fallback_ports = true;
+    Ok(Some(cfg))
+}
+
+/// Starts the Elemento gateway against the dev API, logged in as the dev
+/// token.
+async fn start_elemento(
+    cfg: &Option<meson_elemento::Config>,
+    api: SocketAddr,
+    token: &str,
+) -> anyhow::Result<Option<meson_elemento::Gateway>> {
+    let Some(cfg) = cfg else { return Ok(None) };
+    let cfg = meson_elemento::Config {
+        meson_url: format!("http://{api}"),
+        login_token: Some(token.to_owned()),
+        ..cfg.clone()
+    };
+    let gw = meson_elemento::Gateway::start(cfg)
+        .await
+        .context("starting the Elemento daemons' gateway")?;
+    for l in gw.moved() {
+        tracing::warn!(
+            daemon = l.name(),
+            wanted = l.moved_from,
+            now = %l.addr,
+            "port in use: the Elemento daemon moved"
+        );
+    }
+    Ok(Some(gw))
+}
+
 /// A running dev system.
 pub struct Dev {
     pub http_addr: SocketAddr,
@@ -134,6 +200,8 @@ pub struct Dev {
     pub simulator: atomos_sim::Simulator,
     /// The workers' pool (the system scope: every tenant's rows).
     pub pool: meson_db::PgPool,
+    /// Elemento's client daemons, if served.
+    pub elemento: Option<meson_elemento::Gateway>,
     api: ApiServer,
     worker: WorkerHandle,
     pg: Option<PrivatePostgres>,
@@ -308,7 +376,17 @@ impl Dev {
             atomos_driver::ClientOptions::default(),
             opts.reconcile_interval,
         );
+        let elemento = match start_elemento(&opts.elemento, api.addr, &token).await {
+            Ok(g) => g,
+            Err(e) => {
+                api.shutdown().await;
+                worker.shutdown().await;
+                simulator.shutdown().await;
+                return Err(e);
+            }
+        };
         Ok(Dev {
+            elemento,
             http_addr: api.addr,
             grpc_addr: api.grpc_addr,
             autoscaler_addr: api.autoscaler_addr,
@@ -333,6 +411,9 @@ impl Dev {
     /// private PostgreSQL; the data dir's lock goes last.
     pub async fn shutdown(self) -> anyhow::Result<()> {
         self.worker.shutdown().await;
+        if let Some(gw) = self.elemento {
+            gw.shutdown().await;
+        }
         self.api.shutdown().await;
         let _ = tokio::fs::remove_file(self.data_dir.join(SERVER_FILE)).await;
         self.simulator.shutdown().await;

@@ -84,7 +84,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
 
 #[allow(clippy::print_stdout)] // the dev banner is for the person at the terminal
 async fn dev(cfg: Config) -> anyhow::Result<()> {
-    let opts = DevOptions::from_config(&cfg);
+    let mut opts = DevOptions::from_config(&cfg);
+    opts.elemento = mesond::dev::elemento_from_env()?;
     let grace = opts.worker.shutdown_grace;
     let wanted = (
         opts.http_addr,
@@ -122,6 +123,21 @@ async fn dev(cfg: Config) -> anyhow::Result<()> {
         path = dev.token_file.display(),
         server = meson_types::dev::SERVER_FILE,
     );
+    if let Some(gw) = &dev.elemento {
+        println!(
+            "  Elemento daemons (Electros, elemento-cli; logged in as the dev token; MESON_ELEMENTO=false: off)"
+        );
+        for line in gw.describe() {
+            println!("    {line}");
+        }
+        let moved: Vec<_> = gw.moved().collect();
+        if !moved.is_empty() {
+            println!(
+                "\n  !!! {} Elemento daemon(s) MOVED to another port: elemento-cli only finds them on their usual ports !!!\n",
+                moved.len()
+            );
+        }
+    }
     shutdown_signal().await;
     // Running jobs finish while the API and the simulator still serve them;
     // a second Ctrl-C releases them to the queue at once.

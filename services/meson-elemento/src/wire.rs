@@ -1,0 +1,777 @@
+//! The daemons' JSON and its mapping onto meson's `/v1` wire types.
+//!
+//! Units as the clients read them: `req_json.ramsize` in GB (both clients
+//! multiply by 10^9), template `ram.ramsize` and specfile `ramsize` in MiB,
+//! volume `size` in bytes, KaaS `ram_gb` in GB. Dates as
+//! `M/D/YYYY, HH:MM:SS` (UTC): the GUI parses that and throws on ISO-8601.
+//! Pure functions; the routes call meson with what they build.
+
+use crate::error::{DResult, Detail};
+use chrono::{DateTime, Utc};
+use meson_types as mt;
+use serde_json::{Map, Value, json};
+
+/// The date format the GUI parses.
+pub fn daemon_date(t: &DateTime<Utc>) -> String {
+    t.format("%-m/%-d/%Y, %H:%M:%S").to_string()
+}
+
+/// A whole number as an integer, else as a float (`2048 MiB` is `2` GB).
+fn number(x: f64) -> Value {
+    if x.fract() == 0.0 && x.abs() < 9.0e15 {
+        json!(x as i64)
+    } else {
+        json!(x)
+    }
+}
+
+const GB: u64 = 1_000_000_000;
+
+// --- compute
+
+/// `GET /templates`: a flavour as a daemon template (`ram.ramsize` in MiB).
+pub fn template(f: &mt::catalog::Flavor) -> Value {
+    let pci: Vec<Value> = match (&f.gpu_model, f.gpus) {
+        (Some(model), n) if n > 0 => {
+            let (vendor, model) = model.split_once(':').unwrap_or(("", model.as_str()));
+            vec![json!({"vendor": vendor, "model": model, "quantity": n})]
+        }
+        _ => Vec::new(),
+    };
+    json!({
+        "info": {"name": f.name, "description": f.description},
+        "cpu": {"slots": f.vcpus, "overprovision": 1, "allowSMT": false,
+                "archs": ["X86_64"], "flags": f.cpu_flags},
+        "ram": {"ramsize": f.memory_mib, "reqECC": false},
+        "pci": pci,
+    })
+}
+
+/// The daemons' state words (libvirt's) for meson's VM statuses.
+pub fn vm_state(status: &str) -> &str {
+    match status {
+        "off" => "shut off",
+        "stopping" => "in shutdown",
+        other => other,
+    }
+}
+
+/// A volume as the storage daemon shows it (`size` in bytes).
+pub fn volume_object(
+    id: &str,
+    name: &str,
+    size_gb: u64,
+    kind: &str,
+    status: &str,
+    server: &str,
+    attached_to: Option<String>,
+) -> Value {
+    let bytes = size_gb * GB;
+    json!({
+        "volumeID": id,
+        "name": name,
+        "size": bytes,
+        "sizeOnDisk": bytes,
+        "format": "qcow2",
+        "bus": "virtio",
+        "alg": "no",
+        "kind": kind,
+        "status": status,
+        "bootable": kind == "boot",
+        "cloudinit": kind == "cloudinit",
+        // meson volumes belong to the caller's tenant, attach to one VM.
+        "private": true,
+        "readonly": false,
+        "shareable": false,
+        "clonable": false,
+        "own": true,
+        "nservers": 1,
+        // elemento-cli prints `servers` joined and fails on an empty list.
+        "servers": [server],
+        "vm": attached_to,
+    })
+}
+
+/// Where a VM runs, as a URL (elemento-cli splits it on `:`; never null).
+fn server_url(vm: &mt::Vm) -> String {
+    let host = vm
+        .host
+        .clone()
+        .or_else(|| vm.provider.clone())
+        .unwrap_or_else(|| "meson".to_owned());
+    format!("https://{host}")
+}
+
+/// `GET /status`: a VM as the compute daemon lists it.
+pub fn vm_row(vm: &mt::Vm) -> Value {
+    let s = &vm.specs;
+    let server = vm.host.clone().unwrap_or_else(|| "meson".to_owned());
+    let volumes: Vec<Value> = vm
+        .volumes
+        .iter()
+        .map(|v| {
+            volume_object(
+                &v.id.to_string(),
+                &v.name,
+                u64::from(v.size),
+                &v.kind,
+                "available",
+                &server,
+                Some(vm.id.to_string()),
+            )
+        })
+        .collect();
+    let pcidevs: Vec<Value> = s
+        .pci_devices
+        .iter()
+        .map(|d| json!({"vendor": d.vendor, "model": d.model, "quantity": d.quantity}))
+        .collect();
+    let mac = vm.private_net.first().map(|n| n.mac_address.clone());
+    let states = vm_state(&vm.status);
+    let price = vm
+        .price
+        .as_ref()
+        .map(|p| json!({"hour": p.hourly, "month": p.monthly, "unit": p.currency}));
+    json!({
+        "uniqueID": vm.id,
+        "serverurl": server_url(vm),
+        "target_type": "meson_private",
+        "provider": vm.provider,
+        "states": states,
+        "status": vm.status,
+        "req_json": {
+            "vm_name": vm.name,
+            "slots": s.vcpus,
+            "overprovision": 1,
+            "allowSMT": s.smt,
+            "arch": s.arch.first().cloned().unwrap_or_else(|| "X86_64".to_owned()),
+            "flags": s.flags,
+            "ramsize": number(s.memory_mib as f64 / 1024.0),
+            "reqECC": s.require_ecc,
+            "volumes": volumes,
+            "pcidevs": pcidevs,
+            "netdevs": [],
+            "os_family": "linux",
+            "os_flavour": s.os_distribution.to_lowercase(),
+            "creation_date": daemon_date(&vm.created),
+            "states": states,
+            "provider": vm.provider,
+            "deployment_region": vm.region,
+            // elemento-cli prints the network line only when `domviewer`
+            // is present; the viewer fields have nothing in meson.
+            "network_config": {"ipv4": vm.ipv4, "mac": mac},
+            "viewer": null,
+            "domviewer": null,
+            "mesos": {"provider": vm.provider, "price": price},
+        },
+    })
+}
+
+/// A field of a JSON object, `null` counting as absent.
+fn get<'a>(o: &'a Value, key: &str) -> Option<&'a Value> {
+    o.get(key).filter(|v| !v.is_null())
+}
+
+/// Daemon booleans: `true`, `"True"`, `1` (meson reads them the same way).
+fn passthrough(v: Option<&Value>) -> Option<Value> {
+    v.cloned()
+}
+
+/// A daemon specfile, flat (`slots`, `ramsize`, ...) or a template as
+/// elemento-cli sends it (`cpu{slots,...}`, `ram{ramsize,...}`), as meson's
+/// VM request. `vm_name` is the name to use; `quote`: for `/v1/quotes`.
+pub fn specfile_to_vm(body: &Value, vm_name: &str) -> DResult<Value> {
+    if !body.is_object() {
+        return Err(Detail::field(
+            "body",
+            "must be a JSON object (the specfile)",
+        ));
+    }
+    let cpu_src = get(body, "cpu").filter(|c| c.is_object()).unwrap_or(body);
+    let ram_src = get(body, "ram").filter(|r| r.is_object()).unwrap_or(body);
+    let slots = get(cpu_src, "slots").ok_or_else(|| Detail::field("slots", "is required"))?;
+    let ramsize =
+        get(ram_src, "ramsize").ok_or_else(|| Detail::field("ramsize", "is required (MiB)"))?;
+    let mut cpu = Map::new();
+    cpu.insert("numberOfCores".into(), slots.clone());
+    if let Some(v) = passthrough(get(cpu_src, "allowSMT")) {
+        cpu.insert("smtEnabled".into(), v);
+    }
+    if let Some(v) = get(cpu_src, "archs").or_else(|| get(cpu_src, "arch")) {
+        let v = match v {
+            Value::String(s) => json!([s.to_uppercase()]),
+            Value::Array(a) => Value::Array(
+                a.iter()
+                    .map(|x| x.as_str().map_or(x.clone(), |s| json!(s.to_uppercase())))
+                    .collect(),
+            ),
+            other => other.clone(),
+        };
+        cpu.insert("arch".into(), v);
+    }
+    if let Some(v) = get(cpu_src, "flags") {
+        cpu.insert("flags".into(), v.clone());
+    }
+    if let Some(v) = get(cpu_src, "min_frequency").or_else(|| get(body, "min_frequency")) {
+        cpu.insert("min_frequency".into(), v.clone());
+    }
+    let mut mem = Map::new();
+    mem.insert("capacity".into(), ramsize.clone());
+    if let Some(v) = passthrough(get(ram_src, "reqECC")) {
+        mem.insert("requireECC".into(), v);
+    }
+    let mut req = Map::new();
+    req.insert("cpu".into(), Value::Object(cpu));
+    req.insert("mem".into(), Value::Object(mem));
+    if let Some(pci) = get(body, "pci") {
+        match pci {
+            Value::Array(list) => {
+                req.insert("pci".into(), json!({"devices": list}));
+            }
+            _ => {
+                return Err(Detail::field(
+                    "pci",
+                    "must be a list of {vendor, model, quantity}",
+                ));
+            }
+        }
+    }
+    if let Some(misc) = get(body, "misc") {
+        if let Some(family) = get(misc, "os_family") {
+            let family = family.as_str().unwrap_or_default();
+            if !family.eq_ignore_ascii_case("linux") {
+                return Err(Detail::field(
+                    "misc.os_family",
+                    format!("meson runs Linux guests only, not {family:?}"),
+                ));
+            }
+        }
+        if let Some(flavour) = get(misc, "os_flavour") {
+            req.insert("misc".into(), json!({"osDistribution": flavour}));
+        }
+    }
+    let mut out = json!({
+        "specs": {"req": Value::Object(req), "vm_name": vm_name},
+    });
+    // `<provider>.mesos.elemento.cloud` picks a provider; a host IP or
+    // anything else leaves the placement to meson.
+    if let Some(ip) = get(body, "ip_address").and_then(Value::as_str)
+        && let Some(p) = ip.strip_suffix(".mesos.elemento.cloud")
+    {
+        out["provider"] = json!(p);
+    }
+    if let Some(p) = get(body, "provider").and_then(Value::as_str) {
+        out["provider"] = json!(p);
+    }
+    Ok(out)
+}
+
+/// meson's VM request fields back to the specfile's names.
+pub fn specfile_field(meson: &str) -> String {
+    const MAP: &[(&str, &str)] = &[
+        ("specs.req.cpu.numberOfCores", "slots"),
+        ("specs.req.cpu.smtEnabled", "allowSMT"),
+        ("specs.req.cpu.numberOfThreads", "allowSMT"),
+        ("specs.req.cpu.arch", "archs"),
+        ("specs.req.cpu.flags", "flags"),
+        ("specs.req.cpu.min_frequency", "min_frequency"),
+        ("specs.req.mem.capacity", "ramsize"),
+        ("specs.req.mem.requireECC", "reqECC"),
+        ("specs.req.pci.devices", "pci"),
+        ("specs.req.misc.osDistribution", "misc.os_flavour"),
+        ("specs.vm_name", "info.vm_name"),
+        ("specs.volumes", "volumes"),
+        ("provider", "ip_address"),
+    ];
+    for (from, to) in MAP {
+        if let Some(rest) = meson.strip_prefix(from) {
+            return format!("{to}{rest}");
+        }
+    }
+    meson.to_owned()
+}
+
+/// `POST /canallocate`'s answer: meson's quotes as `mesos[]`.
+pub fn canallocate(q: &mt::quote::QuoteResponse) -> Value {
+    let mesos: Vec<Value> = q
+        .quotes
+        .iter()
+        .map(|x| {
+            json!({"provider": x.provider, "region": x.region,
+                   "price": {"hour": x.price.hourly, "month": x.price.monthly, "unit": x.price.currency}})
+        })
+        .collect();
+    json!({"canallocate": !mesos.is_empty(), "nservers": mesos.len(), "mesos": mesos})
+}
+
+// --- networks
+
+/// A meson network as the network daemon lists it.
+pub fn network_object(n: &mt::network::Network) -> Value {
+    let bits = n
+        .cidr
+        .split_once('/')
+        .and_then(|(_, b)| b.parse::<u8>().ok())
+        .unwrap_or(24);
+    let dhcp = n
+        .dhcp
+        .then(|| json!({"start": n.range.start, "end": n.range.last, "hosts": []}));
+    json!({
+        "network_uid": n.id,
+        "network_name": n.name,
+        "type": "libvirt",
+        "mode": "nat",
+        "private": true,
+        "status": n.status,
+        "creator_uid": null,
+        "servers": [],
+        "device_name": null,
+        "libvirt_network": null,
+        "ip": {"address": format!("{}/{bits}", n.gateway), "net_bits": bits, "dhcp": dhcp},
+        "routes": [],
+        "cidr": n.cidr,
+        "vms": n.vms,
+        "creation_date": daemon_date(&n.created),
+    })
+}
+
+/// The network daemon's create body as meson's.
+pub fn network_create(body: &Value) -> DResult<Value> {
+    let name = get(body, "network_name")
+        .or_else(|| get(body, "name"))
+        .ok_or_else(|| Detail::field("network_name", "is required"))?;
+    if let Some(t) = get(body, "type").and_then(Value::as_str)
+        && t != "libvirt"
+    {
+        return Err(Detail::field(
+            "type",
+            format!("meson offers libvirt networks only, not {t:?}"),
+        ));
+    }
+    let ip = get(body, "ip").ok_or_else(|| {
+        Detail::field(
+            "ip.address",
+            "is required (the gateway's CIDR, e.g. 192.168.101.1/24)",
+        )
+    })?;
+    let address = get(ip, "address").and_then(Value::as_str).ok_or_else(|| {
+        Detail::field(
+            "ip.address",
+            "is required (the gateway's CIDR, e.g. 192.168.101.1/24)",
+        )
+    })?;
+    let net: ipnet::Ipv4Net = address
+        .parse()
+        .map_err(|_| Detail::field("ip.address", format!("{address:?} is not an IPv4 CIDR")))?;
+    let mut out = json!({
+        "name": name,
+        "cidr": net.trunc().to_string(),
+        "gateway": net.addr().to_string(),
+    });
+    match get(ip, "dhcp") {
+        Some(d) => {
+            out["dhcp"] = json!(true);
+            if let (Some(start), Some(end)) = (get(d, "start"), get(d, "end")) {
+                out["dhcp_range"] = json!({"start": start, "last": end});
+            }
+        }
+        None => out["dhcp"] = json!(false),
+    }
+    Ok(out)
+}
+
+pub fn network_field(meson: &str) -> String {
+    match meson {
+        "name" => "network_name".into(),
+        "cidr" | "gateway" => "ip.address".into(),
+        "dhcp" => "ip.dhcp".into(),
+        m if m.starts_with("dhcp_range") => "ip.dhcp".into(),
+        m => m.to_owned(),
+    }
+}
+
+// --- KaaS
+
+/// The KaaS row (`running`): `provisioning` while meson creates.
+pub fn kaas_status(status: &str) -> &str {
+    match status {
+        "creating" => "provisioning",
+        other => other,
+    }
+}
+
+pub fn kaas_row(c: &mt::cluster::Cluster) -> Value {
+    json!({
+        "service_type": "kaas",
+        "service_uuid": c.id,
+        "billing_uuid": null,
+        "cluster_name": c.name,
+        "provider": c.provider,
+        "status": kaas_status(&c.status),
+        "version": c.kubernetes_version,
+        "network_cidr": c.network.cidr,
+        "location": c.region.clone().unwrap_or_default(),
+    })
+}
+
+/// `running/{uuid}`: the row with what a detail page shows.
+pub fn kaas_detail(c: &mt::cluster::Cluster) -> Value {
+    let mut row = kaas_row(c);
+    row["endpoint"] = json!(c.control_plane.endpoint);
+    row["error_message"] = json!(c.error_message);
+    row["created"] = json!(daemon_date(&c.created));
+    row["update_policy"] = json!(c.update_policy);
+    row["controlplane_ha"] = json!(c.control_plane.nodes > 1);
+    row["nodepools"] = c
+        .pools
+        .iter()
+        .map(|p| {
+            json!({"pool_name": p.name, "autoscale": p.autoscale, "min_nodes": p.min_nodes,
+                   "max_nodes": p.max_nodes, "desired_nodes": p.desired_nodes,
+                   "current_nodes": p.current_nodes,
+                   "specs": {"cpu_cores": p.specs.cpu, "ram_gb": number(p.specs.ram as f64 / 1024.0),
+                             "storage_gb": p.specs.storage, "gpu": p.specs.gpu}})
+        })
+        .collect();
+    row
+}
+
+/// Expands the form's slash-separated keys (`nodes_subnet/network`) into
+/// nested objects, at every level; a nested key wins over a flat one.
+pub fn expand_slash_keys(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => {
+            let mut out = Map::new();
+            let (flat, nested): (Vec<_>, Vec<_>) = m.iter().partition(|(k, _)| k.contains('/'));
+            for (k, val) in flat {
+                let mut parts: Vec<&str> = k.split('/').collect();
+                let last = parts.pop().unwrap_or_default();
+                let mut cur = &mut out;
+                for p in parts {
+                    let entry = cur.entry(p.to_owned()).or_insert_with(|| json!({}));
+                    if !entry.is_object() {
+                        *entry = json!({});
+                    }
+                    cur = entry.as_object_mut().expect("an object");
+                }
+                cur.insert(last.to_owned(), expand_slash_keys(val));
+            }
+            for (k, val) in nested {
+                let val = expand_slash_keys(val);
+                match (out.get_mut(k.as_str()), &val) {
+                    (Some(Value::Object(existing)), Value::Object(new)) => {
+                        for (nk, nv) in new {
+                            existing.insert(nk.clone(), nv.clone());
+                        }
+                    }
+                    _ => {
+                        out.insert(k.clone(), val);
+                    }
+                }
+            }
+            Value::Object(out)
+        }
+        Value::Array(a) => Value::Array(a.iter().map(expand_slash_keys).collect()),
+        other => other.clone(),
+    }
+}
+
+/// The Electros KaaS form as meson's KaaS request. Translation only:
+/// ranges, names and versions are meson's to check.
+pub fn kaas_form(body: &Value) -> DResult<Value> {
+    let form = expand_slash_keys(body);
+    if !form.is_object() {
+        return Err(Detail::field(
+            "body",
+            "must be a JSON object (the KaaS form)",
+        ));
+    }
+    let name = get(&form, "name")
+        .ok_or_else(|| Detail::field("name", "is required"))?
+        .as_str()
+        .ok_or_else(|| Detail::field("name", "must be a string"))?;
+    let billing = match get(&form, "billing_frequency").map(|b| b.as_str().unwrap_or_default()) {
+        None => None,
+        Some("day" | "week") => Some("HOURLY"),
+        Some("month" | "year") => Some("MONTHLY"),
+        Some(other) => {
+            return Err(Detail::field(
+                "billing_frequency",
+                format!("must be day, week, month or year, not {other:?}"),
+            ));
+        }
+    };
+    let pools = get(&form, "nodepools")
+        .ok_or_else(|| Detail::field("nodepools", "is required (at least one pool)"))?
+        .as_array()
+        .ok_or_else(|| Detail::field("nodepools", "must be a list"))?;
+    let mut nodepool = Vec::new();
+    for (i, p) in pools.iter().enumerate() {
+        if !p.is_object() {
+            return Err(Detail::field(
+                &format!("nodepools[{i}]"),
+                "must be an object",
+            ));
+        }
+        if let Some(s) = get(p, "shared_storage_gb")
+            && s.as_f64().is_some_and(|x| x > 0.0)
+        {
+            return Err(Detail::field(
+                &format!("nodepools[{i}].shared_storage_gb"),
+                "meson has no shared storage for node pools: leave it at 0",
+            ));
+        }
+        let mut pool = Map::new();
+        for key in [
+            "pool_name",
+            "autoscale",
+            "min_nodes",
+            "max_nodes",
+            "desired_nodes",
+        ] {
+            if let Some(v) = get(p, key) {
+                let v = match (key, v) {
+                    ("pool_name", Value::String(s)) => json!(s.to_lowercase()),
+                    _ => v.clone(),
+                };
+                pool.insert(key.to_owned(), v);
+            }
+        }
+        if !pool.contains_key("desired_nodes")
+            && let Some(min) = get(p, "min_nodes")
+        {
+            pool.insert("desired_nodes".into(), min.clone());
+        }
+        if let Some(specs) = get(p, "specs") {
+            let mut s = Map::new();
+            if let Some(v) = get(specs, "cpu_cores") {
+                s.insert("cpu".into(), v.clone());
+            }
+            if let Some(v) = get(specs, "ram_gb") {
+                let gb = v.as_f64().ok_or_else(|| {
+                    Detail::field(
+                        &format!("nodepools[{i}].specs.ram_gb"),
+                        "must be a number (GB)",
+                    )
+                })?;
+                s.insert("ram".into(), number(gb * 1024.0));
+            }
+            if let Some(v) = get(specs, "storage_gb") {
+                s.insert("storage".into(), v.clone());
+            }
+            if let Some(v) = get(specs, "gpu") {
+                s.insert("gpu".into(), v.clone());
+            }
+            pool.insert("specs".into(), Value::Object(s));
+        }
+        if let Some(b) = billing {
+            pool.insert("billing".into(), json!(b));
+        }
+        nodepool.push(Value::Object(pool));
+    }
+    let subnet = get(&form, "nodes_subnet")
+        .cloned()
+        .unwrap_or_else(|| json!({}));
+    let mut nodes_subnet = Map::new();
+    if let Some(d) = get(&subnet, "dhcp") {
+        nodes_subnet.insert("dhcp".into(), d.clone());
+    }
+    // The form's default subnet when the client sent none.
+    let network = get(&subnet, "network")
+        .or_else(|| get(&subnet, "subnet_netmask"))
+        .cloned()
+        .unwrap_or_else(|| json!("192.170.5.0/24"));
+    // The form has no DHCP range; meson wants one that leaves an address
+    // outside it for the cluster's API endpoint. Keep the subnet's first
+    // addresses (10, or 2 in a small subnet) out of the range.
+    let dhcp = get(&subnet, "dhcp").is_none_or(|d| match d {
+        Value::Bool(b) => *b,
+        Value::String(s) => s.eq_ignore_ascii_case("true"),
+        Value::Number(n) => n.as_u64() != Some(0),
+        _ => true,
+    });
+    if dhcp
+        && get(&subnet, "start_address").is_none()
+        && get(&subnet, "last_address").is_none()
+        && let Some((start, last)) = network.as_str().and_then(dhcp_range)
+    {
+        nodes_subnet.insert("start_address".into(), json!(start));
+        nodes_subnet.insert("last_address".into(), json!(last));
+    }
+    for key in ["start_address", "last_address", "gateway"] {
+        if let Some(v) = get(&subnet, key) {
+            nodes_subnet.insert(key.into(), v.clone());
+        }
+    }
+    nodes_subnet.insert("subnet_netmask".into(), network);
+    let mut req = json!({
+        "name": name.to_lowercase(),
+        "nodepool": nodepool,
+        "nodes_subnet": Value::Object(nodes_subnet),
+    });
+    if let Some(v) = get(&form, "update_policy") {
+        req["update_policy"] = v.clone();
+    }
+    if let Some(v) = get(&form, "kubernetes_version") {
+        req["kubernetes_version"] = v.clone();
+    }
+    if let Some(ha) = get(&form, "controlplane_ha") {
+        let ha = match ha {
+            Value::Bool(b) => *b,
+            Value::String(s) if s.eq_ignore_ascii_case("true") => true,
+            Value::String(s) if s.eq_ignore_ascii_case("false") => false,
+            _ => return Err(Detail::field("controlplane_ha", "must be true or false")),
+        };
+        req["control_plane"] = json!({"nodes": if ha { 3 } else { 1 }});
+    }
+    let mut out = json!({ "req": req });
+    for key in ["region", "provider", "continent"] {
+        if let Some(v) = get(&form, key) {
+            out[key] = v.clone();
+        }
+    }
+    Ok(out)
+}
+
+/// A DHCP range for a subnet given without one: its usable addresses but
+/// the first few (kept for the gateway and the API endpoint).
+fn dhcp_range(cidr: &str) -> Option<(String, String)> {
+    let net: ipnet::Ipv4Net = cidr.trim().parse().ok()?;
+    let hosts: Vec<std::net::Ipv4Addr> = net.trunc().hosts().collect();
+    let keep = if hosts.len() > 32 { 10 } else { 2 };
+    let start = hosts.get(keep)?;
+    let last = hosts.last()?;
+    Some((start.to_string(), last.to_string()))
+}
+
+/// meson's KaaS fields back to the form's names.
+pub fn kaas_field(meson: &str) -> String {
+    let s = meson.strip_prefix("req.").unwrap_or(meson);
+    let s = s
+        .replace("nodepool[", "nodepools[")
+        .replace("specs.cpu", "specs.cpu_cores")
+        .replace("specs.ram", "specs.ram_gb")
+        .replace("specs.storage", "specs.storage_gb")
+        .replace("nodes_subnet.subnet_netmask", "nodes_subnet.network")
+        .replace("control_plane.nodes", "controlplane_ha");
+    if s == "nodepool" {
+        "nodepools".to_owned()
+    } else {
+        s
+    }
+}
+
+/// `kaas/cancreate`: one entry per provider that can host the cluster.
+pub fn kaas_cancreate(q: &mt::quote::KaasQuoteResponse) -> Value {
+    let mut servers: Vec<Value> = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    for p in &q.placements {
+        if !seen.insert(p.provider.clone()) {
+            continue;
+        }
+        servers.push(json!({
+            "cancreate": true,
+            "provider": p.provider,
+            "target": format!("{}-{}", p.provider, p.region),
+            "region": p.region,
+            "carbon_footprint": null,
+            "billing": [],
+            "price": {"hour": p.price.hourly, "month": p.price.monthly, "unit": p.price.currency},
+        }));
+    }
+    json!({"nservers": servers.len(), "servers": servers})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates_as_the_gui_parses_them() {
+        let t = DateTime::parse_from_rfc3339("2026-03-07T04:05:06Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        assert_eq!(daemon_date(&t), "3/7/2026, 04:05:06");
+    }
+
+    #[test]
+    fn template_and_flat_specfiles() {
+        let t = json!({"info": {"name": "neon"}, "cpu": {"slots": 2, "allowSMT": false,
+            "archs": ["X86_64"], "flags": ["sse2"]}, "ram": {"ramsize": 2048, "reqECC": false},
+            "pci": [], "misc": {"os_family": "Linux"}});
+        let v = specfile_to_vm(&t, "neon-1").unwrap();
+        assert_eq!(v["specs"]["req"]["cpu"]["numberOfCores"], 2);
+        assert_eq!(v["specs"]["req"]["mem"]["capacity"], 2048);
+        assert_eq!(v["specs"]["vm_name"], "neon-1");
+        let flat = json!({"slots": 4, "ramsize": 4096, "archs": ["X86_64"],
+            "misc": {"os_family": "linux", "os_flavour": "ubuntu"},
+            "ip_address": "ovh.mesos.elemento.cloud"});
+        let v = specfile_to_vm(&flat, "x").unwrap();
+        assert_eq!(v["provider"], "ovh");
+        assert_eq!(v["specs"]["req"]["misc"]["osDistribution"], "ubuntu");
+        let e = specfile_to_vm(
+            &json!({"slots": 1, "ramsize": 512, "misc": {"os_family": "Windows"}}),
+            "x",
+        )
+        .unwrap_err();
+        assert_eq!(e.fields[0]["name"], "misc.os_family");
+        assert_eq!(
+            specfile_to_vm(&json!({"ramsize": 1}), "x")
+                .unwrap_err()
+                .fields[0]["name"],
+            "slots"
+        );
+        assert_eq!(specfile_field("specs.req.mem.capacity"), "ramsize");
+    }
+
+    #[test]
+    fn electros_kaas_form_nested_and_flat() {
+        let nested = json!({"name": "My-Cluster", "nodepools": [{"pool_name": "p1", "autoscale": false,
+            "min_nodes": 1, "max_nodes": 3, "shared_storage_gb": 0,
+            "specs": {"cpu_cores": 2, "ram_gb": 4, "storage_gb": 32, "gpu": 0}}],
+            "nodes_subnet": {"dhcp": true, "network": "192.170.5.0/24"}, "update_policy": "MANUAL",
+            "kubernetes_version": "1.34", "controlplane_ha": true, "region": "fr-par",
+            "billing_frequency": "month"});
+        let v = kaas_form(&nested).unwrap();
+        assert_eq!(v["req"]["name"], "my-cluster");
+        assert_eq!(v["req"]["nodepool"][0]["specs"]["ram"], 4096);
+        assert_eq!(v["req"]["nodepool"][0]["desired_nodes"], 1);
+        assert_eq!(v["req"]["nodepool"][0]["billing"], "MONTHLY");
+        assert_eq!(v["req"]["nodes_subnet"]["subnet_netmask"], "192.170.5.0/24");
+        assert_eq!(v["req"]["nodes_subnet"]["start_address"], "192.170.5.11");
+        assert_eq!(v["req"]["nodes_subnet"]["last_address"], "192.170.5.254");
+        assert_eq!(v["req"]["control_plane"]["nodes"], 3);
+        assert_eq!(v["region"], "fr-par");
+
+        let flat = json!({"name": "c", "nodes_subnet/network": "10.1.0.0/24", "nodes_subnet/dhcp": true,
+            "nodepools": [{"pool_name": "p", "min_nodes": 1, "max_nodes": 1, "specs/cpu_cores": 2,
+            "specs/ram_gb": 2, "specs/storage_gb": 40}]});
+        let v = kaas_form(&flat).unwrap();
+        assert_eq!(v["req"]["nodes_subnet"]["subnet_netmask"], "10.1.0.0/24");
+        assert_eq!(v["req"]["nodepool"][0]["specs"]["cpu"], 2);
+
+        let mut bad = nested.clone();
+        bad["nodepools"][0]["shared_storage_gb"] = json!(10);
+        assert_eq!(
+            kaas_form(&bad).unwrap_err().fields[0]["name"],
+            "nodepools[0].shared_storage_gb"
+        );
+        assert_eq!(
+            kaas_field("req.nodepool[0].specs.ram"),
+            "nodepools[0].specs.ram_gb"
+        );
+    }
+
+    #[test]
+    fn network_bodies() {
+        let v = network_create(&json!({"network_name": "n", "type": "libvirt", "mode": "nat",
+            "ip": {"address": "192.168.101.1/24", "dhcp": {"start": "192.168.101.10", "end": "192.168.101.99"}}}))
+        .unwrap();
+        assert_eq!(v["cidr"], "192.168.101.0/24");
+        assert_eq!(v["gateway"], "192.168.101.1");
+        assert_eq!(v["dhcp_range"]["last"], "192.168.101.99");
+        let e =
+            network_create(&json!({"network_name": "n", "ip": {"address": "nope"}})).unwrap_err();
+        assert_eq!(e.fields[0]["name"], "ip.address");
+    }
+}

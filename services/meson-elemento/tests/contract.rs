@@ -1,0 +1,926 @@
+//! The daemons' contract against a real meson: shapes, units, dates,
+//! NDJSON, content types, errors, sessions, tenancy, and every catalogued
+//! route mounted.
+
+#[path = "../../../tests/e2e/harness.rs"]
+#[allow(dead_code)]
+mod harness;
+
+use harness::Meson;
+use meson_elemento::catalog::{Daemon, ROUTES};
+use meson_elemento::{Config, Gateway};
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+use std::time::Duration;
+
+/// The gateway on free ports in front of `m`, on loopback.
+async fn gateway(m: &Meson) -> Gateway {
+    Gateway::start(Config::new(&m.base).any_ports())
+        .await
+        .expect("gateway starts")
+}
+
+struct Reply {
+    status: StatusCode,
+    content_type: String,
+    text: String,
+    set_cookie: Option<String>,
+}
+
+impl Reply {
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.text)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {:?}", self.text))
+    }
+}
+
+/// A caller of the gateway: by bearer token, by cookie, or by nothing (the
+/// loopback process session).
+#[derive(Clone)]
+struct Caller {
+    http: reqwest::Client,
+    bearer: Option<String>,
+    cookie: Option<String>,
+}
+
+impl Caller {
+    fn anonymous() -> Caller {
+        Caller {
+            http: reqwest::Client::new(),
+            bearer: None,
+            cookie: None,
+        }
+    }
+
+    fn bearer(token: &str) -> Caller {
+        Caller {
+            bearer: Some(token.to_owned()),
+            ..Caller::anonymous()
+        }
+    }
+
+    async fn call(&self, method: Method, url: &str, body: Option<&Value>) -> Reply {
+        let mut req = self.http.request(method, url);
+        if let Some(t) = &self.bearer {
+            req = req.bearer_auth(t);
+        }
+        if let Some(c) = &self.cookie {
+            req = req.header("cookie", c);
+        }
+        if let Some(b) = body {
+            req = req.json(b);
+        }
+        let res = req.send().await.expect("request sent");
+        let status = res.status();
+        let content_type = res
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_owned();
+        let set_cookie = res
+            .headers()
+            .get("set-cookie")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        Reply {
+            status,
+            content_type,
+            text: res.text().await.expect("body"),
+            set_cookie,
+        }
+    }
+
+    async fn get(&self, url: &str) -> Reply {
+        self.call(Method::GET, url, None).await
+    }
+
+    async fn post(&self, url: &str, body: &Value) -> Reply {
+        self.call(Method::POST, url, Some(body)).await
+    }
+}
+
+/// `http://addr/base/path` on `daemon`'s own listener.
+fn url(gw: &Gateway, d: Daemon, path: &str) -> String {
+    format!(
+        "http://{}{}{path}",
+        gw.addr(d).expect("listening"),
+        d.base()
+    )
+}
+
+/// Polls `f` until it returns `Some` (bounded: `limit`).
+async fn until<T, F, Fut>(what: &str, limit: Duration, mut f: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        if let Some(v) = f().await {
+            return v;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{what}: not after {limit:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn is_daemon_date(s: &str) -> bool {
+    // M/D/YYYY, HH:MM:SS
+    let Some((date, time)) = s.split_once(", ") else {
+        return false;
+    };
+    let d: Vec<&str> = date.split('/').collect();
+    let t: Vec<&str> = time.split(':').collect();
+    d.len() == 3
+        && d[0].len() <= 2
+        && d[1].len() <= 2
+        && d[2].len() == 4
+        && d.iter().all(|x| x.parse::<u32>().is_ok())
+        && t.len() == 3
+        && t.iter().all(|x| x.len() == 2 && x.parse::<u32>().is_ok())
+}
+
+fn neon() -> Value {
+    json!({"info": {"name": "neon", "description": "x"},
+           "cpu": {"slots": 2, "overprovision": 1, "allowSMT": false, "archs": ["X86_64"], "flags": []},
+           "ram": {"ramsize": 2048, "reqECC": false}, "pci": [],
+           "misc": {"os_family": "Linux"}})
+}
+
+#[tokio::test]
+async fn login_status_and_the_process_session() {
+    let m = Meson::start().await;
+    let gw = gateway(&m).await;
+    let anon = Caller::anonymous();
+
+    for d in Daemon::ALL {
+        let r = anon.get(&format!("http://{}/", gw.addr(d).unwrap())).await;
+        assert_eq!(r.status, StatusCode::OK, "{}: {}", d.name(), r.text);
+        assert!(r.content_type.starts_with("application/json"));
+    }
+    let r = anon.get(&url(&gw, Daemon::Compute, "/status")).await;
+    assert_eq!(r.status, StatusCode::UNAUTHORIZED);
+    assert_eq!(r.json(), json!({"detail": "Not authenticated"}));
+    let r = anon.get(&url(&gw, Daemon::Auth, "/status")).await;
+    assert_eq!(r.json()["authenticated"], false);
+
+    // The username must be the token's subject; the password a token meson takes.
+    let bad = anon
+        .post(
+            &url(&gw, Daemon::Auth, "/login"),
+            &json!({"username": "someone", "password": m.token}),
+        )
+        .await;
+    assert_eq!(bad.status, StatusCode::UNAUTHORIZED, "{}", bad.text);
+    assert_eq!(bad.json()["authenticated"], false);
+    assert!(bad.json()["detail"].as_str().unwrap().contains("username"));
+    let forged = format!("{}x", &m.token[..m.token.len() - 1]);
+    let r = anon
+        .post(
+            &url(&gw, Daemon::Auth, "/login"),
+            &json!({"username": "dev", "password": forged}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::UNAUTHORIZED, "{}", r.text);
+    let r = anon.get(&url(&gw, Daemon::Compute, "/status")).await;
+    assert_eq!(
+        r.status,
+        StatusCode::UNAUTHORIZED,
+        "a refused login opens no session"
+    );
+
+    let ok = anon
+        .post(
+            &url(&gw, Daemon::Auth, "/login"),
+            &json!({"username": "dev", "password": m.token}),
+        )
+        .await;
+    assert_eq!(ok.status, StatusCode::OK, "{}", ok.text);
+    assert_eq!(ok.json()["authenticated"], true);
+    let cookie = ok.set_cookie.clone().expect("a session cookie");
+    assert!(
+        cookie.starts_with("meson_session=") && cookie.contains("HttpOnly"),
+        "{cookie}"
+    );
+
+    // Loopback: the process session serves callers that send nothing.
+    let st = anon.get(&url(&gw, Daemon::Auth, "/status")).await;
+    let s = st.json();
+    assert_eq!(s["authenticated"], true);
+    assert_eq!(s["username"], "dev");
+    assert_eq!(s["org_id"], "dev");
+    assert_eq!(s["role"], "ORGOWNER");
+    assert!(s["limits"]["max_vms"].is_i64(), "{s}");
+    assert!(!st.text.contains(&m.token), "the token is never echoed");
+    assert_eq!(
+        anon.get(&url(&gw, Daemon::Auth, "/status/authenticated"))
+            .await
+            .json(),
+        json!({"authenticated": true})
+    );
+    let again = anon
+        .get(&format!(
+            "{}?username=dev&password={}",
+            url(&gw, Daemon::Auth, "/login"),
+            m.token
+        ))
+        .await;
+    assert_eq!(again.json()["authenticated"], true);
+
+    let out = anon
+        .post(&url(&gw, Daemon::Auth, "/logout"), &json!({}))
+        .await;
+    assert_eq!(out.status, StatusCode::OK);
+    assert_eq!(
+        anon.get(&url(&gw, Daemon::Compute, "/status")).await.status,
+        StatusCode::UNAUTHORIZED
+    );
+    gw.shutdown().await;
+    m.stop().await;
+}
+
+#[tokio::test]
+async fn compute_templates_quotes_and_a_vm_lifecycle() {
+    let m = Meson::start().await;
+    let gw = gateway(&m).await;
+    let me = Caller::bearer(&m.token);
+
+    let t = me.get(&url(&gw, Daemon::Compute, "/templates")).await;
+    assert_eq!(t.status, StatusCode::OK, "{}", t.text);
+    let templates = t.json();
+    let neon_t = templates
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["info"]["name"] == "neon")
+        .expect("neon")
+        .clone();
+    assert_eq!(neon_t["ram"]["ramsize"], 2048, "MiB");
+    assert_eq!(neon_t["cpu"]["slots"], 2);
+    assert!(neon_t["cpu"]["archs"].is_array() && neon_t["pci"].is_array());
+    let argon = templates
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["info"]["name"] == "argon")
+        .unwrap();
+    assert_eq!(
+        argon["pci"][0],
+        json!({"vendor": "10de", "model": "1bb1", "quantity": 1})
+    );
+
+    let q = me
+        .post(&url(&gw, Daemon::Compute, "/canallocate"), &neon())
+        .await;
+    assert_eq!(q.status, StatusCode::OK, "{}", q.text);
+    let q = q.json();
+    assert_eq!(q["canallocate"], true);
+    assert!(q["nservers"].as_u64().unwrap() >= 1);
+    let first = &q["mesos"][0];
+    assert!(first["provider"].is_string() && first["region"].is_string());
+    assert!(first["price"]["hour"].is_number() && first["price"]["month"].is_number());
+    assert!(first["price"]["unit"].is_string());
+
+    let mut bad = neon();
+    bad["cpu"]["slots"] = json!(0);
+    let r = me
+        .post(&url(&gw, Daemon::Compute, "/canallocate"), &bad)
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.text);
+    assert!(
+        r.json()["detail"].as_str().unwrap().contains("slots"),
+        "{}",
+        r.text
+    );
+    assert_eq!(r.json()["fields"][0]["name"], "slots");
+    let mut win = neon();
+    win["misc"]["os_family"] = json!("Windows");
+    let r = me.post(&url(&gw, Daemon::Compute, "/register"), &win).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert_eq!(r.json()["fields"][0]["name"], "misc.os_family");
+    let r = me
+        .post(
+            &url(&gw, Daemon::Compute, "/canallocate/multiple"),
+            &json!([neon(), neon()]),
+        )
+        .await;
+    assert_eq!(r.json().as_array().unwrap().len(), 2, "{}", r.text);
+
+    // The flat specfile of the GUI, with a name.
+    let spec = json!({"slots": 1, "overprovision": 2, "allowSMT": false, "archs": ["X86_64"],
+        "flags": [], "ramsize": 1024, "reqECC": false, "pci": [],
+        "misc": {"os_family": "linux", "os_flavour": "ubuntu"}, "info": {"vm_name": "gui-vm"}});
+    let r = me
+        .post(&url(&gw, Daemon::Compute, "/register"), &spec)
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    let id = r.json()["uniqueID"].as_str().unwrap().to_owned();
+
+    let row = until(
+        "the VM runs with an address",
+        Duration::from_secs(60),
+        || async {
+            let rows = me.get(&url(&gw, Daemon::Compute, "/status")).await.json();
+            let row = rows
+                .as_array()?
+                .iter()
+                .find(|r| r["uniqueID"] == id.as_str())?
+                .clone();
+            (row["states"] == "running" && row["req_json"]["network_config"]["ipv4"].is_string())
+                .then_some(row)
+        },
+    )
+    .await;
+    let rj = &row["req_json"];
+    assert_eq!(rj["vm_name"], "gui-vm");
+    assert_eq!(rj["slots"], 1);
+    assert_eq!(rj["ramsize"], 1, "GB");
+    assert_eq!(rj["os_family"], "linux");
+    assert_eq!(rj["os_flavour"], "ubuntu");
+    assert!(
+        is_daemon_date(rj["creation_date"].as_str().unwrap()),
+        "{}",
+        rj["creation_date"]
+    );
+    assert!(rj["volumes"].is_array() && rj["netdevs"].is_array() && rj["pcidevs"].is_array());
+    let boot = &rj["volumes"][0];
+    assert_eq!(boot["size"].as_u64().unwrap() % 1_000_000_000, 0, "bytes");
+    assert!(boot["servers"].as_array().is_some_and(|s| !s.is_empty()));
+    assert!(row["serverurl"].as_str().unwrap().starts_with("https://"));
+    assert!(rj["mesos"]["provider"].is_string());
+
+    let r = me
+        .post(
+            &url(&gw, Daemon::Compute, "/stop"),
+            &json!({"local_index": id}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    until("the VM is shut off", Duration::from_secs(60), || async {
+        let rows = me.get(&url(&gw, Daemon::Compute, "/status")).await.json();
+        rows.as_array()?
+            .iter()
+            .any(|r| r["uniqueID"] == id.as_str() && r["states"] == "shut off")
+            .then_some(())
+    })
+    .await;
+    let r = me
+        .post(&url(&gw, Daemon::Compute, "/start"), &json!({"vm_uid": id}))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+
+    let r = me
+        .post(
+            &url(&gw, Daemon::Compute, "/unregister"),
+            &json!({"local_index": "nope"}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert_eq!(r.json()["fields"][0]["name"], "local_index");
+    let r = me
+        .post(
+            &url(&gw, Daemon::Compute, "/unregister"),
+            &json!({"local_index": uuid::Uuid::new_v4()}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.text);
+    assert!(r.json()["detail"].is_string());
+
+    until("the VM can be deleted", Duration::from_secs(60), || async {
+        let r = me
+            .post(
+                &url(&gw, Daemon::Compute, "/unregister"),
+                &json!({"local_index": id}),
+            )
+            .await;
+        (r.status == StatusCode::OK).then_some(())
+    })
+    .await;
+    until("the VM is gone", Duration::from_secs(60), || async {
+        let rows = me.get(&url(&gw, Daemon::Compute, "/status")).await.json();
+        (!rows
+            .as_array()?
+            .iter()
+            .any(|r| r["uniqueID"] == id.as_str()))
+        .then_some(())
+    })
+    .await;
+    assert_eq!(m.inventory_counts().0, 0, "nothing left on AtomOS");
+    gw.shutdown().await;
+    m.stop().await;
+}
+
+#[tokio::test]
+async fn networks() {
+    let m = Meson::start().await;
+    let gw = gateway(&m).await;
+    let me = Caller::bearer(&m.token);
+    let body = json!({"network_name": "backend", "type": "libvirt", "mode": "nat", "private": true,
+        "ip": {"address": "192.168.101.1/24", "dhcp": {"start": "192.168.101.10", "end": "192.168.101.99"}}});
+    let r = me.post(&url(&gw, Daemon::Network, "/create"), &body).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    let n = r.json();
+    let id = n["network_uid"].as_str().unwrap().to_owned();
+    assert_eq!(n["network_name"], "backend");
+    assert_eq!(n["ip"]["address"], "192.168.101.1/24");
+    assert_eq!(n["ip"]["net_bits"], 24);
+    assert_eq!(n["ip"]["dhcp"]["end"], "192.168.101.99");
+
+    let list = me.get(&url(&gw, Daemon::Network, "/list")).await.json();
+    assert!(
+        list.as_array()
+            .unwrap()
+            .iter()
+            .any(|x| x["network_uid"] == id.as_str())
+    );
+    let info = me
+        .post(
+            &url(&gw, Daemon::Network, "/info"),
+            &json!({"network_uid": id}),
+        )
+        .await;
+    assert_eq!(info.json()["network"]["network_uid"], id.as_str());
+    let info = me
+        .get(&format!(
+            "{}?network_uid={id}",
+            url(&gw, Daemon::Network, "/info")
+        ))
+        .await;
+    assert_eq!(info.json()["network"]["network_name"], "backend");
+
+    let r = me
+        .post(
+            &url(&gw, Daemon::Network, "/create"),
+            &json!({"network_name": "x", "ip": {"address": "nope"}}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert_eq!(r.json()["fields"][0]["name"], "ip.address");
+    let r = me
+        .post(
+            &url(&gw, Daemon::Network, "/create"),
+            &json!({"network_name": "bad_name!", "ip": {"address": "10.9.0.1/24"}}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.text);
+    assert_eq!(
+        r.json()["fields"][0]["name"],
+        "network_name",
+        "meson's field, the daemon's name"
+    );
+
+    let r = me
+        .call(
+            Method::DELETE,
+            &url(&gw, Daemon::Network, "/delete"),
+            Some(&json!({"network_uid": id})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    until("the network is gone", Duration::from_secs(30), || async {
+        let list = me.get(&url(&gw, Daemon::Network, "/list")).await.json();
+        (!list
+            .as_array()?
+            .iter()
+            .any(|x| x["network_uid"] == id.as_str()))
+        .then_some(())
+    })
+    .await;
+    gw.shutdown().await;
+    m.stop().await;
+}
+
+/// The Electros KaaS form, nested as its slash-separated keys say.
+fn kaas_form(name: &str) -> Value {
+    json!({"name": name, "nodepools": [{"pool_name": "p1", "autoscale": false, "min_nodes": 1,
+        "max_nodes": 2, "shared_storage_gb": 0,
+        "specs": {"cpu_cores": 2, "ram_gb": 4, "storage_gb": 32, "gpu": 0}}],
+        "nodes_subnet": {"dhcp": true, "network": "192.170.5.0/24"}, "update_policy": "MANUAL",
+        "kubernetes_version": "1.29", "controlplane_ha": false, "billing_frequency": "month"})
+}
+
+fn ndjson(r: &Reply) -> Vec<Value> {
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    assert!(
+        r.content_type.starts_with("application/x-ndjson"),
+        "{}",
+        r.content_type
+    );
+    assert!(
+        r.text.is_empty() || r.text.ends_with('\n'),
+        "every line ends with \\n"
+    );
+    r.text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect()
+}
+
+#[tokio::test]
+async fn kaas_from_the_electros_form_to_deletion() {
+    let m = Meson::start().await;
+    let gw = gateway(&m).await;
+    let me = Caller::bearer(&m.token);
+    // Electros' web build: one origin, services under /api/v1.0/service.
+    let web = format!(
+        "http://{}/api/v1.0/service/kaas",
+        gw.single_origin_addr().unwrap()
+    );
+
+    let empty = me.get(&format!("{web}/running")).await;
+    assert_eq!(ndjson(&empty), Vec::<Value>::new());
+    assert_eq!(empty.text, "");
+
+    let q = me
+        .post(&format!("{web}/cancreate"), &kaas_form("Web-Cluster"))
+        .await;
+    assert_eq!(q.status, StatusCode::OK, "{}", q.text);
+    let q = q.json();
+    assert!(q["nservers"].as_u64().unwrap() >= 1);
+    assert_eq!(q["servers"][0]["cancreate"], true);
+
+    let mut bad = kaas_form("c");
+    bad["nodepools"][0]["specs"]["ram_gb"] = json!(100000);
+    let r = me.post(&format!("{web}/create"), &bad).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.text);
+    assert!(
+        r.json()["detail"]
+            .as_str()
+            .unwrap()
+            .contains("nodepools[0].specs.ram_gb"),
+        "{}",
+        r.text
+    );
+    let mut bad = kaas_form("c");
+    bad["nodepools"][0]["shared_storage_gb"] = json!(5);
+    assert_eq!(
+        me.post(&format!("{web}/create"), &bad).await.status,
+        StatusCode::BAD_REQUEST
+    );
+    assert_eq!(
+        ndjson(&me.get(&format!("{web}/running")).await).len(),
+        0,
+        "nothing half-written"
+    );
+
+    let r = me
+        .post(&format!("{web}/create"), &kaas_form("Web-Cluster"))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    let created = r.json();
+    let id = created["service_uuid"].as_str().unwrap().to_owned();
+    assert_eq!(created["cluster_name"], "web-cluster");
+    assert_eq!(created["status"], "provisioning");
+
+    let rows = ndjson(&me.get(&format!("{web}/running")).await);
+    assert_eq!(rows.len(), 1);
+    let row = &rows[0];
+    for key in [
+        "cluster_name",
+        "service_uuid",
+        "status",
+        "version",
+        "network_cidr",
+        "location",
+    ] {
+        assert!(row[key].is_string(), "{key} in {row}");
+    }
+    assert_eq!(row["network_cidr"], "192.170.5.0/24");
+    assert!(row["version"].as_str().unwrap().starts_with("1.29."));
+    assert!(row.get("provider").is_some());
+
+    until("the cluster runs", Duration::from_secs(120), || async {
+        let rows = ndjson(&me.get(&format!("{web}/running")).await);
+        (rows.first()?["status"] == "running").then_some(())
+    })
+    .await;
+    // The same cluster on the service daemon's own port.
+    let one = me
+        .get(&url(&gw, Daemon::Service, &format!("/kaas/running/{id}")))
+        .await;
+    assert_eq!(one.status, StatusCode::OK, "{}", one.text);
+    assert_eq!(one.json()["service_uuid"], id.as_str());
+    assert!(one.json()["endpoint"].is_string());
+    assert!(is_daemon_date(one.json()["created"].as_str().unwrap()));
+
+    let cred = me.get(&format!("{web}/credentials/{id}")).await;
+    assert_eq!(cred.status, StatusCode::OK, "{}", cred.text);
+    assert!(
+        cred.content_type.starts_with("text/plain"),
+        "{}",
+        cred.content_type
+    );
+    verify_kubeconfig(&m, &cred.text);
+
+    let missing = me
+        .get(&format!("{web}/running/{}", uuid::Uuid::new_v4()))
+        .await;
+    assert_eq!(missing.status, StatusCode::NOT_FOUND);
+    assert!(missing.json()["detail"].is_string());
+    let other = me.get(&url(&gw, Daemon::Service, "/dbaas/running")).await;
+    assert_eq!(other.status, StatusCode::NOT_IMPLEMENTED);
+    assert!(other.json()["detail"].as_str().unwrap().contains("dbaas"));
+
+    let del = me
+        .call(
+            Method::DELETE,
+            &format!("{web}/delete"),
+            Some(&json!({"service_uuid": id})),
+        )
+        .await;
+    assert_eq!(del.status, StatusCode::OK, "{}", del.text);
+    until("the row is gone", Duration::from_secs(120), || async {
+        ndjson(&me.get(&format!("{web}/running")).await)
+            .is_empty()
+            .then_some(())
+    })
+    .await;
+    gw.shutdown().await;
+    m.stop().await;
+}
+
+/// The kubeconfig names the cluster's endpoint, carries a CA, and its
+/// client certificate is signed by a CA the cluster's API server trusts
+/// (the client-CA bundle its control-plane nodes' user-data writes).
+fn verify_kubeconfig(m: &Meson, text: &str) {
+    use base64::Engine;
+    let kc: serde_yaml_ng::Value = serde_yaml_ng::from_str(text).expect("YAML");
+    let b64 = |v: &serde_yaml_ng::Value| {
+        base64::engine::general_purpose::STANDARD
+            .decode(v.as_str().expect("a string"))
+            .expect("base64")
+    };
+    assert!(
+        kc["clusters"][0]["cluster"]["server"]
+            .as_str()
+            .unwrap()
+            .starts_with("https://")
+    );
+    let ca_pem = b64(&kc["clusters"][0]["cluster"]["certificate-authority-data"]);
+    let (_, ca) = x509_parser::pem::parse_x509_pem(&ca_pem).expect("CA PEM");
+    assert!(ca.parse_x509().expect("CA").is_ca());
+    let cert_pem = b64(&kc["users"][0]["user"]["client-certificate-data"]);
+    let (_, cert) = x509_parser::pem::parse_x509_pem(&cert_pem).expect("cert PEM");
+    let cert = cert.parse_x509().expect("cert");
+
+    const BUNDLE: &str = "/etc/kubernetes/pki/meson-client-ca.crt";
+    let bundle: String = m
+        .sim()
+        .hosts()
+        .iter()
+        .flat_map(|h| h.inventory().volumes)
+        .flat_map(|v| v.files)
+        .map(|f| f.content)
+        .filter(|c| c.starts_with("#cloud-config") && c.contains(BUNDLE))
+        .find_map(|c| {
+            let doc: serde_yaml_ng::Value = serde_yaml_ng::from_str(&c).ok()?;
+            doc["write_files"]
+                .as_sequence()?
+                .iter()
+                .find(|f| f["path"].as_str() == Some(BUNDLE))?["content"]
+                .as_str()
+                .map(str::to_owned)
+        })
+        .expect("a control-plane node's client-CA bundle");
+    let trusted = x509_parser::pem::Pem::iter_from_buffer(bundle.as_bytes()).any(|p| {
+        let p = p.expect("PEM");
+        let ca = p.parse_x509().expect("a CA");
+        cert.verify_signature(Some(ca.public_key())).is_ok()
+    });
+    assert!(
+        trusted,
+        "the client certificate is signed by a CA the API server trusts"
+    );
+}
+
+/// A path of the route table with its parameters filled in.
+fn concrete(path: &str) -> String {
+    path.replace("{service}", "kaas")
+        .replace("{service_uuid}", &uuid::Uuid::new_v4().to_string())
+        .replace("{file}", "supported_providers")
+        .split('/')
+        .map(|seg| if seg.starts_with('{') { "x" } else { seg })
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+#[tokio::test]
+async fn every_catalogued_route_is_mounted() {
+    let m = Meson::start().await;
+    let gw = gateway(&m).await;
+    let me = Caller::bearer(&m.token);
+    let single = gw.single_origin_addr().unwrap();
+    let mut not_supported = 0;
+    for (d, method, path) in ROUTES {
+        let path = concrete(path);
+        let own = format!("http://{}{path}", gw.addr(*d).unwrap());
+        let mut urls = vec![own];
+        if path != "/" && path != "/version" {
+            urls.push(format!("http://{single}{path}"));
+        }
+        if *d == Daemon::Service && path != "/" {
+            urls.push(format!(
+                "http://{single}{}",
+                path.replace("/api/v1.0/client/service", "/api/v1.0/service")
+            ));
+        }
+        for u in urls {
+            let method = Method::from_bytes(method.as_bytes()).unwrap();
+            let r = me.call(method.clone(), &u, Some(&json!({}))).await;
+            let body: Value = serde_json::from_str(&r.text).unwrap_or(Value::Null);
+            assert!(
+                r.status != StatusCode::METHOD_NOT_ALLOWED
+                    && body["detail"] != "Not Found"
+                    && !(r.status == StatusCode::NOT_FOUND && r.text.is_empty()),
+                "{} {method} {u}: unmounted ({} {})",
+                d.name(),
+                r.status,
+                r.text
+            );
+            if r.status == StatusCode::NOT_IMPLEMENTED {
+                assert!(body["detail"].is_string(), "{method} {u}: {}", r.text);
+                not_supported += 1;
+            }
+            if !r.status.is_success()
+                && r.status != StatusCode::NOT_IMPLEMENTED
+                && !r.text.is_empty()
+            {
+                assert!(
+                    body["detail"].is_string(),
+                    "{method} {u}: {} {}",
+                    r.status,
+                    r.text
+                );
+            }
+        }
+    }
+    assert!(not_supported > 0);
+    // What no daemon has is a JSON 404, not a bare one.
+    let r = me
+        .get(&format!("http://{single}/api/v1.0/client/vm/nope"))
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+    assert_eq!(r.json(), json!({"detail": "Not Found"}));
+    // Target stubs: every provider of meson fully supports KaaS.
+    let sp = me
+        .get(&url(&gw, Daemon::Target, "/configs/supported_providers"))
+        .await
+        .json();
+    let (_, first) = sp.as_object().unwrap().iter().next().expect("a provider");
+    assert!(
+        first["services"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["sub_type"] == "kaas" && s["support_level"] == "full")
+    );
+    let c = me
+        .get(&url(&gw, Daemon::Target, "/connections/me"))
+        .await
+        .json();
+    assert!(c["max_connections"].as_u64().unwrap() > 0);
+    let g = me.get(&url(&gw, Daemon::Target, "/grants/me")).await.json();
+    assert!(g["targets"].is_array() && g["scenarios"].is_array() && g["target_grants"].is_array());
+    gw.shutdown().await;
+    m.stop().await;
+}
+
+#[tokio::test]
+async fn a_tenant_sees_nothing_of_another() {
+    let m = Meson::start().await;
+    let gw = gateway(&m).await;
+    let a = Caller::bearer(&m.token("tenanta", "alice", meson_api::Role::Admin));
+    let b = Caller::bearer(&m.token("tenantb", "bob", meson_api::Role::Admin));
+
+    let vm = a
+        .post(
+            &url(&gw, Daemon::Compute, "/register"),
+            &json!({"slots": 1, "ramsize": 512, "info": {"vm_name": "a-vm"}}),
+        )
+        .await;
+    assert_eq!(vm.status, StatusCode::OK, "{}", vm.text);
+    let vm_id = vm.json()["uniqueID"].as_str().unwrap().to_owned();
+    let net = a
+        .post(
+            &url(&gw, Daemon::Network, "/create"),
+            &json!({"network_name": "a-net", "ip": {"address": "10.7.0.1/24"}}),
+        )
+        .await;
+    assert_eq!(net.status, StatusCode::OK, "{}", net.text);
+    let net_id = net.json()["network_uid"].as_str().unwrap().to_owned();
+    let kaas = a
+        .post(
+            &url(&gw, Daemon::Service, "/kaas/create"),
+            &kaas_form("a-cluster"),
+        )
+        .await;
+    assert_eq!(kaas.status, StatusCode::OK, "{}", kaas.text);
+    let kaas_id = kaas.json()["service_uuid"].as_str().unwrap().to_owned();
+
+    assert_eq!(
+        b.get(&url(&gw, Daemon::Compute, "/status")).await.json(),
+        json!([])
+    );
+    assert_eq!(
+        b.get(&url(&gw, Daemon::Network, "/list")).await.json(),
+        json!([])
+    );
+    assert_eq!(
+        ndjson(&b.get(&url(&gw, Daemon::Service, "/kaas/running")).await).len(),
+        0
+    );
+    for (u, body) in [
+        (
+            url(&gw, Daemon::Network, "/info"),
+            json!({"network_uid": net_id}),
+        ),
+        (
+            url(&gw, Daemon::Compute, "/unregister"),
+            json!({"local_index": vm_id}),
+        ),
+        (
+            url(&gw, Daemon::Compute, "/stop"),
+            json!({"local_index": vm_id}),
+        ),
+    ] {
+        assert_eq!(b.post(&u, &body).await.status, StatusCode::NOT_FOUND, "{u}");
+    }
+    for u in [
+        url(&gw, Daemon::Service, &format!("/kaas/running/{kaas_id}")),
+        url(
+            &gw,
+            Daemon::Service,
+            &format!("/kaas/credentials/{kaas_id}"),
+        ),
+    ] {
+        assert_eq!(b.get(&u).await.status, StatusCode::NOT_FOUND, "{u}");
+    }
+    let r = b
+        .call(
+            Method::DELETE,
+            &url(&gw, Daemon::Service, "/kaas/delete"),
+            Some(&json!({"service_uuid": kaas_id})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+    // Still A's.
+    assert_eq!(
+        a.get(&url(&gw, Daemon::Compute, "/status"))
+            .await
+            .json()
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    assert_eq!(
+        ndjson(&a.get(&url(&gw, Daemon::Service, "/kaas/running")).await).len(),
+        1
+    );
+    gw.shutdown().await;
+    m.stop().await;
+}
+
+#[tokio::test]
+async fn beyond_loopback_tls_or_an_explicit_override() {
+    let mut cfg = Config::new("http://127.0.0.1:1").any_ports();
+    cfg.bind = "0.0.0.0".parse().unwrap();
+    let err = Gateway::start(cfg)
+        .await
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(
+        err.contains("without TLS") && err.contains("--insecure-http"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn a_taken_port_is_named_or_moved() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    let mut cfg = Config::new("http://127.0.0.1:1").any_ports();
+    cfg.ports = vec![(Daemon::Compute, port)];
+    cfg.single_origin_port = None;
+    let err = Gateway::start(cfg.clone())
+        .await
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(
+        err.contains("--compute-port") && err.contains(&port.to_string()),
+        "{err}"
+    );
+    cfg.fallback_ports = true;
+    let gw = Gateway::start(cfg).await.expect("moved");
+    let moved: Vec<_> = gw.moved().collect();
+    assert_eq!(moved.len(), 1);
+    assert_eq!(moved[0].moved_from, Some(port));
+    assert!(gw.describe()[0].contains("MOVED"));
+    gw.shutdown().await;
+}
