@@ -242,22 +242,7 @@ impl PrivatePostgres {
                 );
                 port
             }
-            None => {
-                let port = free_port()?;
-                let mut cmd = pg.command(&pg.bins.pg_ctl);
-                cmd.arg("start")
-                    .arg("-D")
-                    .arg(&pg.dir)
-                    .arg("-w")
-                    .args(["-t", "60"]);
-                cmd.arg("-l")
-                    .arg(pg.dir.join("server.log"))
-                    .arg("-o")
-                    .arg(format!("-p {port}"));
-                pg.run(&mut cmd, "pg_ctl start").await?;
-                tracing::info!(port, "started the private PostgreSQL");
-                port
-            }
+            None => pg.start_server().await?,
         };
         pg.url = format!(
             "postgres://{APP_ROLE}:{APP_ROLE}@127.0.0.1:{}/{APP_DATABASE}",
@@ -265,6 +250,51 @@ impl PrivatePostgres {
         );
         pg.ensure_database().await?;
         Ok(pg)
+    }
+
+    /// Starts the server on a free port. A port taken between choosing it
+    /// and the server binding it (another process got it first) is retried
+    /// on another; any other failure carries the end of the server's log.
+    async fn start_server(&self) -> anyhow::Result<u16> {
+        const TRIES: usize = 3;
+        let log = self.dir.join("server.log");
+        for attempt in 1..=TRIES {
+            let port = free_port()?;
+            let mut cmd = self.command(&self.bins.pg_ctl);
+            cmd.arg("start")
+                .arg("-D")
+                .arg(&self.dir)
+                .arg("-w")
+                .args(["-t", "60"]);
+            cmd.arg("-l").arg(&log).arg("-o").arg(format!("-p {port}"));
+            let before = tokio::fs::metadata(&log).await.map_or(0, |m| m.len());
+            match self.run(&mut cmd, "pg_ctl start").await {
+                Ok(()) => {
+                    tracing::info!(port, "started the private PostgreSQL");
+                    return Ok(port);
+                }
+                Err(e) => {
+                    let text = tokio::fs::read(&log).await.unwrap_or_default();
+                    let start = usize::try_from(before).unwrap_or(0).min(text.len());
+                    let tail = String::from_utf8_lossy(&text[start..]);
+                    if attempt < TRIES && tail.contains("could not bind") {
+                        tracing::info!(
+                            port,
+                            "port taken meanwhile; starting PostgreSQL on another"
+                        );
+                        continue;
+                    }
+                    let tail: Vec<&str> = tail.lines().rev().take(8).collect();
+                    let tail: Vec<&str> = tail.into_iter().rev().collect();
+                    return Err(e.context(format!(
+                        "PostgreSQL did not start; the end of {}:\n{}",
+                        log.display(),
+                        tail.join("\n")
+                    )));
+                }
+            }
+        }
+        unreachable!("the last try returns")
     }
 
     /// The cluster's directory.
