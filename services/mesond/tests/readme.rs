@@ -139,16 +139,11 @@ struct Dev(Child);
 
 impl Drop for Dev {
     fn drop(&mut self) {
+        // SIGTERM: mesond dev finishes or releases its jobs within its grace
+        // period, then stops its PostgreSQL; waiting is therefore bounded.
         let pid = self.0.id().to_string();
         let _ = Command::new("kill").args(["-TERM", &pid]).status();
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.0.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        let _ = self.0.kill();
+        let _ = self.0.wait();
     }
 }
 
