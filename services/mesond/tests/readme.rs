@@ -10,9 +10,11 @@
 //! needs Docker, a Kubernetes cluster, or a tool the test machine lacks);
 //! the reason is mandatory.
 
+mod support;
+
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
+use support::{Mesond, Scratch};
 
 const SKIP: &str = "<!-- readme-test: skip:";
 
@@ -106,14 +108,6 @@ fn every_skipped_block_says_why() {
     }
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// `mesonctl`, built beside `mesond` (`cargo test --workspace` builds every
 /// binary; a lone `cargo test -p mesond` builds it here).
 fn mesonctl_dir() -> PathBuf {
@@ -133,61 +127,21 @@ fn mesonctl_dir() -> PathBuf {
     dir
 }
 
-/// Kills the dev server (and through its SIGTERM handling its PostgreSQL)
-/// even when the test fails half-way.
-struct Dev(Child);
-
-impl Drop for Dev {
-    fn drop(&mut self) {
-        // SIGTERM: mesond dev finishes or releases its jobs within its grace
-        // period, then stops its PostgreSQL; waiting is therefore bounded.
-        let pid = self.0.id().to_string();
-        let _ = Command::new("kill").args(["-TERM", &pid]).status();
-        let _ = self.0.wait();
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_readme_runs_as_written() {
     let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
-    let dir = std::env::temp_dir().join(format!("readme-{}", uuid::Uuid::new_v4().simple()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let scratch = Scratch::new(0o755);
+    let dir = &scratch.dir;
     std::os::unix::fs::symlink(
         repo_root().join("examples").canonicalize().unwrap(),
         dir.join("examples"),
     )
     .unwrap();
-
-    let port = free_port();
-    let base = format!("http://127.0.0.1:{port}");
-    let mut dev = Dev(Command::new(env!("CARGO_BIN_EXE_mesond"))
-        .arg("dev")
-        .current_dir(&dir)
-        .env_remove("DATABASE_URL")
-        .env_remove("MESON_DATA_DIR")
-        .env("MESON_HTTP_ADDR", format!("127.0.0.1:{port}"))
-        .env("MESON_GRPC_ADDR", "127.0.0.1:0")
-        .env("MESON_AUTOSCALER_ADDR", "127.0.0.1:0")
-        .env("MESON_SIM_BOOT_MS", "200")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("mesond starts"));
+    // Started as the README says, from the directory the blocks run in.
+    let mut dev = Mesond::spawn(dir, &[]);
     let http = reqwest::Client::new();
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        if let Some(status) = dev.0.try_wait().unwrap() {
-            panic!("mesond dev exited early: {status}");
-        }
-        if let Ok(r) = http.get(format!("{base}/readyz")).send().await
-            && r.status().is_success()
-        {
-            break;
-        }
-        assert!(Instant::now() < deadline, "mesond dev not ready in 120 s");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    dev.wait_ready(&http).await;
+    let base = dev.base.clone();
 
     let mut script = String::from("set -euo pipefail\n");
     for b in sh_blocks(&readme).iter().filter(|b| b.skip.is_none()) {
@@ -203,9 +157,9 @@ async fn the_readme_runs_as_written() {
     let run = Command::new("bash")
         .arg("-c")
         .arg(&script)
-        .current_dir(&dir)
+        .current_dir(dir)
         .env("PATH", path)
-        .env("HOME", &dir)
+        .env("HOME", dir)
         .env_remove("MESON_URL")
         .env_remove("MESON_TOKEN")
         .env_remove("MESON_DATA_DIR")
@@ -225,6 +179,5 @@ async fn the_readme_runs_as_written() {
         kubeconfig.contains("kind: Config") && kubeconfig.contains("certificate-authority-data"),
         "{kubeconfig}"
     );
-    drop(dev);
-    let _ = std::fs::remove_dir_all(&dir);
+    assert!(dev.terminate().await.success(), "{}", dev.output());
 }
