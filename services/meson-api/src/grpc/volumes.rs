@@ -43,7 +43,12 @@ impl pb::volume_service_server::VolumeService for Svc {
                         .ok_or_else(|| Error::invalid("kind", "must be boot, cloudinit or data"))
                 })
                 .transpose()?;
-            let (volumes, total) = self.0.app.volume_list(&p, page, vm, kind).await?;
+            let filter = meson_db::volumes::VolumeFilter {
+                vm,
+                kind,
+                standalone: None,
+            };
+            let (volumes, total) = self.0.app.volume_list(&p, page, &filter).await?;
             let (meta, _) = pagination("/v1/volumes", page, total);
             Ok(pb::ListVolumesResponse {
                 volumes: volumes
