@@ -3,6 +3,7 @@
 //! input, the storage quota, another tenant's ids, conflicts and locks.
 
 use crate::harness::{Meson, seed_vm};
+use crate::quotas::usage_matches_recount;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
@@ -283,10 +284,21 @@ async fn volumes_count_against_the_storage_quota() {
         .cloned()
         .unwrap();
     assert_eq!(storage["current"], 60, "{q}");
+    assert_eq!(usage_matches_recount(&m).await.storage_gb, 60);
     // Deleted, it no longer counts.
     let id = v["id"].as_str().unwrap();
     wait_ok(&m, &m.delete(&format!("/v1/volumes/{id}")).await).await;
-    create_volume(&m, json!({"name": "more", "size": 60})).await;
+    assert_eq!(usage_matches_recount(&m).await.storage_gb, 0);
+    let v = create_volume(&m, json!({"name": "more", "size": 60})).await;
+    // Attached, it counts once: the VM's own disks (50 GB) beside it.
+    let mut body = seed_vm();
+    body["volumes"] = json!([v["id"]]);
+    body.as_object_mut().unwrap().remove("provider");
+    body["specs"]["volumes"] = json!([]);
+    body["specs"]["vm_name"] = "small".into();
+    let r = m.post("/v1/vms", &body).await;
+    wait_ok(&m, &r).await;
+    assert_eq!(usage_matches_recount(&m).await.storage_gb, 80);
     m.stop().await;
 }
 

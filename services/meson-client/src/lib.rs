@@ -1,8 +1,8 @@
 //! The Rust SDK of meson's REST API.
 //!
 //! - Typed calls answering meson's own wire types (`meson-types`).
-//! - Retries on the retryable errors only: `conflict` (an idempotent create
-//!   still running elsewhere), `rate_limit_exceeded` (after `Retry-After`),
+//! - Retries on the retryable errors only: `conflict` on a create (its
+//!   idempotent first attempt still running elsewhere), `rate_limit_exceeded` (after `Retry-After`),
 //!   `timeout`, 502/504 and connection failures; never `locked`,
 //!   `invalid_input` and the like. Jittered exponential backoff, capped.
 //! - Every create carries an `Idempotency-Key`, the same on each retry, so
@@ -202,10 +202,12 @@ impl Client {
                     let err = api_error(res).await;
                     let retryable = match &err {
                         Error::Api { code, status, .. } => {
-                            matches!(
-                                code.as_str(),
-                                "conflict" | "rate_limit_exceeded" | "timeout"
-                            ) || *status == 502
+                            // `conflict` on a create is its key still in use
+                            // by the first attempt; elsewhere (a delete of a
+                            // volume still attached) it is final.
+                            (code == "conflict" && key.is_some())
+                                || matches!(code.as_str(), "rate_limit_exceeded" | "timeout")
+                                || *status == 502
                                 || *status == 504
                         }
                         _ => false,
