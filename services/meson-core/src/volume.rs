@@ -219,11 +219,6 @@ impl VolumeCreate {
                 .unwrap_or_else(|| crate::Error::invalid("(body)", "invalid request"))),
         }
     }
-
-    /// Whether `t` meets the request's provider/continent/region constraints.
-    pub fn allows(&self, t: &Target) -> bool {
-        t.meets([&self.provider, &self.continent, &self.region])
-    }
 }
 
 #[cfg(test)]
@@ -262,7 +257,8 @@ mod tests {
         assert_eq!(v.provider.as_deref(), Some("ionos"));
         assert_eq!(v.labels["env"], "prod");
         assert_eq!(v.warnings.len(), 1);
-        assert!(v.allows(&targets[0]) && !v.allows(&target("ovh", "fr")));
+        let constraints = [&v.provider, &v.continent, &v.region];
+        assert!(targets[0].meets(constraints) && !target("ovh", "fr").meets(constraints));
     }
 
     #[test]
