@@ -348,6 +348,16 @@ async fn a_volume_pins_the_vm_to_its_host() {
     // A VM that asks for another provider cannot have it.
     let mut body = seed_vm();
     body["volumes"] = json!([id]);
+    // A quote says it does not check the pin.
+    let q = m.post("/v1/quotes", &body).await;
+    assert_eq!(q.status, StatusCode::OK, "{}", q.body);
+    assert!(
+        q.body["warnings"]
+            .as_array()
+            .is_some_and(|w| w.iter().any(|w| w["field"] == "volumes")),
+        "{}",
+        q.body
+    );
     let r = m.post("/v1/vms", &body).await;
     assert_eq!(r.rejected_fields(), ["volumes[0]"], "{}", r.body);
 
