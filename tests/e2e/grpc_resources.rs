@@ -139,6 +139,141 @@ fn rejected_fields(e: &tonic::Status) -> Vec<String> {
 }
 
 #[tokio::test]
+async fn a_standalone_volume_is_created_attached_and_deleted_over_grpc() {
+    let m = Meson::start().await;
+    let ch = channel(&m).await;
+    let mut volumes = VolumeServiceClient::new(ch.clone());
+    let mut vms = pb::vm_service_client::VmServiceClient::new(ch.clone());
+    let created = volumes
+        .create_volume(authed(
+            pb::CreateVolumeRequest {
+                name: "data".into(),
+                size: 8,
+                provider: "ionos".into(),
+                labels: [("tier".to_owned(), "db".to_owned())].into(),
+                ..Default::default()
+            },
+            &m.token,
+        ))
+        .await
+        .expect("create")
+        .into_inner();
+    let v = created.volume.expect("volume");
+    assert_eq!(
+        (v.status.as_str(), v.standalone, v.vm.as_deref()),
+        ("creating", true, None)
+    );
+    let done = wait(
+        &ch,
+        &m.token,
+        &created.action.unwrap().id,
+        Duration::from_secs(30),
+    )
+    .await;
+    assert_eq!(done.status, "success", "{done:?}");
+    let get = |id: String| pb::GetVolumeRequest { id };
+    let v = volumes
+        .get_volume(authed(get(v.id.clone()), &m.token))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(v.status, "available");
+    assert!(
+        v.host.as_deref().is_some_and(|h| h.starts_with("ionos")),
+        "{v:?}"
+    );
+    assert_eq!(v.labels["tier"], "db");
+    let renamed = volumes
+        .update_volume(authed(
+            pb::UpdateVolumeRequest {
+                id: v.id.clone(),
+                name: Some("data-2".into()),
+                labels: None,
+            },
+            &m.token,
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(renamed.volume.unwrap().name, "data-2");
+
+    // Attached by a VM's create; an attached volume cannot be deleted.
+    let mut req = seed_vm("with-data");
+    req.volumes = vec![v.id.clone()];
+    let vm = vms
+        .create_vm(authed(req, &m.token))
+        .await
+        .unwrap()
+        .into_inner();
+    let done = wait(
+        &ch,
+        &m.token,
+        &vm.action.unwrap().id,
+        Duration::from_secs(30),
+    )
+    .await;
+    assert_eq!(done.status, "success", "{done:?}");
+    let vm = vm.vm.unwrap();
+    assert!(
+        vm.volumes.iter().any(|x| x.id == v.id && x.standalone),
+        "{vm:?}"
+    );
+    let del = pb::DeleteVolumeRequest { id: v.id.clone() };
+    let e = volumes
+        .delete_volume(authed(del.clone(), &m.token))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::FailedPrecondition, "{e:?}");
+    let standalone = volumes
+        .list_volumes(authed(
+            pb::ListVolumesRequest {
+                standalone: Some(true),
+                ..Default::default()
+            },
+            &m.token,
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(standalone.volumes.len(), 1);
+    assert_eq!(
+        standalone.volumes[0].attached_to.as_deref(),
+        Some(vm.id.as_str())
+    );
+
+    // Free again once the VM is gone, then deleted.
+    let a = vms
+        .delete_vm(authed(pb::DeleteVmRequest { id: vm.id.clone() }, &m.token))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        wait(&ch, &m.token, &a.id, Duration::from_secs(30))
+            .await
+            .status,
+        "success"
+    );
+    let a = volumes
+        .delete_volume(authed(del, &m.token))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(a.command, "delete_volume");
+    assert_eq!(
+        wait(&ch, &m.token, &a.id, Duration::from_secs(30))
+            .await
+            .status,
+        "success"
+    );
+    let e = volumes
+        .get_volume(authed(get(v.id), &m.token))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::NotFound);
+    m.stop().await;
+}
+
+#[tokio::test]
 async fn a_network_is_created_listed_renamed_and_deleted_over_grpc() {
     let m = Meson::start().await;
     let ch = channel(&m).await;

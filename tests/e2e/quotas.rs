@@ -28,7 +28,7 @@ async fn quota(m: &Meson, name: &str) -> Value {
 
 /// The usage the triggers keep for the dev tenant must be what a count from
 /// scratch finds, whatever happened before.
-async fn usage_matches_recount(m: &Meson) -> meson_core::quota::Resources {
+pub(crate) async fn usage_matches_recount(m: &Meson) -> meson_core::quota::Resources {
     let tenant = meson_core::TenantId("dev".into());
     let pool = &m.dev().pool;
     let (kept, counted) = meson_db::scope::system(async {

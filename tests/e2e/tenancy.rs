@@ -31,13 +31,31 @@ async fn one_of_everything(m: &Meson) -> Owned {
         "network",
         r.body["network"]["id"].as_str().unwrap().to_owned(),
     );
+    // A standalone volume, attached to the VM.
+    let r = m
+        .post(
+            "/v1/volumes",
+            &json!({"name": "owned", "size": 5, "provider": "ionos"}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    ids.insert(
+        "volume",
+        r.body["volume"]["id"].as_str().unwrap().to_owned(),
+    );
+    let created = m
+        .wait_action(r.body["action"]["id"].as_str().unwrap())
+        .await;
+    assert_eq!(created["status"], "success", "{created}");
     let mut vm = seed_vm();
     vm["networks"] = json!([ids["network"]]);
+    vm["volumes"] = json!([ids["volume"]]);
     let r = m.post("/v1/vms", &vm).await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
     ids.insert("vm", r.body["vm"]["id"].as_str().unwrap().to_owned());
+    // The VM's own boot volume: no route names it here, no answer may show it.
     ids.insert(
-        "volume",
+        "vm_volume",
         r.body["vm"]["volumes"][0]["id"]
             .as_str()
             .unwrap()
@@ -98,9 +116,13 @@ fn body_for(operation: &str, owned: &Owned) -> Option<Value> {
             let mut vm = seed_vm();
             vm["specs"]["vm_name"] = "intruder".into();
             vm["networks"] = json!([owned.ids["network"]]);
+            vm["volumes"] = json!([owned.ids["volume"]]);
             vm
         }
-        "vm_update" | "network_update" | "cluster_update" => json!({"labels": {"owned": "no"}}),
+        "vm_update" | "network_update" | "cluster_update" | "volume_update" => {
+            json!({"labels": {"owned": "no"}})
+        }
+        "volume_create" => json!({"name": "mine", "size": 1}),
         "cluster_pool_create" => json!({"pool_name": "stolen", "desired_nodes": 1}),
         "cluster_pool_update" => json!({"desired_nodes": 2}),
         "cluster_pool_delete_nodes" => json!({"nodes": [owned.ids["node"]]}),
@@ -122,7 +144,14 @@ async fn another_tenants_token_never_reveals_a_tenants_resources_on_any_route() 
     let doc = m.get("/openapi.json").await.body;
 
     for role in [meson_api::Role::Editor, meson_api::Role::Admin] {
-        let intruder = m.token("intruder", "mallory", role);
+        // One intruder tenant per role: what the first creates (a volume)
+        // is its own, and must not count in the second's quotas.
+        let tenant = if role == meson_api::Role::Editor {
+            "intruder"
+        } else {
+            "intruder2"
+        };
+        let intruder = m.token(tenant, "mallory", role);
         // Its own quotas count nothing of the owner's.
         let q = m.call(Method::GET, "/v1/quotas", &intruder, None).await;
         for limit in q.body["quota"]["limits"].as_array().unwrap() {
@@ -176,7 +205,7 @@ async fn another_tenants_token_never_reveals_a_tenants_resources_on_any_route() 
                 if operation == "vm_create" {
                     assert!(
                         !r.status.is_success(),
-                        "a VM joined another tenant's network"
+                        "a VM joined another tenant's network or volume"
                     );
                 }
                 // Nothing the owner holds shows, but what the caller sent.
@@ -217,5 +246,9 @@ async fn another_tenants_token_never_reveals_a_tenants_resources_on_any_route() 
         .get(&format!("/v1/networks/{}", owned.ids["network"]))
         .await;
     assert_eq!(n.status, StatusCode::OK);
+    let v = m.get(&format!("/v1/volumes/{}", owned.ids["volume"])).await;
+    assert_eq!(v.body["volume"]["status"], "attached", "{}", v.body);
+    assert_eq!(v.body["volume"]["attached_to"], owned.ids["vm"].as_str());
+    assert_eq!(v.body["volume"]["labels"], json!({}));
     m.stop().await;
 }

@@ -113,6 +113,9 @@ pub const RULES: &[Rule] = &[
     // Volumes
     read("volume_list"),
     read("volume_get"),
+    write("volume_create"),
+    write("volume_update"),
+    write("volume_delete"),
     read("volume_action_list"),
     // Networks
     read("network_list"),

@@ -71,12 +71,13 @@ pub fn vm(vm: &Vm, parts: &VmParts) -> wire::Vm {
         },
         volumes: volumes
             .iter()
-            .filter(|v| v.vm_id == Some(vm.id))
+            .filter(|v| v.vm_id == Some(vm.id) || v.attached_to == Some(vm.id))
             .map(|v| wire::VmVolume {
                 id: v.id.0,
                 name: v.name.clone(),
                 size: v.size_gb,
                 kind: v.kind.as_str().to_owned(),
+                standalone: v.standalone(),
             })
             .collect(),
         private_net: parts
@@ -437,5 +438,14 @@ pub fn volume(v: &meson_core::volume::Volume) -> wire::volume::Volume {
         size: v.size_gb,
         status: v.status.as_str().to_owned(),
         vm: v.vm_id.map(|id| id.0),
+        standalone: v.standalone(),
+        attached_to: v.attached_to.map(|id| id.0),
+        labels: v.labels.clone(),
+        bootable: v.bootable,
+        readonly: v.readonly,
+        host: v.placement.as_ref().map(|p| p.host.clone()),
+        provider: v.placement.as_ref().map(|p| p.provider.clone()),
+        region: v.placement.as_ref().map(|p| p.region.clone()),
+        created: v.created,
     }
 }

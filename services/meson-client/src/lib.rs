@@ -1,8 +1,8 @@
 //! The Rust SDK of meson's REST API.
 //!
 //! - Typed calls answering meson's own wire types (`meson-types`).
-//! - Retries on the retryable errors only: `conflict` (an idempotent create
-//!   still running elsewhere), `rate_limit_exceeded` (after `Retry-After`),
+//! - Retries on the retryable errors only: `conflict` on a create (its
+//!   idempotent first attempt still running elsewhere), `rate_limit_exceeded` (after `Retry-After`),
 //!   `timeout`, 502/504 and connection failures; never `locked`,
 //!   `invalid_input` and the like. Jittered exponential backoff, capped.
 //! - Every create carries an `Idempotency-Key`, the same on each retry, so
@@ -217,10 +217,12 @@ impl Client {
                     let err = api_error(res).await;
                     let retryable = match &err {
                         Error::Api { code, status, .. } => {
-                            matches!(
-                                code.as_str(),
-                                "conflict" | "rate_limit_exceeded" | "timeout"
-                            ) || *status == 502
+                            // `conflict` on a create is its key still in use
+                            // by the first attempt; elsewhere (a delete of a
+                            // volume still attached) it is final.
+                            (code == "conflict" && key.is_some())
+                                || matches!(code.as_str(), "rate_limit_exceeded" | "timeout")
+                                || *status == 502
                                 || *status == 504
                         }
                         _ => false,
@@ -260,9 +262,30 @@ impl Client {
 
     // --- VMs
 
-    /// `POST /v1/vms` with the VM request (PRODUCT.md §1's shape).
+    /// `POST /v1/vms` with the VM request (`specs`, `provider`, ...; a
+    /// top-level `"volumes": ["<id>", ...]` attaches standalone volumes).
     pub async fn vm_create(&self, body: &Value) -> Result<wire::VmCreateResponse> {
         self.call(Method::POST, "/v1/vms", Some(body)).await
+    }
+
+    /// [`Client::vm_create`] attaching the standalone volumes `volumes`
+    /// (they pin the VM to their host; they replace any `volumes` in `body`).
+    pub async fn vm_create_with_volumes(
+        &self,
+        body: &Value,
+        volumes: &[Uuid],
+    ) -> Result<wire::VmCreateResponse> {
+        let mut body = body.clone();
+        if let Value::Object(map) = &mut body {
+            map.insert(
+                "volumes".to_owned(),
+                volumes
+                    .iter()
+                    .map(|v| Value::String(v.to_string()))
+                    .collect(),
+            );
+        }
+        self.vm_create(&body).await
     }
 
     pub async fn vm_list(&self, page: Page) -> Result<wire::VmList> {
@@ -314,6 +337,59 @@ impl Client {
             }
         }
         Ok(all)
+    }
+
+    // --- Volumes
+
+    /// `POST /v1/volumes`: a standalone volume (`creating`) and its action.
+    pub async fn volume_create(
+        &self,
+        req: &wire::volume::VolumeCreateRequest,
+    ) -> Result<wire::volume::VolumeCreateResponse> {
+        let body = to_body(req)?;
+        self.call(Method::POST, "/v1/volumes", Some(&body)).await
+    }
+
+    /// A page of the tenant's volumes (VMs' own and standalone), filtered.
+    pub async fn volume_list(
+        &self,
+        page: Page,
+        filter: &VolumeFilter,
+    ) -> Result<wire::volume::VolumeList> {
+        let mut path = format!("/v1/volumes?page={}&per_page={}", page.page, page.per_page);
+        if let Some(vm) = filter.vm {
+            path.push_str(&format!("&vm={vm}"));
+        }
+        if let Some(standalone) = filter.standalone {
+            path.push_str(&format!("&standalone={standalone}"));
+        }
+        self.get(&path).await
+    }
+
+    pub async fn volume_get(&self, id: Uuid) -> Result<wire::volume::Volume> {
+        let r: wire::volume::VolumeResponse = self.get(&format!("/v1/volumes/{id}")).await?;
+        Ok(r.volume)
+    }
+
+    /// Renames and/or relabels a standalone volume.
+    pub async fn volume_update(
+        &self,
+        id: Uuid,
+        req: &wire::volume::VolumeUpdateRequest,
+    ) -> Result<wire::volume::Volume> {
+        let body = to_body(req)?;
+        let r: wire::volume::VolumeResponse = self
+            .call(Method::PATCH, &format!("/v1/volumes/{id}"), Some(&body))
+            .await?;
+        Ok(r.volume)
+    }
+
+    /// Starts deleting a standalone volume (`conflict` while attached).
+    pub async fn volume_delete(&self, id: Uuid) -> Result<wire::Action> {
+        let r: wire::ActionResponse = self
+            .call(Method::DELETE, &format!("/v1/volumes/{id}"), None)
+            .await?;
+        Ok(r.action)
     }
 
     // --- Clusters
@@ -530,6 +606,19 @@ impl Client {
             Err(api_error(res).await)
         }
     }
+}
+
+/// Which volumes [`Client::volume_list`] returns.
+#[derive(Clone, Debug, Default)]
+pub struct VolumeFilter {
+    /// Owned by or attached to this VM.
+    pub vm: Option<Uuid>,
+    /// Only standalone volumes (`true`) or only VMs' own (`false`).
+    pub standalone: Option<bool>,
+}
+
+fn to_body(req: &impl serde::Serialize) -> Result<Value> {
+    serde_json::to_value(req).map_err(|e| Error::Config(format!("encoding the request: {e}")))
 }
 
 /// The error envelope of a failed answer.

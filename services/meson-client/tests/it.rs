@@ -290,3 +290,76 @@ async fn a_retried_create_carries_the_same_idempotency_key() {
     // Another create gets another key.
     let _ = c.vm_create(&vm("y")).await;
 }
+
+#[tokio::test]
+async fn standalone_volumes_are_created_attached_and_deleted_typed() {
+    use meson_client::VolumeFilter;
+    use meson_types::volume::{VolumeCreateRequest, VolumeUpdateRequest};
+    let m = Meson::start().await;
+    let c = client(&m);
+    let created = c
+        .volume_create(&VolumeCreateRequest {
+            name: "data".into(),
+            size: 10,
+            provider: Some("ionos".into()),
+            bootable: Some(false),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(created.volume.status, "creating");
+    c.wait_for(&[created.action.id]).await.unwrap();
+    let id = created.volume.id;
+    let v = c.volume_get(id).await.unwrap();
+    assert_eq!((v.status.as_str(), v.standalone), ("available", true));
+    let v = c
+        .volume_update(
+            id,
+            &VolumeUpdateRequest {
+                name: Some("data-2".into()),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(v.name, "data-2");
+
+    let vm = c
+        .vm_create_with_volumes(&vm("with-data"), &[id])
+        .await
+        .unwrap();
+    assert!(vm.vm.volumes.iter().any(|v| v.id == id && v.standalone));
+    c.wait_for(&[vm.action.id]).await.unwrap();
+    let attached = c
+        .volume_list(
+            Default::default(),
+            &VolumeFilter {
+                standalone: Some(true),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(attached.volumes.len(), 1);
+    assert_eq!(attached.volumes[0].attached_to, Some(vm.vm.id));
+    let all = c
+        .volume_list(Default::default(), &Default::default())
+        .await
+        .unwrap();
+    assert_eq!(all.volumes.len(), 4);
+    // Attached: refused, and not retried.
+    let e = c.volume_delete(id).await.unwrap_err();
+    assert_eq!(e.code(), Some("conflict"));
+
+    let del = c.vm_delete(vm.vm.id).await.unwrap();
+    c.wait_for(&[del.id]).await.unwrap();
+    assert_eq!(c.volume_get(id).await.unwrap().status, "available");
+    let del = c.volume_delete(id).await.unwrap();
+    assert_eq!(del.command, "delete_volume");
+    c.wait_for(&[del.id]).await.unwrap();
+    assert_eq!(
+        c.volume_get(id).await.unwrap_err().code(),
+        Some("not_found")
+    );
+    m.stop().await;
+}

@@ -53,6 +53,8 @@ pub enum Command {
     DeleteNodePool,
     UpgradeCluster,
     RotateCredentials,
+    CreateVolume,
+    DeleteVolume,
 }
 
 impl Command {
@@ -74,6 +76,8 @@ impl Command {
             Command::DeleteNodePool => "delete_node_pool",
             Command::UpgradeCluster => "upgrade_cluster",
             Command::RotateCredentials => "rotate_credentials",
+            Command::CreateVolume => "create_volume",
+            Command::DeleteVolume => "delete_volume",
         }
     }
 }

@@ -62,6 +62,12 @@ pub fn vm_data_volume_name(id: VmId, index: usize) -> String {
     format!("{}data{index}", vm_volume_prefix(id))
 }
 
+/// A standalone volume's name on AtomOS: `vol-<id without dashes>` (never
+/// a VM's prefix, so a VM's teardown cannot take it).
+pub fn volume_atomos_name(id: crate::VolumeId) -> String {
+    format!("vol-{}", id.0.simple())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

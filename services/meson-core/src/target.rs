@@ -23,6 +23,16 @@ pub struct Target {
     pub enabled: bool,
 }
 
+impl Target {
+    /// Whether the target meets `[provider, continent, region]` constraints
+    /// (each absent one allows every target).
+    pub fn meets(&self, [provider, continent, region]: [&Option<String>; 3]) -> bool {
+        provider.as_ref().is_none_or(|p| &self.provider == p)
+            && continent.as_ref().is_none_or(|c| &self.continent == c)
+            && region.as_ref().is_none_or(|r| &self.region == r)
+    }
+}
+
 /// AtomOS's default ports: compute, storage, network, auth.
 pub const DEFAULT_PORTS: [u16; 4] = [17777, 27777, 37777, 47777];
 

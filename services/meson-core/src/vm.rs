@@ -80,6 +80,9 @@ pub struct VmCreate {
     /// Private networks to attach, in NIC order (their existence and owner
     /// are checked when the VM is written).
     pub networks: Vec<crate::NetworkId>,
+    /// Standalone volumes to attach (their owner, status and host are
+    /// checked when the VM is written; they pin its placement).
+    pub volumes: Vec<crate::VolumeId>,
     pub warnings: Vec<Warning>,
 }
 
@@ -216,44 +219,13 @@ impl VmCreate {
                 .unwrap_or_else(|| crate::Error::invalid("(body)", "must be an object")));
         };
 
-        let provider = p
-            .string(&mut root, "provider", false)
-            .and_then(|(path, s)| {
-                let s = s.trim().to_ascii_lowercase();
-                if valid_provider(&s) {
-                    Some(s)
-                } else {
-                    p.errors.add(
-                        path,
-                        "must be a provider name such as ovh, ionos, gigas, arubacloud or atomos",
-                    );
-                    None
-                }
-            });
-        let mut place = |p: &mut Parser, key: &'static str, what: &str| {
-            p.string(&mut root, key, false).and_then(|(path, s)| {
-                let s = s.trim().to_ascii_lowercase();
-                if valid_provider(&s) {
-                    Some(s)
-                } else {
-                    p.errors.add(
-                        path,
-                        format!("must be a {what} name: lowercase letters, digits and '-'"),
-                    );
-                    None
-                }
-            })
-        };
-        let continent = place(&mut p, "continent", "continent");
-        let region = place(&mut p, "region", "region");
-        if let Some(targets) = targets {
-            constraint_errors(targets, [&provider, &continent, &region], &mut p.errors);
-        }
+        let [provider, continent, region] = parse_location(&mut p, &mut root, targets);
         let labels = match root.get("labels") {
             (path, Some(v)) => labels::parse(&path, v, &mut p.errors),
             (_, None) => Some(Labels::new()),
         };
         let networks = parse_networks(&mut p, &mut root);
+        let attach = parse_attached_volumes(&mut p, &mut root);
 
         let mut specs = p.object(&mut root, "specs", true);
         let mut name = None;
@@ -275,7 +247,7 @@ impl VmCreate {
         p.done(root);
 
         let Parser { errors, warnings } = p;
-        match (name, volumes, ssh_keys, req_parts, labels, networks) {
+        match (name, volumes, ssh_keys, req_parts, labels, networks, attach) {
             (
                 Some(name),
                 Some(volumes),
@@ -283,6 +255,7 @@ impl VmCreate {
                 Some(req),
                 Some(labels),
                 Some(networks),
+                Some(attach),
             ) if errors.is_empty() => {
                 let (cpu, memory_mib, require_ecc, pci, os) = req;
                 let spec = VmSpec {
@@ -303,6 +276,7 @@ impl VmCreate {
                     spec,
                     labels,
                     networks,
+                    volumes: attach,
                     warnings,
                 })
             }
@@ -311,6 +285,49 @@ impl VmCreate {
                 .unwrap_or_else(|| crate::Error::invalid("(body)", "invalid request"))),
         }
     }
+}
+
+/// `provider`, `continent` and `region`: where a resource may be placed
+/// (trimmed, lowercased), checked against `targets` when given (see
+/// [`check_placement`]) so that a constraint no host meets is named with
+/// every other bad field. A VM request and a volume request share them.
+pub(crate) fn parse_location(
+    p: &mut Parser,
+    root: &mut crate::parse::Obj<'_>,
+    targets: Option<&[Target]>,
+) -> [Option<String>; 3] {
+    let provider = p.string(root, "provider", false).and_then(|(path, s)| {
+        let s = s.trim().to_ascii_lowercase();
+        if valid_provider(&s) {
+            Some(s)
+        } else {
+            p.errors.add(
+                path,
+                "must be a provider name such as ovh, ionos, gigas, arubacloud or atomos",
+            );
+            None
+        }
+    });
+    let mut place = |p: &mut Parser, key: &'static str, what: &str| {
+        p.string(root, key, false).and_then(|(path, s)| {
+            let s = s.trim().to_ascii_lowercase();
+            if valid_provider(&s) {
+                Some(s)
+            } else {
+                p.errors.add(
+                    path,
+                    format!("must be a {what} name: lowercase letters, digits and '-'"),
+                );
+                None
+            }
+        })
+    };
+    let continent = place(p, "continent", "continent");
+    let region = place(p, "region", "region");
+    if let Some(targets) = targets {
+        constraint_errors(targets, [&provider, &continent, &region], &mut p.errors);
+    }
+    [provider, continent, region]
 }
 
 /// Validates a VM name (PATCH uses it too).
@@ -332,21 +349,43 @@ fn parse_networks(
     p: &mut Parser,
     root: &mut crate::parse::Obj<'_>,
 ) -> Option<Vec<crate::NetworkId>> {
-    let items = match root.get("networks") {
+    parse_ids(p, root, "networks", MAX_NETWORKS, "network")
+}
+
+/// Most standalone volumes one VM attaches.
+pub const MAX_ATTACHED_VOLUMES: usize = 8;
+
+/// `volumes`: ids of the tenant's standalone volumes to attach, no repeats.
+fn parse_attached_volumes(
+    p: &mut Parser,
+    root: &mut crate::parse::Obj<'_>,
+) -> Option<Vec<crate::VolumeId>> {
+    parse_ids(p, root, "volumes", MAX_ATTACHED_VOLUMES, "volume")
+}
+
+/// A list of at most `max` distinct resource ids (UUIDs) at `key`.
+fn parse_ids<T: std::str::FromStr + PartialEq>(
+    p: &mut Parser,
+    root: &mut crate::parse::Obj<'_>,
+    key: &'static str,
+    max: usize,
+    what: &str,
+) -> Option<Vec<T>> {
+    let items = match root.get(key) {
         (_, None) => return Some(Vec::new()),
-        _ => p.array(root, "networks", MAX_NETWORKS)?,
+        _ => p.array(root, key, max)?,
     };
-    let mut out: Vec<crate::NetworkId> = Vec::new();
+    let mut out: Vec<T> = Vec::new();
     let mut ok = true;
     for (path, v) in items {
-        match v.as_str().map(str::parse::<crate::NetworkId>) {
+        match v.as_str().map(str::parse::<T>) {
             Some(Ok(id)) if out.contains(&id) => {
-                p.errors.add(path, "this network is already listed");
+                p.errors.add(path, format!("this {what} is already listed"));
                 ok = false;
             }
             Some(Ok(id)) => out.push(id),
             _ => {
-                p.errors.add(path, "must be a network id (a UUID)");
+                p.errors.add(path, format!("must be a {what} id (a UUID)"));
                 ok = false;
             }
         }
@@ -615,7 +654,7 @@ fn parse_volumes(p: &mut Parser, specs: &mut crate::parse::Obj<'_>) -> Option<Ve
                         None
                     }
                 });
-        let size = p.int(&mut o, "size", 1..=10_240, true);
+        let size = p.int(&mut o, "size", crate::volume::VOLUME_GB, true);
         let private = p.bool(&mut o, "private");
         let shareable = p.bool(&mut o, "shareable");
         let bootable = p.bool(&mut o, "bootable");
@@ -940,7 +979,7 @@ impl Vm {
             created: chrono::Utc::now(),
             spec,
         };
-        let volume = |name: &str, kind, size_gb, atomos_name| Volume {
+        let volume = |name: &str, kind, size_gb, atomos_name, bootable, readonly| Volume {
             id: crate::VolumeId::new(),
             tenant: tenant.clone(),
             vm_id: Some(id),
@@ -950,6 +989,12 @@ impl Vm {
             atomos_name,
             atomos_id: None,
             status: VolumeStatus::Creating,
+            labels: Labels::new(),
+            bootable,
+            readonly,
+            placement: None,
+            attached_to: None,
+            created: vm.created,
         };
         let mut volumes = vec![
             volume(
@@ -957,12 +1002,16 @@ impl Vm {
                 VolumeKind::Boot,
                 vm.spec.boot_volume_gb,
                 naming::vm_boot_volume_name(id),
+                true,
+                false,
             ),
             volume(
                 "cloudinit",
                 VolumeKind::Cloudinit,
                 1,
                 naming::vm_cloudinit_volume_name(id),
+                true,
+                false,
             ),
         ];
         for (i, d) in vm.spec.volumes.iter().enumerate() {
@@ -971,6 +1020,8 @@ impl Vm {
                 VolumeKind::Data,
                 d.size_gb,
                 naming::vm_data_volume_name(id, i),
+                d.bootable,
+                d.readonly,
             ));
         }
         (vm, volumes)

@@ -1,7 +1,20 @@
-//! Volumes meson created on AtomOS: boot images, cloud-init ISOs and data disks.
+//! Volumes meson made on AtomOS: a VM's own (boot image, cloud-init ISO,
+//! data disks), and standalone data volumes made by `POST /v1/volumes`,
+//! placed on one host and attached to at most one VM at a time.
 
-use crate::id::{TenantId, VmId, VolumeId};
+use crate::id::{TargetId, TenantId, VmId, VolumeId};
+use crate::labels::{self, Labels};
+use crate::naming::check_atomos_name;
+use crate::parse::{Parser, Warning};
+use crate::target::Target;
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::ops::RangeInclusive;
+
+/// A data volume's size bounds, in GB (a VM's data disks and standalone volumes).
+pub const VOLUME_GB: RangeInclusive<i64> = 1..=10_240;
+/// Longest standalone volume name (the VM name's rule).
+pub const MAX_VOLUME_NAME_LEN: usize = crate::vm::MAX_NAME_LEN;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -35,6 +48,8 @@ impl VolumeKind {
 pub enum VolumeStatus {
     Creating,
     Available,
+    /// A standalone volume attached to a VM.
+    Attached,
     Deleting,
     Error,
 }
@@ -44,6 +59,7 @@ impl VolumeStatus {
         match self {
             VolumeStatus::Creating => "creating",
             VolumeStatus::Available => "available",
+            VolumeStatus::Attached => "attached",
             VolumeStatus::Deleting => "deleting",
             VolumeStatus::Error => "error",
         }
@@ -53,6 +69,7 @@ impl VolumeStatus {
         Some(match s {
             "creating" => Self::Creating,
             "available" => Self::Available,
+            "attached" => Self::Attached,
             "deleting" => Self::Deleting,
             "error" => Self::Error,
             _ => return None,
@@ -60,16 +77,217 @@ impl VolumeStatus {
     }
 }
 
+/// Where a standalone volume lives.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VolumePlacement {
+    pub target_id: TargetId,
+    /// The target's name.
+    pub host: String,
+    pub provider: String,
+    pub region: String,
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Volume {
     pub id: VolumeId,
     pub tenant: TenantId,
+    /// The VM that owns it; `None` for a standalone volume.
     pub vm_id: Option<VmId>,
-    /// The user-facing name (the data volume's name from the request, or `boot`/`cloudinit`).
+    /// The user-facing name (the data volume's name from the request,
+    /// `boot`/`cloudinit`, or a standalone volume's name).
     pub name: String,
     pub kind: VolumeKind,
     pub size_gb: u32,
     pub atomos_name: String,
     pub atomos_id: Option<String>,
     pub status: VolumeStatus,
+    pub labels: Labels,
+    pub bootable: bool,
+    pub readonly: bool,
+    /// A standalone volume's host, once placed.
+    pub placement: Option<VolumePlacement>,
+    /// The VM a standalone volume is attached to.
+    pub attached_to: Option<VmId>,
+    pub created: chrono::DateTime<chrono::Utc>,
+}
+
+impl Volume {
+    /// Made by `POST /v1/volumes` rather than with a VM.
+    pub fn standalone(&self) -> bool {
+        self.vm_id.is_none()
+    }
+
+    /// A new standalone volume's row, not written yet.
+    pub fn new_standalone(tenant: &TenantId, req: &VolumeCreate) -> Volume {
+        let id = VolumeId::new();
+        Volume {
+            id,
+            tenant: tenant.clone(),
+            vm_id: None,
+            name: req.name.clone(),
+            kind: VolumeKind::Data,
+            size_gb: req.size_gb,
+            atomos_name: crate::naming::volume_atomos_name(id),
+            atomos_id: None,
+            status: VolumeStatus::Creating,
+            labels: req.labels.clone(),
+            bootable: req.bootable,
+            readonly: req.readonly,
+            placement: None,
+            attached_to: None,
+            created: chrono::Utc::now(),
+        }
+    }
+}
+
+/// A parsed `POST /v1/volumes`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct VolumeCreate {
+    pub name: String,
+    pub size_gb: u32,
+    pub labels: Labels,
+    pub bootable: bool,
+    pub readonly: bool,
+    pub provider: Option<String>,
+    pub continent: Option<String>,
+    pub region: Option<String>,
+    pub warnings: Vec<Warning>,
+}
+
+impl VolumeCreate {
+    /// Parses and validates the request, naming every bad field; the
+    /// location constraints are checked against `targets`. Booleans are
+    /// lenient (`"True"`/`"False"`, 0/1). meson honours `bootable` and
+    /// `readonly` (passed to AtomOS); a volume is always private to its
+    /// tenant and attached to one VM at a time, so `private: false` and
+    /// `shareable: true` are refused rather than ignored.
+    pub fn parse(body: &Value, targets: &[Target]) -> crate::Result<VolumeCreate> {
+        let mut p = Parser::default();
+        let Some(mut root) = p.root(body) else {
+            return Err(p
+                .errors
+                .into_error()
+                .unwrap_or_else(|| crate::Error::invalid("(body)", "must be an object")));
+        };
+        let name =
+            p.string(&mut root, "name", true).and_then(|(path, s)| {
+                match check_atomos_name(s, MAX_VOLUME_NAME_LEN) {
+                    Ok(()) => Some(s.to_owned()),
+                    Err(m) => {
+                        p.errors.add(path, m);
+                        None
+                    }
+                }
+            });
+        let size = p.int(&mut root, "size", VOLUME_GB, true);
+        let labels = match root.get("labels") {
+            (path, Some(v)) => labels::parse(&path, v, &mut p.errors),
+            (_, None) => Some(Labels::new()),
+        };
+        let [provider, continent, region] =
+            crate::vm::parse_location(&mut p, &mut root, Some(targets));
+        let bootable = p.bool(&mut root, "bootable").unwrap_or(false);
+        let readonly = p.bool(&mut root, "readonly").unwrap_or(false);
+        if p.bool(&mut root, "shareable") == Some(true) {
+            p.errors.add(
+                "shareable",
+                "meson attaches a volume to one VM at a time: only false is accepted",
+            );
+        }
+        if p.bool(&mut root, "private") == Some(false) {
+            p.errors.add(
+                "private",
+                "a volume is always private to its tenant: only true is accepted",
+            );
+        }
+        p.done(root);
+        let Parser { errors, warnings } = p;
+        match (name, size, labels) {
+            (Some(name), Some(size), Some(labels)) if errors.is_empty() => Ok(VolumeCreate {
+                name,
+                size_gb: size as u32,
+                labels,
+                bootable,
+                readonly,
+                provider,
+                continent,
+                region,
+                warnings,
+            }),
+            _ => Err(errors
+                .into_error()
+                .unwrap_or_else(|| crate::Error::invalid("(body)", "invalid request"))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn target(provider: &str, region: &str) -> Target {
+        Target {
+            id: TargetId::new(),
+            name: format!("{provider}-1"),
+            host: "127.0.0.1".into(),
+            compute_port: 1,
+            storage_port: 2,
+            network_port: 3,
+            auth_port: 4,
+            provider: provider.into(),
+            region: region.into(),
+            continent: "europe".into(),
+            enabled: true,
+        }
+    }
+
+    #[test]
+    fn a_volume_request_parses_leniently() {
+        let targets = [target("ionos", "de-fra")];
+        let v = VolumeCreate::parse(
+            &json!({"name": "data-1", "size": 50, "bootable": "True", "readonly": 0,
+                    "shareable": "False", "private": "true", "provider": " IONOS ",
+                    "labels": {"env": "prod"}, "extra": 1}),
+            &targets,
+        )
+        .unwrap();
+        assert_eq!((v.name.as_str(), v.size_gb), ("data-1", 50));
+        assert!(v.bootable && !v.readonly);
+        assert_eq!(v.provider.as_deref(), Some("ionos"));
+        assert_eq!(v.labels["env"], "prod");
+        assert_eq!(v.warnings.len(), 1);
+        let constraints = [&v.provider, &v.continent, &v.region];
+        assert!(targets[0].meets(constraints) && !target("ovh", "fr").meets(constraints));
+    }
+
+    #[test]
+    fn a_bad_volume_request_names_every_field() {
+        let e = VolumeCreate::parse(
+            &json!({"name": "bad_name", "size": 0, "shareable": true, "private": "False",
+                    "bootable": "maybe", "provider": "nowhere"}),
+            &[target("ionos", "de-fra")],
+        )
+        .unwrap_err();
+        let crate::Error::InvalidInput { fields } = e else {
+            panic!("{e:?}")
+        };
+        let names: Vec<&str> = fields.iter().map(|f| f.name.as_str()).collect();
+        for f in [
+            "name",
+            "size",
+            "shareable",
+            "private",
+            "bootable",
+            "provider",
+        ] {
+            assert!(names.contains(&f), "{f} in {names:?}");
+        }
+        let e = VolumeCreate::parse(&json!({}), &[]).unwrap_err();
+        let crate::Error::InvalidInput { fields } = e else {
+            panic!("{e:?}")
+        };
+        let names: Vec<&str> = fields.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(names, ["name", "size"]);
+    }
 }

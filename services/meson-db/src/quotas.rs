@@ -81,8 +81,9 @@ pub async fn usage(db: impl sqlx::PgExecutor<'_>, tenant: &TenantId) -> Result<R
 }
 
 /// What a tenant holds, counted from scratch: its VMs (cluster nodes
-/// apart) by their specs, its clusters, and their nodes at the control
-/// plane's size and every pool's `desired_nodes`. Deleting resources count
+/// apart) by their specs, its standalone volumes by their size, its
+/// clusters, and their nodes at the control plane's size and every pool's
+/// `desired_nodes`. Deleting resources count
 /// until they are gone. [`usage`] must always agree; tests hold it to that.
 pub async fn recount(db: impl sqlx::PgExecutor<'_>, tenant: &TenantId) -> Result<Resources, Error> {
     let r = sqlx::query!(
@@ -96,6 +97,9 @@ pub async fn recount(db: impl sqlx::PgExecutor<'_>, tenant: &TenantId) -> Result
                                     from jsonb_array_elements(spec->'volumes') x), 0)) as storage_gb
              from vms
              where tenant_id = $1 and deleted_at is null and cluster_id is null
+           ), sv as (
+             select sum(size_gb)::bigint as storage_gb from volumes
+             where tenant_id = $1 and deleted_at is null and vm_id is null
            ), c as (
              select id, spec from clusters where tenant_id = $1 and deleted_at is null
            ), groups as (
@@ -116,10 +120,11 @@ pub async fn recount(db: impl sqlx::PgExecutor<'_>, tenant: &TenantId) -> Result
            select v.vms as "vms!",
                   (coalesce(v.vcpus, 0) + coalesce(k.vcpus, 0))::bigint as "vcpus!",
                   (coalesce(v.ram_mib, 0) + coalesce(k.ram_mib, 0))::bigint as "ram_mib!",
-                  (coalesce(v.storage_gb, 0) + coalesce(k.storage_gb, 0))::bigint as "storage_gb!",
+                  (coalesce(v.storage_gb, 0) + coalesce(k.storage_gb, 0)
+                   + coalesce(sv.storage_gb, 0))::bigint as "storage_gb!",
                   (select count(*) from c) as "clusters!",
                   coalesce(k.nodes, 0)::bigint as "nodes!"
-           from v, k"#,
+           from v, k, sv"#,
         tenant.as_str()
     )
     .fetch_one(db)

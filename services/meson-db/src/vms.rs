@@ -362,6 +362,8 @@ pub async fn mark_deleted(tx: &mut Tx<'_>, id: VmId) -> Result<(), Error> {
     .execute(&mut **tx)
     .await
     .ctx("deleting vm volumes")?;
+    // Standalone volumes outlive it: available again, still on AtomOS.
+    crate::volumes::detach_all(&mut **tx, id).await?;
     crate::networks::detach_vm(tx, id).await?;
     sqlx::query!(
         "update vms set deleted_at = now(), status = 'deleting' where id = $1 and deleted_at is null",

@@ -1,8 +1,9 @@
-//! Volumes.
+//! Volumes: a VM's own (boot, cloud-init, data) and standalone ones.
 
 use crate::{DbResult, Tx, corrupt};
-use meson_core::volume::{Volume, VolumeKind, VolumeStatus};
-use meson_core::{Error, TenantId, VmId, VolumeId};
+use meson_core::labels::Labels;
+use meson_core::volume::{Volume, VolumeKind, VolumePlacement, VolumeStatus};
+use meson_core::{Error, TargetId, TenantId, VmId, VolumeId};
 use sqlx::PgPool;
 use uuid::Uuid;
 
@@ -16,11 +17,29 @@ struct VolumeRow {
     atomos_name: String,
     atomos_id: Option<String>,
     status: String,
+    labels: serde_json::Value,
+    bootable: bool,
+    readonly: bool,
+    target_id: Option<Uuid>,
+    host: Option<String>,
+    provider: Option<String>,
+    region: Option<String>,
+    attached_vm_id: Option<Uuid>,
+    created_at: chrono::DateTime<chrono::Utc>,
 }
 
 impl TryFrom<VolumeRow> for Volume {
     type Error = Error;
     fn try_from(r: VolumeRow) -> Result<Self, Error> {
+        let placement = match (r.target_id, r.host, r.provider, r.region) {
+            (Some(t), Some(host), Some(provider), Some(region)) => Some(VolumePlacement {
+                target_id: TargetId(t),
+                host,
+                provider,
+                region,
+            }),
+            _ => None,
+        };
         Ok(Volume {
             id: VolumeId(r.id),
             tenant: TenantId(r.tenant_id),
@@ -32,77 +51,153 @@ impl TryFrom<VolumeRow> for Volume {
             atomos_id: r.atomos_id,
             status: VolumeStatus::parse(&r.status)
                 .ok_or_else(|| corrupt("volume status", &r.status))?,
+            labels: serde_json::from_value::<Labels>(r.labels)
+                .map_err(|e| corrupt("volume labels", e))?,
+            bootable: r.bootable,
+            readonly: r.readonly,
+            placement,
+            attached_to: r.attached_vm_id.map(VmId),
+            created: r.created_at,
         })
     }
+}
+
+/// A volume row from a query record with every [`VolumeRow`] column.
+macro_rules! row {
+    ($r:expr) => {{
+        let r = $r;
+        Volume::try_from(VolumeRow {
+            id: r.id,
+            tenant_id: r.tenant_id,
+            vm_id: r.vm_id,
+            name: r.name,
+            kind: r.kind,
+            size_gb: r.size_gb,
+            atomos_name: r.atomos_name,
+            atomos_id: r.atomos_id,
+            status: r.status,
+            labels: r.labels,
+            bootable: r.bootable,
+            readonly: r.readonly,
+            target_id: r.target_id,
+            host: r.host,
+            provider: r.provider,
+            region: r.region,
+            attached_vm_id: r.attached_vm_id,
+            created_at: r.created_at,
+        })
+    }};
+}
+
+fn name_taken<T>(res: Result<T, sqlx::Error>) -> Result<Result<T, sqlx::Error>, Error> {
+    crate::unique_violation(res, "volumes_tenant_name", "volume", "name")
 }
 
 pub async fn insert(tx: &mut Tx<'_>, v: &Volume) -> Result<(), Error> {
     insert_many(tx, std::slice::from_ref(v)).await
 }
 
-/// Several volumes in one statement (a VM's boot, cloud-init and data volumes).
+/// Several volumes in one statement (a VM's boot, cloud-init and data
+/// volumes); unplaced and unattached.
 pub async fn insert_many(tx: &mut Tx<'_>, vs: &[Volume]) -> Result<(), Error> {
-    let mut cols = (
-        Vec::new(),
-        Vec::new(),
-        Vec::new(),
-        Vec::new(),
-        Vec::new(),
-        Vec::new(),
-        Vec::new(),
-        Vec::new(),
-        Vec::new(),
-    );
+    let mut ids = Vec::new();
+    let mut tenants = Vec::new();
+    let mut vms: Vec<Option<Uuid>> = Vec::new();
+    let mut names = Vec::new();
+    let mut kinds = Vec::new();
+    let mut sizes = Vec::new();
+    let mut atomos_names = Vec::new();
+    let mut atomos_ids: Vec<Option<String>> = Vec::new();
+    let mut statuses = Vec::new();
+    let mut labels = Vec::new();
+    let mut bootable = Vec::new();
+    let mut readonly = Vec::new();
+    let mut created = Vec::new();
     for v in vs {
-        cols.0.push(v.id.0);
-        cols.1.push(v.tenant.as_str().to_owned());
-        cols.2.push(v.vm_id.map(|id| id.0));
-        cols.3.push(v.name.clone());
-        cols.4.push(v.kind.as_str().to_owned());
-        cols.5
-            .push(i32::try_from(v.size_gb).map_err(|_| Error::invalid("size", "too large"))?);
-        cols.6.push(v.atomos_name.clone());
-        cols.7.push(v.atomos_id.clone());
-        cols.8.push(v.status.as_str().to_owned());
+        ids.push(v.id.0);
+        tenants.push(v.tenant.as_str().to_owned());
+        vms.push(v.vm_id.map(|id| id.0));
+        names.push(v.name.clone());
+        kinds.push(v.kind.as_str().to_owned());
+        sizes.push(i32::try_from(v.size_gb).map_err(|_| Error::invalid("size", "too large"))?);
+        atomos_names.push(v.atomos_name.clone());
+        atomos_ids.push(v.atomos_id.clone());
+        statuses.push(v.status.as_str().to_owned());
+        labels
+            .push(serde_json::to_value(&v.labels).map_err(|e| Error::internal_from("labels", e))?);
+        bootable.push(v.bootable);
+        readonly.push(v.readonly);
+        created.push(v.created);
     }
-    sqlx::query!(
-        r#"insert into volumes (id, tenant_id, vm_id, name, kind, size_gb, atomos_name, atomos_id, status)
+    let res = sqlx::query!(
+        r#"insert into volumes (id, tenant_id, vm_id, name, kind, size_gb, atomos_name, atomos_id,
+                                status, labels, bootable, readonly, created_at)
            select * from unnest($1::uuid[], $2::text[], $3::uuid[], $4::text[], $5::text[],
-                                $6::int4[], $7::text[], $8::text[], $9::text[])"#,
-        &cols.0,
-        &cols.1,
-        &cols.2 as &[Option<Uuid>],
-        &cols.3,
-        &cols.4,
-        &cols.5,
-        &cols.6,
-        &cols.7 as &[Option<String>],
-        &cols.8,
+                                $6::int4[], $7::text[], $8::text[], $9::text[], $10::jsonb[],
+                                $11::bool[], $12::bool[], $13::timestamptz[])"#,
+        &ids,
+        &tenants,
+        &vms as &[Option<Uuid>],
+        &names,
+        &kinds,
+        &sizes,
+        &atomos_names,
+        &atomos_ids as &[Option<String>],
+        &statuses,
+        &labels,
+        &bootable,
+        &readonly,
+        &created,
     )
     .execute(&mut **tx)
-    .await
-    .ctx("inserting volumes")?;
-    Ok(())
+    .await;
+    name_taken(res)?.map(|_| ()).ctx("inserting volumes")
 }
 
-/// The live volumes of some VMs, boot first, then cloud-init, then data volumes by name.
+/// The live volumes some VMs own, boot first, then cloud-init, then data
+/// volumes by name (not the standalone volumes attached to them).
 pub async fn list_for_vms(
     pool: impl sqlx::PgExecutor<'_>,
     vms: &[VmId],
 ) -> Result<Vec<Volume>, Error> {
     let ids: Vec<Uuid> = vms.iter().map(|v| v.0).collect();
-    sqlx::query_as!(
-        VolumeRow,
-        r#"select id, tenant_id, vm_id, name, kind, size_gb, atomos_name, atomos_id, status
-           from volumes where vm_id = any($1) and deleted_at is null
-           order by vm_id, array_position(array['boot', 'cloudinit', 'data'], kind), name"#,
+    sqlx::query!(
+        r#"select v.id, v.tenant_id, v.vm_id, v.name, v.kind, v.size_gb, v.atomos_name,
+                  v.atomos_id, v.status, v.labels, v.bootable, v.readonly, v.target_id,
+                  t.name as "host?", v.provider, v.region, v.attached_vm_id, v.created_at
+           from volumes v left join atomos_targets t on t.id = v.target_id
+           where v.vm_id = any($1) and v.deleted_at is null
+           order by v.vm_id, array_position(array['boot', 'cloudinit', 'data'], v.kind), v.name"#,
         &ids,
     )
     .fetch_all(pool)
     .await
     .ctx("listing volumes")?
     .into_iter()
-    .map(Volume::try_from)
+    .map(|r| row!(r))
+    .collect()
+}
+
+/// The live standalone volumes attached to some VMs, by name.
+pub async fn attached_to_vms(
+    pool: impl sqlx::PgExecutor<'_>,
+    vms: &[VmId],
+) -> Result<Vec<Volume>, Error> {
+    let ids: Vec<Uuid> = vms.iter().map(|v| v.0).collect();
+    sqlx::query!(
+        r#"select v.id, v.tenant_id, v.vm_id, v.name, v.kind, v.size_gb, v.atomos_name,
+                  v.atomos_id, v.status, v.labels, v.bootable, v.readonly, v.target_id,
+                  t.name as "host?", v.provider, v.region, v.attached_vm_id, v.created_at
+           from volumes v left join atomos_targets t on t.id = v.target_id
+           where v.attached_vm_id = any($1) and v.deleted_at is null
+           order by v.attached_vm_id, v.name"#,
+        &ids,
+    )
+    .fetch_all(pool)
+    .await
+    .ctx("listing attached volumes")?
+    .into_iter()
+    .map(|r| row!(r))
     .collect()
 }
 
@@ -125,7 +220,7 @@ pub async fn set_atomos(
     Ok(())
 }
 
-/// Marks a VM's volumes with a status.
+/// Marks the volumes a VM owns with a status.
 pub async fn set_status_for_vm(pool: &PgPool, vm: VmId, status: VolumeStatus) -> Result<(), Error> {
     sqlx::query!(
         "update volumes set status = $2 where vm_id = $1 and deleted_at is null",
@@ -138,26 +233,75 @@ pub async fn set_status_for_vm(pool: &PgPool, vm: VmId, status: VolumeStatus) ->
     Ok(())
 }
 
-/// One page of a tenant's live volumes (optionally one VM's or one kind),
-/// in id order, and how many match in all.
+/// Sets a live volume's status (not `attached`: see [`attach`]).
+pub async fn set_status(
+    db: impl sqlx::PgExecutor<'_>,
+    id: VolumeId,
+    status: VolumeStatus,
+) -> Result<(), Error> {
+    sqlx::query!(
+        "update volumes set status = $2 where id = $1 and deleted_at is null",
+        id.0,
+        status.as_str()
+    )
+    .execute(db)
+    .await
+    .ctx("updating volume status")?;
+    Ok(())
+}
+
+/// Records (or clears) where a standalone volume lives.
+pub async fn set_placement(
+    pool: &PgPool,
+    id: VolumeId,
+    placement: Option<&VolumePlacement>,
+) -> Result<(), Error> {
+    sqlx::query!(
+        "update volumes set target_id = $2, provider = $3, region = $4 where id = $1",
+        id.0,
+        placement.map(|p| p.target_id.0),
+        placement.map(|p| p.provider.as_str()),
+        placement.map(|p| p.region.as_str()),
+    )
+    .execute(pool)
+    .await
+    .ctx("recording a volume's placement")?;
+    Ok(())
+}
+
+/// Which volumes a list returns.
+#[derive(Clone, Debug, Default)]
+pub struct VolumeFilter {
+    /// Owned by or attached to this VM.
+    pub vm: Option<VmId>,
+    pub kind: Option<VolumeKind>,
+    /// Only standalone volumes (`true`) or only VMs' own (`false`).
+    pub standalone: Option<bool>,
+}
+
+/// One page of a tenant's live volumes in id order, and how many match in all.
 pub async fn list(
     pool: &PgPool,
     tenant: &TenantId,
-    vm: Option<VmId>,
-    kind: Option<VolumeKind>,
+    filter: &VolumeFilter,
     limit: i64,
     offset: i64,
 ) -> Result<(Vec<Volume>, i64), Error> {
     let rows = sqlx::query!(
-        r#"select id, tenant_id, vm_id, name, kind, size_gb, atomos_name, atomos_id, status,
+        r#"select v.id, v.tenant_id, v.vm_id, v.name, v.kind, v.size_gb, v.atomos_name,
+                  v.atomos_id, v.status, v.labels, v.bootable, v.readonly, v.target_id,
+                  t.name as "host?", v.provider, v.region, v.attached_vm_id, v.created_at,
                   count(*) over () as "total!"
-           from volumes
-           where tenant_id = $1 and deleted_at is null
-             and ($2::uuid is null or vm_id = $2) and ($3::text is null or kind = $3)
-           order by id limit $4 offset $5"#,
+           from volumes v left join atomos_targets t on t.id = v.target_id
+           where v.tenant_id = $1 and v.deleted_at is null
+             and ($2::uuid is null or v.vm_id = $2 or v.attached_vm_id = $2)
+             and ($3::text is null or v.kind = $3)
+             and ($4::bool is null or (v.vm_id is null) = $4)
+           order by v.id limit $5 offset $6"#,
         tenant.as_str(),
-        vm.map(|v| v.0),
-        kind.map(VolumeKind::as_str),
+        filter.vm.map(|v| v.0),
+        filter.kind.map(VolumeKind::as_str),
+        filter.standalone,
         limit,
         offset,
     )
@@ -167,40 +311,141 @@ pub async fn list(
     let total = rows.first().map(|r| r.total);
     let volumes = rows
         .into_iter()
-        .map(|r| {
-            Volume::try_from(VolumeRow {
-                id: r.id,
-                tenant_id: r.tenant_id,
-                vm_id: r.vm_id,
-                name: r.name,
-                kind: r.kind,
-                size_gb: r.size_gb,
-                atomos_name: r.atomos_name,
-                atomos_id: r.atomos_id,
-                status: r.status,
-            })
-        })
+        .map(|r| row!(r))
         .collect::<Result<Vec<_>, _>>()?;
     let total = match total {
         Some(n) => n,
-        None if offset > 0 => Box::pin(list(pool, tenant, vm, kind, 1, 0)).await?.1,
+        None if offset > 0 => Box::pin(list(pool, tenant, filter, 1, 0)).await?.1,
         None => 0,
     };
     Ok((volumes, total))
 }
 
 /// A tenant's live volume.
-pub async fn get(pool: &PgPool, tenant: &TenantId, id: VolumeId) -> Result<Volume, Error> {
-    sqlx::query_as!(
-        VolumeRow,
-        r#"select id, tenant_id, vm_id, name, kind, size_gb, atomos_name, atomos_id, status
-           from volumes where id = $1 and tenant_id = $2 and deleted_at is null"#,
+pub async fn get(
+    db: impl sqlx::PgExecutor<'_>,
+    tenant: &TenantId,
+    id: VolumeId,
+) -> Result<Volume, Error> {
+    let r = sqlx::query!(
+        r#"select v.id, v.tenant_id, v.vm_id, v.name, v.kind, v.size_gb, v.atomos_name,
+                  v.atomos_id, v.status, v.labels, v.bootable, v.readonly, v.target_id,
+                  t.name as "host?", v.provider, v.region, v.attached_vm_id, v.created_at
+           from volumes v left join atomos_targets t on t.id = v.target_id
+           where v.id = $1 and v.tenant_id = $2 and v.deleted_at is null"#,
         id.0,
         tenant.as_str(),
     )
-    .fetch_optional(pool)
+    .fetch_optional(db)
     .await
     .ctx("fetching a volume")?
-    .ok_or_else(|| Error::not_found("volume", id))?
-    .try_into()
+    .ok_or_else(|| Error::not_found("volume", id))?;
+    row!(r)
+}
+
+/// Any volume, deleted ones included (for workers).
+pub async fn get_any(db: impl sqlx::PgExecutor<'_>, id: VolumeId) -> Result<Volume, Error> {
+    let r = sqlx::query!(
+        r#"select v.id, v.tenant_id, v.vm_id, v.name, v.kind, v.size_gb, v.atomos_name,
+                  v.atomos_id, v.status, v.labels, v.bootable, v.readonly, v.target_id,
+                  t.name as "host?", v.provider, v.region, v.attached_vm_id, v.created_at
+           from volumes v left join atomos_targets t on t.id = v.target_id
+           where v.id = $1"#,
+        id.0,
+    )
+    .fetch_optional(db)
+    .await
+    .ctx("fetching a volume")?
+    .ok_or_else(|| Error::not_found("volume", id))?;
+    row!(r)
+}
+
+/// Locks a tenant's live standalone volume for the rest of `tx` (a VM
+/// create attaching it, a delete) and reads it.
+pub async fn lock_standalone(
+    tx: &mut Tx<'_>,
+    tenant: &TenantId,
+    id: VolumeId,
+) -> Result<Volume, Error> {
+    let found = sqlx::query_scalar!(
+        r#"select id from volumes
+           where id = $1 and tenant_id = $2 and deleted_at is null and vm_id is null
+           for update"#,
+        id.0,
+        tenant.as_str(),
+    )
+    .fetch_optional(&mut **tx)
+    .await
+    .ctx("locking a volume")?;
+    if found.is_none() {
+        return Err(Error::not_found("volume", id));
+    }
+    get(&mut **tx, tenant, id).await
+}
+
+/// Attaches a locked, available standalone volume to a VM.
+pub async fn attach(tx: &mut Tx<'_>, id: VolumeId, vm: VmId) -> Result<(), Error> {
+    sqlx::query!(
+        "update volumes set attached_vm_id = $2, status = 'attached' where id = $1",
+        id.0,
+        vm.0
+    )
+    .execute(&mut **tx)
+    .await
+    .ctx("attaching a volume")?;
+    Ok(())
+}
+
+/// Detaches every standalone volume attached to a VM: they are available again.
+pub async fn detach_all(db: impl sqlx::PgExecutor<'_>, vm: VmId) -> Result<(), Error> {
+    sqlx::query!(
+        r#"update volumes set attached_vm_id = null, status = 'available'
+           where attached_vm_id = $1 and deleted_at is null"#,
+        vm.0
+    )
+    .execute(db)
+    .await
+    .ctx("detaching volumes")?;
+    Ok(())
+}
+
+/// Renames a standalone volume and/or replaces its labels.
+pub async fn update(
+    pool: &PgPool,
+    tenant: &TenantId,
+    id: VolumeId,
+    name: Option<&str>,
+    labels: Option<&Labels>,
+) -> Result<(), Error> {
+    let labels = labels
+        .map(serde_json::to_value)
+        .transpose()
+        .map_err(|e| Error::internal_from("labels", e))?;
+    let res = sqlx::query!(
+        r#"update volumes set name = coalesce($3, name), labels = coalesce($4, labels)
+           where id = $1 and tenant_id = $2 and deleted_at is null and vm_id is null"#,
+        id.0,
+        tenant.as_str(),
+        name,
+        labels,
+    )
+    .execute(pool)
+    .await;
+    match name_taken(res)? {
+        Ok(r) if r.rows_affected() == 0 => Err(Error::not_found("volume", id)),
+        other => other.map(|_| ()).ctx("updating a volume"),
+    }
+}
+
+/// Forgets a standalone volume (it no longer counts against the quota).
+pub async fn mark_deleted(pool: &PgPool, id: VolumeId) -> Result<(), Error> {
+    sqlx::query!(
+        r#"update volumes set deleted_at = now(), status = 'deleting'
+           where id = $1 and deleted_at is null"#,
+        id.0
+    )
+    .execute(pool)
+    .await
+    .ctx("deleting a volume")?;
+    Ok(())
 }

@@ -64,6 +64,13 @@ pub struct VmCreateRequest {
     /// network without DHCP meson hands the VM an address.
     #[schema(max_items = 4)]
     pub networks: Option<Vec<Uuid>>,
+    /// Standalone volumes to attach (ids, at most 8): the tenant's,
+    /// `available`, all on one AtomOS host. They pin the VM to that host (a
+    /// VM that does not fit there fails with `resource_unavailable`), are
+    /// `attached` from this request on, and become `available` again, with
+    /// their data, when the VM is deleted.
+    #[schema(max_items = 8)]
+    pub volumes: Option<Vec<Uuid>>,
 }
 
 #[derive(ToSchema)]
@@ -422,8 +429,10 @@ pub struct ActionStreamQuery {
 #[derive(IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct VolumeListQuery {
-    /// Only the volumes of this VM.
+    /// Only the volumes of this VM: its own and the standalone ones attached to it.
     pub vm: Option<Uuid>,
     /// Only volumes of this kind.
     pub kind: Option<VolumeKind>,
+    /// `true`: only standalone volumes; `false`: only VMs' own.
+    pub standalone: Option<bool>,
 }

@@ -95,6 +95,10 @@ pub struct VmVolume {
     /// `boot`, `cloudinit` or `data`.
     #[schema(value_type = crate::volume::VolumeKind)]
     pub kind: String,
+    /// A standalone volume attached to the VM (it outlives the VM); the
+    /// others are the VM's own and go with it.
+    #[serde(default)]
+    pub standalone: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]

@@ -20,6 +20,8 @@ pub mod rolling;
 pub mod vm_create;
 pub mod vm_delete;
 pub mod vm_power;
+pub mod volume_create;
+pub mod volume_delete;
 
 use meson_db::PgPool;
 use std::sync::Arc;
@@ -83,7 +85,9 @@ pub fn register_all(worker: meson_jobs::Worker, env: Arc<Env>) -> meson_jobs::Wo
         .register(node_pool_delete::NodePoolDelete(env.clone()))
         .register(vm_power::VmPower::<vm_power::PowerOn>::new(env.clone()))
         .register(vm_power::VmPower::<vm_power::PowerOff>::new(env.clone()))
-        .register(vm_power::VmPower::<vm_power::Reboot>::new(env))
+        .register(vm_power::VmPower::<vm_power::Reboot>::new(env.clone()))
+        .register(volume_create::VolumeCreate(env.clone()))
+        .register(volume_delete::VolumeDelete(env))
 }
 
 /// Parameters of every VM workflow.

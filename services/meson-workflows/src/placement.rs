@@ -100,16 +100,15 @@ impl From<NoPlacement> for meson_core::Error {
 
 /// Whether a target satisfies the request's provider/continent/region constraints.
 pub fn placement_allows(spec: &VmSpec, t: &Target) -> bool {
-    spec.provider.as_ref().is_none_or(|p| &t.provider == p)
-        && spec.continent.as_ref().is_none_or(|c| &t.continent == c)
-        && spec.region.as_ref().is_none_or(|r| &t.region == r)
+    t.meets([&spec.provider, &spec.continent, &spec.region])
 }
 
-fn describe_constraints(spec: &VmSpec) -> String {
+/// ` for provider 'x', region 'y'` (empty without constraints).
+pub fn describe_constraints([provider, continent, region]: [&Option<String>; 3]) -> String {
     let parts: Vec<String> = [
-        ("provider", &spec.provider),
-        ("continent", &spec.continent),
-        ("region", &spec.region),
+        ("provider", provider),
+        ("continent", continent),
+        ("region", region),
     ]
     .iter()
     .filter_map(|(k, v)| v.as_ref().map(|v| format!("{k} '{v}'")))
@@ -168,7 +167,7 @@ pub async fn survey(
         .collect();
     if candidates.is_empty() {
         return Err(NoPlacement::NoCandidates {
-            constraints: describe_constraints(spec),
+            constraints: describe_constraints([&spec.provider, &spec.continent, &spec.region]),
         });
     }
     let asks = candidates.iter().map(|(t, c)| {
@@ -247,6 +246,47 @@ pub async fn survey(
             .then_with(|| a.host.cmp(&b.host))
     });
     Ok(Survey { offers, unanswered })
+}
+
+/// The target a standalone volume of `size_gb` goes to: among the
+/// candidates meeting `constraints` ([provider, continent, region]) that
+/// have room for it (storage `cancreate`, asked in parallel), the first by
+/// name, so a tenant's volumes (and the VMs they pin) gather predictably.
+pub async fn place_volume(
+    candidates: Vec<(Target, AtomosClient)>,
+    constraints: [&Option<String>; 3],
+    size_gb: u32,
+) -> Result<Target, NoPlacement> {
+    let mut candidates: Vec<_> = candidates
+        .into_iter()
+        .filter(|(t, _)| t.meets(constraints))
+        .collect();
+    if candidates.is_empty() {
+        return Err(NoPlacement::NoCandidates {
+            constraints: describe_constraints(constraints),
+        });
+    }
+    candidates.sort_by(|a, b| a.0.name.cmp(&b.0.name));
+    let asks = candidates
+        .iter()
+        .map(|(t, c)| async move { (t, c.volume_can_create(size_gb).await) });
+    let mut unanswered = 0;
+    for (t, answer) in futures::future::join_all(asks).await {
+        match answer {
+            Ok(()) => return Ok(t.clone()),
+            Err(e) if e.is_transient() => unanswered += 1,
+            Err(e) => tracing::debug!(host = %t.name, error = %e, "target cannot hold the volume"),
+        }
+    }
+    if unanswered > 0 {
+        return Err(NoPlacement::Unanswered);
+    }
+    Err(NoPlacement::NoFit {
+        reason: format!(
+            "no hypervisor has room for a {size_gb} GB volume{}",
+            describe_constraints(constraints)
+        ),
+    })
 }
 
 /// Driver settings for a survey made while an API request waits: short

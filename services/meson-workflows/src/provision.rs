@@ -243,8 +243,8 @@ pub async fn ensure_data_volumes(env: &Env, vm: &Vm) -> StepResult<Vec<String>> 
     .await
 }
 
-/// Registers the VM with its volumes (boot, cloud-init, data: as recorded)
-/// and networks, unless AtomOS has it already; the VM is then `starting`.
+/// Registers the VM with its volumes (boot, cloud-init, data: as recorded;
+/// then the standalone volumes attached to it) and networks, unless AtomOS has it already; the VM is then `starting`.
 pub async fn ensure_registered(env: &Env, vm: &Vm) -> StepResult<()> {
     let c = client(env, vm).await?;
     if c.vm_by_name(&vm.atomos_name)
@@ -259,6 +259,15 @@ pub async fn ensure_registered(env: &Env, vm: &Vm) -> StepResult<()> {
                     StepError::fatal("service_error", format!("volume {} was never made", v.name))
                 })?);
             }
+        }
+        // Then the standalone volumes it attaches (on this host: they pinned it).
+        for v in meson_db::volumes::attached_to_vms(&env.pool, &[vm.id]).await? {
+            volume_ids.push(v.atomos_id.ok_or_else(|| {
+                StepError::fatal(
+                    "service_error",
+                    format!("volume {} is not on AtomOS", v.name),
+                )
+            })?);
         }
         let nics = meson_db::networks::attachments_of(&env.pool, &[vm.id]).await?;
         let req = Register {

@@ -109,6 +109,8 @@ impl Workflow for VmCreate {
         let pool = &self.0.pool;
         meson_db::vms::set_runtime(pool, params.vm_id, VmStatus::Error, None, None).await?;
         meson_db::volumes::set_status_for_vm(pool, params.vm_id, VolumeStatus::Error).await?;
+        // The standalone volumes it was to attach are free again.
+        meson_db::volumes::detach_all(pool, params.vm_id).await?;
         Ok(())
     }
 }
@@ -121,11 +123,45 @@ pub fn driver_spec(vm: &Vm) -> atomos_driver::VmSpec {
 }
 
 impl VmCreate {
-    /// Asks every candidate target for a quote and takes the cheapest.
+    /// Asks every candidate target for a quote and takes the cheapest. A
+    /// VM attaching standalone volumes has one candidate: their host.
     async fn place(&self, vm: &Vm) -> StepResult {
         let env = &self.0;
-        let survey = crate::placement::survey(env.atomos.enabled().await?, &vm.spec)
+        let mut candidates = env.atomos.enabled().await?;
+        let attached = meson_db::volumes::attached_to_vms(&env.pool, &[vm.id]).await?;
+        let pin = match attached.first() {
+            Some(v) => Some((
+                v,
+                v.placement.as_ref().ok_or_else(|| {
+                    StepError::fatal("service_error", "an attached volume has no placement")
+                })?,
+            )),
+            None => None,
+        };
+        if let Some((_, p)) = pin {
+            candidates.retain(|(t, _)| t.id == p.target_id);
+        }
+        let survey = crate::placement::survey(candidates, &vm.spec)
             .await
+            .map_err(|e| match (pin, e) {
+                (Some((v, p)), crate::placement::NoPlacement::NoCandidates { constraints }) => {
+                    crate::placement::NoPlacement::NoFit {
+                        reason: format!(
+                            "volume {} pins the VM to host {}, which is not available{constraints}",
+                            v.name, p.host
+                        ),
+                    }
+                }
+                (Some((v, p)), crate::placement::NoPlacement::NoFit { reason }) => {
+                    crate::placement::NoPlacement::NoFit {
+                        reason: format!(
+                            "volume {} pins the VM to host {}, which cannot host it: {reason}",
+                            v.name, p.host
+                        ),
+                    }
+                }
+                (_, e) => e,
+            })
             .map_err(|e| e.step_error())?;
         let placement = survey.cheapest().placement.clone();
         tracing::info!(vm = %vm.id, host = %placement.host, price = placement.price_hourly, "placed vm");

@@ -1,13 +1,17 @@
-//! Chaos: many VM creates and deletes while `mesond worker` processes are
-//! SIGKILLed at random and AtomOS injects errors and hangs. Afterwards every
-//! action is final, no job is stuck, every surviving VM is running, and
-//! AtomOS holds exactly what the database says: no leak, no duplicate.
+//! Chaos: many VM creates and deletes, and standalone volumes made, attached
+//! to new VMs and deleted, while `mesond worker` processes are SIGKILLed at
+//! random and AtomOS injects errors and hangs. Afterwards every action is
+//! final, no job is stuck, every surviving VM is running, every standalone
+//! volume is available or attached to a surviving VM, and AtomOS holds
+//! exactly what the database says: no leak, no duplicate.
 
 use meson_api::{App, Principal, Role};
 use meson_core::action::ActionStatus;
 use meson_core::vm::VmStatus;
+use meson_core::volume::{Volume, VolumeStatus};
 use meson_core::{ActionId, TenantId, VmId};
 use meson_db::testing::TestDatabase;
+use meson_db::volumes::VolumeFilter;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::collections::BTreeMap;
@@ -35,6 +39,34 @@ fn spawn_worker(db_url: &str) -> Child {
         .stderr(Stdio::null())
         .spawn()
         .expect("mesond worker starts")
+}
+
+/// The tenant's live standalone volumes.
+async fn standalone_volumes(pool: &meson_db::PgPool, tenant: &TenantId) -> Vec<Volume> {
+    let filter = VolumeFilter {
+        standalone: Some(true),
+        ..Default::default()
+    };
+    meson_db::volumes::list(pool, tenant, &filter, 1000, 0)
+        .await
+        .unwrap()
+        .0
+}
+
+/// Waits (bounded) until each action is final.
+async fn settle(pool: &meson_db::PgPool, ids: &[ActionId]) {
+    for id in ids {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while meson_db::actions::get(pool, None, *id)
+            .await
+            .unwrap()
+            .status
+            == ActionStatus::Running
+        {
+            assert!(Instant::now() < deadline, "cleanup action {id} stuck");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
 }
 
 fn vm_body(name: &str) -> serde_json::Value {
@@ -115,6 +147,42 @@ async fn chaos_loses_nothing_and_leaks_nothing() {
                 Err(e) => panic!("delete refused: {e}"),
             }
         }
+        // Standalone volumes: made, attached to a new VM, deleted (refused
+        // while attached or busy).
+        if rng.gen_bool(0.5) {
+            let body = serde_json::json!({"name": format!("vol-{i}"), "size": 2});
+            let c = app
+                .volume_create(&who, &body)
+                .await
+                .expect("volume create accepted");
+            actions.push(c.action.id);
+            i += 1;
+        }
+        let standalone = standalone_volumes(&db.pool, &who.tenant).await;
+        let free: Vec<&Volume> = standalone
+            .iter()
+            .filter(|v| v.status == VolumeStatus::Available)
+            .collect();
+        if rng.gen_bool(0.5) && !free.is_empty() {
+            let v = free[rng.gen_range(0..free.len())];
+            let mut body = vm_body(&format!("chaos-{i}"));
+            body["volumes"] = serde_json::json!([v.id.to_string()]);
+            let c = app
+                .vm_create(&who, &body)
+                .await
+                .expect("create attaching accepted");
+            actions.push(c.action.id);
+            vms.insert(i, c.vm.id);
+            i += 1;
+        }
+        if rng.gen_bool(0.3) && !standalone.is_empty() {
+            let v = &standalone[rng.gen_range(0..standalone.len())];
+            match app.volume_delete(&who, v.id).await {
+                Ok(a) => actions.push(a.id),
+                Err(meson_core::Error::Locked { .. } | meson_core::Error::Conflict { .. }) => {}
+                Err(e) => panic!("volume delete refused: {e}"),
+            }
+        }
         // AtomOS misbehaves: errors and hung calls on random hosts and routes.
         let hosts = sim.hosts();
         let h = &hosts[rng.gen_range(0..hosts.len())];
@@ -186,18 +254,16 @@ async fn chaos_loses_nothing_and_leaks_nothing() {
                 .id,
         );
     }
-    for id in &cleanup {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while meson_db::actions::get(&db.pool, None, *id)
-            .await
-            .unwrap()
-            .status
-            == ActionStatus::Running
-        {
-            assert!(Instant::now() < deadline, "cleanup delete stuck");
-            tokio::time::sleep(Duration::from_millis(100)).await;
+    settle(&db.pool, &cleanup).await;
+    // So do volumes whose create failed (or whose delete failed after
+    // taking them off AtomOS).
+    let mut cleanup = Vec::new();
+    for v in standalone_volumes(&db.pool, &who.tenant).await {
+        if v.status == VolumeStatus::Error {
+            cleanup.push(app.volume_delete(&who, v.id).await.expect("delete").id);
         }
     }
+    settle(&db.pool, &cleanup).await;
 
     // No job stuck.
     assert_eq!(
@@ -219,6 +285,18 @@ async fn chaos_loses_nothing_and_leaks_nothing() {
         .unwrap();
     let mut want_vms: Vec<String> = page.iter().map(|v| v.atomos_name.clone()).collect();
     let mut want_vols: Vec<String> = volumes.iter().map(|v| v.atomos_name.clone()).collect();
+    // Standalone volumes: available, or attached to a surviving VM.
+    let standalone = standalone_volumes(&db.pool, &who.tenant).await;
+    for v in &standalone {
+        match (v.status, v.attached_to) {
+            (VolumeStatus::Available, None) => {}
+            (VolumeStatus::Attached, Some(vm)) => {
+                assert!(ids.contains(&vm), "{v:?} attached to a gone VM");
+            }
+            _ => panic!("standalone volume left {v:?} (seed {seed})"),
+        }
+    }
+    want_vols.extend(standalone.iter().map(|v| v.atomos_name.clone()));
     let (mut have_vms, mut have_vols) = (Vec::new(), Vec::new());
     for h in sim.hosts() {
         let inv = h.inventory();
@@ -237,9 +315,14 @@ async fn chaos_loses_nothing_and_leaks_nothing() {
         "volumes on AtomOS = volumes in the database (seed {seed})"
     );
     eprintln!(
-        "chaos: {} VMs survive, {} were deleted",
+        "chaos: {} VMs survive, {} were deleted; {} standalone volumes survive, {} attached",
         page.len(),
-        doomed.len()
+        doomed.len(),
+        standalone.len(),
+        standalone
+            .iter()
+            .filter(|v| v.attached_to.is_some())
+            .count()
     );
 
     for mut w in workers {

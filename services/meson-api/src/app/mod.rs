@@ -30,6 +30,7 @@ pub use clusters::{ClusterCreated, ClusterView};
 pub use quotas::{QuotaView, parse_tenant};
 pub use quotes::{KaasQuotes, Quotes, VmQuotes};
 pub use vms::{PowerAction, VmCreated, VmPage, VmParts};
+pub use volumes::VolumeCreated;
 
 #[derive(Clone)]
 pub struct App {

@@ -94,6 +94,14 @@ impl App {
         let req = VmCreate::parse_placed(body, &targets)?;
         let survey = placement::survey_targets(targets, &req.spec).await?;
         let mut warnings = req.warnings;
+        if !req.volumes.is_empty() {
+            warnings.push(Warning {
+                field: "volumes".to_owned(),
+                message: "ignored by a quote: every host that fits is listed, though \
+                          standalone volumes would pin the VM to theirs"
+                    .to_owned(),
+            });
+        }
         if survey.unanswered > 0 {
             warnings.push(Warning {
                 field: "quotes".to_owned(),

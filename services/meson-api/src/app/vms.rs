@@ -39,6 +39,7 @@ impl PowerAction {
 /// VM, or for every VM of a page).
 #[derive(Clone, Debug, Default)]
 pub struct VmParts {
+    /// The volumes the VMs own, then the standalone volumes attached to them.
     pub volumes: Vec<Volume>,
     pub nics: Vec<Attachment>,
 }
@@ -46,8 +47,10 @@ pub struct VmParts {
 impl VmParts {
     /// The parts of `ids`, read on one connection.
     pub async fn load(conn: &mut meson_db::PgConnection, ids: &[VmId]) -> Result<VmParts> {
+        let mut volumes = meson_db::volumes::list_for_vms(&mut *conn, ids).await?;
+        volumes.extend(meson_db::volumes::attached_to_vms(&mut *conn, ids).await?);
         Ok(VmParts {
-            volumes: meson_db::volumes::list_for_vms(&mut *conn, ids).await?,
+            volumes,
             nics: meson_db::networks::attachments_of(&mut *conn, ids).await?,
         })
     }
@@ -70,7 +73,8 @@ impl App {
     /// Validates the request and, in one transaction, writes the VM, its
     /// volumes, the action and the workflow's job.
     pub async fn vm_create(&self, p: &Principal, body: &serde_json::Value) -> Result<VmCreated> {
-        let req = VmCreate::parse_placed(body, &meson_db::targets::list(&self.pool).await?)?;
+        let targets = meson_db::targets::list(&self.pool).await?;
+        let req = VmCreate::parse_placed(body, &targets)?;
 
         let id = VmId::new();
         let (vm, volumes) = Vm::new_with_volumes(
@@ -82,6 +86,7 @@ impl App {
         );
         let mut resources = vec![(ResourceType::Vm, id.0)];
         resources.extend(volumes.iter().map(|v| (ResourceType::Volume, v.id.0)));
+        resources.extend(req.volumes.iter().map(|v| (ResourceType::Volume, v.0)));
         let action = new_action(p, Command::CreateVm, resources);
 
         let mut tx = meson_db::begin(&self.pool).await?;
@@ -91,6 +96,9 @@ impl App {
         let nics =
             meson_workflows::provision::attach_new_vm(&mut tx, &p.tenant, id, &req.networks, false)
                 .await?;
+        let attached =
+            super::volumes::attach_new_vm(&mut tx, &p.tenant, id, &vm.spec, &targets, &req.volumes)
+                .await?;
         meson_db::actions::insert(&mut tx, &action).await?;
         match vm_create::enqueue(&mut tx, id, action.id, &p.tenant).await? {
             Enqueued::Job(_) => {}
@@ -98,6 +106,8 @@ impl App {
         }
         meson_db::commit(tx).await?;
         tracing::info!(vm = %id, action = %action.id, tenant = %p.tenant, "vm create accepted");
+        let mut volumes = volumes;
+        volumes.extend(attached);
         Ok(VmCreated {
             vm,
             parts: VmParts { volumes, nics },

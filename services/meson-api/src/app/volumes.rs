@@ -1,9 +1,25 @@
-//! Volumes: read one, or list them.
+//! Volumes: read and list every volume; create, rename/relabel and delete
+//! standalone ones; attach standalone volumes to a VM being created.
 
-use super::{App, Page};
+use super::{App, Page, new_action};
 use crate::auth::Principal;
-use meson_core::volume::{Volume, VolumeKind};
-use meson_core::{Result, VmId, VolumeId};
+use meson_core::action::{Action, Command, ResourceType};
+use meson_core::parse::Warning;
+use meson_core::patch::NameLabels;
+use meson_core::quota::Resources;
+use meson_core::target::Target;
+use meson_core::vm::VmSpec;
+use meson_core::volume::{MAX_VOLUME_NAME_LEN, Volume, VolumeCreate, VolumeStatus};
+use meson_core::{Error, Result, TenantId, VmId, VolumeId};
+use meson_db::volumes::VolumeFilter;
+use meson_jobs::Enqueued;
+use meson_workflows::{volume_create, volume_delete};
+
+pub struct VolumeCreated {
+    pub volume: Volume,
+    pub action: Action,
+    pub warnings: Vec<Warning>,
+}
 
 impl App {
     pub async fn volume_get(&self, p: &Principal, id: VolumeId) -> Result<Volume> {
@@ -14,18 +30,220 @@ impl App {
         &self,
         p: &Principal,
         page: Page,
-        vm: Option<VmId>,
-        kind: Option<VolumeKind>,
+        filter: &VolumeFilter,
     ) -> Result<(Vec<Volume>, u64)> {
         let (v, total) = meson_db::volumes::list(
             &self.pool,
             &p.tenant,
-            vm,
-            kind,
+            filter,
             i64::from(page.per_page),
             page.offset(),
         )
         .await?;
         Ok((v, total.max(0) as u64))
     }
+
+    /// Validates the request and, in one transaction, checks the storage
+    /// quota and writes the volume, the action and its `volume_create` job.
+    pub async fn volume_create(
+        &self,
+        p: &Principal,
+        body: &serde_json::Value,
+    ) -> Result<VolumeCreated> {
+        let req = VolumeCreate::parse(body, &meson_db::targets::list(&self.pool).await?)?;
+        let volume = Volume::new_standalone(&p.tenant, &req);
+        let action = new_action(
+            p,
+            Command::CreateVolume,
+            vec![(ResourceType::Volume, volume.id.0)],
+        );
+        let mut tx = meson_db::begin(&self.pool).await?;
+        self.reserve(
+            &mut tx,
+            &p.tenant,
+            Resources {
+                storage_gb: i64::from(volume.size_gb),
+                ..Resources::default()
+            },
+        )
+        .await?;
+        meson_db::volumes::insert(&mut tx, &volume).await?;
+        meson_db::actions::insert(&mut tx, &action).await?;
+        let params = volume_create::Params {
+            volume_id: volume.id,
+            provider: req.provider,
+            continent: req.continent,
+            region: req.region,
+        };
+        match volume_create::enqueue(&mut tx, &params, action.id, &p.tenant).await? {
+            Enqueued::Job(_) => {}
+            Enqueued::Locked(_) => {
+                return Err(Error::internal("a brand-new volume is already locked"));
+            }
+        }
+        meson_db::commit(tx).await?;
+        tracing::info!(volume = %volume.id, action = %action.id, tenant = %p.tenant, "volume create accepted");
+        Ok(VolumeCreated {
+            volume,
+            action,
+            warnings: req.warnings,
+        })
+    }
+
+    /// Renames a standalone volume and/or replaces its labels; a VM's own
+    /// volumes are named by the VM's request.
+    pub async fn volume_update(
+        &self,
+        p: &Principal,
+        id: VolumeId,
+        body: &serde_json::Value,
+    ) -> Result<(Volume, Vec<Warning>)> {
+        let patch = NameLabels::parse(body, MAX_VOLUME_NAME_LEN)?;
+        let v = self.volume_get(p, id).await?;
+        if let Some(vm) = v.vm_id {
+            return Err(owned_by(vm));
+        }
+        meson_db::volumes::update(
+            &self.pool,
+            &p.tenant,
+            id,
+            patch.name.as_deref(),
+            patch.labels.as_ref(),
+        )
+        .await?;
+        Ok((self.volume_get(p, id).await?, patch.warnings))
+    }
+
+    /// Starts deleting a standalone volume: `locked` while another action
+    /// runs on it, `conflict` while a VM has it attached (or for a VM's own
+    /// volume, which goes with its VM).
+    pub async fn volume_delete(&self, p: &Principal, id: VolumeId) -> Result<Action> {
+        if let Some(vm) = self.volume_get(p, id).await?.vm_id {
+            return Err(owned_by(vm));
+        }
+        let mut tx = meson_db::begin(&self.pool).await?;
+        // Locked: a VM create attaching it waits, then sees it deleting.
+        let v = meson_db::volumes::lock_standalone(&mut tx, &p.tenant, id).await?;
+        let action = new_action(p, Command::DeleteVolume, vec![(ResourceType::Volume, id.0)]);
+        meson_db::actions::insert(&mut tx, &action).await?;
+        match volume_delete::enqueue(&mut tx, id, action.id, &p.tenant).await? {
+            Enqueued::Job(_) => {}
+            Enqueued::Locked(blocking) => {
+                return Err(Error::Locked {
+                    kind: "volume",
+                    id: id.to_string(),
+                    action_id: blocking.map(|a| a.0).unwrap_or_default(),
+                });
+            }
+        }
+        if let Some(vm) = v.attached_to {
+            return Err(Error::Conflict {
+                message: format!(
+                    "the volume is attached to VM {vm}; delete the VM first (the volume stays)"
+                ),
+            });
+        }
+        meson_db::volumes::set_status(&mut *tx, id, VolumeStatus::Deleting).await?;
+        meson_db::commit(tx).await?;
+        tracing::info!(volume = %id, action = %action.id, "volume delete accepted");
+        Ok(action)
+    }
+}
+
+fn owned_by(vm: VmId) -> Error {
+    Error::Conflict {
+        message: format!(
+            "this volume belongs to VM {vm} and goes with it; only standalone volumes \
+             (POST /v1/volumes) can be changed or deleted on their own"
+        ),
+    }
+}
+
+/// Attaches a VM being created to standalone volumes, in its create
+/// transaction: each must be the tenant's and `available`, and they must
+/// share one host that meets the VM's provider/continent/region (they pin
+/// its placement there). Rows are locked in id order, so two creates naming
+/// the same volumes cannot deadlock; the second sees them attached. Returns
+/// the volumes as attached, in request order.
+pub(crate) async fn attach_new_vm(
+    tx: &mut meson_db::Tx<'_>,
+    tenant: &TenantId,
+    vm: VmId,
+    spec: &VmSpec,
+    targets: &[Target],
+    ids: &[VolumeId],
+) -> Result<Vec<Volume>> {
+    let mut order: Vec<usize> = (0..ids.len()).collect();
+    order.sort_by_key(|&i| ids[i].0);
+    let mut locked: Vec<(usize, Volume)> = Vec::with_capacity(ids.len());
+    for i in order {
+        let field = format!("volumes[{i}]");
+        let v = match meson_db::volumes::lock_standalone(tx, tenant, ids[i]).await {
+            Err(Error::NotFound { .. }) => {
+                return Err(Error::invalid(field, "no such standalone volume"));
+            }
+            other => other?,
+        };
+        if let Some(other) = v.attached_to {
+            return Err(Error::invalid(
+                field,
+                format!("the volume is attached to VM {other}"),
+            ));
+        }
+        if v.status != VolumeStatus::Available {
+            return Err(Error::invalid(
+                field,
+                format!(
+                    "the volume is {}; only an available volume can be attached",
+                    v.status.as_str()
+                ),
+            ));
+        }
+        locked.push((i, v));
+    }
+    locked.sort_by_key(|(i, _)| *i);
+    let mut first: Option<(&str, &meson_core::volume::VolumePlacement)> = None;
+    for (i, v) in &locked {
+        let field = format!("volumes[{i}]");
+        let placement = v
+            .placement
+            .as_ref()
+            .ok_or_else(|| Error::internal("an available volume has no placement"))?;
+        if let Some((name, p)) = first {
+            if p.target_id != placement.target_id {
+                return Err(Error::invalid(
+                    field,
+                    format!(
+                        "the volume is on host {}, volume {name} on host {}: a VM's volumes \
+                         must share its host",
+                        placement.host, p.host
+                    ),
+                ));
+            }
+        } else {
+            first = Some((&v.name, placement));
+            let meets = targets
+                .iter()
+                .find(|t| t.id == placement.target_id)
+                .is_some_and(|t| t.meets([&spec.provider, &spec.continent, &spec.region]));
+            if !meets {
+                return Err(Error::invalid(
+                    field,
+                    format!(
+                        "the volume is on host {} (provider {}, region {}), which the VM's \
+                         provider/continent/region exclude",
+                        placement.host, placement.provider, placement.region
+                    ),
+                ));
+            }
+        }
+    }
+    let mut out = Vec::with_capacity(locked.len());
+    for (_, mut v) in locked {
+        meson_db::volumes::attach(tx, v.id, vm).await?;
+        v.status = VolumeStatus::Attached;
+        v.attached_to = Some(vm);
+        out.push(v);
+    }
+    Ok(out)
 }

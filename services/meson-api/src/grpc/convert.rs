@@ -122,6 +122,7 @@ pub fn vm(v: wire::Vm) -> pb::Vm {
                 name: x.name,
                 size: x.size,
                 kind: x.kind,
+                standalone: x.standalone,
             })
             .collect(),
         private_net: v
@@ -284,6 +285,7 @@ pub fn vm_create(r: &pb::CreateVmRequest) -> Value {
         .str("region", &r.region)
         .labels("labels", &r.labels)
         .list("networks", &r.networks)
+        .list("volumes", &r.volumes)
         .value()
 }
 

@@ -16,7 +16,30 @@ pub fn volume(v: wire::volume::Volume) -> pb::Volume {
         size: v.size,
         status: v.status,
         vm: v.vm.map(|id| id.to_string()),
+        standalone: v.standalone,
+        attached_to: v.attached_to.map(|id| id.to_string()),
+        labels: map(&v.labels),
+        bootable: v.bootable,
+        readonly: v.readonly,
+        host: v.host,
+        provider: v.provider,
+        region: v.region,
+        created: Some(timestamp(v.created)),
     }
+}
+
+/// A `CreateVolumeRequest` as the REST body of `POST /v1/volumes`.
+pub fn volume_create(r: &pb::CreateVolumeRequest) -> Value {
+    Obj::new()
+        .str("name", &r.name)
+        .num("size", r.size)
+        .labels("labels", &r.labels)
+        .str("provider", &r.provider)
+        .str("continent", &r.continent)
+        .str("region", &r.region)
+        .flag("bootable", r.bootable)
+        .flag("readonly", r.readonly)
+        .value()
 }
 
 fn range(r: wire::network::AddressRange) -> pb::AddressRange {

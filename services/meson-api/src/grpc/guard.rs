@@ -26,7 +26,10 @@ pub const METHODS: &[(&str, &str)] = &[
     ("/meson.v1.VmService/DeleteVm", "vm_delete"),
     ("/meson.v1.VmService/PowerVm", "vm_power"),
     ("/meson.v1.VmService/ListVmActions", "vm_action_list"),
+    ("/meson.v1.VolumeService/CreateVolume", "volume_create"),
     ("/meson.v1.VolumeService/GetVolume", "volume_get"),
+    ("/meson.v1.VolumeService/UpdateVolume", "volume_update"),
+    ("/meson.v1.VolumeService/DeleteVolume", "volume_delete"),
     ("/meson.v1.VolumeService/ListVolumes", "volume_list"),
     (
         "/meson.v1.VolumeService/ListVolumeActions",

@@ -30,7 +30,8 @@ pub fn routes() -> OpenApiRouter<AppState> {
     summary = "Create a VM",
     description = "Validates the request, stores the VM and starts its `create_vm` action: \
         placement (the cheapest host that fits, within `provider`, `continent` and \
-        `region`), volumes, cloud-init, boot. Poll the action or stream it.",
+        `region`; the host of the standalone `volumes` it attaches, if any), volumes, \
+        cloud-init, boot. Poll the action or stream it.",
     request_body(content = VmCreateRequest, content_type = "application/json",
         example = json!(meson_types::requests::vm_create_example())),
     responses(
@@ -52,8 +53,9 @@ pub fn routes() -> OpenApiRouter<AppState> {
                     parameters(("id" = "$response.body#/action/id")))),
             )),
         (status = 400, description = "Invalid input (`invalid_input`, every rejected field \
-            named in `details.fields`), malformed JSON (`json_error`) or a bad \
-            `Idempotency-Key`.", body = ErrorResponse),
+            named in `details.fields`, e.g. a `volumes[i]` that is not one of the tenant's \
+            `available` standalone volumes, or not on the others' host), malformed JSON \
+            (`json_error`) or a bad `Idempotency-Key`.", body = ErrorResponse),
         (status = 403, description = "The token's role cannot create VMs (`forbidden`), or \
             the VM would take the tenant over a quota (`resource_limit_exceeded`, each one \
             in `details.limits`).", body = ErrorResponse),

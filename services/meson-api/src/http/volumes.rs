@@ -1,24 +1,75 @@
 //! `/v1/volumes`.
 
-use super::{AppState, page_of, pagination, parse_id, query_pairs};
+use super::{AppState, JsonBody, page_of, pagination, parse_id, query_pairs};
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::views;
 use axum::Json;
 use axum::extract::{Path, RawQuery, State};
-use axum::response::Response;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
 use meson_core::Error;
 use meson_core::volume::VolumeKind;
+use meson_db::volumes::VolumeFilter;
 use meson_types::ErrorResponse;
 use meson_types::requests::{PageQuery, VolumeListQuery};
-use meson_types::volume as wire;
+use meson_types::volume::{self as wire, VolumeCreateRequest, VolumeUpdateRequest};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
-        .routes(routes!(list))
-        .routes(routes!(read))
+        .routes(routes!(list, create))
+        .routes(routes!(read, update, delete))
+}
+
+/// Creates a standalone volume.
+#[utoipa::path(
+    post,
+    path = "/v1/volumes",
+    tag = "volumes",
+    operation_id = "volume_create",
+    summary = "Create a volume",
+    description = "Stores a standalone data volume (`creating`) and starts its \
+        `create_volume` action, which places it on an AtomOS host with room for it (within \
+        `provider`, `continent` and `region`) and makes it there; it is then `available`. \
+        Attach it by naming it in a VM's `volumes` (`POST /v1/vms`): the VM is placed on the \
+        volume's host. It counts against the `storage_gb` quota until deleted.",
+    request_body(content = VolumeCreateRequest, content_type = "application/json"),
+    responses(
+        (status = 201, description = "Accepted: the volume (`creating`) and its action.",
+            body = wire::VolumeCreateResponse, links(
+                ("GetVolume" = (operation_id = "volume_get",
+                    parameters(("id" = "$response.body#/volume/id")))),
+                ("DeleteVolume" = (operation_id = "volume_delete",
+                    parameters(("id" = "$response.body#/volume/id")))),
+                ("GetAction" = (operation_id = "action_get",
+                    parameters(("id" = "$response.body#/action/id")))),
+            )),
+        (status = 400, description = "A bad field (`invalid_input`, every rejected field \
+            named in `details.fields`), malformed JSON (`json_error`) or a bad \
+            `Idempotency-Key`.", body = ErrorResponse),
+        (status = 403, description = "The token's role cannot create (`forbidden`), or the \
+            volume would take the tenant over its `storage_gb` quota \
+            (`resource_limit_exceeded`).", body = ErrorResponse),
+        (status = 409, description = "The tenant has a standalone volume with this name \
+            (`uniqueness_error`), or the Idempotency-Key was used with another body \
+            (`conflict`).", body = ErrorResponse),
+    ),
+)]
+async fn create(
+    State(s): State<AppState>,
+    p: Principal,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
+    let c = s.app.volume_create(&p, &body).await?;
+    let res = wire::VolumeCreateResponse {
+        volume: views::volume(&c.volume),
+        action: views::action(&c.action),
+        next_actions: vec![],
+        warnings: c.warnings.iter().map(views::warning).collect(),
+    };
+    Ok((StatusCode::CREATED, Json(res)).into_response())
 }
 
 /// Reads a volume.
@@ -45,10 +96,84 @@ async fn read(
     let v = s.app.volume_get(&p, parse_id(&id)?).await?;
     Ok(Json(wire::VolumeResponse {
         volume: views::volume(&v),
+        warnings: vec![],
     }))
 }
 
-/// `vm=<id>` and `kind=boot|cloudinit|data` filter the list.
+/// Renames and/or relabels a standalone volume.
+#[utoipa::path(
+    patch,
+    path = "/v1/volumes/{id}",
+    tag = "volumes",
+    operation_id = "volume_update",
+    summary = "Update a volume",
+    description = "Changes a standalone volume's name and/or replaces its labels (at any \
+        time: nothing on AtomOS changes). A VM's own volumes are named by the VM.",
+    params(("id" = uuid::Uuid, Path, description = "The volume's id.")),
+    request_body(content = VolumeUpdateRequest, content_type = "application/json"),
+    responses(
+        (status = 200, description = "The volume as it is now.", body = wire::VolumeResponse),
+        (status = 400, description = "A bad field (`invalid_input`) or malformed JSON \
+            (`json_error`).", body = ErrorResponse),
+        (status = 403, description = "The token's role cannot modify (`forbidden`).",
+            body = ErrorResponse),
+        (status = 404, description = "No such volume for this tenant (`not_found`).",
+            body = ErrorResponse),
+        (status = 409, description = "The name is taken (`uniqueness_error`), or the volume \
+            is a VM's own (`conflict`).", body = ErrorResponse),
+    ),
+)]
+async fn update(
+    State(s): State<AppState>,
+    p: Principal,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Json<wire::VolumeResponse>> {
+    let (v, warnings) = s.app.volume_update(&p, parse_id(&id)?, &body).await?;
+    Ok(Json(wire::VolumeResponse {
+        volume: views::volume(&v),
+        warnings: warnings.iter().map(views::warning).collect(),
+    }))
+}
+
+/// Deletes a standalone volume.
+#[utoipa::path(
+    delete,
+    path = "/v1/volumes/{id}",
+    tag = "volumes",
+    operation_id = "volume_delete",
+    summary = "Delete a volume",
+    description = "Starts its `delete_volume` action, which destroys the volume (and its \
+        data) on its AtomOS host. Refused while a VM has it attached (delete the VM: the \
+        volume stays, `available`) and for a VM's own volumes, which go with the VM.",
+    params(("id" = uuid::Uuid, Path, description = "The volume's id.")),
+    responses(
+        (status = 200, description = "Accepted: the delete action.", body = meson_types::ActionResponse),
+        (status = 400, description = "The id is not a UUID (`invalid_input`).",
+            body = ErrorResponse),
+        (status = 403, description = "The token's role cannot delete (`forbidden`).",
+            body = ErrorResponse),
+        (status = 404, description = "No such volume for this tenant (`not_found`).",
+            body = ErrorResponse),
+        (status = 409, description = "A VM has it attached, or it is a VM's own volume \
+            (`conflict`).", body = ErrorResponse),
+        (status = 423, description = "An action runs on it: its create or delete (`locked`; \
+            the action id in `details.action_id`).", body = ErrorResponse),
+    ),
+)]
+async fn delete(
+    State(s): State<AppState>,
+    p: Principal,
+    Path(id): Path<String>,
+) -> ApiResult<Json<meson_types::ActionResponse>> {
+    let action = s.app.volume_delete(&p, parse_id(&id)?).await?;
+    Ok(Json(meson_types::ActionResponse {
+        action: views::action(&action),
+    }))
+}
+
+/// Every volume of the tenant: VMs' own and standalone ones. `vm=<id>`,
+/// `kind=boot|cloudinit|data` and `standalone=true|false` filter the list.
 #[utoipa::path(
     get,
     path = "/v1/volumes",
@@ -71,23 +196,35 @@ async fn list(
 ) -> ApiResult<Response> {
     let pairs = query_pairs(q.as_deref())?;
     let page = page_of(&pairs)?;
-    let (mut vm, mut kind) = (None, None);
+    let mut filter = VolumeFilter::default();
     for (k, v) in &pairs {
         match k.as_str() {
             "vm" => {
-                vm = Some(v.parse().map_err(|_| {
+                filter.vm = Some(v.parse().map_err(|_| {
                     ApiError(Error::invalid("vm", format!("'{v}' is not a valid id")))
                 })?)
             }
             "kind" => {
-                kind = Some(VolumeKind::parse(v).ok_or_else(|| {
+                filter.kind = Some(VolumeKind::parse(v).ok_or_else(|| {
                     ApiError(Error::invalid("kind", "must be boot, cloudinit or data"))
                 })?)
+            }
+            "standalone" => {
+                filter.standalone = Some(match v.to_ascii_lowercase().as_str() {
+                    "true" | "1" => true,
+                    "false" | "0" => false,
+                    _ => {
+                        return Err(ApiError(Error::invalid(
+                            "standalone",
+                            "must be true or false",
+                        )));
+                    }
+                })
             }
             _ => {}
         }
     }
-    let (volumes, total) = s.app.volume_list(&p, page, vm, kind).await?;
+    let (volumes, total) = s.app.volume_list(&p, page, &filter).await?;
     let (meta, link) = pagination("/v1/volumes", page, total);
     Ok(super::paged(
         wire::VolumeList {

@@ -1,0 +1,429 @@
+//! Standalone volumes over REST: create, attach to a VM at its create (the
+//! volume pins the VM's host), detach by deleting the VM, delete; bad
+//! input, the storage quota, another tenant's ids, conflicts and locks.
+
+use crate::harness::{Meson, seed_vm};
+use crate::quotas::usage_matches_recount;
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+
+/// Creates a standalone volume and waits for its create; returns it as read after.
+async fn create_volume(m: &Meson, body: Value) -> Value {
+    let r = m.post("/v1/volumes", &body).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    assert_eq!(r.body["volume"]["status"], "creating");
+    assert_eq!(r.body["action"]["command"], "create_volume");
+    let done = m
+        .wait_action(r.body["action"]["id"].as_str().unwrap())
+        .await;
+    assert_eq!(done["status"], "success", "{done}");
+    volume(m, r.body["volume"]["id"].as_str().unwrap()).await
+}
+
+async fn volume(m: &Meson, id: &str) -> Value {
+    let r = m.get(&format!("/v1/volumes/{id}")).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    r.body["volume"].clone()
+}
+
+/// The simulator's copy of a standalone volume (by its AtomOS name), with its host.
+fn on_atomos(m: &Meson, id: &str) -> Option<(String, atomos_sim::SimVolume)> {
+    let name = format!("vol-{}", id.replace('-', ""));
+    m.sim().hosts().iter().find_map(|h| {
+        h.inventory()
+            .volumes
+            .into_iter()
+            .find(|v| v.name == name)
+            .map(|v| (h.name().to_owned(), v))
+    })
+}
+
+/// The simulator's id of a VM.
+fn sim_vm_id(m: &Meson, vm: &str) -> String {
+    let name = format!("vm-{}", vm.replace('-', ""));
+    m.sim()
+        .hosts()
+        .iter()
+        .flat_map(|h| h.inventory().vms)
+        .find(|v| v.name == name)
+        .map(|v| v.id)
+        .expect("the VM is on AtomOS")
+}
+
+async fn wait_ok(m: &Meson, r: &crate::harness::Reply) -> Value {
+    assert!(r.status.is_success(), "{}", r.body);
+    let done = m
+        .wait_action(r.body["action"]["id"].as_str().unwrap())
+        .await;
+    assert_eq!(done["status"], "success", "{done}");
+    done
+}
+
+#[tokio::test]
+async fn a_standalone_volume_outlives_the_vm_it_was_attached_to() {
+    let m = Meson::start().await;
+    let v = create_volume(
+        &m,
+        json!({"name": "data-1", "size": 50, "provider": "ionos", "bootable": "False",
+               "readonly": "false", "shareable": "False", "private": "True",
+               "labels": {"env": "prod"}}),
+    )
+    .await;
+    let id = v["id"].as_str().unwrap().to_owned();
+    assert_eq!(v["status"], "available", "{v}");
+    assert_eq!(
+        (v["kind"].as_str(), v["size"].as_u64()),
+        (Some("data"), Some(50))
+    );
+    assert_eq!(v["standalone"], true);
+    assert_eq!(v["vm"], Value::Null);
+    assert_eq!(v["attached_to"], Value::Null);
+    assert_eq!(v["provider"], "ionos");
+    assert_eq!(v["labels"], json!({"env": "prod"}));
+    let host = v["host"].as_str().unwrap().to_owned();
+    let (sim_host, sim) = on_atomos(&m, &id).expect("made on AtomOS");
+    assert_eq!(sim_host, host);
+    assert_eq!(sim.size_gb, 50.0);
+    assert!(!sim.shareable && sim.private && !sim.bootable);
+    assert!(sim.attached_to.is_empty());
+
+    // Renamed and relabelled; the name is unique per tenant.
+    let r = m
+        .patch(&format!("/v1/volumes/{id}"), &json!({"name": "data-one"}))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.body["volume"]["name"], "data-one");
+    assert_eq!(r.body["volume"]["labels"], json!({"env": "prod"}));
+    let dup = m
+        .post("/v1/volumes", &json!({"name": "data-one", "size": 1}))
+        .await;
+    assert_eq!(dup.status, StatusCode::CONFLICT, "{}", dup.body);
+    assert_eq!(dup.body["error"]["code"], "uniqueness_error");
+
+    // A VM attaching it: attached at once, placed on the volume's host.
+    let mut body = seed_vm();
+    body["volumes"] = json!([id]);
+    let r = m.post("/v1/vms", &body).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let vm = r.body["vm"]["id"].as_str().unwrap().to_owned();
+    let attached = &r.body["vm"]["volumes"][3];
+    assert_eq!(
+        (attached["id"].as_str(), attached["standalone"].as_bool()),
+        (Some(id.as_str()), Some(true))
+    );
+    let v = volume(&m, &id).await;
+    assert_eq!(
+        (v["status"].as_str(), v["attached_to"].as_str()),
+        (Some("attached"), Some(vm.as_str()))
+    );
+    wait_ok(&m, &r).await;
+    let got = m.get(&format!("/v1/vms/{vm}")).await.body["vm"].clone();
+    assert_eq!(got["status"], "running", "{got}");
+    assert_eq!(got["host"], host.as_str());
+    let kinds: Vec<(&str, bool)> = got["volumes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| {
+            (
+                v["kind"].as_str().unwrap(),
+                v["standalone"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("boot", false),
+            ("cloudinit", false),
+            ("data", false),
+            ("data", true)
+        ]
+    );
+    let (_, sim) = on_atomos(&m, &id).unwrap();
+    assert_eq!(sim.attached_to, [sim_vm_id(&m, &vm)], "attached on AtomOS");
+
+    // Listed with the VM's own volumes; filters.
+    let all = m.get("/v1/volumes").await.body;
+    assert_eq!(all["meta"]["pagination"]["total_entries"], 4, "{all}");
+    let mine = m.get(&format!("/v1/volumes?vm={vm}")).await.body;
+    assert_eq!(mine["volumes"].as_array().unwrap().len(), 4, "{mine}");
+    let standalone = m.get("/v1/volumes?standalone=true").await.body;
+    assert_eq!(standalone["volumes"].as_array().unwrap().len(), 1);
+    assert_eq!(standalone["volumes"][0]["id"], id.as_str());
+    let owned = m.get("/v1/volumes?standalone=false").await.body;
+    assert_eq!(owned["volumes"].as_array().unwrap().len(), 3);
+    let bad = m.get("/v1/volumes?standalone=maybe").await;
+    assert_eq!(bad.rejected_fields(), ["standalone"]);
+
+    // Attached: neither deletable nor attachable to a second VM.
+    let r = m.delete(&format!("/v1/volumes/{id}")).await;
+    assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.body);
+    assert_eq!(r.body["error"]["code"], "conflict");
+    let mut second = seed_vm();
+    second["specs"]["vm_name"] = "second".into();
+    second["volumes"] = json!([id]);
+    let r = m.post("/v1/vms", &second).await;
+    assert_eq!(r.rejected_fields(), ["volumes[0]"], "{}", r.body);
+    // A VM's own volume goes with its VM only.
+    let boot = got["volumes"][0]["id"].as_str().unwrap();
+    let r = m.delete(&format!("/v1/volumes/{boot}")).await;
+    assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.body);
+
+    // Deleting the VM detaches the volume and keeps it.
+    wait_ok(&m, &m.delete(&format!("/v1/vms/{vm}")).await).await;
+    let v = volume(&m, &id).await;
+    assert_eq!(
+        (v["status"].as_str(), &v["attached_to"]),
+        (Some("available"), &Value::Null)
+    );
+    let (sim_host, sim) = on_atomos(&m, &id).expect("still on AtomOS");
+    assert_eq!(sim_host, host);
+    assert!(sim.attached_to.is_empty());
+    assert_eq!(
+        m.get("/v1/volumes").await.body["volumes"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+
+    // Deleting the volume takes it off AtomOS.
+    let r = m.delete(&format!("/v1/volumes/{id}")).await;
+    assert_eq!(r.body["action"]["command"], "delete_volume", "{}", r.body);
+    wait_ok(&m, &r).await;
+    assert_eq!(
+        m.get(&format!("/v1/volumes/{id}")).await.status,
+        StatusCode::NOT_FOUND
+    );
+    assert!(on_atomos(&m, &id).is_none(), "gone from AtomOS");
+    assert_eq!(m.inventory_counts(), (0, 0), "nothing left on AtomOS");
+    m.stop().await;
+}
+
+#[tokio::test]
+async fn bad_volume_requests_name_the_field() {
+    let m = Meson::start().await;
+    let r = m
+        .post(
+            "/v1/volumes",
+            &json!({"name": "bad_name!", "size": 0, "shareable": true, "private": "False",
+                    "readonly": "perhaps", "provider": "nowhere", "labels": {"-x": "y"}}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
+    assert_eq!(
+        r.rejected_fields(),
+        [
+            "labels.-x",
+            "name",
+            "private",
+            "provider",
+            "readonly",
+            "shareable",
+            "size"
+        ]
+    );
+    let r = m.post("/v1/volumes", &json!({"size": 20_000})).await;
+    assert_eq!(r.rejected_fields(), ["name", "size"]);
+    let r = m.post("/v1/volumes", &json!([1])).await;
+    assert_eq!(r.rejected_fields(), ["(body)"]);
+    let r = m
+        .patch(
+            &format!("/v1/volumes/{}", uuid::Uuid::new_v4()),
+            &json!({"name": "x"}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+    let r = m.delete("/v1/volumes/not-an-id").await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+
+    // Attaching: ids, repeats, unknown volumes, one not yet available.
+    let mut body = seed_vm();
+    body["volumes"] = json!(["nope", 3]);
+    assert_eq!(
+        m.post("/v1/vms", &body).await.rejected_fields(),
+        ["volumes[0]", "volumes[1]"]
+    );
+    let ghost = uuid::Uuid::new_v4().to_string();
+    body["volumes"] = json!([ghost, ghost]);
+    assert_eq!(
+        m.post("/v1/vms", &body).await.rejected_fields(),
+        ["volumes[1]"]
+    );
+    body["volumes"] = json!([ghost]);
+    let r = m.post("/v1/vms", &body).await;
+    assert_eq!(r.rejected_fields(), ["volumes[0]"]);
+    assert!(
+        r.body.to_string().contains("no such standalone volume"),
+        "{}",
+        r.body
+    );
+    m.stop().await;
+}
+
+#[tokio::test]
+async fn volumes_count_against_the_storage_quota() {
+    let m = Meson::start_with(|o| o.quotas.storage_gb = 100).await;
+    let v = create_volume(&m, json!({"name": "big", "size": 60})).await;
+    let r = m
+        .post("/v1/volumes", &json!({"name": "more", "size": 60}))
+        .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN, "{}", r.body);
+    assert_eq!(r.body["error"]["code"], "resource_limit_exceeded");
+    assert!(r.body.to_string().contains("storage_gb"), "{}", r.body);
+    // A VM's disks (20 GB boot + 30 GB data) share the same counter.
+    let r = m.post("/v1/vms", &seed_vm()).await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN, "{}", r.body);
+    let q = m.get("/v1/quotas").await.body;
+    let storage = q["quota"]["limits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["name"] == "storage_gb")
+        .cloned()
+        .unwrap();
+    assert_eq!(storage["current"], 60, "{q}");
+    assert_eq!(usage_matches_recount(&m).await.storage_gb, 60);
+    // Deleted, it no longer counts.
+    let id = v["id"].as_str().unwrap();
+    wait_ok(&m, &m.delete(&format!("/v1/volumes/{id}")).await).await;
+    assert_eq!(usage_matches_recount(&m).await.storage_gb, 0);
+    let v = create_volume(&m, json!({"name": "more", "size": 60})).await;
+    // Attached, it counts once: the VM's own disks (50 GB) beside it.
+    let mut body = seed_vm();
+    body["volumes"] = json!([v["id"]]);
+    body.as_object_mut().unwrap().remove("provider");
+    body["specs"]["volumes"] = json!([]);
+    body["specs"]["vm_name"] = "small".into();
+    let r = m.post("/v1/vms", &body).await;
+    wait_ok(&m, &r).await;
+    assert_eq!(usage_matches_recount(&m).await.storage_gb, 80);
+    m.stop().await;
+}
+
+#[tokio::test]
+async fn another_tenants_volume_is_not_found_and_cannot_be_attached() {
+    let m = Meson::start().await;
+    let v = create_volume(
+        &m,
+        json!({"name": "secret", "size": 5, "provider": "ionos"}),
+    )
+    .await;
+    let id = v["id"].as_str().unwrap();
+    let other = m.token("other", "eve", meson_api::Role::Editor);
+    for (method, body) in [
+        (Method::GET, None),
+        (Method::PATCH, Some(json!({"name": "mine"}))),
+        (Method::DELETE, None),
+    ] {
+        let r = m
+            .call(
+                method.clone(),
+                &format!("/v1/volumes/{id}"),
+                &other,
+                body.as_ref(),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::NOT_FOUND, "{method}: {}", r.body);
+    }
+    let list = m.call(Method::GET, "/v1/volumes", &other, None).await;
+    assert_eq!(list.body["volumes"], json!([]));
+    let mut body = seed_vm();
+    body["volumes"] = json!([id]);
+    let r = m.call(Method::POST, "/v1/vms", &other, Some(&body)).await;
+    assert_eq!(r.rejected_fields(), ["volumes[0]"], "{}", r.body);
+    assert_eq!(volume(&m, id).await["status"], "available");
+    m.stop().await;
+}
+
+#[tokio::test]
+async fn a_volume_pins_the_vm_to_its_host() {
+    let m = Meson::start().await;
+    // The first ovh host by name, ovh-bhs-1, has no GPU.
+    let v = create_volume(&m, json!({"name": "pinned", "size": 5, "provider": "ovh"})).await;
+    let id = v["id"].as_str().unwrap();
+    assert_eq!(v["host"], "ovh-bhs-1", "{v}");
+
+    // A VM that asks for another provider cannot have it.
+    let mut body = seed_vm();
+    body["volumes"] = json!([id]);
+    // A quote says it does not check the pin.
+    let q = m.post("/v1/quotes", &body).await;
+    assert_eq!(q.status, StatusCode::OK, "{}", q.body);
+    assert!(
+        q.body["warnings"]
+            .as_array()
+            .is_some_and(|w| w.iter().any(|w| w["field"] == "volumes")),
+        "{}",
+        q.body
+    );
+    let r = m.post("/v1/vms", &body).await;
+    assert_eq!(r.rejected_fields(), ["volumes[0]"], "{}", r.body);
+
+    // One that does not fit on that host fails, saying why, and lets it go.
+    body["provider"] = "ovh".into();
+    body["specs"]["req"]["pci"]["devices"] = json!({"10de:1bb1": 1});
+    let r = m.post("/v1/vms", &body).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let done = m
+        .wait_action(r.body["action"]["id"].as_str().unwrap())
+        .await;
+    assert_eq!(done["status"], "error", "{done}");
+    assert_eq!(done["error"]["code"], "resource_unavailable", "{done}");
+    let msg = done["error"]["message"].as_str().unwrap();
+    assert!(msg.contains("pinned") && msg.contains("ovh-bhs-1"), "{msg}");
+    let v = volume(&m, id).await;
+    assert_eq!(
+        (v["status"].as_str(), &v["attached_to"]),
+        (Some("available"), &Value::Null)
+    );
+
+    // Without the GPU it fits there, and runs there.
+    body["specs"]["req"]["pci"]["devices"] = json!({});
+    body["specs"]["vm_name"] = "fits".into();
+    let r = m.post("/v1/vms", &body).await;
+    wait_ok(&m, &r).await;
+    let vm = r.body["vm"]["id"].as_str().unwrap();
+    assert_eq!(
+        m.get(&format!("/v1/vms/{vm}")).await.body["vm"]["host"],
+        "ovh-bhs-1"
+    );
+    m.stop().await;
+}
+
+#[tokio::test]
+async fn a_volume_is_locked_while_its_create_runs() {
+    let m = Meson::start().await;
+    // Its only candidate host is down: the create retries, holding the volume.
+    m.fault("gigas-mad-1", &json!({"down": true})).await;
+    let r = m
+        .post(
+            "/v1/volumes",
+            &json!({"name": "slow", "size": 5, "provider": "gigas"}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let id = r.body["volume"]["id"].as_str().unwrap().to_owned();
+    let d = m.delete(&format!("/v1/volumes/{id}")).await;
+    assert_eq!(d.status, StatusCode::LOCKED, "{}", d.body);
+    assert_eq!(
+        d.body["error"]["details"]["action_id"],
+        r.body["action"]["id"]
+    );
+    // Not available yet: no VM can attach it.
+    let mut body = seed_vm();
+    body["provider"] = "gigas".into();
+    body["volumes"] = json!([id]);
+    assert_eq!(
+        m.post("/v1/vms", &body).await.rejected_fields(),
+        ["volumes[0]"]
+    );
+    m.fault("gigas-mad-1", &json!({"down": false})).await;
+    let done = m
+        .wait_action(r.body["action"]["id"].as_str().unwrap())
+        .await;
+    assert_eq!(done["status"], "success", "{done}");
+    assert_eq!(volume(&m, &id).await["host"], "gigas-mad-1");
+    m.stop().await;
+}

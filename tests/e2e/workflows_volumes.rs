@@ -1,0 +1,380 @@
+//! The workflow harness (meson_jobs::testing) run against the standalone
+//! volume workflows, and the VM workflows with a standalone volume attached.
+
+use crate::harness::seed_vm;
+use crate::workflows::{HasWorld, World, harness};
+use meson_core::action::ResourceType;
+use meson_core::vm::VmStatus;
+use meson_core::volume::VolumeStatus;
+use meson_core::{ActionId, VmId, VolumeId};
+use meson_jobs::testing::Scenario;
+use meson_workflows::vm_create::VmCreate;
+use meson_workflows::vm_delete::VmDelete;
+use meson_workflows::volume_create::VolumeCreate;
+use meson_workflows::volume_delete::VolumeDelete;
+use std::sync::atomic::Ordering;
+
+impl World {
+    /// Accepts a standalone volume's create (on an ionos host, where the
+    /// world's VMs go).
+    async fn volume_request(&self) -> (VolumeId, ActionId) {
+        let n = self.names.fetch_add(1, Ordering::SeqCst);
+        let c = self
+            .app
+            .volume_create(
+                &self.who,
+                &serde_json::json!({"name": format!("v-{n}"), "size": 3, "provider": "ionos"}),
+            )
+            .await
+            .expect("volume create accepted");
+        (c.volume.id, c.action.id)
+    }
+
+    /// A standalone volume, made.
+    async fn available_volume(&self) -> VolumeId {
+        let (id, action) = self.volume_request().await;
+        let a = self.run_plain(VolumeCreate(self.env.clone()), action).await;
+        assert_eq!(a.error, None);
+        id
+    }
+
+    /// Accepts a VM create attaching `volume`.
+    async fn vm_request_attaching(&self, volume: VolumeId) -> (VmId, ActionId) {
+        let mut body = seed_vm();
+        body["specs"]["vm_name"] =
+            format!("a-{}", self.names.fetch_add(1, Ordering::SeqCst)).into();
+        body["volumes"] = serde_json::json!([volume.to_string()]);
+        let c = self
+            .app
+            .vm_create(&self.who, &body)
+            .await
+            .expect("create accepted");
+        (c.vm.id, c.action.id)
+    }
+
+    async fn resources_of(&self, action: ActionId, kind: ResourceType) -> Vec<uuid::Uuid> {
+        let a = meson_db::actions::get(&self.db.pool, None, action)
+            .await
+            .unwrap();
+        a.resources
+            .iter()
+            .filter(|(t, _)| *t == kind)
+            .map(|(_, id)| *id)
+            .collect()
+    }
+
+    async fn vm_named(&self, action: ActionId) -> VmId {
+        VmId(self.resources_of(action, ResourceType::Vm).await[0])
+    }
+
+    /// The standalone volume an action names (a VM's create names its own too).
+    async fn volume_of(&self, action: ActionId) -> VolumeId {
+        for id in self.resources_of(action, ResourceType::Volume).await {
+            let v = meson_db::volumes::get_any(&self.db.pool, VolumeId(id))
+                .await
+                .unwrap();
+            if v.standalone() {
+                return v.id;
+            }
+        }
+        panic!("action {action} names no standalone volume")
+    }
+
+    /// The copies of a standalone volume on AtomOS, with the VMs each is attached to.
+    fn volume_on_atomos(&self, id: VolumeId) -> Vec<Vec<String>> {
+        let name = meson_core::naming::volume_atomos_name(id);
+        self.sim
+            .hosts()
+            .iter()
+            .flat_map(|h| h.inventory().volumes)
+            .filter(|v| v.name == name)
+            .map(|v| v.attached_to)
+            .collect()
+    }
+
+    /// The simulator's id of a VM, if AtomOS has it.
+    fn sim_vm(&self, vm: VmId) -> Option<String> {
+        let name = meson_core::naming::vm_atomos_name(vm);
+        self.sim
+            .hosts()
+            .iter()
+            .flat_map(|h| h.inventory().vms)
+            .find(|v| v.name == name)
+            .map(|v| v.id)
+    }
+
+    /// The volume exists once on AtomOS, free, and its row says `available`.
+    async fn assert_free(&self, id: VolumeId) {
+        let v = meson_db::volumes::get_any(&self.db.pool, id).await.unwrap();
+        assert_eq!(v.status, VolumeStatus::Available, "{v:?}");
+        assert_eq!(v.attached_to, None);
+        assert!(v.atomos_id.is_some() && v.placement.is_some());
+        assert_eq!(
+            self.volume_on_atomos(id),
+            [Vec::<String>::new()],
+            "one copy, free"
+        );
+    }
+}
+
+struct VolumeCreateScenario(World);
+
+impl HasWorld for VolumeCreateScenario {
+    fn world(&self) -> &World {
+        &self.0
+    }
+}
+
+impl Scenario for VolumeCreateScenario {
+    type W = VolumeCreate;
+
+    fn workflow(&self) -> VolumeCreate {
+        VolumeCreate(self.0.env.clone())
+    }
+
+    async fn start(&self) -> ActionId {
+        self.0.volume_request().await.1
+    }
+
+    async fn assert_done(&self, action: ActionId) {
+        let w = &self.0;
+        let id = w.volume_of(action).await;
+        w.assert_free(id).await;
+        let v = meson_db::volumes::get_any(&w.db.pool, id).await.unwrap();
+        assert_eq!(v.placement.unwrap().provider, "ionos");
+    }
+
+    async fn assert_clean(&self, action: ActionId) {
+        let w = &self.0;
+        let id = w.volume_of(action).await;
+        let v = meson_db::volumes::get_any(&w.db.pool, id).await.unwrap();
+        assert_eq!(v.status, VolumeStatus::Error, "{v:?}");
+        assert!(v.placement.is_none() && v.atomos_id.is_none(), "{v:?}");
+        assert!(w.volume_on_atomos(id).is_empty(), "leaked on AtomOS");
+        let jobs = meson_db::jobs::for_action(&w.db.pool, action)
+            .await
+            .unwrap();
+        assert!(jobs.iter().all(|j| j.state == "failed"), "{jobs:?}");
+    }
+}
+
+struct VolumeDeleteScenario(World);
+
+impl HasWorld for VolumeDeleteScenario {
+    fn world(&self) -> &World {
+        &self.0
+    }
+}
+
+impl Scenario for VolumeDeleteScenario {
+    type W = VolumeDelete;
+
+    fn workflow(&self) -> VolumeDelete {
+        VolumeDelete(self.0.env.clone())
+    }
+
+    async fn start(&self) -> ActionId {
+        let w = &self.0;
+        let id = w.available_volume().await;
+        w.app
+            .volume_delete(&w.who, id)
+            .await
+            .expect("delete accepted")
+            .id
+    }
+
+    async fn assert_done(&self, action: ActionId) {
+        let w = &self.0;
+        let id = w.volume_of(action).await;
+        assert!(
+            w.app.volume_get(&w.who, id).await.is_err(),
+            "the volume is gone"
+        );
+        assert!(w.volume_on_atomos(id).is_empty());
+    }
+
+    /// A failed delete leaves the volume usable or in error; deleting again cleans up.
+    async fn assert_clean(&self, action: ActionId) {
+        let w = &self.0;
+        let id = w.volume_of(action).await;
+        if let Ok(v) = w.app.volume_get(&w.who, id).await {
+            assert!(
+                matches!(v.status, VolumeStatus::Available | VolumeStatus::Error),
+                "{v:?}"
+            );
+            assert_eq!(
+                v.status == VolumeStatus::Available,
+                !w.volume_on_atomos(id).is_empty()
+            );
+            let again = w
+                .app
+                .volume_delete(&w.who, id)
+                .await
+                .expect("delete accepted again");
+            assert_eq!(
+                w.run_plain(VolumeDelete(w.env.clone()), again.id)
+                    .await
+                    .error,
+                None
+            );
+        }
+        assert!(w.app.volume_get(&w.who, id).await.is_err());
+        assert!(w.volume_on_atomos(id).is_empty(), "nothing left on AtomOS");
+    }
+}
+
+/// A VM created with a standalone volume attached.
+struct AttachScenario(World);
+
+impl HasWorld for AttachScenario {
+    fn world(&self) -> &World {
+        &self.0
+    }
+}
+
+impl Scenario for AttachScenario {
+    type W = VmCreate;
+
+    fn workflow(&self) -> VmCreate {
+        VmCreate(self.0.env.clone())
+    }
+
+    async fn start(&self) -> ActionId {
+        let w = &self.0;
+        let volume = w.available_volume().await;
+        w.vm_request_attaching(volume).await.1
+    }
+
+    async fn assert_done(&self, action: ActionId) {
+        let w = &self.0;
+        let vm = w.vm_named(action).await;
+        let volume = w.volume_of(action).await;
+        let v = meson_db::vms::get(&w.db.pool, None, vm).await.unwrap();
+        assert_eq!(v.status, VmStatus::Running);
+        let vol = meson_db::volumes::get_any(&w.db.pool, volume)
+            .await
+            .unwrap();
+        assert_eq!(vol.status, VolumeStatus::Attached);
+        assert_eq!(vol.attached_to, Some(vm));
+        assert_eq!(
+            v.placement.unwrap().target_id,
+            vol.placement.unwrap().target_id,
+            "the VM runs on the volume's host"
+        );
+        let sim_vm = w.sim_vm(vm).expect("on AtomOS");
+        assert_eq!(
+            w.volume_on_atomos(volume),
+            [vec![sim_vm]],
+            "attached on AtomOS"
+        );
+        assert_eq!(
+            w.on_atomos(vm),
+            (1, 3),
+            "the VM's own volumes, no duplicates"
+        );
+    }
+
+    /// A failed create lets the volume go, untouched and free.
+    async fn assert_clean(&self, action: ActionId) {
+        let w = &self.0;
+        let vm = w.vm_named(action).await;
+        let v = meson_db::vms::get(&w.db.pool, None, vm).await.unwrap();
+        assert_eq!(v.status, VmStatus::Error);
+        assert!(v.placement.is_none());
+        assert_eq!(w.on_atomos(vm), (0, 0), "leaked on AtomOS");
+        w.assert_free(w.volume_of(action).await).await;
+    }
+}
+
+/// Deleting a VM with a standalone volume attached.
+struct DetachScenario(World);
+
+impl HasWorld for DetachScenario {
+    fn world(&self) -> &World {
+        &self.0
+    }
+}
+
+impl Scenario for DetachScenario {
+    type W = VmDelete;
+
+    fn workflow(&self) -> VmDelete {
+        VmDelete(self.0.env.clone())
+    }
+
+    async fn start(&self) -> ActionId {
+        let w = &self.0;
+        let volume = w.available_volume().await;
+        let (vm, create) = w.vm_request_attaching(volume).await;
+        assert_eq!(
+            w.run_plain(VmCreate(w.env.clone()), create).await.error,
+            None
+        );
+        w.app
+            .vm_delete(&w.who, vm)
+            .await
+            .expect("delete accepted")
+            .id
+    }
+
+    async fn assert_done(&self, action: ActionId) {
+        let w = &self.0;
+        let vm = w.vm_named(action).await;
+        assert!(meson_db::vms::get(&w.db.pool, None, vm).await.is_err());
+        assert_eq!(w.on_atomos(vm), (0, 0));
+        // The delete action names the VM only: find the volume that was attached.
+        let (all, _) = meson_db::volumes::list(
+            &w.db.pool,
+            &w.who.tenant,
+            &meson_db::volumes::VolumeFilter {
+                standalone: Some(true),
+                ..Default::default()
+            },
+            1000,
+            0,
+        )
+        .await
+        .unwrap();
+        for v in all {
+            w.assert_free(v.id).await;
+        }
+    }
+
+    /// A failed delete: deleting again frees the volume.
+    async fn assert_clean(&self, action: ActionId) {
+        let w = &self.0;
+        let vm = w.vm_named(action).await;
+        if meson_db::vms::get(&w.db.pool, None, vm).await.is_ok() {
+            let again = w
+                .app
+                .vm_delete(&w.who, vm)
+                .await
+                .expect("delete accepted again");
+            assert_eq!(
+                w.run_plain(VmDelete(w.env.clone()), again.id).await.error,
+                None
+            );
+        }
+        self.assert_done(action).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn volume_create_passes_the_workflow_harness() {
+    harness(VolumeCreateScenario(World::new().await)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn volume_delete_passes_the_workflow_harness() {
+    harness(VolumeDeleteScenario(World::new().await)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vm_create_attaching_a_volume_passes_the_workflow_harness() {
+    harness(AttachScenario(World::new().await)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vm_delete_detaching_a_volume_passes_the_workflow_harness() {
+    harness(DetachScenario(World::new().await)).await;
+}
