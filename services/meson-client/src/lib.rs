@@ -346,8 +346,17 @@ impl Client {
         &self,
         req: &wire::volume::VolumeCreateRequest,
     ) -> Result<wire::volume::VolumeCreateResponse> {
-        let body = to_body(req)?;
-        self.call(Method::POST, "/v1/volumes", Some(&body)).await
+        self.volume_create_json(&to_body(req)?).await
+    }
+
+    /// [`Client::volume_create`] with the body as JSON, as a translating
+    /// client has it: meson reads it leniently (booleans as `"True"`, 0/1)
+    /// and names every bad field.
+    pub async fn volume_create_json(
+        &self,
+        body: &Value,
+    ) -> Result<wire::volume::VolumeCreateResponse> {
+        self.call(Method::POST, "/v1/volumes", Some(body)).await
     }
 
     /// A page of the tenant's volumes (VMs' own and standalone), filtered.
@@ -364,6 +373,32 @@ impl Client {
             path.push_str(&format!("&standalone={standalone}"));
         }
         self.get(&path).await
+    }
+
+    /// Every volume of the caller's tenant that `filter` keeps, page after
+    /// page.
+    pub async fn volume_list_all(
+        &self,
+        filter: &VolumeFilter,
+    ) -> Result<Vec<wire::volume::Volume>> {
+        let mut all = Vec::new();
+        for page in 1.. {
+            let list = self
+                .volume_list(
+                    Page {
+                        page,
+                        per_page: LIST_ALL_PAGE,
+                    },
+                    filter,
+                )
+                .await?;
+            let last = list.volumes.len() < LIST_ALL_PAGE as usize;
+            all.extend(list.volumes);
+            if last {
+                break;
+            }
+        }
+        Ok(all)
     }
 
     pub async fn volume_get(&self, id: Uuid) -> Result<wire::volume::Volume> {

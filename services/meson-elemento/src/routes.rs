@@ -79,7 +79,7 @@ fn string_field<'a>(body: &'a Value, names: &[&str]) -> DResult<&'a str> {
 }
 
 /// A required id field of the body.
-fn id_field(body: &Value, names: &[&str]) -> DResult<Uuid> {
+pub(crate) fn id_field(body: &Value, names: &[&str]) -> DResult<Uuid> {
     let s = string_field(body, names)?;
     Uuid::parse_str(s.trim()).map_err(|_| Detail::field(names[0], format!("{s:?} is not an id")))
 }
@@ -352,13 +352,14 @@ async fn canallocate_multiple(a: Authed, Body(b): Body) -> DResult<Json<Value>> 
 /// `register`: creates the VM and answers at once with its row; its state
 /// shows in `/status` as meson's workflow progresses.
 async fn register(a: Authed, Body(b): Body) -> DResult<Json<Value>> {
-    let mut req = wire::specfile_to_vm(&b, &vm_name(&b))?;
-    crate::storage::attach_volumes(&a, &b, &mut req).await?;
-    let created = a
-        .meson
-        .vm_create(&req)
-        .await
-        .map_err(|e| Detail::from_meson(e, &wire::specfile_field))?;
+    let req = wire::specfile_to_vm(&b, &vm_name(&b))?;
+    let volumes = crate::storage::register_volumes(&b)?;
+    let created = if volumes.is_empty() {
+        a.meson.vm_create(&req).await
+    } else {
+        a.meson.vm_create_with_volumes(&req, &volumes).await
+    }
+    .map_err(|e| Detail::from_meson(e, &wire::specfile_field))?;
     Ok(Json(wire::vm_row(&created.vm)))
 }
 

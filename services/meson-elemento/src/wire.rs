@@ -56,40 +56,72 @@ pub fn vm_state(status: &str) -> &str {
     }
 }
 
+/// What the storage daemon shows of a volume.
+pub struct VolumeFacts<'a> {
+    pub id: uuid::Uuid,
+    pub name: &'a str,
+    pub size_gb: u32,
+    /// meson's kind: `boot`, `cloudinit` or `data`.
+    pub kind: &'a str,
+    /// meson's status (`creating`, `available`, `attached`, ...).
+    pub status: &'a str,
+    pub bootable: bool,
+    pub readonly: bool,
+    /// The host it lives on (or a stand-in until it is placed).
+    pub server: &'a str,
+    /// The VM it belongs or is attached to.
+    pub vm: Option<uuid::Uuid>,
+}
+
 /// A volume as the storage daemon shows it (`size` in bytes).
-pub fn volume_object(
-    id: &str,
-    name: &str,
-    size_gb: u64,
-    kind: &str,
-    status: &str,
-    server: &str,
-    attached_to: Option<String>,
-) -> Value {
-    let bytes = size_gb * GB;
+pub fn volume_object(v: &VolumeFacts<'_>) -> Value {
+    let bytes = u64::from(v.size_gb) * GB;
     json!({
-        "volumeID": id,
-        "name": name,
+        "volumeID": v.id,
+        "name": v.name,
         "size": bytes,
         "sizeOnDisk": bytes,
         "format": "qcow2",
         "bus": "virtio",
         "alg": "no",
-        "kind": kind,
-        "status": status,
-        "bootable": kind == "boot",
-        "cloudinit": kind == "cloudinit",
+        "kind": v.kind,
+        "status": v.status,
+        "bootable": v.bootable,
+        "cloudinit": v.kind == "cloudinit",
         // meson volumes belong to the caller's tenant, attach to one VM.
         "private": true,
-        "readonly": false,
+        "readonly": v.readonly,
         "shareable": false,
         "clonable": false,
         "own": true,
         "nservers": 1,
         // elemento-cli prints `servers` joined and fails on an empty list.
-        "servers": [server],
-        "vm": attached_to,
+        "servers": [v.server],
+        "vm": v.vm,
     })
+}
+
+/// A meson volume (standalone, or a VM's own by id) as the storage daemon
+/// lists it.
+pub fn volume(v: &mt::volume::Volume) -> Value {
+    let server = v
+        .host
+        .as_deref()
+        .or(v.provider.as_deref())
+        .unwrap_or("meson");
+    let mut o = volume_object(&VolumeFacts {
+        id: v.id,
+        name: &v.name,
+        size_gb: v.size,
+        kind: &v.kind,
+        status: &v.status,
+        bootable: v.bootable,
+        readonly: v.readonly,
+        server,
+        vm: v.attached_to.or(v.vm),
+    });
+    o["creation_date"] = json!(daemon_date(&v.created));
+    o
 }
 
 /// Where a VM runs, as a URL (elemento-cli splits it on `:`; never null).
@@ -110,15 +142,21 @@ pub fn vm_row(vm: &mt::Vm) -> Value {
         .volumes
         .iter()
         .map(|v| {
-            volume_object(
-                &v.id.to_string(),
-                &v.name,
-                u64::from(v.size),
-                &v.kind,
-                "available",
-                &server,
-                Some(vm.id.to_string()),
-            )
+            volume_object(&VolumeFacts {
+                id: v.id,
+                name: &v.name,
+                size_gb: v.size,
+                kind: &v.kind,
+                status: if v.standalone {
+                    "attached"
+                } else {
+                    "available"
+                },
+                bootable: v.kind == "boot",
+                readonly: false,
+                server: &server,
+                vm: Some(vm.id),
+            })
         })
         .collect();
     let pcidevs: Vec<Value> = s
@@ -283,6 +321,10 @@ pub fn specfile_field(meson: &str) -> String {
         ("specs.volumes", "volumes"),
         ("provider", "ip_address"),
     ];
+    // A standalone volume to attach, `volumes[i]`: the register's `{vid}`.
+    if meson.starts_with("volumes[") && meson.ends_with(']') {
+        return format!("{meson}.vid");
+    }
     for (from, to) in MAP {
         if let Some(rest) = meson.strip_prefix(from) {
             return format!("{to}{rest}");
@@ -722,6 +764,7 @@ mod tests {
             "slots"
         );
         assert_eq!(specfile_field("specs.req.mem.capacity"), "ramsize");
+        assert_eq!(specfile_field("volumes[1]"), "volumes[1].vid");
     }
 
     #[test]
