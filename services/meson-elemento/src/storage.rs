@@ -122,7 +122,8 @@ async fn cancreate(a: Authed, Body(b): Body) -> DResult<Json<Value>> {
     Ok(Json(json!(hosts)))
 }
 
-/// A daemon volume name in meson's alphabet.
+/// A daemon volume name in meson's alphabet; as it was when nothing of it
+/// is (meson then names the field).
 fn volume_name(name: &str) -> String {
     let mapped: String = name
         .trim()
@@ -131,7 +132,7 @@ fn volume_name(name: &str) -> String {
         .collect();
     let trimmed = mapped.trim_matches('-');
     if trimmed.is_empty() {
-        "volume".to_owned()
+        name.to_owned()
     } else {
         trimmed.to_owned()
     }
@@ -306,7 +307,7 @@ mod tests {
         assert_eq!(create_body(&json!({"size": "50"})).unwrap()["size"], 50);
         let e = create_body(&json!({"name": "x", "size": 0.5})).unwrap_err();
         assert_eq!(e.fields[0]["name"], "size");
-        assert_eq!(volume_name("  __ "), "volume");
+        assert_eq!(volume_name("__"), "__");
         assert_eq!(volume_name("Data disk #2"), "Data-disk--2");
     }
 

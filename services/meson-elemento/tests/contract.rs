@@ -494,6 +494,255 @@ async fn networks() {
     m.stop().await;
 }
 
+/// A volume object's JSON types, as the GUI and elemento-cli read them.
+fn assert_volume_shape(v: &Value) {
+    assert!(v["volumeID"].is_string() && v["name"].is_string(), "{v}");
+    for key in ["bootable", "private", "readonly", "shareable", "own"] {
+        assert!(v[key].is_boolean(), "{key} in {v}");
+    }
+    let size = v["size"].as_u64().expect("size, an integer");
+    assert_eq!(size % 1_000_000_000, 0, "bytes: {v}");
+    assert!(v["nservers"].is_u64(), "{v}");
+    let servers = v["servers"].as_array().expect("servers");
+    assert!(
+        !servers.is_empty() && servers.iter().all(Value::is_string),
+        "elemento-cli joins servers and fails on an empty list: {v}"
+    );
+}
+
+#[tokio::test]
+async fn storage_volumes_from_create_to_destroy() {
+    let m = Meson::start().await;
+    let gw = gateway(&m).await;
+    let me = Caller::bearer(&m.token);
+    let storage = |p: &str| url(&gw, Daemon::Storage, p);
+
+    let r = Caller::anonymous().get(&storage("/accessible")).await;
+    assert_eq!(r.status, StatusCode::UNAUTHORIZED);
+    let r = me.get(&storage("/accessible")).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    assert!(r.content_type.starts_with("application/json"));
+    assert_eq!(r.json(), json!([]));
+
+    // cancreate: a bare integer (elemento-cli: `int(response.text) > 0`),
+    // the size as elemento-cli sends it (a string) or as the GUI does.
+    for body in [json!({"size": "10"}), json!({"name": "x", "size": 10})] {
+        let r = me.post(&storage("/cancreate"), &body).await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+        assert!(r.content_type.starts_with("application/json"));
+        assert!(r.text.trim().parse::<u64>().unwrap() > 0, "{}", r.text);
+    }
+    let r = me
+        .post(&storage("/cancreate"), &json!({"size": 10_000_000}))
+        .await;
+    assert_eq!(r.text.trim(), "0", "beyond the storage quota");
+    for (body, field) in [
+        (json!({}), "size"),
+        (json!({"size": "None"}), "size"),
+        (json!({"size": 0}), "size"),
+    ] {
+        let r = me.post(&storage("/cancreate"), &body).await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{body}: {}", r.text);
+        assert!(r.json()["detail"].as_str().unwrap().contains(field));
+        assert_eq!(r.json()["fields"][0]["name"], field, "{}", r.text);
+    }
+
+    // meson's refusals, under the daemon's field names.
+    let base = json!({"name": "new_volume", "size": 10, "bootable": false, "readonly": false,
+        "shareable": false, "private": true});
+    for (key, value, status) in [
+        ("shareable", json!(true), StatusCode::BAD_REQUEST),
+        ("private", json!(false), StatusCode::BAD_REQUEST),
+        ("size", json!(0), StatusCode::BAD_REQUEST),
+        ("size", json!(0.5), StatusCode::BAD_REQUEST),
+        ("name", json!(""), StatusCode::BAD_REQUEST),
+        ("size", json!(20_000), StatusCode::BAD_REQUEST),
+    ] {
+        let mut body = base.clone();
+        body[key] = value.clone();
+        let r = me.post(&storage("/create"), &body).await;
+        assert_eq!(r.status, status, "{key}={value}: {}", r.text);
+        assert!(r.content_type.starts_with("application/json"));
+        let detail = r.json()["detail"].as_str().unwrap().to_owned();
+        if status == StatusCode::BAD_REQUEST {
+            assert!(detail.contains(key), "{key}: {detail}");
+        }
+    }
+    assert_eq!(
+        me.get(&storage("/accessible")).await.json(),
+        json!([]),
+        "nothing half-made"
+    );
+
+    // elemento-cli's `volume create --size 10`: made before the answer.
+    let r = me.post(&storage("/create"), &base).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    let first = r.json();
+    assert_volume_shape(&first);
+    let v1 = first["vid"].as_str().expect("vid").to_owned();
+    assert_eq!(first["volumeID"], v1.as_str());
+    assert_eq!(first["name"], "new-volume", "meson's alphabet");
+    assert_eq!(first["size"], 10_000_000_000u64, "bytes");
+    assert_eq!(first["status"], "available");
+    assert_eq!(
+        (first["private"].clone(), first["shareable"].clone()),
+        (json!(true), json!(false))
+    );
+    // The daemons took one name many times.
+    let r = me.post(&storage("/create"), &base).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    let second = r.json();
+    let v2 = second["vid"].as_str().unwrap().to_owned();
+    assert_ne!(v1, v2);
+    assert!(
+        second["name"].as_str().unwrap().starts_with("new-volume-"),
+        "{second}"
+    );
+
+    let list = me.get(&storage("/accessible")).await.json();
+    let list = list.as_array().unwrap();
+    assert_eq!(list.len(), 2);
+    list.iter().for_each(assert_volume_shape);
+
+    let info = me.post(&storage("/info"), &json!({"volume_id": v1})).await;
+    assert_eq!(info.status, StatusCode::OK, "{}", info.text);
+    let info = info.json();
+    assert_eq!(
+        info["volumeID"],
+        v1.as_str(),
+        "elemento-cli reads the top level"
+    );
+    assert_eq!(info["volume"]["volumeID"], v1.as_str());
+    assert_volume_shape(&info);
+    let info = me
+        .get(&format!("{}?volume_id={v2}", storage("/info")))
+        .await;
+    assert_eq!(info.json()["volumeID"], v2.as_str());
+    let r = me
+        .post(&storage("/info"), &json!({"volume_id": "nope"}))
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert_eq!(r.json()["fields"][0]["name"], "volume_id");
+    let r = me
+        .post(
+            &storage("/info"),
+            &json!({"volume_id": uuid::Uuid::new_v4()}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.text);
+    assert!(r.json()["detail"].is_string());
+
+    // A register attaching a volume by `vid`; the VM goes to its host.
+    for (vols, field) in [
+        (json!([{"vid": "nope"}]), "volumes[0].vid"),
+        (json!([{"vid": uuid::Uuid::new_v4()}]), "volumes[0].vid"),
+        (json!({"vid": v1}), "volumes"),
+    ] {
+        let mut spec = neon();
+        spec["volumes"] = vols;
+        let r = me
+            .post(&url(&gw, Daemon::Compute, "/register"), &spec)
+            .await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.text);
+        assert_eq!(r.json()["fields"][0]["name"], field, "{}", r.text);
+    }
+    let mut spec = neon();
+    spec["volumes"] = json!([{"vid": v1}]);
+    let r = me
+        .post(&url(&gw, Daemon::Compute, "/register"), &spec)
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    let vm = r.json()["uniqueID"].as_str().unwrap().to_owned();
+    let row = until("the VM runs", Duration::from_secs(60), || async {
+        let rows = me.get(&url(&gw, Daemon::Compute, "/status")).await.json();
+        let row = rows
+            .as_array()?
+            .iter()
+            .find(|r| r["uniqueID"] == vm.as_str())?
+            .clone();
+        (row["states"] == "running").then_some(row)
+    })
+    .await;
+    let attached = row["req_json"]["volumes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["volumeID"] == v1.as_str())
+        .expect("the attached volume in the VM's row")
+        .clone();
+    assert_volume_shape(&attached);
+    assert_eq!(attached["status"], "attached");
+    assert_eq!(
+        row["serverurl"],
+        format!("https://{}", first["servers"][0].as_str().unwrap()),
+        "the VM runs on the volume's host"
+    );
+    let info = me
+        .post(&storage("/info"), &json!({"volume_id": v1}))
+        .await
+        .json();
+    assert_eq!(info["status"], "attached");
+    assert_eq!(info["vm"], vm.as_str());
+
+    // Attached: meson refuses to destroy it.
+    let r = me
+        .post(&storage("/destroy"), &json!({"volume_id": v1}))
+        .await;
+    assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.text);
+    assert!(r.json()["detail"].as_str().unwrap().contains("attached"));
+    let r = me.post(&storage("/destroy"), &json!({})).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert_eq!(r.json()["fields"][0]["name"], "volume_id");
+    // `volumeID` works too.
+    let r = me
+        .post(&storage("/destroy"), &json!({"volumeID": v2}))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    assert_eq!(r.json()["volume_id"], v2.as_str());
+
+    until("the VM can be deleted", Duration::from_secs(60), || async {
+        let r = me
+            .post(
+                &url(&gw, Daemon::Compute, "/unregister"),
+                &json!({"local_index": vm}),
+            )
+            .await;
+        (r.status == StatusCode::OK).then_some(())
+    })
+    .await;
+    until(
+        "the volume outlives its VM",
+        Duration::from_secs(60),
+        || async {
+            let info = me
+                .post(&storage("/info"), &json!({"volume_id": v1}))
+                .await
+                .json();
+            (info["status"] == "available").then_some(())
+        },
+    )
+    .await;
+    let r = me
+        .post(&storage("/destroy"), &json!({"volume_id": v1}))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    until("every volume is gone", Duration::from_secs(60), || async {
+        let list = me.get(&storage("/accessible")).await.json();
+        list.as_array()?.is_empty().then_some(())
+    })
+    .await;
+    until("AtomOS is empty", Duration::from_secs(60), || async {
+        (m.inventory_counts() == (0, 0)).then_some(())
+    })
+    .await;
+    let r = me
+        .post(&storage("/destroy"), &json!({"volume_id": v1}))
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.text);
+    gw.shutdown().await;
+    m.stop().await;
+}
+
 /// The Electros KaaS form, nested as its slash-separated keys say.
 fn kaas_form(name: &str) -> Value {
     json!({"name": name, "nodepools": [{"pool_name": "p1", "autoscale": false, "min_nodes": 1,
@@ -820,6 +1069,14 @@ async fn a_tenant_sees_nothing_of_another() {
         .await;
     assert_eq!(kaas.status, StatusCode::OK, "{}", kaas.text);
     let kaas_id = kaas.json()["service_uuid"].as_str().unwrap().to_owned();
+    let vol = a
+        .post(
+            &url(&gw, Daemon::Storage, "/create"),
+            &json!({"name": "a-vol", "size": 5}),
+        )
+        .await;
+    assert_eq!(vol.status, StatusCode::OK, "{}", vol.text);
+    let vol_id = vol.json()["vid"].as_str().unwrap().to_owned();
 
     assert_eq!(
         b.get(&url(&gw, Daemon::Compute, "/status")).await.json(),
@@ -829,6 +1086,29 @@ async fn a_tenant_sees_nothing_of_another() {
         b.get(&url(&gw, Daemon::Network, "/list")).await.json(),
         json!([])
     );
+    assert_eq!(
+        b.get(&url(&gw, Daemon::Storage, "/accessible"))
+            .await
+            .json(),
+        json!([])
+    );
+    let r = b
+        .get(&format!(
+            "{}?volume_id={vol_id}",
+            url(&gw, Daemon::Storage, "/info")
+        ))
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.text);
+    // Attaching A's volume: no such volume for B.
+    let r = b
+        .post(
+            &url(&gw, Daemon::Compute, "/register"),
+            &json!({"slots": 1, "ramsize": 512, "info": {"vm_name": "b-vm"},
+                    "volumes": [{"vid": vol_id}]}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.text);
+    assert_eq!(r.json()["fields"][0]["name"], "volumes[0].vid");
     assert_eq!(
         ndjson(&b.get(&url(&gw, Daemon::Service, "/kaas/running")).await).len(),
         0
@@ -845,6 +1125,14 @@ async fn a_tenant_sees_nothing_of_another() {
         (
             url(&gw, Daemon::Compute, "/stop"),
             json!({"local_index": vm_id}),
+        ),
+        (
+            url(&gw, Daemon::Storage, "/info"),
+            json!({"volume_id": vol_id}),
+        ),
+        (
+            url(&gw, Daemon::Storage, "/destroy"),
+            json!({"volume_id": vol_id}),
         ),
     ] {
         assert_eq!(b.post(&u, &body).await.status, StatusCode::NOT_FOUND, "{u}");
@@ -881,6 +1169,12 @@ async fn a_tenant_sees_nothing_of_another() {
         ndjson(&a.get(&url(&gw, Daemon::Service, "/kaas/running")).await).len(),
         1
     );
+    let still = a
+        .get(&url(&gw, Daemon::Storage, "/accessible"))
+        .await
+        .json();
+    assert_eq!(still.as_array().unwrap().len(), 1);
+    assert_eq!(still[0]["volumeID"], vol_id.as_str());
     gw.shutdown().await;
     m.stop().await;
 }
