@@ -2,13 +2,17 @@
 //! the volumes a VM register attaches.
 //!
 //! Sizes go in as GB and come out in bytes (the GUI and elemento-cli both
-//! read a volume's `size` as bytes). meson checks names,
-//! sizes, flags and quotas: a volume is private to its tenant and attached
-//! to one VM at a time, so `private: false` and `shareable: true` are
-//! refused, naming the field. Names: the daemons took any name, and any
-//! number of volumes with one name; meson's are `[a-zA-Z0-9-]` and unique
-//! per tenant, so other characters become `-` and a name in use gets a
-//! short suffix.
+//! read a volume's `size` as bytes). meson checks names, sizes, flags and
+//! quotas; it attaches a volume to one VM at a time, so `shareable: true`
+//! is refused, naming the field. meson has one kind of privacy: a volume is
+//! its tenant's (every user of the tenant sees it, no other tenant does).
+//! The daemons' `private` flag is therefore not passed on, whichever value
+//! the client sent (elemento-cli sends `false` unless told), and volumes
+//! show `private: true`.
+//!
+//! Names: the daemons took any name, and one name for many volumes;
+//! meson's are `[a-zA-Z0-9-]` and unique per tenant, so other characters
+//! become `-` and a name in use gets a short suffix.
 
 use crate::catalog::Daemon;
 use crate::error::{DResult, Detail};
@@ -175,7 +179,6 @@ fn create_body(b: &Value) -> DResult<Value> {
         "bootable",
         "readonly",
         "shareable",
-        "private",
         "provider",
         "region",
         "continent",
@@ -302,7 +305,7 @@ mod tests {
         assert_eq!(
             v,
             json!({"name": "new-volume", "size": 10, "bootable": false, "readonly": false,
-                   "shareable": false, "private": false})
+                   "shareable": false})
         );
         assert_eq!(create_body(&json!({"size": "50"})).unwrap()["size"], 50);
         let e = create_body(&json!({"name": "x", "size": 0.5})).unwrap_err();

@@ -1,8 +1,10 @@
 //! Elemento's own CLI (elemento-cli 0.2.1 from PyPI, unmodified) drives
-//! meson: against `mesond dev`'s in-process daemons, and against
-//! `mesonctl elemento serve` in front of a separate meson. elemento-cli
-//! hard-codes the daemons' usual ports on localhost, so these tests take a
-//! machine-wide lock and fail, naming the port, if something else holds one.
+//! meson through a whole flow (login, templates, a volume, a VM attaching
+//! it, both destroyed, nothing left on AtomOS): against `mesond dev`'s
+//! in-process daemons, and against `mesonctl elemento serve` in front of a
+//! separate `mesond serve` process. elemento-cli hard-codes the daemons'
+//! usual ports on localhost, so these tests take a machine-wide lock and
+//! fail, naming the port, if something else holds one.
 
 #[path = "../../../tests/e2e/harness.rs"]
 #[allow(dead_code)]
@@ -10,6 +12,7 @@ mod harness;
 
 use harness::Meson;
 use meson_elemento::Daemon;
+use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -94,13 +97,84 @@ where
     }
 }
 
+/// The meson behind the daemons, as the test checks it: its REST API (with
+/// a token of the tenant logged in) and the simulator's control endpoint.
+struct Backend {
+    base: String,
+    /// The login's password; `username` is its subject.
+    token: String,
+    username: String,
+    /// The simulator's control endpoint (`GET /inventory`).
+    control: String,
+    http: reqwest::Client,
+}
+
+impl Backend {
+    fn new(base: &str, token: &str, username: &str, control: &str) -> Backend {
+        Backend {
+            base: base.to_owned(),
+            token: token.to_owned(),
+            username: username.to_owned(),
+            control: control.to_owned(),
+            http: reqwest::Client::new(),
+        }
+    }
+
+    /// `GET path` on meson's REST API: the body of a 200.
+    async fn get(&self, path: &str) -> Value {
+        let res = self
+            .http
+            .get(format!("{}{path}", self.base))
+            .bearer_auth(&self.token)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("GET {path}: {e}"));
+        assert!(res.status().is_success(), "GET {path}: {}", res.status());
+        res.json().await.expect("JSON")
+    }
+
+    /// Every VM and volume on every simulated host, from the simulator's
+    /// control endpoint.
+    async fn inventory(&self) -> (usize, usize) {
+        let inv: Value = self
+            .http
+            .get(format!("{}/inventory", self.control))
+            .send()
+            .await
+            .expect("the simulator's control endpoint")
+            .json()
+            .await
+            .expect("JSON");
+        let hosts = inv["hosts"].as_array().expect("hosts");
+        let count = |key: &str| {
+            hosts
+                .iter()
+                .map(|h| h[key].as_array().expect(key).len())
+                .sum()
+        };
+        (count("vms"), count("volumes"))
+    }
+}
+
+/// The id after `"vid":"` in `out` (the create's answer, as elemento-cli
+/// prints it).
+fn vid(out: &str) -> String {
+    let start = out
+        .find("\"vid\":\"")
+        .unwrap_or_else(|| panic!("no vid in {out}"))
+        + 7;
+    let id = &out[start..start + 36];
+    uuid::Uuid::parse_str(id).unwrap_or_else(|_| panic!("{id:?} is not an id: {out}"));
+    id.to_owned()
+}
+
 /// The flow a person runs, checking outputs and exit codes.
-async fn flow(m: &Meson, elemento: &Path) {
+async fn flow(m: &Backend, elemento: &Path) {
     forget_login(elemento);
     let (rc, out) = run(
         elemento,
         &[
-            ("--line", "Write username", "dev"),
+            ("--line", "Write username", &m.username),
             ("--secret", "Password: ", &m.token),
         ],
         &["auth", "login"],
@@ -124,9 +198,31 @@ async fn flow(m: &Meson, elemento: &Path) {
     assert_eq!(rc, 0, "{out}");
     assert!(out.contains("Availability confirmed by"), "{out}");
 
+    // A standalone volume: 10 GB, made before the command returns.
+    let (rc, out) = run(elemento, &[], &["volume", "cancreate", "--size", "10"]);
+    assert_eq!(rc, 0, "{out}");
+    assert!(out.contains("Volume can be created on"), "{out}");
+    let (rc, out) = run(elemento, &[], &["volume", "create", "--size", "10"]);
+    assert_eq!(rc, 0, "{out}");
+    assert!(out.contains("Client replied"), "{out}");
+    let volume = vid(&out);
+    let v = m.get(&format!("/v1/volumes/{volume}")).await["volume"].clone();
+    assert_eq!(v["status"], "available", "{v}");
+    assert_eq!(v["size"], 10, "GB: {v}");
+    assert_eq!(v["name"], "new-volume", "{v}");
+    let (rc, out) = run(elemento, &[], &["volume", "list"]);
+    assert_eq!(rc, 0, "{out}");
+    assert!(
+        out.contains(&volume) && out.contains("new-volume") && out.contains("10 GB"),
+        "{volume} in {out}"
+    );
+    let host = v["host"].as_str().expect("the volume's host").to_owned();
+    assert!(out.contains(&host), "{host} in {out}");
+
+    // A VM attaching it (`--volumes-json`: the new volume's `vid`).
     let volumes =
         std::env::temp_dir().join(format!("elemento-volumes-{}.json", uuid::Uuid::new_v4()));
-    std::fs::write(&volumes, "[]").unwrap();
+    std::fs::write(&volumes, format!(r#"[{{"vid": "{volume}"}}]"#)).unwrap();
     let (rc, out) = run(
         elemento,
         &[],
@@ -139,14 +235,23 @@ async fn flow(m: &Meson, elemento: &Path) {
             volumes.to_str().unwrap(),
         ],
     );
-    assert_eq!(rc, 0, "{out}");
     let _ = std::fs::remove_file(&volumes);
+    assert_eq!(rc, 0, "{out}");
 
-    // meson's own view: the VM, running with an address.
+    // meson's own view: the VM, running with an address, on the volume's host.
     let (id, ipv4) = until("the VM runs", Duration::from_secs(60), || async {
-        let vms = m.get("/v1/vms").await.body;
+        let vms = m.get("/v1/vms").await;
         let vm = vms["vms"].as_array()?.first()?.clone();
         (vm["status"] == "running" && vm["ipv4"].is_string()).then(|| {
+            assert_eq!(vm["host"], host.as_str(), "the volume pins the VM: {vm}");
+            assert!(
+                vm["volumes"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|v| v["id"] == volume.as_str()),
+                "{vm}"
+            );
             (
                 vm["id"].as_str().unwrap().to_owned(),
                 vm["ipv4"].as_str().unwrap().to_owned(),
@@ -157,24 +262,50 @@ async fn flow(m: &Meson, elemento: &Path) {
     let (rc, out) = run(elemento, &[], &["vm", "list"]);
     assert_eq!(rc, 0, "{out}");
     assert!(
-        out.contains(&id) && out.contains(&ipv4),
-        "{id} {ipv4} in {out}"
+        out.contains(&id) && out.contains(&ipv4) && out.contains(&volume),
+        "{id} {ipv4} {volume} in {out}"
     );
     assert!(
         out.contains("2 X86_64 cores") && out.contains("2 GB"),
         "{out}"
     );
 
+    // Attached, the volume cannot go.
+    let (rc, out) = run(elemento, &[], &["volume", "destroy", &volume]);
+    assert_eq!(rc, 75, "EX_TEMPFAIL for an attached volume: {out}");
+
     let (rc, out) = run(elemento, &[], &["vm", "destroy", &id]);
     assert_eq!(rc, 0, "{out}");
     until("the VM is gone", Duration::from_secs(60), || async {
-        let vms = m.get("/v1/vms").await.body;
+        let vms = m.get("/v1/vms").await;
         vms["vms"].as_array()?.is_empty().then_some(())
     })
     .await;
-    assert_eq!(m.inventory_counts().0, 0, "no VM left on AtomOS");
+    until(
+        "the volume outlives its VM, available",
+        Duration::from_secs(60),
+        || async {
+            let v = m.get(&format!("/v1/volumes/{volume}")).await;
+            (v["volume"]["status"] == "available").then_some(())
+        },
+    )
+    .await;
+    let (rc, out) = run(elemento, &[], &["volume", "destroy", &volume]);
+    assert_eq!(rc, 0, "{out}");
+    until("the volume is gone", Duration::from_secs(60), || async {
+        let list = m.get("/v1/volumes").await;
+        list["volumes"].as_array()?.is_empty().then_some(())
+    })
+    .await;
+    let (rc, out) = run(elemento, &[], &["volume", "list"]);
+    assert_eq!(rc, 0, "{out}");
+    assert!(!out.contains(&volume), "{out}");
+    assert_eq!(m.inventory().await, (0, 0), "nothing left on AtomOS");
+
     let (rc, out) = run(elemento, &[], &["vm", "destroy", &id]);
     assert_eq!(rc, 75, "EX_TEMPFAIL for a VM that is gone: {out}");
+    let (rc, out) = run(elemento, &[], &["volume", "destroy", &volume]);
+    assert_eq!(rc, 75, "EX_TEMPFAIL for a volume that is gone: {out}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -198,19 +329,110 @@ async fn elemento_cli_against_mesond_dev() {
         moved.is_empty(),
         "daemons moved off their usual ports: {moved:?}"
     );
-    flow(&m, &elemento).await;
+    let backend = Backend::new(&m.base, &m.token, "dev", &m.sim().control_url());
+    flow(&backend, &elemento).await;
     m.stop().await;
 }
+
+/// `mesond`, built beside this test's `mesonctl` (`cargo test --workspace`
+/// builds every binary; a lone `cargo test -p mesonctl` builds it here).
+fn mesond() -> PathBuf {
+    let path = Path::new(env!("CARGO_BIN_EXE_mesonctl")).with_file_name("mesond");
+    if !path.exists() {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let status = Command::new(cargo)
+            .args(["build", "-p", "mesond"])
+            .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
+            .status()
+            .expect("cargo runs");
+        assert!(status.success(), "building mesond");
+    }
+    path
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+const JWT_SECRET: &str = "meson-elemento-cli-test-secret-0123456789abcdef";
+/// 32 bytes, base64.
+const SECRETS_KEY: &str = "bWVzb24tZWxlbWVudG8tY2xpLXRlc3Qta2V5LTMyLWI=";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn elemento_cli_against_mesonctl_elemento_serve() {
     let elemento = elemento();
     let _ports = usual_ports();
-    let m = Meson::start().await;
+    // A separate meson: `mesond serve` on a fresh database, its AtomOS
+    // hosts a simulator of their own.
+    let db = meson_db::testing::TestDatabase::new().await;
+    let sim = atomos_sim::start(atomos_sim::SimConfig {
+        hosts: atomos_sim::dev_hosts(),
+        boot_time: Duration::from_millis(150),
+        bind: [127, 0, 0, 1].into(),
+        state: None,
+    })
+    .await
+    .expect("simulator");
+    let targets = std::env::temp_dir().join(format!(
+        "meson-elemento-cli-targets-{}.json",
+        uuid::Uuid::new_v4().simple()
+    ));
+    std::fs::write(&targets, serde_json::to_vec(&sim.targets()).unwrap()).unwrap();
+    let port = free_port();
+    let mut cmd = tokio::process::Command::new(mesond());
+    // Only this configuration: nothing (`MESON_*`) leaks in.
+    cmd.env_clear();
+    if let Some(path) = std::env::var_os("PATH") {
+        cmd.env("PATH", path);
+    }
+    let mut mesond = cmd
+        .arg("serve")
+        .env("DATABASE_URL", &db.url)
+        .env("MESON_JWT_SECRET", JWT_SECRET)
+        .env("MESON_SECRETS_KEY", SECRETS_KEY)
+        .env("MESON_TARGETS_FILE", &targets)
+        .env("MESON_HTTP_ADDR", format!("127.0.0.1:{port}"))
+        .env("MESON_GRPC_ADDR", "127.0.0.1:0")
+        .env("MESON_VM_POLL_MS", "50")
+        .env("MESON_LOG", "warn")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("mesond serve starts");
+    let base = format!("http://127.0.0.1:{port}");
+    let http = reqwest::Client::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(s) = mesond.try_wait().unwrap() {
+            panic!("mesond serve exited: {s}");
+        }
+        if let Ok(r) = http.get(format!("{base}/readyz")).send().await
+            && r.status().is_success()
+        {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "mesond serve not ready in 30 s"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let token = meson_api::Auth::hs256(JWT_SECRET.as_bytes(), "meson").issue(
+        "acme",
+        "alice",
+        meson_api::Role::Admin,
+        chrono::Duration::minutes(30),
+    );
+
     let mut serve = tokio::process::Command::new(env!("CARGO_BIN_EXE_mesonctl"))
         .args(["elemento", "serve", "--port", "0"])
-        .env("MESON_URL", &m.base)
-        .env("MESON_TOKEN", &m.token)
+        .env("MESON_URL", &base)
+        .env("MESON_TOKEN", &token)
         .stdout(Stdio::piped())
         .kill_on_drop(true)
         .spawn()
@@ -232,7 +454,9 @@ async fn elemento_cli_against_mesonctl_elemento_serve() {
             "{printed}"
         );
     }
-    flow(&m, &elemento).await;
+    let backend = Backend::new(&base, &token, "alice", &sim.control_url());
+    flow(&backend, &elemento).await;
     serve.kill().await.unwrap();
-    m.stop().await;
+    mesond.kill().await.unwrap();
+    let _ = std::fs::remove_file(&targets);
 }
