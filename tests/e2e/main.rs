@@ -18,6 +18,7 @@ mod limits;
 mod metrics;
 mod networks;
 mod openapi;
+mod placement;
 mod quotas;
 mod quotes;
 mod tenancy;

@@ -363,6 +363,7 @@ pub async fn mark_deleted(tx: &mut Tx<'_>, id: VmId) -> Result<(), Error> {
     .await
     .ctx("deleting vm volumes")?;
     crate::networks::detach_vm(tx, id).await?;
+    crate::reservations::release(&mut **tx, id).await?;
     sqlx::query!(
         "update vms set deleted_at = now(), status = 'deleting' where id = $1 and deleted_at is null",
         id.0

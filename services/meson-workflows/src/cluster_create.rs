@@ -135,7 +135,7 @@ impl Workflow for ClusterCreate {
             role,
         ) {
             nodes::teardown_node(env, &node).await?;
-            meson_db::vms::set_placement(&env.pool, node.vm, None).await?;
+            crate::provision::unplace(env, node.vm).await?;
             meson_db::clusters::set_node_status(
                 &env.pool,
                 node.id,

@@ -170,7 +170,7 @@ pub async fn undo_half_made(env: &Env, cluster: &Cluster, why: &str) -> StepResu
             nodes::remove_node(env, &node).await?;
         } else {
             nodes::teardown_node(env, &node).await?;
-            meson_db::vms::set_placement(&env.pool, node.vm, None).await?;
+            crate::provision::unplace(env, node.vm).await?;
             meson_db::clusters::set_node_status(
                 &env.pool,
                 node.id,

@@ -71,7 +71,9 @@ impl Workflow for VmCreate {
                 to_output(provision::ensure_cloudinit_volume(env, &vm, files).await?)
             }
             "data_volumes" => to_output(provision::ensure_data_volumes(env, &vm).await?),
-            "register" => to_output(provision::ensure_registered(env, &vm).await?),
+            "register" => {
+                to_output(provision::register_placed(env, vm.id, &provision::Owner::Vm).await?)
+            }
             "wait_running" => to_output(Created {
                 atomos_id: provision::wait_running(env, &vm).await?,
             }),
@@ -86,7 +88,7 @@ impl Workflow for VmCreate {
         let env = &self.0;
         let vm = meson_db::vms::get(&env.pool, None, cx.params.vm_id).await?;
         if step == "place" {
-            meson_db::vms::set_placement(&env.pool, vm.id, None).await?;
+            provision::unplace(env, vm.id).await?;
             return Ok(());
         }
         // Not placed (or placement already undone): nothing exists on AtomOS.
@@ -108,6 +110,7 @@ impl Workflow for VmCreate {
     async fn on_failed(&self, params: &Params, _failure: &ActionFailure) -> StepResult<()> {
         let pool = &self.0.pool;
         meson_db::vms::set_runtime(pool, params.vm_id, VmStatus::Error, None, None).await?;
+        meson_db::reservations::release(pool, params.vm_id).await?;
         meson_db::volumes::set_status_for_vm(pool, params.vm_id, VolumeStatus::Error).await?;
         Ok(())
     }
@@ -121,15 +124,16 @@ pub fn driver_spec(vm: &Vm) -> atomos_driver::VmSpec {
 }
 
 impl VmCreate {
-    /// Asks every candidate target for a quote and takes the cheapest.
+    /// Asks every candidate target for a quote and takes the cheapest that
+    /// still fits with the placements in flight (reserving its share).
     async fn place(&self, vm: &Vm) -> StepResult {
         let env = &self.0;
-        let survey = crate::placement::survey(env.atomos.enabled().await?, &vm.spec)
-            .await
-            .map_err(|e| e.step_error())?;
-        let placement = survey.cheapest().placement.clone();
+        if let Some(placed) = &vm.placement {
+            // Placed before a crash, or placed again by `register`.
+            return to_output(placed.clone());
+        }
+        let placement = crate::placement::place_vm(env, vm, &[]).await?;
         tracing::info!(vm = %vm.id, host = %placement.host, price = placement.price_hourly, "placed vm");
-        meson_db::vms::set_placement(&env.pool, vm.id, Some(&placement)).await?;
         to_output(placement)
     }
 }
