@@ -22,6 +22,7 @@ mod placement;
 mod quotas;
 mod quotes;
 mod tenancy;
+mod unwinding;
 mod validation;
 mod vm;
 mod workflows;

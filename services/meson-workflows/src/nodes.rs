@@ -7,7 +7,8 @@ use crate::provision;
 use meson_core::cluster::{API_PORT, Cluster, Node, NodePool, NodeRole, NodeStatus, node_name};
 use meson_core::kaas::NodeSpecs;
 use meson_core::labels::Labels;
-use meson_core::vm::Vm;
+use meson_core::vm::{Vm, VmStatus};
+use meson_core::volume::VolumeStatus;
 use meson_core::{ClusterId, NodeId, TargetId, VmId, naming};
 use meson_jobs::{StepError, StepResult};
 use meson_kaas::{ClusterBootstrap, ClusterSecrets, NodeBootstrap};
@@ -298,6 +299,25 @@ pub async fn provision_node(
 pub async fn teardown_node(env: &Env, node: &Node) -> StepResult<()> {
     let vm = meson_db::vms::get_including_deleted(&env.pool, node.vm).await?;
     provision::teardown(env, &vm).await
+}
+
+/// Ends a node that will not come up (its workflow unwinds): taken off
+/// AtomOS, unplaced (its reservation released), its VM and volumes `error`,
+/// the node `creation_error` with `why` (or the reason it already had for
+/// being `creation_error`, which says more). The rows stay, final, until
+/// the node (or its cluster) is deleted or replaced.
+pub async fn fail_node(env: &Env, node: &Node, why: &str) -> StepResult<()> {
+    let why = match (&node.status, &node.error_message) {
+        (NodeStatus::CreationError, Some(own)) => own.as_str(),
+        _ => why,
+    };
+    teardown_node(env, node).await?;
+    provision::unplace(env, node.vm).await?;
+    meson_db::vms::set_runtime(&env.pool, node.vm, VmStatus::Error, None, None).await?;
+    meson_db::volumes::set_status_for_vm(&env.pool, node.vm, VolumeStatus::Error).await?;
+    meson_db::clusters::set_node_status(&env.pool, node.id, NodeStatus::CreationError, Some(why))
+        .await?;
+    Ok(())
 }
 
 /// The node sizes of a cluster's group, for messages.
