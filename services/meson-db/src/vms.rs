@@ -451,3 +451,18 @@ pub async fn record_drift(
     .ctx("recording a VM's drift")?;
     Ok(done.rows_affected() == 1)
 }
+
+/// Locks the VM's row until `tx` ends and returns where it is placed now:
+/// a placement racing another (a retried attempt of the same workflow)
+/// keeps the one written first.
+pub async fn lock_placement(tx: &mut Tx<'_>, id: VmId) -> Result<Option<Placement>, Error> {
+    sqlx::query_scalar!("select id from vms where id = $1 for update", id.0)
+        .fetch_optional(&mut **tx)
+        .await
+        .ctx("locking a vm")?;
+    Ok(get_many(&mut **tx, &[id])
+        .await?
+        .into_iter()
+        .next()
+        .and_then(|v| v.placement))
+}

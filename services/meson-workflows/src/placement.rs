@@ -322,7 +322,10 @@ pub async fn candidates(
 /// what is reserved there now. A host whose reservations grew since
 /// `surveyed` was read is asked again; one that refuses, or does not
 /// answer, is passed over. The VM's reservation and placement are written
-/// in `tx`. `None` when no offered host fits any more.
+/// in `tx`. `None` when no offered host fits any more; a retryable error
+/// when none fits but one did not answer. A VM placed meanwhile (by
+/// another attempt of the same workflow, which lost its lease while it
+/// surveyed) keeps that placement: what that attempt made is there.
 pub async fn claim(
     tx: &mut meson_db::Tx<'_>,
     vm: &Vm,
@@ -330,6 +333,10 @@ pub async fn claim(
     clients: &[(Target, AtomosClient)],
     surveyed: &HashMap<TargetId, Reserved>,
 ) -> StepResult<Option<Placement>> {
+    if let Some(placed) = meson_db::vms::lock_placement(tx, vm.id).await? {
+        return Ok(Some(placed));
+    }
+    let mut unanswered = false;
     let mut tried: Vec<TargetId> = Vec::new();
     for offer in offers {
         let target = offer.placement.target_id;
@@ -347,6 +354,7 @@ pub async fn claim(
             match fits(c, &vm.spec, now).await {
                 Ok(_) => {}
                 Err(e) => {
+                    unanswered |= e.is_transient();
                     tracing::info!(vm = %vm.id, host = %offer.placement.host, error = %e,
                         "host no longer fits the vm with the placements in flight; next candidate");
                     continue;
@@ -356,6 +364,9 @@ pub async fn claim(
         meson_db::reservations::reserve(tx, vm.id, target, demand(&vm.spec)).await?;
         meson_db::vms::set_placement(&mut **tx, vm.id, Some(&offer.placement)).await?;
         return Ok(Some(offer.placement.clone()));
+    }
+    if unanswered {
+        return Err(NoPlacement::Unanswered.step_error());
     }
     Ok(None)
 }
