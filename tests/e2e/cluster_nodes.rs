@@ -3,6 +3,7 @@
 //! spreading over hosts, and a 50-node cluster.
 
 use crate::harness::{Meson, seed_kaas};
+use crate::reconciler::workflow_env;
 use meson_workflows::auto_repair::{self, RepairConfig};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -29,26 +30,6 @@ async fn node_action(m: &Meson, cluster: &str, node: &str, what: &str) -> crate:
         &json!({}),
     )
     .await
-}
-
-/// The workflows' environment on meson's database and the simulator, for
-/// running auto-repair's pass the way the reconciler does.
-fn repair_env(m: &Meson, repair: RepairConfig) -> meson_workflows::Env {
-    let pool = m.dev().pool.clone();
-    meson_workflows::Env {
-        atomos: meson_workflows::Atomos::new(
-            pool.clone(),
-            atomos_driver::ClientOptions {
-                timeout: Duration::from_secs(5),
-                ..atomos_driver::ClientOptions::default()
-            },
-        ),
-        pool,
-        config: meson_workflows::WorkflowConfig {
-            repair,
-            ..meson_workflows::WorkflowConfig::default()
-        },
-    }
 }
 
 /// The seed cluster with meson's IPAM over `10.40.0.10..=last`.
@@ -294,7 +275,7 @@ async fn node_actions_are_refused_for_strangers_and_busy_or_broken_clusters() {
 async fn auto_repair_replaces_a_crashed_vm_and_a_vanished_one() {
     let m = Meson::start().await;
     let id = m.running_cluster(&seed_kaas()).await;
-    let env = repair_env(&m, RepairConfig::default());
+    let env = workflow_env(&m, RepairConfig::default());
     let before = m.cluster_nodes(&id).await;
     // A healthy cluster: nothing to do.
     auto_repair::tick(&env).await.unwrap();
@@ -385,7 +366,7 @@ async fn auto_repair_replaces_a_crashed_vm_and_a_vanished_one() {
 async fn too_many_unhealthy_nodes_are_left_alone_and_the_cluster_says_why() {
     let m = Meson::start().await;
     let id = m.running_cluster(&seed_kaas()).await;
-    let env = repair_env(&m, RepairConfig::default());
+    let env = workflow_env(&m, RepairConfig::default());
     let workers: Vec<Value> = m
         .cluster_nodes(&id)
         .await

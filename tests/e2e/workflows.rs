@@ -253,6 +253,13 @@ impl Scenario for CreateScenario {
     async fn assert_done(&self, action: ActionId) {
         let vm = self.0.vm_of(action).await;
         self.0.assert_running(vm).await;
+        let reserved = meson_db::reservations::pending(&self.0.db.pool, VmId::new())
+            .await
+            .unwrap();
+        assert!(
+            reserved.is_empty(),
+            "a registered VM reserves nothing: {reserved:?}"
+        );
     }
 
     async fn assert_clean(&self, action: ActionId) {
@@ -263,6 +270,10 @@ impl Scenario for CreateScenario {
             .expect("vm row stays, in error");
         assert_eq!(v.status, VmStatus::Error);
         assert!(v.placement.is_none(), "placement undone");
+        let reserved = meson_db::reservations::pending(&w.db.pool, VmId::new())
+            .await
+            .unwrap();
+        assert!(reserved.is_empty(), "reservation released: {reserved:?}");
         assert!(v.ipv4.is_none() && v.atomos_id.is_none());
         let vols = meson_db::volumes::list_for_vms(&w.db.pool, &[vm])
             .await

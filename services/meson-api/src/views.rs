@@ -37,6 +37,7 @@ pub fn vm(vm: &Vm, parts: &VmParts) -> wire::Vm {
         id: vm.id.0,
         name: vm.name.clone(),
         status: vm.status.as_str().to_owned(),
+        error_message: vm.error_message.clone(),
         labels: vm.labels.clone(),
         created: vm.created,
         provider: vm.placement.as_ref().map(|p| p.provider.clone()),

@@ -39,6 +39,9 @@ status_enum!(
         Updating => "updating",
         Deleting => "deleting",
         Error => "error",
+        // Every node is unhealthy (see auto-repair); `running` again once
+        // they recover.
+        Degraded => "degraded",
     }
 );
 
@@ -160,7 +163,9 @@ mod tests {
 
     #[test]
     fn statuses_round_trip() {
-        for s in ["creating", "running", "updating", "deleting", "error"] {
+        for s in [
+            "creating", "running", "updating", "deleting", "error", "degraded",
+        ] {
             assert_eq!(ClusterStatus::parse(s).unwrap().as_str(), s);
         }
         for s in [

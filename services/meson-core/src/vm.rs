@@ -952,6 +952,9 @@ pub struct Vm {
     pub placement: Option<Placement>,
     pub ipv4: Option<std::net::Ipv4Addr>,
     pub created: chrono::DateTime<chrono::Utc>,
+    /// What the reconciler found wrong with the VM (crashed, missing from
+    /// its host); cleared when meson next changes its state.
+    pub error_message: Option<String>,
 }
 
 impl Vm {
@@ -977,6 +980,7 @@ impl Vm {
             placement: None,
             ipv4: None,
             created: chrono::Utc::now(),
+            error_message: None,
             spec,
         };
         let volume = |name: &str, kind, size_gb, atomos_name, bootable, readonly| Volume {

@@ -14,6 +14,7 @@ pub mod networks;
 pub mod node_health;
 pub mod node_pools;
 pub mod quotas;
+pub mod reservations;
 pub mod scope;
 pub mod service_secrets;
 pub mod targets;

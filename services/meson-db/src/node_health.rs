@@ -7,10 +7,11 @@ use chrono::{DateTime, Utc};
 use meson_core::{ClusterId, Error, NodeId, PoolId, TargetId};
 use sqlx::PgPool;
 
-/// Running clusters (every tenant's), oldest first: what auto-repair watches.
+/// Running and degraded clusters (every tenant's), oldest first: what
+/// auto-repair watches.
 pub async fn running_clusters(pool: &PgPool) -> Result<Vec<ClusterId>, Error> {
     let ids = sqlx::query_scalar!(
-        "select id from clusters where status = 'running' and deleted_at is null
+        "select id from clusters where status in ('running', 'degraded') and deleted_at is null
          order by created_at, id"
     )
     .fetch_all(pool)
@@ -119,6 +120,37 @@ pub async fn set_cluster_message(
         .ctx("clearing a cluster's repair message")?,
     };
     Ok(())
+}
+
+/// Marks a running cluster `degraded` with `message` (`Some`: every node
+/// is unhealthy), or a degraded one `running` again, its message cleared
+/// (`None`). Returns whether the status changed.
+pub async fn set_degraded(
+    pool: &PgPool,
+    cluster: ClusterId,
+    message: Option<&str>,
+) -> Result<bool, Error> {
+    let done = match message {
+        Some(m) => sqlx::query!(
+            r#"update clusters set status = 'degraded', error_message = $2
+               where id = $1 and status in ('running', 'degraded') and deleted_at is null
+                 and (status = 'running' or error_message is distinct from $2)"#,
+            cluster.0,
+            m,
+        )
+        .execute(pool)
+        .await
+        .ctx("marking a cluster degraded")?,
+        None => sqlx::query!(
+            "update clusters set status = 'running', error_message = null
+             where id = $1 and status = 'degraded' and deleted_at is null",
+            cluster.0,
+        )
+        .execute(pool)
+        .await
+        .ctx("marking a cluster running again")?,
+    };
+    Ok(done.rows_affected() == 1)
 }
 
 /// When the last action `command` on `node` failed, if one did.

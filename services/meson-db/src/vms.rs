@@ -27,6 +27,7 @@ struct VmRow {
     price_monthly: Option<f64>,
     currency: Option<String>,
     created_at: DateTime<Utc>,
+    error_message: Option<String>,
 }
 
 impl TryFrom<VmRow> for Vm {
@@ -63,6 +64,7 @@ impl TryFrom<VmRow> for Vm {
                 .transpose()
                 .map_err(|_| corrupt("ipv4", "?"))?,
             created: r.created_at,
+            error_message: r.error_message,
         })
     }
 }
@@ -129,7 +131,7 @@ async fn get_with(
         r#"select v.id, v.tenant_id, v.name, v.status, v.labels, v.spec, v.atomos_name,
                   v.atomos_id, v.target_id, t.name as "target_name?", v.provider, v.region,
                   host(v.ipv4) as "ipv4?", v.price_hourly, v.price_monthly, v.currency,
-                  v.created_at
+                  v.created_at, v.error_message
            from vms v left join atomos_targets t on t.id = v.target_id
            where v.id = $1 and ($2::text is null or (v.tenant_id = $2 and v.cluster_id is null))
              and ($3 or v.deleted_at is null)"#,
@@ -153,7 +155,7 @@ pub async fn get_many(pool: impl sqlx::PgExecutor<'_>, ids: &[VmId]) -> Result<V
         r#"select v.id, v.tenant_id, v.name, v.status, v.labels, v.spec, v.atomos_name,
                   v.atomos_id, v.target_id, t.name as "target_name?", v.provider, v.region,
                   host(v.ipv4) as "ipv4?", v.price_hourly, v.price_monthly, v.currency,
-                  v.created_at
+                  v.created_at, v.error_message
            from vms v left join atomos_targets t on t.id = v.target_id
            where v.id = any($1)
            order by v.id"#,
@@ -195,7 +197,7 @@ pub async fn list(
         r#"select v.id, v.tenant_id, v.name, v.status, v.labels, v.spec, v.atomos_name,
                   v.atomos_id, v.target_id, t.name as "target_name?", v.provider, v.region,
                   host(v.ipv4) as "ipv4?", v.price_hourly, v.price_monthly, v.currency,
-                  v.created_at
+                  v.created_at, v.error_message
            from unnest(array(
                   select x.id from vms x
                   where x.tenant_id = $1 and x.deleted_at is null and x.cluster_id is null
@@ -298,7 +300,7 @@ pub async fn set_status(
     status: VmStatus,
 ) -> Result<(), Error> {
     sqlx::query!(
-        "update vms set status = $2 where id = $1",
+        "update vms set status = $2, error_message = null where id = $1",
         id.0,
         status.as_str()
     )
@@ -341,7 +343,8 @@ pub async fn set_runtime(
     ipv4: Option<std::net::Ipv4Addr>,
 ) -> Result<(), Error> {
     sqlx::query!(
-        "update vms set status = $2, atomos_id = $3, ipv4 = $4::text::inet where id = $1",
+        "update vms set status = $2, atomos_id = $3, ipv4 = $4::text::inet, error_message = null
+         where id = $1",
         id.0,
         status.as_str(),
         atomos_id,
@@ -365,6 +368,7 @@ pub async fn mark_deleted(tx: &mut Tx<'_>, id: VmId) -> Result<(), Error> {
     // Standalone volumes outlive it: available again, still on AtomOS.
     crate::volumes::detach_all(&mut **tx, id).await?;
     crate::networks::detach_vm(tx, id).await?;
+    crate::reservations::release(&mut **tx, id).await?;
     sqlx::query!(
         "update vms set deleted_at = now(), status = 'deleting' where id = $1 and deleted_at is null",
         id.0
@@ -373,4 +377,94 @@ pub async fn mark_deleted(tx: &mut Tx<'_>, id: VmId) -> Result<(), Error> {
     .await
     .ctx("deleting a vm")?;
     Ok(())
+}
+
+/// A standalone VM as drift detection compares it with its host.
+#[derive(Clone, Debug)]
+pub struct Watched {
+    pub id: VmId,
+    pub atomos_name: String,
+    pub status: VmStatus,
+    pub target: TargetId,
+    pub host: String,
+}
+
+/// Every tenant's standalone VMs (not cluster nodes: auto-repair watches
+/// those) that meson records `running` or `off` on a host, with no action
+/// running on them, ordered by host; and the database's time of the read.
+pub async fn watched(pool: &PgPool) -> Result<(Vec<Watched>, DateTime<Utc>), Error> {
+    let mut tx = pool.begin().await.ctx("beginning a transaction")?;
+    let at = sqlx::query_scalar!(r#"select now() as "now!""#)
+        .fetch_one(&mut *tx)
+        .await
+        .ctx("reading the time")?;
+    let rows = sqlx::query!(
+        r#"select v.id, v.atomos_name, v.status, v.target_id as "target_id!", t.name as host
+           from vms v join atomos_targets t on t.id = v.target_id
+           where v.deleted_at is null and v.cluster_id is null and v.status in ('running', 'off')
+             and not exists (select 1 from jobs j where j.concurrency_key = 'vm:' || v.id::text
+                             and j.state in ('available', 'running'))
+           order by v.target_id, v.id"#
+    )
+    .fetch_all(&mut *tx)
+    .await
+    .ctx("listing the VMs to compare with AtomOS")?;
+    tx.commit().await.ctx("ending a read")?;
+    let out = rows
+        .into_iter()
+        .map(|r| {
+            Ok(Watched {
+                id: VmId(r.id),
+                atomos_name: r.atomos_name,
+                status: VmStatus::parse(&r.status)
+                    .ok_or_else(|| corrupt("vm status", &r.status))?,
+                target: TargetId(r.target_id),
+                host: r.host,
+            })
+        })
+        .collect::<Result<Vec<_>, Error>>()?;
+    Ok((out, at))
+}
+
+/// Records what drift detection found: the VM goes from `from` to `to`
+/// with `message`, unless it changed since `seen_at` (its host was listed
+/// after that) or an action took it meanwhile. Returns whether it did.
+pub async fn record_drift(
+    pool: &PgPool,
+    id: VmId,
+    from: VmStatus,
+    to: VmStatus,
+    message: Option<&str>,
+    seen_at: DateTime<Utc>,
+) -> Result<bool, Error> {
+    let done = sqlx::query!(
+        r#"update vms set status = $3, error_message = $4
+           where id = $1 and status = $2 and deleted_at is null and updated_at < $5
+             and not exists (select 1 from jobs j where j.concurrency_key = 'vm:' || vms.id::text
+                             and j.state in ('available', 'running'))"#,
+        id.0,
+        from.as_str(),
+        to.as_str(),
+        message,
+        seen_at,
+    )
+    .execute(pool)
+    .await
+    .ctx("recording a VM's drift")?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// Locks the VM's row until `tx` ends and returns where it is placed now:
+/// a placement racing another (a retried attempt of the same workflow)
+/// keeps the one written first.
+pub async fn lock_placement(tx: &mut Tx<'_>, id: VmId) -> Result<Option<Placement>, Error> {
+    sqlx::query_scalar!("select id from vms where id = $1 for update", id.0)
+        .fetch_optional(&mut **tx)
+        .await
+        .ctx("locking a vm")?;
+    Ok(get_many(&mut **tx, &[id])
+        .await?
+        .into_iter()
+        .next()
+        .and_then(|v| v.placement))
 }

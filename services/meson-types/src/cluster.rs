@@ -51,6 +51,8 @@ pub enum ClusterStatus {
     Updating,
     Deleting,
     Error,
+    /// Every node is unhealthy; `running` again once they recover.
+    Degraded,
 }
 
 /// The nodes' private network (`nodes_subnet`).

@@ -15,6 +15,12 @@ pub struct Vm {
     /// `initializing`, `starting`, `running`, `stopping`, `off`, `deleting`, `error`.
     #[schema(value_type = VmStatus)]
     pub status: String,
+    /// What the reconciler found wrong with the VM: it crashed (found off
+    /// on its host though meson did not stop it) or is missing from its
+    /// hypervisor. Cleared when meson next changes the VM's state.
+    #[serde(default)]
+    #[schema(required = true)]
+    pub error_message: Option<String>,
     pub labels: BTreeMap<String, String>,
     pub created: DateTime<Utc>,
     /// Placement, once decided (`null` until then).

@@ -16,6 +16,12 @@
 //! (a host or network outage), and replacing would only add churn. The
 //! cluster's `error_message` says so until the group is healthy enough.
 //!
+//! A cluster every node of which is unhealthy is `degraded` (not
+//! `running`), with a message saying so, until its nodes recover: it is
+//! then `running` again. Node replaces and reboots, pool changes and
+//! deletes are accepted while degraded; upgrades and credential rotations
+//! (which roll every node) wait for `running`.
+//!
 //! Nothing is decided on uncertainty: a host that does not answer, a VM
 //! meson is starting or stopping, or a cluster with an action running is
 //! skipped. One repair per cluster at a time (the cluster's concurrency
@@ -192,6 +198,30 @@ fn blocked_message(pools: &[NodePool], blocked: &[Blocked], max_percent: u8) -> 
     )
 }
 
+/// Every cluster message saying it is degraded starts with this.
+pub const DEGRADED_MESSAGE_PREFIX: &str = "degraded: ";
+
+/// The cluster's message when every one of its nodes is unhealthy (it is
+/// then `degraded`, not `running`), else `None`.
+fn degraded_message(
+    nodes: &[Node],
+    problems: &[(Node, Problem)],
+    cfg: &RepairConfig,
+) -> Option<String> {
+    if nodes.is_empty() || problems.len() < nodes.len() {
+        return None;
+    }
+    let first = problems
+        .first()
+        .map(|(n, p)| format!("{}: {}", n.name, p.message(cfg)))
+        .unwrap_or_default();
+    Some(format!(
+        "{DEGRADED_MESSAGE_PREFIX}all {} nodes are unhealthy ({first}{}); replace them or delete the cluster",
+        nodes.len(),
+        if problems.len() > 1 { ", ..." } else { "" }
+    ))
+}
+
 /// One pass over every running cluster: marks unhealthy nodes, and starts
 /// at most one repair per cluster. A cluster that cannot be checked is
 /// logged and skipped.
@@ -256,7 +286,10 @@ pub async fn check_cluster(env: &Env, id: ClusterId) -> meson_core::Result<Outco
         return Ok(Outcome::Skipped);
     }
     let cluster = meson_db::clusters::get(&env.pool, None, id, false).await?;
-    if cluster.status != ClusterStatus::Running {
+    if !matches!(
+        cluster.status,
+        ClusterStatus::Running | ClusterStatus::Degraded
+    ) {
         return Ok(Outcome::Skipped);
     }
     let nodes = meson_db::clusters::nodes(&env.pool, id).await?;
@@ -296,19 +329,28 @@ pub async fn check_cluster(env: &Env, id: ClusterId) -> meson_core::Result<Outco
     }
     let unhealthy: Vec<NodeId> = problems.iter().map(|(n, _)| n.id).collect();
     let blocked = blocked_groups(&nodes, &unhealthy, cfg.max_unhealthy_percent);
-    let message = if blocked.is_empty() {
-        None
+    if let Some(why) = degraded_message(&nodes, &problems, cfg) {
+        if meson_db::node_health::set_degraded(&env.pool, id, Some(&why)).await? {
+            tracing::warn!(cluster = %id, "every node of the cluster is unhealthy: degraded");
+        }
     } else {
-        let pools = meson_db::clusters::pools(&env.pool, id).await?;
-        Some(blocked_message(&pools, &blocked, cfg.max_unhealthy_percent))
-    };
-    meson_db::node_health::set_cluster_message(
-        &env.pool,
-        id,
-        CLUSTER_MESSAGE_PREFIX,
-        message.as_deref(),
-    )
-    .await?;
+        if meson_db::node_health::set_degraded(&env.pool, id, None).await? {
+            tracing::info!(cluster = %id, "the cluster's nodes recovered: running again");
+        }
+        let message = if blocked.is_empty() {
+            None
+        } else {
+            let pools = meson_db::clusters::pools(&env.pool, id).await?;
+            Some(blocked_message(&pools, &blocked, cfg.max_unhealthy_percent))
+        };
+        meson_db::node_health::set_cluster_message(
+            &env.pool,
+            id,
+            CLUSTER_MESSAGE_PREFIX,
+            message.as_deref(),
+        )
+        .await?;
+    }
     if problems.is_empty() {
         return Ok(Outcome::Healthy);
     }

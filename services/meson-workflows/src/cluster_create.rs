@@ -134,15 +134,9 @@ impl Workflow for ClusterCreate {
             &meson_db::clusters::nodes(&env.pool, cluster.id).await?,
             role,
         ) {
+            // `on_failed` marks every node, with the reason.
             nodes::teardown_node(env, &node).await?;
-            meson_db::vms::set_placement(&env.pool, node.vm, None).await?;
-            meson_db::clusters::set_node_status(
-                &env.pool,
-                node.id,
-                NodeStatus::CreationError,
-                Some("the cluster could not be created"),
-            )
-            .await?;
+            crate::provision::unplace(env, node.vm).await?;
         }
         if role == NodeRole::ControlPlane {
             // The control plane's step was the first to make the network anywhere.
@@ -154,6 +148,12 @@ impl Workflow for ClusterCreate {
     async fn on_failed(&self, params: &Params, failure: &ActionFailure) -> StepResult<()> {
         let env = &self.0;
         let cluster = meson_db::clusters::get(&env.pool, None, params.cluster_id, true).await?;
+        // Every node ends final: those of a step that never ran (the
+        // workers, when the control plane failed) were not undone.
+        let why = format!("the cluster could not be created: {}", failure.message);
+        for node in meson_db::clusters::nodes(&env.pool, cluster.id).await? {
+            nodes::fail_node(env, &node, &why).await?;
+        }
         // Whatever a crash mid-undo left behind.
         crate::provision::remove_network_from_hosts(env, cluster.network).await?;
         meson_db::clusters::set_status(

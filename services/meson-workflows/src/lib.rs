@@ -8,6 +8,7 @@ pub mod cluster_credentials;
 pub mod cluster_delete;
 pub mod cluster_placement;
 pub mod cluster_upgrade;
+pub mod drift;
 pub mod network_delete;
 pub mod node_ops;
 pub mod node_pool_delete;

@@ -2,13 +2,14 @@
 //! node goes, and bringing one up or down. Shared by the cluster workflows.
 
 use crate::Env;
-use crate::placement::{Offer, survey};
+use crate::placement::{Offer, survey_reserved};
 use crate::provision;
 use meson_core::cluster::{API_PORT, Cluster, Node, NodePool, NodeRole, NodeStatus, node_name};
 use meson_core::kaas::NodeSpecs;
 use meson_core::labels::Labels;
-use meson_core::vm::Vm;
-use meson_core::{ClusterId, NodeId, VmId, naming};
+use meson_core::vm::{Vm, VmStatus};
+use meson_core::volume::VolumeStatus;
+use meson_core::{ClusterId, NodeId, TargetId, VmId, naming};
 use meson_jobs::{StepError, StepResult};
 use meson_kaas::{ClusterBootstrap, ClusterSecrets, NodeBootstrap};
 use sha2::{Digest, Sha256};
@@ -161,13 +162,22 @@ fn random_secret() -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Picks a host for a node among those in the cluster's region: of the
-/// hosts that fit it, those holding the fewest other nodes of the same
-/// group (control plane, or the same pool), the cheapest of them. The
-/// choice is made under a per-cluster lock, so nodes placed at the same
-/// time (a create's fan-out) see where the others went and spread too;
-/// when only one host fits, the group shares it.
-pub async fn place_node(env: &Env, cluster: &Cluster, node: &Node, vm: &Vm) -> StepResult<()> {
+/// Picks a host for a node among those in the cluster's region (none of
+/// `exclude`: hosts that refused it): of the hosts that fit it, with the
+/// capacity reserved by placements in flight, those holding the fewest
+/// other nodes of the same group (control plane, or the same pool), the
+/// cheapest of them; the first of that order that still fits under its
+/// host lock ([`crate::placement::claim`]). The choice is made under a
+/// per-cluster lock, so nodes placed at the same time (a create's
+/// fan-out) see where the others went and spread too; when only one host
+/// fits, the group shares it.
+pub async fn place_node(
+    env: &Env,
+    cluster: &Cluster,
+    node: &Node,
+    vm: &Vm,
+    exclude: &[TargetId],
+) -> StepResult<()> {
     if vm.placement.is_some() {
         return Ok(());
     }
@@ -179,9 +189,7 @@ pub async fn place_node(env: &Env, cluster: &Cluster, node: &Node, vm: &Vm) -> S
         .collect();
     let sibling_vms = meson_db::vms::get_many(&env.pool, &siblings).await?;
     let region = cluster_region(env, cluster, &sibling_vms).await?;
-    let targets: Vec<_> = env
-        .atomos
-        .enabled()
+    let targets: Vec<_> = crate::placement::candidates(env, exclude)
         .await?
         .into_iter()
         .filter(|(t, _)| {
@@ -190,21 +198,23 @@ pub async fn place_node(env: &Env, cluster: &Cluster, node: &Node, vm: &Vm) -> S
                 .is_none_or(|(p, r)| &t.provider == p && &t.region == r)
         })
         .collect();
-    let s = survey(targets, &vm.spec)
+    let reserved = meson_db::reservations::pending(&env.pool, vm.id).await?;
+    let s = survey_reserved(targets.clone(), &vm.spec, &reserved)
         .await
         .map_err(|e| e.step_error())?;
     let mut tx = meson_db::begin(&env.pool).await?;
     meson_db::node_health::lock_placement(&mut tx, cluster.id).await?;
     let used = meson_db::node_health::group_hosts(&mut tx, cluster.id, node.pool, node.id).await?;
-    let offers: &[Offer] = s.offers();
-    // Offers come cheapest first and `min_by_key` keeps the first minimum.
-    let chosen = offers
-        .iter()
-        .min_by_key(|o| used.iter().filter(|t| **t == o.placement.target_id).count())
-        .unwrap_or_else(|| s.cheapest());
-    meson_db::vms::set_placement(&mut *tx, vm.id, Some(&chosen.placement)).await?;
+    // Offers come cheapest first and the sort is stable: the fewest
+    // siblings first, the cheapest of them first.
+    let mut order: Vec<Offer> = s.offers().to_vec();
+    order.sort_by_key(|o| used.iter().filter(|t| **t == o.placement.target_id).count());
+    let Some(chosen) = crate::placement::claim(&mut tx, vm, &order, &targets, &reserved).await?
+    else {
+        return Err(crate::placement::all_taken(&vm.spec).step_error());
+    };
     meson_db::commit(tx).await?;
-    tracing::info!(node = %node.name, host = %chosen.placement.host, "placed node");
+    tracing::info!(node = %node.name, host = %chosen.host, "placed node");
     Ok(())
 }
 
@@ -254,7 +264,7 @@ pub async fn provision_node(
     init: bool,
 ) -> StepResult<()> {
     let vm = meson_db::vms::get(&env.pool, None, node.vm).await?;
-    place_node(env, cluster, node, &vm).await?;
+    place_node(env, cluster, node, &vm, &[]).await?;
     let vm = meson_db::vms::get(&env.pool, None, node.vm).await?;
     provision::ensure_networks(env, &vm).await?;
     provision::ensure_boot_volume(env, &vm).await?;
@@ -269,7 +279,17 @@ pub async fn provision_node(
         let files = cloudinit_files(env, cluster, node, &vm, init).await?;
         provision::ensure_cloudinit_volume(env, &vm, files).await?;
     }
-    provision::ensure_registered(env, &vm).await?;
+    provision::register_placed(
+        env,
+        vm.id,
+        &provision::Owner::Node {
+            cluster,
+            node,
+            init,
+        },
+    )
+    .await?;
+    let vm = meson_db::vms::get(&env.pool, None, node.vm).await?;
     provision::wait_running(env, &vm).await?;
     meson_db::clusters::node_booted(&env.pool, node.id).await?;
     Ok(())
@@ -279,6 +299,25 @@ pub async fn provision_node(
 pub async fn teardown_node(env: &Env, node: &Node) -> StepResult<()> {
     let vm = meson_db::vms::get_including_deleted(&env.pool, node.vm).await?;
     provision::teardown(env, &vm).await
+}
+
+/// Ends a node that will not come up (its workflow unwinds): taken off
+/// AtomOS, unplaced (its reservation released), its VM and volumes `error`,
+/// the node `creation_error` with `why` (or the reason it already had for
+/// being `creation_error`, which says more). The rows stay, final, until
+/// the node (or its cluster) is deleted or replaced.
+pub async fn fail_node(env: &Env, node: &Node, why: &str) -> StepResult<()> {
+    let why = match (&node.status, &node.error_message) {
+        (NodeStatus::CreationError, Some(own)) => own.as_str(),
+        _ => why,
+    };
+    teardown_node(env, node).await?;
+    provision::unplace(env, node.vm).await?;
+    meson_db::vms::set_runtime(&env.pool, node.vm, VmStatus::Error, None, None).await?;
+    meson_db::volumes::set_status_for_vm(&env.pool, node.vm, VolumeStatus::Error).await?;
+    meson_db::clusters::set_node_status(&env.pool, node.id, NodeStatus::CreationError, Some(why))
+        .await?;
+    Ok(())
 }
 
 /// The node sizes of a cluster's group, for messages.

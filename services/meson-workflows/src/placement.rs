@@ -1,10 +1,30 @@
 //! Placement: every candidate AtomOS target asked, in parallel, to fit a VM spec and price it.
+//!
+//! A workflow places a VM in three stages, each its own function so that
+//! another rule fits in where it belongs:
+//! 1. [`candidates`]: the enabled targets the VM may go to (a filter on
+//!    this list restricts where it can go);
+//! 2. [`survey_reserved`]: each candidate asked, in parallel, whether it
+//!    fits the VM plus the capacity already reserved there by placements
+//!    not registered yet; the offers come cheapest first: the ordered
+//!    candidate list;
+//! 3. [`claim`]: the list walked in order, each host's reservations read
+//!    again under its lock; the first host that still fits gets the VM's
+//!    reservation and placement in one transaction.
+//!
+//! A host that refuses the VM at `register` all the same (full since its
+//! quote, by something meson did not place) is not the end: the VM is
+//! placed again without it ([`crate::provision::register_placed`]).
 
+use crate::Env;
 use crate::atomos::driver_target;
 use atomos_driver::{AtomosClient, ClientOptions};
+use meson_core::TargetId;
 use meson_core::target::Target;
-use meson_core::vm::{Placement, VmSpec};
-use meson_jobs::StepError;
+use meson_core::vm::{Placement, Vm, VmSpec};
+use meson_db::reservations::Reserved;
+use meson_jobs::{StepError, StepResult};
+use std::collections::HashMap;
 use std::time::Duration;
 
 /// One target's offer to host a VM.
@@ -152,6 +172,36 @@ pub fn total_disk_gb(spec: &VmSpec) -> u32 {
     spec.boot_volume_gb + 1 + spec.volumes.iter().map(|v| v.size_gb).sum::<u32>()
 }
 
+/// What a VM reserves on its host until it is registered there.
+pub fn demand(spec: &VmSpec) -> Reserved {
+    Reserved {
+        vcpus: spec.cpu.vcpus(),
+        ram_mib: spec.memory_mib,
+    }
+}
+
+/// The driver's spec of a VM with what is reserved on the host added: the
+/// host must fit both.
+fn with_reserved(wire: &atomos_driver::VmSpec, r: Reserved) -> atomos_driver::VmSpec {
+    let mut w = wire.clone();
+    w.slots = w.slots.saturating_add(r.vcpus);
+    w.ram_mib = w.ram_mib.saturating_add(r.ram_mib);
+    w
+}
+
+/// Whether one host fits the VM and its disks on top of `reserved`.
+async fn fits(
+    c: &AtomosClient,
+    spec: &VmSpec,
+    reserved: Reserved,
+) -> Result<Vec<atomos_driver::Quote>, atomos_driver::DriverError> {
+    let quotes = c
+        .can_allocate(&with_reserved(&driver_spec(spec), reserved))
+        .await?;
+    c.volume_can_create(total_disk_gb(spec)).await?;
+    Ok(quotes)
+}
+
 /// Asks every candidate allowed by the spec's constraints, in parallel, to
 /// fit the VM (`canallocate`) and its disks (volume `cancreate`), and
 /// returns their offers cheapest first, or why there are none.
@@ -159,7 +209,16 @@ pub async fn survey(
     candidates: Vec<(Target, AtomosClient)>,
     spec: &VmSpec,
 ) -> Result<Survey, NoPlacement> {
-    let wire = driver_spec(spec);
+    survey_reserved(candidates, spec, &HashMap::new()).await
+}
+
+/// [`survey`], each host asked to fit the VM on top of what `reserved`
+/// says is promised there to placements not registered yet.
+pub async fn survey_reserved(
+    candidates: Vec<(Target, AtomosClient)>,
+    spec: &VmSpec,
+    reserved: &HashMap<TargetId, Reserved>,
+) -> Result<Survey, NoPlacement> {
     let disk = total_disk_gb(spec);
     let candidates: Vec<_> = candidates
         .into_iter()
@@ -170,15 +229,9 @@ pub async fn survey(
             constraints: describe_constraints([&spec.provider, &spec.continent, &spec.region]),
         });
     }
-    let asks = candidates.iter().map(|(t, c)| {
-        let wire = wire.clone();
-        async move {
-            let answer = match c.can_allocate(&wire).await {
-                Ok(quotes) => c.volume_can_create(disk).await.map(|()| quotes),
-                Err(e) => Err(e),
-            };
-            (t, answer)
-        }
+    let asks = candidates.iter().map(|(t, c)| async move {
+        let on_host = reserved.get(&t.id).copied().unwrap_or_default();
+        (t, fits(c, spec, on_host).await)
     });
     let mut offers = Vec::new();
     let mut unanswered = 0;
@@ -287,6 +340,147 @@ pub async fn place_volume(
             describe_constraints(constraints)
         ),
     })
+}
+
+/// The targets a VM may be placed on: every enabled one but those in
+/// `exclude` (hosts that refused it already).
+pub async fn candidates(
+    env: &Env,
+    exclude: &[TargetId],
+) -> StepResult<Vec<(Target, AtomosClient)>> {
+    Ok(env
+        .atomos
+        .enabled()
+        .await?
+        .into_iter()
+        .filter(|(t, _)| !exclude.contains(&t.id))
+        .collect())
+}
+
+/// Walks `offers` (best first) and claims the first host that still fits
+/// the VM: under the host's placement lock (held until `tx` ends), with
+/// what is reserved there now. A host whose reservations grew since
+/// `surveyed` was read is asked again; one that refuses, or does not
+/// answer, is passed over. The VM's reservation and placement are written
+/// in `tx`. `None` when no offered host fits any more; a retryable error
+/// when none fits but one did not answer. A VM placed meanwhile (by
+/// another attempt of the same workflow, which lost its lease while it
+/// surveyed) keeps that placement: what that attempt made is there.
+pub async fn claim(
+    tx: &mut meson_db::Tx<'_>,
+    vm: &Vm,
+    offers: &[Offer],
+    clients: &[(Target, AtomosClient)],
+    surveyed: &HashMap<TargetId, Reserved>,
+) -> StepResult<Option<Placement>> {
+    if let Some(placed) = meson_db::vms::lock_placement(tx, vm.id).await? {
+        return Ok(Some(placed));
+    }
+    let mut unanswered = false;
+    let mut tried: Vec<TargetId> = Vec::new();
+    for offer in offers {
+        let target = offer.placement.target_id;
+        // A host offers once per quote; one answer is enough.
+        if tried.contains(&target) {
+            continue;
+        }
+        tried.push(target);
+        let now = meson_db::reservations::lock_host(tx, target, vm.id).await?;
+        let then = surveyed.get(&target).copied().unwrap_or_default();
+        if now.vcpus > then.vcpus || now.ram_mib > then.ram_mib {
+            let Some((_, c)) = clients.iter().find(|(t, _)| t.id == target) else {
+                continue;
+            };
+            match fits(c, &vm.spec, now).await {
+                Ok(_) => {}
+                Err(e) => {
+                    unanswered |= e.is_transient();
+                    tracing::info!(vm = %vm.id, host = %offer.placement.host, error = %e,
+                        "host no longer fits the vm with the placements in flight; next candidate");
+                    continue;
+                }
+            }
+        }
+        meson_db::reservations::reserve(tx, vm.id, target, demand(&vm.spec)).await?;
+        meson_db::vms::set_placement(&mut **tx, vm.id, Some(&offer.placement)).await?;
+        return Ok(Some(offer.placement.clone()));
+    }
+    if unanswered {
+        return Err(NoPlacement::Unanswered.step_error());
+    }
+    Ok(None)
+}
+
+/// The failure of a placement whose every offered host was taken by
+/// placements in flight.
+pub fn all_taken(spec: &VmSpec) -> NoPlacement {
+    NoPlacement::NoFit {
+        reason: format!(
+            "no hypervisor has room left for {} vCPUs and {} MiB RAM: the hosts that fit are taken by VMs being placed",
+            spec.cpu.vcpus(),
+            spec.memory_mib
+        ),
+    }
+}
+
+/// Places a plain VM on the cheapest host that fits it (none of
+/// `exclude`): candidates → survey → claim. Returns the placement.
+/// A VM attaching standalone volumes has one candidate: their host.
+pub async fn place_vm(env: &Env, vm: &Vm, exclude: &[TargetId]) -> StepResult<Placement> {
+    let mut clients = candidates(env, exclude).await?;
+    let attached = meson_db::volumes::attached_to_vms(&env.pool, &[vm.id]).await?;
+    let pin = match attached.first() {
+        Some(v) => {
+            let p = v.placement.as_ref().ok_or_else(|| {
+                StepError::fatal("service_error", "an attached volume has no placement")
+            })?;
+            Some(Pin {
+                volume: v.name.clone(),
+                host: p.host.clone(),
+                target: p.target_id,
+            })
+        }
+        None => None,
+    };
+    if let Some(pin) = &pin {
+        clients.retain(|(t, _)| t.id == pin.target);
+    }
+    let reserved = meson_db::reservations::pending(&env.pool, vm.id).await?;
+    let survey = survey_reserved(clients.clone(), &vm.spec, &reserved)
+        .await
+        .map_err(|e| pinned(pin.as_ref(), e).step_error())?;
+    let mut tx = meson_db::begin(&env.pool).await?;
+    let Some(placement) = claim(&mut tx, vm, survey.offers(), &clients, &reserved).await? else {
+        return Err(pinned(pin.as_ref(), all_taken(&vm.spec)).step_error());
+    };
+    meson_db::commit(tx).await?;
+    Ok(placement)
+}
+
+/// The host a VM's attached volume holds it to.
+struct Pin {
+    volume: String,
+    host: String,
+    target: TargetId,
+}
+
+/// A pinned VM's placement failure says which volume pins it where.
+fn pinned(pin: Option<&Pin>, e: NoPlacement) -> NoPlacement {
+    match (pin, e) {
+        (Some(p), NoPlacement::NoCandidates { constraints }) => NoPlacement::NoFit {
+            reason: format!(
+                "volume {} pins the VM to host {}, which is not available{constraints}",
+                p.volume, p.host
+            ),
+        },
+        (Some(p), NoPlacement::NoFit { reason }) => NoPlacement::NoFit {
+            reason: format!(
+                "volume {} pins the VM to host {}, which cannot host it: {reason}",
+                p.volume, p.host
+            ),
+        },
+        (_, e) => e,
+    }
 }
 
 /// Driver settings for a survey made while an API request waits: short

@@ -246,6 +246,12 @@ pub async fn ensure_data_volumes(env: &Env, vm: &Vm) -> StepResult<Vec<String>> 
 /// Registers the VM with its volumes (boot, cloud-init, data: as recorded;
 /// then the standalone volumes attached to it) and networks, unless AtomOS has it already; the VM is then `starting`.
 pub async fn ensure_registered(env: &Env, vm: &Vm) -> StepResult<()> {
+    try_register(env, vm).await?.map_err(step_error)
+}
+
+/// [`ensure_registered`], a host's refusal for lack of room (full since
+/// its quote) kept apart: `Ok(Err(refusal))`.
+async fn try_register(env: &Env, vm: &Vm) -> StepResult<Result<(), atomos_driver::DriverError>> {
     let c = client(env, vm).await?;
     if c.vm_by_name(&vm.atomos_name)
         .await
@@ -281,10 +287,168 @@ pub async fn ensure_registered(env: &Env, vm: &Vm) -> StepResult<()> {
             Ok(()) => {}
             // A retry after a crash between register and recording: it is ours.
             Err(e) if e.is_already_exists() => {}
+            Err(e) if e.is_capacity() => return Ok(Err(e)),
             Err(e) => return Err(step_error(e)),
         }
     }
-    meson_db::vms::set_status(&env.pool, vm.id, VmStatus::Starting).await?;
+    // AtomOS counts the VM now: its reservation has done its job.
+    let mut tx = meson_db::begin(&env.pool).await?;
+    meson_db::vms::set_status(&mut *tx, vm.id, VmStatus::Starting).await?;
+    meson_db::reservations::release(&mut *tx, vm.id).await?;
+    meson_db::commit(tx).await?;
+    Ok(Ok(()))
+}
+
+/// How many hosts may refuse a VM at `register` (full since their quote)
+/// before its create gives up.
+pub const MAX_REFUSALS: usize = 3;
+
+/// Whose VM is registered: what placing it again and its cloud-init take.
+pub enum Owner<'a> {
+    /// A plain VM (`vm_create`).
+    Vm,
+    /// A cluster's node.
+    Node {
+        cluster: &'a meson_core::cluster::Cluster,
+        node: &'a meson_core::cluster::Node,
+        init: bool,
+    },
+}
+
+/// What registering a VM took, recorded as the step's output.
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+pub struct Registered {
+    /// The host that took it.
+    pub host: String,
+    /// The hosts that refused it first (full since their quote), in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub refused_by: Vec<String>,
+}
+
+/// Registers a placed VM (see [`ensure_registered`]). A host that refuses
+/// it for lack of room is a reason to place it again, not to fail: what
+/// was made there is taken away, the VM is placed on the next host that
+/// fits (that host excluded), made there and registered, up to
+/// [`MAX_REFUSALS`] times. Only when no other host fits does it end
+/// `resource_unavailable`.
+pub async fn register_placed(env: &Env, vm_id: VmId, owner: &Owner<'_>) -> StepResult<Registered> {
+    let mut refused: Vec<Placement> = Vec::new();
+    loop {
+        let vm = meson_db::vms::get(&env.pool, None, vm_id).await?;
+        let Some(placement) = vm.placement.clone() else {
+            // A crash between taking the placement away and placing again.
+            place_again(env, &vm, owner, &refused).await?;
+            continue;
+        };
+        if rebuild_needed(env, &vm).await? {
+            rebuild(env, &vm, owner).await?;
+        }
+        let refusal = match try_register(env, &vm).await? {
+            Ok(()) => {
+                return Ok(Registered {
+                    host: placement.host,
+                    refused_by: refused.into_iter().map(|p| p.host).collect(),
+                });
+            }
+            Err(refusal) => refusal,
+        };
+        metrics::counter!("meson_placement_refusals_total").increment(1);
+        tracing::warn!(vm = %vm.id, host = %placement.host, error = %refusal,
+            "the host refused the vm at register (full since its quote); placing it again");
+        refused.push(placement);
+        if refused.len() > MAX_REFUSALS {
+            return Err(StepError::fatal(
+                "resource_unavailable",
+                format!(
+                    "{} hosts refused the VM for lack of room ({}); giving up",
+                    refused.len(),
+                    hosts(&refused)
+                ),
+            ));
+        }
+        // Take away what was made on the refusing host; the VM is made
+        // again wherever it goes next.
+        teardown(env, &vm).await?;
+        for v in meson_db::volumes::list_for_vms(&env.pool, &[vm.id]).await? {
+            meson_db::volumes::set_atomos(&env.pool, v.id, None, VolumeStatus::Creating).await?;
+        }
+        unplace(env, vm.id).await?;
+        let vm = meson_db::vms::get(&env.pool, None, vm_id).await?;
+        place_again(env, &vm, owner, &refused).await?;
+    }
+}
+
+fn hosts(refused: &[Placement]) -> String {
+    refused
+        .iter()
+        .map(|p| p.host.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Places an unplaced VM again, none of the `refused` hosts.
+async fn place_again(
+    env: &Env,
+    vm: &Vm,
+    owner: &Owner<'_>,
+    refused: &[Placement],
+) -> StepResult<()> {
+    let exclude: Vec<TargetId> = refused.iter().map(|p| p.target_id).collect();
+    let placed = match owner {
+        Owner::Vm => crate::placement::place_vm(env, vm, &exclude)
+            .await
+            .map(|_| ()),
+        Owner::Node { cluster, node, .. } => {
+            crate::nodes::place_node(env, cluster, node, vm, &exclude).await
+        }
+    };
+    match placed {
+        Err(e) if !refused.is_empty() && e.code() == "resource_unavailable" => {
+            Err(StepError::fatal(
+                "resource_unavailable",
+                format!(
+                    "{} refused the VM for lack of room and no other host fits it: {}",
+                    hosts(refused),
+                    e.message()
+                ),
+            ))
+        }
+        other => other,
+    }
+}
+
+/// Whether the VM's disks must be made (again) on its host: one of its
+/// volumes has no AtomOS id (taken away after a refusal).
+async fn rebuild_needed(env: &Env, vm: &Vm) -> StepResult<bool> {
+    Ok(meson_db::volumes::list_for_vms(&env.pool, &[vm.id])
+        .await?
+        .iter()
+        .any(|v| v.atomos_id.is_none()))
+}
+
+/// Makes the VM's networks and disks on the host it is placed on.
+async fn rebuild(env: &Env, vm: &Vm, owner: &Owner<'_>) -> StepResult<()> {
+    ensure_networks(env, vm).await?;
+    ensure_boot_volume(env, vm).await?;
+    let files = match owner {
+        Owner::Vm => vm_cloudinit_files(env, vm).await?,
+        Owner::Node {
+            cluster,
+            node,
+            init,
+        } => crate::nodes::cloudinit_files(env, cluster, node, vm, *init).await?,
+    };
+    ensure_cloudinit_volume(env, vm, files).await?;
+    ensure_data_volumes(env, vm).await?;
+    Ok(())
+}
+
+/// Forgets where the VM was placed and releases its reservation.
+pub async fn unplace(env: &Env, vm: VmId) -> StepResult<()> {
+    let mut tx = meson_db::begin(&env.pool).await?;
+    meson_db::vms::set_placement(&mut *tx, vm, None).await?;
+    meson_db::reservations::release(&mut *tx, vm).await?;
+    meson_db::commit(tx).await?;
     Ok(())
 }
 

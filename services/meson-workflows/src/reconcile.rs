@@ -1,8 +1,10 @@
 //! The periodic reconciler: looks at every cluster and starts the
 //! workflows its desired state calls for (automatic upgrades by update
-//! policy, repair of failed nodes). It only enqueues work; the workflows do
-//! it, under the same per-cluster lock as the API's actions, so several
-//! worker processes running the reconciler at once are harmless.
+//! policy, repair of failed nodes), and compares every standalone VM with
+//! AtomOS's inventory (drift detection: [`crate::drift`]). It only enqueues
+//! work and records what it finds; the workflows do the work, under the
+//! same per-resource locks as the API's actions, so several worker
+//! processes running the reconciler at once are harmless.
 
 use crate::Env;
 use std::sync::Arc;
@@ -12,9 +14,9 @@ use tokio::sync::watch;
 /// One pass over every cluster. Errors are logged by the loop; the next
 /// pass tries again.
 pub async fn tick(env: &Env) -> meson_core::Result<()> {
-    let _ = env;
     crate::auto_repair::tick(env).await?;
     crate::auto_upgrade::tick(env).await?;
+    crate::drift::tick(env).await?;
     Ok(())
 }
 

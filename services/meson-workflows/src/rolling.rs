@@ -29,7 +29,7 @@
 
 use crate::Env;
 use crate::nodes;
-use meson_core::cluster::{Cluster, Node, NodeStatus};
+use meson_core::cluster::{Cluster, Node};
 use meson_core::{Error, NodeId};
 use meson_jobs::{StepCtx, StepResult};
 use tokio::sync::Semaphore;
@@ -169,15 +169,7 @@ pub async fn undo_half_made(env: &Env, cluster: &Cluster, why: &str) -> StepResu
             tracing::info!(node = %node.name, "removing a replacement that never took over");
             nodes::remove_node(env, &node).await?;
         } else {
-            nodes::teardown_node(env, &node).await?;
-            meson_db::vms::set_placement(&env.pool, node.vm, None).await?;
-            meson_db::clusters::set_node_status(
-                &env.pool,
-                node.id,
-                NodeStatus::CreationError,
-                Some(why),
-            )
-            .await?;
+            nodes::fail_node(env, &node, why).await?;
         }
     }
     Ok(())

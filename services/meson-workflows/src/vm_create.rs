@@ -71,7 +71,9 @@ impl Workflow for VmCreate {
                 to_output(provision::ensure_cloudinit_volume(env, &vm, files).await?)
             }
             "data_volumes" => to_output(provision::ensure_data_volumes(env, &vm).await?),
-            "register" => to_output(provision::ensure_registered(env, &vm).await?),
+            "register" => {
+                to_output(provision::register_placed(env, vm.id, &provision::Owner::Vm).await?)
+            }
             "wait_running" => to_output(Created {
                 atomos_id: provision::wait_running(env, &vm).await?,
             }),
@@ -86,7 +88,7 @@ impl Workflow for VmCreate {
         let env = &self.0;
         let vm = meson_db::vms::get(&env.pool, None, cx.params.vm_id).await?;
         if step == "place" {
-            meson_db::vms::set_placement(&env.pool, vm.id, None).await?;
+            provision::unplace(env, vm.id).await?;
             return Ok(());
         }
         // Not placed (or placement already undone): nothing exists on AtomOS.
@@ -108,6 +110,7 @@ impl Workflow for VmCreate {
     async fn on_failed(&self, params: &Params, _failure: &ActionFailure) -> StepResult<()> {
         let pool = &self.0.pool;
         meson_db::vms::set_runtime(pool, params.vm_id, VmStatus::Error, None, None).await?;
+        meson_db::reservations::release(pool, params.vm_id).await?;
         meson_db::volumes::set_status_for_vm(pool, params.vm_id, VolumeStatus::Error).await?;
         // The standalone volumes it was to attach are free again.
         meson_db::volumes::detach_all(pool, params.vm_id).await?;
@@ -123,49 +126,17 @@ pub fn driver_spec(vm: &Vm) -> atomos_driver::VmSpec {
 }
 
 impl VmCreate {
-    /// Asks every candidate target for a quote and takes the cheapest. A
-    /// VM attaching standalone volumes has one candidate: their host.
+    /// Asks every candidate target for a quote and takes the cheapest that
+    /// still fits with the placements in flight (reserving its share); a VM
+    /// attaching standalone volumes goes to their host.
     async fn place(&self, vm: &Vm) -> StepResult {
         let env = &self.0;
-        let mut candidates = env.atomos.enabled().await?;
-        let attached = meson_db::volumes::attached_to_vms(&env.pool, &[vm.id]).await?;
-        let pin = match attached.first() {
-            Some(v) => Some((
-                v,
-                v.placement.as_ref().ok_or_else(|| {
-                    StepError::fatal("service_error", "an attached volume has no placement")
-                })?,
-            )),
-            None => None,
-        };
-        if let Some((_, p)) = pin {
-            candidates.retain(|(t, _)| t.id == p.target_id);
+        if let Some(placed) = &vm.placement {
+            // Placed before a crash, or placed again by `register`.
+            return to_output(placed.clone());
         }
-        let survey = crate::placement::survey(candidates, &vm.spec)
-            .await
-            .map_err(|e| match (pin, e) {
-                (Some((v, p)), crate::placement::NoPlacement::NoCandidates { constraints }) => {
-                    crate::placement::NoPlacement::NoFit {
-                        reason: format!(
-                            "volume {} pins the VM to host {}, which is not available{constraints}",
-                            v.name, p.host
-                        ),
-                    }
-                }
-                (Some((v, p)), crate::placement::NoPlacement::NoFit { reason }) => {
-                    crate::placement::NoPlacement::NoFit {
-                        reason: format!(
-                            "volume {} pins the VM to host {}, which cannot host it: {reason}",
-                            v.name, p.host
-                        ),
-                    }
-                }
-                (_, e) => e,
-            })
-            .map_err(|e| e.step_error())?;
-        let placement = survey.cheapest().placement.clone();
+        let placement = crate::placement::place_vm(env, vm, &[]).await?;
         tracing::info!(vm = %vm.id, host = %placement.host, price = placement.price_hourly, "placed vm");
-        meson_db::vms::set_placement(&env.pool, vm.id, Some(&placement)).await?;
         to_output(placement)
     }
 }

@@ -32,9 +32,13 @@ fn refusal(
     node: &Node,
     vm: &meson_core::vm::Vm,
 ) -> Option<String> {
-    if cluster.status != ClusterStatus::Running {
+    // A degraded cluster (every node unhealthy) is what replaces are for.
+    if !matches!(
+        cluster.status,
+        ClusterStatus::Running | ClusterStatus::Degraded
+    ) {
         return Some(format!(
-            "the cluster is {}; node actions need it running",
+            "the cluster is {}; node actions need it running (or degraded)",
             cluster.status.as_str()
         ));
     }

@@ -82,6 +82,7 @@ pub fn vm(v: wire::Vm) -> pb::Vm {
         id: v.id.to_string(),
         name: v.name,
         status: v.status,
+        error_message: v.error_message,
         labels: map(&v.labels),
         created: Some(timestamp(v.created)),
         provider: v.provider,
