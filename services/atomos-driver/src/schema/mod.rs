@@ -20,7 +20,7 @@ pub struct ErrorBody {
 }
 
 /// A PCI device as the specfile carries it: an object on the real daemons,
-/// a plain string (`"10de:1bb1"`) in the thesis client (§13.8).
+/// a plain string (`"10de:1bb1"`) in the thesis client (docs/atomos.md).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum PciEntry {
