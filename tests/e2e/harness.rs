@@ -10,7 +10,7 @@ use std::time::Duration;
 pub const SSH_KEY: &str =
     "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMLavtiPfhiG3t6TAxHosXoVh7Pc/lSD8L9SNPyAzp1d user@host";
 
-/// The seed VM payload of PRODUCT.md §1, with a real public key in place of
+/// The canonical VM payload (docs/payloads.md), with a real public key in place of
 /// the seed's `AAAA...` placeholder (meson rejects keys that cannot work).
 pub fn seed_vm() -> Value {
     let raw = r#"{"specs":{"req":{"cpu":{"smtEnabled":false,"numberOfCores":2,"numberOfThreads":1,
@@ -25,7 +25,7 @@ pub fn seed_vm() -> Value {
     serde_json::from_str(&raw.replace("KEY", SSH_KEY)).expect("seed json")
 }
 
-/// The seed KaaS payload of PRODUCT.md §1, exactly as written.
+/// The canonical KaaS payload (docs/payloads.md), exactly as clients send it.
 pub fn seed_kaas() -> Value {
     let raw = r#"{"req":{"name":"test8","metadata":{},
       "nodepool":[{"autoscale":false,"desired_nodes":3,"max_nodes":3,"min_nodes":3,

@@ -890,7 +890,7 @@ async fn unknown_fields_are_accepted_and_reported_as_warnings() {
 const POOL: &str = "/req/nodepool/0";
 const SUBNET: &str = "/req/nodes_subnet";
 
-/// Bad KaaS payloads: the seed of PRODUCT.md §1 with one thing wrong.
+/// Bad KaaS payloads: the canonical one (docs/payloads.md) with one thing wrong.
 fn kaas_cases() -> Vec<Case> {
     vec![
         // --- names ---

@@ -21,7 +21,7 @@ pub struct Ports {
 }
 
 impl Default for Ports {
-    /// The ports of Elemento's client daemons (reference §2).
+    /// The ports of Elemento's client daemons (docs/atomos.md).
     fn default() -> Self {
         Ports {
             compute: 17777,
@@ -121,7 +121,7 @@ impl Daemon {
             Daemon::Compute => "/api/v1.0/client/vm",
             Daemon::Storage => "/api/v1.0/client/volume",
             Daemon::Network => "/api/v1.0/client/network",
-            // The auth daemon alone is on v1, not v1.0 (reference §2).
+            // The auth daemon alone is on v1, not v1.0 (docs/atomos.md).
             Daemon::Auth => "/api/v1/authenticate",
         }
     }

@@ -74,7 +74,7 @@ pub enum VmState {
 
 impl VmState {
     /// Maps both vocabularies: the thesis `status` field and libvirt's words
-    /// in `req_json.states` (§5).
+    /// in `req_json.states` (docs/atomos.md).
     pub fn parse(word: &str) -> VmState {
         match word.trim().to_ascii_lowercase().as_str() {
             "starting" | "initializing" | "booting" | "rebooting" => VmState::Starting,
@@ -190,7 +190,7 @@ impl AtomosClient {
 }
 
 /// The GUI treats any refusal of canallocate as "cannot allocate", and the
-/// real failure payload is unknown (§4.3), so client-side errors other than
+/// real failure payload is unknown (docs/atomos.md), so client-side errors other than
 /// auth and validation become capacity; 5xx stay transient.
 pub(crate) fn refusal_is_capacity(mut err: DriverError) -> DriverError {
     if matches!(
@@ -299,7 +299,7 @@ pub fn pci_from_wire(entry: PciEntry) -> PciDevice {
     }
 }
 
-/// `/status` reports RAM in GiB, possibly fractional (§13.3).
+/// `/status` reports RAM in GiB, possibly fractional (docs/atomos.md).
 fn gib_to_mib(gib: f64) -> u64 {
     if gib.is_finite() && gib > 0.0 {
         (gib * 1024.0).round() as u64

@@ -86,7 +86,7 @@ impl DriverError {
 }
 
 /// Substrings by which storage/matcher errors name a capacity problem. The
-/// storage server stringifies exceptions as `[ClassName] message` (§6.4, §12).
+/// storage server stringifies exceptions as `[ClassName] message` (docs/atomos.md).
 const CAPACITY_MARKERS: &[&str] = &[
     "notallocable",
     "not allocable",

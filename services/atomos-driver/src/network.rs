@@ -43,7 +43,7 @@ impl AtomosClient {
     }
 
     /// Creates a NAT network. The answer is opaque, so the network is found
-    /// again by name in `/list` (as the thesis client does, §7).
+    /// again by name in `/list` (as the thesis client does; docs/atomos.md).
     pub async fn network_create(&self, req: &NetworkCreate) -> Result<Network, DriverError> {
         let call = Call::post(Daemon::Network, "/create");
         self.send_json(&call, &create_to_wire(req)).await?;

@@ -114,7 +114,7 @@ impl AtomosClient {
         req: &ImageVolumeCreate,
     ) -> Result<String, DriverError> {
         let call = Call::post(Daemon::Storage, "/cloudinit/create");
-        // The fixed fields are what the thesis client sends for a cloud image (§6.4).
+        // The fixed fields are what the thesis client sends for a cloud image (docs/atomos.md).
         let body = CloudinitCreateBody {
             name: req.name.clone(),
             size: req.size_gb,
@@ -242,7 +242,7 @@ impl AtomosClient {
     }
 }
 
-/// Standard base64 of the JSON, as the daemon decodes it (§6.4). A `/` in it
+/// Standard base64 of the JSON, as the daemon decodes it (docs/atomos.md). A `/` in it
 /// would split the path segment, so it is percent-encoded; `+` and `=` are
 /// legal in a segment and left alone.
 fn metadata_segment(json: &[u8]) -> String {
@@ -251,7 +251,7 @@ fn metadata_segment(json: &[u8]) -> String {
         .replace('/', "%2F")
 }
 
-/// Sizes above this many "GB" can only be bytes (the mock's unit, §13.4):
+/// Sizes above this many "GB" can only be bytes (the mock's unit; docs/atomos.md):
 /// no single volume is a petabyte.
 const BYTES_THRESHOLD: f64 = 1024.0 * 1024.0;
 

@@ -371,7 +371,7 @@ async fn network_lifecycle(ep: Arc<Endpoint>) {
     assert_eq!(c.network_info(&net.id).await.unwrap().id, net.id);
     assert!(c.networks().await.unwrap().iter().any(|n| n.id == net.id));
     if !ep.real {
-        // Unconfirmed on real daemons (reference §7), so only checked here.
+        // Unconfirmed on real daemons (docs/atomos.md), so only checked here.
         assert_kind(
             c.network_create(&req).await,
             ErrorKind::AlreadyExists,

@@ -40,7 +40,7 @@ fn template(
     }
 }
 
-/// Values from the templates repository (reference §10.1), RAM in MiB.
+/// Values from Elemento's VM templates repository, RAM in MiB.
 pub(crate) fn templates() -> Vec<TemplateWire> {
     const GPU_DESC: &str = "Ideal for decent CPU power and over average graphical computing power";
     vec![

@@ -21,7 +21,7 @@ pub const SSH_KEY: &str =
 /// Tenants the load is spread over (each client is one tenant's).
 const TENANTS: usize = 8;
 
-/// The VM payload of PRODUCT.md §1, named `name`.
+/// The canonical VM payload (docs/payloads.md), named `name`.
 pub fn vm_body(name: &str) -> Value {
     json!({
         "specs": {

@@ -404,9 +404,8 @@ fn which(name: &str) -> Option<PathBuf> {
     })
 }
 
-/// A private server tuned as the research's measurements were
-/// (`perf-reliability.md` §B: shared_buffers 1 GB, max_wal_size 4 GB,
-/// durable commits), so the raw figures there and here compare.
+/// A private server tuned as BENCHMARKS.md records (shared_buffers 1 GB,
+/// max_wal_size 4 GB, durable commits), so the raw figures compare.
 async fn private_postgres(dir: &Path) -> anyhow::Result<mesond::pg::PrivatePostgres> {
     let pg = mesond::pg::PrivatePostgres::start(dir).await?;
     let admin = format!("postgres://meson@127.0.0.1:{}/postgres", pg.port);

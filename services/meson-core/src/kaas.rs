@@ -1,4 +1,4 @@
-//! KaaS: the validated cluster spec built from the inbound KaaS payload (PRODUCT.md §1).
+//! KaaS: the validated cluster spec built from the inbound KaaS payload (docs/payloads.md).
 //!
 //! The payload is read with the same path-tracking parser as the VM request:
 //! every bad field is named by its JSON path (`req.nodepool[0].min_nodes`),
@@ -18,7 +18,8 @@
 //!   omitted values take the `neon` flavour's size (2 vCPUs, 2048 MiB) and a
 //!   40 GB disk. Control-plane nodes need 2 vCPUs and 2048 MiB (kubeadm's
 //!   preflight minimum) and default to `argon`'s size without its GPU
-//!   (4 vCPUs, 4096 MiB, 40 GB), as PRODUCT.md §4 says of kOps' defaults.
+//!   (4 vCPUs, 4096 MiB, 40 GB), after the kOps Elemento provider's `argon`
+//!   control plane.
 //! - `control_plane.nodes` is 1 or 3 (etcd wants an odd quorum).
 //! - `nodes_subnet`: see [`crate::network`]; with `dhcp` false meson hands out
 //!   the addresses itself, so the range must hold every node at its maximum
@@ -421,7 +422,7 @@ fn reserved_node_label(key: &str) -> bool {
 }
 
 impl KaasCreate {
-    /// Parses and validates the KaaS payload (PRODUCT.md §1), naming every
+    /// Parses and validates the KaaS payload (docs/payloads.md), naming every
     /// bad field. `today` picks the default Kubernetes version and which
     /// are past end of life ([`kubernetes::today`] in production).
     pub fn parse(body: &Value, today: NaiveDate) -> crate::Result<KaasCreate> {
@@ -1071,7 +1072,7 @@ mod tests {
         NaiveDate::from_ymd_opt(2026, 11, 25).unwrap()
     }
 
-    /// The seed KaaS payload of PRODUCT.md §1, exactly as written.
+    /// The canonical KaaS payload (docs/payloads.md), exactly as clients send it.
     pub fn seed() -> Value {
         serde_json::from_str(
             r#"{"req":{"name":"test8","metadata":{},

@@ -198,7 +198,7 @@ pub(crate) fn constraint_errors(
 }
 
 impl VmCreate {
-    /// Parses and validates the VM request payload (PRODUCT.md §1), naming every bad field.
+    /// Parses and validates the VM request payload (docs/payloads.md), naming every bad field.
     pub fn parse(body: &Value) -> Result<VmCreate> {
         Self::parse_inner(body, None)
     }

@@ -1,4 +1,4 @@
-//! The KaaS request body (PRODUCT.md §1), for the OpenAPI document only.
+//! The KaaS request body (docs/payloads.md), for the OpenAPI document only.
 //!
 //! meson-core (`kaas.rs`) reads it leniently from `serde_json::Value`, like
 //! the VM request (see `requests.rs`); these types describe what that reader
@@ -12,7 +12,7 @@ use utoipa::openapi::RefOr;
 use utoipa::openapi::schema::{ObjectBuilder, OneOfBuilder, Schema, Type};
 use utoipa::{PartialSchema, ToSchema};
 
-/// The seed KaaS payload of PRODUCT.md §1, exactly as written.
+/// The canonical KaaS payload (docs/payloads.md), exactly as clients send it.
 pub fn kaas_create_example() -> serde_json::Value {
     serde_json::json!({
         "req": {

@@ -22,7 +22,7 @@ const LABEL_VALUE: &str = "^([A-Za-z0-9]([A-Za-z0-9_.-]*[A-Za-z0-9])?)?$";
 /// A label key: an optional DNS-subdomain prefix and `/`, then a name.
 const LABEL_KEY: &str = "^([a-z0-9]([a-z0-9-]*[a-z0-9])?(\\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*/)?[A-Za-z0-9]([A-Za-z0-9_.-]*[A-Za-z0-9])?$";
 
-/// The seed VM payload of PRODUCT.md §1, with a public key that works.
+/// The canonical VM payload (docs/payloads.md), with a public key that works.
 pub fn vm_create_example() -> serde_json::Value {
     serde_json::json!({
         "specs": {

@@ -141,7 +141,7 @@ impl WaitArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum VmCommand {
-    /// Creates a VM from a payload (PRODUCT.md §1's VM request).
+    /// Creates a VM from a VM request payload (docs/payloads.md).
     Create {
         /// The VM request (JSON), `-` for stdin.
         #[arg(short = 'f', long = "file", value_name = "FILE")]
@@ -181,7 +181,7 @@ pub enum VmCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum ClusterCommand {
-    /// Creates a cluster from a KaaS payload (PRODUCT.md §1).
+    /// Creates a cluster from a KaaS payload (docs/payloads.md).
     Create {
         /// The KaaS request (JSON), `-` for stdin.
         #[arg(short = 'f', long = "file", value_name = "FILE")]

@@ -1,5 +1,5 @@
 //! `mesonctl kops translate`: a `kops create cluster` command line turned
-//! into meson's KaaS request (PRODUCT.md §1, `{"req": {...}, ...}`).
+//! into meson's KaaS request (docs/payloads.md, `{"req": {...}, ...}`).
 //!
 //! Pure: no I/O. [`translate`] takes the words of the command line and the
 //! places meson can put a cluster ([`Catalog`]), and answers the payload with
@@ -7,8 +7,7 @@
 //! it cannot make a payload at all (no cluster name, a number that is not
 //! one, a command other than `kops create cluster`).
 //!
-//! How the flags map (seed 000, the kOps flag list; seed 001, the kOps
-//! Elemento provider):
+//! How the flags map (docs/kops.md):
 //! - `--name` (or the positional cluster name): `req.name`, made a meson
 //!   cluster name (a DNS label of at most 32 characters): the gossip suffix
 //!   `.k8s.local` goes, other dots become `-`.
@@ -30,8 +29,8 @@
 //!   172.20.0.0/16), DHCP on, the DHCP range every usable address but the
 //!   gateway (the first) and the API endpoint's (the last).
 //! - `--zones` (and `--control-plane-zones`): `region` or `continent` when a
-//!   zone names one of meson's (seed 001 uses `--zones=europe`), else
-//!   reported and meson picks the cheapest region.
+//!   zone names one of meson's (the Elemento provider uses `--zones=europe`),
+//!   else reported and meson picks the cheapest region.
 //! - `--cloud-labels`: the cluster's labels, those that are valid ones.
 //! - `--cloud=elemento` (or `meson`) is meson itself; any other cloud, the
 //!   state store and the AWS/GCE/OpenStack/DNS/bastion/image/... flags are
@@ -112,7 +111,7 @@ impl fmt::Display for Report {
 pub struct Translation {
     /// The payload as JSON.
     pub payload: Value,
-    /// The payload pretty-printed, its fields in PRODUCT.md §1's order.
+    /// The payload pretty-printed, its fields in the order of docs/payloads.md.
     pub pretty: String,
     pub reports: Vec<Report>,
 }
@@ -199,7 +198,7 @@ enum Kind {
     List,
 }
 
-/// Every flag of `kops create cluster` (seed 000), the deprecated
+/// Every flag of `kops create cluster`, the deprecated
 /// `--master-*` ones with the flag they stand for, and why meson cannot
 /// honour those it has no use for (`None`: it is translated, or harmless).
 struct Flag {
@@ -1410,7 +1409,7 @@ fn sort_reports(reports: &mut [Report], words: &[String]) {
     reports.sort_by_key(|r| at(&r.flag));
 }
 
-/// The KaaS request, fields in the order PRODUCT.md §1 writes them.
+/// The KaaS request, fields in the order docs/payloads.md writes them.
 #[derive(Serialize)]
 struct Payload {
     req: Req,
@@ -1500,14 +1499,15 @@ struct Specs {
 mod tests {
     use super::*;
 
-    /// The example of seed 000 (line 254), exactly as written there.
+    /// A `kops create cluster` line for AWS, kept verbatim (its `us-east-la`
+    /// typo included).
     const SEED_AWS: &str = "kops create cluster --cloud=aws --networking calico \
         --name=demok8scluster.k8s.local --state=s3://kops-abhi-storage-1 --zones=us-east-la \
         --node-count=1 --node-size=t2.micro --master-size=t2.micro --master-volume-size=8 \
         --node-volume-size=8";
 
-    /// The example of seed 001 (the Elemento kOps provider), a line that
-    /// was wrapped there.
+    /// An example for the Elemento kOps provider, a line that was wrapped
+    /// where it was published.
     const SEED_ELEMENTO: &str = "kops create cluster --cloud=elemento --name=test.k8s \
         --state=s3://test-kops --kubernetes-version=1.35.9 \
         --zones=europe --node-count=2 --node-volume-size=64 \

@@ -12,7 +12,8 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 use tokio::io::AsyncBufReadExt;
 
-/// The example of seed 000 (line 254), exactly as written there.
+/// A `kops create cluster` line for AWS, kept verbatim (its `us-east-la`
+/// typo included).
 const SEED_KOPS: &str = "kops create cluster --cloud=aws --networking calico \
     --name=demok8scluster.k8s.local --state=s3://kops-abhi-storage-1 --zones=us-east-la \
     --node-count=1 --node-size=t2.micro --master-size=t2.micro --master-volume-size=8 \
@@ -20,7 +21,7 @@ const SEED_KOPS: &str = "kops create cluster --cloud=aws --networking calico \
 
 use harness::seed_vm;
 
-/// The seed KaaS payload of PRODUCT.md §1 with one node in its pool.
+/// The canonical KaaS payload (docs/payloads.md) with one node in its pool.
 fn seed_kaas_one_node() -> Value {
     let mut kaas = harness::seed_kaas();
     kaas["req"]["nodepool"][0]["desired_nodes"] = 1.into();

@@ -22,7 +22,7 @@ const SECRETS_KEY: &str = "bWVzb24tcmVwbGljYXMtdGVzdC1rZXktMzItYnl0ZXM=";
 const TENANT: &str = "acme";
 const VMS: usize = 12;
 
-/// The seed VM payload of PRODUCT.md §1 (as `tests/e2e/harness.rs` has it).
+/// The canonical VM payload (docs/payloads.md; as `tests/e2e/harness.rs` has it).
 fn seed_vm() -> Value {
     let raw = r#"{"specs":{"req":{"cpu":{"smtEnabled":false,"numberOfCores":2,"numberOfThreads":1,
       "min_frequency":1.0,"arch":["X86_64"],"flags":[]},

@@ -72,7 +72,7 @@ pub struct RegisterBody {
     pub spec: SpecFile,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub info: Option<RegisterInfo>,
-    /// The 2023 form of the name (§13.5); read, never sent.
+    /// The 2023 form of the name (docs/atomos.md); read, never sent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vm_name: Option<String>,
     #[serde(default)]
@@ -160,7 +160,7 @@ pub struct ReqJson {
     pub arch: Option<String>,
     #[serde(default)]
     pub flags: Vec<String>,
-    /// **GiB** in this answer, possibly fractional (§13.3).
+    /// **GiB** in this answer, possibly fractional (docs/atomos.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ramsize: Option<f64>,
     #[serde(rename = "reqECC", default, skip_serializing_if = "Option::is_none")]
@@ -178,7 +178,7 @@ pub struct ReqJson {
     pub os_flavour: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub creation_date: Option<String>,
-    /// libvirt word: `running`, `shut off`, `paused` (mock form of the state, §13.9).
+    /// libvirt word: `running`, `shut off`, `paused` (the mock's form of the state; docs/atomos.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub states: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -259,7 +259,7 @@ mod tests {
     use crate::schema::PciObject;
     use serde_json::json;
 
-    /// Register body as the 2025 GUI/hackathon send it (§4.2).
+    /// Register body as the 2025 GUI/hackathon send it (docs/atomos.md).
     #[test]
     fn register_body_gui_form_round_trips() {
         let fixture = json!({
@@ -357,7 +357,7 @@ mod tests {
         assert_eq!(mock.canallocate, Some(true));
     }
 
-    /// Template shape of `elemento-vm-templates` (§10.1, Argon).
+    /// Template shape of `elemento-vm-templates` (Argon).
     #[test]
     fn template_parses() {
         let t: TemplateWire = serde_json::from_value(json!({

@@ -1,7 +1,7 @@
 //! The daemons' JSON, field for field: serde structs with the wire names and no logic.
 //!
 //! Inputs are lenient (`#[serde(default)]`, aliases, untagged alternatives)
-//! because the public material disagrees on several shapes (reference §13);
+//! because the public material disagrees on several shapes (docs/atomos.md);
 //! outputs are the form the real GUI sends. The simulator reuses these types,
 //! so both ends of our tests speak exactly this schema.
 
@@ -20,7 +20,7 @@ pub struct ErrorBody {
 }
 
 /// A PCI device as the specfile carries it: an object on the real daemons,
-/// a plain string (`"10de:1bb1"`) in the thesis client (§13.8).
+/// a plain string (`"10de:1bb1"`) in the thesis client (docs/atomos.md).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum PciEntry {

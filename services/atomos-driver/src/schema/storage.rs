@@ -10,7 +10,7 @@ pub struct VolumeObject {
     pub volume_id: String,
     #[serde(default)]
     pub name: String,
-    /// GB per the thesis and the on-disk `volumefile`; bytes in the mock (§13.4).
+    /// GB per the thesis and the on-disk `volumefile`; bytes in the mock (docs/atomos.md).
     #[serde(default)]
     pub size: f64,
     #[serde(
@@ -197,7 +197,7 @@ mod tests {
     use crate::schema::ListOf;
     use serde_json::json;
 
-    /// `/create` answer as captured in the Insomnia export (§6.3).
+    /// `/create` answer as captured in the Insomnia export (docs/atomos.md).
     #[test]
     fn create_response_parses() {
         let r: CreateResponse = serde_json::from_value(json!({
@@ -232,7 +232,7 @@ mod tests {
         assert_eq!(list.into_vec().len(), 1);
     }
 
-    /// Both metadata payloads of the two-upload protocol (§6.4).
+    /// Both metadata payloads of the two-upload protocol (docs/atomos.md).
     #[test]
     fn metadata_payloads() {
         let first = CloudinitMetadata {

@@ -314,7 +314,7 @@ fn vm_to_wire(
             allow_smt: Some(d.allow_smt),
             arch: Some(vm.arch.clone()),
             flags: d.flags.clone(),
-            // GiB here, unlike the MiB of the request (§13.3).
+            // GiB here, unlike the MiB of the request (docs/atomos.md).
             ramsize: Some(d.ram_mib as f64 / 1024.0),
             req_ecc: Some(d.ecc),
             volumes: vm

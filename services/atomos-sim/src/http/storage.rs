@@ -152,7 +152,7 @@ async fn create(State(host): State<SimHost>, body: Bytes) -> ApiResult {
     require_name(&body.name)?;
     require_size(body.size)?;
     if body.shareable && body.bootable {
-        // Shareable volumes go over NFS, bootable ones over iSCSI (§6.2).
+        // Shareable volumes go over NFS, bootable ones over iSCSI.
         return Err(ApiError::bad_request(
             "[VolumeCannotBeCreated] a volume cannot be both shareable and bootable",
         ));

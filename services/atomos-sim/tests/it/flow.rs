@@ -1,4 +1,4 @@
-//! The workflows' create and delete sequence end to end (reference §15).
+//! The workflows' create and delete sequence end to end (docs/atomos.md).
 
 use crate::common::{client, sim, spec, wait_running};
 use atomos_driver::{ErrorKind, ImageVolumeCreate, Register, VmState, VolumeCreate};
