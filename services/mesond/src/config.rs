@@ -65,6 +65,10 @@ pub struct Config {
     /// `MESON_MAX_BODY_BYTES` (1 MiB), `MESON_MAX_JSON_DEPTH` (32),
     /// `MESON_MAX_HEADER_BYTES` (16 KiB), `MESON_REQUEST_TIMEOUT_S` (30).
     pub request_limits: meson_api::http::RequestLimits,
+    /// `MESON_HTTP_HEADER_TIMEOUT_S` (10), `MESON_HTTP_IDLE_TIMEOUT_S` (60),
+    /// `MESON_MAX_CONNECTIONS` (4096), `MESON_HTTP_DRAIN_S` (10): the
+    /// clients' connections, REST and gRPC alike.
+    pub connections: crate::conn::ConnLimits,
     /// `MESON_CORS_ORIGINS`: comma-separated browser origins allowed to
     /// call the API (the Electros dashboard's), default none.
     pub cors_origins: Vec<String>,
@@ -214,6 +218,12 @@ impl Config {
                 json_depth: positive("MESON_MAX_JSON_DEPTH", 32)?,
                 header_bytes: positive("MESON_MAX_HEADER_BYTES", 16 * 1024)?,
                 timeout: Duration::from_secs(positive("MESON_REQUEST_TIMEOUT_S", 30)?),
+            },
+            connections: crate::conn::ConnLimits {
+                header_timeout: Duration::from_secs(positive("MESON_HTTP_HEADER_TIMEOUT_S", 10)?),
+                idle_timeout: Duration::from_secs(positive("MESON_HTTP_IDLE_TIMEOUT_S", 60)?),
+                max_connections: positive("MESON_MAX_CONNECTIONS", 4096)?,
+                drain: Duration::from_secs(parse("MESON_HTTP_DRAIN_S", 10)?),
             },
             cors_origins: var("MESON_CORS_ORIGINS")
                 .map(|v| {
