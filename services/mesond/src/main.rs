@@ -198,6 +198,7 @@ async fn deployed(cfg: Config, api: bool, worker: bool) -> anyhow::Result<()> {
             audit_retention_days: cfg.audit_retention_days,
             grpc_addr: cfg.grpc_addr,
             autoscaler: cfg.autoscaler(None),
+            connections: cfg.connections,
             ..ApiSettings::new(auth)
         };
         let api_pool = api_database(url, cfg.db_pool).await?;
@@ -221,12 +222,20 @@ async fn deployed(cfg: Config, api: bool, worker: bool) -> anyhow::Result<()> {
         false => None,
     };
     shutdown_signal().await;
-    if let Some(api) = api {
-        api.shutdown().await;
-    }
-    if let Some(w) = worker {
-        w.shutdown().await;
-    }
+    // Both at once: the API drains its connections (for at most
+    // MESON_HTTP_DRAIN_S) while running jobs finish (for at most
+    // MESON_SHUTDOWN_GRACE_S); neither waits for the other.
+    let api = async {
+        if let Some(api) = api {
+            api.shutdown().await;
+        }
+    };
+    let worker = async {
+        if let Some(w) = worker {
+            w.shutdown().await;
+        }
+    };
+    tokio::join!(api, worker);
     let _ = metrics_stop.send(true);
     if let Some((_, join)) = metrics {
         let _ = join.await;
