@@ -160,6 +160,18 @@ fn shared(method: HttpMethod, access: Option<Access>, op: &mut Operation) {
         431,
         "The request's headers are too large (`invalid_input` on `(headers)`).",
     );
+    if op.request_body.is_some() {
+        error(
+            op,
+            413,
+            "The body is larger than the API accepts (`payload_too_large`, 1 MiB by default).",
+        );
+        error(
+            op,
+            415,
+            "The body is not sent as `application/json` (`unsupported_media_type`).",
+        );
+    }
     // Keys are kept per tenant: a POST without a token has none.
     let idempotent = method == HttpMethod::Post && authenticated;
     if idempotent {
@@ -607,6 +619,15 @@ mod tests {
             Error::QuotaExceeded { limits: vec![] },
             Error::InsufficientCapacity { reason: "r".into() },
             Error::Unavailable {
+                message: "m".into(),
+            },
+            Error::Outage {
+                what: "the database",
+                retry_after: 1,
+                source: None,
+            },
+            Error::PayloadTooLarge { limit: 1 },
+            Error::UnsupportedMediaType {
                 message: "m".into(),
             },
             Error::Timeout,
