@@ -26,8 +26,15 @@ use std::time::{Duration, Instant};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
+    /// Reads its tenant's resources.
     Viewer,
+    /// Also creates, changes and deletes them.
     Editor,
+    /// A tenant's own administrator: an editor who also reads its tenant's
+    /// audit log. Never reaches another tenant.
+    Owner,
+    /// Elemento's operator, across tenants: quotas, targets, every tenant's
+    /// audit log. Never for a tenant's users.
     Admin,
 }
 
@@ -37,13 +44,14 @@ impl Role {
         match self {
             Role::Viewer => "viewer",
             Role::Editor => "editor",
+            Role::Owner => "owner",
             Role::Admin => "admin",
         }
     }
 
     /// Case-insensitive; `None` for a name meson does not know.
     fn from_claim(name: &str) -> Option<Role> {
-        [Role::Viewer, Role::Editor, Role::Admin]
+        [Role::Viewer, Role::Editor, Role::Owner, Role::Admin]
             .into_iter()
             .find(|r| r.as_str().eq_ignore_ascii_case(name))
     }

@@ -75,10 +75,12 @@ pub fn base() -> OpenApi {
                             .description(Some(
                                 "A JWT signed with the algorithm the deployment pins (HS256, \
                                  RS256, ES256 or EdDSA; the key named by `kid` from its JWKS), \
-                                 with `sub`, `tenant`, `roles` (viewer, editor or admin), \
-                                 `iss`, `aud` = `meson` and `exp` (`nbf` honoured). Viewers \
-                                 read, editors also change, admins (Elemento's operators) also \
-                                 manage quotas, AtomOS targets and read the audit log.",
+                                 with `sub`, `tenant`, `roles` (an array: viewer, editor, \
+                                 owner or admin), `iss`, `aud` = `meson` and `exp` (`nbf` \
+                                 honoured). Viewers read, editors also change, owners (a \
+                                 tenant's administrators) also read their tenant's audit log, \
+                                 admins (Elemento's operators, across tenants) also manage \
+                                 quotas, AtomOS targets and read every tenant's audit log.",
                             ))
                             .build(),
                     ),
