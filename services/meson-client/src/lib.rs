@@ -2,7 +2,8 @@
 //!
 //! - Typed calls answering meson's own wire types (`meson-types`).
 //! - Retries on the retryable errors only: `conflict` (an idempotent create
-//!   still running elsewhere), `rate_limit_exceeded` (after `Retry-After`),
+//!   still running elsewhere), `rate_limit_exceeded` and `unavailable` (meson
+//!   cannot reach its database: nothing was done; both after `Retry-After`),
 //!   `timeout`, 502/504 and connection failures; never `locked`,
 //!   `invalid_input` and the like. Jittered exponential backoff, capped.
 //! - Every create carries an `Idempotency-Key`, the same on each retry, so
@@ -219,7 +220,7 @@ impl Client {
                         Error::Api { code, status, .. } => {
                             matches!(
                                 code.as_str(),
-                                "conflict" | "rate_limit_exceeded" | "timeout"
+                                "conflict" | "rate_limit_exceeded" | "unavailable" | "timeout"
                             ) || *status == 502
                                 || *status == 504
                         }

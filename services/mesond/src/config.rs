@@ -78,6 +78,10 @@ pub struct Config {
     pub worker_concurrency: usize,
     /// `MESON_DB_POOL`, default 20 connections.
     pub db_pool: u32,
+    /// `MESON_DB_ACQUIRE_TIMEOUT_MS`: how long an API request waits for a
+    /// database connection before the database counts as down (`503
+    /// unavailable`, requests refused at once for a moment), default 3000.
+    pub db_acquire_timeout: Duration,
     /// `MESON_TARGETS_FILE`: JSON array of AtomOS targets to register at start.
     pub targets_file: Option<PathBuf>,
     /// `MESON_SIM_BOOT_MS`: the dev simulator's VM boot time, default 2000.
@@ -236,6 +240,10 @@ impl Config {
             audit_retention_days: positive("MESON_AUDIT_RETENTION_DAYS", 400)?,
             worker_concurrency: parse("MESON_WORKER_CONCURRENCY", 32)?,
             db_pool: parse("MESON_DB_POOL", 20)?,
+            db_acquire_timeout: Duration::from_millis(positive(
+                "MESON_DB_ACQUIRE_TIMEOUT_MS",
+                3000,
+            )?),
             targets_file: var("MESON_TARGETS_FILE").map(PathBuf::from),
             sim_boot: Duration::from_millis(parse("MESON_SIM_BOOT_MS", 2000)?),
             vm_poll: Duration::from_millis(parse("MESON_VM_POLL_MS", 1000)?),

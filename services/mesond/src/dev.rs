@@ -365,7 +365,12 @@ impl Dev {
             connections: opts.connections,
             ..ApiSettings::new(auth)
         };
-        let api = ApiServer::start(opts.http_addr, api_database(&url, 20).await?, settings).await?;
+        let api = ApiServer::start(
+            opts.http_addr,
+            api_database(&url, 20, meson_db::scope::ACQUIRE_TIMEOUT).await?,
+            settings,
+        )
+        .await?;
         let worker = start_worker(
             pool.clone(),
             opts.worker.clone(),

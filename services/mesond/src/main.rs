@@ -201,7 +201,7 @@ async fn deployed(cfg: Config, api: bool, worker: bool) -> anyhow::Result<()> {
             connections: cfg.connections,
             ..ApiSettings::new(auth)
         };
-        let api_pool = api_database(url, cfg.db_pool).await?;
+        let api_pool = api_database(url, cfg.db_pool, cfg.db_acquire_timeout).await?;
         Some(ApiServer::start(cfg.http_addr, api_pool, settings).await?)
     } else {
         None

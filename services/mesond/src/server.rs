@@ -118,6 +118,8 @@ pub struct ApiServer {
     pub grpc_addr: SocketAddr,
     stop: watch::Sender<bool>,
     cutter: Cutter,
+    audit_backlog: tokio::task::JoinHandle<()>,
+    backlog: Arc<meson_api::app::AuditBacklog>,
     drain: std::time::Duration,
     join: tokio::task::JoinHandle<std::io::Result<()>>,
     grpc: tokio::task::JoinHandle<Result<(), tonic::transport::Error>>,
@@ -176,6 +178,11 @@ impl ApiServer {
             settings.audit_retention_days,
             rx.clone(),
         ));
+        let backlog = state.app.audit_backlog.clone();
+        let audit_backlog = tokio::spawn(meson_api::gate::flush_audit_backlog(
+            state.clone(),
+            rx.clone(),
+        ));
         let grpc_listener = bind(
             "the gRPC API",
             "MESON_GRPC_ADDR",
@@ -219,12 +226,19 @@ impl ApiServer {
             grpc_addr,
             stop,
             cutter,
+            audit_backlog,
+            backlog,
             drain,
             join,
             grpc,
             autoscaler_addr,
             autoscaler,
         })
+    }
+
+    /// Audit entries kept in memory while the database is down.
+    pub fn audit_backlog_len(&self) -> usize {
+        self.backlog.len()
     }
 
     /// Stops accepting, lets in-flight requests finish for at most the
@@ -254,6 +268,9 @@ impl ApiServer {
                 tracing::warn!("the API's listeners did not stop after cutting their connections");
             }
         }
+        // Its last flush of audit entries kept during an outage (bounded by
+        // the pool's acquire timeout).
+        let _ = self.audit_backlog.await;
     }
 }
 
@@ -406,9 +423,15 @@ pub async fn shutdown_signal() {
 
 /// The API's pool: each connection sees the rows of the request it serves.
 /// Warns when the database role passes around row-level security.
-pub async fn api_database(url: &str, pool_size: u32) -> anyhow::Result<PgPool> {
-    let pool =
-        meson_db::scope::connect_scoped(url, pool_size).map_err(|e| anyhow::anyhow!("{e}"))?;
+/// A request waits at most `acquire_timeout` for a connection: past it the
+/// database counts as down (`503 unavailable`).
+pub async fn api_database(
+    url: &str,
+    pool_size: u32,
+    acquire_timeout: std::time::Duration,
+) -> anyhow::Result<PgPool> {
+    let pool = meson_db::scope::connect_scoped_with(url, pool_size, acquire_timeout)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
     match meson_db::scope::bypasses_rls(&pool).await {
         Ok(true) => tracing::warn!(
             "the database role is a superuser or has BYPASSRLS: row-level security does not \

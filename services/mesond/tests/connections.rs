@@ -25,7 +25,9 @@ async fn server(db: &TestDatabase, limits: ConnLimits) -> ApiServer {
         connections: limits,
         ..ApiSettings::new(auth)
     };
-    let pool = api_database(&db.url, 4).await.expect("the API's pool");
+    let pool = api_database(&db.url, 4, meson_db::scope::ACQUIRE_TIMEOUT)
+        .await
+        .expect("the API's pool");
     let addr: SocketAddr = "127.0.0.1:0".parse().unwrap();
     ApiServer::start(addr, pool, settings)
         .await

@@ -216,6 +216,14 @@ fn shared(method: HttpMethod, access: Option<Access>, op: &mut Operation) {
         500,
         "Something failed on meson's side (`service_error`); retry later.",
     );
+    if authenticated {
+        error(
+            op,
+            503,
+            "meson cannot reach its database (`unavailable`): nothing was done; retry after \
+             `Retry-After` seconds.",
+        );
+    }
     error(
         op,
         504,
@@ -256,6 +264,21 @@ fn shared(method: HttpMethod, access: Option<Access>, op: &mut Operation) {
                         .build(),
                 );
             }
+        }
+        if authenticated && status == "503" {
+            response.headers.insert(
+                "Retry-After".to_owned(),
+                HeaderBuilder::new()
+                    .schema(
+                        ObjectBuilder::new()
+                            .schema_type(Type::Integer)
+                            .minimum(Some(1)),
+                    )
+                    .description(Some(
+                        "With `unavailable`: seconds after which the database is tried again.",
+                    ))
+                    .build(),
+            );
         }
         response.headers.insert(
             "X-Correlation-Id".to_owned(),
