@@ -208,7 +208,9 @@ async fn deployed(cfg: Config, api: bool, worker: bool) -> anyhow::Result<()> {
     };
     let (metrics_stop, metrics_rx) = tokio::sync::watch::channel(false);
     let metrics = match (worker && api.is_none(), cfg.metrics_addr) {
-        (true, Some(addr)) => Some(serve_metrics(addr, pool.clone(), metrics_rx).await?),
+        (true, Some(addr)) => {
+            Some(serve_metrics(addr, pool.clone(), cfg.connections, metrics_rx).await?)
+        }
         _ => None,
     };
     let worker = match worker {

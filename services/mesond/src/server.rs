@@ -469,6 +469,7 @@ pub async fn database(url: &str, pool_size: u32, migrate: bool) -> anyhow::Resul
 pub async fn serve_metrics(
     addr: SocketAddr,
     pool: PgPool,
+    limits: ConnLimits,
     mut stop: watch::Receiver<bool>,
 ) -> anyhow::Result<(SocketAddr, tokio::task::JoinHandle<std::io::Result<()>>)> {
     let listener = bind("the metrics endpoint", "MESON_METRICS_ADDR", addr, false).await?;
@@ -491,12 +492,22 @@ pub async fn serve_metrics(
             }),
         )
         .route("/healthz", axum::routing::get(|| async { "ok" }));
+    // The same limits as the API's listeners, and the same bounded drain.
+    let (conns, cutter) = Connections::new(limits);
     let join = tokio::spawn(async move {
-        axum::serve(listener, router)
-            .with_graceful_shutdown(async move {
-                let _ = stop.wait_for(|s| *s).await;
-            })
-            .await
+        let serve = crate::conn::serve_http(listener, router, conns, stop.clone());
+        tokio::pin!(serve);
+        tokio::select! {
+            r = &mut serve => return r,
+            _ = stop.wait_for(|s| *s) => {}
+        }
+        match tokio::time::timeout(limits.drain, &mut serve).await {
+            Ok(r) => r,
+            Err(_) => {
+                cutter.cut();
+                serve.await
+            }
+        }
     });
     tracing::info!(%addr, "metrics endpoint listening");
     Ok((addr, join))
