@@ -381,9 +381,12 @@ pub fn render(doc: &OpenApi) -> String {
         .unwrap_or(Ordered::Scalar(serde_json::Value::Null));
     for (_, item) in json.entries_mut("paths") {
         for (_, op) in item.entries() {
-            for (_, response) in op.entries_mut("responses") {
+            for (status, response) in op.entries_mut("responses") {
+                // A 503 carries `Retry-After` with `unavailable` only.
+                let maybe_retry = status.as_str() == "503";
                 for (name, header) in response.entries_mut("headers") {
                     if ALWAYS_SENT.contains(&name.as_str())
+                        && !(maybe_retry && name == "Retry-After")
                         && let Ordered::Object(fields) = header
                     {
                         fields.push(("required".to_owned(), Ordered::Scalar(true.into())));
