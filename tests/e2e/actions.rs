@@ -429,7 +429,9 @@ async fn a_stream_for_unknown_actions_is_refused_before_it_starts() {
 
 #[tokio::test]
 async fn open_streams_end_when_the_server_shuts_down() {
-    let m = Meson::start().await;
+    // Shutdown lets running jobs finish first while the API serves (and
+    // streams them): a short grace, so that the API's turn comes soon.
+    let m = Meson::start_with(|o| o.worker.shutdown_grace = Duration::from_secs(1)).await;
     m.set_boot_time(Duration::from_secs(60));
     let (_, create) = create_vm(&m, "test").await;
     let mut stream = SseReader::open(&m, &[&create]).await;
@@ -437,16 +439,25 @@ async fn open_streams_end_when_the_server_shuts_down() {
     assert_eq!(first.data["status"], "running");
 
     // A graceful shutdown waits for open responses: the stream must end by
-    // itself, long before its action does.
-    let hosts = m.sim().hosts();
+    // itself, long before its action does (60 s of boot). The running job
+    // goes on for the workers' grace first, and its changes are streamed.
     let stop = tokio::spawn(m.stop());
-    let end = tokio::time::timeout(Duration::from_secs(10), stream.next()).await;
-    assert!(matches!(end, Ok(None)), "the stream did not end: {end:?}");
-
-    // Let the worker's job finish so that its own shutdown is quick too.
-    for h in hosts {
-        h.set_boot_time(Duration::from_millis(50));
-    }
+    let seen = tokio::time::timeout(Duration::from_secs(20), async {
+        let mut seen = Vec::new();
+        for _ in 0..100 {
+            match stream.next().await {
+                Some(e) => seen.push(e.data["status"].clone()),
+                None => return seen,
+            }
+        }
+        panic!("100 events and the stream goes on: {seen:?}");
+    })
+    .await
+    .expect("the stream did not end");
+    assert!(
+        seen.iter().all(|s| s == "running"),
+        "the action finished first: {seen:?}"
+    );
     tokio::time::timeout(Duration::from_secs(30), stop)
         .await
         .expect("meson stops")
