@@ -143,8 +143,8 @@ fn refused(peer: std::net::SocketAddr, cap: usize) {
 
 /// The canned answer of an HTTP/1 connection past the cap.
 pub const HTTP_REFUSAL: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\n\
-Content-Type: application/json\r\nContent-Length: 93\r\nConnection: close\r\n\r\n\
-{\"code\":\"unavailable\",\"message\":\"too many connections are open; retry in a moment please\"}";
+Content-Type: application/json\r\nContent-Length: 121\r\nConnection: close\r\n\r\n\
+{\"error\":{\"code\":\"unavailable\",\"message\":\"too many connections are open: retry in a moment\",\"details\":{\"retry_after\":1}}}";
 
 /// A connection holding its slot under the cap, closed when no byte moves
 /// for the idle timeout or when shutdown cuts it.
@@ -330,4 +330,23 @@ where
     // Each connection finishes its request; the Cutter ends the stragglers.
     graceful.shutdown().await;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_refusal_is_one_whole_http_answer_with_the_error_envelope() {
+        let text = std::str::from_utf8(super::HTTP_REFUSAL).unwrap();
+        let (head, body) = text.split_once("\r\n\r\n").unwrap();
+        let length: usize = head
+            .lines()
+            .find_map(|l| l.strip_prefix("Content-Length: "))
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert_eq!(length, body.len());
+        let v: serde_json::Value = serde_json::from_str(body).unwrap();
+        assert_eq!(v["error"]["code"], "unavailable");
+        assert_eq!(v["error"]["details"]["retry_after"], 1);
+    }
 }
