@@ -124,6 +124,74 @@ async fn changes_refused_or_not_and_credentials_handed_out_are_audited() {
     m.stop().await;
 }
 
+/// A tenant's owner: an editor who reads its own tenant's audit log, and
+/// nothing of any other tenant, nor the operators' routes.
+#[tokio::test]
+async fn a_tenant_owner_edits_and_reads_its_own_audit_log_only() {
+    let m = Meson::start().await;
+    let owner = m.token("acme", "olivia", Role::Owner);
+    let other = m.token("globex", "gus", Role::Editor);
+    // Editor things.
+    let r = m
+        .call(
+            Method::POST,
+            "/v1/networks",
+            &owner,
+            Some(&json!({"name": "n", "cidr": "10.7.0.0/24"})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let r = m
+        .call(
+            Method::POST,
+            "/v1/networks",
+            &other,
+            Some(&json!({"name": "g", "cidr": "10.8.0.0/24"})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let r = m.call(Method::GET, "/v1/quotas", &owner, None).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    // Its own tenant's audit log, whatever it filters on.
+    for query in ["", "?tenant=acme", "?operation=network_create"] {
+        let r = m
+            .call(Method::GET, &format!("/v1/audit{query}"), &owner, None)
+            .await;
+        assert_eq!(r.status, StatusCode::OK, "{query}: {}", r.body);
+        let entries = r.body["audit_entries"].as_array().unwrap();
+        assert_eq!(entries.len(), 1, "{query}: {entries:#?}");
+        assert_eq!(entries[0]["tenant"], "acme");
+        assert_eq!(entries[0]["role"], "owner");
+    }
+    // Another tenant's, the operators' routes: refused.
+    let r = m
+        .call(Method::GET, "/v1/audit?tenant=globex", &owner, None)
+        .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN, "{}", r.body);
+    for (method, path, body) in [
+        (Method::GET, "/v1/tenants/acme/quotas", None),
+        (
+            Method::PATCH,
+            "/v1/tenants/acme/quotas",
+            Some(json!({"vms": 1000})),
+        ),
+        (Method::GET, "/v1/targets", None),
+    ] {
+        let r = m.call(method, path, &owner, body.as_ref()).await;
+        assert_eq!(r.status, StatusCode::FORBIDDEN, "{path}: {}", r.body);
+    }
+    // The other tenant's network is not the owner's to see.
+    let r = m.call(Method::GET, "/v1/networks", &owner, None).await;
+    let names: Vec<&str> = r.body["networks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["n"]);
+    m.stop().await;
+}
+
 #[tokio::test]
 async fn operators_register_update_and_disable_atomos_targets() {
     let m = Meson::start().await;

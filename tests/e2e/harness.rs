@@ -121,6 +121,7 @@ impl Meson {
                 ..meson_core::quota::Resources::DEFAULT_QUOTAS
             },
             fallback: Default::default(),
+            connections: Default::default(),
             // Tests that want Elemento's daemons set them.
             elemento: None,
         };

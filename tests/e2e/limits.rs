@@ -114,13 +114,68 @@ async fn oversized_deep_or_slow_requests_get_clear_errors() {
     let mut vm = seed_vm();
     vm["labels"] = json!({"blob": "x".repeat(70 * 1024)});
     let r = m.post("/v1/vms", &vm).await;
-    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
-    assert_eq!(r.body["error"]["details"]["fields"][0]["name"], "(body)");
+    assert_eq!(r.status, StatusCode::PAYLOAD_TOO_LARGE, "{}", r.body);
+    assert_eq!(r.body["error"]["code"], "payload_too_large");
     assert!(
-        r.body["error"]["details"]["fields"][0]["messages"][0]
+        r.body["error"]["message"]
             .as_str()
             .unwrap()
             .contains("65536")
+    );
+    // A body that is not sent as JSON, or says nothing of its type: 415.
+    let body = serde_json::to_vec(&seed_vm()).unwrap();
+    for content_type in [
+        Some("text/plain"),
+        Some("application/x-www-form-urlencoded"),
+        None,
+    ] {
+        let mut req = m
+            .http
+            .post(format!("{}/v1/vms", m.base))
+            .bearer_auth(&m.token)
+            .body(body.clone());
+        if let Some(ct) = content_type {
+            req = req.header("content-type", ct);
+        }
+        let r = req.send().await.unwrap();
+        assert_eq!(
+            r.status(),
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "{content_type:?}"
+        );
+        let b: serde_json::Value = r.json().await.unwrap();
+        assert_eq!(b["error"]["code"], "unsupported_media_type", "{b}");
+    }
+    // JSON with parameters, or a +json type, is JSON.
+    let r = m
+        .http
+        .post(format!("{}/v1/vms", m.base))
+        .bearer_auth(&m.token)
+        .header("content-type", "application/json; charset=utf-8")
+        .body(r#"{"specs": 1}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    // A key named twice is refused, naming it, not read one way or the other.
+    let r = m
+        .http
+        .post(format!("{}/v1/vms", m.base))
+        .bearer_auth(&m.token)
+        .header("content-type", "application/json")
+        .body(r#"{"provider": "ovh", "specs": {}, "provider": "ionos"}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    let b: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(b["error"]["code"], "json_error", "{b}");
+    assert!(
+        b["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("duplicate key \"provider\""),
+        "{b}"
     );
     // Nesting deeper than allowed, however small.
     let mut vm = seed_vm();

@@ -143,13 +143,17 @@ async fn another_tenants_token_never_reveals_a_tenants_resources_on_any_route() 
     let owned = one_of_everything(&m).await;
     let doc = m.get("/openapi.json").await.body;
 
-    for role in [meson_api::Role::Editor, meson_api::Role::Admin] {
-        // One intruder tenant per role: what the first creates (a volume)
-        // is its own, and must not count in the second's quotas.
-        let tenant = if role == meson_api::Role::Editor {
-            "intruder"
-        } else {
-            "intruder2"
+    for role in [
+        meson_api::Role::Editor,
+        meson_api::Role::Owner,
+        meson_api::Role::Admin,
+    ] {
+        // One intruder tenant per role: what one creates (a volume) is its
+        // own, and must not count in another's quotas.
+        let tenant = match role {
+            meson_api::Role::Editor => "intruder",
+            meson_api::Role::Owner => "intruder2",
+            _ => "intruder3",
         };
         let intruder = m.token(tenant, "mallory", role);
         // Its own quotas count nothing of the owner's.
@@ -161,10 +165,18 @@ async fn another_tenants_token_never_reveals_a_tenants_resources_on_any_route() 
         for (path, item) in doc["paths"].as_object().unwrap() {
             for (method, op) in item.as_object().unwrap() {
                 let operation = op["operationId"].as_str().unwrap();
-                let admin_only = op["summary"].as_str().unwrap_or("").ends_with("(admin)");
-                if !path.starts_with("/v1/") || (admin_only && role == meson_api::Role::Admin) {
+                // The audit log is an owner's (its own tenant's) and an
+                // operator's (every tenant's).
+                let audit = operation == "audit_list";
+                let admin_only = op["summary"].as_str().unwrap_or("").ends_with("(admin)")
+                    || (audit && role < meson_api::Role::Owner);
+                if !path.starts_with("/v1/")
+                    || ((admin_only || audit) && role == meson_api::Role::Admin)
+                {
                     // Operators' routes are cross-tenant by design; editors
-                    // are refused them (below, with every other route).
+                    // and owners are refused them (below, with every other
+                    // route), and an owner's audit log shows its tenant's
+                    // entries only.
                     continue;
                 }
                 let (mut url, named) = fill(path, &owned);
@@ -207,6 +219,16 @@ async fn another_tenants_token_never_reveals_a_tenants_resources_on_any_route() 
                         !r.status.is_success(),
                         "a VM joined another tenant's network or volume"
                     );
+                }
+                if audit && role == meson_api::Role::Owner {
+                    // The owner's own tenant's entries: the intruder's own
+                    // requests (whose paths name what it tried), no other.
+                    assert_eq!(r.status, StatusCode::OK, "{role:?} {url}: {text}");
+                    for e in r.body["audit_entries"].as_array().unwrap() {
+                        assert_eq!(e["tenant"], "intruder", "{role:?} {url}: {text}");
+                    }
+                    tried += 1;
+                    continue;
                 }
                 // Nothing the owner holds shows, but what the caller sent.
                 let sent = body_for(operation, &owned)

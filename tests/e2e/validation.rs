@@ -747,16 +747,19 @@ fn cases() -> Vec<Case> {
             "json_error",
             &[],
         ),
-        raw(
-            "body over 1 MiB",
-            {
-                let mut v = seed_vm();
-                v["padding"] = json!("x".repeat(1024 * 1024 + 1));
-                v.to_string()
-            },
-            "invalid_input",
-            &["(body)"],
-        ),
+        Case {
+            status: StatusCode::PAYLOAD_TOO_LARGE,
+            ..raw(
+                "body over 1 MiB",
+                {
+                    let mut v = seed_vm();
+                    v["padding"] = json!("x".repeat(1024 * 1024 + 1));
+                    v.to_string()
+                },
+                "payload_too_large",
+                &[],
+            )
+        },
         raw("nesting 10000 deep", nested(10_000), "json_error", &[]),
         raw("nesting 200 deep", nested(200), "json_error", &[]),
     ]

@@ -158,6 +158,7 @@ async fn bad_input_names_every_field_and_auth_is_required() {
         .http
         .post(format!("{}/v1/vms", m.base))
         .bearer_auth(&m.token)
+        .header("content-type", "application/json")
         .body("{not json")
         .send()
         .await
@@ -431,10 +432,12 @@ async fn a_database_outage_is_reported_not_crashed_on() {
         .send()
         .await
         .unwrap();
-    assert_eq!(r.status(), StatusCode::INTERNAL_SERVER_ERROR);
+    // Unavailable, not failed: nothing was done, and it says when to retry.
+    assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE);
     assert!(r.headers().contains_key("x-correlation-id"));
+    assert!(r.headers().contains_key("retry-after"));
     let body: serde_json::Value = r.json().await.unwrap();
-    assert_eq!(body["error"]["code"], "service_error");
+    assert_eq!(body["error"]["code"], "unavailable");
     let text = body.to_string();
     assert!(
         !text.contains(&port.to_string()) && !text.contains("127.0.0.1"),
@@ -470,7 +473,7 @@ async fn hostile_bodies_get_clear_errors_never_a_500() {
     let (s, c) = code(post(huge.into_bytes(), "application/json").await.unwrap()).await;
     assert_eq!(
         (s, c.as_str()),
-        (StatusCode::BAD_REQUEST, "invalid_input"),
+        (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"),
         "oversized body"
     );
 
@@ -497,7 +500,7 @@ async fn hostile_bodies_get_clear_errors_never_a_500() {
     let (s, c) = code(post(b"<vm/>".to_vec(), "application/xml").await.unwrap()).await;
     assert_eq!(
         (s, c.as_str()),
-        (StatusCode::BAD_REQUEST, "json_error"),
+        (StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type"),
         "wrong content type"
     );
 

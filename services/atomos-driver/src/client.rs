@@ -421,7 +421,7 @@ impl AtomosClient {
             return DriverError::new(ErrorKind::Invalid, &call.route, None, error_chain(err));
         }
         let message = if err.is_timeout() {
-            format!("no answer within {:?}", self.inner.opts.timeout)
+            format!("{} {:?}", crate::error::NO_ANSWER, self.inner.opts.timeout)
         } else {
             error_chain(err)
         };

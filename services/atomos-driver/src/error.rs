@@ -74,6 +74,29 @@ impl DriverError {
         self.kind == ErrorKind::AlreadyExists
     }
 
+    /// What went wrong, for the user whose action it ended or delays: what
+    /// the hypervisor answered, or that it did not answer. No addresses or
+    /// transport details (those are in the log).
+    pub fn describe(&self) -> String {
+        match (self.kind, self.status) {
+            (ErrorKind::Auth, Some(status)) => format!(
+                "meson could not authenticate to the hypervisor (it answered {})",
+                status_text(status)
+            ),
+            (ErrorKind::Auth, None) => "meson could not authenticate to the hypervisor".to_owned(),
+            (_, Some(status)) => format!(
+                "the hypervisor answered {} to {}: {}",
+                status_text(status),
+                self.route,
+                self.message
+            ),
+            (_, None) if self.message.starts_with(NO_ANSWER) => {
+                format!("the hypervisor did not answer {} in time", self.route)
+            }
+            (_, None) => format!("meson could not reach the hypervisor for {}", self.route),
+        }
+    }
+
     /// A 2xx answer whose body does not have the expected shape.
     pub(crate) fn undecodable(route: &str, status: u16, err: impl std::fmt::Display) -> Self {
         DriverError::new(
@@ -82,6 +105,20 @@ impl DriverError {
             Some(status),
             format!("unexpected response body: {err}"),
         )
+    }
+}
+
+/// How a timed-out call's message starts.
+pub(crate) const NO_ANSWER: &str = "no answer within";
+
+/// `503 Service Unavailable`, or the number alone for a code without a name.
+fn status_text(status: u16) -> String {
+    match reqwest::StatusCode::from_u16(status)
+        .ok()
+        .and_then(|s| s.canonical_reason())
+    {
+        Some(reason) => format!("{status} {reason}"),
+        None => status.to_string(),
     }
 }
 

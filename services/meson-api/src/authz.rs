@@ -7,10 +7,12 @@
 //! again. An operation missing from the table is refused (and a test keeps
 //! the table and the routes in step).
 //!
-//! Roles: viewers read, editors also create, change and delete, admins are
-//! Elemento's operators: they also manage every tenant's quotas, the AtomOS
-//! targets and read the audit log. A token is always scoped to its tenant's
-//! resources; only the admin operations reach across tenants.
+//! Roles: viewers read, editors also create, change and delete, owners (a
+//! tenant's own administrators) also read their tenant's audit log, admins
+//! are Elemento's operators: they also manage every tenant's quotas, the
+//! AtomOS targets and read every tenant's audit log. A token is always
+//! scoped to its tenant's resources; only the admin operations reach across
+//! tenants.
 
 use crate::auth::{Principal, Role};
 use meson_core::Error;
@@ -69,6 +71,11 @@ const fn write(operation: &'static str) -> Rule {
 /// Reads actions, from the polling budget.
 const fn poll(operation: &'static str) -> Rule {
     rule(operation, Role::Viewer, Budget::Polling, false)
+}
+
+/// A tenant owner's read of its own tenant (an operator's of any).
+const fn owner_read(operation: &'static str) -> Rule {
+    rule(operation, Role::Owner, Budget::Api, false)
 }
 
 /// An operator's read, across tenants.
@@ -161,12 +168,13 @@ pub const RULES: &[Rule] = &[
     read("quota_get"),
     admin_read("tenant_quota_get"),
     admin_write("tenant_quota_update"),
-    // AtomOS targets and the audit log: operators only.
+    // AtomOS targets: operators only.
     admin_read("target_list"),
     admin_read("target_get"),
     admin_write("target_create"),
     admin_write("target_update"),
-    admin_read("audit_list"),
+    // The audit log: an owner reads its tenant's, an operator anyone's.
+    owner_read("audit_list"),
 ];
 
 /// The rule of an operation.
@@ -202,17 +210,28 @@ mod tests {
             subject: "s".into(),
             role,
         };
-        for (op, viewer, editor, admin) in [
-            ("vm_get", true, true, true),
-            ("vm_create", false, true, true),
-            ("cluster_kubeconfig", false, true, true),
-            ("tenant_quota_update", false, false, true),
-            ("audit_list", false, false, true),
+        for (op, viewer, editor, owner, admin) in [
+            ("vm_get", true, true, true, true),
+            ("vm_create", false, true, true, true),
+            ("cluster_kubeconfig", false, true, true, true),
+            ("quota_get", true, true, true, true),
+            ("audit_list", false, false, true, true),
+            ("tenant_quota_get", false, false, false, true),
+            ("tenant_quota_update", false, false, false, true),
+            ("target_list", false, false, false, true),
+            ("target_update", false, false, false, true),
         ] {
             let r = rule_of(op).unwrap();
             assert_eq!(authorize(&p(Role::Viewer), r).is_ok(), viewer, "{op}");
             assert_eq!(authorize(&p(Role::Editor), r).is_ok(), editor, "{op}");
+            assert_eq!(authorize(&p(Role::Owner), r).is_ok(), owner, "{op}");
             assert_eq!(authorize(&p(Role::Admin), r).is_ok(), admin, "{op}");
+        }
+        // Everything an editor may do, an owner may.
+        for r in RULES {
+            if authorize(&p(Role::Editor), r).is_ok() {
+                assert!(authorize(&p(Role::Owner), r).is_ok(), "{}", r.operation);
+            }
         }
     }
 }

@@ -24,9 +24,11 @@ pub fn status_of(e: &Error) -> StatusCode {
         Error::Conflict { .. } | Error::AlreadyExists { .. } => StatusCode::CONFLICT,
         Error::Locked { .. } => StatusCode::LOCKED,
         Error::QuotaExceeded { .. } | Error::Forbidden { .. } => StatusCode::FORBIDDEN,
-        Error::InsufficientCapacity { .. } | Error::Unavailable { .. } => {
+        Error::InsufficientCapacity { .. } | Error::Unavailable { .. } | Error::Outage { .. } => {
             StatusCode::SERVICE_UNAVAILABLE
         }
+        Error::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+        Error::UnsupportedMediaType { .. } => StatusCode::UNSUPPORTED_MEDIA_TYPE,
         Error::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
         Error::Timeout => StatusCode::GATEWAY_TIMEOUT,
         Error::Unauthorized => StatusCode::UNAUTHORIZED,
@@ -58,6 +60,11 @@ impl IntoResponse for ApiError {
             }
             tracing::error!(error = %self.0, cause = %chain, "request failed");
         }
-        (status, axum::Json(body_of(&self.0))).into_response()
+        let mut res = (status, axum::Json(body_of(&self.0))).into_response();
+        if let Some(after) = self.0.retry_after() {
+            res.headers_mut()
+                .insert(axum::http::header::RETRY_AFTER, after.into());
+        }
+        res
     }
 }

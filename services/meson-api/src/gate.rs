@@ -56,6 +56,7 @@ pub struct Admitted {
     pub principal: Principal,
     pub decision: Decision,
     pub audit: Option<Audit>,
+    breaker: std::sync::Arc<meson_db::outage::Breaker>,
 }
 
 /// Authenticates the caller (`token` as [`bearer`] read it), takes one
@@ -101,7 +102,9 @@ pub async fn admit(
     let audit = rule
         .audit
         .then(|| Audit::start(&principal, rule.operation, call));
-    match authz::authorize(&principal, rule) {
+    // While the database is down, refused at once (and audited later).
+    let allowed = authz::authorize(&principal, rule).and_then(|()| state.app.breaker.check());
+    match allowed {
         Err(error) => Admission::Refused {
             error,
             decision: Some(decision),
@@ -111,15 +114,18 @@ pub async fn admit(
             principal,
             decision,
             audit,
+            breaker: state.app.breaker.clone(),
         }),
     }
 }
 
 impl Admitted {
     /// Runs `f` in the caller's tenant scope: every query it makes sees
-    /// that tenant's rows only.
+    /// that tenant's rows only; a database outage it meets opens the
+    /// breaker.
     pub async fn run<F: Future>(&self, f: F) -> F::Output {
-        scope::run(Scope::Tenant(self.principal.tenant.clone()), f).await
+        let scoped = scope::run(Scope::Tenant(self.principal.tenant.clone()), f);
+        meson_db::outage::watched(self.breaker.clone(), scoped).await
     }
 }
 
@@ -152,14 +158,56 @@ impl Audit {
     }
 
     /// Appends the entry, answered with `status`, in the caller's tenant
-    /// scope. A failed append is logged: the change it records has happened
-    /// either way.
+    /// scope. While the database is down the entry is kept in memory and
+    /// written when it is back ([`crate::app::App::audit_flush`]); another
+    /// failure is logged: the change it records has happened either way.
     pub async fn record(mut self, state: &AppState, status: u16) {
         self.entry.status = status;
+        let app = &state.app;
+        if app.breaker.is_open() || !app.audit_backlog.is_empty() {
+            // In line behind those kept already.
+            app.audit_backlog.push(self.entry);
+            return;
+        }
         let tenant = Scope::Tenant(meson_core::TenantId(self.entry.tenant.clone()));
-        if let Err(e) = scope::run(tenant, state.app.audit_record(&self.entry)).await {
-            tracing::error!(error = %e, source = ?std::error::Error::source(&e),
-                entry = ?self.entry, "appending to the audit log failed");
+        match app
+            .watched(scope::run(tenant, app.audit_record(&self.entry)))
+            .await
+        {
+            Ok(()) => {}
+            Err(e) if e.code() == "unavailable" => {
+                tracing::warn!(entry = ?self.entry,
+                    "the database is down: the audit entry is kept until it is back");
+                app.audit_backlog.push(self.entry);
+            }
+            Err(e) => {
+                tracing::error!(error = %e, source = ?std::error::Error::source(&e),
+                    entry = ?self.entry, "appending to the audit log failed");
+            }
+        }
+    }
+}
+
+/// Writes the audit entries kept while the database was down, now and then
+/// and once more at `stop`.
+pub async fn flush_audit_backlog(state: AppState, mut stop: tokio::sync::watch::Receiver<bool>) {
+    loop {
+        let stopping = tokio::select! {
+            _ = tokio::time::sleep(std::time::Duration::from_millis(500)) => false,
+            _ = stop.wait_for(|s| *s) => true,
+        };
+        if !state.app.audit_backlog.is_empty() {
+            state.app.audit_flush().await;
+        }
+        if stopping {
+            let left = state.app.audit_backlog.len();
+            if left > 0 {
+                tracing::error!(
+                    left,
+                    "stopping with audit entries the database could not take: they are lost"
+                );
+            }
+            return;
         }
     }
 }

@@ -2,7 +2,9 @@
 //!
 //! - Typed calls answering meson's own wire types (`meson-types`).
 //! - Retries on the retryable errors only: `conflict` on a create (its
-//!   idempotent first attempt still running elsewhere), `rate_limit_exceeded` (after `Retry-After`),
+//!   idempotent first attempt still running elsewhere), `rate_limit_exceeded`
+//!   and `unavailable` (meson cannot reach its database: nothing was done;
+//!   both after `Retry-After`),
 //!   `timeout`, 502/504 and connection failures; never `locked`,
 //!   `invalid_input` and the like. Jittered exponential backoff, capped.
 //! - Every create carries an `Idempotency-Key`, the same on each retry, so
@@ -221,7 +223,10 @@ impl Client {
                             // by the first attempt; elsewhere (a delete of a
                             // volume still attached) it is final.
                             (code == "conflict" && key.is_some())
-                                || matches!(code.as_str(), "rate_limit_exceeded" | "timeout")
+                                || matches!(
+                                    code.as_str(),
+                                    "rate_limit_exceeded" | "unavailable" | "timeout"
+                                )
                                 || *status == 502
                                 || *status == 504
                         }

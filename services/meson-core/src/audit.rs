@@ -13,7 +13,7 @@ pub struct AuditEntry {
     pub tenant: String,
     /// The token's subject.
     pub subject: String,
-    /// The role the caller acted with (`viewer`, `editor`, `admin`).
+    /// The role the caller acted with (`viewer`, `editor`, `owner`, `admin`).
     pub role: String,
     /// The API operation (`vm_create`, ...), the same for REST and gRPC.
     pub operation: String,

@@ -60,6 +60,22 @@ pub enum Error {
     #[error("service temporarily unavailable: {message}")]
     Unavailable { message: String },
 
+    /// A dependency meson cannot work without (the database) is down: the
+    /// request was not carried out; retry after `retry_after` seconds.
+    #[error("{what} is unreachable: retry in {retry_after} seconds")]
+    Outage {
+        what: &'static str,
+        retry_after: u64,
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
+    },
+
+    #[error("the body exceeds {limit} bytes")]
+    PayloadTooLarge { limit: usize },
+
+    #[error("{message}")]
+    UnsupportedMediaType { message: String },
+
     #[error("request timed out")]
     Timeout,
 
@@ -103,6 +119,17 @@ impl Error {
         }
     }
 
+    /// Seconds after which a retry may pass, when the answer says so
+    /// (`Retry-After`).
+    pub fn retry_after(&self) -> Option<u64> {
+        match self {
+            Error::RateLimited { retry_after } | Error::Outage { retry_after, .. } => {
+                Some(*retry_after)
+            }
+            _ => None,
+        }
+    }
+
     pub fn internal(context: impl Into<String>) -> Self {
         Error::Internal {
             context: context.into(),
@@ -133,6 +160,9 @@ impl Error {
             Error::RateLimited { .. } => "rate_limit_exceeded",
             Error::InsufficientCapacity { .. } => "resource_unavailable",
             Error::Unavailable { .. } => "service_error",
+            Error::Outage { .. } => "unavailable",
+            Error::PayloadTooLarge { .. } => "payload_too_large",
+            Error::UnsupportedMediaType { .. } => "unsupported_media_type",
             Error::Timeout => "timeout",
             Error::Unauthorized => "unauthorized",
             Error::Forbidden { .. } => "forbidden",
@@ -160,7 +190,9 @@ impl Error {
             Error::Locked { action_id, .. } => json!({ "action_id": action_id }),
             Error::AlreadyExists { field, .. } => json!({ "fields": [{ "name": field }] }),
             Error::QuotaExceeded { limits } => json!({ "limits": limits }),
-            Error::RateLimited { retry_after } => json!({ "retry_after": retry_after }),
+            Error::RateLimited { retry_after } | Error::Outage { retry_after, .. } => {
+                json!({ "retry_after": retry_after })
+            }
             _ => json!({}),
         }
     }

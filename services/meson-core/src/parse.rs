@@ -32,6 +32,94 @@ pub struct Obj<'a> {
     known: Vec<&'static str>,
 }
 
+/// Parses a JSON text into a `Value` like `serde_json::from_str`, but an
+/// object naming a key twice is an error naming the key (serde_json keeps
+/// the last one silently, so two clients could read one body two ways).
+pub fn json_value(text: &str) -> Result<Value, serde_json::Error> {
+    use serde::de::DeserializeSeed;
+    let mut de = serde_json::Deserializer::from_str(text);
+    let value = StrictValue.deserialize(&mut de)?;
+    de.end()?;
+    Ok(value)
+}
+
+/// Builds a `Value`, refusing duplicate keys.
+struct StrictValue;
+
+impl<'de> serde::de::DeserializeSeed<'de> for StrictValue {
+    type Value = Value;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for StrictValue {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_owned()))
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        serde::de::DeserializeSeed::deserialize(StrictValue, d)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(v) = seq.next_element_seed(StrictValue)? {
+            items.push(v);
+        }
+        Ok(Value::Array(items))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut object = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if object.contains_key(&key) {
+                return Err(serde::de::Error::custom(format_args!(
+                    "duplicate key \"{key}\""
+                )));
+            }
+            let value = map.next_value_seed(StrictValue)?;
+            object.insert(key, value);
+        }
+        Ok(Value::Object(object))
+    }
+}
+
 pub fn join(path: &str, key: &str) -> String {
     if path.is_empty() {
         key.to_owned()
@@ -331,6 +419,20 @@ impl Parser {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn json_value_refuses_a_key_named_twice_and_reads_the_rest_as_serde_json() {
+        let e = super::json_value(r#"{"a": 1, "b": {"c": 2, "c": 3}}"#).unwrap_err();
+        assert!(e.to_string().contains("duplicate key \"c\""), "{e}");
+        let text = r#"{"a": [1, -2, 3.5, "x", null, true, {"b": {}}], "c": 18446744073709551615}"#;
+        assert_eq!(
+            super::json_value(text).unwrap(),
+            serde_json::from_str::<serde_json::Value>(text).unwrap()
+        );
+        assert!(super::json_value(r#"{"a": 1} x"#).is_err());
+        // The same key in two objects is no duplicate.
+        assert!(super::json_value(r#"[{"a": 1}, {"a": 2}]"#).is_ok());
+    }
+
     use super::*;
     use serde_json::json;
 

@@ -4,13 +4,14 @@ use crate::DbResult;
 use meson_core::Error;
 use meson_core::audit::{AuditEntry, AuditFilter};
 
-/// Appends an entry (its `id` and `at` are the database's).
+/// Appends an entry (its `id` is the database's; `at` is when the request
+/// came, which an entry written late, after an outage, keeps).
 pub async fn insert(db: impl sqlx::PgExecutor<'_>, e: &AuditEntry) -> Result<(), Error> {
     sqlx::query!(
         r#"insert into audit_log
              (tenant_id, subject, role, operation, method, path, resource_type, resource_id,
-              action_id, status, correlation_id)
-           values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)"#,
+              action_id, status, correlation_id, at)
+           values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"#,
         e.tenant,
         e.subject,
         e.role,
@@ -22,6 +23,7 @@ pub async fn insert(db: impl sqlx::PgExecutor<'_>, e: &AuditEntry) -> Result<(),
         e.action_id,
         i16::try_from(e.status).unwrap_or(500),
         e.correlation_id,
+        e.at,
     )
     .execute(db)
     .await

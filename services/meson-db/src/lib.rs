@@ -13,6 +13,7 @@ pub mod jobs;
 pub mod networks;
 pub mod node_health;
 pub mod node_pools;
+pub mod outage;
 pub mod quotas;
 pub mod reservations;
 pub mod scope;
@@ -59,11 +60,12 @@ pub async fn migrate(pool: &PgPool) -> Result<(), Error> {
         .map_err(|e| Error::internal_from("running migrations", e))
 }
 
-/// True when the database answers.
+/// True when the database answers (an outage trips the task's breaker).
 pub async fn ping(pool: &PgPool) -> bool {
     sqlx::query_scalar!("select 1 as \"one!\"")
         .fetch_one(pool)
         .await
+        .ctx("pinging the database")
         .is_ok()
 }
 
@@ -72,29 +74,30 @@ pub async fn ping(pool: &PgPool) -> bool {
 pub async fn acquire(pool: &PgPool) -> Result<sqlx::pool::PoolConnection<sqlx::Postgres>, Error> {
     pool.acquire()
         .await
-        .map_err(|e| Error::internal_from("acquiring a connection", e))
+        .map_err(|e| outage::error("acquiring a connection", e))
 }
 
 pub async fn begin(pool: &PgPool) -> Result<Tx<'static>, Error> {
     pool.begin()
         .await
-        .map_err(|e| Error::internal_from("beginning a transaction", e))
+        .map_err(|e| outage::error("beginning a transaction", e))
 }
 
 pub async fn commit(tx: Tx<'_>) -> Result<(), Error> {
     tx.commit()
         .await
-        .map_err(|e| Error::internal_from("committing a transaction", e))
+        .map_err(|e| outage::error("committing a transaction", e))
 }
 
-/// Attaches context to database errors; they become opaque internal errors.
+/// Attaches context to database errors: `unavailable` when the database
+/// cannot be reached ([`outage`]), opaque internal errors otherwise.
 pub(crate) trait DbResult<T> {
     fn ctx(self, context: &'static str) -> Result<T, Error>;
 }
 
 impl<T> DbResult<T> for Result<T, sqlx::Error> {
     fn ctx(self, context: &'static str) -> Result<T, Error> {
-        self.map_err(|e| Error::internal_from(context, e))
+        self.map_err(|e| outage::error(context, e))
     }
 }
 

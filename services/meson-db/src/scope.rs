@@ -77,17 +77,30 @@ async fn apply(conn: &mut PgConnection, setting: &str) -> Result<(), sqlx::Error
     .map(|_| ())
 }
 
+/// How long a request waits for a connection of the API's pool by default:
+/// short, so that a database outage answers `503 unavailable` in seconds.
+pub const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(3);
+
 /// The API's pool: every connection it hands out is set to the asking task's
 /// scope before use (this replaces sqlx's liveness ping on checkout, so it
 /// costs no extra round trip).
 pub fn connect_scoped(url: &str, max_connections: u32) -> Result<PgPool, Error> {
+    connect_scoped_with(url, max_connections, ACQUIRE_TIMEOUT)
+}
+
+/// [`connect_scoped`], waiting at most `acquire_timeout` for a connection.
+pub fn connect_scoped_with(
+    url: &str,
+    max_connections: u32,
+    acquire_timeout: Duration,
+) -> Result<PgPool, Error> {
     let opts = PgConnectOptions::from_str(url)
         .map_err(|e| Error::internal_from("invalid DATABASE_URL", e))?
         .application_name("meson-api")
         .options([("statement_timeout", "30s")]);
     Ok(PgPoolOptions::new()
         .max_connections(max_connections)
-        .acquire_timeout(Duration::from_secs(10))
+        .acquire_timeout(acquire_timeout)
         .test_before_acquire(false)
         .after_connect(|conn, _| {
             // Read in the acquiring task, before the future is handed back.

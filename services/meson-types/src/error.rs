@@ -51,6 +51,13 @@ pub enum ErrorCode {
     ServiceError,
     /// The request took too long.
     Timeout,
+    /// The body is larger than the API accepts.
+    PayloadTooLarge,
+    /// The body is not sent as `application/json`.
+    UnsupportedMediaType,
+    /// meson cannot reach its database: nothing was done; retry after
+    /// `Retry-After` seconds (`details.retry_after`).
+    Unavailable,
 }
 
 /// `details` of an error: which members are present depends on the code;
@@ -70,7 +77,8 @@ pub struct ErrorDetails {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false)]
     pub limits: Option<Vec<LimitExceeded>>,
-    /// `rate_limit_exceeded`: seconds until a retry may pass (as `Retry-After`).
+    /// `rate_limit_exceeded` and `unavailable`: seconds until a retry may
+    /// pass (as `Retry-After`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false)]
     pub retry_after: Option<u64>,

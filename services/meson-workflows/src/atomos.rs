@@ -89,13 +89,9 @@ impl Atomos {
 pub fn step_error(e: DriverError) -> StepError {
     tracing::warn!(error = %e, kind = ?e.kind, "AtomOS call failed");
     match e.kind {
-        ErrorKind::Transient => {
-            StepError::retryable("service_error", "the hypervisor did not answer in time")
+        ErrorKind::Transient | ErrorKind::Auth => {
+            StepError::retryable("service_error", e.describe())
         }
-        ErrorKind::Auth => StepError::retryable(
-            "service_error",
-            "meson could not authenticate to the hypervisor",
-        ),
         ErrorKind::Capacity => StepError::fatal(
             "resource_unavailable",
             format!("the hypervisor has no room left: {}", e.message),

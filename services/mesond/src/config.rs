@@ -65,6 +65,10 @@ pub struct Config {
     /// `MESON_MAX_BODY_BYTES` (1 MiB), `MESON_MAX_JSON_DEPTH` (32),
     /// `MESON_MAX_HEADER_BYTES` (16 KiB), `MESON_REQUEST_TIMEOUT_S` (30).
     pub request_limits: meson_api::http::RequestLimits,
+    /// `MESON_HTTP_HEADER_TIMEOUT_S` (10), `MESON_HTTP_IDLE_TIMEOUT_S` (60),
+    /// `MESON_MAX_CONNECTIONS` (4096), `MESON_HTTP_DRAIN_S` (10): the
+    /// clients' connections, REST and gRPC alike.
+    pub connections: crate::conn::ConnLimits,
     /// `MESON_CORS_ORIGINS`: comma-separated browser origins allowed to
     /// call the API (the Electros dashboard's), default none.
     pub cors_origins: Vec<String>,
@@ -74,6 +78,10 @@ pub struct Config {
     pub worker_concurrency: usize,
     /// `MESON_DB_POOL`, default 20 connections.
     pub db_pool: u32,
+    /// `MESON_DB_ACQUIRE_TIMEOUT_MS`: how long an API request waits for a
+    /// database connection before the database counts as down (`503
+    /// unavailable`, requests refused at once for a moment), default 3000.
+    pub db_acquire_timeout: Duration,
     /// `MESON_TARGETS_FILE`: JSON array of AtomOS targets to register at start.
     pub targets_file: Option<PathBuf>,
     /// `MESON_SIM_BOOT_MS`: the dev simulator's VM boot time, default 2000.
@@ -215,6 +223,12 @@ impl Config {
                 header_bytes: positive("MESON_MAX_HEADER_BYTES", 16 * 1024)?,
                 timeout: Duration::from_secs(positive("MESON_REQUEST_TIMEOUT_S", 30)?),
             },
+            connections: crate::conn::ConnLimits {
+                header_timeout: Duration::from_secs(positive("MESON_HTTP_HEADER_TIMEOUT_S", 10)?),
+                idle_timeout: Duration::from_secs(positive("MESON_HTTP_IDLE_TIMEOUT_S", 60)?),
+                max_connections: positive("MESON_MAX_CONNECTIONS", 4096)?,
+                drain: Duration::from_secs(parse("MESON_HTTP_DRAIN_S", 10)?),
+            },
             cors_origins: var("MESON_CORS_ORIGINS")
                 .map(|v| {
                     v.split(',')
@@ -226,6 +240,10 @@ impl Config {
             audit_retention_days: positive("MESON_AUDIT_RETENTION_DAYS", 400)?,
             worker_concurrency: parse("MESON_WORKER_CONCURRENCY", 32)?,
             db_pool: parse("MESON_DB_POOL", 20)?,
+            db_acquire_timeout: Duration::from_millis(positive(
+                "MESON_DB_ACQUIRE_TIMEOUT_MS",
+                3000,
+            )?),
             targets_file: var("MESON_TARGETS_FILE").map(PathBuf::from),
             sim_boot: Duration::from_millis(parse("MESON_SIM_BOOT_MS", 2000)?),
             vm_poll: Duration::from_millis(parse("MESON_VM_POLL_MS", 1000)?),

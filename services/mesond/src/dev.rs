@@ -45,6 +45,8 @@ pub struct DevOptions {
     pub quotas: meson_core::quota::Resources,
     /// Listeners that move to a free port when their (default) address is taken.
     pub fallback: PortFallback,
+    /// The clients' connections: how many, how slow, how idle.
+    pub connections: crate::conn::ConnLimits,
     /// Elemento's client daemons over this meson ([`elemento_from_env`];
     /// none: not served). Its meson URL and login are the dev API's.
     pub elemento: Option<meson_elemento::Config>,
@@ -70,6 +72,7 @@ impl DevOptions {
             api: c.api(),
             quotas: c.default_quotas,
             fallback: c.dev_fallback(),
+            connections: c.connections,
             elemento: None,
         }
     }
@@ -359,9 +362,15 @@ impl Dev {
             grpc_addr: opts.grpc_addr,
             autoscaler: opts.autoscaler.clone(),
             fallback: opts.fallback,
+            connections: opts.connections,
             ..ApiSettings::new(auth)
         };
-        let api = ApiServer::start(opts.http_addr, api_database(&url, 20).await?, settings).await?;
+        let api = ApiServer::start(
+            opts.http_addr,
+            api_database(&url, 20, meson_db::scope::ACQUIRE_TIMEOUT).await?,
+            settings,
+        )
+        .await?;
         let worker = start_worker(
             pool.clone(),
             opts.worker.clone(),

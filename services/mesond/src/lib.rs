@@ -2,6 +2,7 @@
 //! dev mode, and the pieces (`api`, `worker`) every mode assembles.
 
 pub mod config;
+pub mod conn;
 pub mod dev;
 pub mod pg;
 pub mod server;

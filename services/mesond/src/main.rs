@@ -198,16 +198,19 @@ async fn deployed(cfg: Config, api: bool, worker: bool) -> anyhow::Result<()> {
             audit_retention_days: cfg.audit_retention_days,
             grpc_addr: cfg.grpc_addr,
             autoscaler: cfg.autoscaler(None),
+            connections: cfg.connections,
             ..ApiSettings::new(auth)
         };
-        let api_pool = api_database(url, cfg.db_pool).await?;
+        let api_pool = api_database(url, cfg.db_pool, cfg.db_acquire_timeout).await?;
         Some(ApiServer::start(cfg.http_addr, api_pool, settings).await?)
     } else {
         None
     };
     let (metrics_stop, metrics_rx) = tokio::sync::watch::channel(false);
     let metrics = match (worker && api.is_none(), cfg.metrics_addr) {
-        (true, Some(addr)) => Some(serve_metrics(addr, pool.clone(), metrics_rx).await?),
+        (true, Some(addr)) => {
+            Some(serve_metrics(addr, pool.clone(), cfg.connections, metrics_rx).await?)
+        }
         _ => None,
     };
     let worker = match worker {
@@ -221,12 +224,20 @@ async fn deployed(cfg: Config, api: bool, worker: bool) -> anyhow::Result<()> {
         false => None,
     };
     shutdown_signal().await;
-    if let Some(api) = api {
-        api.shutdown().await;
-    }
-    if let Some(w) = worker {
-        w.shutdown().await;
-    }
+    // Both at once: the API drains its connections (for at most
+    // MESON_HTTP_DRAIN_S) while running jobs finish (for at most
+    // MESON_SHUTDOWN_GRACE_S); neither waits for the other.
+    let api = async {
+        if let Some(api) = api {
+            api.shutdown().await;
+        }
+    };
+    let worker = async {
+        if let Some(w) = worker {
+            w.shutdown().await;
+        }
+    };
+    tokio::join!(api, worker);
     let _ = metrics_stop.send(true);
     if let Some((_, join)) = metrics {
         let _ = join.await;

@@ -14,6 +14,8 @@ use std::sync::Arc;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
+use crate::conn::{ConnLimits, Connections, Cutter};
+
 /// What the REST server runs with besides its address and database.
 #[derive(Clone, Debug)]
 pub struct ApiSettings {
@@ -31,6 +33,8 @@ pub struct ApiSettings {
     pub autoscaler: Option<AutoscalerSettings>,
     /// Which listeners move to a free port when their address is taken.
     pub fallback: PortFallback,
+    /// Connections: how many, how slow, how idle, how long shutdown waits.
+    pub connections: ConnLimits,
 }
 
 /// Which listeners may move to a free port on the same IP when their
@@ -98,6 +102,7 @@ impl ApiSettings {
             grpc_addr: SocketAddr::from(([127, 0, 0, 1], 0)),
             autoscaler: None,
             fallback: PortFallback::default(),
+            connections: ConnLimits::default(),
         }
     }
 }
@@ -112,6 +117,10 @@ pub struct ApiServer {
     /// Where gRPC answers (`meson.v1`, reflection, health).
     pub grpc_addr: SocketAddr,
     stop: watch::Sender<bool>,
+    cutter: Cutter,
+    audit_backlog: tokio::task::JoinHandle<()>,
+    backlog: Arc<meson_api::app::AuditBacklog>,
+    drain: std::time::Duration,
     join: tokio::task::JoinHandle<std::io::Result<()>>,
     grpc: tokio::task::JoinHandle<Result<(), tonic::transport::Error>>,
     /// Where the autoscalers' endpoint answers, if served.
@@ -129,9 +138,10 @@ impl ApiServer {
         settings: ApiSettings,
     ) -> anyhow::Result<ApiServer> {
         let fallback = settings.fallback;
+        let (conns, cutter) = Connections::new(settings.connections);
         let listener = bind("the REST API", "MESON_HTTP_ADDR", addr, fallback.http).await?;
         let addr = listener.local_addr()?;
-        let (stop, mut rx) = watch::channel(false);
+        let (stop, rx) = watch::channel(false);
         let mut app = App::new(pool);
         app.secrets_key = settings.secrets_key;
         app.quotas = settings.quotas;
@@ -168,6 +178,11 @@ impl ApiServer {
             settings.audit_retention_days,
             rx.clone(),
         ));
+        let backlog = state.app.audit_backlog.clone();
+        let audit_backlog = tokio::spawn(meson_api::gate::flush_audit_backlog(
+            state.clone(),
+            rx.clone(),
+        ));
         let grpc_listener = bind(
             "the gRPC API",
             "MESON_GRPC_ADDR",
@@ -178,44 +193,42 @@ impl ApiServer {
         let grpc_addr = grpc_listener.local_addr()?;
         let grpc = {
             let routes = meson_api::grpc::routes(&state);
-            let server = tonic::transport::Server::builder()
+            let server = grpc_server(&conns.limits)
                 .timeout(state.config.limits.timeout)
                 .layer(meson_api::grpc::GrpcGuardLayer::new(state.clone()))
                 .add_routes(routes);
             let mut rx = rx.clone();
+            let incoming = conns.clone().incoming(grpc_listener);
             tokio::spawn(async move {
                 server
-                    .serve_with_incoming_shutdown(
-                        tonic::transport::server::TcpIncoming::from(grpc_listener),
-                        async move {
-                            let _ = rx.wait_for(|s| *s).await;
-                        },
-                    )
+                    .serve_with_incoming_shutdown(incoming, async move {
+                        let _ = rx.wait_for(|s| *s).await;
+                    })
                     .await
             })
         };
         let (autoscaler_addr, autoscaler) = match autoscaler_listener {
             Some((listener, names)) => {
                 let addr = listener.local_addr()?;
-                let task = serve_autoscalers(&state, listener, &names, rx.clone()).await?;
+                let task =
+                    serve_autoscalers(&state, listener, &names, conns.clone(), rx.clone()).await?;
                 tracing::info!(%addr, ?names, "autoscaler endpoint listening (mutual TLS)");
                 (Some(addr), Some(task))
             }
             None => (None, None),
         };
         let router = meson_api::router(state);
-        let join = tokio::spawn(async move {
-            axum::serve(listener, router)
-                .with_graceful_shutdown(async move {
-                    let _ = rx.wait_for(|s| *s).await;
-                })
-                .await
-        });
+        let drain = conns.limits.drain;
+        let join = tokio::spawn(crate::conn::serve_http(listener, router, conns, rx));
         tracing::info!(%addr, %grpc_addr, "REST and gRPC APIs listening");
         Ok(ApiServer {
             addr,
             grpc_addr,
             stop,
+            cutter,
+            audit_backlog,
+            backlog,
+            drain,
             join,
             grpc,
             autoscaler_addr,
@@ -223,15 +236,52 @@ impl ApiServer {
         })
     }
 
-    /// Stops accepting, lets in-flight requests finish.
+    /// Audit entries kept in memory while the database is down.
+    pub fn audit_backlog_len(&self) -> usize {
+        self.backlog.len()
+    }
+
+    /// Stops accepting, lets in-flight requests finish for at most the
+    /// drain period (`MESON_HTTP_DRAIN_S`), then cuts the connections left.
     pub async fn shutdown(self) {
         let _ = self.stop.send(true);
-        let _ = self.join.await;
-        let _ = self.grpc.await;
+        let mut tasks = vec![
+            tokio::spawn(async move { drop(self.join.await) }),
+            tokio::spawn(async move { drop(self.grpc.await) }),
+        ];
         if let Some(a) = self.autoscaler {
-            let _ = a.await;
+            tasks.push(tokio::spawn(async move { drop(a.await) }));
         }
+        let all = futures::future::join_all(tasks);
+        tokio::pin!(all);
+        if tokio::time::timeout(self.drain, &mut all).await.is_err() {
+            tracing::warn!(
+                drain_s = self.drain.as_secs(),
+                "connections still open after the drain period: cutting them"
+            );
+            self.cutter.cut();
+            // Cut connections end at their next poll; nothing waits on a client.
+            if tokio::time::timeout(std::time::Duration::from_secs(5), &mut all)
+                .await
+                .is_err()
+            {
+                tracing::warn!("the API's listeners did not stop after cutting their connections");
+            }
+        }
+        // Its last flush of audit entries kept during an outage (bounded by
+        // the pool's acquire timeout).
+        let _ = self.audit_backlog.await;
     }
+}
+
+/// gRPC's server with the connection limits: HTTP/2 pings at half the idle
+/// timeout keep a live client's connection (and its quiet streams) open,
+/// and close one whose peer stopped answering.
+fn grpc_server(limits: &ConnLimits) -> tonic::transport::Server {
+    let ping = (limits.idle_timeout / 2).max(std::time::Duration::from_secs(1));
+    tonic::transport::Server::builder()
+        .http2_keepalive_interval(Some(ping))
+        .http2_keepalive_timeout(Some(ping))
 }
 
 /// Serves the autoscalers' `externalgrpc` endpoint on `listener`: TLS with a
@@ -241,6 +291,7 @@ async fn serve_autoscalers(
     state: &AppState,
     listener: TcpListener,
     names: &[String],
+    conns: Connections,
     mut stop: watch::Receiver<bool>,
 ) -> anyhow::Result<tokio::task::JoinHandle<Result<(), tonic::transport::Error>>> {
     use tonic::transport::{Certificate, Identity, ServerTlsConfig};
@@ -258,19 +309,16 @@ async fn serve_autoscalers(
             &server_cert.key_pem,
         ))
         .client_ca_root(Certificate::from_pem(&ca.ca.cert_pem));
-    let server = tonic::transport::Server::builder()
+    let server = grpc_server(&conns.limits)
         .tls_config(tls)
         .context("the autoscaler endpoint's TLS")?
         .timeout(state.config.limits.timeout)
         .add_routes(meson_api::grpc::autoscaler::routes(state));
     Ok(tokio::spawn(async move {
         server
-            .serve_with_incoming_shutdown(
-                tonic::transport::server::TcpIncoming::from(listener),
-                async move {
-                    let _ = stop.wait_for(|s| *s).await;
-                },
-            )
+            .serve_with_incoming_shutdown(conns.incoming(listener), async move {
+                let _ = stop.wait_for(|s| *s).await;
+            })
             .await
     }))
 }
@@ -375,9 +423,15 @@ pub async fn shutdown_signal() {
 
 /// The API's pool: each connection sees the rows of the request it serves.
 /// Warns when the database role passes around row-level security.
-pub async fn api_database(url: &str, pool_size: u32) -> anyhow::Result<PgPool> {
-    let pool =
-        meson_db::scope::connect_scoped(url, pool_size).map_err(|e| anyhow::anyhow!("{e}"))?;
+/// A request waits at most `acquire_timeout` for a connection: past it the
+/// database counts as down (`503 unavailable`).
+pub async fn api_database(
+    url: &str,
+    pool_size: u32,
+    acquire_timeout: std::time::Duration,
+) -> anyhow::Result<PgPool> {
+    let pool = meson_db::scope::connect_scoped_with(url, pool_size, acquire_timeout)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
     match meson_db::scope::bypasses_rls(&pool).await {
         Ok(true) => tracing::warn!(
             "the database role is a superuser or has BYPASSRLS: row-level security does not \
@@ -415,6 +469,7 @@ pub async fn database(url: &str, pool_size: u32, migrate: bool) -> anyhow::Resul
 pub async fn serve_metrics(
     addr: SocketAddr,
     pool: PgPool,
+    limits: ConnLimits,
     mut stop: watch::Receiver<bool>,
 ) -> anyhow::Result<(SocketAddr, tokio::task::JoinHandle<std::io::Result<()>>)> {
     let listener = bind("the metrics endpoint", "MESON_METRICS_ADDR", addr, false).await?;
@@ -437,12 +492,22 @@ pub async fn serve_metrics(
             }),
         )
         .route("/healthz", axum::routing::get(|| async { "ok" }));
+    // The same limits as the API's listeners, and the same bounded drain.
+    let (conns, cutter) = Connections::new(limits);
     let join = tokio::spawn(async move {
-        axum::serve(listener, router)
-            .with_graceful_shutdown(async move {
-                let _ = stop.wait_for(|s| *s).await;
-            })
-            .await
+        let serve = crate::conn::serve_http(listener, router, conns, stop.clone());
+        tokio::pin!(serve);
+        tokio::select! {
+            r = &mut serve => return r,
+            _ = stop.wait_for(|s| *s) => {}
+        }
+        match tokio::time::timeout(limits.drain, &mut serve).await {
+            Ok(r) => r,
+            Err(_) => {
+                cutter.cut();
+                serve.await
+            }
+        }
     });
     tracing::info!(%addr, "metrics endpoint listening");
     Ok((addr, join))

@@ -24,6 +24,7 @@ use meson_core::action::{Action, ActionStatus, Command, ResourceType};
 use meson_core::quota::Resources;
 use meson_db::PgPool;
 
+pub use audit::AuditBacklog;
 pub use cluster_nodes::NodeAction;
 pub use cluster_pools::{PoolChanged, PoolView};
 pub use clusters::{ClusterCreated, ClusterView};
@@ -42,6 +43,11 @@ pub struct App {
     pub quotas: Resources,
     /// Where clusters' autoscalers reach meson, when it serves them.
     pub autoscaler: Option<autoscaler::AutoscalerEndpoint>,
+    /// Opened by a database outage: requests are refused at once
+    /// (`503 unavailable`) until the database is tried again.
+    pub breaker: std::sync::Arc<meson_db::outage::Breaker>,
+    /// Audit entries kept in memory while the database is down.
+    pub audit_backlog: std::sync::Arc<AuditBacklog>,
 }
 
 impl App {
@@ -53,6 +59,8 @@ impl App {
             secrets_key: None,
             quotas: Resources::DEFAULT_QUOTAS,
             autoscaler: None,
+            breaker: meson_db::outage::Breaker::new(meson_db::outage::DEFAULT_PAUSE),
+            audit_backlog: std::sync::Arc::new(AuditBacklog::new(AuditBacklog::CAPACITY)),
         }
     }
 
@@ -61,9 +69,18 @@ impl App {
         self
     }
 
-    /// Ready when the database answers.
+    /// Ready when the database answers; not ready at once while the
+    /// breaker is open.
     pub async fn ready(&self) -> bool {
-        meson_db::ping(&self.pool).await
+        if self.breaker.is_open() {
+            return false;
+        }
+        self.watched(meson_db::ping(&self.pool)).await
+    }
+
+    /// Runs `f` under the breaker: a database outage it meets opens it.
+    pub async fn watched<F: std::future::Future>(&self, f: F) -> F::Output {
+        meson_db::outage::watched(self.breaker.clone(), f).await
     }
 }
 

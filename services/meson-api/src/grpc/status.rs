@@ -15,13 +15,18 @@ pub const DOMAIN: &str = "meson.elemento.cloud";
 pub fn code_of(e: &Error) -> Code {
     match e {
         Error::NotFound { .. } => Code::NotFound,
-        Error::InvalidInput { .. } | Error::Json { .. } => Code::InvalidArgument,
+        Error::InvalidInput { .. }
+        | Error::Json { .. }
+        | Error::PayloadTooLarge { .. }
+        | Error::UnsupportedMediaType { .. } => Code::InvalidArgument,
         Error::Conflict { .. } => Code::FailedPrecondition,
         Error::AlreadyExists { .. } => Code::AlreadyExists,
         // Another action holds the resource: retry later.
         Error::Locked { .. } => Code::Aborted,
         Error::QuotaExceeded { .. } | Error::RateLimited { .. } => Code::ResourceExhausted,
-        Error::InsufficientCapacity { .. } | Error::Unavailable { .. } => Code::Unavailable,
+        Error::InsufficientCapacity { .. } | Error::Unavailable { .. } | Error::Outage { .. } => {
+            Code::Unavailable
+        }
         Error::Timeout => Code::DeadlineExceeded,
         Error::Unauthorized => Code::Unauthenticated,
         Error::Forbidden { .. } => Code::PermissionDenied,
@@ -78,7 +83,7 @@ pub fn status_of(e: &Error) -> tonic::Status {
                 metadata.insert(format!("{}.current", l.name), l.current.to_string());
             }
         }
-        Error::RateLimited { retry_after } => {
+        Error::RateLimited { retry_after } | Error::Outage { retry_after, .. } => {
             details.set_retry_info(Some(std::time::Duration::from_secs(*retry_after)));
         }
         Error::Locked { action_id, .. } => {

@@ -207,17 +207,18 @@ async fn target_update(
     Ok(target(&t, &warnings))
 }
 
-/// Reads the audit log (operators).
+/// Reads the audit log (operators: every tenant's; owners: their own).
 #[utoipa::path(
     get,
     path = "/v1/audit",
     tag = "audit",
     operation_id = "audit_list",
-    summary = "List the audit log (admin)",
+    summary = "List the audit log (owner: its tenant's; admin: every tenant's)",
     description = "Every request that could change something (refused ones included) and \
         every kubeconfig handed out, newest first: who (tenant, subject, role), what \
         (operation, method, path, status), on which resource, which action it started, \
-        and the request's correlation id.",
+        and the request's correlation id. A tenant's owner reads its own tenant's entries \
+        only (`tenant` naming another answers 403).",
     params(PageQuery, wire::AuditListQuery),
     responses(
         (status = 200, description = "A page of entries.", body = wire::AuditList,

@@ -215,8 +215,10 @@ async fn method_not_allowed() -> Response {
     res
 }
 
-/// A JSON request body as a `serde_json::Value`; malformed bodies answer
-/// `json_error`, oversized or too deeply nested ones `invalid_input`.
+/// A JSON request body as a `serde_json::Value`. A body sent as anything but
+/// JSON, or with no `Content-Type`, answers `415 unsupported_media_type`; an
+/// oversized one `413 payload_too_large`; malformed JSON, or an object
+/// naming a key twice, `json_error`; too deep nesting `invalid_input`.
 pub struct JsonBody(pub serde_json::Value);
 
 impl<S: Send + Sync> FromRequest<S> for JsonBody {
@@ -231,39 +233,58 @@ impl<S: Send + Sync> FromRequest<S> for JsonBody {
         let ct = req
             .headers()
             .get(axum::http::header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok());
-        if let Some(ct) = ct
-            && !ct.starts_with("application/json")
-            && !ct.contains("+json")
+            .map(|v| v.to_str().unwrap_or("(not text)").to_owned());
+        if let Some(ct) = &ct
+            && !is_json(ct)
         {
-            return Err(ApiError(Error::Json {
+            return Err(ApiError(Error::UnsupportedMediaType {
                 message: format!("expected Content-Type application/json, got {ct}"),
             }));
         }
         let bytes = Bytes::from_request(req, state).await.map_err(|e| {
             if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                ApiError(Error::invalid(
-                    "(body)",
-                    format!("the body exceeds {} bytes", limits.body_bytes),
-                ))
+                ApiError(Error::PayloadTooLarge {
+                    limit: limits.body_bytes,
+                })
             } else {
                 ApiError(Error::Json {
                     message: "could not read the body".into(),
                 })
             }
         })?;
+        // No Content-Type: an empty body is no body (the operation says
+        // whether it needs one); a body must say it is JSON.
+        if ct.is_none() && !bytes.is_empty() {
+            return Err(ApiError(Error::UnsupportedMediaType {
+                message: "the body has no Content-Type: send it as application/json".into(),
+            }));
+        }
         limits::check_depth(&bytes, limits.json_depth)?;
         let text = std::str::from_utf8(&bytes).map_err(|e| {
             ApiError(Error::Json {
                 message: format!("the body is not valid UTF-8 (byte {})", e.valid_up_to()),
             })
         })?;
-        serde_json::from_str(text).map(JsonBody).map_err(|e| {
-            ApiError(Error::Json {
-                message: e.to_string(),
+        meson_core::parse::json_value(text)
+            .map(JsonBody)
+            .map_err(|e| {
+                ApiError(Error::Json {
+                    message: e.to_string(),
+                })
             })
-        })
     }
+}
+
+/// `application/json`, or a `+json` type, with any parameters.
+fn is_json(content_type: &str) -> bool {
+    let essence = content_type
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    essence == "application/json"
+        || (essence.starts_with("application/") && essence.ends_with("+json"))
 }
 
 /// Parses a resource id from the path; a malformed id names the field.

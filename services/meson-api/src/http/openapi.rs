@@ -75,10 +75,12 @@ pub fn base() -> OpenApi {
                             .description(Some(
                                 "A JWT signed with the algorithm the deployment pins (HS256, \
                                  RS256, ES256 or EdDSA; the key named by `kid` from its JWKS), \
-                                 with `sub`, `tenant`, `roles` (viewer, editor or admin), \
-                                 `iss`, `aud` = `meson` and `exp` (`nbf` honoured). Viewers \
-                                 read, editors also change, admins (Elemento's operators) also \
-                                 manage quotas, AtomOS targets and read the audit log.",
+                                 with `sub`, `tenant`, `roles` (an array: viewer, editor, \
+                                 owner or admin), `iss`, `aud` = `meson` and `exp` (`nbf` \
+                                 honoured). Viewers read, editors also change, owners (a \
+                                 tenant's administrators) also read their tenant's audit log, \
+                                 admins (Elemento's operators, across tenants) also manage \
+                                 quotas, AtomOS targets and read every tenant's audit log.",
                             ))
                             .build(),
                     ),
@@ -160,6 +162,18 @@ fn shared(method: HttpMethod, access: Option<Access>, op: &mut Operation) {
         431,
         "The request's headers are too large (`invalid_input` on `(headers)`).",
     );
+    if op.request_body.is_some() {
+        error(
+            op,
+            413,
+            "The body is larger than the API accepts (`payload_too_large`, 1 MiB by default).",
+        );
+        error(
+            op,
+            415,
+            "The body is not sent as `application/json` (`unsupported_media_type`).",
+        );
+    }
     // Keys are kept per tenant: a POST without a token has none.
     let idempotent = method == HttpMethod::Post && authenticated;
     if idempotent {
@@ -202,6 +216,14 @@ fn shared(method: HttpMethod, access: Option<Access>, op: &mut Operation) {
         500,
         "Something failed on meson's side (`service_error`); retry later.",
     );
+    if authenticated {
+        error(
+            op,
+            503,
+            "meson cannot reach its database (`unavailable`): nothing was done; retry after \
+             `Retry-After` seconds.",
+        );
+    }
     error(
         op,
         504,
@@ -242,6 +264,21 @@ fn shared(method: HttpMethod, access: Option<Access>, op: &mut Operation) {
                         .build(),
                 );
             }
+        }
+        if authenticated && status == "503" {
+            response.headers.insert(
+                "Retry-After".to_owned(),
+                HeaderBuilder::new()
+                    .schema(
+                        ObjectBuilder::new()
+                            .schema_type(Type::Integer)
+                            .minimum(Some(1)),
+                    )
+                    .description(Some(
+                        "With `unavailable`: seconds after which the database is tried again.",
+                    ))
+                    .build(),
+            );
         }
         response.headers.insert(
             "X-Correlation-Id".to_owned(),
@@ -344,9 +381,12 @@ pub fn render(doc: &OpenApi) -> String {
         .unwrap_or(Ordered::Scalar(serde_json::Value::Null));
     for (_, item) in json.entries_mut("paths") {
         for (_, op) in item.entries() {
-            for (_, response) in op.entries_mut("responses") {
+            for (status, response) in op.entries_mut("responses") {
+                // A 503 carries `Retry-After` with `unavailable` only.
+                let maybe_retry = status.as_str() == "503";
                 for (name, header) in response.entries_mut("headers") {
                     if ALWAYS_SENT.contains(&name.as_str())
+                        && !(maybe_retry && name == "Retry-After")
                         && let Ordered::Object(fields) = header
                     {
                         fields.push(("required".to_owned(), Ordered::Scalar(true.into())));
@@ -607,6 +647,15 @@ mod tests {
             Error::QuotaExceeded { limits: vec![] },
             Error::InsufficientCapacity { reason: "r".into() },
             Error::Unavailable {
+                message: "m".into(),
+            },
+            Error::Outage {
+                what: "the database",
+                retry_after: 1,
+                source: None,
+            },
+            Error::PayloadTooLarge { limit: 1 },
+            Error::UnsupportedMediaType {
                 message: "m".into(),
             },
             Error::Timeout,

@@ -1,0 +1,175 @@
+//! A database outage: which errors mean PostgreSQL cannot be reached (they
+//! become `503 unavailable`, not `500 service_error`), and the circuit
+//! breaker that, once one was seen, answers at once for a short while
+//! instead of making every request wait for a connection that will not come.
+//!
+//! The breaker is the API's ([`Breaker`]); a request runs under it
+//! ([`watched`]) and every outage error its queries meet trips it. While it
+//! is open, [`Breaker::check`] refuses at once; when the pause is over the
+//! next requests try the database again, and the first that fails opens it
+//! once more.
+
+use meson_core::Error;
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// What the refusals name.
+pub const WHAT: &str = "the database";
+
+/// Seconds a client should wait: the breaker's pause, rounded up.
+fn retry_after(pause: Duration) -> u64 {
+    pause.as_secs_f64().ceil().max(1.0) as u64
+}
+
+/// True when `e` says PostgreSQL cannot be reached or is not serving (no
+/// connection within the acquire timeout, a broken connection, a server
+/// shutting down or starting up, too many connections), not that a query
+/// was wrong.
+pub fn is_outage(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::PoolTimedOut
+        | sqlx::Error::Io(_)
+        | sqlx::Error::Tls(_)
+        | sqlx::Error::WorkerCrashed => true,
+        sqlx::Error::Database(db) => db.code().is_some_and(|code| {
+            // 08: connection exception; 57P01-57P03: admin or crash
+            // shutdown, cannot connect now; 53300: too many connections.
+            code.starts_with("08") || matches!(&*code, "57P01" | "57P02" | "57P03" | "53300")
+        }),
+        _ => false,
+    }
+}
+
+/// The error of a failed database call: an outage (which trips the
+/// breaker the task runs under, if any), or an opaque internal error.
+pub fn error(context: &'static str, e: sqlx::Error) -> Error {
+    if !is_outage(&e) {
+        return Error::internal_from(context, e);
+    }
+    let pause = BREAKER
+        .try_with(|b| {
+            b.trip(context, &e);
+            b.pause
+        })
+        .unwrap_or(DEFAULT_PAUSE);
+    Error::Outage {
+        what: WHAT,
+        retry_after: retry_after(pause),
+        source: Some(Box::new(e)),
+    }
+}
+
+/// How long a breaker stays open by default.
+pub const DEFAULT_PAUSE: Duration = Duration::from_secs(2);
+
+/// Opens when the database is found unreachable; refuses at once while
+/// open.
+#[derive(Debug)]
+pub struct Breaker {
+    pause: Duration,
+    open_until: Mutex<Option<Instant>>,
+}
+
+impl Breaker {
+    pub fn new(pause: Duration) -> Arc<Breaker> {
+        Arc::new(Breaker {
+            pause,
+            open_until: Mutex::new(None),
+        })
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, Option<Instant>> {
+        self.open_until.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// `unavailable` while open; `Ok` when the database may be tried.
+    pub fn check(&self) -> Result<(), Error> {
+        match *self.state() {
+            Some(until) if Instant::now() < until => Err(Error::Outage {
+                what: WHAT,
+                retry_after: retry_after(self.pause),
+                source: None,
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// True while open.
+    pub fn is_open(&self) -> bool {
+        self.check().is_err()
+    }
+
+    /// Opens for the pause (again), saying so when it was closed.
+    pub fn trip(&self, context: &str, cause: &sqlx::Error) {
+        let mut state = self.state();
+        let now = Instant::now();
+        if state.is_none_or(|until| until <= now) {
+            tracing::error!(
+                error = %cause,
+                while_ = context,
+                pause_ms = self.pause.as_millis() as u64,
+                "the database is unreachable: answering 503 unavailable"
+            );
+            metrics::counter!("meson_database_outages_total").increment(1);
+        }
+        *state = Some(now + self.pause);
+    }
+}
+
+tokio::task_local! {
+    static BREAKER: Arc<Breaker>;
+}
+
+/// Runs `f` under `breaker`: outage errors its queries meet trip it.
+pub async fn watched<F: Future>(breaker: Arc<Breaker>, f: F) -> F::Output {
+    BREAKER.scope(breaker, f).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn connection_failures_are_outages_and_query_errors_are_not() {
+        assert!(is_outage(&sqlx::Error::PoolTimedOut));
+        assert!(is_outage(&sqlx::Error::Io(std::io::Error::from(
+            std::io::ErrorKind::ConnectionRefused
+        ))));
+        assert!(!is_outage(&sqlx::Error::RowNotFound));
+        assert!(!is_outage(&sqlx::Error::ColumnNotFound("x".into())));
+    }
+
+    #[tokio::test]
+    async fn a_tripped_breaker_refuses_until_its_pause_is_over() {
+        let b = Breaker::new(Duration::from_millis(200));
+        assert!(b.check().is_ok());
+        let e = watched(b.clone(), async {
+            error("reading", sqlx::Error::PoolTimedOut)
+        })
+        .await;
+        assert_eq!(e.code(), "unavailable");
+        assert_eq!(e.retry_after(), Some(1));
+        let Err(refused) = b.check() else {
+            panic!("open after an outage error")
+        };
+        assert_eq!(refused.code(), "unavailable");
+        // Not an outage: the breaker stays as it is.
+        let b2 = Breaker::new(Duration::from_secs(60));
+        let e = watched(b2.clone(), async {
+            error("reading", sqlx::Error::RowNotFound)
+        })
+        .await;
+        assert_eq!(e.code(), "service_error");
+        assert!(b2.check().is_ok());
+        // The pause ends: the database may be tried again.
+        for _ in 0..100 {
+            if b.check().is_ok() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("the breaker never closed");
+    }
+}

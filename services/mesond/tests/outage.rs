@@ -1,0 +1,232 @@
+//! A database outage, over real sockets: meson reaches PostgreSQL through a
+//! TCP proxy the test cuts (connections refused, open ones broken) and
+//! restores on the same port. Meanwhile requests answer `503 unavailable`
+//! with `Retry-After` (not a slow `500`), `/readyz` says 503, the SDK retries
+//! through the outage, and the audit entries of the requests refused then
+//! are written once the database is back.
+//!
+//! Waits are bounded far beyond what they check (the pool's acquire timeout
+//! here is 1 s; before this, each request waited 10 s and answered 500).
+
+use meson_api::{Auth, Role};
+use meson_client::{Client, RetryPolicy};
+use meson_db::testing::TestDatabase;
+use mesond::server::{ApiServer, ApiSettings, api_database};
+use serde_json::{Value, json};
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+use tokio::net::{TcpListener, TcpSocket, TcpStream};
+use tokio::sync::watch;
+
+/// Much longer than an answer during the outage may take.
+const GENEROUS: Duration = Duration::from_secs(8);
+
+/// Forwards `addr` to `upstream` while up; while down, the port refuses
+/// connections and the forwarded ones are broken.
+struct Proxy {
+    addr: SocketAddr,
+    up: watch::Sender<bool>,
+}
+
+fn listen(addr: SocketAddr) -> TcpListener {
+    let socket = TcpSocket::new_v4().unwrap();
+    socket.set_reuseaddr(true).unwrap();
+    socket.bind(addr).unwrap();
+    socket.listen(64).unwrap()
+}
+
+impl Proxy {
+    async fn start(upstream: SocketAddr) -> Proxy {
+        let first = listen("127.0.0.1:0".parse().unwrap());
+        let addr = first.local_addr().unwrap();
+        let (up, rx) = watch::channel(true);
+        tokio::spawn(async move {
+            let mut listener = Some(first);
+            let mut rx = rx;
+            loop {
+                let Some(l) = listener.take() else {
+                    // Down: nothing listens until it is up again.
+                    if rx.wait_for(|u| *u).await.is_err() {
+                        return;
+                    }
+                    listener = Some(listen(addr));
+                    continue;
+                };
+                let mut watching = rx.clone();
+                tokio::select! {
+                    accepted = l.accept() => {
+                        listener = Some(l);
+                        let Ok((client, _)) = accepted else { continue };
+                        let mut down = rx.clone();
+                        tokio::spawn(async move {
+                            let Ok(server) = TcpStream::connect(upstream).await else { return };
+                            let (mut client, mut server) = (client, server);
+                            tokio::select! {
+                                _ = tokio::io::copy_bidirectional(&mut client, &mut server) => {}
+                                _ = down.wait_for(|u| !*u) => {}
+                            }
+                        });
+                    }
+                    changed = watching.wait_for(|u| !*u) => {
+                        if changed.is_err() {
+                            return;
+                        }
+                        drop(l);
+                    }
+                }
+            }
+        });
+        Proxy { addr, up }
+    }
+
+    fn set(&self, up: bool) {
+        self.up.send_replace(up);
+    }
+}
+
+/// `postgres://user:pw@host:port/db` with `host:port` replaced.
+fn via(url: &str, addr: SocketAddr) -> (String, SocketAddr) {
+    let at = url.rfind('@').unwrap() + 1;
+    let slash = at + url[at..].find('/').unwrap();
+    let upstream: SocketAddr = url[at..slash]
+        .replace("localhost", "127.0.0.1")
+        .parse()
+        .unwrap();
+    (format!("{}{addr}{}", &url[..at], &url[slash..]), upstream)
+}
+
+async fn post(http: &reqwest::Client, base: &str, token: &str, name: &str) -> reqwest::Response {
+    http.post(format!("{base}/v1/networks"))
+        .bearer_auth(token)
+        .json(&json!({"name": name, "cidr": "10.7.0.0/24"}))
+        .send()
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_database_outage_answers_503_fast_the_sdk_retries_through_it_and_no_audit_entry_is_lost()
+{
+    let db = TestDatabase::new().await;
+    let (_, upstream) = via(&db.url, "127.0.0.1:1".parse().unwrap());
+    let proxy = Proxy::start(upstream).await;
+    let (url, _) = via(&db.url, proxy.addr);
+
+    let auth = Auth::hs256(b"meson-outage-test-secret-0123456789abcdef", "meson-test");
+    let token = auth.issue("acme", "olga", Role::Editor, chrono::Duration::hours(1));
+    let pool = api_database(&url, 4, Duration::from_secs(1)).await.unwrap();
+    let api = ApiServer::start("127.0.0.1:0".parse().unwrap(), pool, ApiSettings::new(auth))
+        .await
+        .unwrap();
+    let base = format!("http://{}", api.addr);
+    let http = reqwest::Client::new();
+
+    let r = post(&http, &base, &token, "before").await;
+    assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
+
+    proxy.set(false);
+    // Each answers 503 unavailable with Retry-After, quickly: the first
+    // after the pool's acquire timeout, the next at once (the breaker).
+    for name in ["during-1", "during-2"] {
+        let started = Instant::now();
+        let r = post(&http, &base, &token, name).await;
+        let took = started.elapsed();
+        assert_eq!(r.status(), 503, "{name}");
+        let retry_after: u64 = r.headers()["retry-after"]
+            .to_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!((1..=10).contains(&retry_after), "{retry_after}");
+        let body: Value = r.json().await.unwrap();
+        assert_eq!(body["error"]["code"], "unavailable", "{body}");
+        assert_eq!(body["error"]["details"]["retry_after"], retry_after);
+        assert!(took < GENEROUS, "{name} took {took:?}");
+    }
+    let started = Instant::now();
+    let r = http.get(format!("{base}/readyz")).send().await.unwrap();
+    assert_eq!(r.status(), 503);
+    assert!(started.elapsed() < GENEROUS, "{:?}", started.elapsed());
+
+    // The SDK, called while the database is down, retries until it is back.
+    let client = Client::new(&base, &token).unwrap().with_retry(RetryPolicy {
+        max_retries: 30,
+        base: Duration::from_millis(200),
+        cap: Duration::from_secs(2),
+    });
+    let sdk = tokio::spawn(async move {
+        client
+            .network_create(&json!({"name": "after", "cidr": "10.8.0.0/24"}))
+            .await
+    });
+    // It has been refused at least once before the database comes back:
+    // its refusal is audited like the others (three so far).
+    let mut refused = 0;
+    for _ in 0..100 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        refused = api.audit_backlog_len();
+        if refused >= 3 {
+            break;
+        }
+    }
+    assert!(refused >= 3, "{refused} refusals kept");
+    proxy.set(true);
+    let network = tokio::time::timeout(Duration::from_secs(60), sdk)
+        .await
+        .expect("the SDK gave up waiting")
+        .unwrap()
+        .expect("the SDK's create went through once the database was back");
+    assert_eq!(network.name, "after");
+
+    // Ready again, and every refused request's audit entry written.
+    let mut ready = false;
+    for _ in 0..200 {
+        if http
+            .get(format!("{base}/readyz"))
+            .send()
+            .await
+            .unwrap()
+            .status()
+            == 200
+        {
+            ready = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(ready, "/readyz never said ready again");
+    let mut rows: Vec<(u16, String)> = Vec::new();
+    for _ in 0..200 {
+        let filter = meson_core::audit::AuditFilter {
+            tenant: Some("acme".into()),
+            ..Default::default()
+        };
+        let (mut entries, _) = meson_db::audit::list(&db.pool, &filter, 100, 0)
+            .await
+            .unwrap();
+        // When each request came, whenever its entry was written.
+        entries.sort_by_key(|e| e.at);
+        rows = entries
+            .into_iter()
+            .map(|e| (e.status, e.operation))
+            .collect();
+        if rows.iter().filter(|(s, _)| *s == 503).count() >= 3
+            && rows.iter().filter(|(s, _)| *s == 201).count() == 2
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let statuses: Vec<u16> = rows.iter().map(|(s, _)| *s).collect();
+    assert_eq!(statuses.first(), Some(&201), "{rows:?}");
+    assert_eq!(statuses.last(), Some(&201), "{rows:?}");
+    assert!(
+        statuses.iter().filter(|s| **s == 503).count() >= 3,
+        "{rows:?}"
+    );
+    assert!(
+        rows.iter().all(|(_, op)| op == "network_create"),
+        "{rows:?}"
+    );
+    api.shutdown().await;
+}
