@@ -155,6 +155,30 @@ pub(crate) fn unique_violation<T>(
     }
 }
 
+/// Labels for an update's `labels = coalesce($n, labels)`: `None` keeps them.
+pub(crate) fn labels_json(
+    labels: Option<&meson_core::labels::Labels>,
+) -> Result<Option<serde_json::Value>, Error> {
+    labels
+        .map(serde_json::to_value)
+        .transpose()
+        .map_err(|e| Error::internal_from("labels", e))
+}
+
+/// The end of a rename or relabel of resource `kind` `id` (after its
+/// [`unique_violation`] check): no row touched is `not_found`.
+pub(crate) fn updated(
+    res: Result<sqlx::postgres::PgQueryResult, sqlx::Error>,
+    kind: &'static str,
+    id: impl std::fmt::Display,
+    context: &'static str,
+) -> Result<(), Error> {
+    match res {
+        Ok(r) if r.rows_affected() == 0 => Err(Error::not_found(kind, id)),
+        other => other.map(|_| ()).ctx(context),
+    }
+}
+
 /// A stored value that no longer parses: the schema's CHECKs should make this impossible.
 pub(crate) fn corrupt(what: &'static str, value: impl std::fmt::Display) -> Error {
     Error::internal(format!("unexpected {what} in the database: {value}"))

@@ -226,10 +226,7 @@ pub async fn update(
     name: Option<&str>,
     labels: Option<&Labels>,
 ) -> Result<(), Error> {
-    let labels = labels
-        .map(serde_json::to_value)
-        .transpose()
-        .map_err(|e| Error::internal_from("labels", e))?;
+    let labels = crate::labels_json(labels)?;
     let res = sqlx::query!(
         r#"update networks set name = coalesce($3, name), labels = coalesce($4, labels)
            where id = $1 and tenant_id = $2 and deleted_at is null and cluster_id is null"#,
@@ -240,10 +237,7 @@ pub async fn update(
     )
     .execute(pool)
     .await;
-    match name_taken(res)? {
-        Ok(r) if r.rows_affected() == 0 => Err(Error::not_found("network", id)),
-        other => other.map(|_| ()).ctx("updating a network"),
-    }
+    crate::updated(name_taken(res)?, "network", id, "updating a network")
 }
 
 pub async fn set_status(

@@ -417,10 +417,7 @@ pub async fn update(
     name: Option<&str>,
     labels: Option<&Labels>,
 ) -> Result<(), Error> {
-    let labels = labels
-        .map(serde_json::to_value)
-        .transpose()
-        .map_err(|e| Error::internal_from("labels", e))?;
+    let labels = crate::labels_json(labels)?;
     let res = sqlx::query!(
         r#"update volumes set name = coalesce($3, name), labels = coalesce($4, labels)
            where id = $1 and tenant_id = $2 and deleted_at is null and vm_id is null"#,
@@ -431,10 +428,7 @@ pub async fn update(
     )
     .execute(pool)
     .await;
-    match name_taken(res)? {
-        Ok(r) if r.rows_affected() == 0 => Err(Error::not_found("volume", id)),
-        other => other.map(|_| ()).ctx("updating a volume"),
-    }
+    crate::updated(name_taken(res)?, "volume", id, "updating a volume")
 }
 
 /// Forgets a standalone volume (it no longer counts against the quota).
