@@ -1,7 +1,7 @@
 //! Kubernetes clusters: create (the KaaS payload), read, list, relabel,
 //! delete, the admin kubeconfig, and the nodes' phone-home.
 
-use super::{App, Page, new_action};
+use super::{App, ListQuery, new_action};
 use crate::auth::Principal;
 use meson_core::action::{Action, Command, ResourceType};
 use meson_core::cluster::{Cluster, ClusterStatus, Node, NodePool};
@@ -12,7 +12,6 @@ use meson_core::parse::{Parser, Warning};
 use meson_core::quota::Resources;
 use meson_core::vm::Vm;
 use meson_core::{ClusterId, Error, NetworkId, NodeId, PoolId, Result, VmId};
-use meson_db::ListFilter;
 use meson_jobs::Enqueued;
 use meson_workflows::{cluster_create, cluster_delete};
 use std::net::Ipv4Addr;
@@ -165,15 +164,14 @@ impl App {
     pub async fn cluster_list(
         &self,
         p: &Principal,
-        page: Page,
-        filter: &ListFilter,
+        q: &ListQuery,
     ) -> Result<(Vec<ClusterView>, u64)> {
         let (clusters, total) = meson_db::clusters::list(
             &self.pool,
             &p.tenant,
-            filter,
-            i64::from(page.per_page),
-            page.offset(),
+            &q.filter(),
+            q.page.limit(),
+            q.page.offset(),
         )
         .await?;
         let mut conn = meson_db::acquire(&self.pool).await?;

@@ -11,6 +11,7 @@ mod cluster_nodes;
 mod cluster_pools;
 mod cluster_upgrades;
 mod clusters;
+pub mod list;
 mod networks;
 mod quotas;
 mod quotes;
@@ -28,6 +29,7 @@ pub use audit::AuditBacklog;
 pub use cluster_nodes::NodeAction;
 pub use cluster_pools::{PoolChanged, PoolView};
 pub use clusters::{ClusterCreated, ClusterView};
+pub use list::{ActionQuery, ListQuery, Page, VolumeQuery};
 pub use quotas::{QuotaView, parse_tenant};
 pub use quotes::{KaasQuotes, Quotes, VmQuotes};
 pub use vms::{PowerAction, VmCreated, VmPage, VmParts};
@@ -81,21 +83,6 @@ impl App {
     /// Runs `f` under the breaker: a database outage it meets opens it.
     pub async fn watched<F: std::future::Future>(&self, f: F) -> F::Output {
         meson_db::outage::watched(self.breaker.clone(), f).await
-    }
-}
-
-/// Pagination requested by a list call.
-#[derive(Clone, Copy, Debug)]
-pub struct Page {
-    pub page: u32,
-    pub per_page: u32,
-}
-
-impl Page {
-    pub const MAX_PER_PAGE: u32 = 50;
-
-    pub fn offset(&self) -> i64 {
-        i64::from(self.page - 1) * i64::from(self.per_page)
     }
 }
 

@@ -1,14 +1,13 @@
 //! Private networks: create, read, list, rename/relabel, delete when unused,
 //! and attaching a new VM to its networks (with meson's IPAM).
 
-use super::{App, Page, new_action};
+use super::{App, ListQuery, new_action};
 use crate::auth::Principal;
 use meson_core::action::{Action, Command, ResourceType};
 use meson_core::network::{MAX_NETWORK_NAME_LEN, Network, NetworkCreate, NetworkStatus};
 use meson_core::parse::Warning;
 use meson_core::patch::NameLabels;
 use meson_core::{Error, NetworkId, Result, VmId};
-use meson_db::ListFilter;
 use meson_jobs::Enqueued;
 use meson_workflows::network_delete;
 
@@ -48,15 +47,14 @@ impl App {
     pub async fn network_list(
         &self,
         p: &Principal,
-        page: Page,
-        filter: &ListFilter,
+        q: &ListQuery,
     ) -> Result<(Vec<(Network, Vec<VmId>)>, u64)> {
         let (networks, total) = meson_db::networks::list(
             &self.pool,
             &p.tenant,
-            filter,
-            i64::from(page.per_page),
-            page.offset(),
+            &q.filter(),
+            q.page.limit(),
+            q.page.offset(),
         )
         .await?;
         let mut out = Vec::with_capacity(networks.len());

@@ -1,6 +1,6 @@
 //! Virtual machines: create, read, list, delete.
 
-use super::{App, Page, new_action};
+use super::{App, ListQuery, new_action};
 use crate::auth::Principal;
 use meson_core::action::{Action, Command, ResourceType};
 use meson_core::naming;
@@ -11,7 +11,6 @@ use meson_core::quota::Resources;
 use meson_core::vm::{Vm, VmCreate, VmStatus};
 use meson_core::volume::Volume;
 use meson_core::{Error, Result, VmId};
-use meson_db::vms::VmFilter;
 use meson_jobs::Enqueued;
 use meson_workflows::vm_power::{PowerOff, PowerOn, Reboot};
 use meson_workflows::{vm_create, vm_delete, vm_power};
@@ -124,13 +123,13 @@ impl App {
         Ok((vm, VmParts::load(&mut conn, &[id]).await?))
     }
 
-    pub async fn vm_list(&self, p: &Principal, page: Page, filter: &VmFilter) -> Result<VmPage> {
+    pub async fn vm_list(&self, p: &Principal, q: &ListQuery) -> Result<VmPage> {
         let (vms, total) = meson_db::vms::list(
             &self.pool,
             &p.tenant,
-            filter,
-            i64::from(page.per_page),
-            page.offset(),
+            &q.filter(),
+            q.page.limit(),
+            q.page.offset(),
         )
         .await?;
         let ids: Vec<VmId> = vms.iter().map(|v| v.id).collect();

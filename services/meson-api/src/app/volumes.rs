@@ -1,7 +1,7 @@
 //! Volumes: read and list every volume; create, rename/relabel and delete
 //! standalone ones; attach standalone volumes to a VM being created.
 
-use super::{App, Page, new_action};
+use super::{App, VolumeQuery, new_action};
 use crate::auth::Principal;
 use meson_core::action::{Action, Command, ResourceType};
 use meson_core::parse::Warning;
@@ -11,7 +11,6 @@ use meson_core::target::Target;
 use meson_core::vm::VmSpec;
 use meson_core::volume::{MAX_VOLUME_NAME_LEN, Volume, VolumeCreate, VolumeStatus};
 use meson_core::{Error, Result, TenantId, VmId, VolumeId};
-use meson_db::volumes::VolumeFilter;
 use meson_jobs::Enqueued;
 use meson_workflows::{volume_create, volume_delete};
 
@@ -26,18 +25,13 @@ impl App {
         meson_db::volumes::get(&self.pool, &p.tenant, id).await
     }
 
-    pub async fn volume_list(
-        &self,
-        p: &Principal,
-        page: Page,
-        filter: &VolumeFilter,
-    ) -> Result<(Vec<Volume>, u64)> {
+    pub async fn volume_list(&self, p: &Principal, q: &VolumeQuery) -> Result<(Vec<Volume>, u64)> {
         let (v, total) = meson_db::volumes::list(
             &self.pool,
             &p.tenant,
-            filter,
-            i64::from(page.per_page),
-            page.offset(),
+            &q.filter,
+            q.page.limit(),
+            q.page.offset(),
         )
         .await?;
         Ok((v, total.max(0) as u64))

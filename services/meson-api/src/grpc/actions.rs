@@ -1,8 +1,9 @@
 //! `meson.v1.ActionService`, and every resource's action list.
 
 use super::{Svc, answer, convert, id, principal};
+use crate::app::{ActionQuery, Page};
 use crate::auth::Principal;
-use crate::http::{AppState, page_of, pagination};
+use crate::http::AppState;
 use crate::views;
 use futures::Stream;
 use meson_core::Error;
@@ -31,20 +32,19 @@ pub(super) async fn list_for(
     let resource: uuid::Uuid = id("id", &r.id)?;
     let mut q = pairs(&[], &r.status, &r.sort);
     convert::page_query(r.page.as_ref(), &mut q);
-    let f = crate::http::actions_filters(&q).map_err(|e| e.0)?;
-    let page = page_of(&q).map_err(|e| e.0)?;
+    let f = ActionQuery::parse(&q)?;
+    let page = Page::parse(&q)?;
     let res = s
         .app
         .action_list_for(p, kind, resource, &f.status, &f.sort, page)
         .await?;
-    let (meta, _) = pagination("/v1/actions", page, res.total);
     Ok(pb::ResourceActionsResponse {
         actions: res
             .actions
             .iter()
             .map(|a| convert::action(views::action(a)))
             .collect(),
-        pagination: Some(convert::pagination(meta)),
+        pagination: Some(convert::pagination(page, res.total)),
     })
 }
 
@@ -87,8 +87,7 @@ impl pb::action_service_server::ActionService for Svc {
         let p = principal(&req)?;
         let r = async {
             let m = req.get_ref();
-            let f =
-                crate::http::actions_filters(&pairs(&m.id, &m.status, &m.sort)).map_err(|e| e.0)?;
+            let f = ActionQuery::parse(&pairs(&m.id, &m.status, &m.sort))?;
             let actions = self
                 .0
                 .app

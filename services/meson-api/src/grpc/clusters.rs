@@ -3,8 +3,7 @@
 use super::{
     Svc, action_call, answer, convert, convert_more, id, note_action, note_resource, principal,
 };
-use crate::app::{NodeAction, PoolView};
-use crate::http::{list_filter, page_of, pagination};
+use crate::app::{ListQuery, NodeAction, PoolView};
 use crate::views;
 use meson_core::Error;
 use meson_core::cluster::ClusterStatus;
@@ -77,17 +76,14 @@ impl pb::cluster_service_server::ClusterService for Svc {
         let p = principal(&req)?;
         let r = async {
             let pairs = convert::list_query(req.get_ref().options.as_ref());
-            let page = page_of(&pairs).map_err(|e| e.0)?;
-            let filter =
-                list_filter(&pairs, |v| ClusterStatus::parse(v).is_some()).map_err(|e| e.0)?;
-            let (clusters, total) = self.0.app.cluster_list(&p, page, &filter).await?;
-            let (meta, _) = pagination("/v1/clusters", page, total);
+            let q = ListQuery::parse(&pairs, |v| ClusterStatus::parse(v).is_some())?;
+            let (clusters, total) = self.0.app.cluster_list(&p, &q).await?;
             Ok(pb::ListClustersResponse {
                 clusters: clusters
                     .iter()
                     .map(|c| convert_more::cluster(views::cluster(c)))
                     .collect(),
-                pagination: Some(convert::pagination(meta)),
+                pagination: Some(convert::pagination(q.page, total)),
             })
         };
         answer(r.await)

@@ -64,8 +64,9 @@ pub fn price(p: wire::Price) -> pb::Price {
     }
 }
 
-pub fn pagination(m: wire::Meta) -> pb::Pagination {
-    let p = m.pagination;
+/// `meta.pagination` of `page` in a list of `total` entries.
+pub fn pagination(page: crate::app::Page, total: u64) -> pb::Pagination {
+    let p = crate::app::list::pagination(page, total);
     pb::Pagination {
         page: p.page,
         per_page: p.per_page,
@@ -314,6 +315,23 @@ pub fn list_query(o: Option<&pb::ListOptions>) -> Vec<(String, String)> {
     }
     for s in &o.sort {
         q.push(("sort".into(), s.clone()));
+    }
+    q
+}
+
+/// `ListVolumesRequest` as the REST list's query pairs: an empty field
+/// filters nothing.
+pub fn volume_list_query(r: &pb::ListVolumesRequest) -> Vec<(String, String)> {
+    let mut q = Vec::new();
+    page_query(r.page.as_ref(), &mut q);
+    if !r.vm.is_empty() {
+        q.push(("vm".into(), r.vm.clone()));
+    }
+    if !r.kind.is_empty() {
+        q.push(("kind".into(), r.kind.clone()));
+    }
+    if let Some(standalone) = r.standalone {
+        q.push(("standalone".into(), standalone.to_string()));
     }
     q
 }

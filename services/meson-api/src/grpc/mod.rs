@@ -174,7 +174,4 @@ pub(crate) fn answer<T>(r: Result<T, Error>) -> Result<tonic::Response<T>, Statu
 }
 
 /// Parses an id from a request field; a malformed one names the field.
-pub(crate) fn id<T: std::str::FromStr>(field: &str, raw: &str) -> Result<T, Error> {
-    raw.parse()
-        .map_err(|_| Error::invalid(field, format!("'{raw}' is not a valid id")))
-}
+pub(crate) use crate::app::list::id;

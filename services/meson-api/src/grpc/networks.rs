@@ -1,7 +1,7 @@
 //! `meson.v1.NetworkService`.
 
 use super::{Svc, action_call, answer, convert, convert_more, id, note_resource, principal};
-use crate::http::{list_filter, page_of, pagination};
+use crate::app::ListQuery;
 use crate::views;
 use meson_core::network::NetworkStatus;
 use meson_proto::meson::v1 as pb;
@@ -53,17 +53,14 @@ impl pb::network_service_server::NetworkService for Svc {
         let p = principal(&req)?;
         let r = async {
             let pairs = convert::list_query(req.get_ref().options.as_ref());
-            let page = page_of(&pairs).map_err(|e| e.0)?;
-            let filter =
-                list_filter(&pairs, |v| NetworkStatus::parse(v).is_some()).map_err(|e| e.0)?;
-            let (networks, total) = self.0.app.network_list(&p, page, &filter).await?;
-            let (meta, _) = pagination("/v1/networks", page, total);
+            let q = ListQuery::parse(&pairs, |v| NetworkStatus::parse(v).is_some())?;
+            let (networks, total) = self.0.app.network_list(&p, &q).await?;
             Ok(pb::ListNetworksResponse {
                 networks: networks
                     .iter()
                     .map(|(n, vms)| convert_more::network(views::network(n, vms)))
                     .collect(),
-                pagination: Some(convert::pagination(meta)),
+                pagination: Some(convert::pagination(q.page, total)),
             })
         };
         answer(r.await)

@@ -1,7 +1,7 @@
 //! `meson.v1.VmService`.
 
 use super::{Svc, action_call, answer, convert, id, note_action, note_resource, principal};
-use crate::http::{list_filter, page_of, pagination};
+use crate::app::ListQuery;
 use crate::views;
 use meson_core::Error;
 use meson_core::vm::VmStatus;
@@ -43,17 +43,15 @@ impl pb::vm_service_server::VmService for Svc {
         let p = principal(&req)?;
         let r = async {
             let pairs = convert::list_query(req.get_ref().options.as_ref());
-            let page = page_of(&pairs).map_err(|e| e.0)?;
-            let filter = list_filter(&pairs, |v| VmStatus::parse(v).is_some()).map_err(|e| e.0)?;
-            let res = self.0.app.vm_list(&p, page, &filter).await?;
-            let (meta, _) = pagination("/v1/vms", page, res.total);
+            let q = ListQuery::parse(&pairs, |v| VmStatus::parse(v).is_some())?;
+            let res = self.0.app.vm_list(&p, &q).await?;
             Ok(pb::ListVmsResponse {
                 vms: res
                     .vms
                     .iter()
                     .map(|v| convert::vm(views::vm(v, &res.parts)))
                     .collect(),
-                pagination: Some(convert::pagination(meta)),
+                pagination: Some(convert::pagination(q.page, res.total)),
             })
         };
         answer(r.await)

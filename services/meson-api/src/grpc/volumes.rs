@@ -3,10 +3,8 @@
 use super::{
     Svc, action_call, answer, convert, convert_more, id, note_action, note_resource, principal,
 };
-use crate::http::{page_of, pagination};
+use crate::app::VolumeQuery;
 use crate::views;
-use meson_core::Error;
-use meson_core::volume::VolumeKind;
 use meson_proto::meson::v1 as pb;
 use tonic::{Request, Response, Status};
 
@@ -83,29 +81,14 @@ impl pb::volume_service_server::VolumeService for Svc {
         let p = principal(&req)?;
         let r = async {
             let m = req.get_ref();
-            let mut pairs = Vec::new();
-            convert::page_query(m.page.as_ref(), &mut pairs);
-            let page = page_of(&pairs).map_err(|e| e.0)?;
-            let vm = (!m.vm.is_empty()).then(|| id("vm", &m.vm)).transpose()?;
-            let kind = (!m.kind.is_empty())
-                .then(|| {
-                    VolumeKind::parse(&m.kind)
-                        .ok_or_else(|| Error::invalid("kind", "must be boot, cloudinit or data"))
-                })
-                .transpose()?;
-            let filter = meson_db::volumes::VolumeFilter {
-                vm,
-                kind,
-                standalone: m.standalone,
-            };
-            let (volumes, total) = self.0.app.volume_list(&p, page, &filter).await?;
-            let (meta, _) = pagination("/v1/volumes", page, total);
+            let q = VolumeQuery::parse(&convert::volume_list_query(m))?;
+            let (volumes, total) = self.0.app.volume_list(&p, &q).await?;
             Ok(pb::ListVolumesResponse {
                 volumes: volumes
                     .iter()
                     .map(|v| convert_more::volume(crate::views::volume(v)))
                     .collect(),
-                pagination: Some(convert::pagination(meta)),
+                pagination: Some(convert::pagination(q.page, total)),
             })
         };
         answer(r.await)

@@ -1,6 +1,7 @@
 //! `/v1/actions`, `/v1/actions/stream` and `/v1/vms/{id}/actions`.
 
-use super::{AppState, page_of, pagination, parse_id, query_pairs, stream};
+use super::{AppState, pagination, parse_id, query_pairs, stream};
+use crate::app::{ActionQuery, Page};
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::views;
@@ -8,9 +9,8 @@ use axum::extract::{Path, RawQuery, State};
 
 use axum::Json;
 use axum::response::Response;
-use meson_core::action::{ActionStatus, ResourceType};
-use meson_core::{ActionId, Error};
-use meson_db::actions::{ActionSort, ActionSortField};
+use meson_core::Error;
+use meson_core::action::ResourceType;
 use meson_types as wire;
 use meson_types::ErrorResponse;
 use meson_types::requests::{ActionListQuery, PageQuery, VmActionListQuery};
@@ -76,8 +76,7 @@ async fn list(
     p: Principal,
     RawQuery(q): RawQuery,
 ) -> ApiResult<Json<wire::ActionList>> {
-    let pairs = query_pairs(q.as_deref())?;
-    let f = filters(&pairs)?;
+    let f = ActionQuery::parse(&query_pairs(q.as_deref())?)?;
     let actions = s.app.action_list(&p, &f.ids, &f.status, &f.sort).await?;
     Ok(Json(wire::ActionList {
         actions: actions.iter().map(views::action).collect(),
@@ -215,7 +214,7 @@ async fn list_for(
 ) -> ApiResult<Response> {
     let id: uuid::Uuid = parse_id(id)?;
     let pairs = query_pairs(query)?;
-    let f = filters(&pairs)?;
+    let f = ActionQuery::parse(&pairs)?;
     if !f.ids.is_empty() {
         return Err(ApiError(Error::invalid(
             "id",
@@ -225,7 +224,7 @@ async fn list_for(
             ),
         )));
     }
-    let page = page_of(&pairs)?;
+    let page = Page::parse(&pairs)?;
     let res = s
         .app
         .action_list_for(p, kind, id, &f.status, &f.sort, page)
@@ -236,122 +235,4 @@ async fn list_for(
         meta,
     };
     Ok(super::paged(body, link))
-}
-
-/// The filters a list of actions takes from its query.
-pub struct Filters {
-    pub ids: Vec<ActionId>,
-    pub status: Vec<ActionStatus>,
-    pub sort: Vec<ActionSort>,
-}
-
-/// `id=`, `status=` and `sort=` of an action list (gRPC's lists too).
-pub fn filters(pairs: &[(String, String)]) -> ApiResult<Filters> {
-    let mut f = Filters {
-        ids: Vec::new(),
-        status: Vec::new(),
-        sort: Vec::new(),
-    };
-    let mut sort = Vec::new();
-    for (k, v) in pairs {
-        match k.as_str() {
-            "id" => f.ids.push(parse_id(v)?),
-            "status" => f.status.push(ActionStatus::parse(v).ok_or_else(|| {
-                ApiError(Error::invalid(
-                    "status",
-                    "must be running, success or error",
-                ))
-            })?),
-            "sort" => sort.push(v.as_str()),
-            _ => {}
-        }
-    }
-    f.sort = parse_sort(&sort)?;
-    Ok(f)
-}
-
-/// Parses repeated `sort=field[:asc|:desc]` values, first key first. A field
-/// given twice keeps its first direction: a later key on the same field could
-/// never change the order anyway.
-pub fn parse_sort(values: &[&str]) -> ApiResult<Vec<ActionSort>> {
-    let bad = |v: &str| {
-        let fields: Vec<&str> = ActionSortField::ALL.iter().map(|f| f.as_str()).collect();
-        ApiError(Error::invalid(
-            "sort",
-            format!(
-                "'{v}' is not a sort key; use field[:asc|:desc] with a field among {}",
-                fields.join(", ")
-            ),
-        ))
-    };
-    let mut out: Vec<ActionSort> = Vec::with_capacity(values.len());
-    for v in values {
-        let (field, descending) = match v.split_once(':') {
-            None => (*v, false),
-            Some((field, "asc")) => (field, false),
-            Some((field, "desc")) => (field, true),
-            Some(_) => return Err(bad(v)),
-        };
-        let field = ActionSortField::parse(field).ok_or_else(|| bad(v))?;
-        if !out.iter().any(|s| s.field == field) {
-            out.push(ActionSort { field, descending });
-        }
-    }
-    Ok(out)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn key(field: ActionSortField, descending: bool) -> ActionSort {
-        ActionSort { field, descending }
-    }
-
-    fn rejected_field(values: &[&str]) -> String {
-        match parse_sort(values) {
-            Err(ApiError(Error::InvalidInput { fields })) => fields[0].name.clone(),
-            other => panic!("expected invalid_input, got {other:?}"),
-        }
-    }
-
-    #[test]
-    fn sort_keys_parse_in_order_with_directions() {
-        use ActionSortField::*;
-        assert_eq!(parse_sort(&[]).expect("empty"), []);
-        assert_eq!(
-            parse_sort(&["status", "progress:desc", "started:asc", "id:desc"]).expect("valid"),
-            [
-                key(Status, false),
-                key(Progress, true),
-                key(Started, false),
-                key(Id, true)
-            ]
-        );
-        assert_eq!(
-            parse_sort(&["command:desc", "finished"]).expect("valid"),
-            [key(Command, true), key(Finished, false)]
-        );
-        // Repeats keep the first key; they could not change the order.
-        assert_eq!(
-            parse_sort(&["id:desc", "id:asc", "id"]).expect("valid"),
-            [key(Id, true)]
-        );
-    }
-
-    #[test]
-    fn bad_sort_keys_name_the_sort_field() {
-        for bad in [
-            &["name"][..],
-            &[""],
-            &["id:"],
-            &["id:up"],
-            &["ID"],
-            &[":desc"],
-            &["id:desc:asc"],
-            &["progress", "tenant_id"],
-        ] {
-            assert_eq!(rejected_field(bad), "sort", "{bad:?}");
-        }
-    }
 }

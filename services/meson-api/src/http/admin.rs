@@ -1,7 +1,7 @@
 //! `/v1/quotas`, and the operators' `/v1/tenants/{tenant}/quotas`,
 //! `/v1/targets` and `/v1/audit`.
 
-use super::{AppState, JsonBody, page_of, pagination, parse_id, query_pairs};
+use super::{AppState, JsonBody, pagination, parse_id, query_pairs};
 use crate::app::QuotaView;
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
@@ -234,7 +234,7 @@ async fn audit_list(
     RawQuery(q): RawQuery,
 ) -> ApiResult<Response> {
     let pairs = query_pairs(q.as_deref())?;
-    let page = page_of(&pairs)?;
+    let page = crate::app::Page::parse(&pairs)?;
     let mut f = AuditFilter::default();
     for (k, v) in pairs {
         let time = |v: &str| {

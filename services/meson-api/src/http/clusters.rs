@@ -1,6 +1,7 @@
 //! `/v1/clusters` (and its alias `POST /v1/kaas`).
 
-use super::{AppState, JsonBody, page_of, pagination, parse_id, query_pairs};
+use super::{AppState, JsonBody, pagination, parse_id, query_pairs};
+use crate::app::ListQuery;
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::views;
@@ -151,13 +152,11 @@ async fn list(
     p: Principal,
     RawQuery(q): RawQuery,
 ) -> ApiResult<Response> {
-    let pairs = query_pairs(q.as_deref())?;
-    let page = page_of(&pairs)?;
-    let filter = super::list_filter(&pairs, |v| {
+    let q = ListQuery::parse(&query_pairs(q.as_deref())?, |v| {
         meson_core::cluster::ClusterStatus::parse(v).is_some()
     })?;
-    let (clusters, total) = s.app.cluster_list(&p, page, &filter).await?;
-    let (meta, link) = pagination("/v1/clusters", page, total);
+    let (clusters, total) = s.app.cluster_list(&p, &q).await?;
+    let (meta, link) = pagination("/v1/clusters", q.page, total);
     let body = wire::cluster::ClusterList {
         clusters: clusters.iter().map(views::cluster).collect(),
         meta,

@@ -19,7 +19,6 @@ mod stream;
 mod vms;
 mod volumes;
 
-pub use actions::filters as actions_filters;
 pub use limits::RequestLimits;
 pub use stream::ActionFeed;
 
@@ -289,95 +288,13 @@ fn is_json(content_type: &str) -> bool {
 
 /// Parses a resource id from the path; a malformed id names the field.
 pub fn parse_id<T: std::str::FromStr>(raw: &str) -> ApiResult<T> {
-    raw.parse()
-        .map_err(|_| ApiError(Error::invalid("id", format!("'{raw}' is not a valid id"))))
+    crate::app::list::id("id", raw).map_err(ApiError)
 }
 
 /// Query parameters as (key, value) pairs, keeping repeated keys.
 pub fn query_pairs(query: Option<&str>) -> ApiResult<Vec<(String, String)>> {
     serde_urlencoded::from_str(query.unwrap_or(""))
         .map_err(|_| ApiError(Error::invalid("(query)", "malformed query string")))
-}
-
-/// `page` and `per_page` from the query.
-pub fn page_of(pairs: &[(String, String)]) -> ApiResult<Page> {
-    let mut page = Page {
-        page: 1,
-        per_page: 25,
-    };
-    for (k, v) in pairs {
-        match k.as_str() {
-            "page" => {
-                page.page = v.parse().ok().filter(|p| *p >= 1).ok_or_else(|| {
-                    ApiError(Error::invalid("page", "must be an integer of at least 1"))
-                })?
-            }
-            "per_page" => {
-                page.per_page = v
-                    .parse()
-                    .ok()
-                    .filter(|p| (1..=Page::MAX_PER_PAGE).contains(p))
-                    .ok_or_else(|| {
-                        ApiError(Error::invalid(
-                            "per_page",
-                            format!("must be an integer from 1 to {}", Page::MAX_PER_PAGE),
-                        ))
-                    })?
-            }
-            _ => {}
-        }
-    }
-    Ok(page)
-}
-
-/// `name=`, `status=` (repeatable), `label_selector=`, `sort=` (up to two).
-/// `is_status` says which statuses exist for the resource.
-pub fn list_filter(
-    pairs: &[(String, String)],
-    is_status: impl Fn(&str) -> bool,
-) -> ApiResult<meson_db::ListFilter> {
-    let mut f = meson_db::ListFilter::default();
-    for (k, v) in pairs {
-        match k.as_str() {
-            // PostgreSQL text cannot hold NUL, and no name contains one.
-            "name" if v.contains('\0') => {
-                return Err(ApiError(Error::invalid(
-                    "name",
-                    "must not contain NUL characters",
-                )));
-            }
-            "name" => f.name = Some(v.clone()),
-            "status" => {
-                if !is_status(v) {
-                    return Err(ApiError(Error::invalid(
-                        "status",
-                        format!("unknown status '{v}'"),
-                    )));
-                }
-                f.statuses.push(v.clone());
-            }
-            "label_selector" => f.selector.extend(meson_core::selector::parse(v)?),
-            "sort" => {
-                let (field, dir) = v.split_once(':').unwrap_or((v, "asc"));
-                if !["id", "name", "status", "created"].contains(&field)
-                    || !["asc", "desc"].contains(&dir)
-                {
-                    return Err(ApiError(Error::invalid(
-                        "sort",
-                        format!(
-                            "'{v}': sort by id, name, status or created, optionally :asc or :desc"
-                        ),
-                    )));
-                }
-                if f.sort.len() == 2 {
-                    return Err(ApiError(Error::invalid("sort", "at most two sort keys")));
-                }
-                f.sort.push(format!("{field}:{dir}"));
-            }
-            _ => {}
-        }
-    }
-    Ok(f)
 }
 
 /// A list response: the body plus its `Link` header.
@@ -389,17 +306,10 @@ pub fn paged(body: impl serde::Serialize, link: Option<HeaderValue>) -> Response
     out
 }
 
-/// `meta.pagination` and the `Link` header for a page of `total` entries.
+/// `meta.pagination` and the `Link` header of `page` in a list of `total`
+/// entries at `path`.
 pub fn pagination(path: &str, page: Page, total: u64) -> (meson_types::Meta, Option<HeaderValue>) {
-    let last = total.div_ceil(u64::from(page.per_page)).max(1) as u32;
-    let p = meson_types::Pagination {
-        page: page.page,
-        per_page: page.per_page,
-        previous_page: (page.page > 1).then(|| page.page - 1),
-        next_page: (page.page < last).then(|| page.page + 1),
-        last_page: Some(last),
-        total_entries: Some(total),
-    };
+    let p = crate::app::list::pagination(page, total);
     let link = |n: u32, rel: &str| {
         format!(
             "<{path}?page={n}&per_page={}>; rel=\"{rel}\"",
@@ -413,25 +323,9 @@ pub fn pagination(path: &str, page: Page, total: u64) -> (meson_types::Meta, Opt
     if let Some(n) = p.next_page {
         links.push(link(n, "next"));
     }
-    links.push(link(last, "last"));
+    links.push(link(p.last_page.unwrap_or(1), "last"));
     (
         meson_types::Meta { pagination: p },
         HeaderValue::from_str(&links.join(", ")).ok(),
     )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_name_filter_with_nul_is_invalid_input() {
-        let pairs = [("name".to_owned(), "a\0b".to_owned())];
-        match list_filter(&pairs, |_| true) {
-            Err(ApiError(Error::InvalidInput { fields })) => assert_eq!(fields[0].name, "name"),
-            other => panic!("expected invalid_input, got {:?}", other.map(|_| ())),
-        }
-        let pairs = [("name".to_owned(), "web-1".to_owned())];
-        assert!(list_filter(&pairs, |_| true).is_ok());
-    }
 }

@@ -1,6 +1,7 @@
 //! `/v1/networks`.
 
-use super::{AppState, JsonBody, page_of, pagination, parse_id, query_pairs};
+use super::{AppState, JsonBody, pagination, parse_id, query_pairs};
+use crate::app::ListQuery;
 use crate::auth::Principal;
 use crate::error::ApiResult;
 use crate::views;
@@ -106,13 +107,11 @@ async fn list(
     p: Principal,
     RawQuery(q): RawQuery,
 ) -> ApiResult<Response> {
-    let pairs = query_pairs(q.as_deref())?;
-    let page = page_of(&pairs)?;
-    let filter = super::list_filter(&pairs, |v| {
+    let q = ListQuery::parse(&query_pairs(q.as_deref())?, |v| {
         meson_core::network::NetworkStatus::parse(v).is_some()
     })?;
-    let (networks, total) = s.app.network_list(&p, page, &filter).await?;
-    let (meta, link) = pagination("/v1/networks", page, total);
+    let (networks, total) = s.app.network_list(&p, &q).await?;
+    let (meta, link) = pagination("/v1/networks", q.page, total);
     let body = wire::network::NetworkList {
         networks: networks
             .iter()

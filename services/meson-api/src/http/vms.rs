@@ -1,6 +1,7 @@
 //! `/v1/vms`.
 
-use super::{AppState, JsonBody, page_of, pagination, parse_id, query_pairs};
+use super::{AppState, JsonBody, pagination, parse_id, query_pairs};
+use crate::app::ListQuery;
 use crate::auth::Principal;
 use crate::error::ApiResult;
 use crate::views;
@@ -128,11 +129,11 @@ async fn list(
     p: Principal,
     RawQuery(q): RawQuery,
 ) -> ApiResult<Response> {
-    let pairs = query_pairs(q.as_deref())?;
-    let page = page_of(&pairs)?;
-    let filter = super::list_filter(&pairs, |v| meson_core::vm::VmStatus::parse(v).is_some())?;
-    let res = s.app.vm_list(&p, page, &filter).await?;
-    let (meta, link) = pagination("/v1/vms", page, res.total);
+    let q = ListQuery::parse(&query_pairs(q.as_deref())?, |v| {
+        meson_core::vm::VmStatus::parse(v).is_some()
+    })?;
+    let res = s.app.vm_list(&p, &q).await?;
+    let (meta, link) = pagination("/v1/vms", q.page, res.total);
     let body = wire::VmList {
         vms: res.vms.iter().map(|v| views::vm(v, &res.parts)).collect(),
         meta,

@@ -1,16 +1,14 @@
 //! `/v1/volumes`.
 
-use super::{AppState, JsonBody, page_of, pagination, parse_id, query_pairs};
+use super::{AppState, JsonBody, pagination, parse_id, query_pairs};
+use crate::app::VolumeQuery;
 use crate::auth::Principal;
-use crate::error::{ApiError, ApiResult};
+use crate::error::ApiResult;
 use crate::views;
 use axum::Json;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use meson_core::Error;
-use meson_core::volume::VolumeKind;
-use meson_db::volumes::VolumeFilter;
 use meson_types::ErrorResponse;
 use meson_types::requests::{PageQuery, VolumeListQuery};
 use meson_types::volume::{self as wire, VolumeCreateRequest, VolumeUpdateRequest};
@@ -194,38 +192,9 @@ async fn list(
     p: Principal,
     RawQuery(q): RawQuery,
 ) -> ApiResult<Response> {
-    let pairs = query_pairs(q.as_deref())?;
-    let page = page_of(&pairs)?;
-    let mut filter = VolumeFilter::default();
-    for (k, v) in &pairs {
-        match k.as_str() {
-            "vm" => {
-                filter.vm = Some(v.parse().map_err(|_| {
-                    ApiError(Error::invalid("vm", format!("'{v}' is not a valid id")))
-                })?)
-            }
-            "kind" => {
-                filter.kind = Some(VolumeKind::parse(v).ok_or_else(|| {
-                    ApiError(Error::invalid("kind", "must be boot, cloudinit or data"))
-                })?)
-            }
-            "standalone" => {
-                filter.standalone = Some(match v.to_ascii_lowercase().as_str() {
-                    "true" | "1" => true,
-                    "false" | "0" => false,
-                    _ => {
-                        return Err(ApiError(Error::invalid(
-                            "standalone",
-                            "must be true or false",
-                        )));
-                    }
-                })
-            }
-            _ => {}
-        }
-    }
-    let (volumes, total) = s.app.volume_list(&p, page, &filter).await?;
-    let (meta, link) = pagination("/v1/volumes", page, total);
+    let q = VolumeQuery::parse(&query_pairs(q.as_deref())?)?;
+    let (volumes, total) = s.app.volume_list(&p, &q).await?;
+    let (meta, link) = pagination("/v1/volumes", q.page, total);
     Ok(super::paged(
         wire::VolumeList {
             volumes: volumes.iter().map(views::volume).collect(),
