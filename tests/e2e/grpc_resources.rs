@@ -1031,3 +1031,74 @@ async fn the_catalogue_quotes_and_invalid_clusters_over_grpc() {
     assert!(listed.clusters.is_empty());
     m.stop().await;
 }
+
+#[tokio::test]
+async fn an_idempotency_key_replays_a_create_and_refuses_another_request_over_grpc() {
+    let m = Meson::start().await;
+    let ch = channel(&m).await;
+    let mut nets = NetworkServiceClient::new(ch.clone());
+    let keyed = |name: &str, key: &str| {
+        let mut r = authed(
+            pb::CreateNetworkRequest {
+                name: name.into(),
+                cidr: "192.168.20.0/24".into(),
+                ..Default::default()
+            },
+            &m.token,
+        );
+        r.metadata_mut()
+            .insert("idempotency-key", key.parse().expect("metadata"));
+        r
+    };
+    let replayed = |md: &tonic::metadata::MetadataMap| {
+        md.get("idempotent-replayed")
+            .is_some_and(|v| v.to_str().ok() == Some("true"))
+    };
+
+    let first = nets
+        .create_network(keyed("edge", "net-1"))
+        .await
+        .expect("create");
+    assert!(!replayed(first.metadata()));
+    let first = first.into_inner();
+    // The retry answers the same network and action, and makes nothing.
+    let again = nets
+        .create_network(keyed("edge", "net-1"))
+        .await
+        .expect("the retry");
+    assert!(replayed(again.metadata()));
+    assert_eq!(again.into_inner(), first);
+    let list = nets
+        .list_networks(authed(pb::ListNetworksRequest::default(), &m.token))
+        .await
+        .expect("list")
+        .into_inner();
+    assert_eq!(list.pagination.expect("pagination").total_entries, 1);
+
+    // Another request with the key is refused, as REST refuses it.
+    let e = nets
+        .create_network(keyed("other", "net-1"))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::FailedPrecondition, "{e:?}");
+    assert_eq!(
+        e.get_error_details().error_info().unwrap().reason,
+        "conflict"
+    );
+    assert!(e.message().contains("Idempotency-Key"), "{e:?}");
+    // The key is the tenant's, whichever transport used it first.
+    let rest = m
+        .http
+        .post(format!("{}/v1/networks", m.base))
+        .bearer_auth(&m.token)
+        .header("Idempotency-Key", "net-1")
+        .json(&serde_json::json!({"name": "edge", "cidr": "192.168.20.0/24"}))
+        .send()
+        .await
+        .expect("REST create");
+    assert_eq!(rest.status(), reqwest::StatusCode::CONFLICT);
+    // And a malformed key names the key.
+    let e = nets.create_network(keyed("edge", "")).await.unwrap_err();
+    assert_eq!(e.code(), Code::InvalidArgument, "{e:?}");
+    assert_eq!(rejected_fields(&e), ["Idempotency-Key"]);
+}

@@ -11,6 +11,7 @@ mod cluster_nodes;
 mod cluster_pools;
 mod cluster_upgrades;
 mod clusters;
+pub mod idempotency;
 pub mod list;
 mod networks;
 mod quotas;

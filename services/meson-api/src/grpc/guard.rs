@@ -4,14 +4,16 @@
 //! tenant's database scope, and the audit log. Answers carry
 //! `x-correlation-id` and the `ratelimit-*` metadata.
 
-use super::AuditSlot;
 use super::status::{http_status_of, status_of};
+use super::{AuditSlot, idempotency};
 use crate::authz::{self, Access};
 use crate::gate::{self, Admission, CallInfo};
 use crate::http::AppState;
 use axum::http::{HeaderValue, Request, Response};
 use futures::future::BoxFuture;
 use meson_core::Error;
+use std::collections::HashSet;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use tonic::body::Body;
 use tracing::Instrument;
@@ -101,13 +103,22 @@ fn operation_of(path: &str) -> Option<&'static str> {
 #[derive(Clone)]
 pub struct GrpcGuardLayer {
     state: AppState,
+    changes: Changes,
 }
 
 impl GrpcGuardLayer {
     pub fn new(state: AppState) -> Self {
-        GrpcGuardLayer { state }
+        GrpcGuardLayer {
+            state,
+            changes: Changes(Arc::new(crate::http::operations().changing())),
+        }
     }
 }
+
+/// The operations that change something (those REST serves with another
+/// method than GET): their calls take an `idempotency-key`.
+#[derive(Clone)]
+struct Changes(Arc<HashSet<&'static str>>);
 
 impl<S> tower::Layer<S> for GrpcGuardLayer {
     type Service = GrpcGuard<S>;
@@ -116,6 +127,7 @@ impl<S> tower::Layer<S> for GrpcGuardLayer {
         GrpcGuard {
             inner,
             state: self.state.clone(),
+            changes: self.changes.clone(),
         }
     }
 }
@@ -124,6 +136,7 @@ impl<S> tower::Layer<S> for GrpcGuardLayer {
 pub struct GrpcGuard<S> {
     inner: S,
     state: AppState,
+    changes: Changes,
 }
 
 impl<S> tower::Service<Request<Body>> for GrpcGuard<S>
@@ -145,6 +158,7 @@ where
         let clone = self.inner.clone();
         let inner = std::mem::replace(&mut self.inner, clone);
         let state = self.state.clone();
+        let changes = self.changes.clone();
         let correlation = correlation_id(&req);
         let span = tracing::info_span!(
             "grpc",
@@ -159,7 +173,7 @@ where
             async move {
                 let start = std::time::Instant::now();
                 let method = path_label(req.uri().path());
-                let mut res = guarded(inner, state, req, correlation.clone()).await?;
+                let mut res = guarded(inner, state, changes, req, correlation.clone()).await?;
                 if let Ok(v) = HeaderValue::from_str(&correlation) {
                     res.headers_mut().insert("x-correlation-id", v);
                 }
@@ -184,6 +198,7 @@ where
 async fn guarded<S>(
     mut inner: S,
     state: AppState,
+    changes: Changes,
     mut req: Request<Body>,
     correlation_id: String,
 ) -> Result<Response<Body>, S::Error>
@@ -245,7 +260,14 @@ where
             let slot = AuditSlot::default();
             req.extensions_mut().insert(admitted.principal.clone());
             req.extensions_mut().insert(slot.clone());
-            let mut res = admitted.run(inner.call(req)).await?;
+            let idempotent = changes.0.contains(operation) && idempotency::has_key(&req);
+            let principal = admitted.principal.clone();
+            let mut res = if idempotent {
+                let call = idempotency::call(&state, &principal, req, |req| inner.call(req));
+                admitted.run(call).await?
+            } else {
+                admitted.run(inner.call(req)).await?
+            };
             if let Some(mut audit) = admitted.audit {
                 let note = slot.take();
                 if let Some((kind, id)) = note.resource {

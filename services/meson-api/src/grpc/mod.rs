@@ -11,6 +11,7 @@ mod clusters;
 mod convert;
 mod convert_more;
 mod guard;
+mod idempotency;
 mod networks;
 pub mod status;
 mod vms;

@@ -56,6 +56,15 @@ impl Operations {
         }
     }
 
+    /// The operations of every route whose method is not GET.
+    pub fn changing(&self) -> std::collections::HashSet<&'static str> {
+        self.0
+            .iter()
+            .filter(|((method, _), _)| method != Method::GET)
+            .map(|(_, rule)| rule.operation)
+            .collect()
+    }
+
     fn rule(&self, method: &Method, path: &str) -> Option<&'static Rule> {
         self.0.get(&(method.clone(), path.to_owned())).copied()
     }
