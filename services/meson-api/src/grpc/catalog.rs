@@ -1,6 +1,6 @@
 //! `meson.v1.CatalogService`: the catalogue and quotes.
 
-use super::{Svc, answer, convert, convert_more, principal};
+use super::{Svc, answer, convert, principal};
 use crate::views;
 use meson_core::Error;
 use meson_proto::meson::v1 as pb;
@@ -18,7 +18,7 @@ impl pb::catalog_service_server::CatalogService for Svc {
             pb::ListFlavorsResponse {
                 flavors: flavors
                     .iter()
-                    .map(|f| convert_more::flavor(views::flavor(f)))
+                    .map(|f| convert::flavor(views::flavor(f)))
                     .collect(),
             }
         }))
@@ -33,7 +33,7 @@ impl pb::catalog_service_server::CatalogService for Svc {
             pb::ListProvidersResponse {
                 providers: views::providers(targets)
                     .into_iter()
-                    .map(convert_more::provider)
+                    .map(convert::provider)
                     .collect(),
             }
         }))
@@ -49,7 +49,7 @@ impl pb::catalog_service_server::CatalogService for Svc {
             pb::ListKubernetesVersionsResponse {
                 kubernetes_versions: releases
                     .iter()
-                    .map(|r| convert_more::kubernetes_version(views::kubernetes_version(r, today)))
+                    .map(|r| convert::kubernetes_version(views::kubernetes_version(r, today)))
                     .collect(),
             }
         }))
@@ -69,7 +69,7 @@ impl pb::catalog_service_server::CatalogService for Svc {
                 .first()
                 .cloned()
                 .ok_or_else(|| Error::internal("a survey returned no offers"))?;
-            Ok(convert_more::vm_quotes(wire::QuoteResponse {
+            Ok(convert::vm_quotes(wire::QuoteResponse {
                 quotes,
                 cheapest,
                 warnings: q.warnings.iter().map(views::warning).collect(),
@@ -85,7 +85,7 @@ impl pb::catalog_service_server::CatalogService for Svc {
     ) -> Result<Response<pb::ClusterQuotes>, Status> {
         let p = principal(&req)?;
         let r = async {
-            let body = convert_more::cluster_create(req.get_ref());
+            let body = convert::cluster_create(req.get_ref());
             let q = self.0.app.kaas_quote(&p, &body).await?;
             let placements: Vec<wire::ClusterQuote> =
                 q.offers.iter().map(views::cluster_quote).collect();
@@ -93,7 +93,7 @@ impl pb::catalog_service_server::CatalogService for Svc {
                 .first()
                 .cloned()
                 .ok_or_else(|| Error::internal("a cluster survey returned no offers"))?;
-            Ok(convert_more::cluster_quotes(wire::KaasQuoteResponse {
+            Ok(convert::cluster_quotes(wire::KaasQuoteResponse {
                 placements,
                 cheapest,
                 warnings: q.warnings.iter().map(views::warning).collect(),

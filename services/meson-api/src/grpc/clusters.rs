@@ -1,7 +1,7 @@
 //! `meson.v1.ClusterService`: clusters, their pools and nodes.
 
 use super::{
-    Svc, action_call, answer, convert, convert_more, id, note_action, note_resource, principal,
+    Svc, action_call, action_on, answer, convert, id, note_action, note_resource, principal,
 };
 use crate::app::{ListQuery, NodeAction, PoolView};
 use crate::views;
@@ -11,7 +11,7 @@ use meson_proto::meson::v1 as pb;
 use tonic::{Request, Response, Status};
 
 fn pool(v: &PoolView) -> pb::Pool {
-    convert_more::pool(views::pool(&v.pool, &v.nodes))
+    convert::pool(views::pool(&v.pool, &v.nodes))
 }
 
 impl Svc {
@@ -41,12 +41,12 @@ impl pb::cluster_service_server::ClusterService for Svc {
         req: Request<pb::CreateClusterRequest>,
     ) -> Result<Response<pb::CreateClusterResponse>, Status> {
         let p = principal(&req)?;
-        let body = convert_more::cluster_create(req.get_ref());
+        let body = convert::cluster_create(req.get_ref());
         answer(self.0.app.cluster_create(&p, &body).await.map(|c| {
             note_resource(&req, "cluster", c.view.cluster.id);
             note_action(&req, &c.action);
             pb::CreateClusterResponse {
-                cluster: Some(convert_more::cluster(views::cluster(&c.view))),
+                cluster: Some(convert::cluster(views::cluster(&c.view))),
                 action: Some(convert::action(views::action(&c.action))),
                 warnings: convert::warnings(&c.warnings),
             }
@@ -64,7 +64,7 @@ impl pb::cluster_service_server::ClusterService for Svc {
                 .app
                 .cluster_get(&p, id("id", &req.get_ref().id)?)
                 .await?;
-            Ok(convert_more::cluster(views::cluster(&v)))
+            Ok(convert::cluster(views::cluster(&v)))
         };
         answer(r.await)
     }
@@ -81,7 +81,7 @@ impl pb::cluster_service_server::ClusterService for Svc {
             Ok(pb::ListClustersResponse {
                 clusters: clusters
                     .iter()
-                    .map(|c| convert_more::cluster(views::cluster(c)))
+                    .map(|c| convert::cluster(views::cluster(c)))
                     .collect(),
                 pagination: Some(convert::pagination(q.page, total)),
             })
@@ -99,9 +99,9 @@ impl pb::cluster_service_server::ClusterService for Svc {
         let r = async {
             let cluster_id = id("id", &req.get_ref().id)?;
             note_resource(&req, "cluster", cluster_id);
-            let body = convert_more::cluster_update(req.get_ref());
+            let body = convert::cluster_update(req.get_ref());
             let (v, _warnings) = self.0.app.cluster_update(&p, cluster_id, &body).await?;
-            Ok(convert_more::cluster(views::cluster(&v)))
+            Ok(convert::cluster(views::cluster(&v)))
         };
         answer(r.await)
     }
@@ -110,10 +110,8 @@ impl pb::cluster_service_server::ClusterService for Svc {
         &self,
         req: Request<pb::DeleteClusterRequest>,
     ) -> Result<Response<pb::Action>, Status> {
-        action_call(&req, |p, req| async move {
-            let cluster_id = id("id", &req.get_ref().id)?;
-            note_resource(req, "cluster", cluster_id);
-            self.0.app.cluster_delete(&p, cluster_id).await
+        action_on(&req, "cluster", &req.get_ref().id, |p, id| async move {
+            self.0.app.cluster_delete(&p, id).await
         })
         .await
     }
@@ -138,10 +136,7 @@ impl pb::cluster_service_server::ClusterService for Svc {
                 .cluster_get(&p, id("id", &req.get_ref().id)?)
                 .await?;
             Ok(pb::ListNodesResponse {
-                nodes: views::nodes(&v)
-                    .into_iter()
-                    .map(convert_more::node)
-                    .collect(),
+                nodes: views::nodes(&v).into_iter().map(convert::node).collect(),
             })
         };
         answer(r.await)
@@ -178,7 +173,7 @@ impl pb::cluster_service_server::ClusterService for Svc {
         let r = async {
             let cluster_id = id("id", &req.get_ref().id)?;
             note_resource(&req, "cluster", cluster_id);
-            let body = convert_more::cluster_upgrade(req.get_ref());
+            let body = convert::cluster_upgrade(req.get_ref());
             let (a, _warnings) = self.0.app.cluster_upgrade(&p, cluster_id, &body).await?;
             note_action(&req, &a);
             Ok(convert::action(views::action(&a)))
@@ -190,10 +185,8 @@ impl pb::cluster_service_server::ClusterService for Svc {
         &self,
         req: Request<pb::RotateCredentialsRequest>,
     ) -> Result<Response<pb::Action>, Status> {
-        action_call(&req, |p, req| async move {
-            let cluster_id = id("id", &req.get_ref().id)?;
-            note_resource(req, "cluster", cluster_id);
-            self.0.app.cluster_rotate_credentials(&p, cluster_id).await
+        action_on(&req, "cluster", &req.get_ref().id, |p, id| async move {
+            self.0.app.cluster_rotate_credentials(&p, id).await
         })
         .await
     }
@@ -211,7 +204,7 @@ impl pb::cluster_service_server::ClusterService for Svc {
                 .get_ref()
                 .pool
                 .as_ref()
-                .map(convert_more::pool_create)
+                .map(convert::pool_create)
                 .unwrap_or_else(|| serde_json::json!({}));
             let c = self.0.app.pool_create(&p, cluster_id, &body).await?;
             let action = c
@@ -273,7 +266,7 @@ impl pb::cluster_service_server::ClusterService for Svc {
             let cluster_id = id("id", &m.id)?;
             let pool_id: meson_core::PoolId = id("pool_id", &m.pool_id)?;
             note_resource(&req, "node_pool", pool_id);
-            let body = convert_more::pool_update(m);
+            let body = convert::pool_update(m);
             let c = self
                 .0
                 .app

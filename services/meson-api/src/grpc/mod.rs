@@ -9,7 +9,6 @@ pub mod autoscaler;
 mod catalog;
 mod clusters;
 mod convert;
-mod convert_more;
 mod guard;
 mod idempotency;
 mod networks;
@@ -166,6 +165,28 @@ where
         note_action(req, &a);
         convert::action(crate::views::action(&a))
     }))
+}
+
+/// Answers a call that starts an action on the resource its `id` field
+/// (`raw`) names, noted for the audit log as a `kind`: `f` runs as the
+/// admitted caller, on the parsed id.
+pub(crate) async fn action_on<T, I, F, Fut>(
+    req: &tonic::Request<T>,
+    kind: &str,
+    raw: &str,
+    f: F,
+) -> Result<tonic::Response<pb::Action>, Status>
+where
+    I: std::str::FromStr + std::fmt::Display,
+    F: FnOnce(Principal, I) -> Fut,
+    Fut: Future<Output = Result<meson_core::action::Action, Error>>,
+{
+    action_call(req, |p, req| async move {
+        let resource: I = id("id", raw)?;
+        note_resource(req, kind, &resource);
+        f(p, resource).await
+    })
+    .await
 }
 
 /// A domain result as a gRPC answer.

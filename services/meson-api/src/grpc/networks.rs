@@ -1,6 +1,6 @@
 //! `meson.v1.NetworkService`.
 
-use super::{Svc, action_call, answer, convert, convert_more, id, note_resource, principal};
+use super::{Svc, action_on, answer, convert, id, note_resource, principal};
 use crate::app::ListQuery;
 use crate::views;
 use meson_core::network::NetworkStatus;
@@ -14,7 +14,7 @@ impl pb::network_service_server::NetworkService for Svc {
         req: Request<pb::CreateNetworkRequest>,
     ) -> Result<Response<pb::NetworkResponse>, Status> {
         let p = principal(&req)?;
-        let body = convert_more::network_create(req.get_ref());
+        let body = convert::network_create(req.get_ref());
         answer(
             self.0
                 .app
@@ -23,7 +23,7 @@ impl pb::network_service_server::NetworkService for Svc {
                 .map(|(network, warnings)| {
                     note_resource(&req, "network", network.id);
                     pb::NetworkResponse {
-                        network: Some(convert_more::network(views::network(&network, &[]))),
+                        network: Some(convert::network(views::network(&network, &[]))),
                         warnings: convert::warnings(&warnings),
                     }
                 }),
@@ -41,7 +41,7 @@ impl pb::network_service_server::NetworkService for Svc {
                 .app
                 .network_get(&p, id("id", &req.get_ref().id)?)
                 .await?;
-            Ok(convert_more::network(views::network(&network, &vms)))
+            Ok(convert::network(views::network(&network, &vms)))
         };
         answer(r.await)
     }
@@ -58,7 +58,7 @@ impl pb::network_service_server::NetworkService for Svc {
             Ok(pb::ListNetworksResponse {
                 networks: networks
                     .iter()
-                    .map(|(n, vms)| convert_more::network(views::network(n, vms)))
+                    .map(|(n, vms)| convert::network(views::network(n, vms)))
                     .collect(),
                 pagination: Some(convert::pagination(q.page, total)),
             })
@@ -77,7 +77,7 @@ impl pb::network_service_server::NetworkService for Svc {
             let body = convert::name_labels(&req.get_ref().name, &req.get_ref().labels);
             let (network, vms, warnings) = self.0.app.network_update(&p, network_id, &body).await?;
             Ok(pb::NetworkResponse {
-                network: Some(convert_more::network(views::network(&network, &vms))),
+                network: Some(convert::network(views::network(&network, &vms))),
                 warnings: convert::warnings(&warnings),
             })
         };
@@ -88,10 +88,8 @@ impl pb::network_service_server::NetworkService for Svc {
         &self,
         req: Request<pb::DeleteNetworkRequest>,
     ) -> Result<Response<pb::Action>, Status> {
-        action_call(&req, |p, req| async move {
-            let network_id = id("id", &req.get_ref().id)?;
-            note_resource(req, "network", network_id);
-            self.0.app.network_delete(&p, network_id).await
+        action_on(&req, "network", &req.get_ref().id, |p, id| async move {
+            self.0.app.network_delete(&p, id).await
         })
         .await
     }

@@ -1,6 +1,8 @@
 //! `meson.v1.VmService`.
 
-use super::{Svc, action_call, answer, convert, id, note_action, note_resource, principal};
+use super::{
+    Svc, action_call, action_on, answer, convert, id, note_action, note_resource, principal,
+};
 use crate::app::ListQuery;
 use crate::views;
 use meson_core::Error;
@@ -79,10 +81,8 @@ impl pb::vm_service_server::VmService for Svc {
         &self,
         req: Request<pb::DeleteVmRequest>,
     ) -> Result<Response<pb::Action>, Status> {
-        action_call(&req, |p, req| async move {
-            let vm_id = id("id", &req.get_ref().id)?;
-            note_resource(req, "vm", vm_id);
-            self.0.app.vm_delete(&p, vm_id).await
+        action_on(&req, "vm", &req.get_ref().id, |p, id| async move {
+            self.0.app.vm_delete(&p, id).await
         })
         .await
     }

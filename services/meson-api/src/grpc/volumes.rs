@@ -1,8 +1,6 @@
 //! `meson.v1.VolumeService`.
 
-use super::{
-    Svc, action_call, answer, convert, convert_more, id, note_action, note_resource, principal,
-};
+use super::{Svc, action_on, answer, convert, id, note_action, note_resource, principal};
 use crate::app::VolumeQuery;
 use crate::views;
 use meson_proto::meson::v1 as pb;
@@ -15,12 +13,12 @@ impl pb::volume_service_server::VolumeService for Svc {
         req: Request<pb::CreateVolumeRequest>,
     ) -> Result<Response<pb::CreateVolumeResponse>, Status> {
         let p = principal(&req)?;
-        let body = convert_more::volume_create(req.get_ref());
+        let body = convert::volume_create(req.get_ref());
         answer(self.0.app.volume_create(&p, &body).await.map(|c| {
             note_resource(&req, "volume", c.volume.id);
             note_action(&req, &c.action);
             pb::CreateVolumeResponse {
-                volume: Some(convert_more::volume(views::volume(&c.volume))),
+                volume: Some(convert::volume(views::volume(&c.volume))),
                 action: Some(convert::action(views::action(&c.action))),
                 warnings: convert::warnings(&c.warnings),
             }
@@ -38,7 +36,7 @@ impl pb::volume_service_server::VolumeService for Svc {
             let body = convert::name_labels(&req.get_ref().name, &req.get_ref().labels);
             let (v, warnings) = self.0.app.volume_update(&p, volume_id, &body).await?;
             Ok(pb::VolumeResponse {
-                volume: Some(convert_more::volume(views::volume(&v))),
+                volume: Some(convert::volume(views::volume(&v))),
                 warnings: convert::warnings(&warnings),
             })
         };
@@ -49,10 +47,8 @@ impl pb::volume_service_server::VolumeService for Svc {
         &self,
         req: Request<pb::DeleteVolumeRequest>,
     ) -> Result<Response<pb::Action>, Status> {
-        action_call(&req, |p, req| async move {
-            let volume_id = id("id", &req.get_ref().id)?;
-            note_resource(req, "volume", volume_id);
-            self.0.app.volume_delete(&p, volume_id).await
+        action_on(&req, "volume", &req.get_ref().id, |p, id| async move {
+            self.0.app.volume_delete(&p, id).await
         })
         .await
     }
@@ -68,7 +64,7 @@ impl pb::volume_service_server::VolumeService for Svc {
                 .app
                 .volume_get(&p, id("id", &req.get_ref().id)?)
                 .await?;
-            Ok(convert_more::volume(crate::views::volume(&v)))
+            Ok(convert::volume(crate::views::volume(&v)))
         };
         answer(r.await)
     }
@@ -86,7 +82,7 @@ impl pb::volume_service_server::VolumeService for Svc {
             Ok(pb::ListVolumesResponse {
                 volumes: volumes
                     .iter()
-                    .map(|v| convert_more::volume(crate::views::volume(v)))
+                    .map(|v| convert::volume(crate::views::volume(v)))
                     .collect(),
                 pagination: Some(convert::pagination(q.page, total)),
             })

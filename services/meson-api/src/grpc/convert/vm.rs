@@ -1,81 +1,10 @@
-//! Between the REST API's wire types and `meson.v1` messages, both ways.
-//!
-//! Answers are built from the REST wire types (`views` makes those from the
-//! domain), so both transports show the same thing. Requests become the
-//! REST request's JSON and go through the same parser, so both validate
-//! alike and name a bad field by the same JSON path; a zero value stands
-//! for an absent field (the REST default applies).
+//! VMs: answers, and `CreateVmRequest` as the REST request.
 
+use super::json::Obj;
+use super::meta::{map, price, timestamp};
 use meson_proto::meson::v1 as pb;
 use meson_types as wire;
-use serde_json::{Map, Value, json};
-use std::collections::{BTreeMap, HashMap};
-
-pub fn timestamp(t: chrono::DateTime<chrono::Utc>) -> prost_types::Timestamp {
-    prost_types::Timestamp {
-        seconds: t.timestamp(),
-        nanos: i32::try_from(t.timestamp_subsec_nanos()).unwrap_or(0),
-    }
-}
-
-pub fn map(m: &BTreeMap<String, String>) -> HashMap<String, String> {
-    m.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
-}
-
-pub fn action(a: wire::Action) -> pb::Action {
-    pb::Action {
-        id: a.id.to_string(),
-        command: a.command,
-        status: a.status,
-        progress: u32::from(a.progress),
-        started: Some(timestamp(a.started)),
-        finished: a.finished.map(timestamp),
-        resources: a
-            .resources
-            .into_iter()
-            .map(|r| pb::ActionResource {
-                id: r.id.to_string(),
-                r#type: r.kind,
-            })
-            .collect(),
-        error: a.error.map(|e| pb::ActionError {
-            code: e.code,
-            message: e.message,
-        }),
-    }
-}
-
-pub fn warning(w: wire::Warning) -> pb::Warning {
-    pb::Warning {
-        field: w.field,
-        message: w.message,
-    }
-}
-
-pub fn warnings(w: &[meson_core::parse::Warning]) -> Vec<pb::Warning> {
-    w.iter().map(crate::views::warning).map(warning).collect()
-}
-
-pub fn price(p: wire::Price) -> pb::Price {
-    pb::Price {
-        hourly: p.hourly,
-        monthly: p.monthly,
-        currency: p.currency,
-    }
-}
-
-/// `meta.pagination` of `page` in a list of `total` entries.
-pub fn pagination(page: crate::app::Page, total: u64) -> pb::Pagination {
-    let p = crate::app::list::pagination(page, total);
-    pb::Pagination {
-        page: p.page,
-        per_page: p.per_page,
-        previous_page: p.previous_page,
-        next_page: p.next_page,
-        last_page: p.last_page.unwrap_or(1),
-        total_entries: p.total_entries.unwrap_or(0),
-    }
-}
+use serde_json::Value;
 
 pub fn vm(v: wire::Vm) -> pb::Vm {
     let s = v.specs;
@@ -137,83 +66,6 @@ pub fn vm(v: wire::Vm) -> pb::Vm {
             })
             .collect(),
         price: v.price.map(price),
-    }
-}
-
-/// A JSON object of the fields that are set (non-empty, non-zero).
-pub struct Obj(Map<String, Value>);
-
-impl Obj {
-    pub fn new() -> Obj {
-        Obj(Map::new())
-    }
-
-    pub fn str(mut self, key: &str, v: &str) -> Obj {
-        if !v.is_empty() {
-            self.0.insert(key.to_owned(), v.into());
-        }
-        self
-    }
-
-    pub fn num(mut self, key: &str, v: impl Into<f64> + Copy) -> Obj {
-        let f: f64 = v.into();
-        if f != 0.0 {
-            // Integral numbers as integers: the parser wants those.
-            let value = if f.fract() == 0.0 && f.abs() < 9e15 {
-                json!(f as i64)
-            } else {
-                json!(f)
-            };
-            self.0.insert(key.to_owned(), value);
-        }
-        self
-    }
-
-    pub fn opt<T: Into<Value>>(mut self, key: &str, v: Option<T>) -> Obj {
-        if let Some(v) = v {
-            self.0.insert(key.to_owned(), v.into());
-        }
-        self
-    }
-
-    pub fn flag(mut self, key: &str, v: bool) -> Obj {
-        if v {
-            self.0.insert(key.to_owned(), true.into());
-        }
-        self
-    }
-
-    pub fn list(mut self, key: &str, v: &[String]) -> Obj {
-        if !v.is_empty() {
-            self.0.insert(key.to_owned(), v.into());
-        }
-        self
-    }
-
-    pub fn labels(mut self, key: &str, v: &HashMap<String, String>) -> Obj {
-        if !v.is_empty() {
-            self.0.insert(key.to_owned(), json!(v));
-        }
-        self
-    }
-
-    pub fn obj(mut self, key: &str, v: Option<Obj>) -> Obj {
-        if let Some(o) = v.filter(|o| !o.0.is_empty()) {
-            self.0.insert(key.to_owned(), Value::Object(o.0));
-        }
-        self
-    }
-
-    pub fn objs(mut self, key: &str, v: Vec<Obj>) -> Obj {
-        if !v.is_empty() {
-            let items = v.into_iter().map(|o| Value::Object(o.0)).collect();
-            self.0.insert(key.to_owned(), Value::Array(items));
-        }
-        self
-    }
-
-    pub fn value(self) -> Value {
-        Value::Object(self.0)
     }
 }
 
@@ -291,66 +143,10 @@ pub fn vm_create(r: &pb::CreateVmRequest) -> Value {
         .value()
 }
 
-/// A PATCH of a name and/or labels.
-pub fn name_labels(name: &Option<String>, labels: &Option<pb::Labels>) -> Value {
-    Obj::new()
-        .opt("name", name.clone())
-        .opt("labels", labels.as_ref().map(|l| json!(l.labels)))
-        .value()
-}
-
-/// `ListOptions` as the REST list's query pairs.
-pub fn list_query(o: Option<&pb::ListOptions>) -> Vec<(String, String)> {
-    let mut q = Vec::new();
-    let Some(o) = o else { return q };
-    page_query(o.page.as_ref(), &mut q);
-    if !o.name.is_empty() {
-        q.push(("name".into(), o.name.clone()));
-    }
-    for s in &o.status {
-        q.push(("status".into(), s.clone()));
-    }
-    if !o.label_selector.is_empty() {
-        q.push(("label_selector".into(), o.label_selector.clone()));
-    }
-    for s in &o.sort {
-        q.push(("sort".into(), s.clone()));
-    }
-    q
-}
-
-/// `ListVolumesRequest` as the REST list's query pairs: an empty field
-/// filters nothing.
-pub fn volume_list_query(r: &pb::ListVolumesRequest) -> Vec<(String, String)> {
-    let mut q = Vec::new();
-    page_query(r.page.as_ref(), &mut q);
-    if !r.vm.is_empty() {
-        q.push(("vm".into(), r.vm.clone()));
-    }
-    if !r.kind.is_empty() {
-        q.push(("kind".into(), r.kind.clone()));
-    }
-    if let Some(standalone) = r.standalone {
-        q.push(("standalone".into(), standalone.to_string()));
-    }
-    q
-}
-
-/// `PageRequest` as `page` and `per_page` query pairs.
-pub fn page_query(p: Option<&pb::PageRequest>, q: &mut Vec<(String, String)>) {
-    if let Some(p) = p {
-        if p.page != 0 {
-            q.push(("page".into(), p.page.to_string()));
-        }
-        if p.per_page != 0 {
-            q.push(("per_page".into(), p.per_page.to_string()));
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn a_typed_vm_request_is_the_rest_one() {

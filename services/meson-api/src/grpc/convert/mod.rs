@@ -1,0 +1,27 @@
+//! Between the REST API's wire types and `meson.v1` messages, both ways, a
+//! file per resource.
+//!
+//! Answers are built from the REST wire types (`views` makes those from the
+//! domain), so both transports show the same thing. Requests become the
+//! REST request's JSON ([`json::Obj`]) and go through the same parser, so
+//! both validate alike and name a bad field by the same JSON path; a zero
+//! value stands for an absent field (the REST default applies).
+
+mod action;
+mod catalog;
+mod cluster;
+mod json;
+mod meta;
+mod network;
+mod pool;
+mod vm;
+mod volume;
+
+pub use action::action;
+pub use catalog::{cluster_quotes, flavor, kubernetes_version, provider, vm_quotes};
+pub use cluster::{cluster, cluster_create, cluster_update, cluster_upgrade, node};
+pub use meta::{list_query, name_labels, page_query, pagination, warnings};
+pub use network::{network, network_create};
+pub use pool::{pool, pool_create, pool_update};
+pub use vm::{vm, vm_create};
+pub use volume::{volume, volume_create, volume_list_query};
