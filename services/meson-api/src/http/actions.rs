@@ -83,125 +83,65 @@ async fn list(
     }))
 }
 
-/// Lists a VM's actions.
-#[utoipa::path(
-    get,
-    path = "/v1/vms/{id}/actions",
-    tag = "actions",
-    operation_id = "vm_action_list",
-    summary = "List a VM's actions",
-    description = "Every action that touched the VM, newest first by default; a deleted \
-        VM's history stays.",
-    params(("id" = uuid::Uuid, Path, description = "The VM's id."), PageQuery,
-        VmActionListQuery),
-    responses(
-        (status = 200, description = "A page of actions.", body = wire::action::ActionPage,
-            headers(("Link" = String, description = "RFC 8288 links to the `prev`, `next` \
-                and `last` pages."))),
-        (status = 400, description = "The id is not a UUID, or a bad query parameter \
-            (`invalid_input`; `id=` is refused here).", body = ErrorResponse),
-        (status = 404, description = "The tenant never had this VM (`not_found`).",
-            body = ErrorResponse),
-    ),
-)]
-async fn list_for_vm(
-    State(s): State<AppState>,
-    p: Principal,
-    Path(id): Path<String>,
-    RawQuery(q): RawQuery,
-) -> ApiResult<Response> {
-    list_for(&s, &p, ResourceType::Vm, "vms", &id, q.as_deref()).await
+/// The handler of `GET /v1/{collection}/{id}/actions` for one kind of
+/// resource, with its documentation: `$noun` names the resource in prose.
+macro_rules! list_for {
+    ($handler:ident, $kind:expr, $collection:tt, $operation:tt, $noun:tt) => {
+        #[doc = concat!("Lists a ", $noun, "'s actions.")]
+        #[utoipa::path(
+            get,
+            path = concat!("/v1/", $collection, "/{id}/actions"),
+            tag = "actions",
+            operation_id = $operation,
+            summary = concat!("List a ", $noun, "'s actions"),
+            description = concat!("Every action that touched the ", $noun,
+                ", newest first by default; a deleted ", $noun, "'s history stays."),
+            params(("id" = uuid::Uuid, Path, description = concat!("The ", $noun, "'s id.")),
+                PageQuery, VmActionListQuery),
+            responses(
+                (status = 200, description = "A page of actions.",
+                    body = wire::action::ActionPage,
+                    headers(("Link" = String, description = "RFC 8288 links to the `prev`, \
+                        `next` and `last` pages."))),
+                (status = 400, description = "The id is not a UUID, or a bad query parameter \
+                    (`invalid_input`; `id=` is refused here).", body = ErrorResponse),
+                (status = 404, description = concat!("The tenant never had this ", $noun,
+                    " (`not_found`)."), body = ErrorResponse),
+            ),
+        )]
+        async fn $handler(
+            State(s): State<AppState>,
+            p: Principal,
+            Path(id): Path<String>,
+            RawQuery(q): RawQuery,
+        ) -> ApiResult<Response> {
+            list_for(&s, &p, $kind, $collection, &id, q.as_deref()).await
+        }
+    };
 }
 
-/// Lists a volume's actions.
-#[utoipa::path(
-    get,
-    path = "/v1/volumes/{id}/actions",
-    tag = "actions",
-    operation_id = "volume_action_list",
-    summary = "List a volume's actions",
-    description = "Every action that touched the volume, newest first by default; a deleted \
-        volume's history stays.",
-    params(("id" = uuid::Uuid, Path, description = "The volume's id."), PageQuery,
-        VmActionListQuery),
-    responses(
-        (status = 200, description = "A page of actions.", body = wire::action::ActionPage,
-            headers(("Link" = String, description = "RFC 8288 links to the `prev`, `next` \
-                and `last` pages."))),
-        (status = 400, description = "The id is not a UUID, or a bad query parameter \
-            (`invalid_input`; `id=` is refused here).", body = ErrorResponse),
-        (status = 404, description = "The tenant never had this volume (`not_found`).",
-            body = ErrorResponse),
-    ),
-)]
-async fn list_for_volume(
-    State(s): State<AppState>,
-    p: Principal,
-    Path(id): Path<String>,
-    RawQuery(q): RawQuery,
-) -> ApiResult<Response> {
-    list_for(&s, &p, ResourceType::Volume, "volumes", &id, q.as_deref()).await
-}
-
-/// Lists a cluster's actions.
-#[utoipa::path(
-    get,
-    path = "/v1/clusters/{id}/actions",
-    tag = "actions",
-    operation_id = "cluster_action_list",
-    summary = "List a cluster's actions",
-    description = "Every action that touched the cluster, newest first by default; a deleted \
-        cluster's history stays.",
-    params(("id" = uuid::Uuid, Path, description = "The cluster's id."), PageQuery,
-        VmActionListQuery),
-    responses(
-        (status = 200, description = "A page of actions.", body = wire::action::ActionPage,
-            headers(("Link" = String, description = "RFC 8288 links to the `prev`, `next` \
-                and `last` pages."))),
-        (status = 400, description = "The id is not a UUID, or a bad query parameter \
-            (`invalid_input`; `id=` is refused here).", body = ErrorResponse),
-        (status = 404, description = "The tenant never had this cluster (`not_found`).",
-            body = ErrorResponse),
-    ),
-)]
-async fn list_for_cluster(
-    State(s): State<AppState>,
-    p: Principal,
-    Path(id): Path<String>,
-    RawQuery(q): RawQuery,
-) -> ApiResult<Response> {
-    list_for(&s, &p, ResourceType::Cluster, "clusters", &id, q.as_deref()).await
-}
-
-/// Lists a network's actions.
-#[utoipa::path(
-    get,
-    path = "/v1/networks/{id}/actions",
-    tag = "actions",
-    operation_id = "network_action_list",
-    summary = "List a network's actions",
-    description = "Every action that touched the network, newest first by default; a deleted \
-        network's history stays.",
-    params(("id" = uuid::Uuid, Path, description = "The network's id."), PageQuery,
-        VmActionListQuery),
-    responses(
-        (status = 200, description = "A page of actions.", body = wire::action::ActionPage,
-            headers(("Link" = String, description = "RFC 8288 links to the `prev`, `next` \
-                and `last` pages."))),
-        (status = 400, description = "The id is not a UUID, or a bad query parameter \
-            (`invalid_input`; `id=` is refused here).", body = ErrorResponse),
-        (status = 404, description = "The tenant never had this network (`not_found`).",
-            body = ErrorResponse),
-    ),
-)]
-async fn list_for_network(
-    State(s): State<AppState>,
-    p: Principal,
-    Path(id): Path<String>,
-    RawQuery(q): RawQuery,
-) -> ApiResult<Response> {
-    list_for(&s, &p, ResourceType::Network, "networks", &id, q.as_deref()).await
-}
+list_for!(list_for_vm, ResourceType::Vm, "vms", "vm_action_list", "VM");
+list_for!(
+    list_for_volume,
+    ResourceType::Volume,
+    "volumes",
+    "volume_action_list",
+    "volume"
+);
+list_for!(
+    list_for_cluster,
+    ResourceType::Cluster,
+    "clusters",
+    "cluster_action_list",
+    "cluster"
+);
+list_for!(
+    list_for_network,
+    ResourceType::Network,
+    "networks",
+    "network_action_list",
+    "network"
+);
 
 /// `/v1/{collection}/{id}/actions`: a page of the actions on one resource.
 async fn list_for(
