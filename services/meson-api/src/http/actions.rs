@@ -7,6 +7,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::views;
 use axum::extract::{Path, RawQuery, State};
 
+use super::responses::BadId;
 use axum::Json;
 use axum::response::Response;
 use meson_core::Error;
@@ -39,8 +40,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
     params(("id" = uuid::Uuid, Path, description = "The action's id.")),
     responses(
         (status = 200, description = "The action.", body = wire::ActionResponse),
-        (status = 400, description = "The id is not a UUID (`invalid_input`).",
-            body = ErrorResponse),
+        BadId,
         (status = 404, description = "No such action for this tenant (`not_found`).",
             body = ErrorResponse),
     ),

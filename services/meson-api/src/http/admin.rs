@@ -1,6 +1,7 @@
 //! `/v1/quotas`, and the operators' `/v1/tenants/{tenant}/quotas`,
 //! `/v1/targets` and `/v1/audit`.
 
+use super::responses::BadId;
 use super::{AppState, JsonBody, pagination, parse_id, query_pairs};
 use crate::app::QuotaView;
 use crate::auth::Principal;
@@ -137,8 +138,7 @@ async fn target_list(State(s): State<AppState>, p: Principal) -> ApiResult<Json<
     params(("id" = uuid::Uuid, Path, description = "The target's id.")),
     responses(
         (status = 200, description = "The target.", body = wire::TargetResponse),
-        (status = 400, description = "The id is not a UUID (`invalid_input`).",
-            body = ErrorResponse),
+        BadId,
         (status = 404, description = "No such target (`not_found`).", body = ErrorResponse),
     ),
 )]

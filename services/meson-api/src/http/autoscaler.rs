@@ -1,6 +1,7 @@
 //! `/v1/clusters/{id}/autoscaler-credentials`: what a cluster's
 //! cluster-autoscaler needs to call meson's `externalgrpc` endpoint.
 
+use super::responses::{BadId, NoSuchCluster};
 use super::{AppState, parse_id};
 use crate::app::autoscaler::cloud_config;
 use crate::auth::Principal;
@@ -32,10 +33,8 @@ pub fn routes() -> OpenApiRouter<AppState> {
     params(("id" = uuid::Uuid, Path, description = "The cluster's id.")),
     responses(
         (status = 201, description = "The credential.", body = AutoscalerCredentialsResponse),
-        (status = 400, description = "The id is not a UUID (`invalid_input`).",
-            body = ErrorResponse),
-        (status = 404, description = "No such cluster for this tenant (`not_found`).",
-            body = ErrorResponse),
+        BadId,
+        NoSuchCluster,
         (status = 503, description = "This deployment serves no autoscaler endpoint \
             (`service_error`).", body = ErrorResponse),
     ),

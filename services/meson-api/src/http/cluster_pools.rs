@@ -1,5 +1,6 @@
 //! `/v1/clusters/{id}/pools`: a cluster's node pools.
 
+use super::responses::{BadId, BadIds, CannotModify, NoSuchCluster};
 use super::{AppState, JsonBody, parse_id};
 use crate::app::PoolView;
 use crate::auth::Principal;
@@ -37,10 +38,8 @@ fn pool(v: &PoolView) -> wire::cluster::Pool {
     params(("id" = uuid::Uuid, Path, description = "The cluster's id.")),
     responses(
         (status = 200, description = "The pools, oldest first.", body = wire::pool::PoolList),
-        (status = 400, description = "The id is not a UUID (`invalid_input`).",
-            body = ErrorResponse),
-        (status = 404, description = "No such cluster for this tenant (`not_found`).",
-            body = ErrorResponse),
+        BadId,
+        NoSuchCluster,
     ),
 )]
 async fn list(
@@ -78,8 +77,7 @@ async fn list(
         (status = 403, description = "The token's role cannot modify (`forbidden`), or \
             the cluster has 16 pools already or the pool's nodes would take the tenant over \
             a quota (`resource_limit_exceeded`, in `details.limits`).", body = ErrorResponse),
-        (status = 404, description = "No such cluster for this tenant (`not_found`).",
-            body = ErrorResponse),
+        NoSuchCluster,
         (status = 409, description = "The cluster has a pool of this name \
             (`uniqueness_error` on `pool_name`), its control plane is not up (`conflict`), \
             or the Idempotency-Key was used with another body (`conflict`).",
@@ -120,8 +118,7 @@ async fn create(
     ),
     responses(
         (status = 200, description = "The pool.", body = wire::pool::PoolResponse),
-        (status = 400, description = "An id is not a UUID (`invalid_input`).",
-            body = ErrorResponse),
+        BadIds,
         (status = 404, description = "No such cluster for this tenant, or no such pool in \
             it (`not_found`).", body = ErrorResponse),
     ),
@@ -207,10 +204,8 @@ async fn update(
     ),
     responses(
         (status = 200, description = "Accepted: the delete action.", body = wire::ActionResponse),
-        (status = 400, description = "An id is not a UUID (`invalid_input`).",
-            body = ErrorResponse),
-        (status = 403, description = "The token's role cannot modify (`forbidden`).",
-            body = ErrorResponse),
+        BadIds,
+        CannotModify,
         (status = 404, description = "No such cluster for this tenant, or no such pool in \
             it (`not_found`).", body = ErrorResponse),
         (status = 409, description = "It is the cluster's last pool, or the last with a \

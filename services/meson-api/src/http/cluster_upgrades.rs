@@ -1,6 +1,7 @@
 //! `/v1/clusters/{id}/actions/upgrade` and
 //! `/v1/clusters/{id}/actions/rotate-credentials`.
 
+use super::responses::NoSuchCluster;
 use super::{AppState, JsonBody, parse_id};
 use crate::auth::Principal;
 use crate::error::ApiResult;
@@ -51,8 +52,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
             body = ErrorResponse),
         (status = 403, description = "The token's role cannot upgrade (`forbidden`).",
             body = ErrorResponse),
-        (status = 404, description = "No such cluster for this tenant (`not_found`).",
-            body = ErrorResponse),
+        NoSuchCluster,
         (status = 409, description = "The cluster is not `running` (`conflict`).",
             body = ErrorResponse),
         (status = 423, description = "Another action runs on the cluster (`locked`; its id \
@@ -101,8 +101,7 @@ async fn upgrade(
                 parameters(("id" = "$response.body#/action/id")))))),
         (status = 403, description = "The token's role cannot rotate credentials \
             (`forbidden`).", body = ErrorResponse),
-        (status = 404, description = "No such cluster for this tenant (`not_found`).",
-            body = ErrorResponse),
+        NoSuchCluster,
         (status = 409, description = "The cluster is not `running` (`conflict`).",
             body = ErrorResponse),
         (status = 423, description = "Another action runs on the cluster (`locked`; its id \

@@ -1,5 +1,6 @@
 //! `/v1/clusters` (and its alias `POST /v1/kaas`).
 
+use super::responses::{BadId, CannotDelete, CannotModify, NoSuchCluster};
 use super::{AppState, JsonBody, pagination, parse_id, query_pairs};
 use crate::app::ListQuery;
 use crate::auth::Principal;
@@ -113,10 +114,8 @@ async fn create_kaas(
     params(("id" = uuid::Uuid, Path, description = "The cluster's id.")),
     responses(
         (status = 200, description = "The cluster.", body = wire::cluster::ClusterResponse),
-        (status = 400, description = "The id is not a UUID (`invalid_input`).",
-            body = ErrorResponse),
-        (status = 404, description = "No such cluster for this tenant (`not_found`).",
-            body = ErrorResponse),
+        BadId,
+        NoSuchCluster,
     ),
 )]
 async fn read(
@@ -178,10 +177,8 @@ async fn list(
             body = wire::cluster::ClusterResponse),
         (status = 400, description = "A bad field (`invalid_input`) or malformed JSON \
             (`json_error`).", body = ErrorResponse),
-        (status = 403, description = "The token's role cannot modify (`forbidden`).",
-            body = ErrorResponse),
-        (status = 404, description = "No such cluster for this tenant (`not_found`).",
-            body = ErrorResponse),
+        CannotModify,
+        NoSuchCluster,
     ),
 )]
 async fn update(
@@ -209,12 +206,9 @@ async fn update(
     params(("id" = uuid::Uuid, Path, description = "The cluster's id.")),
     responses(
         (status = 200, description = "Accepted: the delete action.", body = wire::ActionResponse),
-        (status = 400, description = "The id is not a UUID (`invalid_input`).",
-            body = ErrorResponse),
-        (status = 403, description = "The token's role cannot delete (`forbidden`).",
-            body = ErrorResponse),
-        (status = 404, description = "No such cluster for this tenant (`not_found`).",
-            body = ErrorResponse),
+        BadId,
+        CannotDelete,
+        NoSuchCluster,
         (status = 423, description = "Another action runs on the cluster (`locked`; its id \
             in `details.action_id`).", body = ErrorResponse),
     ),
@@ -241,10 +235,8 @@ async fn delete(
     responses(
         (status = 200, description = "The nodes: control plane first, then by pool.",
             body = wire::cluster::NodeList),
-        (status = 400, description = "The id is not a UUID (`invalid_input`).",
-            body = ErrorResponse),
-        (status = 404, description = "No such cluster for this tenant (`not_found`).",
-            body = ErrorResponse),
+        BadId,
+        NoSuchCluster,
     ),
 )]
 async fn nodes(
@@ -281,8 +273,7 @@ async fn nodes(
             body = ErrorResponse),
         (status = 403, description = "The token's role may not hold the cluster \
             (`forbidden`).", body = ErrorResponse),
-        (status = 404, description = "No such cluster for this tenant (`not_found`).",
-            body = ErrorResponse),
+        NoSuchCluster,
         (status = 409, description = "The cluster's certificates are not made yet \
             (`conflict`).", body = ErrorResponse),
     ),

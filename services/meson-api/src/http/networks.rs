@@ -1,5 +1,6 @@
 //! `/v1/networks`.
 
+use super::responses::{BadId, CannotDelete, CannotModify, NoSuchNetwork};
 use super::{AppState, JsonBody, pagination, parse_id, query_pairs};
 use crate::app::ListQuery;
 use crate::auth::Principal;
@@ -68,10 +69,8 @@ async fn create(
     params(("id" = uuid::Uuid, Path, description = "The network's id.")),
     responses(
         (status = 200, description = "The network.", body = wire::network::NetworkResponse),
-        (status = 400, description = "The id is not a UUID (`invalid_input`).",
-            body = ErrorResponse),
-        (status = 404, description = "No such network for this tenant (`not_found`).",
-            body = ErrorResponse),
+        BadId,
+        NoSuchNetwork,
     ),
 )]
 async fn read(
@@ -137,10 +136,8 @@ async fn list(
             body = wire::network::NetworkResponse),
         (status = 400, description = "A bad field (`invalid_input`) or malformed JSON \
             (`json_error`).", body = ErrorResponse),
-        (status = 403, description = "The token's role cannot modify (`forbidden`).",
-            body = ErrorResponse),
-        (status = 404, description = "No such network for this tenant (`not_found`).",
-            body = ErrorResponse),
+        CannotModify,
+        NoSuchNetwork,
         (status = 409, description = "The name is taken (`uniqueness_error`).",
             body = ErrorResponse),
     ),
@@ -170,12 +167,9 @@ async fn update(
     params(("id" = uuid::Uuid, Path, description = "The network's id.")),
     responses(
         (status = 200, description = "Accepted: the delete action.", body = wire::ActionResponse),
-        (status = 400, description = "The id is not a UUID (`invalid_input`).",
-            body = ErrorResponse),
-        (status = 403, description = "The token's role cannot delete (`forbidden`).",
-            body = ErrorResponse),
-        (status = 404, description = "No such network for this tenant (`not_found`).",
-            body = ErrorResponse),
+        BadId,
+        CannotDelete,
+        NoSuchNetwork,
         (status = 409, description = "VMs are attached to it (`conflict`).",
             body = ErrorResponse),
         (status = 423, description = "It is already being deleted (`locked`; the action id \

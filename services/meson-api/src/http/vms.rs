@@ -1,5 +1,6 @@
 //! `/v1/vms`.
 
+use super::responses::{BadId, NoSuchVm};
 use super::{AppState, JsonBody, pagination, parse_id, query_pairs};
 use crate::app::ListQuery;
 use crate::auth::Principal;
@@ -91,10 +92,8 @@ async fn create(
     params(("id" = uuid::Uuid, Path, description = "The VM's id.")),
     responses(
         (status = 200, description = "The VM.", body = wire::VmResponse),
-        (status = 400, description = "The id is not a UUID (`invalid_input`).",
-            body = ErrorResponse),
-        (status = 404, description = "No such VM for this tenant (`not_found`).",
-            body = ErrorResponse),
+        BadId,
+        NoSuchVm,
     ),
 )]
 async fn read(
@@ -159,8 +158,7 @@ async fn list(
             (`invalid_input`) or malformed JSON (`json_error`).", body = ErrorResponse),
         (status = 403, description = "The token's role cannot change VMs (`forbidden`).",
             body = ErrorResponse),
-        (status = 404, description = "No such VM for this tenant (`not_found`).",
-            body = ErrorResponse),
+        NoSuchVm,
         (status = 409, description = "The tenant has another VM with this name \
             (`uniqueness_error`).", body = ErrorResponse),
     ),
@@ -192,12 +190,10 @@ async fn update(
         (status = 200, description = "Accepted: the delete action.", body = wire::ActionResponse,
             links(("GetAction" = (operation_id = "action_get",
                 parameters(("id" = "$response.body#/action/id")))))),
-        (status = 400, description = "The id is not a UUID (`invalid_input`).",
-            body = ErrorResponse),
+        BadId,
         (status = 403, description = "The token's role cannot delete VMs (`forbidden`).",
             body = ErrorResponse),
-        (status = 404, description = "No such VM for this tenant (`not_found`).",
-            body = ErrorResponse),
+        NoSuchVm,
         (status = 423, description = "Another action runs on the VM (`locked`; its id in \
             `details.action_id`).", body = ErrorResponse),
     ),

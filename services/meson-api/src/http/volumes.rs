@@ -1,5 +1,6 @@
 //! `/v1/volumes`.
 
+use super::responses::{BadId, CannotDelete, CannotModify, NoSuchVolume};
 use super::{AppState, JsonBody, pagination, parse_id, query_pairs};
 use crate::app::VolumeQuery;
 use crate::auth::Principal;
@@ -80,10 +81,8 @@ async fn create(
     params(("id" = uuid::Uuid, Path, description = "The volume's id.")),
     responses(
         (status = 200, description = "The volume.", body = wire::VolumeResponse),
-        (status = 400, description = "The id is not a UUID (`invalid_input`).",
-            body = ErrorResponse),
-        (status = 404, description = "No such volume for this tenant (`not_found`).",
-            body = ErrorResponse),
+        BadId,
+        NoSuchVolume,
     ),
 )]
 async fn read(
@@ -113,10 +112,8 @@ async fn read(
         (status = 200, description = "The volume as it is now.", body = wire::VolumeResponse),
         (status = 400, description = "A bad field (`invalid_input`) or malformed JSON \
             (`json_error`).", body = ErrorResponse),
-        (status = 403, description = "The token's role cannot modify (`forbidden`).",
-            body = ErrorResponse),
-        (status = 404, description = "No such volume for this tenant (`not_found`).",
-            body = ErrorResponse),
+        CannotModify,
+        NoSuchVolume,
         (status = 409, description = "The name is taken (`uniqueness_error`), or the volume \
             is a VM's own (`conflict`).", body = ErrorResponse),
     ),
@@ -147,12 +144,9 @@ async fn update(
     params(("id" = uuid::Uuid, Path, description = "The volume's id.")),
     responses(
         (status = 200, description = "Accepted: the delete action.", body = meson_types::ActionResponse),
-        (status = 400, description = "The id is not a UUID (`invalid_input`).",
-            body = ErrorResponse),
-        (status = 403, description = "The token's role cannot delete (`forbidden`).",
-            body = ErrorResponse),
-        (status = 404, description = "No such volume for this tenant (`not_found`).",
-            body = ErrorResponse),
+        BadId,
+        CannotDelete,
+        NoSuchVolume,
         (status = 409, description = "A VM has it attached, or it is a VM's own volume \
             (`conflict`).", body = ErrorResponse),
         (status = 423, description = "An action runs on it: its create or delete (`locked`; \
