@@ -51,9 +51,7 @@ async fn read(
     Path(id): Path<String>,
 ) -> ApiResult<Json<wire::ActionResponse>> {
     let a = s.app.action_get(&p, parse_id(&id)?).await?;
-    Ok(Json(wire::ActionResponse {
-        action: views::action(&a),
-    }))
+    Ok(super::action_answer(&a))
 }
 
 /// Reads several actions by id.

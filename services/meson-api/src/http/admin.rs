@@ -1,7 +1,7 @@
 //! `/v1/quotas`, and the operators' `/v1/tenants/{tenant}/quotas`,
 //! `/v1/targets` and `/v1/audit`.
 
-use super::responses::BadId;
+use super::responses::{BadId, BadQuery};
 use super::{AppState, JsonBody, pagination, parse_id, query_pairs};
 use crate::app::QuotaView;
 use crate::auth::Principal;
@@ -224,8 +224,7 @@ async fn target_update(
         (status = 200, description = "A page of entries.", body = wire::AuditList,
             headers(("Link" = String, description = "RFC 8288 links to the `prev`, `next` \
                 and `last` pages."))),
-        (status = 400, description = "A bad query parameter (`invalid_input`, named in \
-            `details.fields`).", body = ErrorResponse),
+        BadQuery,
     ),
 )]
 async fn audit_list(

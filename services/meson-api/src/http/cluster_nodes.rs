@@ -4,11 +4,8 @@ use super::{AppState, parse_id};
 use crate::app::NodeAction;
 use crate::auth::Principal;
 use crate::error::ApiResult;
-use crate::views;
-use axum::Json;
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use meson_types as wire;
 use meson_types::ErrorResponse;
 use utoipa_axum::router::OpenApiRouter;
@@ -31,13 +28,7 @@ async fn start(
         .app
         .cluster_node_action(p, parse_id(id)?, parse_id(node)?, op)
         .await?;
-    Ok((
-        StatusCode::CREATED,
-        Json(wire::ActionResponse {
-            action: views::action(&action),
-        }),
-    )
-        .into_response())
+    Ok(super::action_created(&action))
 }
 
 /// Replaces a node.

@@ -224,9 +224,7 @@ async fn delete(
         .app
         .pool_delete(&p, parse_id(&id)?, parse_id(&pool_id)?)
         .await?;
-    Ok(Json(wire::ActionResponse {
-        action: views::action(&action),
-    }))
+    Ok(super::action_answer(&action))
 }
 
 /// Removes chosen nodes of a pool.

@@ -114,11 +114,5 @@ async fn rotate_credentials(
     Path(id): Path<String>,
 ) -> ApiResult<Response> {
     let action = s.app.cluster_rotate_credentials(&p, parse_id(&id)?).await?;
-    Ok((
-        StatusCode::CREATED,
-        Json(wire::ActionResponse {
-            action: views::action(&action),
-        }),
-    )
-        .into_response())
+    Ok(super::action_created(&action))
 }

@@ -1,6 +1,6 @@
 //! `/v1/clusters` (and its alias `POST /v1/kaas`).
 
-use super::responses::{BadId, CannotDelete, CannotModify, NoSuchCluster};
+use super::responses::{BadId, BadQuery, CannotDelete, CannotModify, NoSuchCluster};
 use super::{AppState, JsonBody, pagination, parse_id, query_pairs};
 use crate::app::ListQuery;
 use crate::auth::Principal;
@@ -142,8 +142,7 @@ async fn read(
         (status = 200, description = "A page of clusters.", body = wire::cluster::ClusterList,
             headers(("Link" = String, description = "RFC 8288 links to the `prev`, `next` \
                 and `last` pages."))),
-        (status = 400, description = "A bad query parameter (`invalid_input`, named in \
-            `details.fields`).", body = ErrorResponse),
+        BadQuery,
     ),
 )]
 async fn list(
@@ -219,9 +218,7 @@ async fn delete(
     Path(id): Path<String>,
 ) -> ApiResult<Json<wire::ActionResponse>> {
     let action = s.app.cluster_delete(&p, parse_id(&id)?).await?;
-    Ok(Json(wire::ActionResponse {
-        action: views::action(&action),
-    }))
+    Ok(super::action_answer(&action))
 }
 
 /// Lists a cluster's nodes.

@@ -298,6 +298,18 @@ pub fn query_pairs(query: Option<&str>) -> ApiResult<Vec<(String, String)>> {
         .map_err(|_| ApiError(Error::invalid("(query)", "malformed query string")))
 }
 
+/// An action as its answer, `{"action": ...}`.
+pub fn action_answer(a: &meson_core::action::Action) -> axum::Json<meson_types::ActionResponse> {
+    axum::Json(meson_types::ActionResponse {
+        action: crate::views::action(a),
+    })
+}
+
+/// A started action as its `201 Created` answer.
+pub fn action_created(a: &meson_core::action::Action) -> Response {
+    (StatusCode::CREATED, action_answer(a)).into_response()
+}
+
 /// A list response: the body plus its `Link` header.
 pub fn paged(body: impl serde::Serialize, link: Option<HeaderValue>) -> Response {
     let mut out = axum::Json(body).into_response();

@@ -1,6 +1,6 @@
 //! `/v1/networks`.
 
-use super::responses::{BadId, CannotDelete, CannotModify, NoSuchNetwork};
+use super::responses::{BadId, BadQuery, CannotDelete, CannotModify, NoSuchNetwork};
 use super::{AppState, JsonBody, pagination, parse_id, query_pairs};
 use crate::app::ListQuery;
 use crate::auth::Principal;
@@ -97,8 +97,7 @@ async fn read(
         (status = 200, description = "A page of networks.", body = wire::network::NetworkList,
             headers(("Link" = String, description = "RFC 8288 links to the `prev`, `next` \
                 and `last` pages."))),
-        (status = 400, description = "A bad query parameter (`invalid_input`, named in \
-            `details.fields`).", body = ErrorResponse),
+        BadQuery,
     ),
 )]
 async fn list(
@@ -182,7 +181,5 @@ async fn delete(
     Path(id): Path<String>,
 ) -> ApiResult<Json<wire::ActionResponse>> {
     let action = s.app.network_delete(&p, parse_id(&id)?).await?;
-    Ok(Json(wire::ActionResponse {
-        action: views::action(&action),
-    }))
+    Ok(super::action_answer(&action))
 }

@@ -62,3 +62,11 @@ pub struct CannotModify(pub ErrorResponse);
     description = "The token's role cannot delete (`forbidden`)."
 )]
 pub struct CannotDelete(pub ErrorResponse);
+
+/// A list's query parameter is refused.
+#[derive(IntoResponses)]
+#[response(
+    status = 400,
+    description = "A bad query parameter (`invalid_input`, named in `details.fields`)."
+)]
+pub struct BadQuery(pub ErrorResponse);

@@ -1,6 +1,6 @@
 //! `/v1/vms`.
 
-use super::responses::{BadId, NoSuchVm};
+use super::responses::{BadId, BadQuery, NoSuchVm};
 use super::{AppState, JsonBody, pagination, parse_id, query_pairs};
 use crate::app::ListQuery;
 use crate::auth::Principal;
@@ -119,8 +119,7 @@ async fn read(
         (status = 200, description = "A page of VMs.", body = wire::VmList,
             headers(("Link" = String, description = "RFC 8288 links to the `prev`, `next` \
                 and `last` pages."))),
-        (status = 400, description = "A bad query parameter (`invalid_input`, named in \
-            `details.fields`).", body = ErrorResponse),
+        BadQuery,
     ),
 )]
 async fn list(
@@ -204,9 +203,7 @@ async fn delete(
     Path(id): Path<String>,
 ) -> ApiResult<Json<wire::ActionResponse>> {
     let action = s.app.vm_delete(&p, parse_id(&id)?).await?;
-    Ok(Json(wire::ActionResponse {
-        action: views::action(&action),
-    }))
+    Ok(super::action_answer(&action))
 }
 
 /// Powers a VM on or off, or reboots it.
@@ -251,13 +248,7 @@ async fn power(
         })
     })?;
     let action = s.app.vm_power(&p, parse_id(&id)?, op).await?;
-    Ok((
-        StatusCode::CREATED,
-        Json(wire::ActionResponse {
-            action: views::action(&action),
-        }),
-    )
-        .into_response())
+    Ok(super::action_created(&action))
 }
 
 /// The commands of `POST /v1/vms/{id}/actions/{command}` (documentation).

@@ -1,6 +1,6 @@
 //! `/v1/volumes`.
 
-use super::responses::{BadId, CannotDelete, CannotModify, NoSuchVolume};
+use super::responses::{BadId, BadQuery, CannotDelete, CannotModify, NoSuchVolume};
 use super::{AppState, JsonBody, pagination, parse_id, query_pairs};
 use crate::app::VolumeQuery;
 use crate::auth::Principal;
@@ -159,9 +159,7 @@ async fn delete(
     Path(id): Path<String>,
 ) -> ApiResult<Json<meson_types::ActionResponse>> {
     let action = s.app.volume_delete(&p, parse_id(&id)?).await?;
-    Ok(Json(meson_types::ActionResponse {
-        action: views::action(&action),
-    }))
+    Ok(super::action_answer(&action))
 }
 
 /// Every volume of the tenant: VMs' own and standalone ones. `vm=<id>`,
@@ -177,8 +175,7 @@ async fn delete(
         (status = 200, description = "A page of volumes.", body = wire::VolumeList,
             headers(("Link" = String, description = "RFC 8288 links to the `prev`, `next` \
                 and `last` pages."))),
-        (status = 400, description = "A bad query parameter (`invalid_input`, named in \
-            `details.fields`).", body = ErrorResponse),
+        BadQuery,
     ),
 )]
 async fn list(
