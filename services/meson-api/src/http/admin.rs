@@ -1,7 +1,7 @@
 //! `/v1/quotas`, and the operators' `/v1/tenants/{tenant}/quotas`,
 //! `/v1/targets` and `/v1/audit`.
 
-use super::responses::{BadId, BadQuery};
+use super::responses::{BadId, BadIdOrBody, BadQuery, NoSuchTarget};
 use super::{AppState, JsonBody, pagination, parse_id, query_pairs};
 use crate::app::QuotaView;
 use crate::auth::Principal;
@@ -139,7 +139,7 @@ async fn target_list(State(s): State<AppState>, p: Principal) -> ApiResult<Json<
     responses(
         (status = 200, description = "The target.", body = wire::TargetResponse),
         BadId,
-        (status = 404, description = "No such target (`not_found`).", body = ErrorResponse),
+        NoSuchTarget,
     ),
 )]
 async fn target_get(
@@ -192,9 +192,8 @@ async fn target_create(
         example = json!({"enabled": false})),
     responses(
         (status = 200, description = "The target as it is now.", body = wire::TargetResponse),
-        (status = 400, description = "The id is not a UUID, invalid input \
-            (`invalid_input`) or malformed JSON (`json_error`).", body = ErrorResponse),
-        (status = 404, description = "No such target (`not_found`).", body = ErrorResponse),
+        BadIdOrBody,
+        NoSuchTarget,
     ),
 )]
 async fn target_update(

@@ -1,5 +1,6 @@
 //! `/v1/clusters/{id}/nodes/{node}/actions/{replace|reboot}`.
 
+use super::responses::{BadIdsOrKey, CannotModifyClusters, ClusterBusy, NoSuchNode};
 use super::{AppState, parse_id};
 use crate::app::NodeAction;
 use crate::auth::Principal;
@@ -51,17 +52,13 @@ async fn start(
         (status = 201, description = "Accepted: the action.", body = wire::ActionResponse,
             links(("GetAction" = (operation_id = "action_get",
                 parameters(("id" = "$response.body#/action/id")))))),
-        (status = 400, description = "An id is not a UUID (`invalid_input`) or a bad \
-            `Idempotency-Key`.", body = ErrorResponse),
-        (status = 403, description = "The token's role cannot modify clusters (`forbidden`).",
-            body = ErrorResponse),
-        (status = 404, description = "No such cluster for this tenant, or no such node in it \
-            (`not_found`).", body = ErrorResponse),
+        BadIdsOrKey,
+        CannotModifyClusters,
+        NoSuchNode,
         (status = 409, description = "The cluster is not `running`, or the \
             `Idempotency-Key` was used with another request (`conflict`).",
             body = ErrorResponse),
-        (status = 423, description = "Another action runs on the cluster (`locked`; its id \
-            in `details.action_id`).", body = ErrorResponse),
+        ClusterBusy,
     ),
 )]
 async fn replace(
@@ -90,17 +87,13 @@ async fn replace(
         (status = 201, description = "Accepted: the action.", body = wire::ActionResponse,
             links(("GetAction" = (operation_id = "action_get",
                 parameters(("id" = "$response.body#/action/id")))))),
-        (status = 400, description = "An id is not a UUID (`invalid_input`) or a bad \
-            `Idempotency-Key`.", body = ErrorResponse),
-        (status = 403, description = "The token's role cannot modify clusters (`forbidden`).",
-            body = ErrorResponse),
-        (status = 404, description = "No such cluster for this tenant, or no such node in it \
-            (`not_found`).", body = ErrorResponse),
+        BadIdsOrKey,
+        CannotModifyClusters,
+        NoSuchNode,
         (status = 409, description = "The cluster is not `running`, the node cannot be \
             rebooted now (its VM is not running), or the `Idempotency-Key` was used with \
             another request (`conflict`).", body = ErrorResponse),
-        (status = 423, description = "Another action runs on the cluster (`locked`; its id \
-            in `details.action_id`).", body = ErrorResponse),
+        ClusterBusy,
     ),
 )]
 async fn reboot(

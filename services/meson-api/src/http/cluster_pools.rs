@@ -1,6 +1,6 @@
 //! `/v1/clusters/{id}/pools`: a cluster's node pools.
 
-use super::responses::{BadId, BadIds, CannotModify, NoSuchCluster};
+use super::responses::{BadId, BadIds, CannotModify, ClusterBusy, NoSuchCluster, NoSuchPool};
 use super::{AppState, JsonBody, parse_id};
 use crate::app::PoolView;
 use crate::auth::Principal;
@@ -82,8 +82,7 @@ async fn list(
             (`uniqueness_error` on `pool_name`), its control plane is not up (`conflict`), \
             or the Idempotency-Key was used with another body (`conflict`).",
             body = ErrorResponse),
-        (status = 423, description = "Another action runs on the cluster (`locked`; its id \
-            in `details.action_id`).", body = ErrorResponse),
+        ClusterBusy,
     ),
 )]
 async fn create(
@@ -119,8 +118,7 @@ async fn create(
     responses(
         (status = 200, description = "The pool.", body = wire::pool::PoolResponse),
         BadIds,
-        (status = 404, description = "No such cluster for this tenant, or no such pool in \
-            it (`not_found`).", body = ErrorResponse),
+        NoSuchPool,
     ),
 )]
 async fn read(
@@ -163,12 +161,10 @@ async fn read(
         (status = 403, description = "The token's role cannot modify (`forbidden`), or a \
             larger `desired_nodes` would take the tenant over a quota \
             (`resource_limit_exceeded`, in `details.limits`).", body = ErrorResponse),
-        (status = 404, description = "No such cluster for this tenant, or no such pool in \
-            it (`not_found`).", body = ErrorResponse),
+        NoSuchPool,
         (status = 409, description = "The cluster's control plane is not up (`conflict`).",
             body = ErrorResponse),
-        (status = 423, description = "Another action runs on the cluster (`locked`; its id \
-            in `details.action_id`).", body = ErrorResponse),
+        ClusterBusy,
     ),
 )]
 async fn update(
@@ -206,13 +202,11 @@ async fn update(
         (status = 200, description = "Accepted: the delete action.", body = wire::ActionResponse),
         BadIds,
         CannotModify,
-        (status = 404, description = "No such cluster for this tenant, or no such pool in \
-            it (`not_found`).", body = ErrorResponse),
+        NoSuchPool,
         (status = 409, description = "It is the cluster's last pool, or the last with a \
             worker, or the cluster's control plane is not up (`conflict`).",
             body = ErrorResponse),
-        (status = 423, description = "Another action runs on the cluster (`locked`; its id \
-            in `details.action_id`).", body = ErrorResponse),
+        ClusterBusy,
     ),
 )]
 async fn delete(
@@ -249,12 +243,10 @@ async fn delete(
         (status = 400, description = "An id is not a UUID, no node, a node of another pool, \
             or below `min_nodes` (`invalid_input`), or malformed JSON (`json_error`).",
             body = ErrorResponse),
-        (status = 404, description = "No such cluster for this tenant, or no such pool in \
-            it (`not_found`).", body = ErrorResponse),
+        NoSuchPool,
         (status = 409, description = "A node is already being deleted, or the cluster's \
             control plane is not up (`conflict`).", body = ErrorResponse),
-        (status = 423, description = "Another action runs on the cluster (`locked`; its id \
-            in `details.action_id`).", body = ErrorResponse),
+        ClusterBusy,
     ),
 )]
 async fn delete_nodes(

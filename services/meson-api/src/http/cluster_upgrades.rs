@@ -1,7 +1,7 @@
 //! `/v1/clusters/{id}/actions/upgrade` and
 //! `/v1/clusters/{id}/actions/rotate-credentials`.
 
-use super::responses::NoSuchCluster;
+use super::responses::{ClusterBusy, ClusterNotRunning, NoSuchCluster};
 use super::{AppState, JsonBody, parse_id};
 use crate::auth::Principal;
 use crate::error::ApiResult;
@@ -53,10 +53,8 @@ pub fn routes() -> OpenApiRouter<AppState> {
         (status = 403, description = "The token's role cannot upgrade (`forbidden`).",
             body = ErrorResponse),
         NoSuchCluster,
-        (status = 409, description = "The cluster is not `running` (`conflict`).",
-            body = ErrorResponse),
-        (status = 423, description = "Another action runs on the cluster (`locked`; its id \
-            in `details.action_id`).", body = ErrorResponse),
+        ClusterNotRunning,
+        ClusterBusy,
     ),
 )]
 async fn upgrade(
@@ -102,10 +100,8 @@ async fn upgrade(
         (status = 403, description = "The token's role cannot rotate credentials \
             (`forbidden`).", body = ErrorResponse),
         NoSuchCluster,
-        (status = 409, description = "The cluster is not `running` (`conflict`).",
-            body = ErrorResponse),
-        (status = 423, description = "Another action runs on the cluster (`locked`; its id \
-            in `details.action_id`).", body = ErrorResponse),
+        ClusterNotRunning,
+        ClusterBusy,
     ),
 )]
 async fn rotate_credentials(

@@ -1,6 +1,9 @@
 //! `/v1/clusters` (and its alias `POST /v1/kaas`).
 
-use super::responses::{BadId, BadQuery, CannotDelete, CannotModify, NoSuchCluster};
+use super::responses::{
+    BadBody, BadBodyField, BadId, BadQuery, CannotDelete, CannotModify, ClusterBusy,
+    ClusterOverQuota, NameTakenOrKeyReused, NoSuchCluster,
+};
 use super::{AppState, JsonBody, pagination, parse_id, query_pairs};
 use crate::app::ListQuery;
 use crate::auth::Principal;
@@ -56,13 +59,9 @@ async fn created(s: &AppState, p: &Principal, body: &serde_json::Value) -> ApiRe
     responses(
         (status = 201, description = "Accepted: the cluster and its create action.",
             body = wire::cluster::ClusterCreateResponse),
-        (status = 400, description = "A bad field (`invalid_input`, named in \
-            `details.fields`) or malformed JSON (`json_error`).", body = ErrorResponse),
-        (status = 403, description = "The token's role cannot create (`forbidden`), or the \
-            cluster would take the tenant over a quota (`resource_limit_exceeded`, each one \
-            in `details.limits`).", body = ErrorResponse),
-        (status = 409, description = "The name is taken (`uniqueness_error`), or the \
-            Idempotency-Key was used with another body (`conflict`).", body = ErrorResponse),
+        BadBodyField,
+        ClusterOverQuota,
+        NameTakenOrKeyReused,
     ),
 )]
 async fn create(
@@ -87,13 +86,9 @@ async fn create(
     responses(
         (status = 201, description = "Accepted: the cluster and its create action.",
             body = wire::cluster::ClusterCreateResponse),
-        (status = 400, description = "A bad field (`invalid_input`) or malformed JSON \
-            (`json_error`).", body = ErrorResponse),
-        (status = 403, description = "The token's role cannot create (`forbidden`), or the \
-            cluster would take the tenant over a quota (`resource_limit_exceeded`, each one \
-            in `details.limits`).", body = ErrorResponse),
-        (status = 409, description = "The name is taken (`uniqueness_error`), or the \
-            Idempotency-Key was used with another body (`conflict`).", body = ErrorResponse),
+        BadBody,
+        ClusterOverQuota,
+        NameTakenOrKeyReused,
     ),
 )]
 async fn create_kaas(
@@ -174,8 +169,7 @@ async fn list(
     responses(
         (status = 200, description = "The cluster as it is now.",
             body = wire::cluster::ClusterResponse),
-        (status = 400, description = "A bad field (`invalid_input`) or malformed JSON \
-            (`json_error`).", body = ErrorResponse),
+        BadBody,
         CannotModify,
         NoSuchCluster,
     ),
@@ -208,8 +202,7 @@ async fn update(
         BadId,
         CannotDelete,
         NoSuchCluster,
-        (status = 423, description = "Another action runs on the cluster (`locked`; its id \
-            in `details.action_id`).", body = ErrorResponse),
+        ClusterBusy,
     ),
 )]
 async fn delete(

@@ -1,6 +1,9 @@
 //! `/v1/networks`.
 
-use super::responses::{BadId, BadQuery, CannotDelete, CannotModify, NoSuchNetwork};
+use super::responses::{
+    BadBody, BadBodyField, BadId, BadQuery, CannotDelete, CannotModify, NameTakenOrKeyReused,
+    NoSuchNetwork,
+};
 use super::{AppState, JsonBody, pagination, parse_id, query_pairs};
 use crate::app::ListQuery;
 use crate::auth::Principal;
@@ -38,12 +41,10 @@ pub fn routes() -> OpenApiRouter<AppState> {
         description = "Makes a retried POST safe: the first response is replayed.")),
     responses(
         (status = 201, description = "The network.", body = wire::network::NetworkResponse),
-        (status = 400, description = "A bad field (`invalid_input`, named in \
-            `details.fields`) or malformed JSON (`json_error`).", body = ErrorResponse),
+        BadBodyField,
         (status = 403, description = "The token's role cannot create (`forbidden`).",
             body = ErrorResponse),
-        (status = 409, description = "The name is taken (`uniqueness_error`), or the \
-            Idempotency-Key was used with another body (`conflict`).", body = ErrorResponse),
+        NameTakenOrKeyReused,
     ),
 )]
 async fn create(
@@ -133,8 +134,7 @@ async fn list(
     responses(
         (status = 200, description = "The network as it is now.",
             body = wire::network::NetworkResponse),
-        (status = 400, description = "A bad field (`invalid_input`) or malformed JSON \
-            (`json_error`).", body = ErrorResponse),
+        BadBody,
         CannotModify,
         NoSuchNetwork,
         (status = 409, description = "The name is taken (`uniqueness_error`).",

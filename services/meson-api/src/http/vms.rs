@@ -1,6 +1,6 @@
 //! `/v1/vms`.
 
-use super::responses::{BadId, BadQuery, NoSuchVm};
+use super::responses::{BadId, BadIdOrBody, BadQuery, NoSuchVm, VmBusy};
 use super::{AppState, JsonBody, pagination, parse_id, query_pairs};
 use crate::app::ListQuery;
 use crate::auth::Principal;
@@ -153,8 +153,7 @@ async fn list(
     responses(
         (status = 200, description = "The VM as it is now; `warnings` lists ignored fields.",
             body = wire::vm::VmUpdateResponse),
-        (status = 400, description = "The id is not a UUID, invalid input \
-            (`invalid_input`) or malformed JSON (`json_error`).", body = ErrorResponse),
+        BadIdOrBody,
         (status = 403, description = "The token's role cannot change VMs (`forbidden`).",
             body = ErrorResponse),
         NoSuchVm,
@@ -193,8 +192,7 @@ async fn update(
         (status = 403, description = "The token's role cannot delete VMs (`forbidden`).",
             body = ErrorResponse),
         NoSuchVm,
-        (status = 423, description = "Another action runs on the VM (`locked`; its id in \
-            `details.action_id`).", body = ErrorResponse),
+        VmBusy,
     ),
 )]
 async fn delete(
@@ -232,8 +230,7 @@ async fn delete(
         (status = 409, description = "The VM is neither `running` nor `off`, or the \
             `Idempotency-Key` was used with another request (`conflict`).",
             body = ErrorResponse),
-        (status = 423, description = "Another action runs on the VM (`locked`; its id in \
-            `details.action_id`).", body = ErrorResponse),
+        VmBusy,
     ),
 )]
 async fn power(

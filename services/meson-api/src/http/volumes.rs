@@ -1,6 +1,6 @@
 //! `/v1/volumes`.
 
-use super::responses::{BadId, BadQuery, CannotDelete, CannotModify, NoSuchVolume};
+use super::responses::{BadBody, BadId, BadQuery, CannotDelete, CannotModify, NoSuchVolume};
 use super::{AppState, JsonBody, pagination, parse_id, query_pairs};
 use crate::app::VolumeQuery;
 use crate::auth::Principal;
@@ -110,8 +110,7 @@ async fn read(
     request_body(content = VolumeUpdateRequest, content_type = "application/json"),
     responses(
         (status = 200, description = "The volume as it is now.", body = wire::VolumeResponse),
-        (status = 400, description = "A bad field (`invalid_input`) or malformed JSON \
-            (`json_error`).", body = ErrorResponse),
+        BadBody,
         CannotModify,
         NoSuchVolume,
         (status = 409, description = "The name is taken (`uniqueness_error`), or the volume \
