@@ -13,7 +13,6 @@ use meson_core::quota::Resources;
 use meson_core::vm::Vm;
 use meson_core::{ClusterId, Error, NetworkId, NodeId, PoolId, Result, VmId};
 use meson_db::ListFilter;
-use meson_jobs::Enqueued;
 use meson_workflows::{cluster_create, cluster_delete};
 use std::net::Ipv4Addr;
 use std::time::Duration;
@@ -130,12 +129,9 @@ impl App {
             }
         }
         meson_db::actions::insert(&mut tx, &action).await?;
-        match cluster_create::enqueue(&mut tx, id, action.id, &p.tenant).await? {
-            Enqueued::Job(_) => {}
-            Enqueued::Locked(_) => {
-                return Err(Error::internal("a brand-new cluster is already locked"));
-            }
-        }
+        cluster_create::enqueue(&mut tx, id, action.id, &p.tenant)
+            .await?
+            .of_new("cluster")?;
         meson_db::commit(tx).await?;
         tracing::info!(cluster = %id, action = %action.id, tenant = %p.tenant, "cluster create accepted");
         Ok(ClusterCreated {
@@ -155,7 +151,7 @@ impl App {
 
     pub async fn cluster_get(&self, p: &Principal, id: ClusterId) -> Result<ClusterView> {
         let mut conn = meson_db::acquire(&self.pool).await?;
-        let cluster = meson_db::clusters::get(&mut *conn, Some(&p.tenant), id, false).await?;
+        let cluster = meson_db::clusters::get(&mut *conn, &p.tenant, id).await?;
         let mut views = cluster_views(&mut conn, vec![cluster]).await?;
         views
             .pop()
@@ -217,7 +213,7 @@ impl App {
         parser.done(root);
         let Parser { errors, warnings } = parser;
         errors.finish(())?;
-        let mut cluster = meson_db::clusters::get(&self.pool, Some(&p.tenant), id, false).await?;
+        let mut cluster = meson_db::clusters::get(&self.pool, &p.tenant, id).await?;
         let spec = policy.map(|u| {
             cluster.spec.update_policy = u;
             cluster.spec.clone()
@@ -229,7 +225,7 @@ impl App {
 
     /// Starts deleting a cluster; `locked` while another action runs on it.
     pub async fn cluster_delete(&self, p: &Principal, id: ClusterId) -> Result<Action> {
-        meson_db::clusters::get(&self.pool, Some(&p.tenant), id, false).await?;
+        meson_db::clusters::get(&self.pool, &p.tenant, id).await?;
         let action = new_action(
             p,
             Command::DeleteCluster,
@@ -237,15 +233,9 @@ impl App {
         );
         let mut tx = meson_db::begin(&self.pool).await?;
         meson_db::actions::insert(&mut tx, &action).await?;
-        if let Enqueued::Locked(blocking) =
-            cluster_delete::enqueue(&mut tx, id, action.id, &p.tenant).await?
-        {
-            return Err(Error::Locked {
-                kind: "cluster",
-                id: id.to_string(),
-                action_id: blocking.map(|a| a.0).unwrap_or_default(),
-            });
-        }
+        cluster_delete::enqueue(&mut tx, id, action.id, &p.tenant)
+            .await?
+            .or_locked("cluster", id)?;
         meson_db::clusters::set_status(&mut *tx, id, ClusterStatus::Deleting, None).await?;
         meson_db::commit(tx).await?;
         tracing::info!(cluster = %id, action = %action.id, "cluster delete accepted");
@@ -269,7 +259,7 @@ impl App {
                 format!("must be from 60 to {MAX_KUBECONFIG_SECONDS}"),
             ));
         }
-        let cluster = meson_db::clusters::get(&self.pool, Some(&p.tenant), id, false).await?;
+        let cluster = meson_db::clusters::get(&self.pool, &p.tenant, id).await?;
         let key = self
             .secrets_key
             .as_ref()

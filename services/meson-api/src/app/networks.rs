@@ -9,7 +9,6 @@ use meson_core::parse::Warning;
 use meson_core::patch::NameLabels;
 use meson_core::{Error, NetworkId, Result, VmId};
 use meson_db::ListFilter;
-use meson_jobs::Enqueued;
 use meson_workflows::network_delete;
 
 impl App {
@@ -39,7 +38,7 @@ impl App {
 
     /// A network and the VMs attached to it.
     pub async fn network_get(&self, p: &Principal, id: NetworkId) -> Result<(Network, Vec<VmId>)> {
-        let network = meson_db::networks::get(&self.pool, Some(&p.tenant), id).await?;
+        let network = meson_db::networks::get(&self.pool, &p.tenant, id).await?;
         let vms = meson_db::networks::vms_on(&self.pool, id).await?;
         Ok((network, vms))
     }
@@ -110,16 +109,9 @@ impl App {
             vec![(ResourceType::Network, id.0)],
         );
         meson_db::actions::insert(&mut tx, &action).await?;
-        match network_delete::enqueue(&mut tx, id, action.id, &p.tenant).await? {
-            Enqueued::Job(_) => {}
-            Enqueued::Locked(blocking) => {
-                return Err(Error::Locked {
-                    kind: "network",
-                    id: id.to_string(),
-                    action_id: blocking.map(|a| a.0).unwrap_or_default(),
-                });
-            }
-        }
+        network_delete::enqueue(&mut tx, id, action.id, &p.tenant)
+            .await?
+            .or_locked("network", id)?;
         meson_db::networks::set_status(&mut *tx, id, NetworkStatus::Deleting).await?;
         meson_db::commit(tx).await?;
         tracing::info!(network = %id, action = %action.id, "network delete accepted");

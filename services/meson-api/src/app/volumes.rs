@@ -12,7 +12,6 @@ use meson_core::vm::VmSpec;
 use meson_core::volume::{MAX_VOLUME_NAME_LEN, Volume, VolumeCreate, VolumeStatus};
 use meson_core::{Error, Result, TenantId, VmId, VolumeId};
 use meson_db::volumes::VolumeFilter;
-use meson_jobs::Enqueued;
 use meson_workflows::{volume_create, volume_delete};
 
 pub struct VolumeCreated {
@@ -75,12 +74,9 @@ impl App {
             continent: req.continent,
             region: req.region,
         };
-        match volume_create::enqueue(&mut tx, &params, action.id, &p.tenant).await? {
-            Enqueued::Job(_) => {}
-            Enqueued::Locked(_) => {
-                return Err(Error::internal("a brand-new volume is already locked"));
-            }
-        }
+        volume_create::enqueue(&mut tx, &params, action.id, &p.tenant)
+            .await?
+            .of_new("volume")?;
         meson_db::commit(tx).await?;
         tracing::info!(volume = %volume.id, action = %action.id, tenant = %p.tenant, "volume create accepted");
         Ok(VolumeCreated {
@@ -126,16 +122,9 @@ impl App {
         let v = meson_db::volumes::lock_standalone(&mut tx, &p.tenant, id).await?;
         let action = new_action(p, Command::DeleteVolume, vec![(ResourceType::Volume, id.0)]);
         meson_db::actions::insert(&mut tx, &action).await?;
-        match volume_delete::enqueue(&mut tx, id, action.id, &p.tenant).await? {
-            Enqueued::Job(_) => {}
-            Enqueued::Locked(blocking) => {
-                return Err(Error::Locked {
-                    kind: "volume",
-                    id: id.to_string(),
-                    action_id: blocking.map(|a| a.0).unwrap_or_default(),
-                });
-            }
-        }
+        volume_delete::enqueue(&mut tx, id, action.id, &p.tenant)
+            .await?
+            .or_locked("volume", id)?;
         if let Some(vm) = v.attached_to {
             return Err(Error::Conflict {
                 message: format!(
