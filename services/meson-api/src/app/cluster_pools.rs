@@ -158,6 +158,20 @@ fn has_workers<'a>(mut pools: impl Iterator<Item = &'a PoolSpec>) -> bool {
 }
 
 impl App {
+    /// Begins a transaction holding the lock on a tenant's cluster's pools
+    /// (a pool change serializes on it) and reads the cluster and its pools.
+    async fn lock_pools(
+        &self,
+        p: &Principal,
+        cluster_id: ClusterId,
+    ) -> Result<(meson_db::Tx<'static>, Cluster, Vec<NodePool>)> {
+        let mut tx = meson_db::begin(&self.pool).await?;
+        meson_db::node_pools::lock_cluster(&mut tx, cluster_id).await?;
+        let cluster = meson_db::clusters::get(&mut *tx, &p.tenant, cluster_id).await?;
+        let pools = meson_db::clusters::pools(&mut *tx, cluster_id).await?;
+        Ok((tx, cluster, pools))
+    }
+
     async fn pool_view(&self, pool: NodePool) -> Result<PoolView> {
         let nodes = meson_db::clusters::nodes(&self.pool, pool.cluster)
             .await?
@@ -237,10 +251,7 @@ impl App {
         body: &serde_json::Value,
     ) -> Result<PoolChanged> {
         let (spec, warnings) = PoolSpec::parse(body)?;
-        let mut tx = meson_db::begin(&self.pool).await?;
-        meson_db::node_pools::lock_cluster(&mut tx, cluster_id).await?;
-        let cluster = meson_db::clusters::get(&mut *tx, &p.tenant, cluster_id).await?;
-        let pools = meson_db::clusters::pools(&mut *tx, cluster_id).await?;
+        let (mut tx, cluster, pools) = self.lock_pools(p, cluster_id).await?;
         if pools.iter().any(|x| x.spec.name == spec.name) {
             return Err(Error::AlreadyExists {
                 kind: "node pool",
@@ -306,10 +317,7 @@ impl App {
         body: &serde_json::Value,
     ) -> Result<PoolChanged> {
         let (patch, warnings) = PoolPatch::parse(body)?;
-        let mut tx = meson_db::begin(&self.pool).await?;
-        meson_db::node_pools::lock_cluster(&mut tx, cluster_id).await?;
-        let cluster = meson_db::clusters::get(&mut *tx, &p.tenant, cluster_id).await?;
-        let pools = meson_db::clusters::pools(&mut *tx, cluster_id).await?;
+        let (mut tx, cluster, pools) = self.lock_pools(p, cluster_id).await?;
         let current = pools
             .iter()
             .find(|x| x.id == id)
@@ -406,10 +414,7 @@ impl App {
         if victims.is_empty() {
             return Err(Error::invalid("nodes", "name at least one node"));
         }
-        let mut tx = meson_db::begin(&self.pool).await?;
-        meson_db::node_pools::lock_cluster(&mut tx, cluster_id).await?;
-        let cluster = meson_db::clusters::get(&mut *tx, &p.tenant, cluster_id).await?;
-        let pools = meson_db::clusters::pools(&mut *tx, cluster_id).await?;
+        let (mut tx, cluster, pools) = self.lock_pools(p, cluster_id).await?;
         let current = pools
             .iter()
             .find(|x| x.id == id)
@@ -487,10 +492,7 @@ impl App {
         cluster_id: ClusterId,
         id: PoolId,
     ) -> Result<Action> {
-        let mut tx = meson_db::begin(&self.pool).await?;
-        meson_db::node_pools::lock_cluster(&mut tx, cluster_id).await?;
-        let cluster = meson_db::clusters::get(&mut *tx, &p.tenant, cluster_id).await?;
-        let pools = meson_db::clusters::pools(&mut *tx, cluster_id).await?;
+        let (mut tx, cluster, pools) = self.lock_pools(p, cluster_id).await?;
         let pool = pools
             .iter()
             .find(|x| x.id == id)

@@ -164,19 +164,13 @@ impl App {
         page: Page,
         filter: &ListFilter,
     ) -> Result<(Vec<ClusterView>, u64)> {
-        let (clusters, total) = meson_db::clusters::list(
-            &self.pool,
-            &p.tenant,
-            filter,
-            i64::from(page.per_page),
-            page.offset(),
-        )
-        .await?;
+        let (clusters, total) = page
+            .read(|limit, offset| {
+                meson_db::clusters::list(&self.pool, &p.tenant, filter, limit, offset)
+            })
+            .await?;
         let mut conn = meson_db::acquire(&self.pool).await?;
-        Ok((
-            cluster_views(&mut conn, clusters).await?,
-            total.max(0) as u64,
-        ))
+        Ok((cluster_views(&mut conn, clusters).await?, total))
     }
 
     /// Replaces a cluster's labels and/or its update policy

@@ -97,6 +97,19 @@ impl Page {
     pub fn offset(&self) -> i64 {
         i64::from(self.page - 1) * i64::from(self.per_page)
     }
+
+    /// This page of a meson-db list, which takes a limit and an offset and
+    /// answers the page's items and how many there are in all.
+    pub async fn read<T, F>(
+        self,
+        list: impl FnOnce(i64, i64) -> F,
+    ) -> meson_core::Result<(Vec<T>, u64)>
+    where
+        F: std::future::Future<Output = meson_core::Result<(Vec<T>, i64)>>,
+    {
+        let (items, total) = list(i64::from(self.per_page), self.offset()).await?;
+        Ok((items, total.max(0) as u64))
+    }
 }
 
 /// A new running action of the caller's tenant on `resources`.

@@ -50,20 +50,17 @@ impl App {
         page: Page,
         filter: &ListFilter,
     ) -> Result<(Vec<(Network, Vec<VmId>)>, u64)> {
-        let (networks, total) = meson_db::networks::list(
-            &self.pool,
-            &p.tenant,
-            filter,
-            i64::from(page.per_page),
-            page.offset(),
-        )
-        .await?;
+        let (networks, total) = page
+            .read(|limit, offset| {
+                meson_db::networks::list(&self.pool, &p.tenant, filter, limit, offset)
+            })
+            .await?;
         let mut out = Vec::with_capacity(networks.len());
         for n in networks {
             let vms = meson_db::networks::vms_on(&self.pool, n.id).await?;
             out.push((n, vms));
         }
-        Ok((out, total.max(0) as u64))
+        Ok((out, total))
     }
 
     /// Renames a network and/or replaces its labels.

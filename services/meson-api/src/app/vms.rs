@@ -123,19 +123,14 @@ impl App {
     }
 
     pub async fn vm_list(&self, p: &Principal, page: Page, filter: &VmFilter) -> Result<VmPage> {
-        let (vms, total) = meson_db::vms::list(
-            &self.pool,
-            &p.tenant,
-            filter,
-            i64::from(page.per_page),
-            page.offset(),
-        )
-        .await?;
+        let (vms, total) = page
+            .read(|limit, offset| meson_db::vms::list(&self.pool, &p.tenant, filter, limit, offset))
+            .await?;
         let ids: Vec<VmId> = vms.iter().map(|v| v.id).collect();
         Ok(VmPage {
             parts: VmParts::load(&mut *meson_db::acquire(&self.pool).await?, &ids).await?,
             vms,
-            total: total.max(0) as u64,
+            total,
         })
     }
 

@@ -31,15 +31,12 @@ impl App {
         page: Page,
         filter: &VolumeFilter,
     ) -> Result<(Vec<Volume>, u64)> {
-        let (v, total) = meson_db::volumes::list(
-            &self.pool,
-            &p.tenant,
-            filter,
-            i64::from(page.per_page),
-            page.offset(),
-        )
-        .await?;
-        Ok((v, total.max(0) as u64))
+        let (v, total) = page
+            .read(|limit, offset| {
+                meson_db::volumes::list(&self.pool, &p.tenant, filter, limit, offset)
+            })
+            .await?;
+        Ok((v, total))
     }
 
     /// Validates the request and, in one transaction, checks the storage
