@@ -19,7 +19,7 @@ async fn rows(m: &Meson, cluster: &str) -> Vec<(String, String, Option<String>, 
     let id = meson_core::ClusterId(cluster.parse().unwrap());
     let mut out = Vec::new();
     for n in meson_db::clusters::nodes(pool, id).await.expect("nodes") {
-        let vm = meson_db::vms::get(pool, None, n.vm).await.expect("vm row");
+        let vm = meson_db::vms::get_any(pool, n.vm).await.expect("vm row");
         out.push((
             n.name,
             n.status.as_str().to_owned(),

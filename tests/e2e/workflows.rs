@@ -161,7 +161,7 @@ impl World {
     }
 
     async fn assert_running(&self, vm: VmId) {
-        let v = meson_db::vms::get(&self.db.pool, None, vm)
+        let v = meson_db::vms::get_any(&self.db.pool, vm)
             .await
             .expect("vm exists");
         assert_eq!(v.status, VmStatus::Running);
@@ -221,7 +221,7 @@ impl World {
     /// Nothing of this VM left on AtomOS, and its rows say so.
     async fn assert_gone_from_atomos(&self, vm: VmId) {
         assert_eq!(self.on_atomos(vm), (0, 0), "leaked on AtomOS");
-        if let Ok(v) = meson_db::vms::get(&self.db.pool, None, vm).await {
+        if let Ok(v) = meson_db::vms::get_any(&self.db.pool, vm).await {
             assert!(
                 v.placement.is_none() || v.status == VmStatus::Error,
                 "{v:?}"
@@ -265,7 +265,7 @@ impl Scenario for CreateScenario {
     async fn assert_clean(&self, action: ActionId) {
         let w = &self.0;
         let vm = w.vm_of(action).await;
-        let v = meson_db::vms::get(&w.db.pool, None, vm)
+        let v = meson_db::vms::get_any(&w.db.pool, vm)
             .await
             .expect("vm row stays, in error");
         assert_eq!(v.status, VmStatus::Error);
@@ -316,7 +316,7 @@ impl Scenario for DeleteScenario {
         let w = &self.0;
         let vm = w.vm_of(action).await;
         assert!(
-            meson_db::vms::get(&w.db.pool, None, vm).await.is_err(),
+            meson_db::vms::get_any(&w.db.pool, vm).await.is_err(),
             "the VM is gone"
         );
         assert_eq!(w.on_atomos(vm), (0, 0));
@@ -326,7 +326,7 @@ impl Scenario for DeleteScenario {
     async fn assert_clean(&self, action: ActionId) {
         let w = &self.0;
         let vm = w.vm_of(action).await;
-        if meson_db::vms::get(&w.db.pool, None, vm).await.is_ok() {
+        if meson_db::vms::get_any(&w.db.pool, vm).await.is_ok() {
             let again = w
                 .app
                 .vm_delete(&w.who, vm)
@@ -335,7 +335,7 @@ impl Scenario for DeleteScenario {
             let a = w.run_plain(VmDelete(w.env.clone()), again.id).await;
             assert_eq!(a.error, None);
         }
-        assert!(meson_db::vms::get(&w.db.pool, None, vm).await.is_err());
+        assert!(meson_db::vms::get_any(&w.db.pool, vm).await.is_err());
         assert_eq!(w.on_atomos(vm), (0, 0), "nothing left on AtomOS");
     }
 }
@@ -382,7 +382,7 @@ impl<O: meson_workflows::vm_power::PowerOp> Scenario for PowerScenario<O> {
     async fn assert_done(&self, action: ActionId) {
         let w = &self.0;
         let vm = w.vm_of(action).await;
-        let v = meson_db::vms::get(&w.db.pool, None, vm).await.unwrap();
+        let v = meson_db::vms::get_any(&w.db.pool, vm).await.unwrap();
         let want = if O::KIND == "vm_poweroff" {
             VmStatus::Off
         } else {
@@ -401,7 +401,7 @@ impl<O: meson_workflows::vm_power::PowerOp> Scenario for PowerScenario<O> {
     async fn assert_clean(&self, action: ActionId) {
         let w = &self.0;
         let vm = w.vm_of(action).await;
-        let v = meson_db::vms::get(&w.db.pool, None, vm).await.unwrap();
+        let v = meson_db::vms::get_any(&w.db.pool, vm).await.unwrap();
         assert!(
             matches!(v.status, VmStatus::Running | VmStatus::Off),
             "{:?}",
@@ -517,7 +517,7 @@ impl Scenario for NetworkDeleteScenario {
         let w = &self.0;
         let id = self.current();
         assert_eq!(w.named_networks_on_atomos(id), 0);
-        assert!(meson_db::networks::get(&w.db.pool, None, id).await.is_err());
+        assert!(meson_db::networks::get_any(&w.db.pool, id).await.is_err());
         assert!(
             meson_db::networks::host_networks(&w.db.pool, id)
                 .await
@@ -530,7 +530,7 @@ impl Scenario for NetworkDeleteScenario {
     async fn assert_clean(&self, _action: ActionId) {
         let w = &self.0;
         let id = self.current();
-        if let Ok(n) = meson_db::networks::get(&w.db.pool, None, id).await {
+        if let Ok(n) = meson_db::networks::get_any(&w.db.pool, id).await {
             assert_eq!(n.status, meson_core::network::NetworkStatus::Available);
             let again = w
                 .app
@@ -653,9 +653,7 @@ impl Scenario for ClusterCreateScenario {
     async fn assert_done(&self, action: ActionId) {
         let w = &self.0;
         let id = self.cluster_of(action).await;
-        let c = meson_db::clusters::get(&w.db.pool, None, id, false)
-            .await
-            .unwrap();
+        let c = meson_db::clusters::get_any(&w.db.pool, id).await.unwrap();
         assert_eq!(c.status, meson_core::cluster::ClusterStatus::Running);
         let nodes = meson_db::clusters::nodes(&w.db.pool, id).await.unwrap();
         assert_eq!(nodes.len(), 2);
@@ -677,9 +675,7 @@ impl Scenario for ClusterCreateScenario {
     async fn assert_clean(&self, action: ActionId) {
         let w = &self.0;
         let id = self.cluster_of(action).await;
-        let c = meson_db::clusters::get(&w.db.pool, None, id, false)
-            .await
-            .unwrap();
+        let c = meson_db::clusters::get_any(&w.db.pool, id).await.unwrap();
         assert_eq!(c.status, meson_core::cluster::ClusterStatus::Error);
         assert!(c.error_message.is_some());
         assert_eq!(
@@ -729,17 +725,15 @@ impl Scenario for ClusterDeleteScenario {
         let w = &self.0.0;
         let id = self.0.cluster_of(action).await;
         assert!(
-            meson_db::clusters::get(&w.db.pool, None, id, false)
-                .await
-                .is_err(),
+            meson_db::clusters::get_any(&w.db.pool, id).await.is_err(),
             "gone"
         );
-        let c = meson_db::clusters::get(&w.db.pool, None, id, true)
+        let c = meson_db::clusters::get_including_deleted(&w.db.pool, id)
             .await
             .unwrap();
         assert_eq!(self.0.on_atomos(id, c.network), (0, 0, 0));
         assert!(
-            meson_db::networks::get(&w.db.pool, None, c.network)
+            meson_db::networks::get_any(&w.db.pool, c.network)
                 .await
                 .is_err()
         );
@@ -755,10 +749,7 @@ impl Scenario for ClusterDeleteScenario {
     async fn assert_clean(&self, action: ActionId) {
         let w = &self.0.0;
         let id = self.0.cluster_of(action).await;
-        if meson_db::clusters::get(&w.db.pool, None, id, false)
-            .await
-            .is_ok()
-        {
+        if meson_db::clusters::get_any(&w.db.pool, id).await.is_ok() {
             let again = w
                 .app
                 .cluster_delete(&w.who, id)

@@ -127,7 +127,7 @@ impl Pools {
     }
 
     async fn cluster_status(&self) -> (ClusterStatus, Option<String>) {
-        let c = meson_db::clusters::get(&self.w().db.pool, None, self.before().cluster, false)
+        let c = meson_db::clusters::get_any(&self.w().db.pool, self.before().cluster)
             .await
             .unwrap();
         (c.status, c.error_message)

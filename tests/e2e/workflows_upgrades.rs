@@ -129,9 +129,7 @@ impl Rolled {
     async fn assert_failed_clean(&self, action: ActionId) -> Vec<Node> {
         let w = self.w();
         let (id, before) = self.before(action);
-        let c = meson_db::clusters::get(&w.db.pool, None, id, false)
-            .await
-            .unwrap();
+        let c = meson_db::clusters::get_any(&w.db.pool, id).await.unwrap();
         assert_eq!(c.status, ClusterStatus::Error);
         assert!(c.error_message.is_some());
         let jobs = meson_db::jobs::for_action(&w.db.pool, action)
@@ -171,9 +169,7 @@ impl Scenario for UpgradeScenario {
     async fn assert_done(&self, action: ActionId) {
         let w = self.0.w();
         let (id, before) = self.0.before(action);
-        let c = meson_db::clusters::get(&w.db.pool, None, id, false)
-            .await
-            .unwrap();
+        let c = meson_db::clusters::get_any(&w.db.pool, id).await.unwrap();
         assert_eq!(c.status, ClusterStatus::Running);
         assert_eq!(c.kubernetes_version, "1.29.8");
         let now = self.0.assert_accounted(id, &before).await;
@@ -236,9 +232,7 @@ impl Scenario for RotateScenario {
     async fn assert_done(&self, action: ActionId) {
         let w = self.0.w();
         let (id, before) = self.0.before(action);
-        let c = meson_db::clusters::get(&w.db.pool, None, id, false)
-            .await
-            .unwrap();
+        let c = meson_db::clusters::get_any(&w.db.pool, id).await.unwrap();
         assert_eq!(c.status, ClusterStatus::Running);
         let now = self.0.assert_accounted(id, &before).await;
         // The control-plane node is new; the worker is the same.

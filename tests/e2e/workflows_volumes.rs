@@ -70,7 +70,7 @@ impl World {
     /// The standalone volume an action names (a VM's create names its own too).
     async fn volume_of(&self, action: ActionId) -> VolumeId {
         for id in self.resources_of(action, ResourceType::Volume).await {
-            let v = meson_db::volumes::get_any(&self.db.pool, VolumeId(id))
+            let v = meson_db::volumes::get_including_deleted(&self.db.pool, VolumeId(id))
                 .await
                 .unwrap();
             if v.standalone() {
@@ -105,7 +105,9 @@ impl World {
 
     /// The volume exists once on AtomOS, free, and its row says `available`.
     async fn assert_free(&self, id: VolumeId) {
-        let v = meson_db::volumes::get_any(&self.db.pool, id).await.unwrap();
+        let v = meson_db::volumes::get_including_deleted(&self.db.pool, id)
+            .await
+            .unwrap();
         assert_eq!(v.status, VolumeStatus::Available, "{v:?}");
         assert_eq!(v.attached_to, None);
         assert!(v.atomos_id.is_some() && v.placement.is_some());
@@ -140,14 +142,18 @@ impl Scenario for VolumeCreateScenario {
         let w = &self.0;
         let id = w.volume_of(action).await;
         w.assert_free(id).await;
-        let v = meson_db::volumes::get_any(&w.db.pool, id).await.unwrap();
+        let v = meson_db::volumes::get_including_deleted(&w.db.pool, id)
+            .await
+            .unwrap();
         assert_eq!(v.placement.unwrap().provider, "ionos");
     }
 
     async fn assert_clean(&self, action: ActionId) {
         let w = &self.0;
         let id = w.volume_of(action).await;
-        let v = meson_db::volumes::get_any(&w.db.pool, id).await.unwrap();
+        let v = meson_db::volumes::get_including_deleted(&w.db.pool, id)
+            .await
+            .unwrap();
         assert_eq!(v.status, VolumeStatus::Error, "{v:?}");
         assert!(v.placement.is_none() && v.atomos_id.is_none(), "{v:?}");
         assert!(w.volume_on_atomos(id).is_empty(), "leaked on AtomOS");
@@ -249,9 +255,9 @@ impl Scenario for AttachScenario {
         let w = &self.0;
         let vm = w.vm_named(action).await;
         let volume = w.volume_of(action).await;
-        let v = meson_db::vms::get(&w.db.pool, None, vm).await.unwrap();
+        let v = meson_db::vms::get_any(&w.db.pool, vm).await.unwrap();
         assert_eq!(v.status, VmStatus::Running);
-        let vol = meson_db::volumes::get_any(&w.db.pool, volume)
+        let vol = meson_db::volumes::get_including_deleted(&w.db.pool, volume)
             .await
             .unwrap();
         assert_eq!(vol.status, VolumeStatus::Attached);
@@ -278,7 +284,7 @@ impl Scenario for AttachScenario {
     async fn assert_clean(&self, action: ActionId) {
         let w = &self.0;
         let vm = w.vm_named(action).await;
-        let v = meson_db::vms::get(&w.db.pool, None, vm).await.unwrap();
+        let v = meson_db::vms::get_any(&w.db.pool, vm).await.unwrap();
         assert_eq!(v.status, VmStatus::Error);
         assert!(v.placement.is_none());
         assert_eq!(w.on_atomos(vm), (0, 0), "leaked on AtomOS");
@@ -320,7 +326,7 @@ impl Scenario for DetachScenario {
     async fn assert_done(&self, action: ActionId) {
         let w = &self.0;
         let vm = w.vm_named(action).await;
-        assert!(meson_db::vms::get(&w.db.pool, None, vm).await.is_err());
+        assert!(meson_db::vms::get_any(&w.db.pool, vm).await.is_err());
         assert_eq!(w.on_atomos(vm), (0, 0));
         // The delete action names the VM only: find the volume that was attached.
         let (all, _) = meson_db::volumes::list(
@@ -344,7 +350,7 @@ impl Scenario for DetachScenario {
     async fn assert_clean(&self, action: ActionId) {
         let w = &self.0;
         let vm = w.vm_named(action).await;
-        if meson_db::vms::get(&w.db.pool, None, vm).await.is_ok() {
+        if meson_db::vms::get_any(&w.db.pool, vm).await.is_ok() {
             let again = w
                 .app
                 .vm_delete(&w.who, vm)

@@ -15,7 +15,6 @@
 //!   subnet is refused.
 
 use crate::labels::{self, Labels};
-use crate::naming::check_atomos_name;
 use crate::parse::{Obj, Parser, Warning, join};
 use ipnet::Ipv4Net;
 use serde::{Deserialize, Serialize};
@@ -440,22 +439,8 @@ impl NetworkCreate {
     /// Parses and validates a network body, naming every bad field.
     pub fn parse(body: &Value) -> crate::Result<NetworkCreate> {
         let mut p = Parser::default();
-        let Some(mut root) = p.root(body) else {
-            return Err(p
-                .errors
-                .into_error()
-                .unwrap_or_else(|| crate::Error::invalid("(body)", "must be an object")));
-        };
-        let name =
-            p.string(&mut root, "name", true).and_then(|(path, s)| {
-                match check_atomos_name(s, MAX_NETWORK_NAME_LEN) {
-                    Ok(()) => Some(s.to_owned()),
-                    Err(m) => {
-                        p.errors.add(path, m);
-                        None
-                    }
-                }
-            });
+        let mut root = p.body(body)?;
+        let name = p.atomos_name(&mut root, "name", true, MAX_NETWORK_NAME_LEN);
         let labels = match root.get("labels") {
             (path, Some(v)) => labels::parse(&path, v, &mut p.errors),
             (_, None) => Some(Labels::new()),

@@ -168,6 +168,15 @@ impl Parser {
         self.object_at(String::new(), v)
     }
 
+    /// A request body's top-level object, or the error that it is not one.
+    pub fn body<'a>(&mut self, v: &'a Value) -> crate::Result<Obj<'a>> {
+        self.root(v).ok_or_else(|| {
+            std::mem::take(&mut self.errors)
+                .into_error()
+                .unwrap_or_else(|| crate::Error::invalid("(body)", "must be an object"))
+        })
+    }
+
     fn object_at<'a>(&mut self, path: String, v: &'a Value) -> Option<Obj<'a>> {
         match v {
             Value::Object(map) => Some(Obj {
@@ -354,6 +363,24 @@ impl Parser {
                 if required {
                     self.missing(path);
                 }
+                None
+            }
+        }
+    }
+
+    /// A name AtomOS can hold, at most `max_len` long.
+    pub fn atomos_name(
+        &mut self,
+        o: &mut Obj<'_>,
+        key: &'static str,
+        required: bool,
+        max_len: usize,
+    ) -> Option<String> {
+        let (path, name) = self.string(o, key, required)?;
+        match crate::naming::check_atomos_name(name, max_len) {
+            Ok(()) => Some(name.to_owned()),
+            Err(m) => {
+                self.errors.add(path, m);
                 None
             }
         }

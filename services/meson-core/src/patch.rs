@@ -1,7 +1,6 @@
 //! The body of a `PATCH` on a named, labelled resource: `{"name", "labels"}`.
 
 use crate::labels::{self, Labels};
-use crate::naming::check_atomos_name;
 use crate::parse::{Parser, Warning};
 use serde_json::Value;
 
@@ -19,22 +18,8 @@ impl NameLabels {
     /// `max_name_len` long. Unknown fields become warnings.
     pub fn parse(body: &Value, max_name_len: usize) -> crate::Result<NameLabels> {
         let mut p = Parser::default();
-        let Some(mut root) = p.root(body) else {
-            return Err(p
-                .errors
-                .into_error()
-                .unwrap_or_else(|| crate::Error::invalid("(body)", "must be an object")));
-        };
-        let name =
-            p.string(&mut root, "name", false).and_then(|(path, n)| {
-                match check_atomos_name(n, max_name_len) {
-                    Ok(()) => Some(n.to_owned()),
-                    Err(m) => {
-                        p.errors.add(path, m);
-                        None
-                    }
-                }
-            });
+        let mut root = p.body(body)?;
+        let name = p.atomos_name(&mut root, "name", false, max_name_len);
         let labels = match root.get("labels") {
             (path, Some(v)) => labels::parse(&path, v, &mut p.errors),
             (_, None) => None,

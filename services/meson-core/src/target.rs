@@ -1,8 +1,7 @@
 //! AtomOS targets as meson knows them: where a set of daemons answers, and what it is.
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::id::TargetId;
-use crate::naming::check_atomos_name;
 use crate::parse::{Obj, Parser, Warning};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -84,29 +83,13 @@ fn ports(p: &mut Parser, o: &mut Obj<'_>) -> [Option<u16>; 4] {
     })
 }
 
-fn body_error(p: Parser) -> Error {
-    p.errors
-        .into_error()
-        .unwrap_or_else(|| Error::invalid("(body)", "must be an object"))
-}
-
 impl Target {
     /// Parses `POST /v1/targets`; every bad field is named, unknown ones
     /// become warnings.
     pub fn parse_new(body: &Value) -> Result<(Target, Vec<Warning>)> {
         let mut p = Parser::default();
-        let Some(mut root) = p.root(body) else {
-            return Err(body_error(p));
-        };
-        let name = p
-            .string(&mut root, "name", true)
-            .and_then(|(path, n)| match check_atomos_name(n, 63) {
-                Ok(()) => Some(n.to_owned()),
-                Err(m) => {
-                    p.errors.add(path, m);
-                    None
-                }
-            });
+        let mut root = p.body(body)?;
+        let name = p.atomos_name(&mut root, "name", true, 63);
         let host = p
             .string(&mut root, "host", true)
             .and_then(|(path, h)| check_host(&mut p, path, h));
@@ -143,9 +126,7 @@ impl Target {
     /// Applies a `PATCH /v1/targets/{id}` body.
     pub fn patched(mut self, body: &Value) -> Result<(Target, Vec<Warning>)> {
         let mut p = Parser::default();
-        let Some(mut root) = p.root(body) else {
-            return Err(body_error(p));
-        };
+        let mut root = p.body(body)?;
         let patch = TargetPatch {
             host: p
                 .string(&mut root, "host", false)
@@ -172,6 +153,7 @@ impl Target {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Error;
     use serde_json::json;
 
     #[test]

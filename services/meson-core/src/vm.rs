@@ -212,12 +212,7 @@ impl VmCreate {
 
     fn parse_inner(body: &Value, targets: Option<&[Target]>) -> Result<VmCreate> {
         let mut p = Parser::default();
-        let Some(mut root) = p.root(body) else {
-            return Err(p
-                .errors
-                .into_error()
-                .unwrap_or_else(|| crate::Error::invalid("(body)", "must be an object")));
-        };
+        let mut root = p.body(body)?;
 
         let [provider, continent, region] = parse_location(&mut p, &mut root, targets);
         let labels = match root.get("labels") {

@@ -4,7 +4,6 @@
 
 use crate::id::{TargetId, TenantId, VmId, VolumeId};
 use crate::labels::{self, Labels};
-use crate::naming::check_atomos_name;
 use crate::parse::{Parser, Warning};
 use crate::target::Target;
 use serde::{Deserialize, Serialize};
@@ -163,22 +162,8 @@ impl VolumeCreate {
     /// `shareable: true` are refused rather than ignored.
     pub fn parse(body: &Value, targets: &[Target]) -> crate::Result<VolumeCreate> {
         let mut p = Parser::default();
-        let Some(mut root) = p.root(body) else {
-            return Err(p
-                .errors
-                .into_error()
-                .unwrap_or_else(|| crate::Error::invalid("(body)", "must be an object")));
-        };
-        let name =
-            p.string(&mut root, "name", true).and_then(|(path, s)| {
-                match check_atomos_name(s, MAX_VOLUME_NAME_LEN) {
-                    Ok(()) => Some(s.to_owned()),
-                    Err(m) => {
-                        p.errors.add(path, m);
-                        None
-                    }
-                }
-            });
+        let mut root = p.body(body)?;
+        let name = p.atomos_name(&mut root, "name", true, MAX_VOLUME_NAME_LEN);
         let size = p.int(&mut root, "size", VOLUME_GB, true);
         let labels = match root.get("labels") {
             (path, Some(v)) => labels::parse(&path, v, &mut p.errors),

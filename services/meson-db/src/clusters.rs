@@ -11,6 +11,7 @@ use sqlx::PgPool;
 use std::net::Ipv4Addr;
 use uuid::Uuid;
 
+#[derive(sqlx::FromRow)]
 struct ClusterRow {
     id: Uuid,
     tenant_id: String,
@@ -83,9 +84,32 @@ pub async fn insert(tx: &mut Tx<'_>, c: &Cluster) -> Result<(), Error> {
         .ctx("inserting a cluster")
 }
 
-/// A tenant's cluster (`tenant` = None: any tenant, for workers); deleted
-/// ones are not found unless `include_deleted`.
+/// A tenant's live cluster.
 pub async fn get(
+    db: impl sqlx::PgExecutor<'_>,
+    tenant: &TenantId,
+    id: ClusterId,
+) -> Result<Cluster, Error> {
+    get_with(db, Some(tenant), id, false).await
+}
+
+/// Any tenant's live cluster (for workers).
+pub async fn get_any(db: impl sqlx::PgExecutor<'_>, id: ClusterId) -> Result<Cluster, Error> {
+    get_with(db, None, id, false).await
+}
+
+/// Any tenant's cluster even if it was deleted: a delete workflow resumed
+/// after its last step must still find what it deleted.
+pub async fn get_including_deleted(
+    db: impl sqlx::PgExecutor<'_>,
+    id: ClusterId,
+) -> Result<Cluster, Error> {
+    get_with(db, None, id, true).await
+}
+
+/// A cluster of `tenant` (None: any tenant's), deleted ones too when
+/// `include_deleted`.
+async fn get_with(
     db: impl sqlx::PgExecutor<'_>,
     tenant: Option<&TenantId>,
     id: ClusterId,
@@ -110,8 +134,20 @@ pub async fn get(
     .try_into()
 }
 
+/// What a cluster list draws from.
+const LISTED: crate::list::Source = crate::list::Source {
+    table: "clusters",
+    only: "",
+    columns: "c.id, c.tenant_id, c.name, c.status, c.labels, c.spec, c.kubernetes_version, \
+              n.id as network_id, host(c.endpoint) as endpoint, c.error_message, c.created_at",
+    joins: "join clusters c on c.id = page.id left join networks n on n.cluster_id = c.id",
+    usage: Some(|u| u.clusters),
+    listing: "listing clusters",
+    counting: "counting clusters",
+};
+
 /// One page of a tenant's clusters and how many match in all (see
-/// [`crate::vms::list`] for how the default order and the total stay cheap).
+/// [`crate::vms::list`]).
 pub async fn list(
     pool: &PgPool,
     tenant: &TenantId,
@@ -119,85 +155,9 @@ pub async fn list(
     limit: i64,
     offset: i64,
 ) -> Result<(Vec<Cluster>, i64), Error> {
-    let selector =
-        serde_json::to_value(&filter.selector).map_err(|e| Error::internal_from("selector", e))?;
-    let sort1 = filter.sort.first().cloned().unwrap_or_default();
-    let sort2 = filter.sort.get(1).cloned().unwrap_or_default();
-    // The page's ids first, in order, then their rows. In the default order
-    // the sort keys are constants to the planner (each query is planned
-    // with its parameters), so an index-only scan finds the page however
-    // deep it is; a label selector is evaluated only when one is given.
-    let rows = sqlx::query_as!(
-        ClusterRow,
-        r#"select c.id, c.tenant_id, c.name, c.status, c.labels, c.spec, c.kubernetes_version,
-                  n.id as "network_id?", host(c.endpoint) as "endpoint?", c.error_message,
-                  c.created_at
-           from unnest(array(
-                  select x.id from clusters x
-                  where x.tenant_id = $1 and x.deleted_at is null
-                    and ($2::text is null or x.name = $2)
-                    and (cardinality($3::text[]) = 0 or x.status = any($3))
-                    and (jsonb_array_length($4::jsonb) = 0
-                         or meson_selector_matches(x.labels, $4::jsonb))
-                  order by
-                    case when $5 = 'name:asc' then x.name end asc,
-                    case when $5 = 'name:desc' then x.name end desc,
-                    case when $5 = 'status:asc' then x.status end asc,
-                    case when $5 = 'status:desc' then x.status end desc,
-                    case when $5 = 'created:asc' then x.created_at end asc,
-                    case when $5 = 'created:desc' then x.created_at end desc,
-                    case when $5 = 'id:desc' then x.id end desc,
-                    case when $6 = 'name:asc' then x.name end asc,
-                    case when $6 = 'name:desc' then x.name end desc,
-                    case when $6 = 'status:asc' then x.status end asc,
-                    case when $6 = 'status:desc' then x.status end desc,
-                    case when $6 = 'created:asc' then x.created_at end asc,
-                    case when $6 = 'created:desc' then x.created_at end desc,
-                    case when $6 = 'id:desc' then x.id end desc,
-                    x.id
-                  limit $7 offset $8
-                )) with ordinality as page(id, ord)
-             join clusters c on c.id = page.id
-             left join networks n on n.cluster_id = c.id
-           order by page.ord"#,
-        tenant.as_str(),
-        filter.name,
-        &filter.statuses,
-        selector,
-        sort1,
-        sort2,
-        limit,
-        offset,
-    )
-    .fetch_all(pool)
-    .await
-    .ctx("listing clusters")?;
-    let total = crate::list_total(rows.len(), limit, offset, async {
-        if filter.matches_all() {
-            return Ok(crate::quotas::usage(pool, tenant).await?.clusters);
-        }
-        sqlx::query_scalar!(
-            r#"select count(*) as "n!" from clusters c
-               where c.tenant_id = $1 and c.deleted_at is null
-                 and ($2::text is null or c.name = $2)
-                 and (cardinality($3::text[]) = 0 or c.status = any($3))
-                 and (jsonb_array_length($4::jsonb) = 0
-                      or meson_selector_matches(c.labels, $4::jsonb))"#,
-            tenant.as_str(),
-            filter.name,
-            &filter.statuses,
-            selector,
-        )
-        .fetch_one(pool)
+    LISTED
+        .page::<ClusterRow, _>(pool, tenant, filter, limit, offset)
         .await
-        .ctx("counting clusters")
-    })
-    .await?;
-    let clusters = rows
-        .into_iter()
-        .map(Cluster::try_from)
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok((clusters, total))
 }
 
 /// Replaces a cluster's labels and/or update policy.

@@ -53,6 +53,32 @@ pub enum Enqueued {
     Locked(Option<ActionId>),
 }
 
+impl Enqueued {
+    /// The job, or `locked` on the resource `kind` `id` while another
+    /// action holds it (named when known).
+    pub fn or_locked(self, kind: &'static str, id: impl std::fmt::Display) -> Result<JobId, Error> {
+        match self {
+            Enqueued::Job(job) => Ok(job),
+            Enqueued::Locked(blocking) => Err(Error::Locked {
+                kind,
+                id: id.to_string(),
+                action_id: blocking.map(|a| a.0).unwrap_or_default(),
+            }),
+        }
+    }
+
+    /// The job of a resource created in the same transaction, which no
+    /// other action can hold yet (`what` names it in the internal error).
+    pub fn of_new(self, what: &str) -> Result<JobId, Error> {
+        match self {
+            Enqueued::Job(job) => Ok(job),
+            Enqueued::Locked(_) => Err(Error::internal(format!(
+                "a brand-new {what} is already locked"
+            ))),
+        }
+    }
+}
+
 /// Enqueues a job inside the caller's transaction, so it exists only if the
 /// caller's own writes commit.
 pub async fn enqueue(tx: &mut Tx<'_>, job: &NewJob) -> Result<Enqueued, Error> {
@@ -414,4 +440,35 @@ pub async fn counts(pool: &PgPool) -> Result<Vec<(String, String, i64)>, Error> 
     .into_iter()
     .map(|r| (r.state, r.kind, r.n))
     .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_locked_enqueue_names_the_resource_and_the_blocking_action() {
+        assert_eq!(
+            Enqueued::Job(JobId(7)).or_locked("vm", "v-1").unwrap(),
+            JobId(7)
+        );
+        let blocking = ActionId(uuid::Uuid::from_u128(42));
+        match Enqueued::Locked(Some(blocking)).or_locked("vm", "v-1") {
+            Err(Error::Locked {
+                kind,
+                id,
+                action_id,
+            }) => assert_eq!((kind, id.as_str(), action_id), ("vm", "v-1", blocking.0)),
+            other => panic!("{other:?}"),
+        }
+        match Enqueued::Locked(None).or_locked("network", "n-1") {
+            Err(Error::Locked { action_id, .. }) => assert!(action_id.is_nil()),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(Enqueued::Job(JobId(3)).of_new("VM").unwrap(), JobId(3));
+        assert!(matches!(
+            Enqueued::Locked(None).of_new("VM"),
+            Err(Error::Internal { .. })
+        ));
+    }
 }

@@ -10,6 +10,7 @@ pub mod cluster_upgrades;
 pub mod clusters;
 pub mod idempotency;
 pub mod jobs;
+mod list;
 pub mod networks;
 pub mod node_health;
 pub mod node_pools;
@@ -28,6 +29,7 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use std::str::FromStr;
 use std::time::Duration;
 
+pub use list::ListFilter;
 pub use sqlx::{PgConnection, PgPool};
 pub type Tx<'a> = sqlx::Transaction<'a, sqlx::Postgres>;
 
@@ -101,41 +103,6 @@ impl<T> DbResult<T> for Result<T, sqlx::Error> {
     }
 }
 
-/// Which resources a list returns and in what order.
-#[derive(Clone, Debug, Default)]
-pub struct ListFilter {
-    pub name: Option<String>,
-    pub statuses: Vec<String>,
-    /// Label selector requirements (`meson_core::selector`).
-    pub selector: Vec<meson_core::selector::Requirement>,
-    /// Up to two sort keys, `field:asc|desc` with field id|name|status|created.
-    pub sort: Vec<String>,
-}
-
-impl ListFilter {
-    /// Whether it lets every live resource of the tenant through.
-    pub(crate) fn matches_all(&self) -> bool {
-        self.name.is_none() && self.statuses.is_empty() && self.selector.is_empty()
-    }
-}
-
-/// The total of a list whose page at `offset` held `rows` of at most
-/// `limit`: a page that is neither full nor past the end tells it; else
-/// `count` is asked.
-pub(crate) async fn list_total(
-    rows: usize,
-    limit: i64,
-    offset: i64,
-    count: impl std::future::Future<Output = Result<i64, Error>>,
-) -> Result<i64, Error> {
-    let rows = rows as i64;
-    if rows < limit && (rows > 0 || offset == 0) {
-        Ok(offset + rows)
-    } else {
-        count.await
-    }
-}
-
 /// A write that broke the unique index `constraint` becomes
 /// `uniqueness_error` on `field`; any other result passes through.
 pub(crate) fn unique_violation<T>(
@@ -182,26 +149,4 @@ pub(crate) fn updated(
 /// A stored value that no longer parses: the schema's CHECKs should make this impossible.
 pub(crate) fn corrupt(what: &'static str, value: impl std::fmt::Display) -> Error {
     Error::internal(format!("unexpected {what} in the database: {value}"))
-}
-
-#[cfg(test)]
-mod list_tests {
-    use super::*;
-
-    /// A count that must not be needed.
-    async fn never() -> Result<i64, Error> {
-        panic!("the page told the total; no count was needed")
-    }
-
-    #[tokio::test]
-    async fn a_partial_page_tells_the_total_and_a_full_or_empty_one_asks() {
-        // First page, not full; a later page, not full.
-        assert_eq!(list_total(7, 25, 0, never()).await.unwrap(), 7);
-        assert_eq!(list_total(3, 25, 50, never()).await.unwrap(), 53);
-        // Nothing at all.
-        assert_eq!(list_total(0, 25, 0, never()).await.unwrap(), 0);
-        // A full page may have more behind it; past the end knows nothing.
-        assert_eq!(list_total(25, 25, 0, async { Ok(40) }).await.unwrap(), 40);
-        assert_eq!(list_total(0, 25, 100, async { Ok(40) }).await.unwrap(), 40);
-    }
 }

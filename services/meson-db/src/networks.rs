@@ -11,6 +11,7 @@ use std::collections::BTreeSet;
 use std::net::Ipv4Addr;
 use uuid::Uuid;
 
+#[derive(sqlx::FromRow)]
 struct NetworkRow {
     id: Uuid,
     tenant_id: String,
@@ -85,9 +86,22 @@ pub async fn insert(tx: &mut Tx<'_>, n: &Network) -> Result<(), Error> {
     name_taken(res)?.map(|_| ()).ctx("inserting a network")
 }
 
-/// A tenant's network (`tenant` = None: any tenant, for workers); deleted
-/// ones are not found.
+/// A tenant's own live network (not a cluster's).
 pub async fn get(
+    db: impl sqlx::PgExecutor<'_>,
+    tenant: &TenantId,
+    id: NetworkId,
+) -> Result<Network, Error> {
+    get_with(db, Some(tenant), id).await
+}
+
+/// Any tenant's live network, clusters' included (for workers).
+pub async fn get_any(db: impl sqlx::PgExecutor<'_>, id: NetworkId) -> Result<Network, Error> {
+    get_with(db, None, id).await
+}
+
+/// A live network of `tenant` (None: any tenant's, clusters' included).
+async fn get_with(
     db: impl sqlx::PgExecutor<'_>,
     tenant: Option<&TenantId>,
     id: NetworkId,
@@ -139,6 +153,20 @@ pub async fn lock(
     .try_into()
 }
 
+/// What a network list draws from: the tenant's own networks (not a
+/// cluster's).
+const LISTED: crate::list::Source = crate::list::Source {
+    table: "networks",
+    only: "x.cluster_id is null",
+    columns: "n.id, n.tenant_id, n.name, n.status, n.labels, text(n.cidr) as cidr, \
+              host(n.gateway) as gateway, n.dhcp, host(n.range_start) as range_start, \
+              host(n.range_last) as range_last, n.created_at",
+    joins: "join networks n on n.id = page.id",
+    usage: None,
+    listing: "listing networks",
+    counting: "counting networks",
+};
+
 /// One page of a tenant's networks and how many match in all; the order
 /// always ends with the id, so pages are stable under inserts.
 pub async fn list(
@@ -148,74 +176,9 @@ pub async fn list(
     limit: i64,
     offset: i64,
 ) -> Result<(Vec<Network>, i64), Error> {
-    let selector =
-        serde_json::to_value(&filter.selector).map_err(|e| Error::internal_from("selector", e))?;
-    let sort1 = filter.sort.first().cloned().unwrap_or_default();
-    let sort2 = filter.sort.get(1).cloned().unwrap_or_default();
-    let rows = sqlx::query!(
-        r#"select n.id, n.tenant_id, n.name, n.status, n.labels, text(n.cidr) as "cidr!",
-                  host(n.gateway) as "gateway!", n.dhcp, host(n.range_start) as "range_start!",
-                  host(n.range_last) as "range_last!", n.created_at,
-                  count(*) over () as "total!"
-           from networks n
-           where n.tenant_id = $1 and n.deleted_at is null and n.cluster_id is null
-             and ($2::text is null or n.name = $2)
-             and (cardinality($3::text[]) = 0 or n.status = any($3))
-             and meson_selector_matches(n.labels, $4::jsonb)
-           order by
-             case when $5 = 'name:asc' then n.name end asc,
-             case when $5 = 'name:desc' then n.name end desc,
-             case when $5 = 'status:asc' then n.status end asc,
-             case when $5 = 'status:desc' then n.status end desc,
-             case when $5 = 'created:asc' then n.created_at end asc,
-             case when $5 = 'created:desc' then n.created_at end desc,
-             case when $5 = 'id:desc' then n.id end desc,
-             case when $6 = 'name:asc' then n.name end asc,
-             case when $6 = 'name:desc' then n.name end desc,
-             case when $6 = 'status:asc' then n.status end asc,
-             case when $6 = 'status:desc' then n.status end desc,
-             case when $6 = 'created:asc' then n.created_at end asc,
-             case when $6 = 'created:desc' then n.created_at end desc,
-             case when $6 = 'id:desc' then n.id end desc,
-             n.id
-           limit $7 offset $8"#,
-        tenant.as_str(),
-        filter.name,
-        &filter.statuses,
-        selector,
-        sort1,
-        sort2,
-        limit,
-        offset,
-    )
-    .fetch_all(pool)
-    .await
-    .ctx("listing networks")?;
-    let total = rows.first().map(|r| r.total);
-    let networks = rows
-        .into_iter()
-        .map(|r| {
-            Network::try_from(NetworkRow {
-                id: r.id,
-                tenant_id: r.tenant_id,
-                name: r.name,
-                status: r.status,
-                labels: r.labels,
-                cidr: r.cidr,
-                gateway: r.gateway,
-                dhcp: r.dhcp,
-                range_start: r.range_start,
-                range_last: r.range_last,
-                created_at: r.created_at,
-            })
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    let total = match total {
-        Some(n) => n,
-        None if offset > 0 => Box::pin(list(pool, tenant, filter, 1, 0)).await?.1,
-        None => 0,
-    };
-    Ok((networks, total))
+    LISTED
+        .page::<NetworkRow, _>(pool, tenant, filter, limit, offset)
+        .await
 }
 
 /// Renames a network and/or replaces its labels.

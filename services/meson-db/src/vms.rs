@@ -9,6 +9,7 @@ use serde_json::Value;
 use sqlx::PgPool;
 use uuid::Uuid;
 
+#[derive(sqlx::FromRow)]
 struct VmRow {
     id: Uuid,
     tenant_id: String,
@@ -105,21 +106,24 @@ pub async fn insert_with_volumes(
     crate::volumes::insert_many(tx, volumes).await
 }
 
-/// A tenant's VM (`tenant` = None: any tenant, for workers). Deleted VMs are not found.
-pub async fn get(
-    pool: impl sqlx::PgExecutor<'_>,
-    tenant: Option<&TenantId>,
-    id: VmId,
-) -> Result<Vm, Error> {
-    get_with(pool, tenant, id, false).await
+/// A tenant's own live VM (not a cluster's node).
+pub async fn get(db: impl sqlx::PgExecutor<'_>, tenant: &TenantId, id: VmId) -> Result<Vm, Error> {
+    get_with(db, Some(tenant), id, false).await
 }
 
-/// A VM even if it was deleted: a delete workflow resumed after its last
+/// Any tenant's live VM, cluster nodes included (for workers).
+pub async fn get_any(db: impl sqlx::PgExecutor<'_>, id: VmId) -> Result<Vm, Error> {
+    get_with(db, None, id, false).await
+}
+
+/// Any VM even if it was deleted: a delete workflow resumed after its last
 /// step must still find what it deleted.
-pub async fn get_including_deleted(pool: &PgPool, id: VmId) -> Result<Vm, Error> {
-    get_with(pool, None, id, true).await
+pub async fn get_including_deleted(db: impl sqlx::PgExecutor<'_>, id: VmId) -> Result<Vm, Error> {
+    get_with(db, None, id, true).await
 }
 
+/// A VM of `tenant` (None: any tenant's, nodes included), deleted ones too
+/// when `include_deleted`.
 async fn get_with(
     pool: impl sqlx::PgExecutor<'_>,
     tenant: Option<&TenantId>,
@@ -172,6 +176,20 @@ pub async fn get_many(pool: impl sqlx::PgExecutor<'_>, ids: &[VmId]) -> Result<V
 /// Which VMs to list and in what order.
 pub use crate::ListFilter as VmFilter;
 
+/// What a VM list draws from: the tenant's own VMs (cluster nodes apart).
+const LISTED: crate::list::Source = crate::list::Source {
+    table: "vms",
+    only: "x.cluster_id is null",
+    columns: "v.id, v.tenant_id, v.name, v.status, v.labels, v.spec, v.atomos_name, \
+              v.atomos_id, v.target_id, t.name as target_name, v.provider, v.region, \
+              host(v.ipv4) as ipv4, v.price_hourly, v.price_monthly, v.currency, \
+              v.created_at, v.error_message",
+    joins: "join vms v on v.id = page.id left join atomos_targets t on t.id = v.target_id",
+    usage: Some(|u| u.vms),
+    listing: "listing vms",
+    counting: "counting vms",
+};
+
 /// One page of a tenant's VMs, and how many match in all. The order always
 /// ends with the id, so pages are stable under inserts. In the default
 /// order a page costs about the same however many VMs the tenant holds; the
@@ -184,86 +202,9 @@ pub async fn list(
     limit: i64,
     offset: i64,
 ) -> Result<(Vec<Vm>, i64), Error> {
-    let selector =
-        serde_json::to_value(&filter.selector).map_err(|e| Error::internal_from("selector", e))?;
-    let sort1 = filter.sort.first().cloned().unwrap_or_default();
-    let sort2 = filter.sort.get(1).cloned().unwrap_or_default();
-    // The page's ids first, in order, then their rows. In the default order
-    // the sort keys are constants to the planner (each query is planned
-    // with its parameters), so an index-only scan finds the page however
-    // deep it is; a label selector is evaluated only when one is given.
-    let rows = sqlx::query_as!(
-        VmRow,
-        r#"select v.id, v.tenant_id, v.name, v.status, v.labels, v.spec, v.atomos_name,
-                  v.atomos_id, v.target_id, t.name as "target_name?", v.provider, v.region,
-                  host(v.ipv4) as "ipv4?", v.price_hourly, v.price_monthly, v.currency,
-                  v.created_at, v.error_message
-           from unnest(array(
-                  select x.id from vms x
-                  where x.tenant_id = $1 and x.deleted_at is null and x.cluster_id is null
-                    and ($2::text is null or x.name = $2)
-                    and (cardinality($3::text[]) = 0 or x.status = any($3))
-                    and (jsonb_array_length($4::jsonb) = 0
-                         or meson_selector_matches(x.labels, $4::jsonb))
-                  order by
-                    case when $5 = 'name:asc' then x.name end asc,
-                    case when $5 = 'name:desc' then x.name end desc,
-                    case when $5 = 'status:asc' then x.status end asc,
-                    case when $5 = 'status:desc' then x.status end desc,
-                    case when $5 = 'created:asc' then x.created_at end asc,
-                    case when $5 = 'created:desc' then x.created_at end desc,
-                    case when $5 = 'id:desc' then x.id end desc,
-                    case when $6 = 'name:asc' then x.name end asc,
-                    case when $6 = 'name:desc' then x.name end desc,
-                    case when $6 = 'status:asc' then x.status end asc,
-                    case when $6 = 'status:desc' then x.status end desc,
-                    case when $6 = 'created:asc' then x.created_at end asc,
-                    case when $6 = 'created:desc' then x.created_at end desc,
-                    case when $6 = 'id:desc' then x.id end desc,
-                    x.id
-                  limit $7 offset $8
-                )) with ordinality as page(id, ord)
-             join vms v on v.id = page.id
-             left join atomos_targets t on t.id = v.target_id
-           order by page.ord"#,
-        tenant.as_str(),
-        filter.name,
-        &filter.statuses,
-        selector,
-        sort1,
-        sort2,
-        limit,
-        offset,
-    )
-    .fetch_all(pool)
-    .await
-    .ctx("listing vms")?;
-    let total = crate::list_total(rows.len(), limit, offset, async {
-        if filter.matches_all() {
-            return Ok(crate::quotas::usage(pool, tenant).await?.vms);
-        }
-        sqlx::query_scalar!(
-            r#"select count(*) as "n!" from vms v
-               where v.tenant_id = $1 and v.deleted_at is null and v.cluster_id is null
-                 and ($2::text is null or v.name = $2)
-                 and (cardinality($3::text[]) = 0 or v.status = any($3))
-                 and (jsonb_array_length($4::jsonb) = 0
-                      or meson_selector_matches(v.labels, $4::jsonb))"#,
-            tenant.as_str(),
-            filter.name,
-            &filter.statuses,
-            selector,
-        )
-        .fetch_one(pool)
+    LISTED
+        .page::<VmRow, _>(pool, tenant, filter, limit, offset)
         .await
-        .ctx("counting vms")
-    })
-    .await?;
-    let vms = rows
-        .into_iter()
-        .map(Vm::try_from)
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok((vms, total))
 }
 
 /// Renames a VM and/or replaces its labels.

@@ -7,6 +7,7 @@ use meson_core::{Error, TargetId, TenantId, VmId, VolumeId};
 use sqlx::PgPool;
 use uuid::Uuid;
 
+#[derive(sqlx::FromRow)]
 struct VolumeRow {
     id: Uuid,
     tenant_id: String,
@@ -60,33 +61,6 @@ impl TryFrom<VolumeRow> for Volume {
             created: r.created_at,
         })
     }
-}
-
-/// A volume row from a query record with every [`VolumeRow`] column.
-macro_rules! row {
-    ($r:expr) => {{
-        let r = $r;
-        Volume::try_from(VolumeRow {
-            id: r.id,
-            tenant_id: r.tenant_id,
-            vm_id: r.vm_id,
-            name: r.name,
-            kind: r.kind,
-            size_gb: r.size_gb,
-            atomos_name: r.atomos_name,
-            atomos_id: r.atomos_id,
-            status: r.status,
-            labels: r.labels,
-            bootable: r.bootable,
-            readonly: r.readonly,
-            target_id: r.target_id,
-            host: r.host,
-            provider: r.provider,
-            region: r.region,
-            attached_vm_id: r.attached_vm_id,
-            created_at: r.created_at,
-        })
-    }};
 }
 
 fn name_taken<T>(res: Result<T, sqlx::Error>) -> Result<Result<T, sqlx::Error>, Error> {
@@ -161,7 +135,8 @@ pub async fn list_for_vms(
     vms: &[VmId],
 ) -> Result<Vec<Volume>, Error> {
     let ids: Vec<Uuid> = vms.iter().map(|v| v.0).collect();
-    sqlx::query!(
+    sqlx::query_as!(
+        VolumeRow,
         r#"select v.id, v.tenant_id, v.vm_id, v.name, v.kind, v.size_gb, v.atomos_name,
                   v.atomos_id, v.status, v.labels, v.bootable, v.readonly, v.target_id,
                   t.name as "host?", v.provider, v.region, v.attached_vm_id, v.created_at
@@ -174,7 +149,7 @@ pub async fn list_for_vms(
     .await
     .ctx("listing volumes")?
     .into_iter()
-    .map(|r| row!(r))
+    .map(Volume::try_from)
     .collect()
 }
 
@@ -184,7 +159,8 @@ pub async fn attached_to_vms(
     vms: &[VmId],
 ) -> Result<Vec<Volume>, Error> {
     let ids: Vec<Uuid> = vms.iter().map(|v| v.0).collect();
-    sqlx::query!(
+    sqlx::query_as!(
+        VolumeRow,
         r#"select v.id, v.tenant_id, v.vm_id, v.name, v.kind, v.size_gb, v.atomos_name,
                   v.atomos_id, v.status, v.labels, v.bootable, v.readonly, v.target_id,
                   t.name as "host?", v.provider, v.region, v.attached_vm_id, v.created_at
@@ -197,7 +173,7 @@ pub async fn attached_to_vms(
     .await
     .ctx("listing attached volumes")?
     .into_iter()
-    .map(|r| row!(r))
+    .map(Volume::try_from)
     .collect()
 }
 
@@ -279,6 +255,45 @@ pub struct VolumeFilter {
     pub standalone: Option<bool>,
 }
 
+impl crate::list::Filter for VolumeFilter {
+    fn push_conditions(
+        &self,
+        qb: &mut sqlx::QueryBuilder<'_, sqlx::Postgres>,
+    ) -> Result<(), Error> {
+        if let Some(vm) = self.vm {
+            qb.push(" and (x.vm_id = ")
+                .push_bind(vm.0)
+                .push(" or x.attached_vm_id = ")
+                .push_bind(vm.0)
+                .push(")");
+        }
+        if let Some(kind) = self.kind {
+            qb.push(" and x.kind = ").push_bind(kind.as_str());
+        }
+        if let Some(standalone) = self.standalone {
+            qb.push(" and (x.vm_id is null) = ").push_bind(standalone);
+        }
+        Ok(())
+    }
+
+    fn matches_all(&self) -> bool {
+        self.vm.is_none() && self.kind.is_none() && self.standalone.is_none()
+    }
+}
+
+/// What a volume list draws from.
+const LISTED: crate::list::Source = crate::list::Source {
+    table: "volumes",
+    only: "",
+    columns: "v.id, v.tenant_id, v.vm_id, v.name, v.kind, v.size_gb, v.atomos_name, \
+              v.atomos_id, v.status, v.labels, v.bootable, v.readonly, v.target_id, \
+              t.name as host, v.provider, v.region, v.attached_vm_id, v.created_at",
+    joins: "join volumes v on v.id = page.id left join atomos_targets t on t.id = v.target_id",
+    usage: None,
+    listing: "listing volumes",
+    counting: "counting volumes",
+};
+
 /// One page of a tenant's live volumes in id order, and how many match in all.
 pub async fn list(
     pool: &PgPool,
@@ -287,38 +302,9 @@ pub async fn list(
     limit: i64,
     offset: i64,
 ) -> Result<(Vec<Volume>, i64), Error> {
-    let rows = sqlx::query!(
-        r#"select v.id, v.tenant_id, v.vm_id, v.name, v.kind, v.size_gb, v.atomos_name,
-                  v.atomos_id, v.status, v.labels, v.bootable, v.readonly, v.target_id,
-                  t.name as "host?", v.provider, v.region, v.attached_vm_id, v.created_at,
-                  count(*) over () as "total!"
-           from volumes v left join atomos_targets t on t.id = v.target_id
-           where v.tenant_id = $1 and v.deleted_at is null
-             and ($2::uuid is null or v.vm_id = $2 or v.attached_vm_id = $2)
-             and ($3::text is null or v.kind = $3)
-             and ($4::bool is null or (v.vm_id is null) = $4)
-           order by v.id limit $5 offset $6"#,
-        tenant.as_str(),
-        filter.vm.map(|v| v.0),
-        filter.kind.map(VolumeKind::as_str),
-        filter.standalone,
-        limit,
-        offset,
-    )
-    .fetch_all(pool)
-    .await
-    .ctx("listing volumes")?;
-    let total = rows.first().map(|r| r.total);
-    let volumes = rows
-        .into_iter()
-        .map(|r| row!(r))
-        .collect::<Result<Vec<_>, _>>()?;
-    let total = match total {
-        Some(n) => n,
-        None if offset > 0 => Box::pin(list(pool, tenant, filter, 1, 0)).await?.1,
-        None => 0,
-    };
-    Ok((volumes, total))
+    LISTED
+        .page::<VolumeRow, _>(pool, tenant, filter, limit, offset)
+        .await
 }
 
 /// A tenant's live volume.
@@ -327,7 +313,8 @@ pub async fn get(
     tenant: &TenantId,
     id: VolumeId,
 ) -> Result<Volume, Error> {
-    let r = sqlx::query!(
+    sqlx::query_as!(
+        VolumeRow,
         r#"select v.id, v.tenant_id, v.vm_id, v.name, v.kind, v.size_gb, v.atomos_name,
                   v.atomos_id, v.status, v.labels, v.bootable, v.readonly, v.target_id,
                   t.name as "host?", v.provider, v.region, v.attached_vm_id, v.created_at
@@ -339,13 +326,17 @@ pub async fn get(
     .fetch_optional(db)
     .await
     .ctx("fetching a volume")?
-    .ok_or_else(|| Error::not_found("volume", id))?;
-    row!(r)
+    .ok_or_else(|| Error::not_found("volume", id))?
+    .try_into()
 }
 
-/// Any volume, deleted ones included (for workers).
-pub async fn get_any(db: impl sqlx::PgExecutor<'_>, id: VolumeId) -> Result<Volume, Error> {
-    let r = sqlx::query!(
+/// Any tenant's volume, deleted ones included (for workers).
+pub async fn get_including_deleted(
+    db: impl sqlx::PgExecutor<'_>,
+    id: VolumeId,
+) -> Result<Volume, Error> {
+    sqlx::query_as!(
+        VolumeRow,
         r#"select v.id, v.tenant_id, v.vm_id, v.name, v.kind, v.size_gb, v.atomos_name,
                   v.atomos_id, v.status, v.labels, v.bootable, v.readonly, v.target_id,
                   t.name as "host?", v.provider, v.region, v.attached_vm_id, v.created_at
@@ -356,8 +347,8 @@ pub async fn get_any(db: impl sqlx::PgExecutor<'_>, id: VolumeId) -> Result<Volu
     .fetch_optional(db)
     .await
     .ctx("fetching a volume")?
-    .ok_or_else(|| Error::not_found("volume", id))?;
-    row!(r)
+    .ok_or_else(|| Error::not_found("volume", id))?
+    .try_into()
 }
 
 /// Locks a tenant's live standalone volume for the rest of `tx` (a VM

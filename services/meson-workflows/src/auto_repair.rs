@@ -285,7 +285,7 @@ pub async fn check_cluster(env: &Env, id: ClusterId) -> meson_core::Result<Outco
     if meson_db::node_health::key_held(&env.pool, &concurrency_key(id)).await? {
         return Ok(Outcome::Skipped);
     }
-    let cluster = meson_db::clusters::get(&env.pool, None, id, false).await?;
+    let cluster = meson_db::clusters::get_any(&env.pool, id).await?;
     if !matches!(
         cluster.status,
         ClusterStatus::Running | ClusterStatus::Degraded

@@ -78,7 +78,7 @@ impl Workflow for ClusterCreate {
 
     async fn run(&self, cx: &StepCtx<'_, Params>, step: &'static str) -> StepResult {
         let env = &self.0;
-        let cluster = meson_db::clusters::get(&env.pool, None, cx.params.cluster_id, false).await?;
+        let cluster = meson_db::clusters::get_any(&env.pool, cx.params.cluster_id).await?;
         let all = meson_db::clusters::nodes(&env.pool, cluster.id).await?;
         match step {
             "secrets" => to_output(nodes::ensure_secrets(env, &cluster).await?),
@@ -129,7 +129,8 @@ impl Workflow for ClusterCreate {
             "workers" => NodeRole::Worker,
             _ => return Ok(()),
         };
-        let cluster = meson_db::clusters::get(&env.pool, None, cx.params.cluster_id, true).await?;
+        let cluster =
+            meson_db::clusters::get_including_deleted(&env.pool, cx.params.cluster_id).await?;
         for node in of_role(
             &meson_db::clusters::nodes(&env.pool, cluster.id).await?,
             role,
@@ -147,7 +148,8 @@ impl Workflow for ClusterCreate {
 
     async fn on_failed(&self, params: &Params, failure: &ActionFailure) -> StepResult<()> {
         let env = &self.0;
-        let cluster = meson_db::clusters::get(&env.pool, None, params.cluster_id, true).await?;
+        let cluster =
+            meson_db::clusters::get_including_deleted(&env.pool, params.cluster_id).await?;
         // Every node ends final: those of a step that never ran (the
         // workers, when the control plane failed) were not undone.
         let why = format!("the cluster could not be created: {}", failure.message);

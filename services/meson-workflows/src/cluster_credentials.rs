@@ -82,7 +82,7 @@ impl Workflow for ClusterRotateCredentials {
 
     async fn run(&self, cx: &StepCtx<'_, Params>, step: &'static str) -> StepResult {
         let env = &self.0;
-        let cluster = meson_db::clusters::get(&env.pool, None, cx.params.cluster_id, false).await?;
+        let cluster = meson_db::clusters::get_any(&env.pool, cx.params.cluster_id).await?;
         match step {
             "stage" => {
                 let began = update_secrets(env, &cluster, |s| {
@@ -140,7 +140,8 @@ impl Workflow for ClusterRotateCredentials {
             return Ok(());
         }
         let env = &self.0;
-        let cluster = meson_db::clusters::get(&env.pool, None, cx.params.cluster_id, true).await?;
+        let cluster =
+            meson_db::clusters::get_including_deleted(&env.pool, cx.params.cluster_id).await?;
         rolling::undo_half_made(
             env,
             &cluster,

@@ -36,7 +36,8 @@ impl Workflow for ClusterDelete {
 
     async fn run(&self, cx: &StepCtx<'_, Params>, step: &'static str) -> StepResult {
         let env = &self.0;
-        let cluster = meson_db::clusters::get(&env.pool, None, cx.params.cluster_id, true).await?;
+        let cluster =
+            meson_db::clusters::get_including_deleted(&env.pool, cx.params.cluster_id).await?;
         match step {
             "nodes" => {
                 let items = meson_db::clusters::nodes(&env.pool, cluster.id)

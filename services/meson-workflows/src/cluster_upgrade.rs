@@ -98,7 +98,7 @@ impl Workflow for ClusterUpgrade {
     async fn run(&self, cx: &StepCtx<'_, UpgradeParams>, step: &'static str) -> StepResult {
         let env = &self.0;
         let p = cx.params;
-        let cluster = meson_db::clusters::get(&env.pool, None, p.cluster_id, false).await?;
+        let cluster = meson_db::clusters::get_any(&env.pool, p.cluster_id).await?;
         let version = p.kubernetes_version.as_str();
         match step {
             "plan" => {
@@ -186,7 +186,8 @@ impl Workflow for ClusterUpgrade {
             return Ok(());
         }
         let env = &self.0;
-        let cluster = meson_db::clusters::get(&env.pool, None, cx.params.cluster_id, true).await?;
+        let cluster =
+            meson_db::clusters::get_including_deleted(&env.pool, cx.params.cluster_id).await?;
         rolling::undo_half_made(
             env,
             &cluster,

@@ -93,8 +93,7 @@ impl Workflow for NodeReplace {
                     Some(true) => to_output(None::<NodeId>),
                     Some(false) => {
                         let old = live_node(env, cx.params).await?;
-                        let cluster =
-                            meson_db::clusters::get(&env.pool, None, old.cluster, false).await?;
+                        let cluster = meson_db::clusters::get_any(&env.pool, old.cluster).await?;
                         let new = nodes::replace_node(env, &cluster, &old, &old.kubernetes_version)
                             .await?;
                         tracing::info!(cluster = %cluster.id, old = %old.name, new = %new.name, "node replaced");
@@ -162,7 +161,7 @@ impl Workflow for NodeReboot {
     async fn run(&self, cx: &StepCtx<'_, NodeParams>, step: &'static str) -> StepResult {
         let env = &self.0;
         let node = live_node(env, cx.params).await?;
-        let vm = meson_db::vms::get(&env.pool, None, node.vm).await?;
+        let vm = meson_db::vms::get_any(&env.pool, node.vm).await?;
         match step {
             "request" => {
                 meson_db::clusters::set_node_status(&env.pool, node.id, NodeStatus::NotReady, None)
@@ -194,7 +193,7 @@ impl Workflow for NodeReboot {
         let Ok(node) = live_node(env, params).await else {
             return Ok(());
         };
-        let vm = meson_db::vms::get(&env.pool, None, node.vm).await?;
+        let vm = meson_db::vms::get_any(&env.pool, node.vm).await?;
         let vm_status = vm_power::settle(env, &vm).await?;
         let status = settled_status(&node, vm_status);
         let message = (status != NodeStatus::Ready).then(|| {

@@ -147,7 +147,7 @@ pub(crate) async fn cluster_failed(
 /// Adds node rows until the pool has `desired_nodes` (those being deleted
 /// not counted); returns the new nodes' ids.
 async fn add(env: &Env, p: &PoolParams) -> StepResult<Vec<NodeId>> {
-    let cluster = meson_db::clusters::get(&env.pool, None, p.cluster_id, false).await?;
+    let cluster = meson_db::clusters::get_any(&env.pool, p.cluster_id).await?;
     let mut tx = meson_db::begin(&env.pool).await?;
     meson_db::node_pools::lock(&mut tx, p.pool_id).await?;
     let pool = meson_db::node_pools::get(&mut *tx, p.cluster_id, p.pool_id).await?;
@@ -189,7 +189,7 @@ async fn run(env: &Env, cx: &StepCtx<'_, PoolParams>, step: &'static str) -> Ste
         }
         "add" => to_output(add(env, p).await?),
         "provision" => {
-            let cluster = meson_db::clusters::get(&env.pool, None, p.cluster_id, false).await?;
+            let cluster = meson_db::clusters::get_any(&env.pool, p.cluster_id).await?;
             let items = added_nodes(env, cx)
                 .await?
                 .into_iter()

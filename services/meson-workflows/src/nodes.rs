@@ -263,9 +263,9 @@ pub async fn provision_node(
     node: &Node,
     init: bool,
 ) -> StepResult<()> {
-    let vm = meson_db::vms::get(&env.pool, None, node.vm).await?;
+    let vm = meson_db::vms::get_any(&env.pool, node.vm).await?;
     place_node(env, cluster, node, &vm, &[]).await?;
-    let vm = meson_db::vms::get(&env.pool, None, node.vm).await?;
+    let vm = meson_db::vms::get_any(&env.pool, node.vm).await?;
     provision::ensure_networks(env, &vm).await?;
     provision::ensure_boot_volume(env, &vm).await?;
     // A node already registered keeps the ISO it booted with (re-rendering
@@ -289,7 +289,7 @@ pub async fn provision_node(
         },
     )
     .await?;
-    let vm = meson_db::vms::get(&env.pool, None, node.vm).await?;
+    let vm = meson_db::vms::get_any(&env.pool, node.vm).await?;
     provision::wait_running(env, &vm).await?;
     meson_db::clusters::node_booted(&env.pool, node.id).await?;
     Ok(())

@@ -77,7 +77,7 @@ async fn ensure_host_network(
     let found = match by_name(c.networks().await.map_err(step_error)?) {
         Some(n) => n,
         None => {
-            let network = meson_db::networks::get(&env.pool, None, id).await?;
+            let network = meson_db::networks::get_any(&env.pool, id).await?;
             let s = &network.subnet;
             let req = NetworkCreate {
                 name: name.clone(),
@@ -134,7 +134,7 @@ pub async fn static_nics(env: &Env, vm: &Vm) -> StepResult<Vec<StaticNic>> {
     let mut out = Vec::new();
     for nic in meson_db::networks::attachments_of(pool, &[vm.id]).await? {
         if let Some(address) = nic.address {
-            let network = meson_db::networks::get(pool, None, nic.network_id).await?;
+            let network = meson_db::networks::get_any(pool, nic.network_id).await?;
             out.push(StaticNic {
                 mac: nic.mac,
                 address,
@@ -334,7 +334,7 @@ pub struct Registered {
 pub async fn register_placed(env: &Env, vm_id: VmId, owner: &Owner<'_>) -> StepResult<Registered> {
     let mut refused: Vec<Placement> = Vec::new();
     loop {
-        let vm = meson_db::vms::get(&env.pool, None, vm_id).await?;
+        let vm = meson_db::vms::get_any(&env.pool, vm_id).await?;
         let Some(placement) = vm.placement.clone() else {
             // A crash between taking the placement away and placing again.
             place_again(env, &vm, owner, &refused).await?;
@@ -373,7 +373,7 @@ pub async fn register_placed(env: &Env, vm_id: VmId, owner: &Owner<'_>) -> StepR
             meson_db::volumes::set_atomos(&env.pool, v.id, None, VolumeStatus::Creating).await?;
         }
         unplace(env, vm.id).await?;
-        let vm = meson_db::vms::get(&env.pool, None, vm_id).await?;
+        let vm = meson_db::vms::get_any(&env.pool, vm_id).await?;
         place_again(env, &vm, owner, &refused).await?;
     }
 }

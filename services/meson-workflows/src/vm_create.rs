@@ -61,7 +61,7 @@ impl Workflow for VmCreate {
 
     async fn run(&self, cx: &StepCtx<'_, Params>, step: &'static str) -> StepResult {
         let env = &self.0;
-        let vm = meson_db::vms::get(&env.pool, None, cx.params.vm_id).await?;
+        let vm = meson_db::vms::get_any(&env.pool, cx.params.vm_id).await?;
         match step {
             "place" => self.place(&vm).await,
             "networks" => to_output(provision::ensure_networks(env, &vm).await?),
@@ -86,7 +86,7 @@ impl Workflow for VmCreate {
 
     async fn undo(&self, cx: &StepCtx<'_, Params>, step: &'static str) -> StepResult<()> {
         let env = &self.0;
-        let vm = meson_db::vms::get(&env.pool, None, cx.params.vm_id).await?;
+        let vm = meson_db::vms::get_any(&env.pool, cx.params.vm_id).await?;
         if step == "place" {
             provision::unplace(env, vm.id).await?;
             return Ok(());

@@ -198,7 +198,7 @@ impl<O: PowerOp> Workflow for VmPower<O> {
 
     async fn run(&self, cx: &StepCtx<'_, Params>, step: &'static str) -> StepResult {
         let env = &self.0;
-        let vm = meson_db::vms::get(&env.pool, None, cx.params.vm_id).await?;
+        let vm = meson_db::vms::get_any(&env.pool, cx.params.vm_id).await?;
         match step {
             "request" => to_output(request::<O>(env, &vm).await?),
             "wait" => to_output(wait::<O>(env, &vm).await?),
@@ -218,7 +218,7 @@ impl<O: PowerOp> Workflow for VmPower<O> {
     /// stuck in `starting`/`stopping`: nothing else would update it later.
     async fn on_failed(&self, params: &Params, _failure: &ActionFailure) -> StepResult<()> {
         let env = &self.0;
-        let vm = meson_db::vms::get(&env.pool, None, params.vm_id).await?;
+        let vm = meson_db::vms::get_any(&env.pool, params.vm_id).await?;
         settle(env, &vm).await?;
         Ok(())
     }

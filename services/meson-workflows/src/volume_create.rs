@@ -64,7 +64,7 @@ impl Workflow for VolumeCreate {
 
     async fn run(&self, cx: &StepCtx<'_, Params>, step: &'static str) -> StepResult {
         let env = &self.0;
-        let v = meson_db::volumes::get_any(&env.pool, cx.params.volume_id).await?;
+        let v = meson_db::volumes::get_including_deleted(&env.pool, cx.params.volume_id).await?;
         match step {
             "place" => to_output(self.place(cx.params, &v).await?),
             "create" => to_output(ensure_volume(env, &v).await?),
@@ -77,7 +77,7 @@ impl Workflow for VolumeCreate {
 
     async fn undo(&self, cx: &StepCtx<'_, Params>, step: &'static str) -> StepResult<()> {
         let env = &self.0;
-        let v = meson_db::volumes::get_any(&env.pool, cx.params.volume_id).await?;
+        let v = meson_db::volumes::get_including_deleted(&env.pool, cx.params.volume_id).await?;
         match step {
             "place" => meson_db::volumes::set_placement(&env.pool, v.id, None).await?,
             "create" => destroy(env, &v).await?,

@@ -51,7 +51,7 @@ impl Workflow for VolumeDelete {
 
     async fn run(&self, cx: &StepCtx<'_, Params>, step: &'static str) -> StepResult {
         let env = &self.0;
-        let v = meson_db::volumes::get_any(&env.pool, cx.params.volume_id).await?;
+        let v = meson_db::volumes::get_including_deleted(&env.pool, cx.params.volume_id).await?;
         match step {
             "destroy" => crate::volume_create::destroy(env, &v).await?,
             "forget" => meson_db::volumes::mark_deleted(&env.pool, v.id).await?,
@@ -74,7 +74,7 @@ impl Workflow for VolumeDelete {
         // Still on its host (and recorded) it is usable again; otherwise it
         // is `error`, and deleting it again finishes the job.
         let pool = &self.0.pool;
-        let v = meson_db::volumes::get_any(pool, params.volume_id).await?;
+        let v = meson_db::volumes::get_including_deleted(pool, params.volume_id).await?;
         if v.status == VolumeStatus::Deleting {
             let status = if v.atomos_id.is_some() {
                 VolumeStatus::Available

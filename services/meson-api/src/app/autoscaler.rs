@@ -84,7 +84,7 @@ impl App {
         let endpoint = self.autoscaler.as_ref().ok_or_else(|| Error::Unavailable {
             message: "this deployment serves no autoscaler endpoint".into(),
         })?;
-        meson_db::clusters::get(&self.pool, Some(&p.tenant), cluster, false).await?;
+        meson_db::clusters::get(&self.pool, &p.tenant, cluster).await?;
         let ca = self.autoscaler_ca().await?;
         let (cert, serial) = ca
             .client_credential(cluster.0, CREDENTIAL_VALIDITY)

@@ -6,7 +6,6 @@ use meson_core::action::{Action, Command, ResourceType};
 use meson_core::cluster::{Cluster, ClusterStatus, Node, NodeStatus};
 use meson_core::vm::VmStatus;
 use meson_core::{ClusterId, Error, NodeId, Result};
-use meson_jobs::Enqueued;
 use meson_workflows::node_ops::{self, NodeParams};
 
 /// `POST /v1/clusters/{id}/nodes/{node}/actions/{replace|reboot}`.
@@ -73,7 +72,7 @@ impl App {
         node_id: NodeId,
         op: NodeAction,
     ) -> Result<Action> {
-        meson_db::clusters::get(&self.pool, Some(&p.tenant), cluster_id, false).await?;
+        meson_db::clusters::get(&self.pool, &p.tenant, cluster_id).await?;
         let node = match meson_db::clusters::node(&self.pool, node_id).await {
             Ok(n) if n.cluster == cluster_id => n,
             Ok(_) | Err(Error::NotFound { .. }) => return Err(Error::not_found("node", node_id)),
@@ -101,20 +100,14 @@ impl App {
                 node_ops::enqueue_reboot(&mut tx, &params, action.id, &p.tenant).await?
             }
         };
-        if let Enqueued::Locked(blocking) = queued {
-            return Err(Error::Locked {
-                kind: "cluster",
-                id: cluster_id.to_string(),
-                action_id: blocking.map(|a| a.0).unwrap_or_default(),
-            });
-        }
+        queued.or_locked("cluster", cluster_id)?;
         // Read again under the lock: no other action can change them now.
-        let cluster = meson_db::clusters::get(&mut *tx, Some(&p.tenant), cluster_id, false).await?;
+        let cluster = meson_db::clusters::get(&mut *tx, &p.tenant, cluster_id).await?;
         let node = match meson_db::clusters::node(&mut *tx, node.id).await {
             Err(Error::NotFound { .. }) => return Err(Error::not_found("node", node_id)),
             other => other?,
         };
-        let vm = meson_db::vms::get(&self.pool, None, node.vm).await?;
+        let vm = meson_db::vms::get_any(&self.pool, node.vm).await?;
         if let Some(message) = refusal(op, &cluster, &node, &vm) {
             return Err(Error::Conflict { message });
         }

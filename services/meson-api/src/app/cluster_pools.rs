@@ -17,7 +17,7 @@ use meson_core::kaas::{MAX_NODES_PER_POOL, MAX_POOLS, PoolSpec};
 use meson_core::parse::{Parser, Warning};
 use meson_core::quota::Resources;
 use meson_core::{ClusterId, Error, NodeId, PoolId, Result};
-use meson_jobs::{Enqueued, Workflow};
+use meson_jobs::Workflow;
 use meson_workflows::node_pool_delete::NodePoolDelete;
 use meson_workflows::node_pool_scale::{self, NodePoolCreate, NodePoolScale, PoolParams};
 
@@ -157,15 +157,21 @@ fn has_workers<'a>(mut pools: impl Iterator<Item = &'a PoolSpec>) -> bool {
     pools.any(|p| p.autoscale || p.desired_nodes > 0)
 }
 
-fn locked(cluster: ClusterId, blocking: Option<meson_core::ActionId>) -> Error {
-    Error::Locked {
-        kind: "cluster",
-        id: cluster.to_string(),
-        action_id: blocking.map(|a| a.0).unwrap_or_default(),
-    }
-}
-
 impl App {
+    /// Begins a transaction holding the lock on a tenant's cluster's pools
+    /// (a pool change serializes on it) and reads the cluster and its pools.
+    async fn lock_pools(
+        &self,
+        p: &Principal,
+        cluster_id: ClusterId,
+    ) -> Result<(meson_db::Tx<'static>, Cluster, Vec<NodePool>)> {
+        let mut tx = meson_db::begin(&self.pool).await?;
+        meson_db::node_pools::lock_cluster(&mut tx, cluster_id).await?;
+        let cluster = meson_db::clusters::get(&mut *tx, &p.tenant, cluster_id).await?;
+        let pools = meson_db::clusters::pools(&mut *tx, cluster_id).await?;
+        Ok((tx, cluster, pools))
+    }
+
     async fn pool_view(&self, pool: NodePool) -> Result<PoolView> {
         let nodes = meson_db::clusters::nodes(&self.pool, pool.cluster)
             .await?
@@ -177,7 +183,7 @@ impl App {
 
     /// A cluster's pools, oldest first.
     pub async fn pool_list(&self, p: &Principal, cluster: ClusterId) -> Result<Vec<PoolView>> {
-        meson_db::clusters::get(&self.pool, Some(&p.tenant), cluster, false).await?;
+        meson_db::clusters::get(&self.pool, &p.tenant, cluster).await?;
         let pools = meson_db::clusters::pools(&self.pool, cluster).await?;
         let nodes = meson_db::clusters::nodes(&self.pool, cluster).await?;
         Ok(pools
@@ -199,7 +205,7 @@ impl App {
         cluster: ClusterId,
         id: PoolId,
     ) -> Result<PoolView> {
-        meson_db::clusters::get(&self.pool, Some(&p.tenant), cluster, false).await?;
+        meson_db::clusters::get(&self.pool, &p.tenant, cluster).await?;
         let pool = meson_db::node_pools::get(&self.pool, cluster, id).await?;
         self.pool_view(pool).await
     }
@@ -224,11 +230,9 @@ impl App {
             ],
         );
         meson_db::actions::insert(tx, &action).await?;
-        if let Enqueued::Locked(blocking) =
-            node_pool_scale::enqueue::<W>(tx, cluster.id, pool, action.id, &p.tenant).await?
-        {
-            return Err(locked(cluster.id, blocking));
-        }
+        node_pool_scale::enqueue::<W>(tx, cluster.id, pool, action.id, &p.tenant)
+            .await?
+            .or_locked("cluster", cluster.id)?;
         require_control_plane(
             cluster,
             &meson_db::clusters::nodes(&mut **tx, cluster.id).await?,
@@ -247,10 +251,7 @@ impl App {
         body: &serde_json::Value,
     ) -> Result<PoolChanged> {
         let (spec, warnings) = PoolSpec::parse(body)?;
-        let mut tx = meson_db::begin(&self.pool).await?;
-        meson_db::node_pools::lock_cluster(&mut tx, cluster_id).await?;
-        let cluster = meson_db::clusters::get(&mut *tx, Some(&p.tenant), cluster_id, false).await?;
-        let pools = meson_db::clusters::pools(&mut *tx, cluster_id).await?;
+        let (mut tx, cluster, pools) = self.lock_pools(p, cluster_id).await?;
         if pools.iter().any(|x| x.spec.name == spec.name) {
             return Err(Error::AlreadyExists {
                 kind: "node pool",
@@ -316,10 +317,7 @@ impl App {
         body: &serde_json::Value,
     ) -> Result<PoolChanged> {
         let (patch, warnings) = PoolPatch::parse(body)?;
-        let mut tx = meson_db::begin(&self.pool).await?;
-        meson_db::node_pools::lock_cluster(&mut tx, cluster_id).await?;
-        let cluster = meson_db::clusters::get(&mut *tx, Some(&p.tenant), cluster_id, false).await?;
-        let pools = meson_db::clusters::pools(&mut *tx, cluster_id).await?;
+        let (mut tx, cluster, pools) = self.lock_pools(p, cluster_id).await?;
         let current = pools
             .iter()
             .find(|x| x.id == id)
@@ -416,10 +414,7 @@ impl App {
         if victims.is_empty() {
             return Err(Error::invalid("nodes", "name at least one node"));
         }
-        let mut tx = meson_db::begin(&self.pool).await?;
-        meson_db::node_pools::lock_cluster(&mut tx, cluster_id).await?;
-        let cluster = meson_db::clusters::get(&mut *tx, Some(&p.tenant), cluster_id, false).await?;
-        let pools = meson_db::clusters::pools(&mut *tx, cluster_id).await?;
+        let (mut tx, cluster, pools) = self.lock_pools(p, cluster_id).await?;
         let current = pools
             .iter()
             .find(|x| x.id == id)
@@ -497,10 +492,7 @@ impl App {
         cluster_id: ClusterId,
         id: PoolId,
     ) -> Result<Action> {
-        let mut tx = meson_db::begin(&self.pool).await?;
-        meson_db::node_pools::lock_cluster(&mut tx, cluster_id).await?;
-        let cluster = meson_db::clusters::get(&mut *tx, Some(&p.tenant), cluster_id, false).await?;
-        let pools = meson_db::clusters::pools(&mut *tx, cluster_id).await?;
+        let (mut tx, cluster, pools) = self.lock_pools(p, cluster_id).await?;
         let pool = pools
             .iter()
             .find(|x| x.id == id)

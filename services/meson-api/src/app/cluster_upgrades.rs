@@ -7,7 +7,6 @@ use meson_core::action::{Action, Command, ResourceType};
 use meson_core::kubernetes::{self, KubeVersion};
 use meson_core::parse::{Parser, Warning};
 use meson_core::{ClusterId, Error, Result};
-use meson_jobs::Enqueued;
 use meson_workflows::cluster_upgrade::{self, MAX_ROLLOUT, UpgradeParams};
 
 /// What `POST /v1/clusters/{id}/actions/upgrade` asked for.
@@ -52,14 +51,6 @@ fn parse_upgrade(body: &serde_json::Value) -> Result<(UpgradeRequest, Vec<Warnin
     Ok((req, warnings))
 }
 
-fn locked(id: ClusterId, blocking: Option<meson_core::ActionId>) -> Error {
-    Error::Locked {
-        kind: "cluster",
-        id: id.to_string(),
-        action_id: blocking.map(|a| a.0).unwrap_or_default(),
-    }
-}
-
 fn not_running(status: &str, what: &str) -> Error {
     Error::Conflict {
         message: format!("the cluster is {status}; {what} needs it running"),
@@ -78,7 +69,7 @@ impl App {
         body: &serde_json::Value,
     ) -> Result<(Action, Vec<Warning>)> {
         let (req, mut warnings) = parse_upgrade(body)?;
-        let cluster = meson_db::clusters::get(&self.pool, Some(&p.tenant), id, false).await?;
+        let cluster = meson_db::clusters::get(&self.pool, &p.tenant, id).await?;
         let from: KubeVersion = cluster.kubernetes_version.parse().map_err(|e| {
             Error::internal(format!(
                 "cluster version {}: {e}",
@@ -136,11 +127,9 @@ impl App {
         };
         let mut tx = meson_db::begin(&self.pool).await?;
         meson_db::actions::insert(&mut tx, &action).await?;
-        if let Enqueued::Locked(blocking) =
-            cluster_upgrade::enqueue(&mut tx, &params, action.id, &p.tenant).await?
-        {
-            return Err(locked(id, blocking));
-        }
+        cluster_upgrade::enqueue(&mut tx, &params, action.id, &p.tenant)
+            .await?
+            .or_locked("cluster", id)?;
         // Under the cluster's lock now: still running, at the version checked?
         if !meson_db::cluster_upgrades::begin_update(
             &mut tx,
@@ -150,7 +139,7 @@ impl App {
         )
         .await?
         {
-            let now = meson_db::clusters::get(&mut *tx, Some(&p.tenant), id, false).await?;
+            let now = meson_db::clusters::get(&mut *tx, &p.tenant, id).await?;
             if now.kubernetes_version != cluster.kubernetes_version {
                 return Err(Error::Conflict {
                     message: format!(
@@ -174,7 +163,7 @@ impl App {
     /// when it is not `running`.
     pub async fn cluster_rotate_credentials(&self, p: &Principal, id: ClusterId) -> Result<Action> {
         // Whoever may hold the cluster may cut others off it.
-        meson_db::clusters::get(&self.pool, Some(&p.tenant), id, false).await?;
+        meson_db::clusters::get(&self.pool, &p.tenant, id).await?;
         let action = new_action(
             p,
             Command::RotateCredentials,
@@ -182,13 +171,11 @@ impl App {
         );
         let mut tx = meson_db::begin(&self.pool).await?;
         meson_db::actions::insert(&mut tx, &action).await?;
-        if let Enqueued::Locked(blocking) =
-            meson_workflows::cluster_credentials::enqueue(&mut tx, id, action.id, &p.tenant).await?
-        {
-            return Err(locked(id, blocking));
-        }
+        meson_workflows::cluster_credentials::enqueue(&mut tx, id, action.id, &p.tenant)
+            .await?
+            .or_locked("cluster", id)?;
         if !meson_db::cluster_upgrades::begin_update(&mut tx, id, None, None).await? {
-            let now = meson_db::clusters::get(&mut *tx, Some(&p.tenant), id, false).await?;
+            let now = meson_db::clusters::get(&mut *tx, &p.tenant, id).await?;
             return Err(not_running(now.status.as_str(), "a credentials rotation"));
         }
         meson_db::commit(tx).await?;

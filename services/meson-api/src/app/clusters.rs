@@ -12,7 +12,6 @@ use meson_core::parse::{Parser, Warning};
 use meson_core::quota::Resources;
 use meson_core::vm::Vm;
 use meson_core::{ClusterId, Error, NetworkId, NodeId, PoolId, Result, VmId};
-use meson_jobs::Enqueued;
 use meson_workflows::{cluster_create, cluster_delete};
 use std::net::Ipv4Addr;
 use std::time::Duration;
@@ -129,12 +128,9 @@ impl App {
             }
         }
         meson_db::actions::insert(&mut tx, &action).await?;
-        match cluster_create::enqueue(&mut tx, id, action.id, &p.tenant).await? {
-            Enqueued::Job(_) => {}
-            Enqueued::Locked(_) => {
-                return Err(Error::internal("a brand-new cluster is already locked"));
-            }
-        }
+        cluster_create::enqueue(&mut tx, id, action.id, &p.tenant)
+            .await?
+            .of_new("cluster")?;
         meson_db::commit(tx).await?;
         tracing::info!(cluster = %id, action = %action.id, tenant = %p.tenant, "cluster create accepted");
         Ok(ClusterCreated {
@@ -154,7 +150,7 @@ impl App {
 
     pub async fn cluster_get(&self, p: &Principal, id: ClusterId) -> Result<ClusterView> {
         let mut conn = meson_db::acquire(&self.pool).await?;
-        let cluster = meson_db::clusters::get(&mut *conn, Some(&p.tenant), id, false).await?;
+        let cluster = meson_db::clusters::get(&mut *conn, &p.tenant, id).await?;
         let mut views = cluster_views(&mut conn, vec![cluster]).await?;
         views
             .pop()
@@ -166,19 +162,15 @@ impl App {
         p: &Principal,
         q: &ListQuery,
     ) -> Result<(Vec<ClusterView>, u64)> {
-        let (clusters, total) = meson_db::clusters::list(
-            &self.pool,
-            &p.tenant,
-            &q.filter(),
-            q.page.limit(),
-            q.page.offset(),
-        )
-        .await?;
+        let filter = q.filter();
+        let (clusters, total) = q
+            .page
+            .read(|limit, offset| {
+                meson_db::clusters::list(&self.pool, &p.tenant, &filter, limit, offset)
+            })
+            .await?;
         let mut conn = meson_db::acquire(&self.pool).await?;
-        Ok((
-            cluster_views(&mut conn, clusters).await?,
-            total.max(0) as u64,
-        ))
+        Ok((cluster_views(&mut conn, clusters).await?, total))
     }
 
     /// Replaces a cluster's labels and/or its update policy
@@ -215,7 +207,7 @@ impl App {
         parser.done(root);
         let Parser { errors, warnings } = parser;
         errors.finish(())?;
-        let mut cluster = meson_db::clusters::get(&self.pool, Some(&p.tenant), id, false).await?;
+        let mut cluster = meson_db::clusters::get(&self.pool, &p.tenant, id).await?;
         let spec = policy.map(|u| {
             cluster.spec.update_policy = u;
             cluster.spec.clone()
@@ -227,7 +219,7 @@ impl App {
 
     /// Starts deleting a cluster; `locked` while another action runs on it.
     pub async fn cluster_delete(&self, p: &Principal, id: ClusterId) -> Result<Action> {
-        meson_db::clusters::get(&self.pool, Some(&p.tenant), id, false).await?;
+        meson_db::clusters::get(&self.pool, &p.tenant, id).await?;
         let action = new_action(
             p,
             Command::DeleteCluster,
@@ -235,15 +227,9 @@ impl App {
         );
         let mut tx = meson_db::begin(&self.pool).await?;
         meson_db::actions::insert(&mut tx, &action).await?;
-        if let Enqueued::Locked(blocking) =
-            cluster_delete::enqueue(&mut tx, id, action.id, &p.tenant).await?
-        {
-            return Err(Error::Locked {
-                kind: "cluster",
-                id: id.to_string(),
-                action_id: blocking.map(|a| a.0).unwrap_or_default(),
-            });
-        }
+        cluster_delete::enqueue(&mut tx, id, action.id, &p.tenant)
+            .await?
+            .or_locked("cluster", id)?;
         meson_db::clusters::set_status(&mut *tx, id, ClusterStatus::Deleting, None).await?;
         meson_db::commit(tx).await?;
         tracing::info!(cluster = %id, action = %action.id, "cluster delete accepted");
@@ -267,7 +253,7 @@ impl App {
                 format!("must be from 60 to {MAX_KUBECONFIG_SECONDS}"),
             ));
         }
-        let cluster = meson_db::clusters::get(&self.pool, Some(&p.tenant), id, false).await?;
+        let cluster = meson_db::clusters::get(&self.pool, &p.tenant, id).await?;
         let key = self
             .secrets_key
             .as_ref()

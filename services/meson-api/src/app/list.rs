@@ -75,6 +75,16 @@ impl Page {
     pub fn limit(&self) -> i64 {
         i64::from(self.per_page)
     }
+
+    /// This page of a meson-db list, which takes a limit and an offset and
+    /// answers the page's items and how many there are in all.
+    pub async fn read<T, F>(self, list: impl FnOnce(i64, i64) -> F) -> Result<(Vec<T>, u64)>
+    where
+        F: std::future::Future<Output = Result<(Vec<T>, i64)>>,
+    {
+        let (items, total) = list(self.limit(), self.offset()).await?;
+        Ok((items, total.max(0) as u64))
+    }
 }
 
 /// `meta.pagination` of `page` in a list of `total` entries.

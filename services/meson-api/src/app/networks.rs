@@ -8,7 +8,6 @@ use meson_core::network::{MAX_NETWORK_NAME_LEN, Network, NetworkCreate, NetworkS
 use meson_core::parse::Warning;
 use meson_core::patch::NameLabels;
 use meson_core::{Error, NetworkId, Result, VmId};
-use meson_jobs::Enqueued;
 use meson_workflows::network_delete;
 
 impl App {
@@ -38,7 +37,7 @@ impl App {
 
     /// A network and the VMs attached to it.
     pub async fn network_get(&self, p: &Principal, id: NetworkId) -> Result<(Network, Vec<VmId>)> {
-        let network = meson_db::networks::get(&self.pool, Some(&p.tenant), id).await?;
+        let network = meson_db::networks::get(&self.pool, &p.tenant, id).await?;
         let vms = meson_db::networks::vms_on(&self.pool, id).await?;
         Ok((network, vms))
     }
@@ -49,20 +48,19 @@ impl App {
         p: &Principal,
         q: &ListQuery,
     ) -> Result<(Vec<(Network, Vec<VmId>)>, u64)> {
-        let (networks, total) = meson_db::networks::list(
-            &self.pool,
-            &p.tenant,
-            &q.filter(),
-            q.page.limit(),
-            q.page.offset(),
-        )
-        .await?;
+        let filter = q.filter();
+        let (networks, total) = q
+            .page
+            .read(|limit, offset| {
+                meson_db::networks::list(&self.pool, &p.tenant, &filter, limit, offset)
+            })
+            .await?;
         let mut out = Vec::with_capacity(networks.len());
         for n in networks {
             let vms = meson_db::networks::vms_on(&self.pool, n.id).await?;
             out.push((n, vms));
         }
-        Ok((out, total.max(0) as u64))
+        Ok((out, total))
     }
 
     /// Renames a network and/or replaces its labels.
@@ -108,16 +106,9 @@ impl App {
             vec![(ResourceType::Network, id.0)],
         );
         meson_db::actions::insert(&mut tx, &action).await?;
-        match network_delete::enqueue(&mut tx, id, action.id, &p.tenant).await? {
-            Enqueued::Job(_) => {}
-            Enqueued::Locked(blocking) => {
-                return Err(Error::Locked {
-                    kind: "network",
-                    id: id.to_string(),
-                    action_id: blocking.map(|a| a.0).unwrap_or_default(),
-                });
-            }
-        }
+        network_delete::enqueue(&mut tx, id, action.id, &p.tenant)
+            .await?
+            .or_locked("network", id)?;
         meson_db::networks::set_status(&mut *tx, id, NetworkStatus::Deleting).await?;
         meson_db::commit(tx).await?;
         tracing::info!(network = %id, action = %action.id, "network delete accepted");

@@ -11,7 +11,6 @@ use meson_core::quota::Resources;
 use meson_core::vm::{Vm, VmCreate, VmStatus};
 use meson_core::volume::Volume;
 use meson_core::{Error, Result, VmId};
-use meson_jobs::Enqueued;
 use meson_workflows::vm_power::{PowerOff, PowerOn, Reboot};
 use meson_workflows::{vm_create, vm_delete, vm_power};
 
@@ -99,10 +98,9 @@ impl App {
             super::volumes::attach_new_vm(&mut tx, &p.tenant, id, &vm.spec, &targets, &req.volumes)
                 .await?;
         meson_db::actions::insert(&mut tx, &action).await?;
-        match vm_create::enqueue(&mut tx, id, action.id, &p.tenant).await? {
-            Enqueued::Job(_) => {}
-            Enqueued::Locked(_) => return Err(Error::internal("a brand-new VM is already locked")),
-        }
+        vm_create::enqueue(&mut tx, id, action.id, &p.tenant)
+            .await?
+            .of_new("VM")?;
         meson_db::commit(tx).await?;
         tracing::info!(vm = %id, action = %action.id, tenant = %p.tenant, "vm create accepted");
         let mut volumes = volumes;
@@ -119,43 +117,35 @@ impl App {
         // One connection for the three reads: each checkout sets the
         // connection's tenant, a round trip of its own.
         let mut conn = meson_db::acquire(&self.pool).await?;
-        let vm = meson_db::vms::get(&mut *conn, Some(&p.tenant), id).await?;
+        let vm = meson_db::vms::get(&mut *conn, &p.tenant, id).await?;
         Ok((vm, VmParts::load(&mut conn, &[id]).await?))
     }
 
     pub async fn vm_list(&self, p: &Principal, q: &ListQuery) -> Result<VmPage> {
-        let (vms, total) = meson_db::vms::list(
-            &self.pool,
-            &p.tenant,
-            &q.filter(),
-            q.page.limit(),
-            q.page.offset(),
-        )
-        .await?;
+        let filter = q.filter();
+        let (vms, total) = q
+            .page
+            .read(|limit, offset| {
+                meson_db::vms::list(&self.pool, &p.tenant, &filter, limit, offset)
+            })
+            .await?;
         let ids: Vec<VmId> = vms.iter().map(|v| v.id).collect();
         Ok(VmPage {
             parts: VmParts::load(&mut *meson_db::acquire(&self.pool).await?, &ids).await?,
             vms,
-            total: total.max(0) as u64,
+            total,
         })
     }
 
     /// Starts deleting a VM; `locked` while another action runs on it.
     pub async fn vm_delete(&self, p: &Principal, id: VmId) -> Result<Action> {
-        let vm = meson_db::vms::get(&self.pool, Some(&p.tenant), id).await?;
+        let vm = meson_db::vms::get(&self.pool, &p.tenant, id).await?;
         let action = new_action(p, Command::DeleteVm, vec![(ResourceType::Vm, vm.id.0)]);
         let mut tx = meson_db::begin(&self.pool).await?;
         meson_db::actions::insert(&mut tx, &action).await?;
-        match vm_delete::enqueue(&mut tx, id, action.id, &p.tenant).await? {
-            Enqueued::Job(_) => {}
-            Enqueued::Locked(blocking) => {
-                return Err(Error::Locked {
-                    kind: "vm",
-                    id: id.to_string(),
-                    action_id: blocking.map(|a| a.0).unwrap_or_default(),
-                });
-            }
-        }
+        vm_delete::enqueue(&mut tx, id, action.id, &p.tenant)
+            .await?
+            .or_locked("vm", id)?;
         meson_db::vms::set_status(&mut *tx, id, VmStatus::Deleting).await?;
         meson_db::commit(tx).await?;
         tracing::info!(vm = %id, action = %action.id, "vm delete accepted");
@@ -165,7 +155,7 @@ impl App {
     /// Starts a power action on a running or stopped VM; `locked` while
     /// another action runs on it, `conflict` while it is not placed or failed.
     pub async fn vm_power(&self, p: &Principal, id: VmId, op: PowerAction) -> Result<Action> {
-        let vm = meson_db::vms::get(&self.pool, Some(&p.tenant), id).await?;
+        let vm = meson_db::vms::get(&self.pool, &p.tenant, id).await?;
         let command = match op {
             PowerAction::On => Command::StartVm,
             PowerAction::Off => Command::StopVm,
@@ -185,13 +175,7 @@ impl App {
                 vm_power::enqueue::<Reboot>(&mut tx, id, action.id, &p.tenant).await?
             }
         };
-        if let Enqueued::Locked(blocking) = queued {
-            return Err(Error::Locked {
-                kind: "vm",
-                id: id.to_string(),
-                action_id: blocking.map(|a| a.0).unwrap_or_default(),
-            });
-        }
+        queued.or_locked("vm", id)?;
         // Checked after taking the lock: no other action can change it now.
         if !matches!(vm.status, VmStatus::Running | VmStatus::Off) || vm.placement.is_none() {
             return Err(Error::Conflict {

@@ -11,7 +11,6 @@ use meson_core::target::Target;
 use meson_core::vm::VmSpec;
 use meson_core::volume::{MAX_VOLUME_NAME_LEN, Volume, VolumeCreate, VolumeStatus};
 use meson_core::{Error, Result, TenantId, VmId, VolumeId};
-use meson_jobs::Enqueued;
 use meson_workflows::{volume_create, volume_delete};
 
 pub struct VolumeCreated {
@@ -26,15 +25,11 @@ impl App {
     }
 
     pub async fn volume_list(&self, p: &Principal, q: &VolumeQuery) -> Result<(Vec<Volume>, u64)> {
-        let (v, total) = meson_db::volumes::list(
-            &self.pool,
-            &p.tenant,
-            &q.filter,
-            q.page.limit(),
-            q.page.offset(),
-        )
-        .await?;
-        Ok((v, total.max(0) as u64))
+        q.page
+            .read(|limit, offset| {
+                meson_db::volumes::list(&self.pool, &p.tenant, &q.filter, limit, offset)
+            })
+            .await
     }
 
     /// Validates the request and, in one transaction, checks the storage
@@ -69,12 +64,9 @@ impl App {
             continent: req.continent,
             region: req.region,
         };
-        match volume_create::enqueue(&mut tx, &params, action.id, &p.tenant).await? {
-            Enqueued::Job(_) => {}
-            Enqueued::Locked(_) => {
-                return Err(Error::internal("a brand-new volume is already locked"));
-            }
-        }
+        volume_create::enqueue(&mut tx, &params, action.id, &p.tenant)
+            .await?
+            .of_new("volume")?;
         meson_db::commit(tx).await?;
         tracing::info!(volume = %volume.id, action = %action.id, tenant = %p.tenant, "volume create accepted");
         Ok(VolumeCreated {
@@ -120,16 +112,9 @@ impl App {
         let v = meson_db::volumes::lock_standalone(&mut tx, &p.tenant, id).await?;
         let action = new_action(p, Command::DeleteVolume, vec![(ResourceType::Volume, id.0)]);
         meson_db::actions::insert(&mut tx, &action).await?;
-        match volume_delete::enqueue(&mut tx, id, action.id, &p.tenant).await? {
-            Enqueued::Job(_) => {}
-            Enqueued::Locked(blocking) => {
-                return Err(Error::Locked {
-                    kind: "volume",
-                    id: id.to_string(),
-                    action_id: blocking.map(|a| a.0).unwrap_or_default(),
-                });
-            }
-        }
+        volume_delete::enqueue(&mut tx, id, action.id, &p.tenant)
+            .await?
+            .or_locked("volume", id)?;
         if let Some(vm) = v.attached_to {
             return Err(Error::Conflict {
                 message: format!(

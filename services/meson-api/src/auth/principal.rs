@@ -1,0 +1,76 @@
+//! Who is calling: the principal a verified token names, and its role.
+
+use crate::error::ApiError;
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+use meson_core::{Error, TenantId};
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// Reads its tenant's resources.
+    Viewer,
+    /// Also creates, changes and deletes them.
+    Editor,
+    /// A tenant's own administrator: an editor who also reads its tenant's
+    /// audit log. Never reaches another tenant.
+    Owner,
+    /// Elemento's operator, across tenants: quotas, targets, every tenant's
+    /// audit log. Never for a tenant's users.
+    Admin,
+}
+
+impl Role {
+    /// The name used in tokens' roles claim.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Viewer => "viewer",
+            Role::Editor => "editor",
+            Role::Owner => "owner",
+            Role::Admin => "admin",
+        }
+    }
+
+    /// Case-insensitive; `None` for a name meson does not know.
+    pub(super) fn from_claim(name: &str) -> Option<Role> {
+        [Role::Viewer, Role::Editor, Role::Owner, Role::Admin]
+            .into_iter()
+            .find(|r| r.as_str().eq_ignore_ascii_case(name))
+    }
+}
+
+/// The authenticated caller.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Principal {
+    pub tenant: TenantId,
+    pub subject: String,
+    pub role: Role,
+}
+
+impl Principal {
+    /// Fails with `forbidden` unless the caller has at least `role`.
+    pub fn require(&self, role: Role) -> Result<(), Error> {
+        if self.role >= role {
+            Ok(())
+        } else {
+            Err(Error::Forbidden {
+                message: format!("this needs the {role:?} role").to_lowercase(),
+            })
+        }
+    }
+}
+
+/// The caller, as the guard (`http::guard`) authenticated it before the
+/// handler runs. A handler reached without the guard refuses.
+impl<S: Send + Sync> FromRequestParts<S> for Principal {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        parts.extensions.get::<Principal>().cloned().ok_or_else(|| {
+            tracing::error!(path = %parts.uri.path(),
+                "refused: a handler that needs a caller was reached without the guard");
+            ApiError(Error::Unauthorized)
+        })
+    }
+}
