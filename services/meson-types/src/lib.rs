@@ -12,6 +12,7 @@ pub mod cluster;
 pub mod dev;
 pub mod error;
 pub mod kaas;
+pub mod lenient;
 pub mod meta;
 pub mod network;
 pub mod ops;
