@@ -335,3 +335,15 @@ impl PartialSchema for TaintRequest {
 }
 
 impl ToSchema for TaintRequest {}
+
+impl From<crate::quote::NodeSpecs> for NodeSpecsRequest {
+    /// A size given in full.
+    fn from(s: crate::quote::NodeSpecs) -> Self {
+        NodeSpecsRequest {
+            cpu: Some(s.cpu),
+            ram: Some(s.ram),
+            storage: Some(s.storage),
+            gpu: Some(s.gpu),
+        }
+    }
+}
