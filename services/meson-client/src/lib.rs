@@ -1,6 +1,9 @@
 //! The Rust SDK of meson's REST API.
 //!
-//! - Typed calls answering meson's own wire types (`meson-types`).
+//! - Typed calls: requests and answers are meson's own wire types
+//!   (`meson-types`, re-exported as [`types`]), built with their
+//!   constructors (`VmCreateRequest::new("web", 2, 4096).os("Ubuntu")`) or
+//!   as plain structs with `..Default::default()`.
 //! - Retries on the retryable errors only: `conflict` on a create (its
 //!   idempotent first attempt still running elsewhere), `rate_limit_exceeded`
 //!   and `unavailable` (meson cannot reach its database: nothing was done;
@@ -19,10 +22,19 @@ mod wait;
 
 pub use wait::{OnUpdate, WaitOpts};
 
+pub use meson_types as types;
+
 use meson_types as wire;
+use meson_types::kaas::KaasCreateRequest;
+use meson_types::network::NetworkCreateRequest;
+use meson_types::pool::NodePoolUpdateRequest;
+use meson_types::quote::QuoteRequest;
+use meson_types::requests::VmCreateRequest;
+use meson_types::upgrade::ClusterUpgradeRequest;
+use meson_types::volume::{VolumeCreateRequest, VolumeUpdateRequest};
 use reqwest::{Method, StatusCode};
+use serde::Serialize;
 use serde::de::DeserializeOwned;
-use serde_json::Value;
 use std::time::Duration;
 use uuid::Uuid;
 
@@ -39,7 +51,7 @@ pub enum Error {
         code: String,
         message: String,
         /// `fields`, `limits`, `action_id`, ... as the code has them.
-        details: Value,
+        details: Box<wire::ErrorDetails>,
         correlation_id: Option<String>,
     },
     /// An awaited action ended in `error`.
@@ -186,11 +198,11 @@ impl Client {
     }
 
     /// Sends a request, retrying what may be retried; the raw answer.
-    async fn send(
+    async fn send<B: Serialize + ?Sized>(
         &self,
         method: Method,
         path: &str,
-        body: Option<&Value>,
+        body: Option<&B>,
         idempotent_create: bool,
     ) -> Result<reqwest::Response> {
         let key = idempotent_create.then(|| Uuid::new_v4().to_string());
@@ -250,11 +262,11 @@ impl Client {
         }
     }
 
-    async fn call<T: DeserializeOwned>(
+    async fn call<T: DeserializeOwned, B: Serialize + ?Sized>(
         &self,
         method: Method,
         path: &str,
-        body: Option<&Value>,
+        body: Option<&B>,
     ) -> Result<T> {
         let create = method == Method::POST;
         let res = self.send(method, path, body, create).await?;
@@ -262,35 +274,16 @@ impl Client {
     }
 
     async fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T> {
-        self.call(Method::GET, path, None).await
+        self.call(Method::GET, path, None::<&()>).await
     }
 
     // --- VMs
 
-    /// `POST /v1/vms` with the VM request (`specs`, `provider`, ...; a
-    /// top-level `"volumes": ["<id>", ...]` attaches standalone volumes).
-    pub async fn vm_create(&self, body: &Value) -> Result<wire::VmCreateResponse> {
-        self.call(Method::POST, "/v1/vms", Some(body)).await
-    }
-
-    /// [`Client::vm_create`] attaching the standalone volumes `volumes`
-    /// (they pin the VM to their host; they replace any `volumes` in `body`).
-    pub async fn vm_create_with_volumes(
-        &self,
-        body: &Value,
-        volumes: &[Uuid],
-    ) -> Result<wire::VmCreateResponse> {
-        let mut body = body.clone();
-        if let Value::Object(map) = &mut body {
-            map.insert(
-                "volumes".to_owned(),
-                volumes
-                    .iter()
-                    .map(|v| Value::String(v.to_string()))
-                    .collect(),
-            );
-        }
-        self.vm_create(&body).await
+    /// `POST /v1/vms`: a VM (`VmCreateRequest::new(..)`; its
+    /// `attach_volumes` attaches standalone volumes, which pin the VM to
+    /// their host).
+    pub async fn vm_create(&self, req: &VmCreateRequest) -> Result<wire::VmCreateResponse> {
+        self.call(Method::POST, "/v1/vms", Some(req)).await
     }
 
     pub async fn vm_list(&self, page: Page) -> Result<wire::VmList> {
@@ -308,7 +301,7 @@ impl Client {
 
     pub async fn vm_delete(&self, id: Uuid) -> Result<wire::Action> {
         let r: wire::ActionResponse = self
-            .call(Method::DELETE, &format!("/v1/vms/{id}"), None)
+            .call(Method::DELETE, &format!("/v1/vms/{id}"), None::<&()>)
             .await?;
         Ok(r.action)
     }
@@ -319,7 +312,7 @@ impl Client {
             .call(
                 Method::POST,
                 &format!("/v1/vms/{id}/actions/{command}"),
-                None,
+                None::<&()>,
             )
             .await?;
         Ok(r.action)
@@ -349,19 +342,9 @@ impl Client {
     /// `POST /v1/volumes`: a standalone volume (`creating`) and its action.
     pub async fn volume_create(
         &self,
-        req: &wire::volume::VolumeCreateRequest,
+        req: &VolumeCreateRequest,
     ) -> Result<wire::volume::VolumeCreateResponse> {
-        self.volume_create_json(&to_body(req)?).await
-    }
-
-    /// [`Client::volume_create`] with the body as JSON, as a translating
-    /// client has it: meson reads it leniently (booleans as `"True"`, 0/1)
-    /// and names every bad field.
-    pub async fn volume_create_json(
-        &self,
-        body: &Value,
-    ) -> Result<wire::volume::VolumeCreateResponse> {
-        self.call(Method::POST, "/v1/volumes", Some(body)).await
+        self.call(Method::POST, "/v1/volumes", Some(req)).await
     }
 
     /// A page of the tenant's volumes (VMs' own and standalone), filtered.
@@ -415,11 +398,10 @@ impl Client {
     pub async fn volume_update(
         &self,
         id: Uuid,
-        req: &wire::volume::VolumeUpdateRequest,
+        req: &VolumeUpdateRequest,
     ) -> Result<wire::volume::Volume> {
-        let body = to_body(req)?;
         let r: wire::volume::VolumeResponse = self
-            .call(Method::PATCH, &format!("/v1/volumes/{id}"), Some(&body))
+            .call(Method::PATCH, &format!("/v1/volumes/{id}"), Some(req))
             .await?;
         Ok(r.volume)
     }
@@ -427,7 +409,7 @@ impl Client {
     /// Starts deleting a standalone volume (`conflict` while attached).
     pub async fn volume_delete(&self, id: Uuid) -> Result<wire::Action> {
         let r: wire::ActionResponse = self
-            .call(Method::DELETE, &format!("/v1/volumes/{id}"), None)
+            .call(Method::DELETE, &format!("/v1/volumes/{id}"), None::<&()>)
             .await?;
         Ok(r.action)
     }
@@ -437,9 +419,9 @@ impl Client {
     /// `POST /v1/clusters` with the KaaS request.
     pub async fn cluster_create(
         &self,
-        body: &Value,
+        req: &KaasCreateRequest,
     ) -> Result<wire::cluster::ClusterCreateResponse> {
-        self.call(Method::POST, "/v1/clusters", Some(body)).await
+        self.call(Method::POST, "/v1/clusters", Some(req)).await
     }
 
     pub async fn cluster_list(&self, page: Page) -> Result<wire::cluster::ClusterList> {
@@ -476,43 +458,39 @@ impl Client {
 
     pub async fn cluster_delete(&self, id: Uuid) -> Result<wire::Action> {
         let r: wire::ActionResponse = self
-            .call(Method::DELETE, &format!("/v1/clusters/{id}"), None)
+            .call(Method::DELETE, &format!("/v1/clusters/{id}"), None::<&()>)
             .await?;
         Ok(r.action)
     }
 
-    pub async fn cluster_upgrade(&self, id: Uuid, version: &str) -> Result<wire::Action> {
-        let body = serde_json::json!({ "kubernetes_version": version });
+    /// `POST /v1/clusters/{id}/actions/upgrade`.
+    pub async fn cluster_upgrade(
+        &self,
+        id: Uuid,
+        req: &ClusterUpgradeRequest,
+    ) -> Result<wire::Action> {
         let r: wire::upgrade::ClusterActionResponse = self
             .call(
                 Method::POST,
                 &format!("/v1/clusters/{id}/actions/upgrade"),
-                Some(&body),
+                Some(req),
             )
             .await?;
         Ok(r.action)
     }
 
-    /// Sets a pool's `desired_nodes`, and its bounds when given.
-    pub async fn pool_scale(
+    /// `PATCH /v1/clusters/{cluster}/pools/{pool}`: the fields given change
+    /// (`desired_nodes` scales the pool), the others stay.
+    pub async fn pool_update(
         &self,
         cluster: Uuid,
         pool: Uuid,
-        desired: u32,
-        min: Option<u32>,
-        max: Option<u32>,
+        req: &NodePoolUpdateRequest,
     ) -> Result<wire::pool::PoolUpdateResponse> {
-        let mut body = serde_json::json!({ "desired_nodes": desired });
-        if let Some(min) = min {
-            body["min_nodes"] = min.into();
-        }
-        if let Some(max) = max {
-            body["max_nodes"] = max.into();
-        }
         self.call(
             Method::PATCH,
             &format!("/v1/clusters/{cluster}/pools/{pool}"),
-            Some(&body),
+            Some(req),
         )
         .await
     }
@@ -524,7 +502,7 @@ impl Client {
             .send(
                 Method::GET,
                 &format!("/v1/clusters/{cluster}/kubeconfig{query}"),
-                None,
+                None::<&()>,
                 false,
             )
             .await?;
@@ -534,9 +512,12 @@ impl Client {
     // --- Networks
 
     /// `POST /v1/networks`.
-    pub async fn network_create(&self, body: &Value) -> Result<wire::network::Network> {
+    pub async fn network_create(
+        &self,
+        req: &NetworkCreateRequest,
+    ) -> Result<wire::network::Network> {
         let r: wire::network::NetworkResponse =
-            self.call(Method::POST, "/v1/networks", Some(body)).await?;
+            self.call(Method::POST, "/v1/networks", Some(req)).await?;
         Ok(r.network)
     }
 
@@ -574,7 +555,7 @@ impl Client {
 
     pub async fn network_delete(&self, id: Uuid) -> Result<wire::Action> {
         let r: wire::ActionResponse = self
-            .call(Method::DELETE, &format!("/v1/networks/{id}"), None)
+            .call(Method::DELETE, &format!("/v1/networks/{id}"), None::<&()>)
             .await?;
         Ok(r.action)
     }
@@ -624,9 +605,10 @@ impl Client {
         Ok(r.providers)
     }
 
-    /// `POST /v1/quotes`: a VM's or a cluster's price per placement.
-    pub async fn quote(&self, body: &Value) -> Result<wire::quote::QuoteAnswer> {
-        self.call(Method::POST, "/v1/quotes", Some(body)).await
+    /// `POST /v1/quotes`: a VM's or a cluster's price per placement
+    /// (`&QuoteRequest::from(vm_request)`).
+    pub async fn quote(&self, req: &QuoteRequest) -> Result<wire::quote::QuoteAnswer> {
+        self.call(Method::POST, "/v1/quotes", Some(req)).await
     }
 
     /// `GET /v1/actions/stream` for `ids`, as a response to read events from.
@@ -657,10 +639,6 @@ pub struct VolumeFilter {
     pub standalone: Option<bool>,
 }
 
-fn to_body(req: &impl serde::Serialize) -> Result<Value> {
-    serde_json::to_value(req).map_err(|e| Error::Config(format!("encoding the request: {e}")))
-}
-
 /// The error envelope of a failed answer.
 async fn api_error(res: reqwest::Response) -> Error {
     let status = res.status();
@@ -669,22 +647,35 @@ async fn api_error(res: reqwest::Response) -> Error {
         .get("x-correlation-id")
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
-    let body: Value = res.json().await.unwrap_or(Value::Null);
-    let e = &body["error"];
+    /// The envelope, each member optional: a proxy's answer has none.
+    #[derive(Default, serde::Deserialize)]
+    struct Envelope {
+        #[serde(default)]
+        error: Body,
+    }
+    #[derive(Default, serde::Deserialize)]
+    struct Body {
+        code: Option<String>,
+        message: Option<String>,
+        #[serde(default)]
+        details: serde_json::Value,
+    }
+    let bytes = res.bytes().await.unwrap_or_default();
+    let e = serde_json::from_slice::<Envelope>(&bytes)
+        .unwrap_or_default()
+        .error;
     Error::Api {
         status: status.as_u16(),
-        code: e["code"].as_str().map_or_else(
-            || match status {
-                StatusCode::BAD_GATEWAY => "bad_gateway".to_owned(),
-                StatusCode::GATEWAY_TIMEOUT => "timeout".to_owned(),
-                _ => "service_error".to_owned(),
-            },
-            str::to_owned,
-        ),
-        message: e["message"]
-            .as_str()
-            .map_or_else(|| status.to_string(), str::to_owned),
-        details: e["details"].clone(),
+        code: e.code.unwrap_or_else(|| {
+            match status {
+                StatusCode::BAD_GATEWAY => "bad_gateway",
+                StatusCode::GATEWAY_TIMEOUT => "timeout",
+                _ => "service_error",
+            }
+            .to_owned()
+        }),
+        message: e.message.unwrap_or_else(|| status.to_string()),
+        details: Box::new(serde_json::from_value(e.details).unwrap_or_default()),
         correlation_id,
     }
 }

@@ -7,6 +7,7 @@ mod harness;
 
 use harness::{Meson, seed_vm};
 use meson_client::{Client, Error, RetryPolicy, WaitOpts};
+use meson_types::requests::VmCreateRequest;
 use serde_json::json;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -22,10 +23,10 @@ fn client(m: &Meson) -> Client {
         })
 }
 
-fn vm(name: &str) -> serde_json::Value {
+fn vm(name: &str) -> VmCreateRequest {
     let mut v = seed_vm();
     v["specs"]["vm_name"] = name.into();
-    v
+    serde_json::from_value(v).expect("the seed VM is a typed request")
 }
 
 /// Every state the waiter reported: id, status, progress.
@@ -212,7 +213,7 @@ async fn retryable_errors_are_retried_and_the_rest_are_not() {
     c.flavors().await.expect("retried after Retry-After");
     assert!(started.elapsed() >= Duration::from_millis(900));
     // Not retried: bad input answers at once, with the field.
-    let err = c.vm_create(&json!({"specs": {}})).await.unwrap_err();
+    let err = c.vm_create(&VmCreateRequest::default()).await.unwrap_err();
     let Error::Api {
         status,
         code,
@@ -223,7 +224,7 @@ async fn retryable_errors_are_retried_and_the_rest_are_not() {
         panic!("{err:?}")
     };
     assert_eq!((*status, code.as_str()), (400, "invalid_input"));
-    assert!(details["fields"].as_array().is_some_and(|f| !f.is_empty()));
+    assert!(details.fields.as_ref().is_some_and(|f| !f.is_empty()));
     // Unreachable: a transport error.
     let dead = Client::new("http://127.0.0.1:9", "t")
         .unwrap()
@@ -325,7 +326,7 @@ async fn standalone_volumes_are_created_attached_and_deleted_typed() {
     assert_eq!(v.name, "data-2");
 
     let vm = c
-        .vm_create_with_volumes(&vm("with-data"), &[id])
+        .vm_create(&vm("with-data").attach_volumes(&[id]))
         .await
         .unwrap();
     assert!(vm.vm.volumes.iter().any(|v| v.id == id && v.standalone));

@@ -64,15 +64,11 @@ impl Detail {
                         "Not authenticated: meson refused the session's token (log in again)",
                     );
                 }
-                let fields: Vec<Value> = details["fields"]
-                    .as_array()
-                    .into_iter()
+                let fields: Vec<Value> = details
+                    .fields
+                    .iter()
                     .flatten()
-                    .filter_map(|f| {
-                        let name = rename(f["name"].as_str()?);
-                        let messages = f["messages"].clone();
-                        Some(json!({"name": name, "messages": if messages.is_array() { messages } else { json!([]) }}))
-                    })
+                    .map(|f| json!({"name": rename(&f.name), "messages": f.messages}))
                     .collect();
                 let detail = if fields.is_empty() {
                     message
@@ -117,6 +113,23 @@ impl Detail {
             ),
             other => Detail::new(StatusCode::INTERNAL_SERVER_ERROR, other.to_string()),
         }
+    }
+
+    /// A translated body as meson's typed request. A field whose type does
+    /// not fit (meson would refuse it too) is named by `rename` (a meson
+    /// field path to the client's); meson checks the rest.
+    pub fn typed<T: serde::de::DeserializeOwned>(
+        body: Value,
+        rename: &dyn Fn(&str) -> String,
+    ) -> DResult<T> {
+        meson_types::lenient::from_value(body).map_err(|e| {
+            let name = if e.path.is_empty() {
+                "body".to_owned()
+            } else {
+                rename(&e.path)
+            };
+            Detail::field(&name, e.message)
+        })
     }
 
     /// meson's error with its field names as they are.

@@ -14,6 +14,9 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodFilter, MethodRouter, on};
 use axum::{Json, Router};
+use meson_types::kaas::KaasCreateRequest;
+use meson_types::network::NetworkCreateRequest;
+use meson_types::requests::VmCreateRequest;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
@@ -315,8 +318,9 @@ fn vm_name(body: &Value) -> String {
 }
 
 async fn canallocate_one(a: &Authed, body: &Value) -> DResult<Value> {
-    let req = wire::specfile_to_vm(body, "quote")?;
-    match a.meson.quote(&req).await {
+    let req: VmCreateRequest =
+        Detail::typed(wire::specfile_to_vm(body, "quote")?, &wire::specfile_field)?;
+    match a.meson.quote(&req.into()).await {
         Ok(meson_types::quote::QuoteAnswer::Vm(q)) => Ok(wire::canallocate(&q)),
         Ok(_) => Err(Detail::new(
             StatusCode::BAD_GATEWAY,
@@ -352,14 +356,19 @@ async fn canallocate_multiple(a: Authed, Body(b): Body) -> DResult<Json<Value>> 
 /// `register`: creates the VM and answers at once with its row; its state
 /// shows in `/status` as meson's workflow progresses.
 async fn register(a: Authed, Body(b): Body) -> DResult<Json<Value>> {
-    let req = wire::specfile_to_vm(&b, &vm_name(&b))?;
+    let mut req: VmCreateRequest = Detail::typed(
+        wire::specfile_to_vm(&b, &vm_name(&b))?,
+        &wire::specfile_field,
+    )?;
     let volumes = crate::storage::register_volumes(&b)?;
-    let created = if volumes.is_empty() {
-        a.meson.vm_create(&req).await
-    } else {
-        a.meson.vm_create_with_volumes(&req, &volumes).await
+    if !volumes.is_empty() {
+        req = req.attach_volumes(&volumes);
     }
-    .map_err(|e| Detail::from_meson(e, &wire::specfile_field))?;
+    let created = a
+        .meson
+        .vm_create(&req)
+        .await
+        .map_err(|e| Detail::from_meson(e, &wire::specfile_field))?;
     Ok(Json(wire::vm_row(&created.vm)))
 }
 
@@ -415,7 +424,7 @@ async fn network_list(a: Authed) -> DResult<Json<Value>> {
 }
 
 async fn network_create(a: Authed, Body(b): Body) -> DResult<Json<Value>> {
-    let req = wire::network_create(&b)?;
+    let req: NetworkCreateRequest = Detail::typed(wire::network_create(&b)?, &wire::network_field)?;
     let n = a
         .meson
         .network_create(&req)
@@ -475,8 +484,8 @@ async fn kaas_cancreate(
     Body(b): Body,
 ) -> DResult<Json<Value>> {
     only_kaas(&service)?;
-    let req = wire::kaas_form(&b)?;
-    match a.meson.quote(&req).await {
+    let req: KaasCreateRequest = Detail::typed(wire::kaas_form(&b)?, &wire::kaas_field)?;
+    match a.meson.quote(&req.into()).await {
         Ok(meson_types::quote::QuoteAnswer::Kaas(q)) => Ok(Json(wire::kaas_cancreate(&q))),
         Ok(_) => Err(Detail::new(
             StatusCode::BAD_GATEWAY,
@@ -492,7 +501,7 @@ async fn kaas_create(
     Body(b): Body,
 ) -> DResult<Json<Value>> {
     only_kaas(&service)?;
-    let req = wire::kaas_form(&b)?;
+    let req: KaasCreateRequest = Detail::typed(wire::kaas_form(&b)?, &wire::kaas_field)?;
     let created = a
         .meson
         .cluster_create(&req)

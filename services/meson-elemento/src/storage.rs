@@ -22,6 +22,7 @@ use axum::extract::Query;
 use axum::http::StatusCode;
 use axum::{Json, Router};
 use meson_client::VolumeFilter;
+use meson_types::volume::VolumeCreateRequest;
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -146,7 +147,7 @@ fn volume_name(name: &str) -> String {
 fn name_taken(e: &meson_client::Error) -> bool {
     matches!(e, meson_client::Error::Api { code, details, .. }
         if code == "uniqueness_error"
-            && details["fields"].as_array().is_some_and(|f| f.iter().any(|f| f["name"] == "name")))
+            && details.fields.iter().flatten().any(|f| f.name == "name"))
 }
 
 /// The create body as meson's `POST /v1/volumes`: what meson does not know
@@ -194,15 +195,12 @@ fn create_body(b: &Value) -> DResult<Value> {
 /// private}`: a meson standalone volume, answered once it is made (or
 /// after a minute, still `creating`) as the volume with its id as `vid`.
 async fn create(a: Authed, Body(b): Body) -> DResult<Json<Value>> {
-    let mut req = create_body(&b)?;
-    let created = match a.meson.volume_create_json(&req).await {
-        Err(e) if name_taken(&e) && req["name"].is_string() => {
+    let mut req: VolumeCreateRequest = Detail::typed(create_body(&b)?, &|f| f.to_owned())?;
+    let created = match a.meson.volume_create(&req).await {
+        Err(e) if name_taken(&e) => {
             let suffix = &Uuid::new_v4().simple().to_string()[..6];
-            req["name"] = json!(format!(
-                "{}-{suffix}",
-                req["name"].as_str().unwrap_or("volume")
-            ));
-            a.meson.volume_create_json(&req).await
+            req.name = format!("{}-{suffix}", req.name);
+            a.meson.volume_create(&req).await
         }
         other => other,
     }

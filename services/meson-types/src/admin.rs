@@ -35,23 +35,53 @@ pub struct QuotaResponse {
     pub quota: Quota,
 }
 
-/// `PATCH /v1/tenants/{tenant}/quotas` (documentation only): a number sets
-/// a quota, `null` returns it to the default, an absent name leaves it.
-#[derive(ToSchema)]
-#[allow(dead_code)]
+/// `PATCH /v1/tenants/{tenant}/quotas`: a number sets a quota, `null`
+/// returns it to the default, an absent name leaves it.
+// In Rust: `Some(Some(n))` sets, `Some(None)` sends `null`, `None` leaves.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct QuotaUpdateRequest {
-    #[schema(minimum = 0, example = 20)]
-    pub vms: Option<i64>,
-    #[schema(minimum = 0)]
-    pub vcpus: Option<i64>,
-    #[schema(minimum = 0)]
-    pub ram_mib: Option<i64>,
-    #[schema(minimum = 0)]
-    pub storage_gb: Option<i64>,
-    #[schema(minimum = 0)]
-    pub clusters: Option<i64>,
-    #[schema(minimum = 0)]
-    pub nodes: Option<i64>,
+    #[serde(
+        default,
+        deserialize_with = "crate::lenient::present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(value_type = Option<i64>, minimum = 0, example = 20)]
+    pub vms: Option<Option<i64>>,
+    #[serde(
+        default,
+        deserialize_with = "crate::lenient::present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(value_type = Option<i64>, minimum = 0)]
+    pub vcpus: Option<Option<i64>>,
+    #[serde(
+        default,
+        deserialize_with = "crate::lenient::present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(value_type = Option<i64>, minimum = 0)]
+    pub ram_mib: Option<Option<i64>>,
+    #[serde(
+        default,
+        deserialize_with = "crate::lenient::present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(value_type = Option<i64>, minimum = 0)]
+    pub storage_gb: Option<Option<i64>>,
+    #[serde(
+        default,
+        deserialize_with = "crate::lenient::present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(value_type = Option<i64>, minimum = 0)]
+    pub clusters: Option<Option<i64>>,
+    #[serde(
+        default,
+        deserialize_with = "crate::lenient::present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(value_type = Option<i64>, minimum = 0)]
+    pub nodes: Option<Option<i64>>,
 }
 
 /// An AtomOS target: one host's daemons, where it is and who runs it.
@@ -95,18 +125,21 @@ pub struct TargetList {
     pub targets: Vec<Target>,
 }
 
-/// `POST /v1/targets` (documentation only). Ports default to AtomOS's
+/// `POST /v1/targets`. Ports default to AtomOS's
 /// (17777, 27777, 37777, 47777); `enabled` to true.
-#[derive(ToSchema)]
-#[allow(dead_code)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct TargetCreateRequest {
     #[schema(example = "ovh-gra-1", max_length = 63, pattern = "^[a-zA-Z0-9-]+$")]
     pub name: String,
     #[schema(example = "10.0.0.5")]
     pub host: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compute_port: Option<u16>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub storage_port: Option<u16>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub network_port: Option<u16>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auth_port: Option<u16>,
     #[schema(example = "ovh")]
     pub provider: String,
@@ -114,19 +147,25 @@ pub struct TargetCreateRequest {
     pub region: String,
     #[schema(example = "europe")]
     pub continent: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub enabled: Option<bool>,
 }
 
-/// `PATCH /v1/targets/{id}` (documentation only): the endpoint and state;
+/// `PATCH /v1/targets/{id}`: the endpoint and state;
 /// the name and location stay (VMs placed there refer to them).
-#[derive(ToSchema)]
-#[allow(dead_code)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct TargetUpdateRequest {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compute_port: Option<u16>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub storage_port: Option<u16>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub network_port: Option<u16>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auth_port: Option<u16>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub enabled: Option<bool>,
 }
 
@@ -169,7 +208,6 @@ pub struct AuditList {
 /// `GET /v1/audit` filters.
 #[derive(utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
-#[allow(dead_code)]
 pub struct AuditListQuery {
     /// Only this tenant's entries.
     pub tenant: Option<String>,

@@ -169,20 +169,20 @@ pub struct NodeList {
     pub nodes: Vec<Node>,
 }
 
-/// `PATCH /v1/clusters/{id}` (documentation only).
-#[derive(ToSchema)]
-#[allow(dead_code)]
+/// `PATCH /v1/clusters/{id}`: relabel and/or change the update policy.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct ClusterUpdateRequest {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<crate::requests::LabelsRequest>)]
     pub labels: Option<BTreeMap<String, String>>,
     /// `NEVER_UPDATE` (or `MANUAL`), `PATCH_UPDATE` or `ALWAYS_UPDATE`, any case.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub update_policy: Option<String>,
 }
 
 /// `GET /v1/clusters` filters.
 #[derive(utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
-#[allow(dead_code)]
 pub struct ClusterListQuery {
     /// Only the cluster with this name.
     pub name: Option<String>,

@@ -2,8 +2,11 @@
 //!
 //! These structs are what clients see; the API layer converts domain values
 //! into them. Changing a field here changes the public contract.
-//! [`dev`] is the one exception with a little logic: how clients find a
-//! running `mesond dev` (its data directory and `dev.json`).
+//! Requests are typed too (`requests`, `kaas`, ...): what clients build and
+//! the SDK sends. Two modules hold a little logic: [`lenient`], the
+//! deserializers that read requests' quirks as meson's parser does, and
+//! [`dev`], how clients find a running `mesond dev` (its data directory
+//! and `dev.json`).
 
 pub mod action;
 pub mod admin;
@@ -12,6 +15,7 @@ pub mod cluster;
 pub mod dev;
 pub mod error;
 pub mod kaas;
+pub mod lenient;
 pub mod meta;
 pub mod network;
 pub mod ops;

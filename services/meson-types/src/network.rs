@@ -73,13 +73,12 @@ pub struct NetworkList {
     pub meta: Meta,
 }
 
-/// `POST /v1/networks` (documentation only: the body is read leniently).
+/// `POST /v1/networks`: a private network.
 ///
 /// The range defaults to every usable address; the gateway to the first
 /// one. A range starting on the network address or ending on the broadcast
 /// address is clamped (with a warning).
-#[derive(ToSchema)]
-#[allow(dead_code)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct NetworkCreateRequest {
     #[schema(
         example = "backend",
@@ -90,18 +89,27 @@ pub struct NetworkCreateRequest {
     /// An IPv4 subnet without host bits, /8 to /29.
     #[schema(example = "192.168.1.0/24")]
     pub cidr: String,
-    /// Default true. A boolean, or the strings `"True"`/`"False"` in any case,
-    /// or 0/1.
-    #[schema(value_type = Option<Object>)]
-    pub dhcp: Option<serde_json::Value>,
+    /// Default true.
+    #[serde(
+        default,
+        deserialize_with = "crate::lenient::opt_bool",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(value_type = Option<crate::requests::LenientBool>)]
+    pub dhcp: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(format = Ipv4)]
     pub gateway: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dhcp_range: Option<AddressRange>,
     /// With `last_address`, the KaaS-style form of `dhcp_range`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(format = Ipv4)]
     pub start_address: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(format = Ipv4)]
     pub last_address: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<crate::requests::LabelsRequest>)]
     pub labels: Option<BTreeMap<String, String>>,
 }
@@ -109,7 +117,6 @@ pub struct NetworkCreateRequest {
 /// `GET /v1/networks` filters.
 #[derive(utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
-#[allow(dead_code)]
 pub struct NetworkListQuery {
     /// Only the network with this name.
     pub name: Option<String>,

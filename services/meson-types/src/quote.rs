@@ -102,9 +102,21 @@ pub enum QuoteAnswer {
 
 /// `POST /v1/quotes` takes a VM payload (with `specs`) or a KaaS payload
 /// (with `req`).
-#[derive(ToSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(untagged)]
 pub enum QuoteRequest {
     Vm(crate::requests::VmCreateRequest),
     Kaas(crate::kaas::KaasCreateRequest),
+}
+
+impl From<crate::requests::VmCreateRequest> for QuoteRequest {
+    fn from(r: crate::requests::VmCreateRequest) -> Self {
+        QuoteRequest::Vm(r)
+    }
+}
+
+impl From<crate::kaas::KaasCreateRequest> for QuoteRequest {
+    fn from(r: crate::kaas::KaasCreateRequest) -> Self {
+        QuoteRequest::Kaas(r)
+    }
 }

@@ -1,17 +1,20 @@
-//! Inbound bodies and query strings, for the OpenAPI document only.
+//! Inbound bodies and query strings: what clients send, typed.
 //!
 //! meson-core reads requests leniently from `serde_json::Value` (booleans as
 //! `"True"`/`"False"` strings or 0/1, `pci.devices` as a map or a list,
-//! unknown fields kept as warnings, `null` as absent), so no serde type
-//! parses them. These types describe what that reader accepts, quirks
-//! included; change them with `meson-core/src/vm.rs` and `parse.rs`.
-
-// Documentation types: never constructed.
-#![allow(dead_code)]
+//! unknown fields kept as warnings, `null` as absent) and stays the
+//! authority on validation. These types are what clients build: they
+//! deserialize whatever that reader accepts (see [`crate::lenient`]),
+//! serialize the canonical form, and their schemas document the quirks
+//! accepted. Change them with `meson-core/src/vm.rs` and `parse.rs`.
 
 use crate::action::ActionStatus;
+use crate::lenient;
 use crate::vm::VmStatus;
 use crate::volume::VolumeKind;
+use serde::de::{self, Deserializer};
+use serde::{Deserialize, Serialize, Serializer};
+use std::collections::BTreeMap;
 use utoipa::openapi::RefOr;
 use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, OneOfBuilder, Schema, Type};
 use utoipa::{IntoParams, PartialSchema, ToSchema};
@@ -21,6 +24,9 @@ use uuid::Uuid;
 const LABEL_VALUE: &str = "^([A-Za-z0-9]([A-Za-z0-9_.-]*[A-Za-z0-9])?)?$";
 /// A label key: an optional DNS-subdomain prefix and `/`, then a name.
 const LABEL_KEY: &str = "^([a-z0-9]([a-z0-9-]*[a-z0-9])?(\\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*/)?[A-Za-z0-9]([A-Za-z0-9_.-]*[A-Za-z0-9])?$";
+
+/// Labels as a request carries them (see [`LabelsRequest`] for the rules).
+pub type Labels = BTreeMap<String, String>;
 
 /// The canonical VM payload (docs/payloads.md), with a public key that works.
 pub fn vm_create_example() -> serde_json::Value {
@@ -47,21 +53,27 @@ pub fn vm_create_example() -> serde_json::Value {
 /// Fields not described here are ignored and reported in the response's
 /// `warnings`; a `null` value counts as absent. Every rejected field is named
 /// in the `invalid_input` error.
-#[derive(ToSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct VmCreateRequest {
     pub specs: VmRequestSpecs,
     /// Place the VM with this provider (`ovh`, `ionos`, `gigas`, `arubacloud`,
     /// `atomos`, ...; trimmed and lowercased). Without it meson picks the
     /// cheapest placement that fits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(example = "ionos")]
     pub provider: Option<String>,
     /// Place the VM on this continent (`europe`, `north-america`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub continent: Option<String>,
     /// Place the VM in this region.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub region: Option<String>,
-    pub labels: Option<LabelsRequest>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<LabelsRequest>)]
+    pub labels: Option<Labels>,
     /// Private networks to attach (ids, in NIC order, at most 4). On a
     /// network without DHCP meson hands the VM an address.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(max_items = 4)]
     pub networks: Option<Vec<Uuid>>,
     /// Standalone volumes to attach (ids, at most 8): the tenant's,
@@ -69,17 +81,96 @@ pub struct VmCreateRequest {
     /// VM that does not fit there fails with `resource_unavailable`), are
     /// `attached` from this request on, and become `available` again, with
     /// their data, when the VM is deleted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(max_items = 8)]
     pub volumes: Option<Vec<Uuid>>,
 }
 
-#[derive(ToSchema)]
+impl VmCreateRequest {
+    /// A VM named `name` with `cores` cores and `memory_mib` MiB; the rest
+    /// meson's defaults (Debian, x86-64, no data disk, no key).
+    pub fn new(name: impl Into<String>, cores: u32, memory_mib: u64) -> VmCreateRequest {
+        VmCreateRequest {
+            specs: VmRequestSpecs {
+                req: VmRequirements {
+                    cpu: CpuRequest {
+                        number_of_cores: cores,
+                        ..CpuRequest::default()
+                    },
+                    mem: MemRequest {
+                        capacity: memory_mib,
+                        ..MemRequest::default()
+                    },
+                    ..VmRequirements::default()
+                },
+                vm_name: name.into(),
+                ..VmRequestSpecs::default()
+            },
+            ..VmCreateRequest::default()
+        }
+    }
+
+    /// Places the VM with `provider`.
+    pub fn provider(mut self, provider: impl Into<String>) -> Self {
+        self.provider = Some(provider.into());
+        self
+    }
+
+    /// The guest's distribution (`Debian`, `Ubuntu 22.04`, ...).
+    pub fn os(mut self, distribution: impl Into<String>) -> Self {
+        self.specs.req.misc = Some(MiscRequest {
+            os_distribution: Some(distribution.into()),
+        });
+        self
+    }
+
+    /// Adds an SSH public key for the default user.
+    pub fn ssh_key(mut self, key: impl Into<String>) -> Self {
+        let auth = self
+            .specs
+            .authentication
+            .get_or_insert_with(Default::default);
+        auth.ssh_keys.get_or_insert_with(Vec::new).push(key.into());
+        self
+    }
+
+    /// Adds a data disk of `size_gb` GB.
+    pub fn data_volume(mut self, name: impl Into<String>, size_gb: u32) -> Self {
+        self.specs
+            .volumes
+            .get_or_insert_with(Vec::new)
+            .push(VolumeRequest::new(name, size_gb));
+        self
+    }
+
+    /// Attaches these standalone volumes (replacing any given before).
+    pub fn attach_volumes(mut self, volumes: &[Uuid]) -> Self {
+        self.volumes = Some(volumes.to_vec());
+        self
+    }
+
+    /// Attaches these private networks, in NIC order.
+    pub fn networks(mut self, networks: &[Uuid]) -> Self {
+        self.networks = Some(networks.to_vec());
+        self
+    }
+
+    /// Sets the VM's labels.
+    pub fn labels(mut self, labels: Labels) -> Self {
+        self.labels = Some(labels);
+        self
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct VmRequestSpecs {
     /// What the VM needs from its host.
     pub req: VmRequirements,
     /// Data disks, besides the boot disk meson creates (20 GB).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(max_items = 8)]
     pub volumes: Option<Vec<VolumeRequest>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub authentication: Option<VmAuthentication>,
     /// The VM's name, also its hostname; unique per tenant.
     #[schema(
@@ -90,98 +181,170 @@ pub struct VmRequestSpecs {
     pub vm_name: String,
 }
 
-#[derive(ToSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct VmRequirements {
     pub cpu: CpuRequest,
     pub mem: MemRequest,
     /// PCI devices to pass through (GPUs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pci: Option<PciRequest>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub misc: Option<MiscRequest>,
 }
 
-#[derive(ToSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct CpuRequest {
     /// Simultaneous multithreading; default false.
-    #[schema(rename = "smtEnabled")]
-    pub smt_enabled: Option<LenientBool>,
-    #[schema(rename = "numberOfCores", minimum = 1, maximum = 128)]
+    #[serde(
+        rename = "smtEnabled",
+        default,
+        deserialize_with = "lenient::opt_bool",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(value_type = Option<LenientBool>)]
+    pub smt_enabled: Option<bool>,
+    #[serde(rename = "numberOfCores", deserialize_with = "lenient::int")]
+    #[schema(minimum = 1, maximum = 128)]
     pub number_of_cores: u32,
     /// Threads per core; must be 1 (the default) unless `smtEnabled` is true.
-    #[schema(rename = "numberOfThreads", minimum = 1, maximum = 8)]
+    #[serde(
+        rename = "numberOfThreads",
+        default,
+        deserialize_with = "lenient::opt_int",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(minimum = 1, maximum = 8)]
     pub number_of_threads: Option<u32>,
     /// Lowest acceptable clock, GHz.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(minimum = 0.1, maximum = 6.0)]
     pub min_frequency: Option<f64>,
     /// Acceptable architectures; default `["X86_64"]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arch: Option<CpuArch>,
     /// CPU flags the host must have (`sse2`, `avx2`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(max_items = 64, value_type = Option<Vec<CpuFlag>>)]
     pub flags: Option<Vec<String>>,
 }
 
-#[derive(ToSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct MemRequest {
     /// MiB.
+    #[serde(deserialize_with = "lenient::int")]
     #[schema(minimum = 128, maximum = 1_048_576, example = 4096)]
     pub capacity: u64,
     /// ECC memory; default false. Clients send 0/1 here.
-    #[schema(rename = "requireECC")]
-    pub require_ecc: Option<LenientBool>,
+    #[serde(
+        rename = "requireECC",
+        default,
+        deserialize_with = "lenient::opt_bool",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(value_type = Option<LenientBool>)]
+    pub require_ecc: Option<bool>,
 }
 
-#[derive(ToSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct PciRequest {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub devices: Option<PciDevices>,
 }
 
-#[derive(ToSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct MiscRequest {
     /// `Debian` (the default), `Ubuntu`, `Ubuntu 22.04`, `AlmaLinux`,
     /// `Rocky`, `Fedora`, ...; case and spaces do not matter.
-    #[schema(rename = "osDistribution", example = "Debian")]
+    #[serde(
+        rename = "osDistribution",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(example = "Debian")]
     pub os_distribution: Option<String>,
 }
 
-#[derive(ToSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct VolumeRequest {
     /// Unique among the VM's volumes.
     #[schema(max_length = 40, pattern = "^[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?$")]
     pub name: String,
     /// GB.
+    #[serde(deserialize_with = "lenient::int")]
     #[schema(minimum = 1, maximum = 10_240)]
     pub size: u32,
     /// Default true.
-    pub private: Option<LenientBool>,
+    #[serde(
+        default,
+        deserialize_with = "lenient::opt_bool",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(value_type = Option<LenientBool>)]
+    pub private: Option<bool>,
     /// Default false; a shareable volume cannot be bootable.
-    pub shareable: Option<LenientBool>,
+    #[serde(
+        default,
+        deserialize_with = "lenient::opt_bool",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(value_type = Option<LenientBool>)]
+    pub shareable: Option<bool>,
     /// Default false.
-    pub bootable: Option<LenientBool>,
+    #[serde(
+        default,
+        deserialize_with = "lenient::opt_bool",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(value_type = Option<LenientBool>)]
+    pub bootable: Option<bool>,
     /// Default false.
-    pub readonly: Option<LenientBool>,
+    #[serde(
+        default,
+        deserialize_with = "lenient::opt_bool",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(value_type = Option<LenientBool>)]
+    pub readonly: Option<bool>,
+}
+
+impl VolumeRequest {
+    /// A data disk with meson's defaults (private, not shareable).
+    pub fn new(name: impl Into<String>, size_gb: u32) -> VolumeRequest {
+        VolumeRequest {
+            name: name.into(),
+            size: size_gb,
+            ..VolumeRequest::default()
+        }
+    }
 }
 
 /// SSH public keys for the VM's default user (OpenSSH lines such as
 /// `ssh-ed25519 AAAA... user@host`; DSA keys are refused).
-#[derive(ToSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct VmAuthentication {
-    #[schema(rename = "ssh-key", max_length = 16384)]
+    #[serde(rename = "ssh-key", default, skip_serializing_if = "Option::is_none")]
+    #[schema(max_length = 16384)]
     pub ssh_key: Option<String>,
-    #[schema(rename = "ssh-keys", max_items = 16)]
+    #[serde(rename = "ssh-keys", default, skip_serializing_if = "Option::is_none")]
+    #[schema(max_items = 16)]
     pub ssh_keys: Option<Vec<String>>,
 }
 
 /// `PATCH /v1/vms/{id}`: rename and/or relabel. Both optional; labels
 /// replace the VM's labels.
-#[derive(ToSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct VmUpdateRequest {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(max_length = 63, pattern = "^[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?$")]
     pub name: Option<String>,
-    pub labels: Option<LabelsRequest>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<LabelsRequest>)]
+    pub labels: Option<Labels>,
 }
 
 /// Labels: up to 64, keys `[prefix/]name` and values as in Kubernetes (63
 /// characters at most: alphanumerics, `-`, `_`, `.`); the prefix
-/// `meson.elemento.cloud/` is reserved.
+/// `meson.elemento.cloud/` is reserved. The schema of [`Labels`] fields.
 pub struct LabelsRequest;
 
 impl PartialSchema for LabelsRequest {
@@ -209,7 +372,8 @@ impl PartialSchema for LabelsRequest {
 impl ToSchema for LabelsRequest {}
 
 /// A boolean as clients send it: a JSON boolean, the string `"true"` or
-/// `"false"` in any case (`"True"`, `"FALSE"`), or 0/1.
+/// `"false"` in any case (`"True"`, `"FALSE"`), or 0/1. The schema of the
+/// `Option<bool>` fields read with [`lenient::opt_bool`].
 pub struct LenientBool;
 
 impl PartialSchema for LenientBool {
@@ -236,8 +400,31 @@ impl PartialSchema for LenientBool {
 
 impl ToSchema for LenientBool {}
 
-/// One CPU architecture (any case), or a list of acceptable ones.
-pub struct CpuArch;
+/// Acceptable CPU architectures (`X86_64`, `ARM_8`, ...). Clients may send
+/// one as a string or a list; it serializes as a list.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CpuArch(pub Vec<String>);
+
+impl Serialize for CpuArch {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for CpuArch {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum OneOrList {
+            One(String),
+            List(Vec<String>),
+        }
+        Ok(CpuArch(match OneOrList::deserialize(d)? {
+            OneOrList::One(a) => vec![a],
+            OneOrList::List(l) => l,
+        }))
+    }
+}
 
 impl PartialSchema for CpuArch {
     fn schema() -> RefOr<Schema> {
@@ -266,7 +453,7 @@ impl PartialSchema for CpuArch {
 
 impl ToSchema for CpuArch {}
 
-/// A CPU flag such as `avx2`.
+/// A CPU flag such as `avx2` (the schema of `flags`' items).
 pub struct CpuFlag;
 
 impl PartialSchema for CpuFlag {
@@ -283,8 +470,62 @@ impl ToSchema for CpuFlag {}
 
 /// PCI devices: a map `{"<vendor>:<model>": count}` (PCI ids, 4 hex digits
 /// each) or a list of `{vendor, model, quantity}`; at most 8 kinds, each
-/// listed once.
-pub struct PciDevices;
+/// listed once. Read in either form; serialized as the list.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PciDevices(pub Vec<PciDevice>);
+
+/// One kind of PCI device and how many of it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PciDevice {
+    /// 4 hex digits (`10de`).
+    pub vendor: String,
+    /// 4 hex digits (`1bb1`).
+    pub model: String,
+    #[serde(default = "one", deserialize_with = "lenient::int")]
+    pub quantity: u32,
+}
+
+fn one() -> u32 {
+    1
+}
+
+impl Serialize for PciDevices {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for PciDevices {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        /// A count of the map form.
+        #[derive(Deserialize)]
+        struct Count(#[serde(deserialize_with = "lenient::int")] u32);
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum MapOrList {
+            Map(BTreeMap<String, Count>),
+            List(Vec<PciDevice>),
+        }
+        match MapOrList::deserialize(d)? {
+            MapOrList::List(l) => Ok(PciDevices(l)),
+            MapOrList::Map(m) => m
+                .into_iter()
+                .map(|(id, Count(quantity))| match id.split_once(':') {
+                    Some((vendor, model)) => Ok(PciDevice {
+                        vendor: vendor.to_owned(),
+                        model: model.to_owned(),
+                        quantity,
+                    }),
+                    None => Err(de::Error::invalid_value(
+                        de::Unexpected::Str(&id),
+                        &"a PCI id \"<vendor>:<model>\"",
+                    )),
+                })
+                .collect::<Result<_, _>>()
+                .map(PciDevices),
+        }
+    }
+}
 
 impl PartialSchema for PciDevices {
     fn schema() -> RefOr<Schema> {

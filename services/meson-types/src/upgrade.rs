@@ -1,12 +1,12 @@
 //! Cluster upgrades and credential rotation on the wire.
 
+use crate::lenient;
 use crate::{Action, Warning};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-/// `POST /v1/clusters/{id}/actions/upgrade` (documentation only).
-#[derive(ToSchema)]
-#[allow(dead_code)]
+/// `POST /v1/clusters/{id}/actions/upgrade`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct ClusterUpgradeRequest {
     /// The version to upgrade to: a later patch of the cluster's minor, or a
     /// patch of the next minor, from `GET /v1/kubernetes-versions`
@@ -15,12 +15,22 @@ pub struct ClusterUpgradeRequest {
     pub kubernetes_version: String,
     /// Worker nodes of a pool replaced at once by surging: each new node is
     /// up before the node it replaces is removed (default 1).
+    #[serde(
+        default,
+        deserialize_with = "lenient::opt_int",
+        skip_serializing_if = "Option::is_none"
+    )]
     #[schema(minimum = 0, maximum = 10, default = 1)]
     pub max_surge: Option<u32>,
     /// Worker nodes of a pool replaced at once by removing the old node
     /// first: the pool is short of up to this many nodes meanwhile
     /// (default 0). Not both 0. The control plane always goes one node at
     /// a time, surging.
+    #[serde(
+        default,
+        deserialize_with = "lenient::opt_int",
+        skip_serializing_if = "Option::is_none"
+    )]
     #[schema(minimum = 0, maximum = 10, default = 0)]
     pub max_unavailable: Option<u32>,
 }

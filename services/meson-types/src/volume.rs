@@ -83,9 +83,9 @@ pub struct VolumeList {
 }
 
 /// `POST /v1/volumes`: a standalone volume. The server reads the body
-/// leniently (booleans may also be `"True"`/`"False"` strings or 0/1;
-/// unknown fields are ignored and reported in `warnings`); clients build
-/// it with this type.
+/// leniently (booleans may also be `"True"`/`"False"` strings or 0/1, as
+/// this type reads them; unknown fields are ignored and reported in
+/// `warnings`).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct VolumeCreateRequest {
     /// Unique among the tenant's standalone volumes.
@@ -111,19 +111,35 @@ pub struct VolumeCreateRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub region: Option<String>,
     /// Default false; passed to AtomOS.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "crate::lenient::opt_bool",
+        skip_serializing_if = "Option::is_none"
+    )]
     #[schema(value_type = Option<crate::requests::LenientBool>)]
     pub bootable: Option<bool>,
     /// Default false; passed to AtomOS.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "crate::lenient::opt_bool",
+        skip_serializing_if = "Option::is_none"
+    )]
     #[schema(value_type = Option<crate::requests::LenientBool>)]
     pub readonly: Option<bool>,
     /// Only false (the default): meson attaches a volume to one VM at a time.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "crate::lenient::opt_bool",
+        skip_serializing_if = "Option::is_none"
+    )]
     #[schema(value_type = Option<crate::requests::LenientBool>)]
     pub shareable: Option<bool>,
     /// Only true (the default): a volume is private to its tenant.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "crate::lenient::opt_bool",
+        skip_serializing_if = "Option::is_none"
+    )]
     #[schema(value_type = Option<crate::requests::LenientBool>)]
     pub private: Option<bool>,
 }

@@ -16,6 +16,11 @@ use crate::progress::Progress;
 use meson_client::{Client, Page, RetryPolicy, WaitOpts};
 use meson_types::Warning;
 use meson_types::action::Action;
+use meson_types::kaas::KaasCreateRequest;
+use meson_types::pool::NodePoolUpdateRequest;
+use meson_types::quote::QuoteRequest;
+use meson_types::requests::VmCreateRequest;
+use meson_types::upgrade::ClusterUpgradeRequest;
 use serde_json::Value;
 use std::io::{Read, Write};
 use std::path::Path;
@@ -156,7 +161,9 @@ fn warn(warnings: &[Warning]) {
 }
 
 /// Reads a JSON payload from a file, or stdin for `-`.
-fn read_payload(path: &Path) -> Result<Value> {
+/// The request in the JSON file `path` (`-`: stdin), read as meson reads
+/// it (booleans as `"True"` or 0/1, ...); meson checks the values.
+fn read_request<T: serde::de::DeserializeOwned>(path: &Path, what: &str) -> Result<T> {
     let text = if path == Path::new("-") {
         let mut s = String::new();
         std::io::stdin()
@@ -167,8 +174,10 @@ fn read_payload(path: &Path) -> Result<Value> {
         std::fs::read_to_string(path)
             .map_err(|e| Failure::Usage(format!("cannot read {}: {e}", path.display())))?
     };
-    serde_json::from_str(&text)
-        .map_err(|e| Failure::Usage(format!("{} is not JSON: {e}", path.display())))
+    let json: Value = serde_json::from_str(&text)
+        .map_err(|e| Failure::Usage(format!("{} is not JSON: {e}", path.display())))?;
+    meson_types::lenient::from_value(json)
+        .map_err(|e| Failure::Usage(format!("{} is not {what}: {e}", path.display())))
 }
 
 /// Completes when the user presses Ctrl-C (never, if that cannot be
@@ -332,8 +341,8 @@ impl Ctx {
             Command::Flavor(_) => self.show(&self.client.flavors().await?),
             Command::Provider(_) => self.show(&self.client.providers().await?),
             Command::Quote { file } => {
-                let body = read_payload(&file)?;
-                let answer = self.client.quote(&body).await?;
+                let req: QuoteRequest = read_request(&file, "a VM or KaaS request")?;
+                let answer = self.client.quote(&req).await?;
                 if matches!(self.format, Format::Table | Format::Wide) {
                     match &answer {
                         meson_types::quote::QuoteAnswer::Vm(q) => warn(&q.warnings),
@@ -362,8 +371,8 @@ impl Ctx {
     async fn vm(&self, c: VmCommand) -> Result<()> {
         match c {
             VmCommand::Create { file, wait } => {
-                let body = read_payload(&file)?;
-                let created = self.client.vm_create(&body).await?;
+                let req: VmCreateRequest = read_request(&file, "a VM request")?;
+                let created = self.client.vm_create(&req).await?;
                 warn(&created.warnings);
                 if !wait.waits() {
                     return self.show(&created);
@@ -398,8 +407,8 @@ impl Ctx {
     async fn cluster(&self, c: ClusterCommand) -> Result<()> {
         match c {
             ClusterCommand::Create { file, wait } => {
-                let body = read_payload(&file)?;
-                let created = self.client.cluster_create(&body).await?;
+                let req: KaasCreateRequest = read_request(&file, "a KaaS request")?;
+                let created = self.client.cluster_create(&req).await?;
                 warn(&created.warnings);
                 if !wait.waits() {
                     return self.show(&created);
@@ -423,7 +432,11 @@ impl Ctx {
                 wait,
             } => {
                 let id = self.cluster_id(&cluster).await?;
-                let action = self.client.cluster_upgrade(id, &version).await?;
+                let req = ClusterUpgradeRequest {
+                    kubernetes_version: version,
+                    ..ClusterUpgradeRequest::default()
+                };
+                let action = self.client.cluster_upgrade(id, &req).await?;
                 self.finish_action(action, wait).await
             }
         }
@@ -449,10 +462,13 @@ impl Ctx {
                 )?
             }
         };
-        let answer = self
-            .client
-            .pool_scale(cluster_id, pool_id, nodes, min, max)
-            .await?;
+        let req = NodePoolUpdateRequest {
+            desired_nodes: Some(nodes),
+            min_nodes: min,
+            max_nodes: max,
+            ..NodePoolUpdateRequest::default()
+        };
+        let answer = self.client.pool_update(cluster_id, pool_id, &req).await?;
         warn(&answer.warnings);
         match answer.action {
             Some(action) => self.finish_action(action, wait).await,

@@ -1,8 +1,8 @@
 //! What can end a command other than success, its exit code and what it
 //! prints on stderr.
 
+use meson_types::ErrorDetails;
 use meson_types::action::Action;
-use serde_json::Value;
 use uuid::Uuid;
 
 /// Exit codes.
@@ -69,36 +69,27 @@ fn ids(ids: &[Uuid]) -> String {
 
 /// The lines of `details` worth showing: rejected fields, exceeded quotas,
 /// the blocking action.
-fn detail_lines(details: &Value) -> Vec<String> {
+fn detail_lines(details: &ErrorDetails) -> Vec<String> {
     let mut out = Vec::new();
-    for f in details["fields"].as_array().into_iter().flatten() {
-        let name = f["name"].as_str().unwrap_or("?");
-        let messages: Vec<&str> = f["messages"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .collect();
-        if messages.is_empty() {
-            out.push(format!("  {name}"));
+    for f in details.fields.iter().flatten() {
+        if f.messages.is_empty() {
+            out.push(format!("  {}", f.name));
         } else {
-            out.push(format!("  {name}: {}", messages.join("; ")));
+            out.push(format!("  {}: {}", f.name, f.messages.join("; ")));
         }
     }
-    for l in details["limits"].as_array().into_iter().flatten() {
+    for l in details.limits.iter().flatten() {
         out.push(format!(
             "  {}: quota {}, in use {}",
-            l["name"].as_str().unwrap_or("?"),
-            l["quota"],
-            l["current"]
+            l.name, l.quota, l.current
         ));
     }
-    if let Some(a) = details["action_id"].as_str() {
+    if let Some(a) = details.action_id {
         out.push(format!(
             "  blocked by action {a} (mesonctl action watch {a})"
         ));
     }
-    if let Some(s) = details["retry_after"].as_u64() {
+    if let Some(s) = details.retry_after {
         out.push(format!("  retry after {s} s"));
     }
     out

@@ -11,6 +11,7 @@
 use meson_api::{Auth, Role};
 use meson_client::{Client, RetryPolicy};
 use meson_db::testing::TestDatabase;
+use meson_types::network::NetworkCreateRequest;
 use mesond::server::{ApiServer, ApiSettings, api_database};
 use serde_json::{Value, json};
 use std::net::SocketAddr;
@@ -156,7 +157,11 @@ async fn a_database_outage_answers_503_fast_the_sdk_retries_through_it_and_no_au
     });
     let sdk = tokio::spawn(async move {
         client
-            .network_create(&json!({"name": "after", "cidr": "10.8.0.0/24"}))
+            .network_create(&NetworkCreateRequest {
+                name: "after".into(),
+                cidr: "10.8.0.0/24".into(),
+                ..Default::default()
+            })
             .await
     });
     // It has been refused at least once before the database comes back:

@@ -11,6 +11,7 @@ use meson_client::{Client, RetryPolicy};
 use meson_core::action::ActionStatus;
 use meson_core::vm::VmStatus;
 use meson_core::{ActionId, TenantId, VmId};
+use meson_types::requests::{VmAuthentication, VmCreateRequest, VolumeRequest};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -188,12 +189,18 @@ impl Drop for Mesond {
 
 /// A VM of `cores` cores on `ionos` (two hosts: the clients contend for
 /// the cheaper one, which a filler VM keeps nearly full).
-fn vm_body(name: &str, cores: u32) -> serde_json::Value {
-    serde_json::json!({"specs": {"vm_name": name,
-        "req": {"cpu": {"numberOfCores": cores}, "mem": {"capacity": 1024}, "misc": {"osDistribution": "Debian"}},
-        "volumes": [{"name": "data", "size": 5, "private": "True"}],
-        "authentication": {"ssh-key": SSH_KEY}},
-        "provider": "ionos"})
+fn vm_body(name: &str, cores: u32) -> VmCreateRequest {
+    let mut data = VolumeRequest::new("data", 5);
+    data.private = Some(true);
+    let mut vm = VmCreateRequest::new(name, cores, 1024)
+        .os("Debian")
+        .provider("ionos");
+    vm.specs.volumes = Some(vec![data]);
+    vm.specs.authentication = Some(VmAuthentication {
+        ssh_key: Some(SSH_KEY.to_owned()),
+        ..Default::default()
+    });
+    vm
 }
 
 /// Whether a failed call may be tried again: meson unreachable, or failing

@@ -1,0 +1,188 @@
+//! The size of the workers and of the control-plane nodes: a meson
+//! flavour named directly, or a cloud size mapped to the smallest flavour
+//! holding it, raised to what the role needs, with the disk's size.
+
+use super::Report;
+use super::args::{Parsed, parse_number};
+use super::cloud_sizes::instance_size;
+use meson_core::flavor::{self, FLAVORS, Flavor};
+use meson_types::quote::NodeSpecs;
+use serde_json::{Map, Value, json};
+
+const STORAGE_GB: (u32, u32) = (20, 10_240);
+const DEFAULT_STORAGE_GB: u32 = 40;
+/// A worker's smallest size (meson-core kaas.rs `NODE_RAM_MIB`).
+const NODE_MIN: (u32, u64) = (1, 1024);
+/// A control-plane node's smallest size (kubeadm's preflight minimum).
+const CONTROL_PLANE_MIN: (u32, u64) = (2, 2048);
+
+/// The smallest flavour holding `vcpus` and `mib`.
+pub fn smallest_flavor(vcpus: u32, mib: u64) -> Option<&'static Flavor> {
+    FLAVORS
+        .iter()
+        .find(|f| f.vcpus >= vcpus && f.memory_mib >= mib)
+}
+
+/// One node group's size, as the request's `specs` and for the metadata.
+pub(super) struct NodeSize {
+    pub(super) specs: NodeSpecs,
+    /// `{"size": "t2.micro", "flavor": "neon"}` for the metadata.
+    pub(super) note: Map<String, Value>,
+}
+
+/// Which node group a size is for.
+#[derive(Clone, Copy)]
+enum Role {
+    Worker,
+    ControlPlane,
+}
+
+impl Role {
+    fn minimum(self) -> (u32, u64) {
+        match self {
+            Role::Worker => NODE_MIN,
+            Role::ControlPlane => CONTROL_PLANE_MIN,
+        }
+    }
+
+    fn what(self) -> &'static str {
+        match self {
+            Role::Worker => "a node",
+            Role::ControlPlane => "a control-plane node",
+        }
+    }
+
+    /// meson's default size for the role (`neon`; `argon` without its GPU).
+    fn default_size(self) -> (u32, u64) {
+        match self {
+            Role::Worker => (2, 2048),
+            Role::ControlPlane => (4, 4096),
+        }
+    }
+}
+
+/// A node group's size from its size and volume-size flags.
+fn size_specs(
+    role: Role,
+    size: Option<(String, Vec<String>)>,
+    volume: Option<(String, u32)>,
+    reports: &mut Vec<Report>,
+) -> NodeSize {
+    let storage = match volume {
+        Some((written, gb)) => {
+            let clamped = gb.clamp(STORAGE_GB.0, STORAGE_GB.1);
+            if clamped != gb {
+                reports.push(Report {
+                    flag: written,
+                    message: format!(
+                        "{gb} GB is outside meson's {}..={} GB for a node's disk: using {clamped} GB",
+                        STORAGE_GB.0, STORAGE_GB.1
+                    ),
+                });
+            }
+            clamped
+        }
+        None => DEFAULT_STORAGE_GB,
+    };
+    let mut note = Map::new();
+    let (mut vcpus, mut mib) = role.default_size();
+    let mut gpus = 0;
+    if let Some((written, sizes)) = size {
+        if sizes.len() > 1 {
+            reports.push(Report {
+                flag: written.clone(),
+                message: format!(
+                    "a meson pool has one node size: using {:?}, not {:?}",
+                    sizes[0],
+                    &sizes[1..]
+                ),
+            });
+        }
+        if let Some(name) = sizes.first() {
+            note.insert("size".into(), json!(name));
+            let lower = name.to_ascii_lowercase();
+            let named = flavor::lookup(&lower);
+            match (named, instance_size(name)) {
+                (Some(fl), _) => {
+                    // A flavour asked for by name brings its GPUs.
+                    (vcpus, mib, gpus) = (fl.vcpus, fl.memory_mib, fl.gpus);
+                    note.insert("flavor".into(), json!(fl.name));
+                }
+                (None, Some((c, m))) => match smallest_flavor(c, m) {
+                    Some(fl) => {
+                        (vcpus, mib) = (fl.vcpus, fl.memory_mib);
+                        note.insert("flavor".into(), json!(fl.name));
+                    }
+                    None => (vcpus, mib) = (c, m),
+                },
+                (None, None) => reports.push(Report {
+                    flag: written.clone(),
+                    message: format!(
+                        "unknown instance size {name:?} (known: meson's flavours {}, and AWS, \
+                         GCE, Hetzner and DigitalOcean sizes): using meson's default, \
+                         {vcpus} vCPUs / {mib} MiB",
+                        FLAVORS
+                            .iter()
+                            .map(|f| f.name)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                }),
+            }
+            let (min_cpu, min_mib) = role.minimum();
+            if vcpus < min_cpu || mib < min_mib {
+                let raised = smallest_flavor(vcpus.max(min_cpu), mib.max(min_mib));
+                let (c, m) = raised.map_or((vcpus.max(min_cpu), mib.max(min_mib)), |f| {
+                    (f.vcpus, f.memory_mib)
+                });
+                reports.push(Report {
+                    flag: written,
+                    message: format!(
+                        "{name:?} ({vcpus} vCPUs / {mib} MiB) is below what {} needs \
+                         ({min_cpu} vCPUs / {min_mib} MiB): using {}{c} vCPUs / {m} MiB",
+                        role.what(),
+                        raised.map_or(String::new(), |f| format!("{}, ", f.name)),
+                    ),
+                });
+                (vcpus, mib) = (c, m);
+                if let Some(f) = raised {
+                    note.insert("flavor".into(), json!(f.name));
+                }
+            }
+        }
+    }
+    NodeSize {
+        specs: NodeSpecs {
+            cpu: vcpus,
+            ram: mib,
+            storage,
+            gpu: gpus,
+        },
+        note,
+    }
+}
+
+/// The workers' size and the control plane's, from their flags.
+pub(super) fn node_sizes(
+    p: &Parsed,
+    reports: &mut Vec<Report>,
+) -> Result<(NodeSize, NodeSize), String> {
+    let volume = |name: &str| -> Result<Option<(String, u32)>, String> {
+        p.last(name)
+            .map(|g| parse_number::<u32>(g).map(|n| (g.written.clone(), n)))
+            .transpose()
+    };
+    let worker = size_specs(
+        Role::Worker,
+        p.list("node-size"),
+        volume("node-volume-size")?,
+        reports,
+    );
+    let control_plane = size_specs(
+        Role::ControlPlane,
+        p.list("control-plane-size"),
+        volume("control-plane-volume-size")?,
+        reports,
+    );
+    Ok((worker, control_plane))
+}
