@@ -11,7 +11,7 @@ use crate::labels::{self, Labels};
 use crate::os::OsImage;
 use crate::parse::{Obj, Parser, join};
 use crate::target::Target;
-use crate::vm::valid_provider;
+use crate::vm::parse_place;
 use chrono::NaiveDate;
 use serde_json::{Map, Value};
 
@@ -46,23 +46,9 @@ impl KaasCreate {
                 .unwrap_or_else(|| crate::Error::invalid("(body)", "must be an object")));
         };
 
-        let mut place = |p: &mut Parser, key: &'static str, what: &str| {
-            p.string(&mut root, key, false).and_then(|(path, s)| {
-                let s = s.trim().to_ascii_lowercase();
-                if valid_provider(&s) {
-                    Some(s)
-                } else {
-                    p.errors.add(
-                        path,
-                        format!("must be a {what} name: lowercase letters, digits and '-'"),
-                    );
-                    None
-                }
-            })
-        };
-        let provider = place(&mut p, "provider", "provider");
-        let continent = place(&mut p, "continent", "continent");
-        let region = place(&mut p, "region", "region");
+        let provider = parse_place(&mut p, &mut root, "provider");
+        let continent = parse_place(&mut p, &mut root, "continent");
+        let region = parse_place(&mut p, &mut root, "region");
         if let Some(targets) = targets {
             crate::vm::constraint_errors(targets, [&provider, &continent, &region], &mut p.errors);
         }
