@@ -3,6 +3,7 @@
 //! an autoscaling pool up and down and the simulated inventory follows; a
 //! tonic client checks who may call and what pools are groups.
 
+use crate::grpc::refused;
 use crate::harness::{Meson, seed_kaas};
 use meson_proto::externalgrpc as pb;
 use pb::cloud_provider_client::CloudProviderClient;
@@ -236,27 +237,27 @@ async fn only_the_clusters_current_certificate_reaches_its_own_groups() {
         };
         assert_eq!(g.id, want, "{n}");
     }
-    let e = cp
-        .node_group_increase_size(pb::NodeGroupIncreaseSizeRequest {
+    refused(
+        cp.node_group_increase_size(pb::NodeGroupIncreaseSizeRequest {
             delta: 1,
             id: fixed.clone(),
-        })
-        .await
-        .unwrap_err();
-    assert_eq!(e.code(), Code::NotFound);
-    let e = cp
-        .node_group_increase_size(pb::NodeGroupIncreaseSizeRequest {
+        }),
+        Code::NotFound,
+    )
+    .await;
+    refused(
+        cp.node_group_increase_size(pb::NodeGroupIncreaseSizeRequest {
             delta: 0,
             id: auto.clone(),
-        })
-        .await
-        .unwrap_err();
-    assert_eq!(e.code(), Code::InvalidArgument);
-    let e = cp
-        .pricing_pod_price(pb::PricingPodPriceRequest::default())
-        .await
-        .unwrap_err();
-    assert_eq!(e.code(), Code::Unimplemented);
+        }),
+        Code::InvalidArgument,
+    )
+    .await;
+    refused(
+        cp.pricing_pod_price(pb::PricingPodPriceRequest::default()),
+        Code::Unimplemented,
+    )
+    .await;
     let template = cp
         .node_group_template_node_info(pb::NodeGroupTemplateNodeInfoRequest { id: auto.clone() })
         .await
@@ -272,11 +273,11 @@ async fn only_the_clusters_current_certificate_reaches_its_own_groups() {
     let other = autoscaling_cluster_named(&m, "other").await;
     let other_creds = credentials(&m, &other, &m.data_dir().join("b")).await;
     let mut other_cp = client(&m, &other_creds).await.unwrap();
-    let e = other_cp
-        .node_group_target_size(pb::NodeGroupTargetSizeRequest { id: auto.clone() })
-        .await
-        .unwrap_err();
-    assert_eq!(e.code(), Code::NotFound);
+    refused(
+        other_cp.node_group_target_size(pb::NodeGroupTargetSizeRequest { id: auto.clone() }),
+        Code::NotFound,
+    )
+    .await;
 
     // A new credential revokes the one before.
     let newer = credentials(&m, &cluster, &m.data_dir().join("c")).await;

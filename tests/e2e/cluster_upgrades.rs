@@ -1,7 +1,7 @@
 //! Cluster upgrades, update policies and credential rotation over real
 //! HTTP against the simulator.
 
-use crate::harness::{Meson, seed_kaas};
+use crate::harness::{Meson, seed_kaas, seed_kaas_one_worker};
 use base64::Engine;
 use meson_workflows::auto_upgrade;
 use reqwest::StatusCode;
@@ -282,9 +282,7 @@ async fn upgrades_roll_every_node_to_a_later_patch_then_the_next_minor() {
 #[tokio::test]
 async fn upgrade_refusals_name_the_version_and_respect_status_and_locks() {
     let m = Meson::start().await;
-    let mut body = seed_kaas();
-    body["req"]["nodepool"][0]["desired_nodes"] = json!(1);
-    body["req"]["nodepool"][0]["min_nodes"] = json!(1);
+    let body = seed_kaas_one_worker();
     let id = m.running_cluster(&body).await;
 
     for (version, why) in [
@@ -420,12 +418,10 @@ fn env(m: &Meson) -> meson_workflows::Env {
 
 /// A small cluster (one worker) named `name` under `policy`, at `version`.
 fn small(name: &str, policy: &str, version: &str) -> Value {
-    let mut body = seed_kaas();
+    let mut body = seed_kaas_one_worker();
     body["req"]["name"] = json!(name);
     body["req"]["update_policy"] = json!(policy);
     body["req"]["kubernetes_version"] = json!(version);
-    body["req"]["nodepool"][0]["desired_nodes"] = json!(1);
-    body["req"]["nodepool"][0]["min_nodes"] = json!(1);
     body
 }
 

@@ -2,7 +2,7 @@
 //! crashed or vanished on their hosts, and a cluster whose nodes are all
 //! unhealthy is `degraded` until they recover.
 
-use crate::harness::{Meson, seed_kaas, seed_vm};
+use crate::harness::{Meson, seed_kaas_one_worker, seed_vm};
 use crate::reconciler::workflow_env;
 use meson_workflows::auto_repair::{self, RepairConfig};
 use meson_workflows::drift;
@@ -103,10 +103,7 @@ async fn a_crashed_vm_is_off_and_a_vanished_one_error_never_recreated() {
 #[tokio::test]
 async fn a_cluster_whose_nodes_all_crash_is_degraded_until_they_recover() {
     let m = Meson::start().await;
-    let mut body = seed_kaas();
-    body["req"]["nodepool"][0]["desired_nodes"] = json!(1);
-    body["req"]["nodepool"][0]["min_nodes"] = json!(1);
-    let id = m.running_cluster(&body).await;
+    let id = m.running_cluster(&seed_kaas_one_worker()).await;
     let env = workflow_env(&m, RepairConfig::default());
     let vms = m.cluster_vms(&id);
     assert_eq!(vms.len(), 2);

@@ -31,6 +31,16 @@ pub fn authed<T>(msg: T, token: &str) -> Request<T> {
     r
 }
 
+/// The status of a call that must fail, checked to be `code`.
+pub async fn refused<T: std::fmt::Debug>(
+    call: impl std::future::Future<Output = Result<tonic::Response<T>, tonic::Status>>,
+    code: Code,
+) -> tonic::Status {
+    let status = call.await.expect_err("the call is refused");
+    assert_eq!(status.code(), code, "{status:?}");
+    status
+}
+
 /// The seed VM request, typed.
 pub fn seed_vm(name: &str) -> pb::CreateVmRequest {
     pb::CreateVmRequest {
@@ -171,11 +181,11 @@ async fn a_vm_is_created_watched_to_success_and_deleted_over_grpc() {
         last = Some(a.unwrap());
     }
     assert_eq!(last.unwrap().status, "success");
-    let gone = vms
-        .get_vm(authed(pb::GetVmRequest { id: vm.id.clone() }, &m.token))
-        .await
-        .unwrap_err();
-    assert_eq!(gone.code(), Code::NotFound);
+    refused(
+        vms.get_vm(authed(pb::GetVmRequest { id: vm.id.clone() }, &m.token)),
+        Code::NotFound,
+    )
+    .await;
 
     // Both calls that changed something are in the audit log, as gRPC.
     let audit = m.get("/v1/audit?operation=vm_create").await.body;
@@ -203,11 +213,11 @@ async fn grpc_meets_the_same_gate_and_errors_carry_the_rest_code() {
     let (vm, action) = (created.vm.unwrap().id, created.action.unwrap().id);
 
     // No token, or a bad one: Unauthenticated, and nothing said why.
-    let e = vms
-        .list_vms(Request::new(pb::ListVmsRequest::default()))
-        .await
-        .unwrap_err();
-    assert_eq!(e.code(), Code::Unauthenticated);
+    refused(
+        vms.list_vms(Request::new(pb::ListVmsRequest::default())),
+        Code::Unauthenticated,
+    )
+    .await;
     let e = vms
         .list_vms(authed(pb::ListVmsRequest::default(), "not.a.jwt"))
         .await
@@ -219,31 +229,31 @@ async fn grpc_meets_the_same_gate_and_errors_carry_the_rest_code() {
 
     // Another tenant's ids: NotFound everywhere; its own list is empty.
     let other = m.token("acme", "eve", meson_api::Role::Admin);
-    let e = vms
-        .get_vm(authed(pb::GetVmRequest { id: vm.clone() }, &other))
-        .await
-        .unwrap_err();
-    assert_eq!(e.code(), Code::NotFound);
-    let e = vms
-        .delete_vm(authed(pb::DeleteVmRequest { id: vm.clone() }, &other))
-        .await
-        .unwrap_err();
-    assert_eq!(e.code(), Code::NotFound);
-    let e = actions
-        .get_action(authed(pb::GetActionRequest { id: action.clone() }, &other))
-        .await
-        .unwrap_err();
-    assert_eq!(e.code(), Code::NotFound);
-    let e = actions
-        .watch_actions(authed(
+    refused(
+        vms.get_vm(authed(pb::GetVmRequest { id: vm.clone() }, &other)),
+        Code::NotFound,
+    )
+    .await;
+    refused(
+        vms.delete_vm(authed(pb::DeleteVmRequest { id: vm.clone() }, &other)),
+        Code::NotFound,
+    )
+    .await;
+    refused(
+        actions.get_action(authed(pb::GetActionRequest { id: action.clone() }, &other)),
+        Code::NotFound,
+    )
+    .await;
+    refused(
+        actions.watch_actions(authed(
             pb::WatchActionsRequest {
                 id: vec![action.clone()],
             },
             &other,
-        ))
-        .await
-        .unwrap_err();
-    assert_eq!(e.code(), Code::NotFound);
+        )),
+        Code::NotFound,
+    )
+    .await;
     let listed = vms
         .list_vms(authed(pb::ListVmsRequest::default(), &other))
         .await
@@ -268,11 +278,11 @@ async fn grpc_meets_the_same_gate_and_errors_carry_the_rest_code() {
     vms.get_vm(authed(pb::GetVmRequest { id: vm.clone() }, &viewer))
         .await
         .expect("read");
-    let e = vms
-        .create_vm(authed(seed_vm("x"), &viewer))
-        .await
-        .unwrap_err();
-    assert_eq!(e.code(), Code::PermissionDenied);
+    let e = refused(
+        vms.create_vm(authed(seed_vm("x"), &viewer)),
+        Code::PermissionDenied,
+    )
+    .await;
     assert_eq!(
         e.get_error_details().error_info().unwrap().reason,
         "forbidden"
@@ -305,20 +315,20 @@ async fn grpc_meets_the_same_gate_and_errors_carry_the_rest_code() {
     fields.sort();
     fields.dedup();
     assert_eq!(fields, ["specs.req.cpu.numberOfCores", "specs.vm_name"]);
-    let e = vms
-        .create_vm(authed(seed_vm("owned"), &m.token))
-        .await
-        .unwrap_err();
-    assert_eq!(e.code(), Code::AlreadyExists);
+    let e = refused(
+        vms.create_vm(authed(seed_vm("owned"), &m.token)),
+        Code::AlreadyExists,
+    )
+    .await;
     assert_eq!(
         e.get_error_details().error_info().unwrap().reason,
         "uniqueness_error"
     );
-    let e = vms
-        .get_vm(authed(pb::GetVmRequest { id: "nope".into() }, &m.token))
-        .await
-        .unwrap_err();
-    assert_eq!(e.code(), Code::InvalidArgument);
+    refused(
+        vms.get_vm(authed(pb::GetVmRequest { id: "nope".into() }, &m.token)),
+        Code::InvalidArgument,
+    )
+    .await;
 
     // While the create runs, another mutation is Aborted naming the action.
     let e = vms
@@ -361,11 +371,11 @@ async fn over_the_rate_limit_grpc_is_resource_exhausted_with_retry_info() {
             .unwrap();
         assert_eq!(r.metadata().get("ratelimit-remaining").unwrap(), left);
     }
-    let e = vms
-        .list_vms(authed(pb::ListVmsRequest::default(), &m.token))
-        .await
-        .unwrap_err();
-    assert_eq!(e.code(), Code::ResourceExhausted);
+    let e = refused(
+        vms.list_vms(authed(pb::ListVmsRequest::default(), &m.token)),
+        Code::ResourceExhausted,
+    )
+    .await;
     let d = e.get_error_details();
     assert_eq!(d.error_info().unwrap().reason, "rate_limit_exceeded");
     assert!(d.retry_info().unwrap().retry_delay.unwrap() >= Duration::from_secs(1));

@@ -1,7 +1,7 @@
 //! gRPC end to end: volumes, networks, clusters and the catalogue, over a
 //! real socket with the generated clients, answering as REST does.
 
-use crate::grpc::{authed, channel, seed_vm};
+use crate::grpc::{authed, channel, refused, seed_vm};
 use crate::harness::{Meson, seed_kaas};
 use futures::StreamExt;
 use meson_proto::meson::v1 as pb;
@@ -43,6 +43,13 @@ async fn wait(ch: &Channel, token: &str, id: &str, limit: Duration) -> pb::Actio
     let last = last.expect("the stream sent the action");
     assert_ne!(last.status, "running", "{last:?}");
     last
+}
+
+/// [`wait`]s for the action and checks that it succeeded.
+async fn succeeded(ch: &Channel, token: &str, id: &str, limit: Duration) -> pb::Action {
+    let done = wait(ch, token, id, limit).await;
+    assert_eq!(done.status, "success", "{done:?}");
+    done
 }
 
 fn string_map(v: &Value) -> HashMap<String, String> {
@@ -163,14 +170,13 @@ async fn a_standalone_volume_is_created_attached_and_deleted_over_grpc() {
         (v.status.as_str(), v.standalone, v.vm.as_deref()),
         ("creating", true, None)
     );
-    let done = wait(
+    succeeded(
         &ch,
         &m.token,
         &created.action.unwrap().id,
         Duration::from_secs(30),
     )
     .await;
-    assert_eq!(done.status, "success", "{done:?}");
     let get = |id: String| pb::GetVolumeRequest { id };
     let v = volumes
         .get_volume(authed(get(v.id.clone()), &m.token))
@@ -205,25 +211,24 @@ async fn a_standalone_volume_is_created_attached_and_deleted_over_grpc() {
         .await
         .unwrap()
         .into_inner();
-    let done = wait(
+    succeeded(
         &ch,
         &m.token,
         &vm.action.unwrap().id,
         Duration::from_secs(30),
     )
     .await;
-    assert_eq!(done.status, "success", "{done:?}");
     let vm = vm.vm.unwrap();
     assert!(
         vm.volumes.iter().any(|x| x.id == v.id && x.standalone),
         "{vm:?}"
     );
     let del = pb::DeleteVolumeRequest { id: v.id.clone() };
-    let e = volumes
-        .delete_volume(authed(del.clone(), &m.token))
-        .await
-        .unwrap_err();
-    assert_eq!(e.code(), Code::FailedPrecondition, "{e:?}");
+    refused(
+        volumes.delete_volume(authed(del.clone(), &m.token)),
+        Code::FailedPrecondition,
+    )
+    .await;
     let standalone = volumes
         .list_volumes(authed(
             pb::ListVolumesRequest {
@@ -247,29 +252,19 @@ async fn a_standalone_volume_is_created_attached_and_deleted_over_grpc() {
         .await
         .unwrap()
         .into_inner();
-    assert_eq!(
-        wait(&ch, &m.token, &a.id, Duration::from_secs(30))
-            .await
-            .status,
-        "success"
-    );
+    succeeded(&ch, &m.token, &a.id, Duration::from_secs(30)).await;
     let a = volumes
         .delete_volume(authed(del, &m.token))
         .await
         .unwrap()
         .into_inner();
     assert_eq!(a.command, "delete_volume");
-    assert_eq!(
-        wait(&ch, &m.token, &a.id, Duration::from_secs(30))
-            .await
-            .status,
-        "success"
-    );
-    let e = volumes
-        .get_volume(authed(get(v.id), &m.token))
-        .await
-        .unwrap_err();
-    assert_eq!(e.code(), Code::NotFound);
+    succeeded(&ch, &m.token, &a.id, Duration::from_secs(30)).await;
+    refused(
+        volumes.get_volume(authed(get(v.id), &m.token)),
+        Code::NotFound,
+    )
+    .await;
     m.stop().await;
 }
 
@@ -325,8 +320,8 @@ async fn a_network_is_created_listed_renamed_and_deleted_over_grpc() {
         .into_inner();
     assert_eq!(list.networks.len(), 1);
     assert_eq!(list.pagination.unwrap().total_entries, 1);
-    let e = nets
-        .list_networks(authed(
+    let e = refused(
+        nets.list_networks(authed(
             pb::ListNetworksRequest {
                 options: Some(pb::ListOptions {
                     status: vec!["bogus".into()],
@@ -334,10 +329,10 @@ async fn a_network_is_created_listed_renamed_and_deleted_over_grpc() {
                 }),
             },
             &m.token,
-        ))
-        .await
-        .unwrap_err();
-    assert_eq!(e.code(), Code::InvalidArgument);
+        )),
+        Code::InvalidArgument,
+    )
+    .await;
     assert_eq!(rejected_fields(&e), ["status"]);
 
     // Renamed (labels untouched when not given).
@@ -360,11 +355,11 @@ async fn a_network_is_created_listed_renamed_and_deleted_over_grpc() {
 
     // Another tenant sees none of it; a viewer may read, not create.
     let other = m.token("acme", "eve", meson_api::Role::Admin);
-    let e = nets
-        .get_network(authed(pb::GetNetworkRequest { id: net.id.clone() }, &other))
-        .await
-        .unwrap_err();
-    assert_eq!(e.code(), Code::NotFound);
+    refused(
+        nets.get_network(authed(pb::GetNetworkRequest { id: net.id.clone() }, &other)),
+        Code::NotFound,
+    )
+    .await;
     let viewer = m.token("dev", "vera", meson_api::Role::Viewer);
     nets.get_network(authed(
         pb::GetNetworkRequest { id: net.id.clone() },
@@ -372,18 +367,18 @@ async fn a_network_is_created_listed_renamed_and_deleted_over_grpc() {
     ))
     .await
     .expect("a viewer reads");
-    let e = nets
-        .create_network(authed(
+    let e = refused(
+        nets.create_network(authed(
             pb::CreateNetworkRequest {
                 name: "x".into(),
                 cidr: "192.168.11.0/24".into(),
                 ..Default::default()
             },
             &viewer,
-        ))
-        .await
-        .unwrap_err();
-    assert_eq!(e.code(), Code::PermissionDenied);
+        )),
+        Code::PermissionDenied,
+    )
+    .await;
     assert_eq!(
         e.get_error_details().error_info().unwrap().reason,
         "forbidden"
@@ -399,16 +394,15 @@ async fn a_network_is_created_listed_renamed_and_deleted_over_grpc() {
         .unwrap()
         .into_inner();
     assert_eq!(delete.command, "delete_network");
-    let done = wait(&ch, &m.token, &delete.id, Duration::from_secs(10)).await;
-    assert_eq!(done.status, "success", "{done:?}");
-    let e = nets
-        .get_network(authed(
+    succeeded(&ch, &m.token, &delete.id, Duration::from_secs(10)).await;
+    refused(
+        nets.get_network(authed(
             pb::GetNetworkRequest { id: net.id.clone() },
             &m.token,
-        ))
-        .await
-        .unwrap_err();
-    assert_eq!(e.code(), Code::NotFound);
+        )),
+        Code::NotFound,
+    )
+    .await;
     let actions = nets
         .list_network_actions(authed(
             pb::ResourceActionsRequest {
@@ -461,8 +455,7 @@ async fn a_cluster_runs_scales_and_hands_out_a_kubeconfig_over_grpc() {
         ("test8", "creating", "create_cluster")
     );
     assert_eq!(cluster.kubernetes_version, "1.29.2");
-    let done = wait(&ch, &m.token, &action.id, Duration::from_secs(30)).await;
-    assert_eq!(done.status, "success", "{done:?}");
+    succeeded(&ch, &m.token, &action.id, Duration::from_secs(30)).await;
     let running = clusters
         .get_cluster(authed(
             pb::GetClusterRequest {
@@ -513,8 +506,7 @@ async fn a_cluster_runs_scales_and_hands_out_a_kubeconfig_over_grpc() {
     assert_eq!(scaled.pool.unwrap().desired_nodes, 2);
     let scale = scaled.action.expect("a scale action");
     assert_eq!(scale.command, "scale_node_pool");
-    let done = wait(&ch, &m.token, &scale.id, Duration::from_secs(30)).await;
-    assert_eq!(done.status, "success", "{done:?}");
+    succeeded(&ch, &m.token, &scale.id, Duration::from_secs(30)).await;
     let pool = clusters
         .get_pool(authed(
             pb::GetPoolRequest {
@@ -637,51 +629,51 @@ async fn a_cluster_runs_scales_and_hands_out_a_kubeconfig_over_grpc() {
         .into_inner();
     assert_eq!(boot.volumes.len(), 3, "{boot:?}");
     assert!(boot.volumes.iter().all(|v| v.kind == "boot"));
-    let e = volumes
-        .list_volumes(authed(
+    refused(
+        volumes.list_volumes(authed(
             pb::ListVolumesRequest {
                 kind: "floppy".into(),
                 vm: "nope".into(),
                 ..Default::default()
             },
             &m.token,
-        ))
-        .await
-        .unwrap_err();
-    assert_eq!(e.code(), Code::InvalidArgument);
+        )),
+        Code::InvalidArgument,
+    )
+    .await;
 
     // Another tenant finds none of it.
     let other = m.token("acme", "eve", meson_api::Role::Admin);
-    let e = clusters
-        .get_cluster(authed(
+    refused(
+        clusters.get_cluster(authed(
             pb::GetClusterRequest {
                 id: cluster.id.clone(),
             },
             &other,
-        ))
-        .await
-        .unwrap_err();
-    assert_eq!(e.code(), Code::NotFound);
-    let e = clusters
-        .list_pools(authed(
+        )),
+        Code::NotFound,
+    )
+    .await;
+    refused(
+        clusters.list_pools(authed(
             pb::ListPoolsRequest {
                 id: cluster.id.clone(),
             },
             &other,
-        ))
-        .await
-        .unwrap_err();
-    assert_eq!(e.code(), Code::NotFound);
-    let e = volumes
-        .get_volume(authed(
+        )),
+        Code::NotFound,
+    )
+    .await;
+    refused(
+        volumes.get_volume(authed(
             pb::GetVolumeRequest {
                 id: volume.id.clone(),
             },
             &other,
-        ))
-        .await
-        .unwrap_err();
-    assert_eq!(e.code(), Code::NotFound);
+        )),
+        Code::NotFound,
+    )
+    .await;
     let theirs = volumes
         .list_volumes(authed(pb::ListVolumesRequest::default(), &other))
         .await
@@ -704,14 +696,13 @@ async fn a_cluster_is_changed_upgraded_and_deleted_over_grpc() {
         .expect("create")
         .into_inner();
     let id = created.cluster.expect("cluster").id;
-    let done = wait(
+    succeeded(
         &ch,
         t,
         &created.action.expect("action").id,
         Duration::from_secs(30),
     )
     .await;
-    assert_eq!(done.status, "success", "{done:?}");
 
     // Relabelled, its policy changed; a bad policy names the REST field.
     let updated = clusters
@@ -767,14 +758,13 @@ async fn a_cluster_is_changed_upgraded_and_deleted_over_grpc() {
         .into_inner();
     let extra = added.pool.expect("pool");
     assert_eq!((extra.name.as_str(), extra.desired_nodes), ("extra", 1));
-    let done = wait(
+    succeeded(
         &ch,
         t,
         &added.action.expect("action").id,
         Duration::from_secs(30),
     )
     .await;
-    assert_eq!(done.status, "success", "{done:?}");
     let e = clusters
         .create_pool(authed(
             pb::CreatePoolRequest {
@@ -801,8 +791,7 @@ async fn a_cluster_is_changed_upgraded_and_deleted_over_grpc() {
         .await
         .expect("pool delete")
         .into_inner();
-    let done = wait(&ch, t, &deleted.id, Duration::from_secs(30)).await;
-    assert_eq!(done.status, "success", "{done:?}");
+    succeeded(&ch, t, &deleted.id, Duration::from_secs(30)).await;
 
     // A worker rebooted, then replaced.
     let nodes = clusters
@@ -823,15 +812,13 @@ async fn a_cluster_is_changed_upgraded_and_deleted_over_grpc() {
         .expect("reboot")
         .into_inner();
     assert_eq!(reboot.command, "reboot_node");
-    let done = wait(&ch, t, &reboot.id, Duration::from_secs(30)).await;
-    assert_eq!(done.status, "success", "{done:?}");
+    succeeded(&ch, t, &reboot.id, Duration::from_secs(30)).await;
     let replace = clusters
         .replace_node(authed(node(&worker.id), t))
         .await
         .expect("replace")
         .into_inner();
-    let done = wait(&ch, t, &replace.id, Duration::from_secs(30)).await;
-    assert_eq!(done.status, "success", "{done:?}");
+    succeeded(&ch, t, &replace.id, Duration::from_secs(30)).await;
     let e = clusters
         .reboot_node(authed(node("nope"), t))
         .await
@@ -864,8 +851,7 @@ async fn a_cluster_is_changed_upgraded_and_deleted_over_grpc() {
         .expect("upgrade")
         .into_inner();
     assert_eq!(upgrade.command, "upgrade_cluster");
-    let done = wait(&ch, t, &upgrade.id, Duration::from_secs(30)).await;
-    assert_eq!(done.status, "success", "{done:?}");
+    succeeded(&ch, t, &upgrade.id, Duration::from_secs(30)).await;
     let upgraded = clusters
         .get_cluster(authed(pb::GetClusterRequest { id: id.clone() }, t))
         .await
@@ -891,8 +877,7 @@ async fn a_cluster_is_changed_upgraded_and_deleted_over_grpc() {
         .expect("rotate")
         .into_inner();
     assert_eq!(rotate.command, "rotate_credentials");
-    let done = wait(&ch, t, &rotate.id, Duration::from_secs(30)).await;
-    assert_eq!(done.status, "success", "{done:?}");
+    succeeded(&ch, t, &rotate.id, Duration::from_secs(30)).await;
 
     // Deleted.
     let delete = clusters
@@ -900,13 +885,12 @@ async fn a_cluster_is_changed_upgraded_and_deleted_over_grpc() {
         .await
         .expect("delete")
         .into_inner();
-    let done = wait(&ch, t, &delete.id, Duration::from_secs(30)).await;
-    assert_eq!(done.status, "success", "{done:?}");
-    let e = clusters
-        .get_cluster(authed(pb::GetClusterRequest { id: id.clone() }, t))
-        .await
-        .unwrap_err();
-    assert_eq!(e.code(), Code::NotFound);
+    succeeded(&ch, t, &delete.id, Duration::from_secs(30)).await;
+    refused(
+        clusters.get_cluster(authed(pb::GetClusterRequest { id: id.clone() }, t)),
+        Code::NotFound,
+    )
+    .await;
     m.stop().await;
 }
 
@@ -1005,11 +989,11 @@ async fn the_catalogue_quotes_and_invalid_clusters_over_grpc() {
     // A cluster with no pool: refused naming the REST field, by both.
     let mut bad = small_cluster();
     bad.req.as_mut().unwrap().nodepool.clear();
-    let e = clusters
-        .create_cluster(authed(bad.clone(), &m.token))
-        .await
-        .unwrap_err();
-    assert_eq!(e.code(), Code::InvalidArgument);
+    let e = refused(
+        clusters.create_cluster(authed(bad.clone(), &m.token)),
+        Code::InvalidArgument,
+    )
+    .await;
     assert_eq!(rejected_fields(&e), ["req.nodepool"]);
     let e = catalog
         .quote_cluster(authed(bad, &m.token))

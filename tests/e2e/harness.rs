@@ -38,6 +38,14 @@ pub fn seed_kaas() -> Value {
     serde_json::from_str(raw).expect("seed json")
 }
 
+/// [`seed_kaas`] with one worker node (its pool may grow to three).
+pub fn seed_kaas_one_worker() -> Value {
+    let mut body = seed_kaas();
+    body["req"]["nodepool"][0]["desired_nodes"] = 1.into();
+    body["req"]["nodepool"][0]["min_nodes"] = 1.into();
+    body
+}
+
 pub struct Meson {
     pub dev: Option<Dev>,
     pub http: reqwest::Client,

@@ -1,7 +1,7 @@
 //! A workflow that unwinds leaves every row it made final: no node stays
 //! `creating`, no VM `initializing`, nothing reserved, nothing on AtomOS.
 
-use crate::harness::{Meson, seed_kaas};
+use crate::harness::{Meson, seed_kaas, seed_kaas_one_worker};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -85,10 +85,7 @@ async fn a_failed_cluster_create_leaves_every_node_and_vm_final() {
 #[tokio::test]
 async fn a_failed_scale_up_takes_its_new_nodes_away() {
     let m = Meson::start().await;
-    let mut body = seed_kaas();
-    body["req"]["nodepool"][0]["desired_nodes"] = json!(1);
-    body["req"]["nodepool"][0]["min_nodes"] = json!(1);
-    let id = m.running_cluster(&body).await;
+    let id = m.running_cluster(&seed_kaas_one_worker()).await;
     let c = m.cluster(&id).await;
     let pool = c["pools"][0]["id"].as_str().unwrap().to_owned();
     let before: Vec<Value> = m.cluster_nodes(&id).await;

@@ -765,6 +765,35 @@ fn cases() -> Vec<Case> {
     ]
 }
 
+/// How the answer `status`, `body` to case `c` differs from what the case
+/// wants: its status, error code and exactly its fields, each with a message.
+fn mismatch(c: &Case, status: StatusCode, body: &Value) -> Option<String> {
+    let err = &body["error"];
+    let mut got: Vec<&str> = err["details"]["fields"]
+        .as_array()
+        .map(|f| f.iter().filter_map(|f| f["name"].as_str()).collect())
+        .unwrap_or_default();
+    got.sort_unstable();
+    let mut want = c.fields.to_vec();
+    want.sort_unstable();
+    let messages_ok = err["details"]["fields"].as_array().is_none_or(|fields| {
+        fields
+            .iter()
+            .all(|f| f["messages"].as_array().is_some_and(|m| !m.is_empty()))
+    });
+    let ok = status == c.status
+        && err["code"] == c.code
+        && got == want
+        && err["message"].is_string()
+        && messages_ok;
+    (!ok).then(|| {
+        format!(
+            "{}: want {} {} {want:?}, got {status} {body}",
+            c.what, c.status, c.code
+        )
+    })
+}
+
 async fn send(m: &Meson, body: &Body) -> (StatusCode, Value) {
     let req = m
         .http
@@ -796,30 +825,7 @@ async fn bad_vm_payloads_are_refused_naming_the_field_and_write_nothing() {
     let mut failures = Vec::new();
     for c in &cases {
         let (status, body) = send(&m, &c.body).await;
-        let err = &body["error"];
-        let mut got: Vec<&str> = err["details"]["fields"]
-            .as_array()
-            .map(|f| f.iter().filter_map(|f| f["name"].as_str()).collect())
-            .unwrap_or_default();
-        got.sort_unstable();
-        let mut want = c.fields.to_vec();
-        want.sort_unstable();
-        let messages_ok = err["details"]["fields"].as_array().is_none_or(|fields| {
-            fields
-                .iter()
-                .all(|f| f["messages"].as_array().is_some_and(|m| !m.is_empty()))
-        });
-        if status != c.status
-            || err["code"] != c.code
-            || got != want
-            || !err["message"].is_string()
-            || !messages_ok
-        {
-            failures.push(format!(
-                "{}: want {} {} {want:?}, got {status} {body}",
-                c.what, c.status, c.code
-            ));
-        }
+        failures.extend(mismatch(c, status, &body));
     }
     assert!(
         failures.is_empty(),
@@ -1327,30 +1333,7 @@ async fn run_table(m: &Meson, path: &str, seed: fn() -> Value, cases: &[Case]) -
         let status = res.status();
         let text = res.text().await.expect("body read");
         let body: Value = serde_json::from_str(&text).unwrap_or(Value::String(text));
-        let err = &body["error"];
-        let mut got: Vec<&str> = err["details"]["fields"]
-            .as_array()
-            .map(|f| f.iter().filter_map(|f| f["name"].as_str()).collect())
-            .unwrap_or_default();
-        got.sort_unstable();
-        let mut want = c.fields.to_vec();
-        want.sort_unstable();
-        let messages_ok = err["details"]["fields"].as_array().is_none_or(|fields| {
-            fields
-                .iter()
-                .all(|f| f["messages"].as_array().is_some_and(|m| !m.is_empty()))
-        });
-        if status != c.status
-            || err["code"] != c.code
-            || got != want
-            || !err["message"].is_string()
-            || !messages_ok
-        {
-            failures.push(format!(
-                "{}: want {} {} {want:?}, got {status} {body}",
-                c.what, c.status, c.code
-            ));
-        }
+        failures.extend(mismatch(c, status, &body));
     }
     failures
 }

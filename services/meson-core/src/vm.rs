@@ -303,26 +303,33 @@ pub(crate) fn parse_location(
             None
         }
     });
-    let mut place = |p: &mut Parser, key: &'static str, what: &str| {
-        p.string(root, key, false).and_then(|(path, s)| {
-            let s = s.trim().to_ascii_lowercase();
-            if valid_provider(&s) {
-                Some(s)
-            } else {
-                p.errors.add(
-                    path,
-                    format!("must be a {what} name: lowercase letters, digits and '-'"),
-                );
-                None
-            }
-        })
-    };
-    let continent = place(p, "continent", "continent");
-    let region = place(p, "region", "region");
+    let continent = parse_place(p, root, "continent");
+    let region = parse_place(p, root, "region");
     if let Some(targets) = targets {
         constraint_errors(targets, [&provider, &continent, &region], &mut p.errors);
     }
     [provider, continent, region]
+}
+
+/// The optional place name at `key` (`provider`, `continent`, `region`),
+/// trimmed and lowercased.
+pub(crate) fn parse_place(
+    p: &mut Parser,
+    root: &mut crate::parse::Obj<'_>,
+    key: &'static str,
+) -> Option<String> {
+    p.string(root, key, false).and_then(|(path, s)| {
+        let s = s.trim().to_ascii_lowercase();
+        if valid_provider(&s) {
+            Some(s)
+        } else {
+            p.errors.add(
+                path,
+                format!("must be a {key} name: lowercase letters, digits and '-'"),
+            );
+            None
+        }
+    })
 }
 
 /// Validates a VM name (PATCH uses it too).

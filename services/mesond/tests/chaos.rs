@@ -5,6 +5,8 @@
 //! volume is available or attached to a surviving VM, and AtomOS holds
 //! exactly what the database says: no leak, no duplicate.
 
+mod support;
+
 use meson_api::{App, Principal, Role};
 use meson_core::action::ActionStatus;
 use meson_core::vm::VmStatus;
@@ -15,30 +17,32 @@ use meson_db::volumes::VolumeFilter;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::collections::BTreeMap;
-use std::process::{Child, Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
+use support::Process;
 
 const KEY: &str =
     "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMLavtiPfhiG3t6TAxHosXoVh7Pc/lSD8L9SNPyAzp1d user@host";
 
-fn spawn_worker(db_url: &str) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_mesond"))
-        .arg("worker")
-        .env("DATABASE_URL", db_url)
-        // 32 bytes, base64: workers refuse to start without a secrets key.
-        .env("MESON_SECRETS_KEY", "bWVzb24tY2hhb3MtdGVzdC1rZXktMzItYnl0ZXMhISE=")
-        .env("MESON_JOB_LEASE_MS", "1500")
-        .env("MESON_JOB_RETRY_BASE_MS", "20")
-        .env("MESON_JOB_RETRY_CAP_MS", "300")
-        .env("MESON_VM_POLL_MS", "20")
-        .env("MESON_ATOMOS_TIMEOUT_MS", "700")
-        .env("MESON_WORKER_CONCURRENCY", "8")
-        .env("MESON_LOG", "warn")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("mesond worker starts")
+fn spawn_worker(db_url: &str) -> Process {
+    let mut worker = support::mesond_on(
+        "worker",
+        db_url,
+        &[
+            // 32 bytes, base64: workers refuse to start without a secrets key.
+            (
+                "MESON_SECRETS_KEY",
+                "bWVzb24tY2hhb3MtdGVzdC1rZXktMzItYnl0ZXMhISE=",
+            ),
+            ("MESON_JOB_LEASE_MS", "1500"),
+            ("MESON_VM_POLL_MS", "20"),
+            ("MESON_ATOMOS_TIMEOUT_MS", "700"),
+            ("MESON_WORKER_CONCURRENCY", "8"),
+            ("MESON_LOG", "warn"),
+        ],
+    );
+    worker.stderr(Stdio::null());
+    Process::spawn(worker, "mesond worker")
 }
 
 /// The tenant's live standalone volumes.
@@ -98,14 +102,7 @@ async fn chaos_loses_nothing_and_leaks_nothing() {
     let mut rng = StdRng::seed_from_u64(seed);
 
     let db = TestDatabase::new().await;
-    let sim = atomos_sim::start(atomos_sim::SimConfig {
-        hosts: atomos_sim::dev_hosts(),
-        boot_time: Duration::from_millis(150),
-        bind: [127, 0, 0, 1].into(),
-        state: None,
-    })
-    .await
-    .expect("simulator");
+    let sim = support::simulator(Duration::from_millis(150)).await;
     mesond::server::register_targets(&db.pool, &sim.targets())
         .await
         .unwrap();
@@ -116,7 +113,7 @@ async fn chaos_loses_nothing_and_leaks_nothing() {
         role: Role::Admin,
     };
 
-    let mut workers: Vec<Child> = (0..2).map(|_| spawn_worker(&db.url)).collect();
+    let mut workers: Vec<Process> = (0..2).map(|_| spawn_worker(&db.url)).collect();
     let mut actions: Vec<ActionId> = Vec::new();
     let mut vms: BTreeMap<usize, VmId> = BTreeMap::new();
     let mut doomed: Vec<VmId> = Vec::new();
@@ -200,8 +197,7 @@ async fn chaos_loses_nothing_and_leaks_nothing() {
         // A worker dies without warning and a new one takes its place.
         if rng.gen_bool(0.5) {
             let victim = rng.gen_range(0..workers.len());
-            workers[victim].kill().expect("SIGKILL");
-            let _ = workers[victim].wait();
+            workers[victim].kill();
             workers[victim] = spawn_worker(&db.url);
             kills += 1;
         }
@@ -297,15 +293,9 @@ async fn chaos_loses_nothing_and_leaks_nothing() {
         }
     }
     want_vols.extend(standalone.iter().map(|v| v.atomos_name.clone()));
-    let (mut have_vms, mut have_vols) = (Vec::new(), Vec::new());
-    for h in sim.hosts() {
-        let inv = h.inventory();
-        have_vms.extend(inv.vms.into_iter().map(|v| v.name));
-        have_vols.extend(inv.volumes.into_iter().map(|v| v.name));
-    }
-    for v in [&mut want_vms, &mut want_vols, &mut have_vms, &mut have_vols] {
-        v.sort();
-    }
+    let (have_vms, have_vols) = support::atomos_names(&sim);
+    want_vms.sort();
+    want_vols.sort();
     assert_eq!(
         have_vms, want_vms,
         "VMs on AtomOS = VMs in the database (seed {seed})"
@@ -326,10 +316,7 @@ async fn chaos_loses_nothing_and_leaks_nothing() {
     );
 
     for mut w in workers {
-        let _ = Command::new("kill")
-            .args(["-TERM", &w.id().to_string()])
-            .status();
-        let status = w.wait().expect("worker exits");
+        let status = w.stop();
         assert!(
             status.success(),
             "a worker shut down cleanly on SIGTERM: {status}"

@@ -5,14 +5,15 @@
 //! holding exactly the database's VMs and volumes; deleting them through
 //! either API empties AtomOS; every process stops cleanly on SIGTERM.
 
+mod support;
+
 use meson_core::{ActionId, JobId, TenantId};
 use meson_db::testing::TestDatabase;
 use reqwest::{Method, StatusCode};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
-use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
+use support::Process;
 
 const SSH_KEY: &str =
     "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMLavtiPfhiG3t6TAxHosXoVh7Pc/lSD8L9SNPyAzp1d user@host";
@@ -36,93 +37,26 @@ fn seed_vm() -> Value {
     serde_json::from_str(&raw.replace("KEY", SSH_KEY)).expect("seed json")
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// A `mesond` child process, killed if the test fails before stopping it.
-struct Mesond {
-    what: String,
-    child: Option<Child>,
-}
-
-impl Mesond {
-    fn spawn(mode: &str, db_url: &str, targets: &std::path::Path, http_port: u16) -> Mesond {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_mesond"));
-        // Only this configuration: nothing (`MESON_*`) leaks in from the
-        // environment the tests run in.
-        cmd.env_clear();
-        if let Some(bt) = std::env::var_os("RUST_BACKTRACE") {
-            cmd.env("RUST_BACKTRACE", bt);
-        }
-        let child = cmd
-            .arg(mode)
-            .env("DATABASE_URL", db_url)
-            .env("MESON_JWT_SECRET", JWT_SECRET)
-            .env("MESON_SECRETS_KEY", SECRETS_KEY)
-            .env("MESON_TARGETS_FILE", targets)
-            .env("MESON_HTTP_ADDR", format!("127.0.0.1:{http_port}"))
-            .env("MESON_GRPC_ADDR", "127.0.0.1:0")
-            .env("MESON_DB_POOL", "10")
-            .env("MESON_WORKER_CONCURRENCY", "8")
-            .env("MESON_VM_POLL_MS", "20")
-            .env("MESON_JOB_LEASE_MS", "3000")
-            .env("MESON_JOB_RETRY_BASE_MS", "20")
-            .env("MESON_JOB_RETRY_CAP_MS", "300")
-            .env("MESON_LOG", "warn")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("mesond starts");
-        Mesond {
-            what: format!("mesond {mode} (pid {})", child.id()),
-            child: Some(child),
-        }
-    }
-
-    fn child(&mut self) -> &mut Child {
-        self.child.as_mut().expect("running")
-    }
-
-    fn sigterm(&mut self) {
-        let pid = self.child().id().to_string();
-        let sent = Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .expect("kill");
-        assert!(sent.success(), "SIGTERM to {}", self.what);
-    }
-
-    /// Waits (bounded) for the process to exit after [`Mesond::sigterm`].
-    async fn wait_exit(&mut self, limit: Duration) -> ExitStatus {
-        let deadline = Instant::now() + limit;
-        loop {
-            if let Some(s) = self.child().try_wait().unwrap() {
-                self.child = None;
-                return s;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{} did not stop within {limit:?} of SIGTERM",
-                self.what
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
-}
-
-impl Drop for Mesond {
-    fn drop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
+/// A `mesond <mode>` process of this test, its REST API on `http_port`.
+fn spawn(mode: &str, db_url: &str, targets: &str, http_port: u16) -> Process {
+    let http_addr = format!("127.0.0.1:{http_port}");
+    let command = support::mesond_on(
+        mode,
+        db_url,
+        &[
+            ("MESON_JWT_SECRET", JWT_SECRET),
+            ("MESON_SECRETS_KEY", SECRETS_KEY),
+            ("MESON_TARGETS_FILE", targets),
+            ("MESON_HTTP_ADDR", &http_addr),
+            ("MESON_GRPC_ADDR", "127.0.0.1:0"),
+            ("MESON_DB_POOL", "10"),
+            ("MESON_WORKER_CONCURRENCY", "8"),
+            ("MESON_VM_POLL_MS", "20"),
+            ("MESON_JOB_LEASE_MS", "3000"),
+            ("MESON_LOG", "warn"),
+        ],
+    );
+    Process::spawn(command, &format!("mesond {mode}"))
 }
 
 struct Reply {
@@ -194,6 +128,14 @@ impl Client {
             assert!(Instant::now() < deadline, "key {key} in flight for 10 s");
             tokio::time::sleep(Duration::from_millis(25)).await;
         }
+    }
+
+    /// The tenant's VMs, as the API at `base` lists them.
+    async fn vms(&self, base: &str) -> Vec<Value> {
+        let url = format!("{base}/v1/vms?per_page=50");
+        let r = self.call(Method::GET, &url, None, None).await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+        r.body["vms"].as_array().expect("vms").clone()
     }
 }
 
@@ -289,7 +231,6 @@ async fn check_jobs(db: &TestDatabase, actions: &[String], kind: &str) -> i32 {
 /// Every simulated host's (VM names, volume names), checking on the way
 /// that each volume belongs to a VM of its host.
 fn sim_contents(sim: &atomos_sim::Simulator) -> (Vec<String>, Vec<String>) {
-    let (mut vms, mut vols) = (Vec::new(), Vec::new());
     for h in sim.hosts() {
         let inv = h.inventory();
         let owned: BTreeSet<&String> = inv.vms.iter().flat_map(|v| &v.volume_ids).collect();
@@ -302,39 +243,25 @@ fn sim_contents(sim: &atomos_sim::Simulator) -> (Vec<String>, Vec<String>) {
             );
         }
         assert!(inv.networks.is_empty(), "networks on {}", h.name());
-        vms.extend(inv.vms.iter().map(|v| v.name.clone()));
-        vols.extend(inv.volumes.iter().map(|v| v.name.clone()));
     }
-    vms.sort();
-    vols.sort();
-    (vms, vols)
+    support::atomos_names(sim)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn api_and_worker_replicas_share_one_database() {
     let started = Instant::now();
     let db = TestDatabase::new().await;
-    let sim = atomos_sim::start(atomos_sim::SimConfig {
-        hosts: atomos_sim::dev_hosts(),
-        boot_time: Duration::from_millis(150),
-        bind: [127, 0, 0, 1].into(),
-        state: None,
-    })
-    .await
-    .expect("simulator");
-    let targets: PathBuf = std::env::temp_dir().join(format!(
-        "meson-replicas-targets-{}.json",
-        uuid::Uuid::new_v4().simple()
-    ));
-    std::fs::write(&targets, serde_json::to_vec(&sim.targets()).unwrap()).unwrap();
+    let sim = support::simulator(Duration::from_millis(150)).await;
+    let targets = support::targets_file(&sim, "replicas");
+    let targets_path = targets.to_str().expect("a UTF-8 path");
 
-    let ports = [free_port(), free_port()];
-    let mut procs: Vec<Mesond> = ports
+    let ports = [support::free_port(), support::free_port()];
+    let mut procs: Vec<Process> = ports
         .iter()
-        .map(|&p| Mesond::spawn("api", &db.url, &targets, p))
+        .map(|&p| spawn("api", &db.url, targets_path, p))
         .collect();
     // Workers serve no HTTP; their (unused) address must still be free.
-    procs.extend((0..2).map(|_| Mesond::spawn("worker", &db.url, &targets, free_port())));
+    procs.extend((0..2).map(|_| spawn("worker", &db.url, targets_path, support::free_port())));
     let bases: Vec<String> = ports
         .iter()
         .map(|p| format!("http://127.0.0.1:{p}"))
@@ -348,7 +275,7 @@ async fn api_and_worker_replicas_share_one_database() {
     for (i, base) in bases.iter().enumerate() {
         loop {
             for p in &mut procs {
-                if let Some(s) = p.child().try_wait().unwrap() {
+                if let Some(s) = p.exited() {
                     panic!("{} exited early: {s}", p.what);
                 }
             }
@@ -447,17 +374,9 @@ async fn api_and_worker_replicas_share_one_database() {
 
     // The tenant's VMs are exactly the 12, running, and both APIs agree.
     for base in &bases {
-        let r = c
-            .call(
-                Method::GET,
-                &format!("{base}/v1/vms?per_page=50"),
-                None,
-                None,
-            )
-            .await;
-        assert_eq!(r.status, StatusCode::OK, "{}", r.body);
-        let vms = r.body["vms"].as_array().expect("vms");
-        let mut listed: Vec<(String, String)> = vms
+        let mut listed: Vec<(String, String)> = c
+            .vms(base)
+            .await
             .iter()
             .map(|v| {
                 assert_eq!(v["status"], "running", "{v}");
@@ -537,20 +456,8 @@ async fn api_and_worker_replicas_share_one_database() {
         "{delete_attempts} attempts for {VMS} delete jobs"
     );
     for base in &bases {
-        let r = c
-            .call(
-                Method::GET,
-                &format!("{base}/v1/vms?per_page=50"),
-                None,
-                None,
-            )
-            .await;
-        assert_eq!(r.status, StatusCode::OK, "{}", r.body);
-        assert_eq!(
-            r.body["vms"],
-            serde_json::json!([]),
-            "no VM left via {base}"
-        );
+        let vms = c.vms(base).await;
+        assert!(vms.is_empty(), "no VM left via {base}: {vms:?}");
     }
     for h in sim.hosts() {
         let inv = h.inventory();

@@ -7,14 +7,17 @@
 //! database holds exactly what AtomOS holds, and the process's memory is
 //! back within a fifth of where it started. Bounded: about two minutes.
 
+mod support;
+
 use meson_client::{Client, RetryPolicy};
 use meson_core::action::ActionStatus;
 use meson_core::vm::VmStatus;
 use meson_core::{ActionId, TenantId, VmId};
 use meson_types::requests::{VmAuthentication, VmCreateRequest, VolumeRequest};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+use support::Process;
 use uuid::Uuid;
 
 const SSH_KEY: &str =
@@ -38,23 +41,6 @@ const FAULT_ROUTES: &[&str] = &[
     "volume/cloudinit/create",
     "volume/destroy",
 ];
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn is_root() -> bool {
-    Command::new("id")
-        .arg("-u")
-        .output()
-        .ok()
-        .and_then(|o| String::from_utf8(o.stdout).ok())
-        .is_some_and(|s| s.trim() == "0")
-}
 
 /// A PostgreSQL cluster of this test's own, in a temporary directory, on a
 /// fixed loopback port so that it can be restarted under meson.
@@ -93,8 +79,8 @@ impl Postgres {
         let pg = Postgres {
             bins: mesond::pg::Binaries::find().expect("PostgreSQL's server binaries"),
             dir,
-            port: free_port(),
-            run_as: is_root().then_some("postgres"),
+            port: support::free_port(),
+            run_as: support::is_root().then_some("postgres"),
         };
         if let Some(user) = pg.run_as {
             let mut c = Command::new("chown");
@@ -156,34 +142,6 @@ impl Drop for Postgres {
             .stderr(Stdio::null());
         let _ = c.status();
         let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-/// The `mesond serve` child, killed if the test fails before stopping it.
-struct Mesond(Option<Child>);
-
-impl Mesond {
-    fn pid(&self) -> u32 {
-        self.0.as_ref().expect("running").id()
-    }
-
-    /// Resident memory, in KiB.
-    fn rss_kib(&self) -> u64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap();
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmRSS:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-            .expect("VmRSS")
-    }
-}
-
-impl Drop for Mesond {
-    fn drop(&mut self) {
-        if let Some(mut c) = self.0.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
     }
 }
 
@@ -308,45 +266,32 @@ async fn sixteen_clients_through_atomos_errors_and_a_database_restart() {
     let pool = meson_db::connect(&db_url, 4).await.unwrap();
     meson_db::migrate(&pool).await.unwrap();
 
-    let sim = atomos_sim::start(atomos_sim::SimConfig {
-        hosts: atomos_sim::dev_hosts(),
-        boot_time: Duration::from_millis(100),
-        bind: [127, 0, 0, 1].into(),
-        state: None,
-    })
-    .await
-    .expect("simulator");
-    let targets = std::env::temp_dir().join(format!(
-        "meson-soak-targets-{}.json",
-        Uuid::new_v4().simple()
-    ));
-    std::fs::write(&targets, serde_json::to_vec(&sim.targets()).unwrap()).unwrap();
+    let sim = support::simulator(Duration::from_millis(100)).await;
+    let targets = support::targets_file(&sim, "soak");
 
-    let http_port = free_port();
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_mesond"));
-    cmd.env_clear();
-    let child = cmd
-        .arg("serve")
-        .env("DATABASE_URL", &db_url)
-        .env("MESON_JWT_SECRET", JWT_SECRET)
-        .env("MESON_SECRETS_KEY", SECRETS_KEY)
-        .env("MESON_TARGETS_FILE", &targets)
-        .env("MESON_HTTP_ADDR", format!("127.0.0.1:{http_port}"))
-        .env("MESON_GRPC_ADDR", "127.0.0.1:0")
-        .env("MESON_DB_POOL", "20")
-        .env("MESON_WORKER_CONCURRENCY", "16")
-        .env("MESON_VM_POLL_MS", "25")
-        .env("MESON_JOB_LEASE_MS", "3000")
-        .env("MESON_JOB_RETRY_BASE_MS", "20")
-        .env("MESON_JOB_RETRY_CAP_MS", "300")
-        .env("MESON_ATOMOS_TIMEOUT_MS", "2000")
-        .env("MESON_LOG", "error")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("mesond starts");
-    let mut mesond = Mesond(Some(child));
+    let http_port = support::free_port();
+    let http_addr = format!("127.0.0.1:{http_port}");
+    let targets_path = targets.to_str().expect("a UTF-8 path");
+    let mut mesond = Process::spawn(
+        support::mesond_on(
+            "serve",
+            &db_url,
+            &[
+                ("MESON_JWT_SECRET", JWT_SECRET),
+                ("MESON_SECRETS_KEY", SECRETS_KEY),
+                ("MESON_TARGETS_FILE", targets_path),
+                ("MESON_HTTP_ADDR", &http_addr),
+                ("MESON_GRPC_ADDR", "127.0.0.1:0"),
+                ("MESON_DB_POOL", "20"),
+                ("MESON_WORKER_CONCURRENCY", "16"),
+                ("MESON_VM_POLL_MS", "25"),
+                ("MESON_JOB_LEASE_MS", "3000"),
+                ("MESON_ATOMOS_TIMEOUT_MS", "2000"),
+                ("MESON_LOG", "error"),
+            ],
+        ),
+        "mesond serve",
+    );
     let base = format!("http://127.0.0.1:{http_port}");
     let http = reqwest::Client::new();
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -482,15 +427,9 @@ async fn sixteen_clients_through_atomos_errors_and_a_database_restart() {
         .unwrap();
     let mut want_vms: Vec<String> = page.iter().map(|v| v.atomos_name.clone()).collect();
     let mut want_vols: Vec<String> = volumes.iter().map(|v| v.atomos_name.clone()).collect();
-    let (mut have_vms, mut have_vols) = (Vec::new(), Vec::new());
-    for h in sim.hosts() {
-        let inv = h.inventory();
-        have_vms.extend(inv.vms.into_iter().map(|v| v.name));
-        have_vols.extend(inv.volumes.into_iter().map(|v| v.name));
-    }
-    for v in [&mut want_vms, &mut want_vols, &mut have_vms, &mut have_vols] {
-        v.sort();
-    }
+    let (have_vms, have_vols) = support::atomos_names(&sim);
+    want_vms.sort();
+    want_vols.sort();
     for name in have_vols.iter().filter(|n| !want_vols.contains(n)) {
         let id: Uuid = name[3..35].parse().unwrap();
         let row = meson_db::vms::get_including_deleted(&pool, VmId(id)).await;
@@ -520,11 +459,7 @@ async fn sixteen_clients_through_atomos_errors_and_a_database_restart() {
         "RSS grew from {baseline} KiB to {end} KiB"
     );
 
-    let _ = Command::new("kill")
-        .args(["-TERM", &mesond.pid().to_string()])
-        .status();
-    let mut child = mesond.0.take().unwrap();
-    let status = child.wait().expect("mesond exits");
+    let status = mesond.stop();
     assert!(
         status.success(),
         "mesond stopped cleanly on SIGTERM: {status}"

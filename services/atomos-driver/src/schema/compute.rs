@@ -172,10 +172,9 @@ pub struct ReqJson {
     pub pcidevs: Vec<Value>,
     #[serde(default)]
     pub netdevs: Vec<Value>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub os_family: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub os_flavour: Option<String>,
+    /// `os_family` and `os_flavour`, flat here (a request nests them in `misc`).
+    #[serde(flatten)]
+    pub os: Misc,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub creation_date: Option<String>,
     /// libvirt word: `running`, `shut off`, `paused` (the mock's form of the state; docs/atomos.md).
@@ -332,6 +331,17 @@ mod tests {
             Some("10.0.0.5")
         );
         assert_eq!(vm.req_json.volumes[0].volume_id, "a8");
+        assert_eq!(vm.req_json.os.os_flavour.as_deref(), Some("ubuntu"));
+        // Written flat, as the daemons write it.
+        let back = serde_json::to_value(&vm.req_json).unwrap();
+        assert_eq!(
+            (&back["os_family"], &back["os_flavour"]),
+            (&json!("linux"), &json!("ubuntu"))
+        );
+        assert!(
+            back.get("os").is_none() && back.get("misc").is_none(),
+            "{back}"
+        );
 
         let thesis: VmStatus = serde_json::from_value(json!({
             "uniqueID": "u", "status": "starting",

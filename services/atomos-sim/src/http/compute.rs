@@ -6,7 +6,7 @@ use crate::host::{Demand, HostState, Power, SimHost, VmRec};
 use crate::http::storage::volume_to_wire;
 use atomos_driver::VmState;
 use atomos_driver::schema::compute::{
-    CanAllocateResponse, LocalIndex, MesosQuote, NetworkConfig, Price, RegisterBody, ReqJson,
+    CanAllocateResponse, LocalIndex, MesosQuote, Misc, NetworkConfig, Price, RegisterBody, ReqJson,
     SpecFile, VmStatus,
 };
 use axum::Router;
@@ -334,8 +334,10 @@ fn vm_to_wire(
                 .filter_map(|id| state.networks.iter().find(|n| &n.id == id))
                 .map(|n| json!({"network_uid": n.id, "network_name": n.name}))
                 .collect(),
-            os_family: d.os_family.clone(),
-            os_flavour: d.os_flavour.clone(),
+            os: Misc {
+                os_family: d.os_family.clone(),
+                os_flavour: d.os_flavour.clone(),
+            },
             // The GUI parses "M/D/YYYY, HH:MM:SS" (UTC).
             creation_date: Some(vm.created.format("%-m/%-d/%Y, %H:%M:%S").to_string()),
             states: Some(states.to_owned()),

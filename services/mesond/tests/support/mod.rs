@@ -6,7 +6,7 @@
 use meson_types::dev::DevServer;
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -314,6 +314,168 @@ impl Mesond {
                 "action {id} still running after 120 s: {action}"
             );
             tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+}
+
+/// A loopback port nothing listens on now, for a child process to bind.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The AtomOS simulator on loopback with the dev hosts, its VMs booting in
+/// `boot_time`.
+pub async fn simulator(boot_time: Duration) -> atomos_sim::Simulator {
+    atomos_sim::start(atomos_sim::SimConfig {
+        hosts: atomos_sim::dev_hosts(),
+        boot_time,
+        bind: [127, 0, 0, 1].into(),
+        state: None,
+    })
+    .await
+    .expect("simulator")
+}
+
+/// The simulator's targets in a fresh file (`MESON_TARGETS_FILE`) named
+/// after `test`; the test removes it.
+pub fn targets_file(sim: &atomos_sim::Simulator, test: &str) -> PathBuf {
+    let path = std::env::temp_dir().join(format!(
+        "meson-{test}-targets-{}.json",
+        uuid::Uuid::new_v4().simple()
+    ));
+    std::fs::write(&path, serde_json::to_vec(&sim.targets()).unwrap()).unwrap();
+    path
+}
+
+/// `mesond <mode>` on the database at `db_url`, for the tests that run
+/// meson as processes: only this configuration (nothing of the environment
+/// the tests run in leaks in, but `RUST_BACKTRACE`), jobs retried after 20
+/// to 300 ms, `env` added; stdin and stdout closed, stderr shown.
+pub fn mesond_on(mode: &str, db_url: &str, env: &[(&str, &str)]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_mesond"));
+    c.env_clear();
+    if let Some(bt) = std::env::var_os("RUST_BACKTRACE") {
+        c.env("RUST_BACKTRACE", bt);
+    }
+    c.arg(mode)
+        .env("DATABASE_URL", db_url)
+        .env("MESON_JOB_RETRY_BASE_MS", "20")
+        .env("MESON_JOB_RETRY_CAP_MS", "300")
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit());
+    c
+}
+
+/// The names of the VMs and of the volumes AtomOS holds on every host,
+/// each sorted.
+pub fn atomos_names(sim: &atomos_sim::Simulator) -> (Vec<String>, Vec<String>) {
+    let (mut vms, mut vols) = (Vec::new(), Vec::new());
+    for h in sim.hosts() {
+        let inv = h.inventory();
+        vms.extend(inv.vms.into_iter().map(|v| v.name));
+        vols.extend(inv.volumes.into_iter().map(|v| v.name));
+    }
+    vms.sort();
+    vols.sort();
+    (vms, vols)
+}
+
+/// A child process, killed (and reaped) if the test ends before stopping it.
+pub struct Process {
+    /// What it is, and its pid.
+    pub what: String,
+    child: Option<Child>,
+}
+
+impl Process {
+    pub fn spawn(mut command: Command, what: &str) -> Process {
+        let child = command
+            .spawn()
+            .unwrap_or_else(|e| panic!("{what} starts: {e}"));
+        Process {
+            what: format!("{what} (pid {})", child.id()),
+            child: Some(child),
+        }
+    }
+
+    fn child(&mut self) -> &mut Child {
+        self.child.as_mut().expect("running")
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("running").id()
+    }
+
+    pub fn sigterm(&mut self) {
+        let sent = Command::new("kill")
+            .args(["-TERM", &self.pid().to_string()])
+            .status()
+            .expect("kill");
+        assert!(sent.success(), "SIGTERM to {}", self.what);
+    }
+
+    /// Kills it as a crash would (SIGKILL) and reaps it.
+    pub fn kill(&mut self) {
+        self.child().kill().expect("SIGKILL");
+        let _ = self.child().wait();
+        self.child = None;
+    }
+
+    /// SIGTERM, then its exit status once it has exited.
+    pub fn stop(&mut self) -> ExitStatus {
+        self.sigterm();
+        let status = self.child().wait().expect("it exits");
+        self.child = None;
+        status
+    }
+
+    /// Its exit status, if it has exited.
+    pub fn exited(&mut self) -> Option<ExitStatus> {
+        let status = self.child().try_wait().unwrap();
+        if status.is_some() {
+            self.child = None;
+        }
+        status
+    }
+
+    /// Waits (bounded) for the process to exit after [`Process::sigterm`].
+    pub async fn wait_exit(&mut self, limit: Duration) -> ExitStatus {
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Some(s) = self.exited() {
+                return s;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{} did not stop within {limit:?} of SIGTERM",
+                self.what
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Resident memory, in KiB.
+    pub fn rss_kib(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .expect("VmRSS")
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
         }
     }
 }
