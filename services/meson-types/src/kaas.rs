@@ -1,10 +1,10 @@
 //! The KaaS request body (docs/payloads.md), typed.
 //!
-//! meson-core (`kaas.rs`) reads it leniently from `serde_json::Value`, like
+//! meson-core (`kaas/`) reads it leniently from `serde_json::Value`, like
 //! the VM request (see `requests.rs`), and stays the authority on
 //! validation; these types deserialize what that reader accepts, quirks
 //! included, serialize the canonical form, and document the defaults.
-//! Change them with `meson-core/src/kaas.rs`.
+//! Change them with `meson-core/src/kaas/`.
 
 use crate::lenient;
 use crate::requests::{Labels, LabelsRequest, LenientBool};

@@ -6,15 +6,15 @@ use super::Report;
 use super::args::{Parsed, parse_number};
 use super::cloud_sizes::instance_size;
 use meson_core::flavor::{self, FLAVORS, Flavor};
+use meson_core::kaas;
 use meson_types::quote::NodeSpecs;
 use serde_json::{Map, Value, json};
 
-const STORAGE_GB: (u32, u32) = (20, 10_240);
-const DEFAULT_STORAGE_GB: u32 = 40;
-/// A worker's smallest size (meson-core kaas.rs `NODE_RAM_MIB`).
-const NODE_MIN: (u32, u64) = (1, 1024);
-/// A control-plane node's smallest size (kubeadm's preflight minimum).
-const CONTROL_PLANE_MIN: (u32, u64) = (2, 2048);
+/// meson's bounds on a node's disk, in GB.
+fn storage_gb_bounds() -> (u32, u32) {
+    let r = &kaas::NODE_STORAGE_GB;
+    (*r.start() as u32, *r.end() as u32)
+}
 
 /// The smallest flavour holding `vcpus` and `mib`.
 pub fn smallest_flavor(vcpus: u32, mib: u64) -> Option<&'static Flavor> {
@@ -38,11 +38,14 @@ enum Role {
 }
 
 impl Role {
+    /// The role's smallest size meson accepts (for a control-plane node,
+    /// kubeadm's preflight minimum).
     fn minimum(self) -> (u32, u64) {
-        match self {
-            Role::Worker => NODE_MIN,
-            Role::ControlPlane => CONTROL_PLANE_MIN,
-        }
+        let (cpu, mib) = match self {
+            Role::Worker => (&kaas::NODE_CPU, &kaas::NODE_RAM_MIB),
+            Role::ControlPlane => (&kaas::CONTROL_PLANE_CPU, &kaas::CONTROL_PLANE_RAM_MIB),
+        };
+        (*cpu.start() as u32, *mib.start() as u64)
     }
 
     fn what(self) -> &'static str {
@@ -54,9 +57,14 @@ impl Role {
 
     /// meson's default size for the role (`neon`; `argon` without its GPU).
     fn default_size(self) -> (u32, u64) {
+        let specs = self.default_specs();
+        (specs.cpu, specs.ram_mib)
+    }
+
+    fn default_specs(self) -> &'static kaas::NodeSpecs {
         match self {
-            Role::Worker => (2, 2048),
-            Role::ControlPlane => (4, 4096),
+            Role::Worker => &kaas::DEFAULT_NODE_SPECS,
+            Role::ControlPlane => &kaas::DEFAULT_CONTROL_PLANE_SPECS,
         }
     }
 }
@@ -70,19 +78,19 @@ fn size_specs(
 ) -> NodeSize {
     let storage = match volume {
         Some((written, gb)) => {
-            let clamped = gb.clamp(STORAGE_GB.0, STORAGE_GB.1);
+            let (min, max) = storage_gb_bounds();
+            let clamped = gb.clamp(min, max);
             if clamped != gb {
                 reports.push(Report {
                     flag: written,
                     message: format!(
-                        "{gb} GB is outside meson's {}..={} GB for a node's disk: using {clamped} GB",
-                        STORAGE_GB.0, STORAGE_GB.1
+                        "{gb} GB is outside meson's {min}..={max} GB for a node's disk: using {clamped} GB"
                     ),
                 });
             }
             clamped
         }
-        None => DEFAULT_STORAGE_GB,
+        None => role.default_specs().storage_gb,
     };
     let mut note = Map::new();
     let (mut vcpus, mut mib) = role.default_size();
