@@ -8,7 +8,8 @@ use meson_core::cluster::{Node, NodeRole, NodeStatus};
 use meson_core::vm::VmStatus;
 use meson_core::{ActionId, ClusterId, NodeId};
 use meson_jobs::testing::Scenario;
-use meson_workflows::node_ops::{NodeReboot, NodeReplace};
+use meson_workflows::node_reboot::NodeReboot;
+use meson_workflows::node_replace::NodeReplace;
 use std::sync::Mutex;
 
 /// Every VM and volume on every simulated host.

@@ -9,7 +9,7 @@ use crate::workflows::{ClusterCreateScenario, HasWorld, World, harness};
 use meson_core::cluster::{ClusterStatus, Node, NodeRole, NodeStatus};
 use meson_core::{ActionId, ClusterId};
 use meson_jobs::testing::Scenario;
-use meson_workflows::cluster_credentials::ClusterRotateCredentials;
+use meson_workflows::cluster_rotate_credentials::ClusterRotateCredentials;
 use meson_workflows::cluster_upgrade::ClusterUpgrade;
 use std::collections::HashMap;
 use std::sync::Mutex;

@@ -183,7 +183,8 @@ impl App {
         let mut tx = meson_db::begin(&self.pool).await?;
         meson_db::actions::insert(&mut tx, &action).await?;
         if let Enqueued::Locked(blocking) =
-            meson_workflows::cluster_credentials::enqueue(&mut tx, id, action.id, &p.tenant).await?
+            meson_workflows::cluster_rotate_credentials::enqueue(&mut tx, id, action.id, &p.tenant)
+                .await?
         {
             return Err(locked(id, blocking));
         }
