@@ -1,8 +1,8 @@
 //! The workflow harness (meson_jobs::testing) run against the standalone
 //! volume workflows, and the VM workflows with a standalone volume attached.
 
-use crate::harness::seed_vm;
-use crate::workflows::{HasWorld, World, harness};
+use crate::seeds::seed_vm;
+use crate::world::{HasWorld, World, harness};
 use meson_core::action::ResourceType;
 use meson_core::vm::VmStatus;
 use meson_core::volume::VolumeStatus;

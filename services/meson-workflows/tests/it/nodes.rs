@@ -1,7 +1,8 @@
 //! The generic workflow harness (meson_jobs::testing) run against the node
 //! replace and reboot workflows, on a small running cluster per run.
 
-use crate::workflows::{ClusterCreateScenario, HasWorld, World, harness};
+use crate::clusters::ClusterCreateScenario;
+use crate::world::{HasWorld, World, harness};
 use meson_api::app::NodeAction;
 use meson_core::action::ResourceType;
 use meson_core::cluster::{Node, NodeRole, NodeStatus};
