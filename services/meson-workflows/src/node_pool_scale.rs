@@ -89,7 +89,8 @@ async fn add(env: &Env, p: &PoolParams) -> StepResult<Vec<NodeId>> {
         .count();
     let mut added = Vec::new();
     for _ in current..pool.spec.desired_nodes as usize {
-        let n = nodes::add_node(&mut tx, &cluster, Some(&pool), &pool.spec.specs).await?;
+        let n =
+            meson_db::clusters::add_node(&mut tx, &cluster, Some(&pool), &pool.spec.specs).await?;
         added.push(n.id);
     }
     meson_db::commit(tx).await?;

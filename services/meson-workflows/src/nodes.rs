@@ -5,12 +5,11 @@ use crate::Env;
 use crate::placement::{Offer, survey_reserved};
 use crate::provision;
 use meson_core::Code;
-use meson_core::cluster::{API_PORT, Cluster, Node, NodePool, NodeRole, NodeStatus, node_name};
+use meson_core::cluster::{API_PORT, Cluster, Node, NodePool, NodeRole, NodeStatus};
 use meson_core::kaas::NodeSpecs;
-use meson_core::labels::Labels;
 use meson_core::vm::{Vm, VmStatus};
 use meson_core::volume::VolumeStatus;
-use meson_core::{ActionId, ClusterId, NodeId, TargetId, TenantId, VmId, naming};
+use meson_core::{ActionId, ClusterId, NodeId, TargetId, TenantId};
 use meson_jobs::{StepError, StepResult};
 use meson_kaas::{ClusterBootstrap, ClusterSecrets, NodeBootstrap};
 use serde::{Deserialize, Serialize};
@@ -327,63 +326,6 @@ pub fn describe(specs: &NodeSpecs) -> String {
     )
 }
 
-/// Writes one node of `cluster`: its VM (sized by `specs`, on the cluster's
-/// network, addressed by IPAM when the network has no DHCP) and its row.
-pub async fn add_node(
-    tx: &mut meson_db::Tx<'_>,
-    cluster: &Cluster,
-    pool: Option<&NodePool>,
-    specs: &NodeSpecs,
-) -> meson_core::Result<Node> {
-    add_node_as(tx, cluster, pool, specs, &cluster.kubernetes_version, None).await
-}
-
-/// [`add_node`] at `version`, optionally as the replacement of another node.
-async fn add_node_as(
-    tx: &mut meson_db::Tx<'_>,
-    cluster: &Cluster,
-    pool: Option<&NodePool>,
-    specs: &NodeSpecs,
-    version: &str,
-    replaces: Option<NodeId>,
-) -> meson_core::Result<Node> {
-    let id = NodeId::new();
-    let name = node_name(&cluster.name, pool.map(|x| x.spec.name.as_str()), id);
-    let vm_id = VmId::new();
-    let role = if pool.is_some() {
-        NodeRole::Worker
-    } else {
-        NodeRole::ControlPlane
-    };
-    let (vm, volumes) = Vm::new_with_volumes(
-        &cluster.tenant,
-        vm_id,
-        cluster.spec.node_vm_spec(&name, specs),
-        Labels::new(),
-        naming::node_atomos_name(cluster.id, role == NodeRole::ControlPlane, vm_id),
-    );
-    meson_db::vms::insert_with_volumes(tx, &vm, &volumes).await?;
-    provision::attach_new_vm(tx, &cluster.tenant, vm_id, &[cluster.network], true).await?;
-    let node = Node {
-        id,
-        cluster: cluster.id,
-        pool: pool.map(|x| x.id),
-        role,
-        vm: vm_id,
-        name,
-        status: NodeStatus::Creating,
-        error_message: None,
-        kubernetes_version: version.to_owned(),
-        phoned_home: None,
-        created: chrono::Utc::now(),
-    };
-    meson_db::clusters::insert_node(tx, &node).await?;
-    if let Some(old) = replaces {
-        meson_db::clusters::set_replaces(&mut **tx, node.id, old).await?;
-    }
-    Ok(node)
-}
-
 /// Waits (bounded by the node-ready timeout) until a node phoned home.
 pub async fn wait_phoned_home(env: &Env, node: NodeId) -> StepResult<()> {
     let deadline = tokio::time::Instant::now() + env.config.node_ready_timeout;
@@ -444,7 +386,15 @@ pub async fn replace_node(
                 None => cluster.spec.control_plane.specs,
             };
             let mut tx = meson_db::begin(&env.pool).await?;
-            let n = add_node_as(&mut tx, cluster, pool, &specs, version, Some(old.id)).await?;
+            let n = meson_db::clusters::add_node_as(
+                &mut tx,
+                cluster,
+                pool,
+                &specs,
+                version,
+                Some(old.id),
+            )
+            .await?;
             meson_db::commit(tx).await?;
             n
         }

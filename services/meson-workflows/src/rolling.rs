@@ -72,7 +72,7 @@ async fn ensure_replacement(
     let mut at = cluster.clone();
     at.kubernetes_version = version.to_owned();
     let mut tx = meson_db::begin(&env.pool).await?;
-    let n = nodes::add_node(&mut tx, &at, pool, &specs).await?;
+    let n = meson_db::clusters::add_node(&mut tx, &at, pool, &specs).await?;
     meson_db::clusters::set_replaces(&mut *tx, n.id, old.id).await?;
     meson_db::commit(tx).await?;
     Ok(n)
