@@ -114,7 +114,7 @@ impl NodeScenario {
         for n in &nodes {
             assert_eq!(n.status, NodeStatus::Ready, "{n:?}");
             assert_eq!(n.error_message, None, "{n:?}");
-            let vm = meson_db::vms::get(&w.db.pool, None, n.vm).await.unwrap();
+            let vm = w.vm(n.vm).await;
             assert_eq!(vm.status, VmStatus::Running, "{vm:?}");
             assert_eq!(on_atomos(w, &vm), (1, 2), "node {}", n.name);
         }

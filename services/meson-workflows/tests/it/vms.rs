@@ -36,9 +36,7 @@ impl Scenario for CreateScenario {
     async fn assert_clean(&self, action: ActionId) {
         let w = &self.0;
         let vm = w.vm_of(action).await;
-        let v = meson_db::vms::get(&w.db.pool, None, vm)
-            .await
-            .expect("vm row stays, in error");
+        let v = w.vm(vm).await;
         assert_eq!(v.status, VmStatus::Error);
         assert!(v.placement.is_none(), "placement undone");
         let reserved = meson_db::reservations::pending(&w.db.pool, VmId::new())
@@ -153,7 +151,7 @@ impl<O: meson_workflows::vm_power::PowerOp> Scenario for PowerScenario<O> {
     async fn assert_done(&self, action: ActionId) {
         let w = &self.0;
         let vm = w.vm_of(action).await;
-        let v = meson_db::vms::get(&w.db.pool, None, vm).await.unwrap();
+        let v = w.vm(vm).await;
         let want = if O::KIND == "vm_poweroff" {
             VmStatus::Off
         } else {
@@ -172,7 +170,7 @@ impl<O: meson_workflows::vm_power::PowerOp> Scenario for PowerScenario<O> {
     async fn assert_clean(&self, action: ActionId) {
         let w = &self.0;
         let vm = w.vm_of(action).await;
-        let v = meson_db::vms::get(&w.db.pool, None, vm).await.unwrap();
+        let v = w.vm(vm).await;
         assert!(
             matches!(v.status, VmStatus::Running | VmStatus::Off),
             "{:?}",

@@ -102,10 +102,27 @@ impl World {
 
     /// Accepts a create request for a VM on `network`.
     pub(crate) async fn create_request_on(&self, network: NetworkId) -> (VmId, ActionId) {
+        self.create_request_with("h", "networks", network.to_string())
+            .await
+    }
+
+    /// The VM row (it must exist).
+    pub(crate) async fn vm(&self, id: VmId) -> meson_core::vm::Vm {
+        meson_db::vms::get(&self.db.pool, None, id).await.unwrap()
+    }
+
+    /// Accepts a create request for a VM named `<prefix>-<n>`, with `field`
+    /// (`networks`, `volumes`) the one id `id`.
+    pub(crate) async fn create_request_with(
+        &self,
+        prefix: &str,
+        field: &str,
+        id: String,
+    ) -> (VmId, ActionId) {
         let mut body = seed_vm();
         body["specs"]["vm_name"] =
-            format!("h-{}", self.names.fetch_add(1, Ordering::SeqCst)).into();
-        body["networks"] = serde_json::json!([network.to_string()]);
+            format!("{prefix}-{}", self.names.fetch_add(1, Ordering::SeqCst)).into();
+        body[field] = serde_json::json!([id]);
         let c = self
             .app
             .vm_create(&self.who, &body)
