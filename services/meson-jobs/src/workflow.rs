@@ -105,6 +105,22 @@ pub trait Step: Copy + Eq + std::fmt::Debug + Send + Sync + 'static {
 /// assert_eq!(CreateStep::ALL, &[CreateStep::Place, CreateStep::Register]);
 /// assert_eq!(CreateStep::Register.name(), "register");
 /// ```
+///
+/// A `run` or `undo` that forgets a step does not compile:
+///
+/// ```compile_fail,E0004
+/// meson_jobs::steps! {
+///     enum CreateStep {
+///         Place = "place",
+///         Register = "register",
+///     }
+/// }
+/// fn run(step: CreateStep) -> u8 {
+///     match step {
+///         CreateStep::Place => 1,
+///     }
+/// }
+/// ```
 #[macro_export]
 macro_rules! steps {
     (
