@@ -9,7 +9,18 @@ use std::time::Duration;
 
 #[path = "seeds.rs"]
 mod seeds;
-pub use seeds::*;
+
+pub const SSH_KEY: &str = seeds::SSH_KEY;
+
+/// The canonical VM payload (see [`seeds::seed_vm`]).
+pub fn seed_vm() -> Value {
+    seeds::seed_vm()
+}
+
+/// The canonical KaaS payload (see [`seeds::seed_kaas`]).
+pub fn seed_kaas() -> Value {
+    seeds::seed_kaas()
+}
 
 pub struct Meson {
     pub dev: Option<Dev>,
