@@ -7,35 +7,19 @@ use serde_json::Value;
 use std::path::PathBuf;
 use std::time::Duration;
 
-pub const SSH_KEY: &str =
-    "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMLavtiPfhiG3t6TAxHosXoVh7Pc/lSD8L9SNPyAzp1d user@host";
+#[path = "seeds.rs"]
+mod seeds;
 
-/// The canonical VM payload (docs/payloads.md), with a real public key in place of
-/// the seed's `AAAA...` placeholder (meson rejects keys that cannot work).
+pub const SSH_KEY: &str = seeds::SSH_KEY;
+
+/// The canonical VM payload (see [`seeds::seed_vm`]).
 pub fn seed_vm() -> Value {
-    let raw = r#"{"specs":{"req":{"cpu":{"smtEnabled":false,"numberOfCores":2,"numberOfThreads":1,
-      "min_frequency":1.0,"arch":["X86_64"],"flags":[]},
-      "mem":{"capacity":4096,"requireECC":0},"pci":{"devices":{}},
-      "misc":{"osDistribution":"Debian"}},
-      "volumes":[{"name":"test","size":30,"private":"True","shareable":"False",
-        "bootable":"False","readonly":"False"}],
-      "authentication":{"ssh-key":"KEY"},
-      "vm_name":"test"},
-     "provider":"ionos"}"#;
-    serde_json::from_str(&raw.replace("KEY", SSH_KEY)).expect("seed json")
+    seeds::seed_vm()
 }
 
-/// The canonical KaaS payload (docs/payloads.md), exactly as clients send it.
+/// The canonical KaaS payload (see [`seeds::seed_kaas`]).
 pub fn seed_kaas() -> Value {
-    let raw = r#"{"req":{"name":"test8","metadata":{},
-      "nodepool":[{"autoscale":false,"desired_nodes":3,"max_nodes":3,"min_nodes":3,
-        "specs":{"cpu":2,"ram":4096,"storage":40,"gpu":0},
-        "billing":"HOURLY","pool_name":"1poolname"}],
-      "nodes_subnet":{"dhcp":"True","subnet_netmask":"192.168.1.0/24",
-        "start_address":"192.168.1.0","last_address":"192.168.1.24"},
-      "update_policy":"NEVER_UPDATE","kubernetes_version":"1.29.2"},
-     "provider":"arubacloud"}"#;
-    serde_json::from_str(raw).expect("seed json")
+    seeds::seed_kaas()
 }
 
 /// [`seed_kaas`] with one worker node (its pool may grow to three).

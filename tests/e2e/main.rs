@@ -28,8 +28,3 @@ mod unwinding;
 mod validation;
 mod vm;
 mod volumes;
-mod workflows;
-mod workflows_nodes;
-mod workflows_pools;
-mod workflows_upgrades;
-mod workflows_volumes;

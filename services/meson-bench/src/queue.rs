@@ -6,6 +6,23 @@ use crate::graphile::{self, Graphile};
 use crate::stats::{Latency, Table, ms, rate, ratio, verdict};
 use anyhow::{Context, bail, ensure};
 use meson_jobs::{EnqueueOpts, StepCtx, StepResult, Worker, WorkerConfig, Workflow};
+
+meson_jobs::steps! {
+    /// No steps at all.
+    enum NoSteps {}
+}
+
+meson_jobs::steps! {
+    enum NoOpStep {
+        NoOp = "noop",
+    }
+}
+
+meson_jobs::steps! {
+    enum PingStep {
+        Ping = "ping",
+    }
+}
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sqlx::PgPool;
@@ -24,14 +41,12 @@ struct NoOp;
 impl Workflow for NoOp {
     const KIND: &'static str = "bench_noop";
     type Params = Value;
-    fn steps(&self) -> &'static [&'static str] {
-        &[]
+    type Step = NoSteps;
+    async fn run(&self, _: &StepCtx<'_, Value, NoSteps>, step: NoSteps) -> StepResult {
+        match step {}
     }
-    async fn run(&self, _: &StepCtx<'_, Value>, _: &'static str) -> StepResult {
-        Ok(Value::Null)
-    }
-    async fn undo(&self, _: &StepCtx<'_, Value>, _: &'static str) -> StepResult<()> {
-        Ok(())
+    async fn undo(&self, _: &StepCtx<'_, Value, NoSteps>, step: NoSteps) -> StepResult<()> {
+        match step {}
     }
 }
 
@@ -41,13 +56,11 @@ struct OneStep;
 impl Workflow for OneStep {
     const KIND: &'static str = "bench_step";
     type Params = Value;
-    fn steps(&self) -> &'static [&'static str] {
-        &["noop"]
-    }
-    async fn run(&self, _: &StepCtx<'_, Value>, _: &'static str) -> StepResult {
+    type Step = NoOpStep;
+    async fn run(&self, _: &StepCtx<'_, Value, NoOpStep>, _: NoOpStep) -> StepResult {
         Ok(Value::Null)
     }
-    async fn undo(&self, _: &StepCtx<'_, Value>, _: &'static str) -> StepResult<()> {
+    async fn undo(&self, _: &StepCtx<'_, Value, NoOpStep>, _: NoOpStep) -> StepResult<()> {
         Ok(())
     }
 }
@@ -63,14 +76,12 @@ struct Ping(mpsc::UnboundedSender<(u64, Instant)>);
 impl Workflow for Ping {
     const KIND: &'static str = "bench_ping";
     type Params = PingParams;
-    fn steps(&self) -> &'static [&'static str] {
-        &["ping"]
-    }
-    async fn run(&self, cx: &StepCtx<'_, PingParams>, _: &'static str) -> StepResult {
+    type Step = PingStep;
+    async fn run(&self, cx: &StepCtx<'_, PingParams, PingStep>, _: PingStep) -> StepResult {
         let _ = self.0.send((cx.params.seq, Instant::now()));
         Ok(Value::Null)
     }
-    async fn undo(&self, _: &StepCtx<'_, PingParams>, _: &'static str) -> StepResult<()> {
+    async fn undo(&self, _: &StepCtx<'_, PingParams, PingStep>, _: PingStep) -> StepResult<()> {
         Ok(())
     }
 }

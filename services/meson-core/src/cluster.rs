@@ -117,7 +117,7 @@ pub struct Node {
 /// control plane plus every pool's `max_nodes`) in its range, and the API
 /// endpoint's address (taken from the range with meson's IPAM, from outside
 /// it with DHCP); `Err` says why it cannot. meson addresses every node
-/// itself, with or without DHCP (see `provision::attach_new_vm`). Checked
+/// itself, with or without DHCP (see `meson_db::networks::attach_networks`). Checked
 /// when a cluster is created and whenever a pool is added or its
 /// `max_nodes` grows.
 pub fn check_address_capacity(subnet: &Subnet, nodes_at_max: u64) -> Result<(), String> {

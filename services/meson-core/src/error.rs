@@ -24,6 +24,64 @@ pub struct LimitExceeded {
     pub current: i64,
 }
 
+/// The public error codes, on the wire and in actions' errors. The strings
+/// are persisted and sent to clients: never change one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Code {
+    NotFound,
+    InvalidInput,
+    Json,
+    Conflict,
+    Locked,
+    Uniqueness,
+    ResourceLimitExceeded,
+    RateLimitExceeded,
+    ResourceUnavailable,
+    /// Something failed on meson's side; a retry may pass.
+    ServiceError,
+    Unavailable,
+    PayloadTooLarge,
+    UnsupportedMediaType,
+    Timeout,
+    Unauthorized,
+    Forbidden,
+}
+
+impl Code {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Code::NotFound => "not_found",
+            Code::InvalidInput => "invalid_input",
+            Code::Json => "json_error",
+            Code::Conflict => "conflict",
+            Code::Locked => "locked",
+            Code::Uniqueness => "uniqueness_error",
+            Code::ResourceLimitExceeded => "resource_limit_exceeded",
+            Code::RateLimitExceeded => "rate_limit_exceeded",
+            Code::ResourceUnavailable => "resource_unavailable",
+            Code::ServiceError => "service_error",
+            Code::Unavailable => "unavailable",
+            Code::PayloadTooLarge => "payload_too_large",
+            Code::UnsupportedMediaType => "unsupported_media_type",
+            Code::Timeout => "timeout",
+            Code::Unauthorized => "unauthorized",
+            Code::Forbidden => "forbidden",
+        }
+    }
+}
+
+impl std::fmt::Display for Code {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl From<Code> for String {
+    fn from(c: Code) -> String {
+        c.as_str().to_owned()
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error("{kind} not found")]
@@ -149,24 +207,29 @@ impl Error {
 
     /// The public, stable error code (Hetzner's vocabulary).
     pub fn code(&self) -> &'static str {
+        self.kind_code().as_str()
+    }
+
+    /// [`Error::code`] as the enum.
+    pub fn kind_code(&self) -> Code {
         match self {
-            Error::NotFound { .. } => "not_found",
-            Error::InvalidInput { .. } => "invalid_input",
-            Error::Json { .. } => "json_error",
-            Error::Conflict { .. } => "conflict",
-            Error::Locked { .. } => "locked",
-            Error::AlreadyExists { .. } => "uniqueness_error",
-            Error::QuotaExceeded { .. } => "resource_limit_exceeded",
-            Error::RateLimited { .. } => "rate_limit_exceeded",
-            Error::InsufficientCapacity { .. } => "resource_unavailable",
-            Error::Unavailable { .. } => "service_error",
-            Error::Outage { .. } => "unavailable",
-            Error::PayloadTooLarge { .. } => "payload_too_large",
-            Error::UnsupportedMediaType { .. } => "unsupported_media_type",
-            Error::Timeout => "timeout",
-            Error::Unauthorized => "unauthorized",
-            Error::Forbidden { .. } => "forbidden",
-            Error::Internal { .. } => "service_error",
+            Error::NotFound { .. } => Code::NotFound,
+            Error::InvalidInput { .. } => Code::InvalidInput,
+            Error::Json { .. } => Code::Json,
+            Error::Conflict { .. } => Code::Conflict,
+            Error::Locked { .. } => Code::Locked,
+            Error::AlreadyExists { .. } => Code::Uniqueness,
+            Error::QuotaExceeded { .. } => Code::ResourceLimitExceeded,
+            Error::RateLimited { .. } => Code::RateLimitExceeded,
+            Error::InsufficientCapacity { .. } => Code::ResourceUnavailable,
+            Error::Unavailable { .. } => Code::ServiceError,
+            Error::Outage { .. } => Code::Unavailable,
+            Error::PayloadTooLarge { .. } => Code::PayloadTooLarge,
+            Error::UnsupportedMediaType { .. } => Code::UnsupportedMediaType,
+            Error::Timeout => Code::Timeout,
+            Error::Unauthorized => Code::Unauthorized,
+            Error::Forbidden { .. } => Code::Forbidden,
+            Error::Internal { .. } => Code::ServiceError,
         }
     }
 

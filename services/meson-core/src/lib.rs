@@ -25,7 +25,7 @@ pub mod target;
 pub mod vm;
 pub mod volume;
 
-pub use error::{Error, FieldError, Result};
+pub use error::{Code, Error, FieldError, Result};
 pub use id::{
     ActionId, ClusterId, JobId, NetworkId, NodeId, PoolId, TargetId, TenantId, VmId, VolumeId,
 };

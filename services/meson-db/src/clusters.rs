@@ -650,3 +650,61 @@ pub async fn status_counts(
     .collect();
     Ok((clusters, nodes))
 }
+
+/// Writes one node of `cluster`: its VM (sized by `specs`, on the cluster's
+/// network, addressed by IPAM when the network has no DHCP) and its row.
+pub async fn add_node(
+    tx: &mut Tx<'_>,
+    cluster: &Cluster,
+    pool: Option<&NodePool>,
+    specs: &meson_core::kaas::NodeSpecs,
+) -> meson_core::Result<Node> {
+    add_node_as(tx, cluster, pool, specs, &cluster.kubernetes_version, None).await
+}
+
+/// [`add_node`] at `version`, optionally as the replacement of another node.
+pub async fn add_node_as(
+    tx: &mut Tx<'_>,
+    cluster: &Cluster,
+    pool: Option<&NodePool>,
+    specs: &meson_core::kaas::NodeSpecs,
+    version: &str,
+    replaces: Option<NodeId>,
+) -> meson_core::Result<Node> {
+    let id = NodeId::new();
+    let name =
+        meson_core::cluster::node_name(&cluster.name, pool.map(|x| x.spec.name.as_str()), id);
+    let vm_id = VmId::new();
+    let role = if pool.is_some() {
+        NodeRole::Worker
+    } else {
+        NodeRole::ControlPlane
+    };
+    let (vm, volumes) = meson_core::vm::Vm::new_with_volumes(
+        &cluster.tenant,
+        vm_id,
+        cluster.spec.node_vm_spec(&name, specs),
+        Labels::new(),
+        meson_core::naming::node_atomos_name(cluster.id, role == NodeRole::ControlPlane, vm_id),
+    );
+    crate::vms::insert_with_volumes(tx, &vm, &volumes).await?;
+    crate::networks::attach_networks(tx, &cluster.tenant, vm_id, &[cluster.network], true).await?;
+    let node = Node {
+        id,
+        cluster: cluster.id,
+        pool: pool.map(|x| x.id),
+        role,
+        vm: vm_id,
+        name,
+        status: NodeStatus::Creating,
+        error_message: None,
+        kubernetes_version: version.to_owned(),
+        phoned_home: None,
+        created: chrono::Utc::now(),
+    };
+    insert_node(tx, &node).await?;
+    if let Some(old) = replaces {
+        set_replaces(&mut **tx, node.id, old).await?;
+    }
+    Ok(node)
+}

@@ -2,10 +2,10 @@
 
 use crate::backoff;
 use crate::completer::{Completed, Completer};
-use crate::workflow::{StepCtx, StepError, Workflow};
+use crate::workflow::{Step, StepCtx, StepError, Workflow};
 use futures::FutureExt;
-use meson_core::Error;
 use meson_core::action::ActionFailure;
+use meson_core::{Code, Error};
 use meson_db::PgPool;
 use meson_db::jobs::ClaimedJob;
 use serde_json::{Value, json};
@@ -101,7 +101,7 @@ pub async fn execute<W: Workflow>(
             // Nothing ran, so there is nothing to undo.
             tracing::error!(job = %job.id, error = %e, "undecodable workflow parameters");
             let failure = ActionFailure {
-                code: "service_error".into(),
+                code: Code::ServiceError.into(),
                 message: "internal error: invalid workflow parameters".into(),
             };
             return finish(store, job, Some(&failure)).await;
@@ -113,7 +113,7 @@ pub async fn execute<W: Workflow>(
         // engine saw). Stop instead of looping forever; leave it for an operator.
         tracing::error!(job = %job.id, attempt = job.attempt, "job exceeded every attempt; giving up");
         let failure = ActionFailure {
-            code: "service_error".into(),
+            code: Code::ServiceError.into(),
             message: "the operation could not be completed; support has been notified".into(),
         };
         return finish(store, job, Some(&failure)).await;
@@ -129,7 +129,7 @@ pub async fn execute<W: Workflow>(
         }
     }
 
-    let steps = wf.steps();
+    let steps = W::Step::ALL;
     let mut failure: Option<ActionFailure> = job
         .failure
         .as_ref()
@@ -137,26 +137,27 @@ pub async fn execute<W: Workflow>(
 
     if failure.is_none() {
         for (i, &step) in steps.iter().enumerate() {
-            if outputs.contains_key(step) {
+            let name = step.name();
+            if outputs.contains_key(name) {
                 continue;
             }
             let cx = ctx(pool, step, &params, job, &outputs);
-            tracing::info!(job = %job.id, step, "running step");
-            let span = tracing::info_span!("step", step, direction = "do");
+            tracing::info!(job = %job.id, step = name, "running step");
+            let span = tracing::info_span!("step", step = name, direction = "do");
             match guarded(wf.run(&cx, step)).instrument(span).await {
                 Ok(out) => {
                     let progress = (((i + 1) * 100) / steps.len()) as u8;
-                    if !record(pool, job, step, "do", &out, Some(progress)).await? {
+                    if !record(pool, job, name, "do", &out, Some(progress)).await? {
                         return Ok(Outcome::LostLease);
                     }
-                    outputs.insert(step.to_owned(), out);
+                    outputs.insert(name.to_owned(), out);
                 }
                 Err(e @ StepError::Retryable { .. }) if job.attempt < job.max_attempts => {
-                    tracing::warn!(job = %job.id, step, error = %e, "step failed, will retry");
-                    return reschedule(pool, job, retry, step, &e).await;
+                    tracing::warn!(job = %job.id, step = name, error = %e, "step failed, will retry");
+                    return reschedule(pool, job, retry, name, &e).await;
                 }
                 Err(e) => {
-                    tracing::warn!(job = %job.id, step, error = %e, "step failed for good, unwinding");
+                    tracing::warn!(job = %job.id, step = name, error = %e, "step failed for good, unwinding");
                     let f = failure_of(&e);
                     if !mark_failed(pool, job, &f).await? {
                         return Ok(Outcome::LostLease);
@@ -177,28 +178,29 @@ pub async fn execute<W: Workflow>(
     // before an error). Undos are idempotent and tolerate partial work.
     let reached = steps
         .iter()
-        .position(|s| !outputs.contains_key(*s))
+        .position(|s| !outputs.contains_key(s.name()))
         .map_or(steps.len(), |i| i + 1);
     for &step in steps[..reached].iter().rev() {
-        if undone.contains(step) {
+        let name = step.name();
+        if undone.contains(name) {
             continue;
         }
         let cx = ctx(pool, step, &params, job, &outputs);
-        tracing::info!(job = %job.id, step, "undoing step");
-        let span = tracing::info_span!("step", step, direction = "undo");
+        tracing::info!(job = %job.id, step = name, "undoing step");
+        let span = tracing::info_span!("step", step = name, direction = "undo");
         match guarded(wf.undo(&cx, step)).instrument(span).await {
             Ok(()) => {
-                if !record(pool, job, step, "undo", &Value::Null, None).await? {
+                if !record(pool, job, name, "undo", &Value::Null, None).await? {
                     return Ok(Outcome::LostLease);
                 }
             }
             Err(e) if job.attempt < job.max_attempts + retry.extra_undo_attempts => {
-                tracing::warn!(job = %job.id, step, error = %e, "undo failed, will retry");
-                return reschedule(pool, job, retry, step, &e).await;
+                tracing::warn!(job = %job.id, step = name, error = %e, "undo failed, will retry");
+                return reschedule(pool, job, retry, name, &e).await;
             }
             Err(e) => {
                 // Leave the job failed and loud: something may be left on AtomOS.
-                tracing::error!(job = %job.id, step, error = %e, "undo failed for good; manual cleanup needed");
+                tracing::error!(job = %job.id, step = name, error = %e, "undo failed for good; manual cleanup needed");
                 break;
             }
         }
@@ -223,21 +225,18 @@ async fn guarded<T>(fut: impl Future<Output = Result<T, StepError>>) -> Result<T
                 .or_else(|| panic.downcast_ref::<String>().cloned())
                 .unwrap_or_default();
             tracing::error!(panic = %what, "workflow step panicked");
-            Err(StepError::fatal(
-                "service_error",
-                "an internal error occurred",
-            ))
+            Err(StepError::internal("an internal error occurred"))
         }
     }
 }
 
-fn ctx<'a, P>(
+fn ctx<'a, P, S>(
     pool: &'a PgPool,
-    step: &'static str,
+    step: S,
     params: &'a P,
     job: &ClaimedJob,
     outputs: &'a HashMap<String, Value>,
-) -> StepCtx<'a, P> {
+) -> StepCtx<'a, P, S> {
     StepCtx {
         params,
         job: job.id,

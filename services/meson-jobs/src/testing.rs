@@ -10,7 +10,7 @@
 //! "clean" look like. The harness wraps the workflow in [`Injected`].
 
 use crate::engine::RetryPolicy;
-use crate::workflow::{StepCtx, StepError, StepResult, Workflow};
+use crate::workflow::{Step, StepCtx, StepError, StepResult, Workflow};
 use crate::{Worker, WorkerConfig};
 use meson_core::ActionId;
 use meson_core::action::{Action, ActionFailure, ActionStatus};
@@ -20,40 +20,52 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-/// What to do to a workflow, set by the test.
-#[derive(Clone, Debug, Default)]
-pub struct Plan {
+/// What to do to a workflow with steps `S`, set by the test.
+#[derive(Clone, Debug)]
+pub struct Plan<S> {
     pub run_twice: bool,
     pub undo_twice: bool,
     /// Fail this step before it does anything.
-    pub fail_before: Option<&'static str>,
+    pub fail_before: Option<S>,
     /// Run this step, then fail as if it crashed right after its work.
-    pub fail_after: Option<&'static str>,
+    pub fail_after: Option<S>,
     /// Never finish this step (the test kills the worker meanwhile).
-    pub hang_at: Option<&'static str>,
+    pub hang_at: Option<S>,
+}
+
+impl<S> Default for Plan<S> {
+    fn default() -> Self {
+        Plan {
+            run_twice: false,
+            undo_twice: false,
+            fail_before: None,
+            fail_after: None,
+            hang_at: None,
+        }
+    }
 }
 
 /// A workflow with faults injected according to a [`Plan`].
-pub struct Injected<W> {
+pub struct Injected<W: Workflow> {
     pub inner: W,
-    pub plan: Plan,
+    pub plan: Plan<W::Step>,
     /// Set once a hang point is reached.
     pub hung: Arc<AtomicBool>,
 }
 
-fn injected(step: &str) -> StepError {
-    StepError::fatal("injected_fault", format!("fault injected at step {step}"))
+fn injected(step: impl Step) -> StepError {
+    StepError::fatal(
+        "injected_fault",
+        format!("fault injected at step {}", step.name()),
+    )
 }
 
 impl<W: Workflow> Workflow for Injected<W> {
     const KIND: &'static str = W::KIND;
     type Params = W::Params;
+    type Step = W::Step;
 
-    fn steps(&self) -> &'static [&'static str] {
-        self.inner.steps()
-    }
-
-    async fn run(&self, cx: &StepCtx<'_, W::Params>, step: &'static str) -> StepResult {
+    async fn run(&self, cx: &StepCtx<'_, W::Params, W::Step>, step: W::Step) -> StepResult {
         if self.plan.hang_at == Some(step) {
             self.hung.store(true, Ordering::SeqCst);
             std::future::pending::<()>().await;
@@ -71,7 +83,7 @@ impl<W: Workflow> Workflow for Injected<W> {
         Ok(out)
     }
 
-    async fn undo(&self, cx: &StepCtx<'_, W::Params>, step: &'static str) -> StepResult<()> {
+    async fn undo(&self, cx: &StepCtx<'_, W::Params, W::Step>, step: W::Step) -> StepResult<()> {
         self.inner.undo(cx, step).await?;
         if self.plan.undo_twice {
             self.inner.undo(cx, step).await?;
@@ -100,6 +112,9 @@ pub trait Scenario: Sync {
     /// After a failure and its unwind: nothing dangles, nothing leaks.
     fn assert_clean(&self, action: ActionId) -> impl Future<Output = ()> + Send;
 }
+
+/// The steps of a scenario's workflow.
+type StepOf<S> = <<S as Scenario>::W as Workflow>::Step;
 
 /// Runs the harness against a scenario on `pool`.
 pub struct Harness<'a, S> {
@@ -138,7 +153,7 @@ pub async fn wait_final(pool: &PgPool, id: ActionId) -> Action {
 }
 
 impl<S: Scenario> Harness<'_, S> {
-    async fn run_with(&self, plan: Plan) -> (Action, Arc<AtomicBool>) {
+    async fn run_with(&self, plan: Plan<StepOf<S>>) -> (Action, Arc<AtomicBool>) {
         let hung = Arc::new(AtomicBool::new(false));
         let wf = Injected {
             inner: self.scenario.workflow(),
@@ -154,8 +169,8 @@ impl<S: Scenario> Harness<'_, S> {
         (done, hung)
     }
 
-    fn steps(&self) -> &'static [&'static str] {
-        self.scenario.workflow().steps()
+    fn steps(&self) -> &'static [StepOf<S>] {
+        <StepOf<S> as Step>::ALL
     }
 
     /// Every step run twice in a row ends in the same success.
@@ -209,7 +224,7 @@ impl<S: Scenario> Harness<'_, S> {
                 ..Plan::default()
             };
             let (a, _) = self.run_with(plan).await;
-            assert_eq!(a.status, ActionStatus::Error, "undo twice after {step}");
+            assert_eq!(a.status, ActionStatus::Error, "undo twice after {step:?}");
             assert_eq!(
                 a.error.as_ref().map(|e| e.code.as_str()),
                 Some("injected_fault")
@@ -242,7 +257,7 @@ impl<S: Scenario> Harness<'_, S> {
                 }
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }
-            assert!(hung.load(Ordering::SeqCst), "never reached step {step}");
+            assert!(hung.load(Ordering::SeqCst), "never reached step {step:?}");
             doomed.kill();
 
             let rescuer = Worker::new(self.pool.clone(), test_worker_config())
@@ -253,7 +268,7 @@ impl<S: Scenario> Harness<'_, S> {
             assert_eq!(
                 a.status,
                 ActionStatus::Success,
-                "resumed after a kill before {step}: {:?}",
+                "resumed after a kill before {step:?}: {:?}",
                 a.error
             );
             self.scenario.assert_done(a.id).await;

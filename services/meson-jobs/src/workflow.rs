@@ -1,6 +1,6 @@
-//! What a workflow is: named steps with typed inputs and recorded outputs.
+//! What a workflow is: typed steps with typed inputs and recorded outputs.
 
-use meson_core::{ActionId, JobId};
+use meson_core::{ActionId, Code, JobId};
 use meson_db::jobs::{Enqueued, NewJob};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -34,6 +34,16 @@ impl StepError {
         }
     }
 
+    /// A fatal internal error (`service_error`): a bug or broken invariant.
+    pub fn internal(message: impl Into<String>) -> Self {
+        StepError::fatal(Code::ServiceError, message)
+    }
+
+    /// A retryable internal error (`service_error`): a fault that may pass.
+    pub fn temporary(message: impl Into<String>) -> Self {
+        StepError::retryable(Code::ServiceError, message)
+    }
+
     pub fn code(&self) -> &str {
         match self {
             StepError::Retryable { code, .. } | StepError::Fatal { code, .. } => code,
@@ -54,7 +64,7 @@ impl From<meson_core::Error> for StepError {
             // Database hiccups and timeouts pass; the step is idempotent.
             E::Internal { .. } | E::Unavailable { .. } | E::Timeout => {
                 tracing::warn!(error = %e, "retryable error in workflow step");
-                StepError::retryable("service_error", "a temporary error occurred")
+                StepError::temporary("a temporary error occurred")
             }
             other => StepError::fatal(other.code(), other.public_message()),
         }
@@ -65,19 +75,88 @@ pub type StepResult<T = Value> = Result<T, StepError>;
 
 /// Serializes a step's output for the log.
 pub fn to_output(v: impl Serialize) -> StepResult {
-    serde_json::to_value(v)
-        .map_err(|e| StepError::fatal("service_error", format!("encoding step output: {e}")))
+    serde_json::to_value(v).map_err(|e| StepError::internal(format!("encoding step output: {e}")))
 }
 
-/// Everything a step may read: the workflow's parameters and earlier outputs.
-pub struct StepCtx<'a, P> {
+/// The steps of one workflow: a fieldless enum, declared with [`steps!`](crate::steps).
+///
+/// The names are persisted in each job's step log (a resumed job skips the
+/// steps recorded there): never rename one.
+pub trait Step: Copy + Eq + std::fmt::Debug + Send + Sync + 'static {
+    /// Every step, in the order they run.
+    const ALL: &'static [Self];
+
+    /// The persisted name.
+    fn name(self) -> &'static str;
+}
+
+/// Declares the steps of a workflow: an enum whose variants are the steps in
+/// order, each with its persisted name, implementing [`Step`]:
+///
+/// ```
+/// meson_jobs::steps! {
+///     /// The steps of creating a thing.
+///     pub enum CreateStep {
+///         Place = "place",
+///         Register = "register",
+///     }
+/// }
+/// use meson_jobs::Step;
+/// assert_eq!(CreateStep::ALL, &[CreateStep::Place, CreateStep::Register]);
+/// assert_eq!(CreateStep::Register.name(), "register");
+/// ```
+///
+/// A `run` or `undo` that forgets a step does not compile:
+///
+/// ```compile_fail,E0004
+/// meson_jobs::steps! {
+///     enum CreateStep {
+///         Place = "place",
+///         Register = "register",
+///     }
+/// }
+/// fn run(step: CreateStep) -> u8 {
+///     match step {
+///         CreateStep::Place => 1,
+///     }
+/// }
+/// ```
+#[macro_export]
+macro_rules! steps {
+    (
+        $(#[$meta:meta])*
+        $vis:vis enum $name:ident {
+            $($(#[$vmeta:meta])* $variant:ident = $persisted:literal),* $(,)?
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        $vis enum $name {
+            $($(#[$vmeta])* $variant),*
+        }
+
+        impl $crate::Step for $name {
+            const ALL: &'static [Self] = &[$($name::$variant),*];
+
+            fn name(self) -> &'static str {
+                match self {
+                    $($name::$variant => $persisted),*
+                }
+            }
+        }
+    };
+}
+
+/// Everything a step may read: the workflow's parameters and earlier
+/// outputs, by step.
+pub struct StepCtx<'a, P, S> {
     pub params: &'a P,
     pub job: JobId,
     pub attempt: i32,
     pub action: Option<ActionId>,
     pub(crate) outputs: &'a HashMap<String, Value>,
     pub(crate) pool: &'a meson_db::PgPool,
-    pub(crate) step: &'static str,
+    pub(crate) step: S,
 }
 
 /// The record key of one fanned-out item of a step.
@@ -85,21 +164,15 @@ fn item_key(step: &str, key: &str) -> String {
     format!("{step}[{key}]")
 }
 
-impl<P> StepCtx<'_, P> {
+impl<P, S: Step> StepCtx<'_, P, S> {
     /// The recorded output of an earlier step.
-    pub fn output<T: DeserializeOwned>(&self, step: &str) -> StepResult<T> {
+    pub fn output<T: DeserializeOwned>(&self, step: S) -> StepResult<T> {
+        let step = step.name();
         let v = self.outputs.get(step).ok_or_else(|| {
-            StepError::fatal(
-                "service_error",
-                format!("workflow step '{step}' has no output yet"),
-            )
+            StepError::internal(format!("workflow step '{step}' has no output yet"))
         })?;
-        serde_json::from_value(v.clone()).map_err(|e| {
-            StepError::fatal(
-                "service_error",
-                format!("decoding output of step '{step}': {e}"),
-            )
-        })
+        serde_json::from_value(v.clone())
+            .map_err(|e| StepError::internal(format!("decoding output of step '{step}': {e}")))
     }
 
     /// Runs `f` once per item, at most `limit` at a time, recording each
@@ -124,13 +197,15 @@ impl<P> StepCtx<'_, P> {
         let mut done: HashMap<String, Value> = HashMap::new();
         let pending: Vec<(String, T)> = items
             .into_iter()
-            .filter(|(k, _)| match self.outputs.get(&item_key(self.step, k)) {
-                Some(v) => {
-                    done.insert(k.clone(), v.clone());
-                    false
-                }
-                None => true,
-            })
+            .filter(
+                |(k, _)| match self.outputs.get(&item_key(self.step.name(), k)) {
+                    Some(v) => {
+                        done.insert(k.clone(), v.clone());
+                        false
+                    }
+                    None => true,
+                },
+            )
             .collect();
         // After the first error no new item starts, but items in flight run
         // to completion and are recorded: a retry redoes as little as possible.
@@ -166,9 +241,8 @@ impl<P> StepCtx<'_, P> {
         keys.iter()
             .map(|k| {
                 let v = done.remove(k).unwrap_or(Value::Null);
-                serde_json::from_value(v).map_err(|e| {
-                    StepError::fatal("service_error", format!("decoding output of item {k}: {e}"))
-                })
+                serde_json::from_value(v)
+                    .map_err(|e| StepError::internal(format!("decoding output of item {k}: {e}")))
             })
             .collect()
     }
@@ -185,7 +259,7 @@ impl<P> StepCtx<'_, P> {
             &mut tx,
             self.job,
             self.attempt,
-            &item_key(self.step, key),
+            &item_key(self.step.name(), key),
             "do",
             out,
         )
@@ -195,8 +269,8 @@ impl<P> StepCtx<'_, P> {
     }
 
     /// Outputs of the fanned-out items of `step` that completed, by key (for undos).
-    pub fn fan_out_outputs<T: DeserializeOwned>(&self, step: &str) -> Vec<(String, T)> {
-        let prefix = format!("{step}[");
+    pub fn fan_out_outputs<T: DeserializeOwned>(&self, step: S) -> Vec<(String, T)> {
+        let prefix = format!("{}[", step.name());
         let mut out: Vec<(String, T)> = self
             .outputs
             .iter()
@@ -210,14 +284,15 @@ impl<P> StepCtx<'_, P> {
     }
 
     /// The recorded output of an earlier step, if it ran.
-    pub fn try_output<T: DeserializeOwned>(&self, step: &str) -> Option<T> {
+    pub fn try_output<T: DeserializeOwned>(&self, step: S) -> Option<T> {
         self.outputs
-            .get(step)
+            .get(step.name())
             .and_then(|v| serde_json::from_value(v.clone()).ok())
     }
 }
 
-/// A durable workflow. Step names are persisted: never rename one casually.
+/// A durable workflow: its steps are [`Workflow::Step`], run in the order of
+/// [`Step::ALL`]; their names are persisted: never rename one.
 ///
 /// Every step and undo must be idempotent: it may run again after a crash
 /// between doing its work and recording its output. "Already exists" and
@@ -226,21 +301,21 @@ pub trait Workflow: Send + Sync + 'static {
     /// The job kind, persisted.
     const KIND: &'static str;
     type Params: Serialize + DeserializeOwned + Send + Sync + 'static;
-
-    /// The steps, in order.
-    fn steps(&self) -> &'static [&'static str];
+    /// The steps (see [`steps!`](crate::steps)).
+    type Step: Step;
 
     fn run(
         &self,
-        cx: &StepCtx<'_, Self::Params>,
-        step: &'static str,
+        cx: &StepCtx<'_, Self::Params, Self::Step>,
+        step: Self::Step,
     ) -> impl Future<Output = StepResult> + Send;
 
-    /// Undoes a completed step. Steps without an undo just return `Ok`.
+    /// Undoes a completed step (or the one that failed, which may have done
+    /// part of its work). Steps without an undo just return `Ok`.
     fn undo(
         &self,
-        cx: &StepCtx<'_, Self::Params>,
-        step: &'static str,
+        cx: &StepCtx<'_, Self::Params, Self::Step>,
+        step: Self::Step,
     ) -> impl Future<Output = StepResult<()>> + Send;
 
     /// Runs after the undos of a failed workflow, e.g. to mark the resource `error`.

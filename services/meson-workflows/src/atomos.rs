@@ -2,6 +2,7 @@
 //! the mapping of driver errors to step errors, and idempotent helpers.
 
 use atomos_driver::{AtomosClient, ClientOptions, DriverError, ErrorKind, Ports};
+use meson_core::Code;
 use meson_core::TargetId;
 use meson_core::target::Target;
 use meson_db::PgPool;
@@ -74,12 +75,10 @@ impl Atomos {
             return Ok(c);
         }
         let targets = meson_db::targets::list(&self.pool).await?;
-        let t = targets.iter().find(|t| t.id == id).ok_or_else(|| {
-            StepError::fatal(
-                "service_error",
-                format!("AtomOS target {id} is not registered"),
-            )
-        })?;
+        let t = targets
+            .iter()
+            .find(|t| t.id == id)
+            .ok_or_else(|| StepError::internal(format!("AtomOS target {id} is not registered")))?;
         self.build(t)
     }
 }
@@ -89,23 +88,21 @@ impl Atomos {
 pub fn step_error(e: DriverError) -> StepError {
     tracing::warn!(error = %e, kind = ?e.kind, "AtomOS call failed");
     match e.kind {
-        ErrorKind::Transient | ErrorKind::Auth => {
-            StepError::retryable("service_error", e.describe())
-        }
+        ErrorKind::Transient | ErrorKind::Auth => StepError::temporary(e.describe()),
         ErrorKind::Capacity => StepError::fatal(
-            "resource_unavailable",
+            Code::ResourceUnavailable,
             format!("the hypervisor has no room left: {}", e.message),
         ),
         ErrorKind::NotFound => StepError::fatal(
-            "not_found",
+            Code::NotFound,
             format!("the hypervisor lost track of a resource: {}", e.message),
         ),
         ErrorKind::Invalid => StepError::fatal(
-            "invalid_input",
+            Code::InvalidInput,
             format!("the hypervisor rejected the request: {}", e.message),
         ),
         ErrorKind::AlreadyExists => StepError::fatal(
-            "conflict",
+            Code::Conflict,
             format!("the hypervisor already has this resource: {}", e.message),
         ),
     }
@@ -131,10 +128,7 @@ pub async fn destroy_volume(c: &AtomosClient, id: &str) -> Result<(), StepError>
         // A volume still attached becomes free once the VM is gone: retry.
         Err(e) if e.kind == ErrorKind::Invalid || e.kind == ErrorKind::AlreadyExists => {
             tracing::warn!(error = %e, "volume not destroyable yet");
-            Err(StepError::retryable(
-                "service_error",
-                "the volume is still in use",
-            ))
+            Err(StepError::temporary("the volume is still in use"))
         }
         Err(e) => Err(step_error(e)),
     }

@@ -30,7 +30,8 @@
 
 use crate::Env;
 use crate::cluster_create::concurrency_key;
-use crate::node_ops::{NodeParams, enqueue_replace};
+use crate::node_replace::enqueue_replace;
+use crate::nodes::NodeParams;
 use atomos_driver::VmState;
 use chrono::{DateTime, Utc};
 use meson_core::action::{Action, ActionStatus, Command, ResourceType};

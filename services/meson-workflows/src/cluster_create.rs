@@ -9,10 +9,21 @@
 
 use crate::Env;
 use crate::nodes;
+use meson_core::Code;
 use meson_core::action::ActionFailure;
 use meson_core::cluster::{Cluster, ClusterStatus, Node, NodeRole, NodeStatus};
 use meson_core::{ActionId, ClusterId, TenantId};
 use meson_jobs::{EnqueueOpts, Enqueued, StepCtx, StepError, StepResult, Workflow, to_output};
+
+meson_jobs::steps! {
+    pub enum ClusterCreateStep {
+        Secrets = "secrets",
+        ControlPlane = "control_plane",
+        Workers = "workers",
+        Ready = "ready",
+        Finish = "finish",
+    }
+}
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
@@ -22,9 +33,6 @@ pub struct Params {
 }
 
 pub struct ClusterCreate(pub Arc<Env>);
-
-/// Step names are persisted: never rename one.
-const STEPS: &[&str] = &["secrets", "control_plane", "workers", "ready", "finish"];
 
 /// The key that serializes every mutation of one cluster.
 pub fn concurrency_key(cluster: ClusterId) -> String {
@@ -71,21 +79,22 @@ fn of_role(nodes: &[Node], role: NodeRole) -> Vec<Node> {
 impl Workflow for ClusterCreate {
     const KIND: &'static str = "cluster_create";
     type Params = Params;
+    type Step = ClusterCreateStep;
 
-    fn steps(&self) -> &'static [&'static str] {
-        STEPS
-    }
-
-    async fn run(&self, cx: &StepCtx<'_, Params>, step: &'static str) -> StepResult {
+    async fn run(
+        &self,
+        cx: &StepCtx<'_, Params, ClusterCreateStep>,
+        step: ClusterCreateStep,
+    ) -> StepResult {
         let env = &self.0;
         let cluster = meson_db::clusters::get_any(&env.pool, cx.params.cluster_id).await?;
         let all = meson_db::clusters::nodes(&env.pool, cluster.id).await?;
         match step {
-            "secrets" => to_output(nodes::ensure_secrets(env, &cluster).await?),
-            "control_plane" => {
+            ClusterCreateStep::Secrets => to_output(nodes::ensure_secrets(env, &cluster).await?),
+            ClusterCreateStep::ControlPlane => {
                 let cps = of_role(&all, NodeRole::ControlPlane);
                 let Some((first, rest)) = cps.split_first() else {
-                    return Err(StepError::fatal("service_error", "no control-plane node"));
+                    return Err(StepError::internal("no control-plane node"));
                 };
                 // The first must be up before the others can join it.
                 nodes::provision_node(env, &cluster, first, true).await?;
@@ -97,7 +106,7 @@ impl Workflow for ClusterCreate {
                 .await?;
                 to_output(())
             }
-            "workers" => {
+            ClusterCreateStep::Workers => {
                 let items = of_role(&all, NodeRole::Worker)
                     .into_iter()
                     .map(|n| (n.id.to_string(), n))
@@ -109,25 +118,27 @@ impl Workflow for ClusterCreate {
                 .await?;
                 to_output(())
             }
-            "ready" => to_output(wait_ready(env, &cluster).await?),
-            "finish" => {
+            ClusterCreateStep::Ready => to_output(wait_ready(env, &cluster).await?),
+            ClusterCreateStep::Finish => {
                 meson_db::clusters::set_status(&env.pool, cluster.id, ClusterStatus::Running, None)
                     .await?;
                 to_output(())
             }
-            other => Err(StepError::fatal(
-                "service_error",
-                format!("unknown step {other}"),
-            )),
         }
     }
 
-    async fn undo(&self, cx: &StepCtx<'_, Params>, step: &'static str) -> StepResult<()> {
+    async fn undo(
+        &self,
+        cx: &StepCtx<'_, Params, ClusterCreateStep>,
+        step: ClusterCreateStep,
+    ) -> StepResult<()> {
         let env = &self.0;
         let role = match step {
-            "control_plane" => NodeRole::ControlPlane,
-            "workers" => NodeRole::Worker,
-            _ => return Ok(()),
+            ClusterCreateStep::ControlPlane => NodeRole::ControlPlane,
+            ClusterCreateStep::Workers => NodeRole::Worker,
+            ClusterCreateStep::Secrets | ClusterCreateStep::Ready | ClusterCreateStep::Finish => {
+                return Ok(());
+            }
         };
         let cluster =
             meson_db::clusters::get_including_deleted(&env.pool, cx.params.cluster_id).await?;
@@ -158,14 +169,7 @@ impl Workflow for ClusterCreate {
         }
         // Whatever a crash mid-undo left behind.
         crate::provision::remove_network_from_hosts(env, cluster.network).await?;
-        meson_db::clusters::set_status(
-            &env.pool,
-            params.cluster_id,
-            ClusterStatus::Error,
-            Some(&failure.message),
-        )
-        .await?;
-        Ok(())
+        crate::cluster_failed(env, params.cluster_id, &failure.message).await
     }
 }
 
@@ -191,7 +195,7 @@ async fn wait_ready(env: &Env, cluster: &Cluster) -> StepResult<()> {
                 .await?;
             }
             return Err(StepError::fatal(
-                "timeout",
+                Code::Timeout,
                 format!(
                     "node(s) {} did not come up within {} s",
                     names.join(", "),

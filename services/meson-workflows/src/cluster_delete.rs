@@ -6,15 +6,19 @@ use crate::Env;
 use crate::cluster_create::{Params, enqueue_for_cluster};
 use crate::nodes;
 use meson_core::action::ActionFailure;
-use meson_core::cluster::ClusterStatus;
 use meson_core::{ActionId, ClusterId, TenantId};
-use meson_jobs::{Enqueued, StepCtx, StepError, StepResult, Workflow, to_output};
+use meson_jobs::{Enqueued, StepCtx, StepResult, Workflow, to_output};
 use std::sync::Arc;
 
 pub struct ClusterDelete(pub Arc<Env>);
 
-/// Step names are persisted: never rename one.
-const STEPS: &[&str] = &["nodes", "network", "forget"];
+meson_jobs::steps! {
+    pub enum ClusterDeleteStep {
+        Nodes = "nodes",
+        Network = "network",
+        Forget = "forget",
+    }
+}
 
 pub async fn enqueue(
     tx: &mut meson_db::Tx<'_>,
@@ -29,17 +33,18 @@ pub async fn enqueue(
 impl Workflow for ClusterDelete {
     const KIND: &'static str = "cluster_delete";
     type Params = Params;
+    type Step = ClusterDeleteStep;
 
-    fn steps(&self) -> &'static [&'static str] {
-        STEPS
-    }
-
-    async fn run(&self, cx: &StepCtx<'_, Params>, step: &'static str) -> StepResult {
+    async fn run(
+        &self,
+        cx: &StepCtx<'_, Params, ClusterDeleteStep>,
+        step: ClusterDeleteStep,
+    ) -> StepResult {
         let env = &self.0;
         let cluster =
             meson_db::clusters::get_including_deleted(&env.pool, cx.params.cluster_id).await?;
         match step {
-            "nodes" => {
+            ClusterDeleteStep::Nodes => {
                 let items = meson_db::clusters::nodes(&env.pool, cluster.id)
                     .await?
                     .into_iter()
@@ -52,8 +57,10 @@ impl Workflow for ClusterDelete {
                 )
                 .await?;
             }
-            "network" => crate::provision::remove_network_from_hosts(env, cluster.network).await?,
-            "forget" => {
+            ClusterDeleteStep::Network => {
+                crate::provision::remove_network_from_hosts(env, cluster.network).await?
+            }
+            ClusterDeleteStep::Forget => {
                 let all = meson_db::clusters::nodes(&env.pool, cluster.id).await?;
                 let mut tx = meson_db::begin(&env.pool).await?;
                 for n in &all {
@@ -67,28 +74,19 @@ impl Workflow for ClusterDelete {
                 meson_db::commit(tx).await?;
                 meson_db::networks::mark_deleted(&env.pool, cluster.network).await?;
             }
-            other => {
-                return Err(StepError::fatal(
-                    "service_error",
-                    format!("unknown step {other}"),
-                ));
-            }
         }
         to_output(())
     }
 
-    async fn undo(&self, _cx: &StepCtx<'_, Params>, _step: &'static str) -> StepResult<()> {
-        Ok(())
+    async fn undo(
+        &self,
+        _: &StepCtx<'_, Params, ClusterDeleteStep>,
+        _: ClusterDeleteStep,
+    ) -> StepResult<()> {
+        crate::forward_only()
     }
 
     async fn on_failed(&self, params: &Params, failure: &ActionFailure) -> StepResult<()> {
-        meson_db::clusters::set_status(
-            &self.0.pool,
-            params.cluster_id,
-            ClusterStatus::Error,
-            Some(&failure.message),
-        )
-        .await?;
-        Ok(())
+        crate::cluster_failed(&self.0, params.cluster_id, &failure.message).await
     }
 }

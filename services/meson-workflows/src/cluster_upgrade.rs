@@ -18,7 +18,7 @@ use crate::Env;
 use crate::cluster_create::concurrency_key;
 use crate::rolling;
 use meson_core::action::ActionFailure;
-use meson_core::cluster::{ClusterStatus, NodeRole};
+use meson_core::cluster::NodeRole;
 use meson_core::{ActionId, ClusterId, NodeId, PoolId, TenantId};
 use meson_jobs::{EnqueueOpts, Enqueued, StepCtx, StepError, StepResult, Workflow, to_output};
 use serde::{Deserialize, Serialize};
@@ -55,8 +55,14 @@ pub const MAX_ROLLOUT: u32 = 10;
 
 pub struct ClusterUpgrade(pub Arc<Env>);
 
-/// Step names are persisted: never rename one.
-const STEPS: &[&str] = &["plan", "control_plane", "workers", "finish"];
+meson_jobs::steps! {
+    pub enum UpgradeStep {
+        Plan = "plan",
+        ControlPlane = "control_plane",
+        Workers = "workers",
+        Finish = "finish",
+    }
+}
 
 /// Enqueues an upgrade in the caller's transaction, under the cluster's
 /// concurrency key (`Locked` while another action runs on the cluster).
@@ -90,18 +96,19 @@ pub struct Plan {
 impl Workflow for ClusterUpgrade {
     const KIND: &'static str = "cluster_upgrade";
     type Params = UpgradeParams;
+    type Step = UpgradeStep;
 
-    fn steps(&self) -> &'static [&'static str] {
-        STEPS
-    }
-
-    async fn run(&self, cx: &StepCtx<'_, UpgradeParams>, step: &'static str) -> StepResult {
+    async fn run(
+        &self,
+        cx: &StepCtx<'_, UpgradeParams, UpgradeStep>,
+        step: UpgradeStep,
+    ) -> StepResult {
         let env = &self.0;
         let p = cx.params;
         let cluster = meson_db::clusters::get_any(&env.pool, p.cluster_id).await?;
         let version = p.kubernetes_version.as_str();
         match step {
-            "plan" => {
+            UpgradeStep::Plan => {
                 // Nodes on another version; those already on it (a retried
                 // upgrade) stay.
                 let all = meson_db::clusters::nodes(&env.pool, cluster.id).await?;
@@ -130,13 +137,13 @@ impl Workflow for ClusterUpgrade {
                     pools = plan.pools.len(), "upgrade planned");
                 to_output(plan)
             }
-            "control_plane" => {
-                let plan: Plan = cx.output("plan")?;
+            UpgradeStep::ControlPlane => {
+                let plan: Plan = cx.output(UpgradeStep::Plan)?;
                 rolling::roll_group(env, cx, &cluster, &plan.control_plane, version, 1, 0).await?;
                 to_output(())
             }
-            "workers" => {
-                let plan: Plan = cx.output("plan")?;
+            UpgradeStep::Workers => {
+                let plan: Plan = cx.output(UpgradeStep::Plan)?;
                 // One pool after the other.
                 for (_, ids) in &plan.pools {
                     rolling::roll_group(
@@ -152,7 +159,7 @@ impl Workflow for ClusterUpgrade {
                 }
                 to_output(())
             }
-            "finish" => {
+            UpgradeStep::Finish => {
                 let behind: Vec<String> = meson_db::clusters::nodes(&env.pool, cluster.id)
                     .await?
                     .into_iter()
@@ -160,13 +167,10 @@ impl Workflow for ClusterUpgrade {
                     .map(|n| n.name)
                     .collect();
                 if !behind.is_empty() {
-                    return Err(StepError::fatal(
-                        "service_error",
-                        format!(
-                            "node(s) {} do not run Kubernetes {version}",
-                            behind.join(", ")
-                        ),
-                    ));
+                    return Err(StepError::internal(format!(
+                        "node(s) {} do not run Kubernetes {version}",
+                        behind.join(", ")
+                    )));
                 }
                 let mut tx = meson_db::begin(&env.pool).await?;
                 meson_db::cluster_upgrades::finish_update(&mut tx, cluster.id, version).await?;
@@ -174,39 +178,32 @@ impl Workflow for ClusterUpgrade {
                 tracing::info!(cluster = %cluster.id, version, "cluster upgraded");
                 to_output(())
             }
-            other => Err(StepError::fatal(
-                "service_error",
-                format!("unknown step {other}"),
-            )),
         }
     }
 
-    async fn undo(&self, cx: &StepCtx<'_, UpgradeParams>, step: &'static str) -> StepResult<()> {
-        if !matches!(step, "control_plane" | "workers") {
-            return Ok(());
+    async fn undo(
+        &self,
+        cx: &StepCtx<'_, UpgradeParams, UpgradeStep>,
+        step: UpgradeStep,
+    ) -> StepResult<()> {
+        match step {
+            UpgradeStep::ControlPlane | UpgradeStep::Workers => {
+                rolling::undo_half_made(
+                    &self.0,
+                    cx.params.cluster_id,
+                    "the upgrade stopped before this node came up; replace it",
+                )
+                .await
+            }
+            UpgradeStep::Plan | UpgradeStep::Finish => Ok(()),
         }
-        let env = &self.0;
-        let cluster =
-            meson_db::clusters::get_including_deleted(&env.pool, cx.params.cluster_id).await?;
-        rolling::undo_half_made(
-            env,
-            &cluster,
-            "the upgrade stopped before this node came up; replace it",
-        )
-        .await
     }
 
     async fn on_failed(&self, params: &UpgradeParams, failure: &ActionFailure) -> StepResult<()> {
-        meson_db::clusters::set_status(
-            &self.0.pool,
-            params.cluster_id,
-            ClusterStatus::Error,
-            Some(&format!(
-                "upgrade to Kubernetes {} failed: {}",
-                params.kubernetes_version, failure.message
-            )),
-        )
-        .await?;
-        Ok(())
+        let reason = format!(
+            "upgrade to Kubernetes {} failed: {}",
+            params.kubernetes_version, failure.message
+        );
+        crate::cluster_failed(&self.0, params.cluster_id, &reason).await
     }
 }

@@ -4,15 +4,18 @@ pub mod atomos;
 pub mod auto_repair;
 pub mod auto_upgrade;
 pub mod cluster_create;
-pub mod cluster_credentials;
 pub mod cluster_delete;
 pub mod cluster_placement;
+pub mod cluster_rotate_credentials;
 pub mod cluster_upgrade;
 pub mod drift;
 pub mod network_delete;
-pub mod node_ops;
+pub mod node_pool_create;
 pub mod node_pool_delete;
 pub mod node_pool_scale;
+pub mod node_pools;
+pub mod node_reboot;
+pub mod node_replace;
 pub mod nodes;
 pub mod placement;
 pub mod provision;
@@ -78,10 +81,12 @@ pub fn register_all(worker: meson_jobs::Worker, env: Arc<Env>) -> meson_jobs::Wo
         .register(cluster_create::ClusterCreate(env.clone()))
         .register(cluster_delete::ClusterDelete(env.clone()))
         .register(cluster_upgrade::ClusterUpgrade(env.clone()))
-        .register(cluster_credentials::ClusterRotateCredentials(env.clone()))
-        .register(node_ops::NodeReplace(env.clone()))
-        .register(node_ops::NodeReboot(env.clone()))
-        .register(node_pool_scale::NodePoolCreate(env.clone()))
+        .register(cluster_rotate_credentials::ClusterRotateCredentials(
+            env.clone(),
+        ))
+        .register(node_replace::NodeReplace(env.clone()))
+        .register(node_reboot::NodeReboot(env.clone()))
+        .register(node_pool_create::NodePoolCreate(env.clone()))
         .register(node_pool_scale::NodePoolScale(env.clone()))
         .register(node_pool_delete::NodePoolDelete(env.clone()))
         .register(vm_power::VmPower::<vm_power::PowerOn>::new(env.clone()))
@@ -89,6 +94,37 @@ pub fn register_all(worker: meson_jobs::Worker, env: Arc<Env>) -> meson_jobs::Wo
         .register(vm_power::VmPower::<vm_power::Reboot>::new(env.clone()))
         .register(volume_create::VolumeCreate(env.clone()))
         .register(volume_delete::VolumeDelete(env))
+}
+
+meson_jobs::steps! {
+    /// The steps of deleting a standalone resource (a network, a volume):
+    /// destroy it on AtomOS, then forget its row.
+    pub enum DeleteStep {
+        Destroy = "destroy",
+        Forget = "forget",
+    }
+}
+
+/// The undo of a forward-only workflow (a delete, a power operation): a
+/// half-done one is reported, not reversed.
+pub fn forward_only() -> meson_jobs::StepResult<()> {
+    Ok(())
+}
+
+/// Ends a cluster workflow's failure: the cluster is `error`, with `reason`.
+pub async fn cluster_failed(
+    env: &Env,
+    cluster: meson_core::ClusterId,
+    reason: &str,
+) -> meson_jobs::StepResult<()> {
+    meson_db::clusters::set_status(
+        &env.pool,
+        cluster,
+        meson_core::cluster::ClusterStatus::Error,
+        Some(reason),
+    )
+    .await?;
+    Ok(())
 }
 
 /// Parameters of every VM workflow.

@@ -2,11 +2,12 @@
 //! forget it. Accepted only while no VM is attached (the API checks under
 //! the network's row lock), so nothing on AtomOS still uses it.
 
+use crate::DeleteStep;
 use crate::Env;
 use meson_core::action::ActionFailure;
 use meson_core::network::NetworkStatus;
 use meson_core::{ActionId, NetworkId, TenantId};
-use meson_jobs::{EnqueueOpts, Enqueued, StepCtx, StepError, StepResult, Workflow, to_output};
+use meson_jobs::{EnqueueOpts, Enqueued, StepCtx, StepResult, Workflow, to_output};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
@@ -16,9 +17,6 @@ pub struct Params {
 }
 
 pub struct NetworkDelete(pub Arc<Env>);
-
-/// Step names are persisted: never rename one.
-const STEPS: &[&str] = &["destroy", "forget"];
 
 /// The key that serializes every mutation of one network.
 pub fn concurrency_key(network: NetworkId) -> String {
@@ -51,30 +49,20 @@ pub async fn enqueue(
 impl Workflow for NetworkDelete {
     const KIND: &'static str = "network_delete";
     type Params = Params;
+    type Step = DeleteStep;
 
-    fn steps(&self) -> &'static [&'static str] {
-        STEPS
-    }
-
-    async fn run(&self, cx: &StepCtx<'_, Params>, step: &'static str) -> StepResult {
+    async fn run(&self, cx: &StepCtx<'_, Params, DeleteStep>, step: DeleteStep) -> StepResult {
         let env = &self.0;
         let id = cx.params.network_id;
         match step {
-            "destroy" => crate::provision::remove_network_from_hosts(env, id).await?,
-            "forget" => meson_db::networks::mark_deleted(&env.pool, id).await?,
-            other => {
-                return Err(StepError::fatal(
-                    "service_error",
-                    format!("unknown step {other}"),
-                ));
-            }
+            DeleteStep::Destroy => crate::provision::remove_network_from_hosts(env, id).await?,
+            DeleteStep::Forget => meson_db::networks::mark_deleted(&env.pool, id).await?,
         }
         to_output(())
     }
 
-    async fn undo(&self, _cx: &StepCtx<'_, Params>, _step: &'static str) -> StepResult<()> {
-        // Forward-only, like every delete.
-        Ok(())
+    async fn undo(&self, _: &StepCtx<'_, Params, DeleteStep>, _: DeleteStep) -> StepResult<()> {
+        crate::forward_only()
     }
 
     async fn on_failed(&self, params: &Params, _failure: &ActionFailure) -> StepResult<()> {

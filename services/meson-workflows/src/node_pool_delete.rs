@@ -9,32 +9,37 @@
 //! finishes the job.
 
 use crate::Env;
-use crate::node_pool_scale::{
-    NODE_CONCURRENCY, PoolParams, cluster_failed, finish_removals, pool_nodes, remove,
-};
+use crate::node_pools::{PoolParams, cluster_failed, finish_removals, pool_nodes, remove};
+use crate::nodes::NODE_CONCURRENCY;
 use meson_core::action::ActionFailure;
 use meson_core::cluster::ClusterStatus;
-use meson_jobs::{StepCtx, StepError, StepResult, Workflow, to_output};
+use meson_jobs::{StepCtx, StepResult, Workflow, to_output};
 use std::sync::Arc;
 
 pub struct NodePoolDelete(pub Arc<Env>);
 
-/// Step names are persisted: never rename one.
-const STEPS: &[&str] = &["nodes", "forget", "finish"];
+meson_jobs::steps! {
+    pub enum PoolDeleteStep {
+        Nodes = "nodes",
+        Forget = "forget",
+        Finish = "finish",
+    }
+}
 
 impl Workflow for NodePoolDelete {
     const KIND: &'static str = "node_pool_delete";
     type Params = PoolParams;
+    type Step = PoolDeleteStep;
 
-    fn steps(&self) -> &'static [&'static str] {
-        STEPS
-    }
-
-    async fn run(&self, cx: &StepCtx<'_, PoolParams>, step: &'static str) -> StepResult {
+    async fn run(
+        &self,
+        cx: &StepCtx<'_, PoolParams, PoolDeleteStep>,
+        step: PoolDeleteStep,
+    ) -> StepResult {
         let env = &self.0;
         let p = cx.params;
         match step {
-            "nodes" => {
+            PoolDeleteStep::Nodes => {
                 let items = pool_nodes(env, p)
                     .await?
                     .into_iter()
@@ -47,8 +52,10 @@ impl Workflow for NodePoolDelete {
                 )
                 .await?;
             }
-            "forget" => meson_db::clusters::mark_pool_deleted(&env.pool, p.pool_id).await?,
-            "finish" => {
+            PoolDeleteStep::Forget => {
+                meson_db::clusters::mark_pool_deleted(&env.pool, p.pool_id).await?
+            }
+            PoolDeleteStep::Finish => {
                 meson_db::clusters::set_status(
                     &env.pool,
                     p.cluster_id,
@@ -57,20 +64,18 @@ impl Workflow for NodePoolDelete {
                 )
                 .await?
             }
-            other => {
-                return Err(StepError::fatal(
-                    "service_error",
-                    format!("unknown step {other}"),
-                ));
-            }
         }
         to_output(())
     }
 
-    async fn undo(&self, cx: &StepCtx<'_, PoolParams>, step: &'static str) -> StepResult<()> {
+    async fn undo(
+        &self,
+        cx: &StepCtx<'_, PoolParams, PoolDeleteStep>,
+        step: PoolDeleteStep,
+    ) -> StepResult<()> {
         match step {
-            "nodes" => finish_removals(&self.0, cx.params).await,
-            _ => Ok(()),
+            PoolDeleteStep::Nodes => finish_removals(&self.0, cx.params).await,
+            PoolDeleteStep::Forget | PoolDeleteStep::Finish => Ok(()),
         }
     }
 

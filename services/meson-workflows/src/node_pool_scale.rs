@@ -1,5 +1,6 @@
-//! Bring a node pool to its `desired_nodes`: a new pool's first nodes
-//! (`node_pool_create`) or a PATCHed pool's (`node_pool_scale`).
+//! Bring a node pool to its `desired_nodes`: a PATCHed pool's
+//! (`node_pool_scale`), and a new pool's first nodes (`node_pool_create`,
+//! in [`crate::node_pool_create`], runs the same steps).
 //!
 //! plan (the pool's nodes now) → add (node rows up to `desired_nodes`) →
 //! provision (the added nodes' VMs, in parallel) → ready (each phoned
@@ -21,72 +22,34 @@
 //!   `error` with the reason.
 
 use crate::Env;
-use crate::nodes;
+use crate::node_pools::{PoolParams, cluster_failed, finish_removals, pool_nodes, remove};
+use crate::nodes::{self, NODE_CONCURRENCY};
+use meson_core::NodeId;
 use meson_core::action::ActionFailure;
 use meson_core::cluster::{ClusterStatus, Node, NodeStatus};
-use meson_core::{ActionId, ClusterId, NodeId, PoolId, TenantId};
-use meson_jobs::{EnqueueOpts, Enqueued, StepCtx, StepError, StepResult, Workflow, to_output};
+use meson_jobs::{StepCtx, StepResult, Workflow, to_output};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
-
-/// Parameters of every node pool workflow.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct PoolParams {
-    pub cluster_id: ClusterId,
-    pub pool_id: PoolId,
-}
-
-/// Adds a new pool's nodes (`create_node_pool`).
-pub struct NodePoolCreate(pub Arc<Env>);
 
 /// Resizes a pool to its `desired_nodes` (`scale_node_pool`).
 pub struct NodePoolScale(pub Arc<Env>);
 
-/// Step names are persisted: never rename one.
-const STEPS: &[&str] = &["plan", "add", "provision", "ready", "shrink", "finish"];
-
-pub(crate) use crate::nodes::NODE_CONCURRENCY;
-
-/// Enqueues a pool workflow in the caller's transaction, under the
-/// cluster's concurrency key: it never runs beside another action on the
-/// cluster, and `Locked` names the action in the way.
-pub async fn enqueue<W: Workflow<Params = PoolParams>>(
-    tx: &mut meson_db::Tx<'_>,
-    cluster: ClusterId,
-    pool: PoolId,
-    action: ActionId,
-    tenant: &TenantId,
-) -> Result<Enqueued, meson_core::Error> {
-    meson_jobs::enqueue::<W>(
-        tx,
-        &PoolParams {
-            cluster_id: cluster,
-            pool_id: pool,
-        },
-        EnqueueOpts {
-            action: Some(action),
-            tenant: Some(tenant.to_string()),
-            concurrency_key: Some(crate::cluster_create::concurrency_key(cluster)),
-            max_attempts: 10,
-            ..EnqueueOpts::default()
-        },
-    )
-    .await
+meson_jobs::steps! {
+    /// The steps of bringing a pool to its size (created or scaled).
+    pub enum PoolStep {
+        Plan = "plan",
+        Add = "add",
+        Provision = "provision",
+        Ready = "ready",
+        Shrink = "shrink",
+        Finish = "finish",
+    }
 }
 
 /// What `plan` records: the pool's nodes before anything changed.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 struct Plan {
     before: Vec<NodeId>,
-}
-
-/// The pool's live nodes, oldest first.
-pub(crate) async fn pool_nodes(env: &Env, p: &PoolParams) -> StepResult<Vec<Node>> {
-    Ok(meson_db::clusters::nodes(&env.pool, p.cluster_id)
-        .await?
-        .into_iter()
-        .filter(|n| n.pool == Some(p.pool_id))
-        .collect())
 }
 
 /// The nodes to take away so that `desired` remain: every node already
@@ -112,38 +75,6 @@ pub fn choose_victims(nodes: &[Node], desired: usize) -> Vec<Node> {
     out
 }
 
-/// Takes a node away for good: `deleting` first, so a retry finds it.
-pub(crate) async fn remove(env: &Env, node: &Node) -> StepResult<()> {
-    meson_db::clusters::set_node_status(&env.pool, node.id, NodeStatus::Deleting, None).await?;
-    nodes::remove_node(env, node).await
-}
-
-/// Finishes removing the pool's nodes a failed attempt left `deleting`.
-pub(crate) async fn finish_removals(env: &Env, p: &PoolParams) -> StepResult<()> {
-    for n in pool_nodes(env, p).await? {
-        if n.status == NodeStatus::Deleting {
-            nodes::remove_node(env, &n).await?;
-        }
-    }
-    Ok(())
-}
-
-/// Ends a pool action's failure: the cluster is `error`, with the reason.
-pub(crate) async fn cluster_failed(
-    env: &Env,
-    p: &PoolParams,
-    failure: &ActionFailure,
-) -> StepResult<()> {
-    meson_db::clusters::set_status(
-        &env.pool,
-        p.cluster_id,
-        ClusterStatus::Error,
-        Some(&failure.message),
-    )
-    .await?;
-    Ok(())
-}
-
 /// Adds node rows until the pool has `desired_nodes` (those being deleted
 /// not counted); returns the new nodes' ids.
 async fn add(env: &Env, p: &PoolParams) -> StepResult<Vec<NodeId>> {
@@ -158,7 +89,8 @@ async fn add(env: &Env, p: &PoolParams) -> StepResult<Vec<NodeId>> {
         .count();
     let mut added = Vec::new();
     for _ in current..pool.spec.desired_nodes as usize {
-        let n = nodes::add_node(&mut tx, &cluster, Some(&pool), &pool.spec.specs).await?;
+        let n =
+            meson_db::clusters::add_node(&mut tx, &cluster, Some(&pool), &pool.spec.specs).await?;
         added.push(n.id);
     }
     meson_db::commit(tx).await?;
@@ -169,8 +101,8 @@ async fn add(env: &Env, p: &PoolParams) -> StepResult<Vec<NodeId>> {
 }
 
 /// The pool's nodes that `plan` did not see: the ones this action added.
-async fn added_nodes(env: &Env, cx: &StepCtx<'_, PoolParams>) -> StepResult<Vec<Node>> {
-    let plan: Plan = cx.output("plan")?;
+async fn added_nodes(env: &Env, cx: &StepCtx<'_, PoolParams, PoolStep>) -> StepResult<Vec<Node>> {
+    let plan: Plan = cx.output(PoolStep::Plan)?;
     Ok(pool_nodes(env, cx.params)
         .await?
         .into_iter()
@@ -178,17 +110,21 @@ async fn added_nodes(env: &Env, cx: &StepCtx<'_, PoolParams>) -> StepResult<Vec<
         .collect())
 }
 
-async fn run(env: &Env, cx: &StepCtx<'_, PoolParams>, step: &'static str) -> StepResult {
+pub(crate) async fn run(
+    env: &Env,
+    cx: &StepCtx<'_, PoolParams, PoolStep>,
+    step: PoolStep,
+) -> StepResult {
     let p = cx.params;
     match step {
-        "plan" => {
+        PoolStep::Plan => {
             // Not found, and nothing to do, if the pool is gone.
             meson_db::node_pools::get(&env.pool, p.cluster_id, p.pool_id).await?;
             let before = pool_nodes(env, p).await?.iter().map(|n| n.id).collect();
             to_output(Plan { before })
         }
-        "add" => to_output(add(env, p).await?),
-        "provision" => {
+        PoolStep::Add => to_output(add(env, p).await?),
+        PoolStep::Provision => {
             let cluster = meson_db::clusters::get_any(&env.pool, p.cluster_id).await?;
             let items = added_nodes(env, cx)
                 .await?
@@ -203,7 +139,7 @@ async fn run(env: &Env, cx: &StepCtx<'_, PoolParams>, step: &'static str) -> Ste
             .await?;
             to_output(())
         }
-        "ready" => {
+        PoolStep::Ready => {
             let items = added_nodes(env, cx)
                 .await?
                 .into_iter()
@@ -216,7 +152,7 @@ async fn run(env: &Env, cx: &StepCtx<'_, PoolParams>, step: &'static str) -> Ste
             .await?;
             to_output(())
         }
-        "shrink" => {
+        PoolStep::Shrink => {
             let pool = meson_db::node_pools::get(&env.pool, p.cluster_id, p.pool_id).await?;
             let victims =
                 choose_victims(&pool_nodes(env, p).await?, pool.spec.desired_nodes as usize);
@@ -232,25 +168,25 @@ async fn run(env: &Env, cx: &StepCtx<'_, PoolParams>, step: &'static str) -> Ste
             .await?;
             to_output(())
         }
-        "finish" => {
+        PoolStep::Finish => {
             meson_db::clusters::set_status(&env.pool, p.cluster_id, ClusterStatus::Running, None)
                 .await?;
             to_output(())
         }
-        other => Err(StepError::fatal(
-            "service_error",
-            format!("unknown step {other}"),
-        )),
     }
 }
 
-async fn undo(env: &Env, cx: &StepCtx<'_, PoolParams>, step: &'static str) -> StepResult<()> {
+pub(crate) async fn undo(
+    env: &Env,
+    cx: &StepCtx<'_, PoolParams, PoolStep>,
+    step: PoolStep,
+) -> StepResult<()> {
     match step {
         // Every node this action added (made, half made, or not yet made)
         // leaves AtomOS and is forgotten.
-        "add" => {
+        PoolStep::Add => {
             // `add` runs only once `plan` is recorded.
-            let Some(plan) = cx.try_output::<Plan>("plan") else {
+            let Some(plan) = cx.try_output::<Plan>(PoolStep::Plan) else {
                 return Ok(());
             };
             for n in pool_nodes(env, cx.params).await? {
@@ -260,24 +196,21 @@ async fn undo(env: &Env, cx: &StepCtx<'_, PoolParams>, step: &'static str) -> St
             }
             Ok(())
         }
-        "shrink" => finish_removals(env, cx.params).await,
-        _ => Ok(()),
+        PoolStep::Shrink => finish_removals(env, cx.params).await,
+        PoolStep::Plan | PoolStep::Provision | PoolStep::Ready | PoolStep::Finish => Ok(()),
     }
 }
 
 impl Workflow for NodePoolScale {
     const KIND: &'static str = "node_pool_scale";
     type Params = PoolParams;
+    type Step = PoolStep;
 
-    fn steps(&self) -> &'static [&'static str] {
-        STEPS
-    }
-
-    async fn run(&self, cx: &StepCtx<'_, PoolParams>, step: &'static str) -> StepResult {
+    async fn run(&self, cx: &StepCtx<'_, PoolParams, PoolStep>, step: PoolStep) -> StepResult {
         run(&self.0, cx, step).await
     }
 
-    async fn undo(&self, cx: &StepCtx<'_, PoolParams>, step: &'static str) -> StepResult<()> {
+    async fn undo(&self, cx: &StepCtx<'_, PoolParams, PoolStep>, step: PoolStep) -> StepResult<()> {
         undo(&self.0, cx, step).await
     }
 
@@ -286,40 +219,12 @@ impl Workflow for NodePoolScale {
     }
 }
 
-impl Workflow for NodePoolCreate {
-    const KIND: &'static str = "node_pool_create";
-    type Params = PoolParams;
-
-    fn steps(&self) -> &'static [&'static str] {
-        STEPS
-    }
-
-    async fn run(&self, cx: &StepCtx<'_, PoolParams>, step: &'static str) -> StepResult {
-        run(&self.0, cx, step).await
-    }
-
-    async fn undo(&self, cx: &StepCtx<'_, PoolParams>, step: &'static str) -> StepResult<()> {
-        undo(&self.0, cx, step).await
-    }
-
-    /// A pool that could not be made is not kept: its name is free again.
-    async fn on_failed(&self, params: &PoolParams, failure: &ActionFailure) -> StepResult<()> {
-        let env = &self.0;
-        // Whatever a crash mid-undo left behind.
-        for n in pool_nodes(env, params).await? {
-            nodes::remove_node(env, &n).await?;
-        }
-        meson_db::clusters::mark_pool_deleted(&env.pool, params.pool_id).await?;
-        cluster_failed(env, params, failure).await
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use chrono::{Duration, Utc};
-    use meson_core::VmId;
     use meson_core::cluster::NodeRole;
+    use meson_core::{ClusterId, PoolId, VmId};
 
     fn node(name: &str, status: NodeStatus, age_minutes: i64) -> Node {
         Node {

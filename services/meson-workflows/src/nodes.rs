@@ -4,14 +4,15 @@
 use crate::Env;
 use crate::placement::{Offer, survey_reserved};
 use crate::provision;
-use meson_core::cluster::{API_PORT, Cluster, Node, NodePool, NodeRole, NodeStatus, node_name};
+use meson_core::Code;
+use meson_core::cluster::{API_PORT, Cluster, Node, NodePool, NodeRole, NodeStatus};
 use meson_core::kaas::NodeSpecs;
-use meson_core::labels::Labels;
 use meson_core::vm::{Vm, VmStatus};
 use meson_core::volume::VolumeStatus;
-use meson_core::{ClusterId, NodeId, TargetId, VmId, naming};
+use meson_core::{ActionId, ClusterId, NodeId, TargetId, TenantId};
 use meson_jobs::{StepError, StepResult};
 use meson_kaas::{ClusterBootstrap, ClusterSecrets, NodeBootstrap};
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::net::SocketAddrV4;
 
@@ -21,7 +22,7 @@ fn aad(cluster: ClusterId) -> Vec<u8> {
 }
 
 fn kaas_error(e: meson_kaas::KaasError) -> StepError {
-    StepError::fatal("service_error", format!("cluster secrets: {e}"))
+    StepError::internal(format!("cluster secrets: {e}"))
 }
 
 /// Makes the cluster's CAs, keys and token once; later calls keep them.
@@ -49,7 +50,7 @@ pub async fn open_secrets(
 ) -> StepResult<ClusterSecrets> {
     let sealed = meson_db::clusters::secrets(pool, cluster)
         .await?
-        .ok_or_else(|| StepError::fatal("service_error", "the cluster has no secrets yet"))?;
+        .ok_or_else(|| StepError::internal("the cluster has no secrets yet"))?;
     meson_kaas::secretbox::open_json(&env.config.secrets_key, &sealed, &aad(cluster))
         .map_err(kaas_error)
 }
@@ -99,15 +100,12 @@ pub async fn cloudinit_files(
     let secrets = open_secrets(env, &env.pool, cluster.id).await?;
     let endpoint = cluster
         .endpoint
-        .ok_or_else(|| StepError::fatal("service_error", "the cluster has no endpoint"))?;
+        .ok_or_else(|| StepError::internal("the cluster has no endpoint"))?;
     let shared = ClusterBootstrap {
         name: cluster.name.clone(),
         id: cluster.id,
         kubernetes_version: node.kubernetes_version.parse().map_err(|e| {
-            StepError::fatal(
-                "service_error",
-                format!("node version {}: {e}", node.kubernetes_version),
-            )
+            StepError::internal(format!("node version {}: {e}", node.kubernetes_version))
         })?,
         endpoint: SocketAddrV4::new(endpoint, API_PORT),
         pod_cidr: cluster.spec.pod_cidr,
@@ -328,63 +326,6 @@ pub fn describe(specs: &NodeSpecs) -> String {
     )
 }
 
-/// Writes one node of `cluster`: its VM (sized by `specs`, on the cluster's
-/// network, addressed by IPAM when the network has no DHCP) and its row.
-pub async fn add_node(
-    tx: &mut meson_db::Tx<'_>,
-    cluster: &Cluster,
-    pool: Option<&NodePool>,
-    specs: &NodeSpecs,
-) -> meson_core::Result<Node> {
-    add_node_as(tx, cluster, pool, specs, &cluster.kubernetes_version, None).await
-}
-
-/// [`add_node`] at `version`, optionally as the replacement of another node.
-async fn add_node_as(
-    tx: &mut meson_db::Tx<'_>,
-    cluster: &Cluster,
-    pool: Option<&NodePool>,
-    specs: &NodeSpecs,
-    version: &str,
-    replaces: Option<NodeId>,
-) -> meson_core::Result<Node> {
-    let id = NodeId::new();
-    let name = node_name(&cluster.name, pool.map(|x| x.spec.name.as_str()), id);
-    let vm_id = VmId::new();
-    let role = if pool.is_some() {
-        NodeRole::Worker
-    } else {
-        NodeRole::ControlPlane
-    };
-    let (vm, volumes) = Vm::new_with_volumes(
-        &cluster.tenant,
-        vm_id,
-        cluster.spec.node_vm_spec(&name, specs),
-        Labels::new(),
-        naming::node_atomos_name(cluster.id, role == NodeRole::ControlPlane, vm_id),
-    );
-    meson_db::vms::insert_with_volumes(tx, &vm, &volumes).await?;
-    provision::attach_new_vm(tx, &cluster.tenant, vm_id, &[cluster.network], true).await?;
-    let node = Node {
-        id,
-        cluster: cluster.id,
-        pool: pool.map(|x| x.id),
-        role,
-        vm: vm_id,
-        name,
-        status: NodeStatus::Creating,
-        error_message: None,
-        kubernetes_version: version.to_owned(),
-        phoned_home: None,
-        created: chrono::Utc::now(),
-    };
-    meson_db::clusters::insert_node(tx, &node).await?;
-    if let Some(old) = replaces {
-        meson_db::clusters::set_replaces(&mut **tx, node.id, old).await?;
-    }
-    Ok(node)
-}
-
 /// Waits (bounded by the node-ready timeout) until a node phoned home.
 pub async fn wait_phoned_home(env: &Env, node: NodeId) -> StepResult<()> {
     let deadline = tokio::time::Instant::now() + env.config.node_ready_timeout;
@@ -402,7 +343,7 @@ pub async fn wait_phoned_home(env: &Env, node: NodeId) -> StepResult<()> {
             )
             .await?;
             return Err(StepError::fatal(
-                "timeout",
+                Code::Timeout,
                 format!(
                     "node {} did not come up within {} s",
                     n.name,
@@ -445,7 +386,15 @@ pub async fn replace_node(
                 None => cluster.spec.control_plane.specs,
             };
             let mut tx = meson_db::begin(&env.pool).await?;
-            let n = add_node_as(&mut tx, cluster, pool, &specs, version, Some(old.id)).await?;
+            let n = meson_db::clusters::add_node_as(
+                &mut tx,
+                cluster,
+                pool,
+                &specs,
+                version,
+                Some(old.id),
+            )
+            .await?;
             meson_db::commit(tx).await?;
             n
         }
@@ -469,4 +418,46 @@ pub fn node_labels(pool: &NodePool) -> meson_core::labels::Labels {
         labels.insert(GPU_LABEL.to_owned(), format!("{vendor}-{model}"));
     }
     labels
+}
+
+/// Parameters of every node workflow.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct NodeParams {
+    pub cluster_id: ClusterId,
+    pub node_id: NodeId,
+}
+
+/// Enqueues a node workflow in the caller's transaction, under the
+/// cluster's concurrency key.
+pub async fn enqueue_for_node<W: meson_jobs::Workflow<Params = NodeParams>>(
+    tx: &mut meson_db::Tx<'_>,
+    params: &NodeParams,
+    action: ActionId,
+    tenant: &TenantId,
+    max_attempts: i32,
+) -> Result<meson_jobs::Enqueued, meson_core::Error> {
+    meson_jobs::enqueue::<W>(
+        tx,
+        params,
+        meson_jobs::EnqueueOpts {
+            action: Some(action),
+            tenant: Some(tenant.to_string()),
+            concurrency_key: Some(crate::cluster_create::concurrency_key(params.cluster_id)),
+            max_attempts,
+            ..meson_jobs::EnqueueOpts::default()
+        },
+    )
+    .await
+}
+
+/// The live node, which must belong to the cluster.
+pub(crate) async fn live_node(env: &Env, params: &NodeParams) -> StepResult<Node> {
+    let node = meson_db::clusters::node(&env.pool, params.node_id).await?;
+    if node.cluster != params.cluster_id {
+        return Err(StepError::fatal(
+            Code::NotFound,
+            format!("node {} is not in this cluster", node.id),
+        ));
+    }
+    Ok(node)
 }

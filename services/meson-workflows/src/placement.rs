@@ -19,6 +19,7 @@
 use crate::Env;
 use crate::atomos::driver_target;
 use atomos_driver::{AtomosClient, ClientOptions};
+use meson_core::Code;
 use meson_core::TargetId;
 use meson_core::target::Target;
 use meson_core::vm::{Placement, Vm, VmSpec};
@@ -98,8 +99,8 @@ impl NoPlacement {
     pub fn step_error(&self) -> StepError {
         self.count();
         match self {
-            NoPlacement::Unanswered => StepError::retryable("service_error", self.message()),
-            _ => StepError::fatal("resource_unavailable", self.message()),
+            NoPlacement::Unanswered => StepError::temporary(self.message()),
+            _ => StepError::fatal(Code::ResourceUnavailable, self.message()),
         }
     }
 }
@@ -431,9 +432,10 @@ pub async fn place_vm(env: &Env, vm: &Vm, exclude: &[TargetId]) -> StepResult<Pl
     let attached = meson_db::volumes::attached_to_vms(&env.pool, &[vm.id]).await?;
     let pin = match attached.first() {
         Some(v) => {
-            let p = v.placement.as_ref().ok_or_else(|| {
-                StepError::fatal("service_error", "an attached volume has no placement")
-            })?;
+            let p = v
+                .placement
+                .as_ref()
+                .ok_or_else(|| StepError::internal("an attached volume has no placement"))?;
             Some(Pin {
                 volume: v.name.clone(),
                 host: p.host.clone(),
@@ -527,21 +529,21 @@ mod tests {
         assert_eq!(
             none.step_error(),
             StepError::fatal(
-                "resource_unavailable",
+                Code::ResourceUnavailable,
                 "no hypervisor is available for provider 'ovh'"
             )
         );
         assert_eq!(
             NoPlacement::Unanswered.step_error(),
-            StepError::retryable("service_error", "no hypervisor answered in time")
+            StepError::temporary("no hypervisor answered in time")
         );
         let e: meson_core::Error = NoPlacement::NoFit {
             reason: "too big".into(),
         }
         .into();
-        assert_eq!(e.code(), "resource_unavailable");
+        assert_eq!(e.code(), Code::ResourceUnavailable.as_str());
         assert!(e.public_message().contains("too big"));
         let e: meson_core::Error = NoPlacement::Unanswered.into();
-        assert_eq!(e.code(), "service_error");
+        assert_eq!(e.code(), Code::ServiceError.as_str());
     }
 }

@@ -14,6 +14,7 @@ use crate::atomos::{
 use atomos_driver::{
     AtomosClient, ImageVolumeCreate, NetworkCreate, Register, VmState, VolumeCreate,
 };
+use meson_core::Code;
 use meson_core::cloudinit::{StaticNic, VmCloudInit};
 use meson_core::naming;
 use meson_core::vm::{Placement, Vm, VmStatus};
@@ -30,7 +31,7 @@ pub async fn client(env: &Env, vm: &Vm) -> StepResult<AtomosClient> {
 fn placed(vm: &Vm) -> StepResult<&Placement> {
     vm.placement
         .as_ref()
-        .ok_or_else(|| StepError::fatal("service_error", "the VM has no placement yet"))
+        .ok_or_else(|| StepError::internal("the VM has no placement yet"))
 }
 
 /// The VM's volumes of one kind, in order.
@@ -262,17 +263,14 @@ async fn try_register(env: &Env, vm: &Vm) -> StepResult<Result<(), atomos_driver
         for kind in [VolumeKind::Boot, VolumeKind::Cloudinit, VolumeKind::Data] {
             for v in volumes_of(env, vm.id, kind).await? {
                 volume_ids.push(v.atomos_id.ok_or_else(|| {
-                    StepError::fatal("service_error", format!("volume {} was never made", v.name))
+                    StepError::internal(format!("volume {} was never made", v.name))
                 })?);
             }
         }
         // Then the standalone volumes it attaches (on this host: they pinned it).
         for v in meson_db::volumes::attached_to_vms(&env.pool, &[vm.id]).await? {
             volume_ids.push(v.atomos_id.ok_or_else(|| {
-                StepError::fatal(
-                    "service_error",
-                    format!("volume {} is not on AtomOS", v.name),
-                )
+                StepError::internal(format!("volume {} is not on AtomOS", v.name))
             })?);
         }
         let nics = meson_db::networks::attachments_of(&env.pool, &[vm.id]).await?;
@@ -358,7 +356,7 @@ pub async fn register_placed(env: &Env, vm_id: VmId, owner: &Owner<'_>) -> StepR
         refused.push(placement);
         if refused.len() > MAX_REFUSALS {
             return Err(StepError::fatal(
-                "resource_unavailable",
+                Code::ResourceUnavailable,
                 format!(
                     "{} hosts refused the VM for lack of room ({}); giving up",
                     refused.len(),
@@ -403,9 +401,9 @@ async fn place_again(
         }
     };
     match placed {
-        Err(e) if !refused.is_empty() && e.code() == "resource_unavailable" => {
+        Err(e) if !refused.is_empty() && e.code() == Code::ResourceUnavailable.as_str() => {
             Err(StepError::fatal(
-                "resource_unavailable",
+                Code::ResourceUnavailable,
                 format!(
                     "{} refused the VM for lack of room and no other host fits it: {}",
                     hosts(refused),
@@ -460,8 +458,7 @@ pub async fn wait_running(env: &Env, vm: &Vm) -> StepResult<String> {
     loop {
         match c.vm_by_name(&vm.atomos_name).await {
             Ok(None) => {
-                return Err(StepError::fatal(
-                    "service_error",
+                return Err(StepError::internal(
                     "the VM vanished from its hypervisor while booting",
                 ));
             }
@@ -486,7 +483,7 @@ pub async fn wait_running(env: &Env, vm: &Vm) -> StepResult<String> {
         }
         if tokio::time::Instant::now() >= deadline {
             return Err(StepError::fatal(
-                "timeout",
+                Code::Timeout,
                 format!(
                     "the VM did not come up within {} s",
                     env.config.vm_boot_timeout.as_secs()
@@ -528,63 +525,4 @@ pub async fn undo_volumes(env: &Env, vm: &Vm, kind: VolumeKind) -> StepResult<()
         meson_db::volumes::set_atomos(&env.pool, v.id, None, VolumeStatus::Error).await?;
     }
     Ok(())
-}
-
-/// Attaches a VM being created to its networks, in its create transaction:
-/// each must be the tenant's and not being deleted; on a network without
-/// DHCP, and on a cluster's network always, the VM gets the lowest free
-/// address of the range (the row lock serializes concurrent creates), and
-/// none left is `resource_unavailable`.
-pub async fn attach_new_vm(
-    tx: &mut meson_db::Tx<'_>,
-    tenant: &meson_core::TenantId,
-    vm: VmId,
-    networks: &[NetworkId],
-    cluster_owned: bool,
-) -> meson_core::Result<Vec<meson_core::network::Attachment>> {
-    let mut out = Vec::with_capacity(networks.len());
-    for (position, &network_id) in networks.iter().enumerate() {
-        let field = format!("networks[{position}]");
-        let network = match meson_db::networks::lock(tx, tenant, network_id, cluster_owned).await {
-            Err(meson_core::Error::NotFound { .. }) => {
-                return Err(meson_core::Error::invalid(field, "no such network"));
-            }
-            other => other?,
-        };
-        if network.status == meson_core::network::NetworkStatus::Deleting {
-            return Err(meson_core::Error::invalid(
-                field,
-                "the network is being deleted",
-            ));
-        }
-        // A cluster's nodes are addressed by meson even on a DHCP network:
-        // the network exists once per host, each with its own DHCP server,
-        // so leases from two hosts could collide.
-        let address = if network.subnet.dhcp && !cluster_owned {
-            None
-        } else {
-            let taken = meson_db::networks::taken_addresses(tx, network_id).await?;
-            Some(network.subnet.next_free(&taken).ok_or_else(|| {
-                meson_core::Error::InsufficientCapacity {
-                    reason: format!(
-                        "network {} ({}) has no free address left in {}..{}",
-                        network.name,
-                        network_id,
-                        network.subnet.range.start,
-                        network.subnet.range.last
-                    ),
-                }
-            })?)
-        };
-        let attachment = meson_core::network::Attachment {
-            vm_id: vm,
-            network_id,
-            position: position as u16,
-            mac: meson_core::network::random_mac(),
-            address,
-        };
-        meson_db::networks::attach(tx, &attachment).await?;
-        out.push(attachment);
-    }
-    Ok(out)
 }

@@ -30,7 +30,7 @@
 use crate::Env;
 use crate::nodes;
 use meson_core::cluster::{Cluster, Node};
-use meson_core::{Error, NodeId};
+use meson_core::{ClusterId, Error, NodeId};
 use meson_jobs::{StepCtx, StepResult};
 use tokio::sync::Semaphore;
 
@@ -72,7 +72,7 @@ async fn ensure_replacement(
     let mut at = cluster.clone();
     at.kubernetes_version = version.to_owned();
     let mut tx = meson_db::begin(&env.pool).await?;
-    let n = nodes::add_node(&mut tx, &at, pool, &specs).await?;
+    let n = meson_db::clusters::add_node(&mut tx, &at, pool, &specs).await?;
     meson_db::clusters::set_replaces(&mut *tx, n.id, old.id).await?;
     meson_db::commit(tx).await?;
     Ok(n)
@@ -129,9 +129,9 @@ pub async fn roll_one(
 
 /// Rolls the nodes `olds` of one group within step `cx`: up to
 /// `max_surge + max_unavailable` at once, at most `max_surge` surging.
-pub async fn roll_group<P>(
+pub async fn roll_group<P, S: meson_jobs::Step>(
     env: &Env,
-    cx: &StepCtx<'_, P>,
+    cx: &StepCtx<'_, P, S>,
     cluster: &Cluster,
     olds: &[NodeId],
     version: &str,
@@ -160,8 +160,8 @@ pub async fn roll_group<P>(
 
 /// The undo of a roll step: takes back every replacement of the cluster
 /// that never came up (see the module documentation).
-pub async fn undo_half_made(env: &Env, cluster: &Cluster, why: &str) -> StepResult<()> {
-    for h in meson_db::cluster_upgrades::half_made_replacements(&env.pool, cluster.id).await? {
+pub async fn undo_half_made(env: &Env, cluster: ClusterId, why: &str) -> StepResult<()> {
+    for h in meson_db::cluster_upgrades::half_made_replacements(&env.pool, cluster).await? {
         let Some(node) = live(env, h.node).await? else {
             continue;
         };

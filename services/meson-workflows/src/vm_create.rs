@@ -10,7 +10,7 @@ use meson_core::action::ActionFailure;
 use meson_core::vm::{Vm, VmStatus};
 use meson_core::volume::{VolumeKind, VolumeStatus};
 use meson_core::{ActionId, TenantId, VmId};
-use meson_jobs::{EnqueueOpts, Enqueued, StepCtx, StepError, StepResult, Workflow, to_output};
+use meson_jobs::{EnqueueOpts, Enqueued, StepCtx, StepResult, Workflow, to_output};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
@@ -19,16 +19,17 @@ pub type Params = crate::VmParams;
 
 pub struct VmCreate(pub Arc<Env>);
 
-/// Step names are persisted: never rename one.
-const STEPS: &[&str] = &[
-    "place",
-    "networks",
-    "boot_volume",
-    "cloudinit_volume",
-    "data_volumes",
-    "register",
-    "wait_running",
-];
+meson_jobs::steps! {
+    pub enum VmCreateStep {
+        Place = "place",
+        Networks = "networks",
+        BootVolume = "boot_volume",
+        CloudinitVolume = "cloudinit_volume",
+        DataVolumes = "data_volumes",
+        Register = "register",
+        WaitRunning = "wait_running",
+    }
+}
 
 /// The key that serializes every mutation of one VM.
 pub fn concurrency_key(vm: VmId) -> String {
@@ -54,40 +55,37 @@ struct Created {
 impl Workflow for VmCreate {
     const KIND: &'static str = "vm_create";
     type Params = Params;
+    type Step = VmCreateStep;
 
-    fn steps(&self) -> &'static [&'static str] {
-        STEPS
-    }
-
-    async fn run(&self, cx: &StepCtx<'_, Params>, step: &'static str) -> StepResult {
+    async fn run(&self, cx: &StepCtx<'_, Params, VmCreateStep>, step: VmCreateStep) -> StepResult {
         let env = &self.0;
         let vm = meson_db::vms::get_any(&env.pool, cx.params.vm_id).await?;
         match step {
-            "place" => self.place(&vm).await,
-            "networks" => to_output(provision::ensure_networks(env, &vm).await?),
-            "boot_volume" => to_output(provision::ensure_boot_volume(env, &vm).await?),
-            "cloudinit_volume" => {
+            VmCreateStep::Place => self.place(&vm).await,
+            VmCreateStep::Networks => to_output(provision::ensure_networks(env, &vm).await?),
+            VmCreateStep::BootVolume => to_output(provision::ensure_boot_volume(env, &vm).await?),
+            VmCreateStep::CloudinitVolume => {
                 let files = provision::vm_cloudinit_files(env, &vm).await?;
                 to_output(provision::ensure_cloudinit_volume(env, &vm, files).await?)
             }
-            "data_volumes" => to_output(provision::ensure_data_volumes(env, &vm).await?),
-            "register" => {
+            VmCreateStep::DataVolumes => to_output(provision::ensure_data_volumes(env, &vm).await?),
+            VmCreateStep::Register => {
                 to_output(provision::register_placed(env, vm.id, &provision::Owner::Vm).await?)
             }
-            "wait_running" => to_output(Created {
+            VmCreateStep::WaitRunning => to_output(Created {
                 atomos_id: provision::wait_running(env, &vm).await?,
             }),
-            other => Err(StepError::fatal(
-                "service_error",
-                format!("unknown step {other}"),
-            )),
         }
     }
 
-    async fn undo(&self, cx: &StepCtx<'_, Params>, step: &'static str) -> StepResult<()> {
+    async fn undo(
+        &self,
+        cx: &StepCtx<'_, Params, VmCreateStep>,
+        step: VmCreateStep,
+    ) -> StepResult<()> {
         let env = &self.0;
         let vm = meson_db::vms::get_any(&env.pool, cx.params.vm_id).await?;
-        if step == "place" {
+        if step == VmCreateStep::Place {
             provision::unplace(env, vm.id).await?;
             return Ok(());
         }
@@ -96,14 +94,17 @@ impl Workflow for VmCreate {
             return Ok(());
         }
         match step {
-            "register" => {
+            VmCreateStep::Register => {
                 let c = provision::client(env, &vm).await?;
                 crate::atomos::unregister_by_name(&c, &vm.atomos_name).await
             }
-            "boot_volume" => provision::undo_volumes(env, &vm, VolumeKind::Boot).await,
-            "cloudinit_volume" => provision::undo_volumes(env, &vm, VolumeKind::Cloudinit).await,
-            "data_volumes" => provision::undo_volumes(env, &vm, VolumeKind::Data).await,
-            _ => Ok(()),
+            VmCreateStep::BootVolume => provision::undo_volumes(env, &vm, VolumeKind::Boot).await,
+            VmCreateStep::CloudinitVolume => {
+                provision::undo_volumes(env, &vm, VolumeKind::Cloudinit).await
+            }
+            VmCreateStep::DataVolumes => provision::undo_volumes(env, &vm, VolumeKind::Data).await,
+            // Placement is undone above; the rest leave nothing to remove.
+            VmCreateStep::Place | VmCreateStep::Networks | VmCreateStep::WaitRunning => Ok(()),
         }
     }
 

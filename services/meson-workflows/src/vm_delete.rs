@@ -5,7 +5,7 @@ use crate::atomos::unregister_by_name;
 use meson_core::action::ActionFailure;
 use meson_core::vm::VmStatus;
 use meson_core::{ActionId, TenantId, VmId};
-use meson_jobs::{Enqueued, StepCtx, StepError, StepResult, Workflow, to_output};
+use meson_jobs::{Enqueued, StepCtx, StepResult, Workflow, to_output};
 use std::sync::Arc;
 
 /// The VM the workflow works on (shared by every VM workflow).
@@ -13,8 +13,13 @@ pub type Params = crate::VmParams;
 
 pub struct VmDelete(pub Arc<Env>);
 
-/// Step names are persisted: never rename one.
-const STEPS: &[&str] = &["unregister", "destroy_volumes", "forget"];
+meson_jobs::steps! {
+    pub enum VmDeleteStep {
+        Unregister = "unregister",
+        DestroyVolumes = "destroy_volumes",
+        Forget = "forget",
+    }
+}
 
 pub async fn enqueue(
     tx: &mut meson_db::Tx<'_>,
@@ -29,12 +34,9 @@ pub async fn enqueue(
 impl Workflow for VmDelete {
     const KIND: &'static str = "vm_delete";
     type Params = Params;
+    type Step = VmDeleteStep;
 
-    fn steps(&self) -> &'static [&'static str] {
-        STEPS
-    }
-
-    async fn run(&self, cx: &StepCtx<'_, Params>, step: &'static str) -> StepResult {
+    async fn run(&self, cx: &StepCtx<'_, Params, VmDeleteStep>, step: VmDeleteStep) -> StepResult {
         let env = &self.0;
         let vm = meson_db::vms::get_including_deleted(&env.pool, cx.params.vm_id).await?;
         let client = match &vm.placement {
@@ -43,25 +45,19 @@ impl Workflow for VmDelete {
             None => None,
         };
         match (step, client) {
-            ("unregister", Some(c)) => unregister_by_name(&c, &vm.atomos_name).await?,
-            ("destroy_volumes", Some(_)) => crate::provision::teardown(env, &vm).await?,
-            ("forget", _) => {
+            (VmDeleteStep::Unregister, Some(c)) => unregister_by_name(&c, &vm.atomos_name).await?,
+            (VmDeleteStep::DestroyVolumes, Some(_)) => crate::provision::teardown(env, &vm).await?,
+            (VmDeleteStep::Forget, _) => {
                 let mut tx = meson_db::begin(&env.pool).await?;
                 meson_db::vms::mark_deleted(&mut tx, vm.id).await?;
                 meson_db::commit(tx).await?;
             }
-            ("unregister" | "destroy_volumes", None) => {}
-            (other, _) => {
-                return Err(StepError::fatal(
-                    "service_error",
-                    format!("unknown step {other}"),
-                ));
-            }
+            (VmDeleteStep::Unregister | VmDeleteStep::DestroyVolumes, None) => {}
         }
         to_output(())
     }
 
-    async fn undo(&self, _cx: &StepCtx<'_, Params>, _step: &'static str) -> StepResult<()> {
+    async fn undo(&self, _: &StepCtx<'_, Params, VmDeleteStep>, _: VmDeleteStep) -> StepResult<()> {
         // Deleting is forward-only: a half-deleted VM is not brought back.
         Ok(())
     }

@@ -3,10 +3,19 @@
 use crate::Env;
 use crate::atomos::step_error;
 use atomos_driver::{AtomosClient, VmState};
+use meson_core::Code;
 use meson_core::action::ActionFailure;
 use meson_core::vm::{Vm, VmStatus};
 use meson_core::{ActionId, TenantId, VmId};
 use meson_jobs::{Enqueued, StepCtx, StepError, StepResult, Workflow, to_output};
+
+meson_jobs::steps! {
+    /// The steps of every power operation (a node's reboot too).
+    pub enum PowerStep {
+        Request = "request",
+        Wait = "wait",
+    }
+}
 use std::marker::PhantomData;
 use std::sync::Arc;
 
@@ -20,11 +29,14 @@ pub trait PowerOp: Send + Sync + 'static {
     const TRANSIENT: VmStatus;
     /// The AtomOS state that ends it.
     const TARGET: VmState;
+    /// The AtomOS states in which there is nothing to ask: the VM is where
+    /// this op leads, or on its way there.
+    const SETTLED: &'static [VmState];
 
-    /// Asks AtomOS, unless the VM is already where this op leads.
-    fn request(
+    /// Asks AtomOS for the operation on VM `id`.
+    fn ask(
         c: &AtomosClient,
-        vm: &atomos_driver::Vm,
+        id: &str,
     ) -> impl Future<Output = Result<(), atomos_driver::DriverError>> + Send;
 }
 
@@ -36,16 +48,10 @@ impl PowerOp for PowerOn {
     const KIND: &'static str = "vm_poweron";
     const TRANSIENT: VmStatus = VmStatus::Starting;
     const TARGET: VmState = VmState::Running;
+    const SETTLED: &'static [VmState] = &[VmState::Running, VmState::Starting];
 
-    async fn request(
-        c: &AtomosClient,
-        vm: &atomos_driver::Vm,
-    ) -> Result<(), atomos_driver::DriverError> {
-        if matches!(vm.state, VmState::Running | VmState::Starting) {
-            Ok(())
-        } else {
-            c.start(&vm.id).await
-        }
+    async fn ask(c: &AtomosClient, id: &str) -> Result<(), atomos_driver::DriverError> {
+        c.start(id).await
     }
 }
 
@@ -53,16 +59,10 @@ impl PowerOp for PowerOff {
     const KIND: &'static str = "vm_poweroff";
     const TRANSIENT: VmStatus = VmStatus::Stopping;
     const TARGET: VmState = VmState::Off;
+    const SETTLED: &'static [VmState] = &[VmState::Off, VmState::Stopping];
 
-    async fn request(
-        c: &AtomosClient,
-        vm: &atomos_driver::Vm,
-    ) -> Result<(), atomos_driver::DriverError> {
-        if matches!(vm.state, VmState::Off | VmState::Stopping) {
-            Ok(())
-        } else {
-            c.stop(&vm.id).await
-        }
+    async fn ask(c: &AtomosClient, id: &str) -> Result<(), atomos_driver::DriverError> {
+        c.stop(id).await
     }
 }
 
@@ -70,13 +70,12 @@ impl PowerOp for Reboot {
     const KIND: &'static str = "vm_reboot";
     const TRANSIENT: VmStatus = VmStatus::Starting;
     const TARGET: VmState = VmState::Running;
+    /// Always asked: a reboot repeated after a crash reboots twice, which is
+    /// harmless for a guest.
+    const SETTLED: &'static [VmState] = &[];
 
-    /// A reboot repeated after a crash reboots twice: harmless for a guest.
-    async fn request(
-        c: &AtomosClient,
-        vm: &atomos_driver::Vm,
-    ) -> Result<(), atomos_driver::DriverError> {
-        c.reboot(&vm.id).await
+    async fn ask(c: &AtomosClient, id: &str) -> Result<(), atomos_driver::DriverError> {
+        c.reboot(id).await
     }
 }
 
@@ -87,9 +86,6 @@ impl<O> VmPower<O> {
         VmPower(env, PhantomData)
     }
 }
-
-/// Step names are persisted: never rename one.
-const STEPS: &[&str] = &["request", "wait"];
 
 pub async fn enqueue<O: PowerOp>(
     tx: &mut meson_db::Tx<'_>,
@@ -116,20 +112,24 @@ pub async fn locate(env: &Env, vm: &Vm) -> StepResult<(AtomosClient, atomos_driv
     let placement = vm
         .placement
         .as_ref()
-        .ok_or_else(|| StepError::fatal("conflict", "the VM is not placed on a host"))?;
+        .ok_or_else(|| StepError::fatal(Code::Conflict, "the VM is not placed on a host"))?;
     let c = env.atomos.client(placement.target_id).await?;
     let found = c.vm_by_name(&vm.atomos_name).await.map_err(step_error)?;
     let found = found
-        .ok_or_else(|| StepError::fatal("not_found", "the VM is missing from its hypervisor"))?;
+        .ok_or_else(|| StepError::fatal(Code::NotFound, "the VM is missing from its hypervisor"))?;
     Ok((c, found))
 }
 
-/// Asks AtomOS for the power operation; the VM is `O::TRANSIENT` meanwhile.
-/// Shared by every workflow that powers a VM (a node's reboot too).
+/// Asks AtomOS for the power operation, unless the VM is already settled
+/// where it leads; the VM is `O::TRANSIENT` meanwhile. Shared by every
+/// workflow that powers a VM (a node's reboot too).
 pub async fn request<O: PowerOp>(env: &Env, vm: &Vm) -> StepResult<()> {
     let (c, found) = locate(env, vm).await?;
     meson_db::vms::set_status(&env.pool, vm.id, O::TRANSIENT).await?;
-    O::request(&c, &found).await.map_err(step_error)
+    if O::SETTLED.contains(&found.state) {
+        return Ok(());
+    }
+    O::ask(&c, &found.id).await.map_err(step_error)
 }
 
 /// Waits (bounded by the boot timeout) until AtomOS reports the state the
@@ -153,7 +153,7 @@ pub async fn wait<O: PowerOp>(env: &Env, vm: &Vm) -> StepResult<()> {
         }
         if tokio::time::Instant::now() >= deadline {
             return Err(StepError::fatal(
-                "timeout",
+                Code::Timeout,
                 "the VM did not reach the requested power state in time",
             ));
         }
@@ -176,10 +176,7 @@ pub async fn settle(env: &Env, vm: &Vm) -> StepResult<VmStatus> {
             }
             Ok(_) => tokio::time::sleep(env.config.poll_interval).await,
             Err(StepError::Retryable { .. }) => {
-                return Err(StepError::retryable(
-                    "service_error",
-                    "the VM's state is unknown",
-                ));
+                return Err(StepError::temporary("the VM's state is unknown"));
             }
             Err(StepError::Fatal { .. }) => break VmStatus::Error,
         }
@@ -191,27 +188,19 @@ pub async fn settle(env: &Env, vm: &Vm) -> StepResult<VmStatus> {
 impl<O: PowerOp> Workflow for VmPower<O> {
     const KIND: &'static str = O::KIND;
     type Params = Params;
+    type Step = PowerStep;
 
-    fn steps(&self) -> &'static [&'static str] {
-        STEPS
-    }
-
-    async fn run(&self, cx: &StepCtx<'_, Params>, step: &'static str) -> StepResult {
+    async fn run(&self, cx: &StepCtx<'_, Params, PowerStep>, step: PowerStep) -> StepResult {
         let env = &self.0;
         let vm = meson_db::vms::get_any(&env.pool, cx.params.vm_id).await?;
         match step {
-            "request" => to_output(request::<O>(env, &vm).await?),
-            "wait" => to_output(wait::<O>(env, &vm).await?),
-            other => Err(StepError::fatal(
-                "service_error",
-                format!("unknown step {other}"),
-            )),
+            PowerStep::Request => to_output(request::<O>(env, &vm).await?),
+            PowerStep::Wait => to_output(wait::<O>(env, &vm).await?),
         }
     }
 
-    async fn undo(&self, _cx: &StepCtx<'_, Params>, _step: &'static str) -> StepResult<()> {
-        // Power operations are forward-only: a half-done one is reported, not reversed.
-        Ok(())
+    async fn undo(&self, _: &StepCtx<'_, Params, PowerStep>, _: PowerStep) -> StepResult<()> {
+        crate::forward_only()
     }
 
     /// Shows the VM as it really is once it settles (running or off), not

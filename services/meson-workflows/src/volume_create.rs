@@ -26,8 +26,12 @@ pub struct Params {
 
 pub struct VolumeCreate(pub Arc<Env>);
 
-/// Step names are persisted: never rename one.
-const STEPS: &[&str] = &["place", "create"];
+meson_jobs::steps! {
+    pub enum VolumeCreateStep {
+        Place = "place",
+        Create = "create",
+    }
+}
 
 /// The key that serializes every mutation of one volume.
 pub fn concurrency_key(volume: VolumeId) -> String {
@@ -57,31 +61,33 @@ pub async fn enqueue(
 impl Workflow for VolumeCreate {
     const KIND: &'static str = "volume_create";
     type Params = Params;
+    type Step = VolumeCreateStep;
 
-    fn steps(&self) -> &'static [&'static str] {
-        STEPS
-    }
-
-    async fn run(&self, cx: &StepCtx<'_, Params>, step: &'static str) -> StepResult {
+    async fn run(
+        &self,
+        cx: &StepCtx<'_, Params, VolumeCreateStep>,
+        step: VolumeCreateStep,
+    ) -> StepResult {
         let env = &self.0;
         let v = meson_db::volumes::get_including_deleted(&env.pool, cx.params.volume_id).await?;
         match step {
-            "place" => to_output(self.place(cx.params, &v).await?),
-            "create" => to_output(ensure_volume(env, &v).await?),
-            other => Err(StepError::fatal(
-                "service_error",
-                format!("unknown step {other}"),
-            )),
+            VolumeCreateStep::Place => to_output(self.place(cx.params, &v).await?),
+            VolumeCreateStep::Create => to_output(ensure_volume(env, &v).await?),
         }
     }
 
-    async fn undo(&self, cx: &StepCtx<'_, Params>, step: &'static str) -> StepResult<()> {
+    async fn undo(
+        &self,
+        cx: &StepCtx<'_, Params, VolumeCreateStep>,
+        step: VolumeCreateStep,
+    ) -> StepResult<()> {
         let env = &self.0;
         let v = meson_db::volumes::get_including_deleted(&env.pool, cx.params.volume_id).await?;
         match step {
-            "place" => meson_db::volumes::set_placement(&env.pool, v.id, None).await?,
-            "create" => destroy(env, &v).await?,
-            _ => {}
+            VolumeCreateStep::Place => {
+                meson_db::volumes::set_placement(&env.pool, v.id, None).await?
+            }
+            VolumeCreateStep::Create => destroy(env, &v).await?,
         }
         Ok(())
     }
@@ -122,7 +128,7 @@ async fn ensure_volume(env: &Env, v: &Volume) -> StepResult<String> {
     let placement = v
         .placement
         .as_ref()
-        .ok_or_else(|| StepError::fatal("service_error", "the volume has no placement yet"))?;
+        .ok_or_else(|| StepError::internal("the volume has no placement yet"))?;
     let c = env.atomos.client(placement.target_id).await?;
     let id = match volume_by_name(&c, &v.atomos_name).await? {
         Some(found) => found.id,

@@ -2,11 +2,12 @@
 //! Accepted only while no VM has it attached (the API checks under the
 //! volume's row lock), so AtomOS lets it go.
 
+use crate::DeleteStep;
 use crate::Env;
 use meson_core::action::ActionFailure;
 use meson_core::volume::VolumeStatus;
 use meson_core::{ActionId, TenantId, VolumeId};
-use meson_jobs::{EnqueueOpts, Enqueued, StepCtx, StepError, StepResult, Workflow, to_output};
+use meson_jobs::{EnqueueOpts, Enqueued, StepCtx, StepResult, Workflow, to_output};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
@@ -16,9 +17,6 @@ pub struct Params {
 }
 
 pub struct VolumeDelete(pub Arc<Env>);
-
-/// Step names are persisted: never rename one.
-const STEPS: &[&str] = &["destroy", "forget"];
 
 pub async fn enqueue(
     tx: &mut meson_db::Tx<'_>,
@@ -44,30 +42,20 @@ pub async fn enqueue(
 impl Workflow for VolumeDelete {
     const KIND: &'static str = "volume_delete";
     type Params = Params;
+    type Step = DeleteStep;
 
-    fn steps(&self) -> &'static [&'static str] {
-        STEPS
-    }
-
-    async fn run(&self, cx: &StepCtx<'_, Params>, step: &'static str) -> StepResult {
+    async fn run(&self, cx: &StepCtx<'_, Params, DeleteStep>, step: DeleteStep) -> StepResult {
         let env = &self.0;
         let v = meson_db::volumes::get_including_deleted(&env.pool, cx.params.volume_id).await?;
         match step {
-            "destroy" => crate::volume_create::destroy(env, &v).await?,
-            "forget" => meson_db::volumes::mark_deleted(&env.pool, v.id).await?,
-            other => {
-                return Err(StepError::fatal(
-                    "service_error",
-                    format!("unknown step {other}"),
-                ));
-            }
+            DeleteStep::Destroy => crate::volume_create::destroy(env, &v).await?,
+            DeleteStep::Forget => meson_db::volumes::mark_deleted(&env.pool, v.id).await?,
         }
         to_output(())
     }
 
-    async fn undo(&self, _cx: &StepCtx<'_, Params>, _step: &'static str) -> StepResult<()> {
-        // Forward-only, like every delete.
-        Ok(())
+    async fn undo(&self, _: &StepCtx<'_, Params, DeleteStep>, _: DeleteStep) -> StepResult<()> {
+        crate::forward_only()
     }
 
     async fn on_failed(&self, params: &Params, _failure: &ActionFailure) -> StepResult<()> {

@@ -6,7 +6,8 @@ use meson_core::action::{Action, Command, ResourceType};
 use meson_core::cluster::{Cluster, ClusterStatus, Node, NodeStatus};
 use meson_core::vm::VmStatus;
 use meson_core::{ClusterId, Error, NodeId, Result};
-use meson_workflows::node_ops::{self, NodeParams};
+use meson_workflows::nodes::NodeParams;
+use meson_workflows::{node_reboot, node_replace};
 
 /// `POST /v1/clusters/{id}/nodes/{node}/actions/{replace|reboot}`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -94,10 +95,10 @@ impl App {
         meson_db::actions::insert(&mut tx, &action).await?;
         let queued = match op {
             NodeAction::Replace => {
-                node_ops::enqueue_replace(&mut tx, &params, action.id, &p.tenant).await?
+                node_replace::enqueue_replace(&mut tx, &params, action.id, &p.tenant).await?
             }
             NodeAction::Reboot => {
-                node_ops::enqueue_reboot(&mut tx, &params, action.id, &p.tenant).await?
+                node_reboot::enqueue_reboot(&mut tx, &params, action.id, &p.tenant).await?
             }
         };
         queued.or_locked("cluster", cluster_id)?;

@@ -18,8 +18,10 @@ use meson_core::parse::{Parser, Warning};
 use meson_core::quota::Resources;
 use meson_core::{ClusterId, Error, NodeId, PoolId, Result};
 use meson_jobs::Workflow;
+use meson_workflows::node_pool_create::NodePoolCreate;
 use meson_workflows::node_pool_delete::NodePoolDelete;
-use meson_workflows::node_pool_scale::{self, NodePoolCreate, NodePoolScale, PoolParams};
+use meson_workflows::node_pool_scale::NodePoolScale;
+use meson_workflows::node_pools::{self, PoolParams};
 
 /// A pool with its nodes.
 pub struct PoolView {
@@ -230,7 +232,7 @@ impl App {
             ],
         );
         meson_db::actions::insert(tx, &action).await?;
-        node_pool_scale::enqueue::<W>(tx, cluster.id, pool, action.id, &p.tenant)
+        node_pools::enqueue::<W>(tx, cluster.id, pool, action.id, &p.tenant)
             .await?
             .or_locked("cluster", cluster.id)?;
         require_control_plane(

@@ -171,7 +171,7 @@ impl App {
         );
         let mut tx = meson_db::begin(&self.pool).await?;
         meson_db::actions::insert(&mut tx, &action).await?;
-        meson_workflows::cluster_credentials::enqueue(&mut tx, id, action.id, &p.tenant)
+        meson_workflows::cluster_rotate_credentials::enqueue(&mut tx, id, action.id, &p.tenant)
             .await?
             .or_locked("cluster", id)?;
         if !meson_db::cluster_upgrades::begin_update(&mut tx, id, None, None).await? {

@@ -118,12 +118,12 @@ impl App {
         meson_db::networks::reserve(&mut tx, network.id, endpoint, "api-endpoint").await?;
         let cp = cluster.spec.control_plane;
         for _ in 0..cp.nodes {
-            meson_workflows::nodes::add_node(&mut tx, &cluster, None, &cp.specs).await?;
+            meson_db::clusters::add_node(&mut tx, &cluster, None, &cp.specs).await?;
         }
         for pool in &pools {
             meson_db::clusters::insert_pool(&mut tx, pool).await?;
             for _ in 0..pool.spec.desired_nodes {
-                meson_workflows::nodes::add_node(&mut tx, &cluster, Some(pool), &pool.spec.specs)
+                meson_db::clusters::add_node(&mut tx, &cluster, Some(pool), &pool.spec.specs)
                     .await?;
             }
         }

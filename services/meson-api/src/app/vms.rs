@@ -92,7 +92,7 @@ impl App {
             .await?;
         meson_db::vms::insert_with_volumes(&mut tx, &vm, &volumes).await?;
         let nics =
-            meson_workflows::provision::attach_new_vm(&mut tx, &p.tenant, id, &req.networks, false)
+            meson_db::networks::attach_networks(&mut tx, &p.tenant, id, &req.networks, false)
                 .await?;
         let attached =
             super::volumes::attach_new_vm(&mut tx, &p.tenant, id, &vm.spec, &targets, &req.volumes)

@@ -6,7 +6,7 @@ use meson_core::{ActionId, TenantId};
 use meson_db::testing::TestDatabase;
 use meson_jobs::testing::{test_worker_config, wait_final};
 use meson_jobs::{
-    EnqueueOpts, Enqueued, StepCtx, StepError, StepResult, Worker, WorkerConfig, Workflow,
+    EnqueueOpts, Enqueued, Step, StepCtx, StepError, StepResult, Worker, WorkerConfig, Workflow,
     to_output,
 };
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
@@ -55,25 +55,30 @@ impl Drop for InFlight<'_> {
 
 struct Toy(Arc<Behaviour>);
 
+meson_jobs::steps! {
+    enum ToyStep {
+        A = "a",
+        B = "b",
+        Fan = "fan",
+    }
+}
+
 impl Workflow for Toy {
     const KIND: &'static str = "toy";
     type Params = u32;
+    type Step = ToyStep;
 
-    fn steps(&self) -> &'static [&'static str] {
-        &["a", "b", "fan"]
-    }
-
-    async fn run(&self, cx: &StepCtx<'_, u32>, step: &'static str) -> StepResult {
+    async fn run(&self, cx: &StepCtx<'_, u32, ToyStep>, step: ToyStep) -> StepResult {
         let b = &self.0;
         match step {
-            "a" => {
+            ToyStep::A => {
                 b.log("a");
                 to_output(*cx.params * 2)
             }
-            "b" => {
+            ToyStep::B => {
                 b.log("b");
                 assert_eq!(
-                    cx.output::<u32>("a")?,
+                    cx.output::<u32>(ToyStep::A)?,
                     *cx.params * 2,
                     "outputs of earlier steps are readable"
                 );
@@ -92,7 +97,7 @@ impl Workflow for Toy {
                 }
                 to_output("b done")
             }
-            "fan" => {
+            ToyStep::Fan => {
                 let items = (0..10u32).map(|i| (i.to_string(), i)).collect();
                 let outs: Vec<u32> = cx
                     .fan_out(items, 3, |i| async move {
@@ -108,14 +113,13 @@ impl Workflow for Toy {
                     .await?;
                 to_output(outs.iter().sum::<u32>())
             }
-            _ => unreachable!(),
         }
     }
 
-    async fn undo(&self, cx: &StepCtx<'_, u32>, step: &'static str) -> StepResult<()> {
-        self.0.log(format!("undo {step}"));
-        if step == "fan" {
-            for (k, _) in cx.fan_out_outputs::<u32>("fan") {
+    async fn undo(&self, cx: &StepCtx<'_, u32, ToyStep>, step: ToyStep) -> StepResult<()> {
+        self.0.log(format!("undo {}", step.name()));
+        if step == ToyStep::Fan {
+            for (k, _) in cx.fan_out_outputs::<u32>(ToyStep::Fan) {
                 self.0.log(format!("undo item{k}"));
             }
         }
@@ -218,7 +222,10 @@ async fn a_panicking_step_fails_the_action_instead_of_looping() {
     b.b_panics.store(true, Ordering::SeqCst);
     let a = run(&db, &b, 5).await;
     assert_eq!(a.status, ActionStatus::Error);
-    assert_eq!(a.error.unwrap().code, "service_error");
+    assert_eq!(
+        a.error.unwrap().code,
+        meson_core::Code::ServiceError.as_str()
+    );
     assert_eq!(b.count("b"), 1);
     assert_eq!(b.count("undo a"), 1);
 }

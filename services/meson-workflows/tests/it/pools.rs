@@ -7,13 +7,15 @@
 //! volumes), plus every node it added and kept. A node is there entirely or
 //! not at all.
 
-use crate::workflows::{ClusterCreateScenario, HasWorld, World, harness};
+use crate::clusters::ClusterCreateScenario;
+use crate::world::{HasWorld, World, harness};
 use meson_core::cluster::{ClusterStatus, Node, NodeStatus};
 use meson_core::{ActionId, ClusterId, PoolId, naming};
 use meson_jobs::testing::Scenario;
 use meson_workflows::cluster_create::ClusterCreate;
+use meson_workflows::node_pool_create::NodePoolCreate;
 use meson_workflows::node_pool_delete::NodePoolDelete;
-use meson_workflows::node_pool_scale::{NodePoolCreate, NodePoolScale};
+use meson_workflows::node_pool_scale::NodePoolScale;
 use std::collections::BTreeSet;
 use std::sync::Mutex;
 use std::sync::atomic::Ordering;
@@ -81,7 +83,7 @@ impl Pools {
         let id = if workers == 1 {
             self.c.running_cluster().await
         } else {
-            let mut body = crate::harness::seed_kaas();
+            let mut body = crate::seeds::seed_kaas();
             body["req"]["name"] = format!("c{}", w.names.fetch_add(1, Ordering::SeqCst)).into();
             body["req"]["nodepool"][0]["desired_nodes"] = workers.into();
             body["req"]["nodepool"][0]["min_nodes"] = 1.into();
@@ -265,20 +267,34 @@ async fn node_pool_create_passes_the_workflow_harness() {
     harness(PoolCreateScenario(Pools::new().await)).await;
 }
 
-/// A pool scaled from 1 node to 2.
-struct ScaleUpScenario(Pools);
+/// A pool scaled from `from` nodes to `to` (up or down).
+struct ScaleScenario {
+    pools: Pools,
+    from: u32,
+    to: u32,
+}
 
-impl Scenario for ScaleUpScenario {
+impl ScaleScenario {
+    async fn new(from: u32, to: u32) -> Self {
+        ScaleScenario {
+            pools: Pools::new().await,
+            from,
+            to,
+        }
+    }
+}
+
+impl Scenario for ScaleScenario {
     type W = NodePoolScale;
 
     fn workflow(&self) -> NodePoolScale {
-        NodePoolScale(self.0.w().env.clone())
+        NodePoolScale(self.pools.w().env.clone())
     }
 
     async fn start(&self) -> ActionId {
-        let s = &self.0;
+        let s = &self.pools;
         let w = s.w();
-        let (cluster, pool) = s.running(1).await;
+        let (cluster, pool) = s.running(self.from).await;
         s.remember(cluster, Some(pool)).await;
         let c = w
             .app
@@ -286,91 +302,59 @@ impl Scenario for ScaleUpScenario {
                 &w.who,
                 cluster,
                 pool,
-                &serde_json::json!({"desired_nodes": 2}),
+                &serde_json::json!({"desired_nodes": self.to}),
             )
             .await
             .expect("scale accepted");
         c.action.expect("an action").id
     }
 
+    /// Scaled down, the newest nodes went and the oldest stays.
     async fn assert_done(&self, _action: ActionId) {
-        self.0.assert_running(2).await;
+        let live = self.pools.assert_running(self.to as usize).await;
+        if self.to < self.from {
+            let before = self.pools.before().nodes;
+            let oldest = before.iter().min_by_key(|n| (n.created, n.id)).unwrap();
+            assert_eq!(live[0].id, oldest.id);
+        }
     }
 
-    /// The nodes the scale added are gone; the first one is untouched.
+    /// Up: the nodes the scale added are gone, the first ones untouched.
+    /// Down: removing is forward-only, so each node is there entirely or
+    /// not at all.
     async fn assert_clean(&self, _action: ActionId) {
-        let live = self.0.accounted().await;
-        let before: Vec<_> = self.0.before().nodes.iter().map(|n| n.id).collect();
-        assert_eq!(live.iter().map(|n| n.id).collect::<Vec<_>>(), before);
-        assert_eq!(live[0].status, NodeStatus::Ready);
-        self.0.assert_error().await;
+        let live = self.pools.accounted().await;
+        if self.to > self.from {
+            let before: Vec<_> = self.pools.before().nodes.iter().map(|n| n.id).collect();
+            assert_eq!(live.iter().map(|n| n.id).collect::<Vec<_>>(), before);
+            assert!(
+                live.iter().all(|n| n.status == NodeStatus::Ready),
+                "{live:?}"
+            );
+        } else {
+            assert!(
+                (self.to..=self.from).contains(&(live.len() as u32)),
+                "{live:?}"
+            );
+        }
+        self.pools.assert_error().await;
     }
 }
 
-impl HasWorld for ScaleUpScenario {
+impl HasWorld for ScaleScenario {
     fn world(&self) -> &World {
-        self.0.w()
+        self.pools.w()
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn node_pool_scale_up_passes_the_workflow_harness() {
-    harness(ScaleUpScenario(Pools::new().await)).await;
-}
-
-/// A pool scaled from 2 nodes to 1.
-struct ScaleDownScenario(Pools);
-
-impl Scenario for ScaleDownScenario {
-    type W = NodePoolScale;
-
-    fn workflow(&self) -> NodePoolScale {
-        NodePoolScale(self.0.w().env.clone())
-    }
-
-    async fn start(&self) -> ActionId {
-        let s = &self.0;
-        let w = s.w();
-        let (cluster, pool) = s.running(2).await;
-        s.remember(cluster, Some(pool)).await;
-        let c = w
-            .app
-            .pool_update(
-                &w.who,
-                cluster,
-                pool,
-                &serde_json::json!({"desired_nodes": 1}),
-            )
-            .await
-            .expect("scale accepted");
-        c.action.expect("an action").id
-    }
-
-    /// The newest node went; the oldest stays.
-    async fn assert_done(&self, _action: ActionId) {
-        let live = self.0.assert_running(1).await;
-        let before = self.0.before().nodes;
-        let oldest = before.iter().min_by_key(|n| (n.created, n.id)).unwrap();
-        assert_eq!(live[0].id, oldest.id);
-    }
-
-    /// Removing is forward-only: each node is there entirely or not at all.
-    async fn assert_clean(&self, _action: ActionId) {
-        let live = self.0.accounted().await;
-        assert!((1..=2).contains(&live.len()), "{live:?}");
-        self.0.assert_error().await;
-    }
-}
-
-impl HasWorld for ScaleDownScenario {
-    fn world(&self) -> &World {
-        self.0.w()
-    }
+    harness(ScaleScenario::new(1, 2).await).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn node_pool_scale_down_passes_the_workflow_harness() {
-    harness(ScaleDownScenario(Pools::new().await)).await;
+    harness(ScaleScenario::new(2, 1).await).await;
 }
 
 /// A second pool of one node, then its delete.

@@ -5,35 +5,15 @@
 //! as many nodes as before, each with exactly its VM on AtomOS, and
 //! nothing of a removed node or a replacement taken back is left there.
 
-use crate::workflows::{ClusterCreateScenario, HasWorld, World, harness};
-use meson_core::cluster::{ClusterStatus, Node, NodeRole, NodeStatus};
+use crate::clusters::ClusterCreateScenario;
+use crate::world::{HasWorld, World, harness};
+use meson_core::cluster::{Cluster, ClusterStatus, Node, NodeRole, NodeStatus};
 use meson_core::{ActionId, ClusterId};
 use meson_jobs::testing::Scenario;
-use meson_workflows::cluster_credentials::ClusterRotateCredentials;
+use meson_workflows::cluster_rotate_credentials::ClusterRotateCredentials;
 use meson_workflows::cluster_upgrade::ClusterUpgrade;
 use std::collections::HashMap;
 use std::sync::Mutex;
-
-/// (VMs, volumes) of this cluster's nodes on every simulated host.
-fn cluster_on_atomos(w: &World, cluster: ClusterId) -> (usize, usize) {
-    let prefix = format!("k{}", &cluster.0.simple().to_string()[..12]);
-    let mut out = (0, 0);
-    for h in w.sim.hosts() {
-        let i = h.inventory();
-        let vms: Vec<_> = i
-            .vms
-            .iter()
-            .filter(|v| v.name.starts_with(&prefix))
-            .collect();
-        out.0 += vms.len();
-        out.1 += i
-            .volumes
-            .iter()
-            .filter(|v| vms.iter().any(|vm| vm.volume_ids.contains(&v.id)))
-            .count();
-    }
-    out
-}
 
 /// (VM, volumes) of one node on every simulated host.
 fn node_on_atomos(w: &World, node: &Node) -> (usize, usize) {
@@ -98,6 +78,18 @@ impl Rolled {
     /// Every live node ready with exactly its VM and two volumes on AtomOS,
     /// as many as before, nothing else of the cluster there, and every
     /// node that left gone from AtomOS too.
+    /// After a success: the cluster is `running`, its nodes accounted for.
+    /// Returns it, its nodes before and its nodes now.
+    async fn assert_running_again(&self, action: ActionId) -> (Cluster, Vec<Node>, Vec<Node>) {
+        let (id, before) = self.before(action);
+        let c = meson_db::clusters::get_any(&self.w().db.pool, id)
+            .await
+            .unwrap();
+        assert_eq!(c.status, ClusterStatus::Running);
+        let now = self.assert_accounted(id, &before).await;
+        (c, before, now)
+    }
+
     async fn assert_accounted(&self, cluster: ClusterId, before: &[Node]) -> Vec<Node> {
         let w = self.w();
         let now = meson_db::clusters::nodes(&w.db.pool, cluster)
@@ -119,7 +111,7 @@ impl Rolled {
             }
         }
         assert_eq!(
-            cluster_on_atomos(w, cluster),
+            w.cluster_on_atomos(cluster),
             (now.len(), 2 * now.len()),
             "no VM or volume beyond the live nodes'"
         );
@@ -167,12 +159,8 @@ impl Scenario for UpgradeScenario {
     }
 
     async fn assert_done(&self, action: ActionId) {
-        let w = self.0.w();
-        let (id, before) = self.0.before(action);
-        let c = meson_db::clusters::get_any(&w.db.pool, id).await.unwrap();
-        assert_eq!(c.status, ClusterStatus::Running);
+        let (c, before, now) = self.0.assert_running_again(action).await;
         assert_eq!(c.kubernetes_version, "1.29.8");
-        let now = self.0.assert_accounted(id, &before).await;
         for n in &now {
             assert_eq!(n.kubernetes_version, "1.29.8", "{n:?}");
             assert!(
@@ -231,10 +219,8 @@ impl Scenario for RotateScenario {
 
     async fn assert_done(&self, action: ActionId) {
         let w = self.0.w();
-        let (id, before) = self.0.before(action);
-        let c = meson_db::clusters::get_any(&w.db.pool, id).await.unwrap();
-        assert_eq!(c.status, ClusterStatus::Running);
-        let now = self.0.assert_accounted(id, &before).await;
+        let (c, before, now) = self.0.assert_running_again(action).await;
+        let id = c.id;
         // The control-plane node is new; the worker is the same.
         for (b, n) in before.iter().zip(&now) {
             assert_eq!(b.role, n.role);

@@ -32,15 +32,20 @@ use crate::nodes;
 use crate::rolling::{self, Mode};
 use meson_core::action::ActionFailure;
 use meson_core::cluster::{Cluster, ClusterStatus, NodeRole};
+
+meson_jobs::steps! {
+    pub enum RotateCredentialsStep {
+        Stage = "stage",
+        ControlPlane = "control_plane",
+        Finish = "finish",
+    }
+}
 use meson_core::{ActionId, ClusterId, NodeId, TenantId};
 use meson_jobs::{Enqueued, StepCtx, StepError, StepResult, Workflow, to_output};
 use meson_kaas::ClusterSecrets;
 use std::sync::Arc;
 
 pub struct ClusterRotateCredentials(pub Arc<Env>);
-
-/// Step names are persisted: never rename one.
-const STEPS: &[&str] = &["stage", "control_plane", "finish"];
 
 pub async fn enqueue(
     tx: &mut meson_db::Tx<'_>,
@@ -52,7 +57,7 @@ pub async fn enqueue(
 }
 
 fn kaas_error(e: meson_kaas::KaasError) -> StepError {
-    StepError::fatal("service_error", format!("cluster secrets: {e}"))
+    StepError::internal(format!("cluster secrets: {e}"))
 }
 
 /// Opens the cluster's secrets, applies `change`, and stores them again
@@ -75,16 +80,17 @@ async fn update_secrets(
 impl Workflow for ClusterRotateCredentials {
     const KIND: &'static str = "cluster_rotate_credentials";
     type Params = Params;
+    type Step = RotateCredentialsStep;
 
-    fn steps(&self) -> &'static [&'static str] {
-        STEPS
-    }
-
-    async fn run(&self, cx: &StepCtx<'_, Params>, step: &'static str) -> StepResult {
+    async fn run(
+        &self,
+        cx: &StepCtx<'_, Params, RotateCredentialsStep>,
+        step: RotateCredentialsStep,
+    ) -> StepResult {
         let env = &self.0;
         let cluster = meson_db::clusters::get_any(&env.pool, cx.params.cluster_id).await?;
         match step {
-            "stage" => {
+            RotateCredentialsStep::Stage => {
                 let began = update_secrets(env, &cluster, |s| {
                     s.begin_rotation(&cluster.name).map_err(kaas_error)
                 })
@@ -99,8 +105,8 @@ impl Workflow for ClusterRotateCredentials {
                     .collect();
                 to_output(cps)
             }
-            "control_plane" => {
-                let cps: Vec<NodeId> = cx.output("stage")?;
+            RotateCredentialsStep::ControlPlane => {
+                let cps: Vec<NodeId> = cx.output(RotateCredentialsStep::Stage)?;
                 let items = cps.iter().map(|id| (id.to_string(), *id)).collect();
                 let cluster = &cluster;
                 cx.fan_out(items, 1, |old| async move {
@@ -121,43 +127,36 @@ impl Workflow for ClusterRotateCredentials {
                 .await?;
                 to_output(())
             }
-            "finish" => {
+            RotateCredentialsStep::Finish => {
                 update_secrets(env, &cluster, |s| Ok(s.finish_rotation())).await?;
                 meson_db::clusters::set_status(&env.pool, cluster.id, ClusterStatus::Running, None)
                     .await?;
                 tracing::info!(cluster = %cluster.id, "credentials rotated");
                 to_output(())
             }
-            other => Err(StepError::fatal(
-                "service_error",
-                format!("unknown step {other}"),
-            )),
         }
     }
 
-    async fn undo(&self, cx: &StepCtx<'_, Params>, step: &'static str) -> StepResult<()> {
-        if step != "control_plane" {
-            return Ok(());
+    async fn undo(
+        &self,
+        cx: &StepCtx<'_, Params, RotateCredentialsStep>,
+        step: RotateCredentialsStep,
+    ) -> StepResult<()> {
+        match step {
+            RotateCredentialsStep::ControlPlane => {
+                rolling::undo_half_made(
+                    &self.0,
+                    cx.params.cluster_id,
+                    "the credentials rotation stopped before this node came up; replace it",
+                )
+                .await
+            }
+            RotateCredentialsStep::Stage | RotateCredentialsStep::Finish => Ok(()),
         }
-        let env = &self.0;
-        let cluster =
-            meson_db::clusters::get_including_deleted(&env.pool, cx.params.cluster_id).await?;
-        rolling::undo_half_made(
-            env,
-            &cluster,
-            "the credentials rotation stopped before this node came up; replace it",
-        )
-        .await
     }
 
     async fn on_failed(&self, params: &Params, failure: &ActionFailure) -> StepResult<()> {
-        meson_db::clusters::set_status(
-            &self.0.pool,
-            params.cluster_id,
-            ClusterStatus::Error,
-            Some(&format!("credentials rotation failed: {}", failure.message)),
-        )
-        .await?;
-        Ok(())
+        let reason = format!("credentials rotation failed: {}", failure.message);
+        crate::cluster_failed(&self.0, params.cluster_id, &reason).await
     }
 }

@@ -1,14 +1,16 @@
 //! The generic workflow harness (meson_jobs::testing) run against the node
 //! replace and reboot workflows, on a small running cluster per run.
 
-use crate::workflows::{ClusterCreateScenario, HasWorld, World, harness};
+use crate::clusters::ClusterCreateScenario;
+use crate::world::{HasWorld, World, harness};
 use meson_api::app::NodeAction;
 use meson_core::action::ResourceType;
 use meson_core::cluster::{Node, NodeRole, NodeStatus};
 use meson_core::vm::VmStatus;
 use meson_core::{ActionId, ClusterId, NodeId};
 use meson_jobs::testing::Scenario;
-use meson_workflows::node_ops::{NodeReboot, NodeReplace};
+use meson_workflows::node_reboot::NodeReboot;
+use meson_workflows::node_replace::NodeReplace;
 use std::sync::Mutex;
 
 /// Every VM and volume on every simulated host.
@@ -112,7 +114,7 @@ impl NodeScenario {
         for n in &nodes {
             assert_eq!(n.status, NodeStatus::Ready, "{n:?}");
             assert_eq!(n.error_message, None, "{n:?}");
-            let vm = meson_db::vms::get_any(&w.db.pool, n.vm).await.unwrap();
+            let vm = w.vm(n.vm).await;
             assert_eq!(vm.status, VmStatus::Running, "{vm:?}");
             assert_eq!(on_atomos(w, &vm), (1, 2), "node {}", n.name);
         }

@@ -1,8 +1,7 @@
 //! The workflow harness (meson_jobs::testing) run against the standalone
 //! volume workflows, and the VM workflows with a standalone volume attached.
 
-use crate::harness::seed_vm;
-use crate::workflows::{HasWorld, World, harness};
+use crate::world::{HasWorld, World, harness};
 use meson_core::action::ResourceType;
 use meson_core::vm::VmStatus;
 use meson_core::volume::VolumeStatus;
@@ -40,16 +39,8 @@ impl World {
 
     /// Accepts a VM create attaching `volume`.
     async fn vm_request_attaching(&self, volume: VolumeId) -> (VmId, ActionId) {
-        let mut body = seed_vm();
-        body["specs"]["vm_name"] =
-            format!("a-{}", self.names.fetch_add(1, Ordering::SeqCst)).into();
-        body["volumes"] = serde_json::json!([volume.to_string()]);
-        let c = self
-            .app
-            .vm_create(&self.who, &body)
+        self.create_request_with("a", "volumes", volume.to_string())
             .await
-            .expect("create accepted");
-        (c.vm.id, c.action.id)
     }
 
     async fn resources_of(&self, action: ActionId, kind: ResourceType) -> Vec<uuid::Uuid> {
@@ -255,7 +246,7 @@ impl Scenario for AttachScenario {
         let w = &self.0;
         let vm = w.vm_named(action).await;
         let volume = w.volume_of(action).await;
-        let v = meson_db::vms::get_any(&w.db.pool, vm).await.unwrap();
+        let v = w.vm(vm).await;
         assert_eq!(v.status, VmStatus::Running);
         let vol = meson_db::volumes::get_including_deleted(&w.db.pool, volume)
             .await
@@ -284,7 +275,7 @@ impl Scenario for AttachScenario {
     async fn assert_clean(&self, action: ActionId) {
         let w = &self.0;
         let vm = w.vm_named(action).await;
-        let v = meson_db::vms::get_any(&w.db.pool, vm).await.unwrap();
+        let v = w.vm(vm).await;
         assert_eq!(v.status, VmStatus::Error);
         assert!(v.placement.is_none());
         assert_eq!(w.on_atomos(vm), (0, 0), "leaked on AtomOS");

@@ -1,0 +1,14 @@
+//! The generic workflow harness (`meson_jobs::testing`) run against every
+//! workflow, with the AtomOS simulator: every step twice, a fault before and
+//! after every step, every undo twice, a worker killed before every step.
+
+mod clusters;
+mod networks;
+mod nodes;
+mod pools;
+#[path = "../../../../tests/e2e/seeds.rs"]
+mod seeds;
+mod upgrades;
+mod vms;
+mod volumes;
+mod world;

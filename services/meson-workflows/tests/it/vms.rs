@@ -1,0 +1,217 @@
+//! The generic workflow harness (meson_jobs::testing) run against the VM
+//! create, delete and power workflows, with the simulator as AtomOS.
+
+use crate::world::{HasWorld, World, harness};
+use meson_core::vm::VmStatus;
+use meson_core::{ActionId, VmId};
+use meson_jobs::testing::Scenario;
+use meson_workflows::vm_create::VmCreate;
+use meson_workflows::vm_delete::VmDelete;
+
+struct CreateScenario(World);
+
+impl Scenario for CreateScenario {
+    type W = VmCreate;
+
+    fn workflow(&self) -> VmCreate {
+        VmCreate(self.0.env.clone())
+    }
+
+    async fn start(&self) -> ActionId {
+        self.0.create_request().await.1
+    }
+
+    async fn assert_done(&self, action: ActionId) {
+        let vm = self.0.vm_of(action).await;
+        self.0.assert_running(vm).await;
+        let reserved = meson_db::reservations::pending(&self.0.db.pool, VmId::new())
+            .await
+            .unwrap();
+        assert!(
+            reserved.is_empty(),
+            "a registered VM reserves nothing: {reserved:?}"
+        );
+    }
+
+    async fn assert_clean(&self, action: ActionId) {
+        let w = &self.0;
+        let vm = w.vm_of(action).await;
+        let v = w.vm(vm).await;
+        assert_eq!(v.status, VmStatus::Error);
+        assert!(v.placement.is_none(), "placement undone");
+        let reserved = meson_db::reservations::pending(&w.db.pool, VmId::new())
+            .await
+            .unwrap();
+        assert!(reserved.is_empty(), "reservation released: {reserved:?}");
+        assert!(v.ipv4.is_none() && v.atomos_id.is_none());
+        let vols = meson_db::volumes::list_for_vms(&w.db.pool, &[vm])
+            .await
+            .unwrap();
+        assert!(
+            vols.iter().all(|x| x.atomos_id.is_none()),
+            "no volume row points at AtomOS: {vols:?}"
+        );
+        w.assert_gone_from_atomos(vm).await;
+        let jobs = meson_db::jobs::for_action(&w.db.pool, action)
+            .await
+            .unwrap();
+        assert!(jobs.iter().all(|j| j.state == "failed"), "{jobs:?}");
+    }
+}
+
+struct DeleteScenario(World);
+
+impl Scenario for DeleteScenario {
+    type W = VmDelete;
+
+    fn workflow(&self) -> VmDelete {
+        VmDelete(self.0.env.clone())
+    }
+
+    /// A running VM, then its delete request.
+    async fn start(&self) -> ActionId {
+        let w = &self.0;
+        let (vm, create) = w.create_request().await;
+        let a = w.run_plain(VmCreate(w.env.clone()), create).await;
+        assert_eq!(a.error, None);
+        w.app
+            .vm_delete(&w.who, vm)
+            .await
+            .expect("delete accepted")
+            .id
+    }
+
+    async fn assert_done(&self, action: ActionId) {
+        let w = &self.0;
+        let vm = w.vm_of(action).await;
+        assert!(
+            meson_db::vms::get_any(&w.db.pool, vm).await.is_err(),
+            "the VM is gone"
+        );
+        assert_eq!(w.on_atomos(vm), (0, 0));
+    }
+
+    /// A delete that failed leaves the VM in `error`; deleting again cleans up.
+    async fn assert_clean(&self, action: ActionId) {
+        let w = &self.0;
+        let vm = w.vm_of(action).await;
+        if meson_db::vms::get_any(&w.db.pool, vm).await.is_ok() {
+            let again = w
+                .app
+                .vm_delete(&w.who, vm)
+                .await
+                .expect("delete accepted again");
+            let a = w.run_plain(VmDelete(w.env.clone()), again.id).await;
+            assert_eq!(a.error, None);
+        }
+        assert!(meson_db::vms::get_any(&w.db.pool, vm).await.is_err());
+        assert_eq!(w.on_atomos(vm), (0, 0), "nothing left on AtomOS");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vm_create_passes_the_workflow_harness() {
+    harness(CreateScenario(World::new().await)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vm_delete_passes_the_workflow_harness() {
+    harness(DeleteScenario(World::new().await)).await;
+}
+
+/// Power off (or reboot) a running VM.
+struct PowerScenario<O>(World, std::marker::PhantomData<O>);
+
+impl<O: meson_workflows::vm_power::PowerOp> Scenario for PowerScenario<O> {
+    type W = meson_workflows::vm_power::VmPower<O>;
+
+    fn workflow(&self) -> Self::W {
+        meson_workflows::vm_power::VmPower::new(self.0.env.clone())
+    }
+
+    async fn start(&self) -> ActionId {
+        let w = &self.0;
+        let (vm, create) = w.create_request().await;
+        assert_eq!(
+            w.run_plain(VmCreate(w.env.clone()), create).await.error,
+            None
+        );
+        let op = if O::KIND == "vm_poweroff" {
+            meson_api::app::PowerAction::Off
+        } else {
+            meson_api::app::PowerAction::Reboot
+        };
+        w.app
+            .vm_power(&w.who, vm, op)
+            .await
+            .expect("power action accepted")
+            .id
+    }
+
+    async fn assert_done(&self, action: ActionId) {
+        let w = &self.0;
+        let vm = w.vm_of(action).await;
+        let v = w.vm(vm).await;
+        let want = if O::KIND == "vm_poweroff" {
+            VmStatus::Off
+        } else {
+            VmStatus::Running
+        };
+        assert_eq!(v.status, want);
+        assert_eq!(
+            w.on_atomos(vm),
+            (1, 3),
+            "power actions create and destroy nothing"
+        );
+    }
+
+    /// A failed power action leaves the VM in the state AtomOS reports, not
+    /// stuck in `stopping`/`starting`, and everything it owns in place.
+    async fn assert_clean(&self, action: ActionId) {
+        let w = &self.0;
+        let vm = w.vm_of(action).await;
+        let v = w.vm(vm).await;
+        assert!(
+            matches!(v.status, VmStatus::Running | VmStatus::Off),
+            "{:?}",
+            v.status
+        );
+        assert_eq!(w.on_atomos(vm), (1, 3));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vm_poweroff_passes_the_workflow_harness() {
+    harness(PowerScenario::<meson_workflows::vm_power::PowerOff>(
+        World::new().await,
+        std::marker::PhantomData,
+    ))
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vm_reboot_passes_the_workflow_harness() {
+    harness(PowerScenario::<meson_workflows::vm_power::Reboot>(
+        World::new().await,
+        std::marker::PhantomData,
+    ))
+    .await;
+}
+
+impl HasWorld for CreateScenario {
+    fn world(&self) -> &World {
+        &self.0
+    }
+}
+
+impl HasWorld for DeleteScenario {
+    fn world(&self) -> &World {
+        &self.0
+    }
+}
+
+impl<O> HasWorld for PowerScenario<O> {
+    fn world(&self) -> &World {
+        &self.0
+    }
+}
