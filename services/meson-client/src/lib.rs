@@ -31,6 +31,7 @@ use meson_types::pool::NodePoolUpdateRequest;
 use meson_types::quote::QuoteRequest;
 use meson_types::requests::VmCreateRequest;
 use meson_types::upgrade::ClusterUpgradeRequest;
+use meson_types::vm::PowerCommand;
 use meson_types::volume::{VolumeCreateRequest, VolumeUpdateRequest};
 use reqwest::{Method, StatusCode};
 use serde::Serialize;
@@ -306,8 +307,8 @@ impl Client {
         Ok(r.action)
     }
 
-    /// `poweron`, `poweroff` or `reboot`.
-    pub async fn vm_power(&self, id: Uuid, command: &str) -> Result<wire::Action> {
+    /// Powers a VM on or off, or reboots it.
+    pub async fn vm_power(&self, id: Uuid, command: PowerCommand) -> Result<wire::Action> {
         let r: wire::ActionResponse = self
             .call(
                 Method::POST,

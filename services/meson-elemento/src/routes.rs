@@ -17,6 +17,7 @@ use axum::{Json, Router};
 use meson_types::kaas::KaasCreateRequest;
 use meson_types::network::NetworkCreateRequest;
 use meson_types::requests::VmCreateRequest;
+use meson_types::vm::PowerCommand;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
@@ -383,7 +384,7 @@ async fn unregister(a: Authed, Body(b): Body) -> DResult<Json<Value>> {
     Ok(Json(json!({"uniqueID": id, "action_id": action.id})))
 }
 
-async fn power(a: Authed, b: Value, command: &str) -> DResult<Json<Value>> {
+async fn power(a: Authed, b: Value, command: PowerCommand) -> DResult<Json<Value>> {
     let id = id_field(&b, &["local_index", "vm_uid"])?;
     let action = a.meson.vm_power(id, command).await.map_err(Detail::meson)?;
     Ok(Json(json!({"uniqueID": id, "action_id": action.id})))
@@ -404,15 +405,15 @@ fn compute_routes() -> Router<AppState> {
         .route(&format!("{b}/unregister"), post(unregister))
         .route(
             &format!("{b}/start"),
-            post(|a: Authed, Body(b): Body| power(a, b, "poweron")),
+            post(|a: Authed, Body(b): Body| power(a, b, PowerCommand::Poweron)),
         )
         .route(
             &format!("{b}/stop"),
-            post(|a: Authed, Body(b): Body| power(a, b, "poweroff")),
+            post(|a: Authed, Body(b): Body| power(a, b, PowerCommand::Poweroff)),
         )
         .route(
             &format!("{b}/reboot"),
-            post(|a: Authed, Body(b): Body| power(a, b, "reboot")),
+            post(|a: Authed, Body(b): Body| power(a, b, PowerCommand::Reboot)),
         )
 }
 

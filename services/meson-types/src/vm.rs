@@ -59,6 +59,42 @@ pub enum VmStatus {
     Error,
 }
 
+/// What `POST /v1/vms/{id}/actions/{command}` (and gRPC `PowerVm`) does to
+/// a VM.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum PowerCommand {
+    /// Start a VM that is `off`.
+    Poweron,
+    /// Stop a VM that is `running`.
+    Poweroff,
+    /// Restart a VM that is `running`.
+    Reboot,
+}
+
+impl PowerCommand {
+    pub const ALL: [PowerCommand; 3] = [Self::Poweron, Self::Poweroff, Self::Reboot];
+
+    /// The command as the URL and gRPC write it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Poweron => "poweron",
+            Self::Poweroff => "poweroff",
+            Self::Reboot => "reboot",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|c| c.as_str() == s)
+    }
+}
+
+impl std::fmt::Display for PowerCommand {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// The normalized request: units fixed, quirks resolved, defaults applied.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct VmSpecs {
@@ -142,4 +178,18 @@ pub struct VmUpdateResponse {
 pub struct VmList {
     pub vms: Vec<Vm>,
     pub meta: Meta,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PowerCommand;
+
+    #[test]
+    fn a_power_command_is_written_alike_in_urls_and_json() {
+        for c in PowerCommand::ALL {
+            assert_eq!(PowerCommand::parse(c.as_str()), Some(c));
+            assert_eq!(serde_json::to_value(c).unwrap(), c.as_str());
+        }
+        assert_eq!(PowerCommand::parse("shutdown"), None);
+    }
 }

@@ -21,6 +21,7 @@ use meson_types::pool::NodePoolUpdateRequest;
 use meson_types::quote::QuoteRequest;
 use meson_types::requests::VmCreateRequest;
 use meson_types::upgrade::ClusterUpgradeRequest;
+use meson_types::vm::PowerCommand;
 use serde_json::Value;
 use std::io::{Read, Write};
 use std::path::Path;
@@ -392,13 +393,13 @@ impl Ctx {
                 let action = self.client.vm_delete(id).await?;
                 self.finish_action(action, wait).await
             }
-            VmCommand::Poweron { vm, wait } => self.power(&vm, "poweron", wait).await,
-            VmCommand::Poweroff { vm, wait } => self.power(&vm, "poweroff", wait).await,
-            VmCommand::Reboot { vm, wait } => self.power(&vm, "reboot", wait).await,
+            VmCommand::Poweron { vm, wait } => self.power(&vm, PowerCommand::Poweron, wait).await,
+            VmCommand::Poweroff { vm, wait } => self.power(&vm, PowerCommand::Poweroff, wait).await,
+            VmCommand::Reboot { vm, wait } => self.power(&vm, PowerCommand::Reboot, wait).await,
         }
     }
 
-    async fn power(&self, vm: &str, command: &str, wait: WaitArgs) -> Result<()> {
+    async fn power(&self, vm: &str, command: PowerCommand, wait: WaitArgs) -> Result<()> {
         let id = self.vm_id(vm).await?;
         let action = self.client.vm_power(id, command).await?;
         self.finish_action(action, wait).await

@@ -33,7 +33,7 @@ pub use clusters::{ClusterCreated, ClusterView};
 pub use list::{ActionQuery, ListQuery, Page, VolumeQuery};
 pub use quotas::{QuotaView, parse_tenant};
 pub use quotes::{KaasQuotes, Quotes, VmQuotes};
-pub use vms::{PowerAction, VmCreated, VmPage, VmParts};
+pub use vms::{VmCreated, VmPage, VmParts};
 pub use volumes::VolumeCreated;
 
 #[derive(Clone)]

@@ -11,27 +11,9 @@ use meson_core::quota::Resources;
 use meson_core::vm::{Vm, VmCreate, VmStatus};
 use meson_core::volume::Volume;
 use meson_core::{Error, Result, VmId};
+use meson_types::vm::PowerCommand;
 use meson_workflows::vm_power::{PowerOff, PowerOn, Reboot};
 use meson_workflows::{vm_create, vm_delete, vm_power};
-
-/// `POST /v1/vms/{id}/actions/{poweron|poweroff|reboot}`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PowerAction {
-    On,
-    Off,
-    Reboot,
-}
-
-impl PowerAction {
-    pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "poweron" => Some(Self::On),
-            "poweroff" => Some(Self::Off),
-            "reboot" => Some(Self::Reboot),
-            _ => None,
-        }
-    }
-}
 
 /// What a VM view shows besides the VM row: its volumes and NICs (for one
 /// VM, or for every VM of a page).
@@ -154,24 +136,24 @@ impl App {
 
     /// Starts a power action on a running or stopped VM; `locked` while
     /// another action runs on it, `conflict` while it is not placed or failed.
-    pub async fn vm_power(&self, p: &Principal, id: VmId, op: PowerAction) -> Result<Action> {
+    pub async fn vm_power(&self, p: &Principal, id: VmId, op: PowerCommand) -> Result<Action> {
         let vm = meson_db::vms::get(&self.pool, &p.tenant, id).await?;
         let command = match op {
-            PowerAction::On => Command::StartVm,
-            PowerAction::Off => Command::StopVm,
-            PowerAction::Reboot => Command::RebootVm,
+            PowerCommand::Poweron => Command::StartVm,
+            PowerCommand::Poweroff => Command::StopVm,
+            PowerCommand::Reboot => Command::RebootVm,
         };
         let action = new_action(p, command, vec![(ResourceType::Vm, vm.id.0)]);
         let mut tx = meson_db::begin(&self.pool).await?;
         meson_db::actions::insert(&mut tx, &action).await?;
         let queued = match op {
-            PowerAction::On => {
+            PowerCommand::Poweron => {
                 vm_power::enqueue::<PowerOn>(&mut tx, id, action.id, &p.tenant).await?
             }
-            PowerAction::Off => {
+            PowerCommand::Poweroff => {
                 vm_power::enqueue::<PowerOff>(&mut tx, id, action.id, &p.tenant).await?
             }
-            PowerAction::Reboot => {
+            PowerCommand::Reboot => {
                 vm_power::enqueue::<Reboot>(&mut tx, id, action.id, &p.tenant).await?
             }
         };

@@ -95,7 +95,7 @@ impl pb::vm_service_server::VmService for Svc {
             let vm_id = id("id", &req.get_ref().id)?;
             note_resource(req, "vm", vm_id);
             let command = &req.get_ref().command;
-            let op = crate::app::PowerAction::parse(command)
+            let op = meson_types::vm::PowerCommand::parse(command)
                 .ok_or_else(|| Error::invalid("command", "must be poweron, poweroff or reboot"))?;
             self.0.app.vm_power(&p, vm_id, op).await
         })

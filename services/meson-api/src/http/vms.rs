@@ -215,7 +215,7 @@ async fn delete(
         placed and `running` or `off`.",
     params(
         ("id" = uuid::Uuid, Path, description = "The VM's id."),
-        ("command" = inline(PowerCommand), Path, description = "What to do."),
+        ("command" = inline(meson_types::vm::PowerCommand), Path, description = "What to do."),
     ),
     responses(
         (status = 201, description = "Accepted: the action.", body = wire::ActionResponse,
@@ -238,7 +238,7 @@ async fn power(
     p: Principal,
     Path((id, command)): Path<(String, String)>,
 ) -> ApiResult<Response> {
-    let op = crate::app::PowerAction::parse(&command).ok_or_else(|| {
+    let op = meson_types::vm::PowerCommand::parse(&command).ok_or_else(|| {
         crate::error::ApiError(meson_core::Error::NotFound {
             kind: "vm action",
             id: command.clone(),
@@ -246,14 +246,4 @@ async fn power(
     })?;
     let action = s.app.vm_power(&p, parse_id(&id)?, op).await?;
     Ok(super::action_created(&action))
-}
-
-/// The commands of `POST /v1/vms/{id}/actions/{command}` (documentation).
-#[derive(utoipa::ToSchema)]
-#[schema(rename_all = "lowercase")]
-#[allow(dead_code)]
-enum PowerCommand {
-    Poweron,
-    Poweroff,
-    Reboot,
 }

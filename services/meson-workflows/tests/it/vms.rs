@@ -137,9 +137,9 @@ impl<O: meson_workflows::vm_power::PowerOp> Scenario for PowerScenario<O> {
             None
         );
         let op = if O::KIND == "vm_poweroff" {
-            meson_api::app::PowerAction::Off
+            meson_types::vm::PowerCommand::Poweroff
         } else {
-            meson_api::app::PowerAction::Reboot
+            meson_types::vm::PowerCommand::Reboot
         };
         w.app
             .vm_power(&w.who, vm, op)
