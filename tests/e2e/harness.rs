@@ -36,7 +36,7 @@ pub struct Meson {
     pub base: String,
     pub token: String,
     dir: PathBuf,
-    _db: TestDatabase,
+    db: TestDatabase,
 }
 
 pub struct Reply {
@@ -60,6 +60,12 @@ impl Reply {
 }
 
 impl Meson {
+    /// The database behind this meson, for what a test must arrange
+    /// underneath it (a lock held, a row read).
+    pub fn database(&self) -> &meson_db::PgPool {
+        &self.db.pool
+    }
+
     pub async fn start() -> Meson {
         Meson::start_with(|_| {}).await
     }
@@ -125,7 +131,7 @@ impl Meson {
             http: reqwest::Client::new(),
             dev: Some(dev),
             dir,
-            _db: db,
+            db,
         }
     }
 

@@ -83,9 +83,11 @@ async fn the_series_move_as_meson_works() {
         !after.contains(&format!("/v1/vms/{vm}")),
         "an id became a label"
     );
+    // The catch-all bucket: which finite bucket a request lands in depends
+    // on the machine's load.
     moved(
         "meson_http_request_duration_seconds_bucket",
-        &[r#"route="/v1/vms""#, r#"le="0.1""#],
+        &[r#"route="/v1/vms""#, r#"le="+Inf""#],
     );
     moved(
         "meson_grpc_requests_total",

@@ -181,6 +181,15 @@ pub async fn create_database_if_missing(
     Ok(())
 }
 
+/// Holds every VM row out of reach until `tx` ends: a request that reads
+/// VMs waits (for tests of timeouts).
+pub async fn lock_vms(tx: &mut crate::Tx<'_>) -> Result<(), sqlx::Error> {
+    sqlx::query!("lock table vms in access exclusive mode")
+        .execute(&mut **tx)
+        .await
+        .map(|_| ())
+}
+
 #[cfg(test)]
 mod tests {
     use super::with_database;
