@@ -131,21 +131,8 @@ pub struct Client {
 /// The page size of the `*_list_all` calls (meson's largest).
 const LIST_ALL_PAGE: u32 = 50;
 
-/// Which page of a list.
-#[derive(Clone, Copy, Debug)]
-pub struct Page {
-    pub page: u32,
-    pub per_page: u32,
-}
-
-impl Default for Page {
-    fn default() -> Self {
-        Page {
-            page: 1,
-            per_page: 50,
-        }
-    }
-}
+/// Which page of a list (meson's default: the first 25 entries).
+pub use meson_types::Page;
 
 impl Client {
     /// A client of the meson at `base_url` (`http://127.0.0.1:8080`).

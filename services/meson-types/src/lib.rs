@@ -28,5 +28,5 @@ pub mod volume;
 
 pub use action::{Action, ActionError, ActionList, ActionResource, ActionResponse};
 pub use error::{ErrorBody, ErrorCode, ErrorDetails, ErrorResponse};
-pub use meta::{Meta, Pagination, Warning};
+pub use meta::{Meta, Page, Pagination, Warning};
 pub use vm::{Price, Vm, VmCreateResponse, VmList, VmResponse, VmSpecs, VmVolume};

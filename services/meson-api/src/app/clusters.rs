@@ -163,12 +163,10 @@ impl App {
         q: &ListQuery,
     ) -> Result<(Vec<ClusterView>, u64)> {
         let filter = q.filter();
-        let (clusters, total) = q
-            .page
-            .read(|limit, offset| {
-                meson_db::clusters::list(&self.pool, &p.tenant, &filter, limit, offset)
-            })
-            .await?;
+        let (clusters, total) = super::list::read_page(q.page, |limit, offset| {
+            meson_db::clusters::list(&self.pool, &p.tenant, &filter, limit, offset)
+        })
+        .await?;
         let mut conn = meson_db::acquire(&self.pool).await?;
         Ok((cluster_views(&mut conn, clusters).await?, total))
     }

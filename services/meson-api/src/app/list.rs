@@ -19,85 +19,47 @@ use meson_db::actions::{ActionSort, ActionSortField};
 /// the order given.
 pub type Params = [(String, String)];
 
-/// Which page of a list: `page` (from 1) of `per_page` entries.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Page {
-    pub page: u32,
-    pub per_page: u32,
-}
+pub use meson_types::Page;
 
-impl Default for Page {
-    fn default() -> Self {
-        Page {
-            page: 1,
-            per_page: Page::DEFAULT_PER_PAGE,
-        }
-    }
-}
-
-impl Page {
-    pub const DEFAULT_PER_PAGE: u32 = 25;
-    pub const MAX_PER_PAGE: u32 = 50;
-
-    /// `page` and `per_page`; absent ones take their defaults.
-    pub fn parse(params: &Params) -> Result<Page> {
-        let mut page = Page::default();
-        for (k, v) in params {
-            match k.as_str() {
-                "page" => {
-                    page.page =
-                        v.parse().ok().filter(|p| *p >= 1).ok_or_else(|| {
-                            Error::invalid("page", "must be an integer of at least 1")
-                        })?
-                }
-                "per_page" => {
-                    page.per_page = v
-                        .parse()
-                        .ok()
-                        .filter(|p| (1..=Page::MAX_PER_PAGE).contains(p))
-                        .ok_or_else(|| {
-                            Error::invalid(
-                                "per_page",
-                                format!("must be an integer from 1 to {}", Page::MAX_PER_PAGE),
-                            )
-                        })?
-                }
-                _ => {}
+/// `page` and `per_page` from a list call's parameters; absent ones take
+/// their defaults.
+pub fn parse_page(params: &Params) -> Result<Page> {
+    let mut page = Page::default();
+    for (k, v) in params {
+        match k.as_str() {
+            "page" => {
+                page.page = v
+                    .parse()
+                    .ok()
+                    .filter(|p| *p >= 1)
+                    .ok_or_else(|| Error::invalid("page", "must be an integer of at least 1"))?
             }
+            "per_page" => {
+                page.per_page = v
+                    .parse()
+                    .ok()
+                    .filter(|p| (1..=Page::MAX_PER_PAGE).contains(p))
+                    .ok_or_else(|| {
+                        Error::invalid(
+                            "per_page",
+                            format!("must be an integer from 1 to {}", Page::MAX_PER_PAGE),
+                        )
+                    })?
+            }
+            _ => {}
         }
-        Ok(page)
     }
-
-    pub fn offset(&self) -> i64 {
-        i64::from(self.page - 1) * i64::from(self.per_page)
-    }
-
-    pub fn limit(&self) -> i64 {
-        i64::from(self.per_page)
-    }
-
-    /// This page of a meson-db list, which takes a limit and an offset and
-    /// answers the page's items and how many there are in all.
-    pub async fn read<T, F>(self, list: impl FnOnce(i64, i64) -> F) -> Result<(Vec<T>, u64)>
-    where
-        F: std::future::Future<Output = Result<(Vec<T>, i64)>>,
-    {
-        let (items, total) = list(self.limit(), self.offset()).await?;
-        Ok((items, total.max(0) as u64))
-    }
+    Ok(page)
 }
 
-/// `meta.pagination` of `page` in a list of `total` entries.
-pub fn pagination(page: Page, total: u64) -> meson_types::Pagination {
-    let last = total.div_ceil(u64::from(page.per_page)).max(1) as u32;
-    meson_types::Pagination {
-        page: page.page,
-        per_page: page.per_page,
-        previous_page: (page.page > 1).then(|| page.page - 1),
-        next_page: (page.page < last).then(|| page.page + 1),
-        last_page: Some(last),
-        total_entries: Some(total),
-    }
+/// `page` of a meson-db list, which takes a limit and an offset and answers
+/// the page's items and how many there are in all.
+pub async fn read_page<T, F>(page: Page, list: impl FnOnce(i64, i64) -> F) -> Result<(Vec<T>, u64)>
+where
+    F: std::future::Future<Output = Result<(Vec<T>, i64)>>,
+{
+    let (items, total) = list(page.limit(), page.offset()).await?;
+    Ok((items, total.max(0) as u64))
 }
 
 /// A field a resource list sorts by.
@@ -177,7 +139,7 @@ impl ListQuery {
     /// `is_status` says which statuses the resource has.
     pub fn parse(params: &Params, is_status: impl Fn(&str) -> bool) -> Result<ListQuery> {
         let mut q = ListQuery {
-            page: Page::parse(params)?,
+            page: parse_page(params)?,
             ..ListQuery::default()
         };
         for (k, v) in params {
@@ -227,7 +189,7 @@ pub struct VolumeQuery {
 impl VolumeQuery {
     pub fn parse(params: &Params) -> Result<VolumeQuery> {
         let mut q = VolumeQuery {
-            page: Page::parse(params)?,
+            page: parse_page(params)?,
             ..VolumeQuery::default()
         };
         for (k, v) in params {
@@ -336,24 +298,13 @@ mod tests {
 
     #[test]
     fn pages_default_and_are_bounded() {
-        assert_eq!(Page::parse(&[]).unwrap(), Page::default());
-        let p = Page::parse(&params(&[("page", "3"), ("per_page", "50")])).unwrap();
+        assert_eq!(parse_page(&[]).unwrap(), Page::default());
+        let p = parse_page(&params(&[("page", "3"), ("per_page", "50")])).unwrap();
         assert_eq!((p.page, p.per_page, p.offset()), (3, 50, 100));
-        assert_eq!(rejected(Page::parse(&params(&[("page", "0")]))), "page");
+        assert_eq!(rejected(parse_page(&params(&[("page", "0")]))), "page");
         assert_eq!(
-            rejected(Page::parse(&params(&[("per_page", "51")]))),
+            rejected(parse_page(&params(&[("per_page", "51")]))),
             "per_page"
-        );
-        let meta = pagination(
-            Page {
-                page: 2,
-                per_page: 10,
-            },
-            25,
-        );
-        assert_eq!(
-            (meta.previous_page, meta.next_page, meta.last_page),
-            (Some(1), Some(3), Some(3))
         );
     }
 

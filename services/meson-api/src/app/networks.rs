@@ -49,12 +49,10 @@ impl App {
         q: &ListQuery,
     ) -> Result<(Vec<(Network, Vec<VmId>)>, u64)> {
         let filter = q.filter();
-        let (networks, total) = q
-            .page
-            .read(|limit, offset| {
-                meson_db::networks::list(&self.pool, &p.tenant, &filter, limit, offset)
-            })
-            .await?;
+        let (networks, total) = super::list::read_page(q.page, |limit, offset| {
+            meson_db::networks::list(&self.pool, &p.tenant, &filter, limit, offset)
+        })
+        .await?;
         let mut out = Vec::with_capacity(networks.len());
         for n in networks {
             let vms = meson_db::networks::vms_on(&self.pool, n.id).await?;

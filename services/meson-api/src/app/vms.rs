@@ -105,12 +105,10 @@ impl App {
 
     pub async fn vm_list(&self, p: &Principal, q: &ListQuery) -> Result<VmPage> {
         let filter = q.filter();
-        let (vms, total) = q
-            .page
-            .read(|limit, offset| {
-                meson_db::vms::list(&self.pool, &p.tenant, &filter, limit, offset)
-            })
-            .await?;
+        let (vms, total) = super::list::read_page(q.page, |limit, offset| {
+            meson_db::vms::list(&self.pool, &p.tenant, &filter, limit, offset)
+        })
+        .await?;
         let ids: Vec<VmId> = vms.iter().map(|v| v.id).collect();
         Ok(VmPage {
             parts: VmParts::load(&mut *meson_db::acquire(&self.pool).await?, &ids).await?,

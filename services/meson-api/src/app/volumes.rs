@@ -25,11 +25,10 @@ impl App {
     }
 
     pub async fn volume_list(&self, p: &Principal, q: &VolumeQuery) -> Result<(Vec<Volume>, u64)> {
-        q.page
-            .read(|limit, offset| {
-                meson_db::volumes::list(&self.pool, &p.tenant, &q.filter, limit, offset)
-            })
-            .await
+        super::list::read_page(q.page, |limit, offset| {
+            meson_db::volumes::list(&self.pool, &p.tenant, &q.filter, limit, offset)
+        })
+        .await
     }
 
     /// Validates the request and, in one transaction, checks the storage

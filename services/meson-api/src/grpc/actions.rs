@@ -1,7 +1,7 @@
 //! `meson.v1.ActionService`, and every resource's action list.
 
 use super::{Svc, answer, convert, id, principal};
-use crate::app::{ActionQuery, Page};
+use crate::app::{ActionQuery, list};
 use crate::auth::Principal;
 use crate::http::AppState;
 use crate::views;
@@ -33,7 +33,7 @@ pub(super) async fn list_for(
     let mut q = pairs(&[], &r.status, &r.sort);
     convert::page_query(r.page.as_ref(), &mut q);
     let f = ActionQuery::parse(&q)?;
-    let page = Page::parse(&q)?;
+    let page = list::parse_page(&q)?;
     let res = s
         .app
         .action_list_for(p, kind, resource, &f.status, &f.sort, page)

@@ -1,7 +1,7 @@
 //! `/v1/actions`, `/v1/actions/stream` and `/v1/vms/{id}/actions`.
 
 use super::{AppState, pagination, parse_id, query_pairs, stream};
-use crate::app::{ActionQuery, Page};
+use crate::app::{ActionQuery, list};
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::views;
@@ -162,7 +162,7 @@ async fn list_for(
             ),
         )));
     }
-    let page = Page::parse(&pairs)?;
+    let page = list::parse_page(&pairs)?;
     let res = s
         .app
         .action_list_for(p, kind, id, &f.status, &f.sort, page)

@@ -232,7 +232,7 @@ async fn audit_list(
     RawQuery(q): RawQuery,
 ) -> ApiResult<Response> {
     let pairs = query_pairs(q.as_deref())?;
-    let page = crate::app::Page::parse(&pairs)?;
+    let page = crate::app::list::parse_page(&pairs)?;
     let mut f = AuditFilter::default();
     for (k, v) in pairs {
         let time = |v: &str| {

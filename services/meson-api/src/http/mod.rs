@@ -322,7 +322,7 @@ pub fn paged(body: impl serde::Serialize, link: Option<HeaderValue>) -> Response
 /// `meta.pagination` and the `Link` header of `page` in a list of `total`
 /// entries at `path`.
 pub fn pagination(path: &str, page: Page, total: u64) -> (meson_types::Meta, Option<HeaderValue>) {
-    let p = crate::app::list::pagination(page, total);
+    let p = page.pagination(total);
     let link = |n: u32, rel: &str| {
         format!(
             "<{path}?page={n}&per_page={}>; rel=\"{rel}\"",

@@ -39,7 +39,7 @@ pub fn price(p: wire::Price) -> pb::Price {
 
 /// `meta.pagination` of `page` in a list of `total` entries.
 pub fn pagination(page: crate::app::Page, total: u64) -> pb::Pagination {
-    let p = crate::app::list::pagination(page, total);
+    let p = page.pagination(total);
     pb::Pagination {
         page: p.page,
         per_page: p.per_page,
