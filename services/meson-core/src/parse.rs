@@ -234,21 +234,11 @@ impl Parser {
     pub fn bool(&mut self, o: &mut Obj<'_>, key: &'static str) -> Option<bool> {
         let (path, v) = o.get(key);
         let v = v?;
-        let parsed = match v {
-            Value::Bool(b) => Some(*b),
-            Value::String(s) if s.eq_ignore_ascii_case("true") => Some(true),
-            Value::String(s) if s.eq_ignore_ascii_case("false") => Some(false),
-            Value::Number(n) if n.as_u64() == Some(1) => Some(true),
-            Value::Number(n) if n.as_u64() == Some(0) => Some(false),
-            _ => None,
-        };
+        let parsed = meson_types::lenient::boolean(v);
         if parsed.is_none() {
             self.errors.add(
                 path,
-                format!(
-                    "must be a boolean (true/false, \"True\"/\"False\" or 0/1), got {}",
-                    kind(v)
-                ),
+                format!("must be {}, got {}", meson_types::lenient::BOOLEAN, kind(v)),
             );
         }
         parsed

@@ -8,36 +8,40 @@
 use serde::Deserialize;
 use serde::de::{self, Deserializer, Unexpected};
 
-/// A boolean as clients send it, read into `bool`.
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum AnyBool {
-    Bool(bool),
-    Str(String),
-    Num(serde_json::Number),
+/// What a boolean may be written as, for error messages.
+pub const BOOLEAN: &str = "a boolean (true/false, \"True\"/\"False\" or 0/1)";
+
+/// The one rule for booleans as clients send them: a JSON boolean, the
+/// string `"true"`/`"false"` in any case, or 0/1. meson-core's request
+/// reader and the typed requests both apply it.
+pub fn boolean(v: &serde_json::Value) -> Option<bool> {
+    use serde_json::Value;
+    match v {
+        Value::Bool(b) => Some(*b),
+        Value::String(s) if s.eq_ignore_ascii_case("true") => Some(true),
+        Value::String(s) if s.eq_ignore_ascii_case("false") => Some(false),
+        Value::Number(n) if n.as_u64() == Some(1) => Some(true),
+        Value::Number(n) if n.as_u64() == Some(0) => Some(false),
+        _ => None,
+    }
 }
 
-fn to_bool<E: de::Error>(v: AnyBool) -> Result<bool, E> {
-    match v {
-        AnyBool::Bool(b) => Ok(b),
-        AnyBool::Str(s) if s.eq_ignore_ascii_case("true") => Ok(true),
-        AnyBool::Str(s) if s.eq_ignore_ascii_case("false") => Ok(false),
-        AnyBool::Num(n) if n.as_u64() == Some(1) => Ok(true),
-        AnyBool::Num(n) if n.as_u64() == Some(0) => Ok(false),
-        AnyBool::Str(s) => Err(E::invalid_value(
-            Unexpected::Str(&s),
-            &"a boolean (true/false, \"True\"/\"False\" or 0/1)",
-        )),
-        AnyBool::Num(n) => Err(E::invalid_value(
-            Unexpected::Other(&n.to_string()),
-            &"a boolean (true/false, \"True\"/\"False\" or 0/1)",
-        )),
-    }
+fn to_bool<E: de::Error>(v: serde_json::Value) -> Result<bool, E> {
+    boolean(&v).ok_or_else(|| {
+        let got = match &v {
+            serde_json::Value::String(s) => Unexpected::Str(s),
+            _ => Unexpected::Other("another value"),
+        };
+        E::invalid_value(got, &BOOLEAN)
+    })
 }
 
 /// An optional lenient boolean; `null` is absent.
 pub fn opt_bool<'de, D: Deserializer<'de>>(d: D) -> Result<Option<bool>, D::Error> {
-    Option::<AnyBool>::deserialize(d)?.map(to_bool).transpose()
+    match Option::<serde_json::Value>::deserialize(d)? {
+        None | Some(serde_json::Value::Null) => Ok(None),
+        Some(v) => to_bool(v).map(Some),
+    }
 }
 
 /// An integer, also written as an integral float.
