@@ -18,6 +18,7 @@
 //!   offers it, cancellation that names the actions still running, and an
 //!   error that names the action that failed.
 
+pub mod config;
 mod wait;
 
 pub use wait::{OnUpdate, WaitOpts};
@@ -29,7 +30,9 @@ use meson_types::kaas::KaasCreateRequest;
 use meson_types::network::NetworkCreateRequest;
 use meson_types::pool::NodePoolUpdateRequest;
 use meson_types::quote::QuoteRequest;
-use meson_types::requests::VmCreateRequest;
+use meson_types::cluster::ClusterUpdateRequest;
+use meson_types::kaas::NodePoolRequest;
+use meson_types::requests::{VmCreateRequest, VmUpdateRequest};
 use meson_types::upgrade::ClusterUpgradeRequest;
 use meson_types::vm::PowerCommand;
 use meson_types::volume::{VolumeCreateRequest, VolumeUpdateRequest};
@@ -294,6 +297,14 @@ impl Client {
         Ok(r.action)
     }
 
+    /// `PATCH /v1/vms/{id}`: renames and/or relabels a VM.
+    pub async fn vm_update(&self, id: Uuid, req: &VmUpdateRequest) -> Result<wire::Vm> {
+        let r: wire::vm::VmUpdateResponse = self
+            .call(Method::PATCH, &format!("/v1/vms/{id}"), Some(req))
+            .await?;
+        Ok(r.vm)
+    }
+
     /// Powers a VM on or off, or reboots it.
     pub async fn vm_power(&self, id: Uuid, command: PowerCommand) -> Result<wire::Action> {
         let r: wire::ActionResponse = self
@@ -451,6 +462,51 @@ impl Client {
         Ok(r.action)
     }
 
+    /// `PATCH /v1/clusters/{id}`: relabels and/or changes the update policy.
+    pub async fn cluster_update(
+        &self,
+        id: Uuid,
+        req: &ClusterUpdateRequest,
+    ) -> Result<wire::cluster::Cluster> {
+        let r: wire::cluster::ClusterResponse = self
+            .call(Method::PATCH, &format!("/v1/clusters/{id}"), Some(req))
+            .await?;
+        Ok(r.cluster)
+    }
+
+    /// `POST /v1/clusters/{cluster}/pools`: another worker pool.
+    pub async fn pool_create(
+        &self,
+        cluster: Uuid,
+        req: &NodePoolRequest,
+    ) -> Result<wire::pool::PoolCreateResponse> {
+        self.call(
+            Method::POST,
+            &format!("/v1/clusters/{cluster}/pools"),
+            Some(req),
+        )
+        .await
+    }
+
+    pub async fn pool_get(&self, cluster: Uuid, pool: Uuid) -> Result<wire::cluster::Pool> {
+        let r: wire::pool::PoolResponse = self
+            .get(&format!("/v1/clusters/{cluster}/pools/{pool}"))
+            .await?;
+        Ok(r.pool)
+    }
+
+    /// Starts deleting a pool and its nodes.
+    pub async fn pool_delete(&self, cluster: Uuid, pool: Uuid) -> Result<wire::Action> {
+        let r: wire::ActionResponse = self
+            .call(
+                Method::DELETE,
+                &format!("/v1/clusters/{cluster}/pools/{pool}"),
+                None::<&()>,
+            )
+            .await?;
+        Ok(r.action)
+    }
+
     /// `POST /v1/clusters/{id}/actions/upgrade`.
     pub async fn cluster_upgrade(
         &self,
@@ -541,6 +597,18 @@ impl Client {
         Ok(r.network)
     }
 
+    /// `PATCH /v1/networks/{id}`: renames and/or relabels a network.
+    pub async fn network_update(
+        &self,
+        id: Uuid,
+        req: &VmUpdateRequest,
+    ) -> Result<wire::network::Network> {
+        let r: wire::network::NetworkResponse = self
+            .call(Method::PATCH, &format!("/v1/networks/{id}"), Some(req))
+            .await?;
+        Ok(r.network)
+    }
+
     pub async fn network_delete(&self, id: Uuid) -> Result<wire::Action> {
         let r: wire::ActionResponse = self
             .call(Method::DELETE, &format!("/v1/networks/{id}"), None::<&()>)
@@ -591,6 +659,12 @@ impl Client {
     pub async fn providers(&self) -> Result<Vec<wire::catalog::Provider>> {
         let r: wire::catalog::ProviderList = self.get("/v1/providers").await?;
         Ok(r.providers)
+    }
+
+    /// The supported Kubernetes releases, oldest first.
+    pub async fn kubernetes_versions(&self) -> Result<Vec<wire::catalog::KubernetesVersion>> {
+        let r: wire::catalog::KubernetesVersionList = self.get("/v1/kubernetes-versions").await?;
+        Ok(r.kubernetes_versions)
     }
 
     /// `POST /v1/quotes`: a VM's or a cluster's price per placement

@@ -3,7 +3,8 @@
 
 pub mod app;
 pub mod cli;
-pub mod config;
+/// Where meson and its token are found: shared with every client, in the SDK.
+pub use meson_client::config;
 pub mod error;
 pub mod kops;
 pub mod output;

@@ -1,6 +1,6 @@
-//! Where mesonctl finds meson and its token, first found wins, the URL and
-//! the token each on their own:
-//! 1. `--url` / `--token`;
+//! Where a client of meson (mesonctl, the Terraform provider) finds meson
+//! and its token, first found wins, the URL and the token each on their own:
+//! 1. `--url` / `--token` (the provider's `endpoint` / `token`);
 //! 2. `MESON_URL` / `MESON_TOKEN`;
 //! 3. the config file: `--config FILE`, else `$XDG_CONFIG_HOME/meson/config.toml`,
 //!    else `~/.config/meson/config.toml` (`url = "..."`, `token = "..."`);
@@ -199,7 +199,7 @@ pub fn resolve(inputs: &Inputs) -> Result<Settings, String> {
             _ => {
                 return Err(format!(
                     "no meson token: give --token, set MESON_TOKEN, put token = \"...\" in {}, \
-                     or run mesonctl in (or under) the directory where `mesond dev` runs (no {}; \
+                     or work in (or under) the directory where `mesond dev` runs (no {}; \
                      or set MESON_DATA_DIR)",
                     file_path
                         .as_ref()
@@ -224,7 +224,7 @@ mod tests {
     use super::*;
 
     fn tmp() -> PathBuf {
-        let d = std::env::temp_dir().join(format!("mesonctl-config-{}", uuid::Uuid::new_v4()));
+        let d = std::env::temp_dir().join(format!("meson-client-config-{}", uuid::Uuid::new_v4()));
         std::fs::create_dir_all(&d).unwrap();
         d
     }
