@@ -1,0 +1,265 @@
+//! The managed resources and data sources, each a schema and its calls to
+//! meson through the SDK. A resource's code sees plain JSON: the planned
+//! values (unknowns read as null) in, meson's view of the resource out, in
+//! the schema's attribute names; the generic half ([`crate::schema`])
+//! does the rest.
+
+pub mod cluster;
+pub mod data;
+pub mod network;
+pub mod pool;
+pub mod vm;
+
+use crate::diag::{FieldMap, Failure, Res};
+use crate::schema::Block;
+use meson_client::Client;
+use serde_json::{Map, Value as J};
+use std::collections::BTreeMap;
+use std::time::Duration;
+use uuid::Uuid;
+
+/// The managed resource types.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Network,
+    Vm,
+    Cluster,
+    Pool,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 4] = [Kind::Network, Kind::Vm, Kind::Cluster, Kind::Pool];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Network => "meson_network",
+            Kind::Vm => "meson_vm",
+            Kind::Cluster => "meson_cluster",
+            Kind::Pool => "meson_node_pool",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Kind> {
+        Kind::ALL.into_iter().find(|k| k.name() == name)
+    }
+
+    pub fn block(self) -> Block {
+        match self {
+            Kind::Network => network::block(),
+            Kind::Vm => vm::block(),
+            Kind::Cluster => cluster::block(),
+            Kind::Pool => pool::block(),
+        }
+    }
+
+    /// Creates the resource from its planned values; meson's view of it.
+    pub async fn create(self, c: &Client, planned: &J) -> Res<J> {
+        let t = timeout(planned, "create")?;
+        match self {
+            Kind::Network => network::create(c, planned).await,
+            Kind::Vm => vm::create(c, planned, t).await,
+            Kind::Cluster => cluster::create(c, planned, t).await,
+            Kind::Pool => pool::create(c, planned, t).await,
+        }
+    }
+
+    /// meson's view of the resource, `None` when it is gone.
+    pub async fn read(self, c: &Client, state: &J) -> Res<Option<J>> {
+        match self {
+            Kind::Network => network::read(c, state).await,
+            Kind::Vm => vm::read(c, state).await,
+            Kind::Cluster => cluster::read(c, state).await,
+            Kind::Pool => pool::read(c, state).await,
+        }
+    }
+
+    /// Changes in place what the plan changes; meson's view after.
+    pub async fn update(self, c: &Client, prior: &J, planned: &J) -> Res<J> {
+        let t = timeout(planned, "update")?;
+        match self {
+            Kind::Network => network::update(c, prior, planned).await,
+            Kind::Vm => vm::update(c, prior, planned, t).await,
+            Kind::Cluster => cluster::update(c, prior, planned, t).await,
+            Kind::Pool => pool::update(c, prior, planned, t).await,
+        }
+    }
+
+    /// Deletes the resource and waits until it is gone.
+    pub async fn delete(self, c: &Client, prior: &J) -> Res<()> {
+        let t = timeout(prior, "delete")?;
+        let r = match self {
+            Kind::Network => network::delete(c, prior, t).await,
+            Kind::Vm => vm::delete(c, prior, t).await,
+            Kind::Cluster => cluster::delete(c, prior, t).await,
+            Kind::Pool => pool::delete(c, prior, t).await,
+        };
+        match r {
+            // Already gone: what a delete wants.
+            Err(Failure { summary, .. }) if summary.ends_with("(not_found)") => Ok(()),
+            other => other,
+        }
+    }
+
+    /// The state an import starts from: the id as `terraform import` gives it.
+    pub fn import_state(self, id: &str) -> Res<J> {
+        match self {
+            Kind::Pool => {
+                let (cluster, pool) = id.split_once('/').ok_or_else(|| {
+                    Failure::msg(
+                        "import a node pool as CLUSTER_ID/POOL_ID",
+                        format!("got {id:?}"),
+                    )
+                })?;
+                parse_id(cluster)?;
+                parse_id(pool)?;
+                Ok(serde_json::json!({"id": pool, "cluster_id": cluster}))
+            }
+            _ => {
+                parse_id(id)?;
+                Ok(serde_json::json!({"id": id}))
+            }
+        }
+    }
+}
+
+/// How long to wait on an action: the resource's `timeouts.<op>`, else 30
+/// minutes.
+pub fn timeout(state: &J, op: &str) -> Res<Duration> {
+    match state.get("timeouts").and_then(|t| t.get(op)).and_then(J::as_str) {
+        None => Ok(Duration::from_secs(30 * 60)),
+        Some(s) => parse_duration(s).ok_or_else(|| {
+            Failure::msg(
+                format!("bad timeouts.{op}: {s:?}"),
+                "give a number with a unit: 90s, 20m, 1h, 1h30m",
+            )
+            .at(vec![
+                crate::schema::Step::Attr("timeouts".into()),
+                crate::schema::Step::Attr(op.into()),
+            ])
+        }),
+    }
+}
+
+/// `90s`, `20m`, `1h30m`, `2h`.
+pub fn parse_duration(s: &str) -> Option<Duration> {
+    let mut total = 0u64;
+    let mut num = String::new();
+    let mut any = false;
+    for ch in s.trim().chars() {
+        if ch.is_ascii_digit() {
+            num.push(ch);
+            continue;
+        }
+        let n: u64 = num.parse().ok()?;
+        num.clear();
+        total += n * match ch {
+            's' => 1,
+            'm' => 60,
+            'h' => 3600,
+            _ => return None,
+        };
+        any = true;
+    }
+    (num.is_empty() && any).then(|| Duration::from_secs(total))
+}
+
+pub fn parse_id(s: &str) -> Res<Uuid> {
+    Uuid::parse_str(s)
+        .map_err(|_| Failure::msg(format!("not a meson id: {s:?}"), "ids are UUIDs"))
+}
+
+/// The state's `id`.
+pub fn id(state: &J) -> Res<Uuid> {
+    parse_id(state.get("id").and_then(J::as_str).unwrap_or_default())
+}
+
+pub fn s(j: &J, k: &str) -> Option<String> {
+    j.get(k).and_then(J::as_str).map(str::to_owned)
+}
+
+pub fn n(j: &J, k: &str) -> Option<u64> {
+    j.get(k).and_then(J::as_f64).map(|f| f as u64)
+}
+
+pub fn n32(j: &J, k: &str) -> Option<u32> {
+    n(j, k).map(|v| v as u32)
+}
+
+pub fn b(j: &J, k: &str) -> Option<bool> {
+    j.get(k).and_then(J::as_bool)
+}
+
+pub fn strs(j: &J, k: &str) -> Option<Vec<String>> {
+    j.get(k).and_then(J::as_array).map(|a| {
+        a.iter()
+            .filter_map(J::as_str)
+            .map(str::to_owned)
+            .collect()
+    })
+}
+
+pub fn labels(j: &J) -> Option<BTreeMap<String, String>> {
+    j.get("labels").and_then(J::as_object).map(|m| {
+        m.iter()
+            .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_owned()))
+            .collect()
+    })
+}
+
+/// Labels as the state holds them: none is null (as a configuration
+/// without `labels` says).
+pub fn labels_json(l: &BTreeMap<String, String>) -> J {
+    if l.is_empty() {
+        J::Null
+    } else {
+        serde_json::to_value(l).unwrap_or_default()
+    }
+}
+
+/// Whether attribute `k` differs between two states.
+pub fn changed(prior: &J, planned: &J, k: &str) -> bool {
+    prior.get(k) != planned.get(k)
+}
+
+/// Waits on `ids` for at most `limit`.
+pub async fn wait(c: &Client, ids: &[Uuid], limit: Duration, fields: FieldMap) -> Res<()> {
+    c.wait_for_with(
+        ids,
+        meson_client::WaitOpts::default(),
+        tokio::time::sleep(limit),
+    )
+    .await
+    .map(|_| ())
+    .map_err(|e| Failure::from_client(e, fields))
+}
+
+/// An object of `(name, value)` pairs.
+pub fn obj<const N: usize>(pairs: [(&str, J); N]) -> J {
+    J::Object(
+        pairs
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v))
+            .collect::<Map<_, _>>(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_and_ids() {
+        assert_eq!(parse_duration("90s"), Some(Duration::from_secs(90)));
+        assert_eq!(parse_duration("1h30m"), Some(Duration::from_secs(5400)));
+        assert_eq!(parse_duration("20"), None);
+        assert_eq!(parse_duration("5x"), None);
+        assert!(Kind::Pool.import_state("nope").is_err());
+        let a = Uuid::new_v4();
+        let b = Uuid::new_v4();
+        assert_eq!(
+            Kind::Pool.import_state(&format!("{a}/{b}")).unwrap()["cluster_id"],
+            a.to_string()
+        );
+        assert!(Kind::Vm.import_state("x").is_err());
+    }
+}

@@ -1,0 +1,116 @@
+//! `meson_network`: a private network VMs attach to.
+
+use super::{J, b, changed, id, labels, labels_json, obj, s, wait};
+use crate::diag::{Failure, Res, map_field};
+use crate::schema::{Attr, Block, Step, timeouts_block};
+use crate::value::Ty;
+use meson_client::Client;
+use meson_client::types::network::{Network, NetworkCreateRequest};
+use meson_client::types::requests::VmUpdateRequest;
+use std::time::Duration;
+
+pub fn block() -> Block {
+    Block {
+        description: "A private network. Its name and labels change in place; its addresses \
+                      replace it.",
+        attrs: vec![
+            Attr::computed("id", Ty::Str, "The network's id."),
+            Attr::required("name", Ty::Str, "The network's name (in place).").tracked(),
+            Attr::required("cidr", Ty::Str, "The network, `192.168.1.0/24`.")
+                .force_new()
+                .tracked(),
+            Attr::defaulted("dhcp", Ty::Bool, "Whether meson's DHCP hands out addresses (default true).")
+                .force_new()
+                .tracked(),
+            Attr::defaulted("gateway", Ty::Str, "The gateway (default: the first usable address).")
+                .force_new()
+                .tracked(),
+            Attr::defaulted("start_address", Ty::Str, "The first address handed out.")
+                .force_new()
+                .tracked(),
+            Attr::defaulted("last_address", Ty::Str, "The last address handed out.")
+                .force_new()
+                .tracked(),
+            Attr::optional("labels", Ty::map(Ty::Str), "Labels (in place).").tracked(),
+            Attr::computed("status", Ty::Str, "`available` or `deleting`.").volatile(),
+        ],
+        blocks: vec![timeouts_block()],
+    }
+}
+
+pub fn field(f: &str) -> Option<Vec<Step>> {
+    map_field(
+        &[
+            ("name", &["name"]),
+            ("cidr", &["cidr"]),
+            ("dhcp", &["dhcp"]),
+            ("gateway", &["gateway"]),
+            ("dhcp_range.start", &["start_address"]),
+            ("dhcp_range.last", &["last_address"]),
+            ("start_address", &["start_address"]),
+            ("last_address", &["last_address"]),
+            ("labels", &["labels"]),
+        ],
+        f,
+    )
+}
+
+fn to_json(n: &Network) -> J {
+    obj([
+        ("id", J::from(n.id.to_string())),
+        ("name", J::from(n.name.clone())),
+        ("cidr", J::from(n.cidr.clone())),
+        ("dhcp", J::from(n.dhcp)),
+        ("gateway", J::from(n.gateway.clone())),
+        ("start_address", J::from(n.range.start.clone())),
+        ("last_address", J::from(n.range.last.clone())),
+        ("labels", labels_json(&n.labels)),
+        ("status", J::from(n.status.clone())),
+    ])
+}
+
+fn err(e: meson_client::Error) -> Failure {
+    Failure::from_client(e, field)
+}
+
+pub async fn create(c: &Client, p: &J) -> Res<J> {
+    let req = NetworkCreateRequest {
+        name: s(p, "name").unwrap_or_default(),
+        cidr: s(p, "cidr").unwrap_or_default(),
+        dhcp: b(p, "dhcp"),
+        gateway: s(p, "gateway"),
+        start_address: s(p, "start_address"),
+        last_address: s(p, "last_address"),
+        labels: labels(p),
+        ..NetworkCreateRequest::default()
+    };
+    let n = c.network_create(&req).await.map_err(err)?;
+    Ok(to_json(&n))
+}
+
+pub async fn read(c: &Client, state: &J) -> Res<Option<J>> {
+    match c.network_get(id(state)?).await {
+        Ok(n) => Ok(Some(to_json(&n))),
+        Err(e) if e.code() == Some("not_found") => Ok(None),
+        Err(e) => Err(err(e)),
+    }
+}
+
+pub async fn update(c: &Client, prior: &J, p: &J) -> Res<J> {
+    let id = id(prior)?;
+    if changed(prior, p, "name") || changed(prior, p, "labels") {
+        let req = VmUpdateRequest {
+            name: changed(prior, p, "name")
+                .then(|| s(p, "name"))
+                .flatten(),
+            labels: changed(prior, p, "labels").then(|| labels(p).unwrap_or_default()),
+        };
+        c.network_update(id, &req).await.map_err(err)?;
+    }
+    Ok(to_json(&c.network_get(id).await.map_err(err)?))
+}
+
+pub async fn delete(c: &Client, prior: &J, t: Duration) -> Res<()> {
+    let a = c.network_delete(id(prior)?).await.map_err(err)?;
+    wait(c, &[a.id], t, field).await
+}
