@@ -26,12 +26,12 @@ pub use wait::{OnUpdate, WaitOpts};
 pub use meson_types as types;
 
 use meson_types as wire;
+use meson_types::cluster::ClusterUpdateRequest;
 use meson_types::kaas::KaasCreateRequest;
+use meson_types::kaas::NodePoolRequest;
 use meson_types::network::NetworkCreateRequest;
 use meson_types::pool::NodePoolUpdateRequest;
 use meson_types::quote::QuoteRequest;
-use meson_types::cluster::ClusterUpdateRequest;
-use meson_types::kaas::NodePoolRequest;
 use meson_types::requests::{VmCreateRequest, VmUpdateRequest};
 use meson_types::upgrade::ClusterUpgradeRequest;
 use meson_types::vm::PowerCommand;

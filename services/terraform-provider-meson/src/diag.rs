@@ -78,7 +78,10 @@ impl Failure {
                         (e.code.as_str(), e.message.as_str())
                     });
                 Failure::msg(
-                    format!("meson: the action {} failed: {message} ({code})", action.command),
+                    format!(
+                        "meson: the action {} failed: {message} ({code})",
+                        action.command
+                    ),
                     format!("action {} ended in error with the code `{code}`", action.id),
                 )
             }

@@ -24,6 +24,7 @@
 //! - [`diag`]: meson's errors as diagnostics.
 
 pub mod diag;
+pub mod docs;
 pub mod resources;
 pub mod schema;
 pub mod server;

@@ -144,8 +144,9 @@ pub fn timeouts_block() -> Nested {
     Nested {
         name: "timeouts",
         nesting: Nesting::Single,
+        // A single block is optional with both bounds 0, required with both 1.
         min: 0,
-        max: 1,
+        max: 0,
         block: Block {
             description: "How long to wait on meson's actions: a number with a unit, `90s`, `20m`, `1h` (default 30m).",
             attrs: vec![
@@ -470,9 +471,8 @@ mod tests {
     #[test]
     fn updates_replace_on_force_new_and_unknown_volatile_in_place() {
         let b = block();
-        let prior = v(
-            json!({"id": "x", "name": "a", "cidr": "10.0.0.0/24", "dhcp": true, "status": "ok"}),
-        );
+        let prior =
+            v(json!({"id": "x", "name": "a", "cidr": "10.0.0.0/24", "dhcp": true, "status": "ok"}));
         let (same, replace) = b.plan(&prior, &prior, &prior);
         assert!(replace.is_empty());
         assert_eq!(same, prior, "no change keeps every computed value");
@@ -497,8 +497,10 @@ mod tests {
     #[test]
     fn refresh_tracks_drift_and_keeps_configuration_meson_does_not_report() {
         let b = block();
-        let prior = v(json!({"id": "x", "name": "a", "cidr": "10.0.0.0/24", "dhcp": null,
-            "status": "ok", "timeouts": {"create": "5m"}}));
+        let prior = v(
+            json!({"id": "x", "name": "a", "cidr": "10.0.0.0/24", "dhcp": null,
+            "status": "ok", "timeouts": {"create": "5m"}}),
+        );
         let now = b.refresh(
             &prior,
             &json!({"id": "x", "name": "b", "cidr": "10.0.0.0/24", "dhcp": false, "status": "ok"}),

@@ -113,12 +113,7 @@ impl MesonProvider {
         Ok(())
     }
 
-    async fn apply(
-        &self,
-        kind: Kind,
-        prior: &V,
-        planned: &V,
-    ) -> Result<V, (V, Failure)> {
+    async fn apply(&self, kind: Kind, prior: &V, planned: &V) -> Result<V, (V, Failure)> {
         let block = kind.block();
         let c = self.client().map_err(|f| (prior.clone(), f))?;
         if planned.is_null() {
@@ -239,7 +234,11 @@ impl Provider for MesonProvider {
         let req = req.into_inner();
         let run = || -> Result<proto::DynamicValue, Failure> {
             let kind = Self::kind(&req.type_name)?;
-            let raw = req.raw_state.as_ref().map(|r| r.json.as_slice()).unwrap_or_default();
+            let raw = req
+                .raw_state
+                .as_ref()
+                .map(|r| r.json.as_slice())
+                .unwrap_or_default();
             let j: serde_json::Value = if raw.is_empty() {
                 serde_json::Value::Null
             } else {
@@ -363,18 +362,20 @@ impl Provider for MesonProvider {
                 }));
             }
         };
-        Ok(Response::new(match self.apply(kind, &prior, &planned).await {
-            Ok(state) => proto::apply_resource_change::Response {
-                new_state: encode(&state, &ty),
-                private: req.planned_private,
-                diagnostics: vec![],
+        Ok(Response::new(
+            match self.apply(kind, &prior, &planned).await {
+                Ok(state) => proto::apply_resource_change::Response {
+                    new_state: encode(&state, &ty),
+                    private: req.planned_private,
+                    diagnostics: vec![],
+                },
+                Err((state, f)) => proto::apply_resource_change::Response {
+                    new_state: encode(&state, &ty),
+                    private: req.planned_private,
+                    diagnostics: diags(f),
+                },
             },
-            Err((state, f)) => proto::apply_resource_change::Response {
-                new_state: encode(&state, &ty),
-                private: req.planned_private,
-                diagnostics: diags(f),
-            },
-        }))
+        ))
     }
 
     async fn import_resource_state(

@@ -122,13 +122,13 @@ fn pem_cert(pem: &str) -> Result<CertificateDer<'static>, String> {
 /// for `localhost`, valid for client and server authentication.
 pub fn setup(client_cert_pem: &str) -> Result<Tls, String> {
     let client = pem_cert(client_cert_pem)?;
-    let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256)
-        .map_err(|e| e.to_string())?;
-    let mut params = rcgen::CertificateParams::new(vec!["localhost".to_owned()])
-        .map_err(|e| e.to_string())?;
-    params
-        .subject_alt_names
-        .push(rcgen::SanType::IpAddress(std::net::Ipv4Addr::LOCALHOST.into()));
+    let key =
+        rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).map_err(|e| e.to_string())?;
+    let mut params =
+        rcgen::CertificateParams::new(vec!["localhost".to_owned()]).map_err(|e| e.to_string())?;
+    params.subject_alt_names.push(rcgen::SanType::IpAddress(
+        std::net::Ipv4Addr::LOCALHOST.into(),
+    ));
     params
         .distinguished_name
         .push(rcgen::DnType::CommonName, "localhost");

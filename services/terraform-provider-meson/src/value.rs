@@ -202,7 +202,11 @@ impl V {
             J::Number(n) => V::Num(n.as_f64().unwrap_or_default()),
             J::String(s) => V::Str(s.clone()),
             J::Array(a) => V::List(a.iter().map(V::from_json).collect()),
-            J::Object(m) => V::Obj(m.iter().map(|(k, v)| (k.clone(), V::from_json(v))).collect()),
+            J::Object(m) => V::Obj(
+                m.iter()
+                    .map(|(k, v)| (k.clone(), V::from_json(v)))
+                    .collect(),
+            ),
         }
     }
 }

@@ -35,23 +35,105 @@ pub fn block() -> Block {
         attrs: vec![
             Attr::computed("id", Ty::Str, "The cluster's id."),
             fixed(Attr::required("name", Ty::Str, "The cluster's name.").tracked()),
-            Attr::defaulted("kubernetes_version", Ty::Str, "`1.35.2`, or `1.35` for that minor's latest patch (a change upgrades the cluster in place; default: the catalogue's default)."),
-            Attr::computed("current_kubernetes_version", Ty::Str, "The version the cluster runs.")
-                .tracked()
-                .volatile(),
-            Attr::defaulted("update_policy", Ty::Str, "`NEVER_UPDATE` (the default), `PATCH_UPDATE` or `ALWAYS_UPDATE` (in place)."),
-            fixed(Attr::defaulted("cni", Ty::Str, "`calico` (the default), `cilium` or `flannel`.").tracked()),
-            fixed(Attr::defaulted("pod_cidr", Ty::Str, "The pod network (default `10.244.0.0/16`).").tracked()),
-            fixed(Attr::defaulted("service_cidr", Ty::Str, "The service network (default `10.96.0.0/12`).").tracked()),
-            fixed(Attr::defaulted("provider", Ty::Str, "Place the cluster with this provider; default: the cheapest region that fits.")),
-            fixed(Attr::optional("continent", Ty::Str, "Place the cluster on this continent.")),
-            fixed(Attr::defaulted("region", Ty::Str, "Place the cluster in this region.")),
-            fixed(Attr::defaulted("control_plane_nodes", Ty::Num, "Control-plane nodes: 1 (the default) or 3.").tracked()),
-            fixed(Attr::defaulted("control_plane_cpu", Ty::Num, "vCPUs per control-plane node (default 4).").tracked()),
-            fixed(Attr::defaulted("control_plane_ram", Ty::Num, "MiB per control-plane node (default 4096).").tracked()),
-            fixed(Attr::defaulted("control_plane_storage", Ty::Num, "GB per control-plane node (default 40).").tracked()),
-            Attr::optional("labels", Ty::map(Ty::Str), "The cluster's labels (in place).").tracked(),
-            Attr::computed("endpoint", Ty::Str, "The API server, `https://<address>:6443`."),
+            Attr::defaulted(
+                "kubernetes_version",
+                Ty::Str,
+                "`1.35.2`, or `1.35` for that minor's latest patch (a change upgrades the cluster in place; default: the catalogue's default).",
+            ),
+            Attr::computed(
+                "current_kubernetes_version",
+                Ty::Str,
+                "The version the cluster runs.",
+            )
+            .tracked()
+            .volatile(),
+            Attr::defaulted(
+                "update_policy",
+                Ty::Str,
+                "`NEVER_UPDATE` (the default), `PATCH_UPDATE` or `ALWAYS_UPDATE` (in place).",
+            ),
+            fixed(
+                Attr::defaulted(
+                    "cni",
+                    Ty::Str,
+                    "`calico` (the default), `cilium` or `flannel`.",
+                )
+                .tracked(),
+            ),
+            fixed(
+                Attr::defaulted(
+                    "pod_cidr",
+                    Ty::Str,
+                    "The pod network (default `10.244.0.0/16`).",
+                )
+                .tracked(),
+            ),
+            fixed(
+                Attr::defaulted(
+                    "service_cidr",
+                    Ty::Str,
+                    "The service network (default `10.96.0.0/12`).",
+                )
+                .tracked(),
+            ),
+            fixed(Attr::defaulted(
+                "provider_name",
+                Ty::Str,
+                "Place the cluster with this provider; default: the cheapest region that fits.",
+            )),
+            fixed(Attr::optional(
+                "continent",
+                Ty::Str,
+                "Place the cluster on this continent.",
+            )),
+            fixed(Attr::defaulted(
+                "region",
+                Ty::Str,
+                "Place the cluster in this region.",
+            )),
+            fixed(
+                Attr::defaulted(
+                    "control_plane_nodes",
+                    Ty::Num,
+                    "Control-plane nodes: 1 (the default) or 3.",
+                )
+                .tracked(),
+            ),
+            fixed(
+                Attr::defaulted(
+                    "control_plane_cpu",
+                    Ty::Num,
+                    "vCPUs per control-plane node (default 4).",
+                )
+                .tracked(),
+            ),
+            fixed(
+                Attr::defaulted(
+                    "control_plane_ram",
+                    Ty::Num,
+                    "MiB per control-plane node (default 4096).",
+                )
+                .tracked(),
+            ),
+            fixed(
+                Attr::defaulted(
+                    "control_plane_storage",
+                    Ty::Num,
+                    "GB per control-plane node (default 40).",
+                )
+                .tracked(),
+            ),
+            Attr::optional(
+                "labels",
+                Ty::map(Ty::Str),
+                "The cluster's labels (in place).",
+            )
+            .tracked(),
+            Attr::computed(
+                "endpoint",
+                Ty::Str,
+                "The API server, `https://<address>:6443`.",
+            ),
             Attr::computed("status", Ty::Str, "meson's status of the cluster.").volatile(),
         ],
         blocks: vec![
@@ -60,13 +142,32 @@ pub fn block() -> Block {
                 "The nodes' private network.",
                 vec![
                     fixed(Attr::required("cidr", Ty::Str, "An IPv4 CIDR, /8 to /29.").tracked()),
-                    fixed(Attr::defaulted("dhcp", Ty::Bool, "Addresses by DHCP (default true).").tracked()),
-                    fixed(Attr::defaulted("start_address", Ty::Str, "The first node address.")),
-                    fixed(Attr::defaulted("last_address", Ty::Str, "The last node address.")),
-                    fixed(Attr::optional("gateway", Ty::Str, "The gateway (default: the first usable address).")),
+                    fixed(
+                        Attr::defaulted("dhcp", Ty::Bool, "Addresses by DHCP (default true).")
+                            .tracked(),
+                    ),
+                    fixed(Attr::defaulted(
+                        "start_address",
+                        Ty::Str,
+                        "The first node address.",
+                    )),
+                    fixed(Attr::defaulted(
+                        "last_address",
+                        Ty::Str,
+                        "The last node address.",
+                    )),
+                    fixed(Attr::optional(
+                        "gateway",
+                        Ty::Str,
+                        "The gateway (default: the first usable address).",
+                    )),
                 ],
             ),
-            single("default_pool", "The cluster's first worker pool.", pool_attrs()),
+            single(
+                "default_pool",
+                "The cluster's first worker pool.",
+                pool_attrs(),
+            ),
             timeouts_block(),
         ],
     }
@@ -92,10 +193,13 @@ pub fn field(f: &str) -> Option<Vec<Step>> {
             ("req.control_plane.nodes", &["control_plane_nodes"]),
             ("req.control_plane.specs.cpu", &["control_plane_cpu"]),
             ("req.control_plane.specs.ram", &["control_plane_ram"]),
-            ("req.control_plane.specs.storage", &["control_plane_storage"]),
+            (
+                "req.control_plane.specs.storage",
+                &["control_plane_storage"],
+            ),
             ("req.nodes_subnet.subnet_netmask", &["subnet", "cidr"]),
             ("req.nodes_subnet", &["subnet"]),
-            ("provider", &["provider"]),
+            ("provider", &["provider_name"]),
             ("continent", &["continent"]),
             ("region", &["region"]),
             ("labels", &["labels"]),
@@ -135,12 +239,15 @@ fn to_json(c: &Cluster, state: &J) -> J {
         ("cni", J::from(c.cni.clone())),
         ("pod_cidr", J::from(c.pod_cidr.clone())),
         ("service_cidr", J::from(c.service_cidr.clone())),
-        ("provider", J::from(c.provider.clone())),
+        ("provider_name", J::from(c.provider.clone())),
         ("region", J::from(c.region.clone())),
         ("control_plane_nodes", J::from(c.control_plane.nodes)),
         ("control_plane_cpu", J::from(c.control_plane.specs.cpu)),
         ("control_plane_ram", J::from(c.control_plane.specs.ram)),
-        ("control_plane_storage", J::from(c.control_plane.specs.storage)),
+        (
+            "control_plane_storage",
+            J::from(c.control_plane.specs.storage),
+        ),
         ("labels", labels_json(&c.labels)),
         ("endpoint", J::from(c.control_plane.endpoint.clone())),
         ("status", J::from(c.status.clone())),
@@ -170,17 +277,20 @@ fn request(p: &J) -> Res<KaasCreateRequest> {
         gpu: None,
     };
     let cp_nodes = n32(p, "control_plane_nodes");
-    let control_plane = (cp_nodes.is_some() || cp_specs != NodeSpecsRequest::default()).then(|| {
-        ControlPlaneRequest {
-            nodes: cp_nodes,
-            specs: (cp_specs != NodeSpecsRequest::default()).then_some(cp_specs),
-        }
-    });
+    let control_plane =
+        (cp_nodes.is_some() || cp_specs != NodeSpecsRequest::default()).then(|| {
+            ControlPlaneRequest {
+                nodes: cp_nodes,
+                specs: (cp_specs != NodeSpecsRequest::default()).then_some(cp_specs),
+            }
+        });
     Ok(KaasCreateRequest {
         req: KaasRequestSpec {
             name: s(p, "name").unwrap_or_default(),
             metadata: None,
-            nodepool: vec![pool_request(&pool).map_err(|f| f.at(vec![Step::Attr("default_pool".into())]))?],
+            nodepool: vec![
+                pool_request(&pool).map_err(|f| f.at(vec![Step::Attr("default_pool".into())]))?,
+            ],
             nodes_subnet: NodesSubnetRequest {
                 dhcp: super::b(&subnet, "dhcp"),
                 subnet_netmask: s(&subnet, "cidr").unwrap_or_default(),
@@ -196,7 +306,7 @@ fn request(p: &J) -> Res<KaasCreateRequest> {
             cni: s(p, "cni"),
             labels: None,
         },
-        provider: s(p, "provider"),
+        provider: s(p, "provider_name"),
         continent: s(p, "continent"),
         region: s(p, "region"),
         labels: labels(p),

@@ -219,13 +219,20 @@ impl Data {
             }
             Data::Kubeconfig => {
                 let cluster = s(config, "cluster_id").unwrap_or_default();
-                let id = parse_id(&cluster).map_err(|f| f.at(vec![Step::Attr("cluster_id".into())]))?;
+                let id =
+                    parse_id(&cluster).map_err(|f| f.at(vec![Step::Attr("cluster_id".into())]))?;
                 let expiry = n(config, "expiry_seconds");
                 let yaml = c.kubeconfig(id, expiry).await.map_err(err)?;
                 obj([
                     ("id", J::from(cluster)),
-                    ("cluster_id", config.get("cluster_id").cloned().unwrap_or_default()),
-                    ("expiry_seconds", config.get("expiry_seconds").cloned().unwrap_or_default()),
+                    (
+                        "cluster_id",
+                        config.get("cluster_id").cloned().unwrap_or_default(),
+                    ),
+                    (
+                        "expiry_seconds",
+                        config.get("expiry_seconds").cloned().unwrap_or_default(),
+                    ),
                     ("kubeconfig", J::from(yaml)),
                 ])
             }

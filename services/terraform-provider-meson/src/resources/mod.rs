@@ -10,7 +10,7 @@ pub mod network;
 pub mod pool;
 pub mod vm;
 
-use crate::diag::{FieldMap, Failure, Res};
+use crate::diag::{Failure, FieldMap, Res};
 use crate::schema::Block;
 use meson_client::Client;
 use serde_json::{Map, Value as J};
@@ -125,7 +125,11 @@ impl Kind {
 /// How long to wait on an action: the resource's `timeouts.<op>`, else 30
 /// minutes.
 pub fn timeout(state: &J, op: &str) -> Res<Duration> {
-    match state.get("timeouts").and_then(|t| t.get(op)).and_then(J::as_str) {
+    match state
+        .get("timeouts")
+        .and_then(|t| t.get(op))
+        .and_then(J::as_str)
+    {
         None => Ok(Duration::from_secs(30 * 60)),
         Some(s) => parse_duration(s).ok_or_else(|| {
             Failure::msg(
@@ -164,8 +168,7 @@ pub fn parse_duration(s: &str) -> Option<Duration> {
 }
 
 pub fn parse_id(s: &str) -> Res<Uuid> {
-    Uuid::parse_str(s)
-        .map_err(|_| Failure::msg(format!("not a meson id: {s:?}"), "ids are UUIDs"))
+    Uuid::parse_str(s).map_err(|_| Failure::msg(format!("not a meson id: {s:?}"), "ids are UUIDs"))
 }
 
 /// The state's `id`.
@@ -190,12 +193,9 @@ pub fn b(j: &J, k: &str) -> Option<bool> {
 }
 
 pub fn strs(j: &J, k: &str) -> Option<Vec<String>> {
-    j.get(k).and_then(J::as_array).map(|a| {
-        a.iter()
-            .filter_map(J::as_str)
-            .map(str::to_owned)
-            .collect()
-    })
+    j.get(k)
+        .and_then(J::as_array)
+        .map(|a| a.iter().filter_map(J::as_str).map(str::to_owned).collect())
 }
 
 pub fn labels(j: &J) -> Option<BTreeMap<String, String>> {

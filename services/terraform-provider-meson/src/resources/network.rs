@@ -19,12 +19,20 @@ pub fn block() -> Block {
             Attr::required("cidr", Ty::Str, "The network, `192.168.1.0/24`.")
                 .force_new()
                 .tracked(),
-            Attr::defaulted("dhcp", Ty::Bool, "Whether meson's DHCP hands out addresses (default true).")
-                .force_new()
-                .tracked(),
-            Attr::defaulted("gateway", Ty::Str, "The gateway (default: the first usable address).")
-                .force_new()
-                .tracked(),
+            Attr::defaulted(
+                "dhcp",
+                Ty::Bool,
+                "Whether meson's DHCP hands out addresses (default true).",
+            )
+            .force_new()
+            .tracked(),
+            Attr::defaulted(
+                "gateway",
+                Ty::Str,
+                "The gateway (default: the first usable address).",
+            )
+            .force_new()
+            .tracked(),
             Attr::defaulted("start_address", Ty::Str, "The first address handed out.")
                 .force_new()
                 .tracked(),
@@ -100,9 +108,7 @@ pub async fn update(c: &Client, prior: &J, p: &J) -> Res<J> {
     let id = id(prior)?;
     if changed(prior, p, "name") || changed(prior, p, "labels") {
         let req = VmUpdateRequest {
-            name: changed(prior, p, "name")
-                .then(|| s(p, "name"))
-                .flatten(),
+            name: changed(prior, p, "name").then(|| s(p, "name")).flatten(),
             labels: changed(prior, p, "labels").then(|| labels(p).unwrap_or_default()),
         };
         c.network_update(id, &req).await.map_err(err)?;

@@ -152,7 +152,9 @@ pub async fn resize(
         return Ok(());
     }
     let req = NodePoolUpdateRequest {
-        desired_nodes: ch("desired_nodes").then(|| n32(p, "desired_nodes")).flatten(),
+        desired_nodes: ch("desired_nodes")
+            .then(|| n32(p, "desired_nodes"))
+            .flatten(),
         min_nodes: ch("min_nodes").then(|| n32(p, "min_nodes")).flatten(),
         max_nodes: ch("max_nodes").then(|| n32(p, "max_nodes")).flatten(),
         autoscale: ch("autoscale").then(|| b(p, "autoscale")).flatten(),

@@ -34,7 +34,7 @@ pub fn block() -> Block {
             Attr::defaulted("os", Ty::Str, "The OS distribution: `Debian` (the default), `Ubuntu`, `Ubuntu 22.04`, `AlmaLinux`, ...")
                 .force_new(),
             fixed(Attr::defaulted("ssh_keys", Ty::list(Ty::Str), "SSH public keys for the default user.")),
-            fixed(Attr::defaulted("provider", Ty::Str, "Place the VM with this provider (`ionos`, `ovh`, `atomos`, ...); default: the cheapest that fits.")),
+            fixed(Attr::defaulted("provider_name", Ty::Str, "Place the VM with this provider (`ionos`, `ovh`, `atomos`, ...); default: the cheapest that fits.")),
             fixed(Attr::defaulted("continent", Ty::Str, "Place the VM on this continent.")),
             fixed(Attr::defaulted("region", Ty::Str, "Place the VM in this region.")),
             fixed(Attr::defaulted("networks", Ty::list(Ty::Str), "Private networks to attach (ids, in NIC order, at most 4).")),
@@ -87,7 +87,7 @@ pub fn field(f: &str) -> Option<Vec<Step>> {
             ("specs.req.misc.osDistribution", &["os"]),
             ("specs.authentication", &["ssh_keys"]),
             ("specs.volumes", &["volume"]),
-            ("provider", &["provider"]),
+            ("provider", &["provider_name"]),
             ("continent", &["continent"]),
             ("region", &["region"]),
             ("networks", &["networks"]),
@@ -137,7 +137,7 @@ fn to_json(vm: &Vm) -> J {
         ("require_ecc", J::from(sp.require_ecc)),
         ("os", J::from(sp.os_distribution.clone())),
         ("ssh_keys", J::from(sp.ssh_keys.clone())),
-        ("provider", J::from(sp.requested_provider.clone())),
+        ("provider_name", J::from(sp.requested_provider.clone())),
         ("continent", J::from(sp.requested_continent.clone())),
         ("region", J::from(sp.requested_region.clone())),
         (
@@ -218,7 +218,7 @@ fn request(p: &J) -> Res<VmCreateRequest> {
             }),
             vm_name: s(p, "name").unwrap_or_default(),
         },
-        provider: s(p, "provider"),
+        provider: s(p, "provider_name"),
         continent: s(p, "continent"),
         region: s(p, "region"),
         labels: labels(p),
@@ -271,9 +271,7 @@ pub async fn update(c: &Client, prior: &J, p: &J, t: Duration) -> Res<J> {
     let id = id(prior)?;
     if changed(prior, p, "name") || changed(prior, p, "labels") {
         let req = VmUpdateRequest {
-            name: changed(prior, p, "name")
-                .then(|| s(p, "name"))
-                .flatten(),
+            name: changed(prior, p, "name").then(|| s(p, "name")).flatten(),
             labels: changed(prior, p, "labels").then(|| labels(p).unwrap_or_default()),
         };
         c.vm_update(id, &req).await.map_err(err)?;

@@ -1,0 +1,380 @@
+//! The provider as Terraform runs it: the real `terraform` CLI (1.11, no
+//! registry: `dev_overrides` points it at this build) against a
+//! `mesond dev` with its simulated AtomOS hosts, on the example in
+//! `examples/terraform/` as written. Apply; a second plan shows no changes;
+//! a pool's `desired_nodes` changes in place and its nodes follow; a VM
+//! deleted through the API is re-created; a VM made with mesonctl imports
+//! without a diff; destroy leaves nothing in meson nor on the hosts.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const TERRAFORM: &str = "terraform";
+
+/// The workspace binaries beside this test's provider (`cargo test
+/// --workspace` builds them all; a lone `cargo test -p` builds them here).
+fn binary(name: &str) -> PathBuf {
+    let path = Path::new(env!("CARGO_BIN_EXE_terraform-provider-meson")).with_file_name(name);
+    if !path.exists() {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let status = Command::new(cargo)
+            .args(["build", "-p", name])
+            .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
+            .status()
+            .expect("cargo runs");
+        assert!(status.success(), "building {name}");
+    }
+    path
+}
+
+/// A scratch directory with a `mesond dev` running in it; both gone on drop.
+struct Dev {
+    dir: PathBuf,
+    child: Child,
+    base: String,
+    token: String,
+    http: reqwest::Client,
+}
+
+impl Dev {
+    async fn start() -> Dev {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("meson-tf-{}", uuid::Uuid::new_v4().simple()));
+        std::fs::create_dir_all(&dir).unwrap();
+        // Under root dev mode's PostgreSQL runs as `postgres`: let it in.
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let mut c = Command::new(binary("mesond"));
+        c.arg("dev").current_dir(&dir);
+        for (k, _) in std::env::vars() {
+            if k.starts_with("MESON_") || k == "DATABASE_URL" {
+                c.env_remove(k);
+            }
+        }
+        let log = std::fs::File::create(dir.join("mesond.log")).unwrap();
+        c.env("MESON_HTTP_ADDR", "127.0.0.1:0")
+            .env("MESON_GRPC_ADDR", "127.0.0.1:0")
+            .env("MESON_AUTOSCALER_ADDR", "127.0.0.1:0")
+            .env("MESON_SIM_BOOT_MS", "50")
+            .env("MESON_VM_POLL_MS", "100")
+            .env("MESON_JOB_POLL_MS", "100")
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log);
+        let child = c.spawn().expect("mesond starts");
+        let mut dev = Dev {
+            dir,
+            child,
+            base: String::new(),
+            token: String::new(),
+            http: reqwest::Client::new(),
+        };
+        let data = dev.dir.join(".meson");
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            if let Some(status) = dev.child.try_wait().unwrap() {
+                panic!("mesond exited early: {status}\n{}", dev.log());
+            }
+            if let Some(s) = meson_types::dev::DevServer::read(&data)
+                && s.pid == dev.child.id()
+                && let Ok(r) = dev.http.get(format!("{}/readyz", s.url)).send().await
+                && r.status().is_success()
+            {
+                dev.base = s.url;
+                dev.token = std::fs::read_to_string(&s.token_file)
+                    .unwrap()
+                    .trim()
+                    .to_owned();
+                return dev;
+            }
+            assert!(Instant::now() < deadline, "mesond not ready\n{}", dev.log());
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("mesond.log")).unwrap_or_default()
+    }
+
+    async fn get(&self, path: &str) -> Value {
+        let r = self
+            .http
+            .get(format!("{}{path}", self.base))
+            .bearer_auth(&self.token)
+            .send()
+            .await
+            .unwrap();
+        assert!(r.status().is_success(), "GET {path}: {}", r.status());
+        r.json().await.unwrap()
+    }
+
+    async fn delete(&self, path: &str) -> Value {
+        let r = self
+            .http
+            .delete(format!("{}{path}", self.base))
+            .bearer_auth(&self.token)
+            .send()
+            .await
+            .unwrap();
+        assert!(r.status().is_success(), "DELETE {path}: {}", r.status());
+        r.json().await.unwrap()
+    }
+
+    /// Waits for an action to end; its final state.
+    async fn finished(&self, action: &str) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(300);
+        loop {
+            let a = self.get(&format!("/v1/actions/{action}")).await["action"].clone();
+            if a["status"] != "running" {
+                return a;
+            }
+            assert!(Instant::now() < deadline, "action {action} still running");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    async fn list(&self, what: &str) -> Vec<Value> {
+        self.get(&format!("/v1/{what}?per_page=50")).await[what]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// The VMs and networks on the simulated AtomOS hosts (their state files).
+    fn atomos(&self) -> (usize, usize) {
+        let (mut vms, mut nets) = (0, 0);
+        for f in std::fs::read_dir(self.dir.join(".meson/atomos")).unwrap() {
+            let p = f.unwrap().path();
+            if p.extension().is_some_and(|e| e == "json") {
+                let host: Value = serde_json::from_slice(&std::fs::read(&p).unwrap()).unwrap();
+                vms += host["vms"].as_array().map_or(0, Vec::len);
+                nets += host["networks"].as_array().map_or(0, Vec::len);
+            }
+        }
+        (vms, nets)
+    }
+}
+
+impl Drop for Dev {
+    fn drop(&mut self) {
+        // SIGTERM: mesond dev stops its private PostgreSQL on its way out.
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let shared = mesond::pg::shared_home(&self.dir.join(".meson"));
+        let _ = std::fs::remove_dir_all(shared);
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Terraform in `dir`, with this build of the provider installed by
+/// `dev_overrides` and nothing of the caller's meson settings (the provider
+/// finds the `mesond dev` from the working directory, as mesonctl does).
+struct Tf {
+    dir: PathBuf,
+    cli_config: PathBuf,
+}
+
+impl Tf {
+    fn new(dev: &Dev) -> Tf {
+        let dir = dev.dir.join("tf");
+        std::fs::create_dir_all(&dir).unwrap();
+        let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/terraform");
+        for f in std::fs::read_dir(&example).unwrap() {
+            let p = f.unwrap().path();
+            if p.extension().is_some_and(|e| e == "tf") {
+                std::fs::copy(&p, dir.join(p.file_name().unwrap())).unwrap();
+            }
+        }
+        let provider_dir = Path::new(env!("CARGO_BIN_EXE_terraform-provider-meson"))
+            .parent()
+            .unwrap()
+            .to_owned();
+        let cli_config = dev.dir.join("terraformrc");
+        std::fs::write(
+            &cli_config,
+            format!(
+                "provider_installation {{\n  dev_overrides {{\n    \"elemento/meson\" = {:?}\n  }}\n  direct {{}}\n}}\n",
+                provider_dir.display().to_string()
+            ),
+        )
+        .unwrap();
+        Tf { dir, cli_config }
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        let mut c = Command::new(TERRAFORM);
+        c.args(args).current_dir(&self.dir);
+        for (k, _) in std::env::vars() {
+            if k.starts_with("MESON_") || k.starts_with("TF_") {
+                c.env_remove(k);
+            }
+        }
+        c.env("TF_CLI_CONFIG_FILE", &self.cli_config)
+            .env("TF_IN_AUTOMATION", "1")
+            .env("TF_INPUT", "0")
+            .env("CHECKPOINT_DISABLE", "1")
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null());
+        c.output().expect("terraform runs")
+    }
+
+    /// Runs and asserts the exit code; stdout.
+    fn ok(&self, args: &[&str], code: i32) -> String {
+        let out = self.run(args);
+        let text = format!(
+            "terraform {}: {}\n--- stdout\n{}--- stderr\n{}",
+            args.join(" "),
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(out.status.code(), Some(code), "{text}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+}
+
+fn terraform_present() {
+    let found = Command::new(TERRAFORM).arg("version").output();
+    assert!(
+        found.as_ref().is_ok_and(|o| o.status.success()),
+        "the `terraform` CLI is needed by this test and was not found on PATH \
+         (install Terraform 1.11: .ci/run does): {found:?}"
+    );
+}
+
+async fn vm_by_name(dev: &Dev, name: &str) -> Option<Value> {
+    dev.list("vms")
+        .await
+        .into_iter()
+        .find(|v| v["name"] == name)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn terraform_applies_plans_imports_and_destroys_the_example() {
+    terraform_present();
+    let dev = Dev::start().await;
+    let tf = Tf::new(&dev);
+    let var = "-var=workers_desired_nodes=2";
+
+    // Apply the example as written.
+    let out = tf.ok(&["apply", "-auto-approve", "-no-color"], 0);
+    assert!(out.contains("Apply complete! Resources: 4 added"), "{out}");
+    let vm = vm_by_name(&dev, "test").await.expect("the seed VM");
+    assert_eq!(vm["status"], "running", "{vm}");
+    assert_eq!(vm["provider"], "ionos", "{vm}");
+    let clusters = dev.list("clusters").await;
+    assert_eq!(clusters.len(), 1, "{clusters:?}");
+    let cluster = &clusters[0];
+    assert_eq!(cluster["name"], "test8");
+    assert_eq!(cluster["pools"].as_array().unwrap().len(), 2, "{cluster}");
+    assert_eq!(dev.list("networks").await.len(), 1);
+    // The kubeconfig was read, and is kept out of the output.
+    let shown = tf.ok(&["show", "-json"], 0);
+    let shown: Value = serde_json::from_str(&shown).unwrap();
+    let kubeconfig = shown["values"]["root_module"]["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["address"] == "data.meson_cluster_kubeconfig.test8")
+        .cloned()
+        .expect("the kubeconfig data source");
+    assert!(
+        kubeconfig["values"]["kubeconfig"]
+            .as_str()
+            .is_some_and(|k| k.contains("apiVersion")),
+        "{kubeconfig}"
+    );
+    assert_eq!(kubeconfig["sensitive_values"]["kubeconfig"], true);
+
+    // Nothing to change.
+    let out = tf.ok(&["plan", "-detailed-exitcode", "-no-color"], 0);
+    assert!(out.contains("No changes"), "{out}");
+
+    // The second pool grows in place; its nodes follow on the simulator.
+    let out = tf.ok(&["plan", "-no-color", var], 0);
+    assert!(out.contains("0 to add, 1 to change, 0 to destroy"), "{out}");
+    tf.ok(&["apply", "-auto-approve", "-no-color", var], 0);
+    let cluster_id = cluster["id"].as_str().unwrap();
+    let pools = dev.get(&format!("/v1/clusters/{cluster_id}/pools")).await;
+    let workers = pools["pools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "workers")
+        .cloned()
+        .expect("the workers pool");
+    assert_eq!(workers["desired_nodes"], 2, "{workers}");
+    assert_eq!(workers["current_nodes"], 2, "{workers}");
+    let nodes = dev.get(&format!("/v1/clusters/{cluster_id}/nodes")).await;
+    let on_pool = nodes["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n["pool"] == workers["id"] && n["status"] != "deleting")
+        .count();
+    assert_eq!(on_pool, 2, "{nodes}");
+    tf.ok(&["plan", "-detailed-exitcode", "-no-color", var], 0);
+
+    // A VM deleted outside Terraform is planned again and re-created.
+    let old = vm["id"].as_str().unwrap().to_owned();
+    let del = dev.delete(&format!("/v1/vms/{old}")).await;
+    let done = dev.finished(del["action"]["id"].as_str().unwrap()).await;
+    assert_eq!(done["status"], "success", "{done}");
+    let out = tf.ok(&["plan", "-no-color", var], 0);
+    assert!(out.contains("1 to add, 0 to change, 0 to destroy"), "{out}");
+    let out = tf.ok(&["apply", "-auto-approve", "-no-color", var], 0);
+    assert!(
+        out.contains("Resources: 1 added, 0 changed, 0 destroyed"),
+        "{out}"
+    );
+    let again = vm_by_name(&dev, "test").await.expect("re-created");
+    assert_ne!(again["id"], old);
+    assert_eq!(again["status"], "running");
+
+    // A VM made with mesonctl, imported: the plan has nothing to do.
+    std::fs::write(
+        dev.dir.join("imported.json"),
+        r#"{"specs": {"vm_name": "imported", "req": {"cpu": {"numberOfCores": 1}, "mem": {"capacity": 1024}}}}"#,
+    )
+    .unwrap();
+    let made = Command::new(binary("mesonctl"))
+        .args(["vm", "create", "-f", "imported.json"])
+        .current_dir(&dev.dir)
+        .env_remove("MESON_URL")
+        .env_remove("MESON_TOKEN")
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "mesonctl: {made:?}");
+    let imported = vm_by_name(&dev, "imported").await.expect("mesonctl's VM");
+    let imported_id = imported["id"].as_str().unwrap();
+    std::fs::write(
+        tf.dir.join("imported.tf"),
+        "resource \"meson_vm\" \"imported\" {\n  name       = \"imported\"\n  cores      = 1\n  memory_mib = 1024\n}\n",
+    )
+    .unwrap();
+    tf.ok(
+        &["import", "-no-color", var, "meson_vm.imported", imported_id],
+        0,
+    );
+    let out = tf.ok(&["plan", "-detailed-exitcode", "-no-color", var], 0);
+    assert!(out.contains("No changes"), "{out}");
+
+    // Destroy: nothing left in meson, nor on the hosts.
+    tf.ok(&["destroy", "-auto-approve", "-no-color", var], 0);
+    assert_eq!(dev.list("vms").await, Vec::<Value>::new());
+    assert_eq!(dev.list("clusters").await, Vec::<Value>::new());
+    assert_eq!(dev.list("networks").await, Vec::<Value>::new());
+    assert_eq!(dev.atomos(), (0, 0), "VMs and networks left on AtomOS");
+}
