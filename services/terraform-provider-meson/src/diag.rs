@@ -12,6 +12,10 @@ pub struct Failure {
     pub summary: String,
     pub detail: String,
     pub path: Option<Vec<Step>>,
+    /// What exists in meson despite the failure (a create whose wait
+    /// failed): its id, so Terraform keeps it, tainted, to replace or
+    /// destroy.
+    pub created: Option<serde_json::Value>,
 }
 
 pub type Res<T> = Result<T, Failure>;
@@ -26,7 +30,14 @@ impl Failure {
             summary: summary.into(),
             detail: detail.into(),
             path: None,
+            created: None,
         }
+    }
+
+    /// Notes that the resource `id` was created before the failure.
+    pub fn created(mut self, id: uuid::Uuid) -> Failure {
+        self.created = Some(serde_json::json!({"id": id.to_string()}));
+        self
     }
 
     pub fn at(mut self, path: Vec<Step>) -> Failure {
@@ -68,6 +79,7 @@ impl Failure {
                     summary: format!("meson: {message} ({code})"),
                     detail,
                     path,
+                    created: None,
                 }
             }
             Error::ActionFailed { action } => {

@@ -16,12 +16,12 @@
 //! uses, by the protocol's field numbers), and the provider logic stays on
 //! meson's own typed SDK, `meson-client`.
 //!
-//! - [`value`]: Terraform's values (MessagePack with unknowns) and types.
-//! - [`schema`]: schemas, and the generic plan, apply and refresh rules.
-//! - [`resources`]: each resource and data source over the SDK.
-//! - [`server`]: the protocol's service.
-//! - [`tls`]: AutoMTLS.
-//! - [`diag`]: meson's errors as diagnostics.
+//! - [`value`], Terraform's values (MessagePack with unknowns) and types.
+//! - [`schema`], schemas, and the generic plan, apply and refresh rules.
+//! - [`resources`], each resource and data source over the SDK.
+//! - [`server`], the protocol's service.
+//! - [`tls`], AutoMTLS.
+//! - [`diag`], meson's errors as diagnostics.
 
 pub mod diag;
 pub mod docs;

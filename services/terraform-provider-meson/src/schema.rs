@@ -232,7 +232,7 @@ impl Block {
         let mut replace = Vec::new();
         let creating = prior.is_null();
         let mut planned = self.plan_at(prior, proposed, config, creating, &[], &mut replace);
-        if !creating && replace.is_empty() && planned != *prior {
+        if !creating && replace.is_empty() && !same(&planned, prior) {
             self.unknown_volatile(&mut planned);
         }
         (planned, replace)
@@ -262,7 +262,7 @@ impl Block {
                 if a.computed_mode() && config.get(a.name).is_null() {
                     v = V::Unknown;
                 }
-            } else if a.force_new && (v != *prior.get(a.name) || v.has_unknown()) {
+            } else if a.force_new && (!same(&v, prior.get(a.name)) || v.has_unknown()) {
                 replace.push(path());
             }
             out.insert(a.name.to_owned(), v);
@@ -419,6 +419,15 @@ impl Block {
     }
 }
 
+/// Equal values, an absent attribute counting as null.
+fn same(a: &V, b: &V) -> bool {
+    match (a, b) {
+        (V::Obj(x), V::Obj(y)) => x.keys().chain(y.keys()).all(|k| same(a.get(k), b.get(k))),
+        (V::List(x), V::List(y)) => x.len() == y.len() && x.iter().zip(y).all(|(p, q)| same(p, q)),
+        _ => a == b,
+    }
+}
+
 fn list_len(v: &V) -> usize {
     match v {
         V::List(l) => l.len(),
@@ -471,8 +480,11 @@ mod tests {
     #[test]
     fn updates_replace_on_force_new_and_unknown_volatile_in_place() {
         let b = block();
-        let prior =
-            v(json!({"id": "x", "name": "a", "cidr": "10.0.0.0/24", "dhcp": true, "status": "ok"}));
+        // As Terraform sends it: every attribute and block, null or not.
+        let prior = v(
+            json!({"id": "x", "name": "a", "cidr": "10.0.0.0/24", "dhcp": true,
+            "status": "ok", "timeouts": null}),
+        );
         let (same, replace) = b.plan(&prior, &prior, &prior);
         assert!(replace.is_empty());
         assert_eq!(same, prior, "no change keeps every computed value");

@@ -127,7 +127,11 @@ impl MesonProvider {
             tracing::info!(kind = kind.name(), "creating");
             kind.create(&c, &planned.to_json())
                 .await
-                .map_err(|f| (V::Null, f))?
+                .map_err(|f| match &f.created {
+                    // Created, then failed: kept (tainted) with its id.
+                    Some(id) => (block.fill(planned, id), f),
+                    None => (V::Null, f),
+                })?
         } else {
             tracing::info!(kind = kind.name(), "updating");
             kind.update(&c, &prior.to_json(), &planned.to_json())

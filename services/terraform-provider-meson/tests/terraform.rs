@@ -159,18 +159,11 @@ impl Dev {
 
 impl Drop for Dev {
     fn drop(&mut self) {
-        // SIGTERM: mesond dev stops its private PostgreSQL on its way out.
+        // SIGTERM: mesond dev finishes, stops its private PostgreSQL and
+        // exits (promptly: its own tests hold it to that).
         let _ = Command::new("kill")
             .args(["-TERM", &self.child.id().to_string()])
             .status();
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        let _ = self.child.kill();
         let _ = self.child.wait();
         let shared = mesond::pg::shared_home(&self.dir.join(".meson"));
         let _ = std::fs::remove_dir_all(shared);
@@ -370,6 +363,24 @@ async fn terraform_applies_plans_imports_and_destroys_the_example() {
     );
     let out = tf.ok(&["plan", "-detailed-exitcode", "-no-color", var], 0);
     assert!(out.contains("No changes"), "{out}");
+
+    // A request meson refuses: its error code, and the attribute it names.
+    std::fs::write(
+        tf.dir.join("bad.tf"),
+        "resource \"meson_vm\" \"bad\" {\n  name       = \"bad\"\n  cores      = 1\n  memory_mib = 0\n}\n",
+    )
+    .unwrap();
+    let out = tf.run(&["apply", "-auto-approve", "-no-color", var]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("(invalid_input)"), "{err}");
+    assert!(err.contains("specs.req.mem.capacity"), "{err}");
+    assert!(
+        err.contains("memory_mib = 0"),
+        "the diagnostic points at the attribute: {err}"
+    );
+    std::fs::remove_file(tf.dir.join("bad.tf")).unwrap();
+    assert!(vm_by_name(&dev, "bad").await.is_none());
 
     // Destroy: nothing left in meson, nor on the hosts.
     tf.ok(&["destroy", "-auto-approve", "-no-color", var], 0);

@@ -315,8 +315,11 @@ fn request(p: &J) -> Res<KaasCreateRequest> {
 
 pub async fn create(c: &Client, p: &J, t: Duration) -> Res<J> {
     let r = c.cluster_create(&request(p)?).await.map_err(err)?;
-    wait(c, &[r.action.id], t, field).await?;
-    let now = c.cluster_get(r.cluster.id).await.map_err(err)?;
+    let id = r.cluster.id;
+    wait(c, &[r.action.id], t, field)
+        .await
+        .map_err(|f| f.created(id))?;
+    let now = c.cluster_get(id).await.map_err(err)?;
     Ok(to_json(&now, p))
 }
 

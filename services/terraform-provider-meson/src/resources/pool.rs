@@ -188,8 +188,13 @@ pub async fn create(c: &Client, p: &J, t: Duration) -> Res<J> {
         .pool_create(cluster, &pool_request(p)?)
         .await
         .map_err(err)?;
-    wait(c, &[r.action.id], t, field).await?;
-    let pool = c.pool_get(cluster, r.pool.id).await.map_err(err)?;
+    let id = r.pool.id;
+    wait(c, &[r.action.id], t, field).await.map_err(|f| {
+        let mut f = f.created(id);
+        f.created = f.created.map(|j| with_cluster(j, cluster));
+        f
+    })?;
+    let pool = c.pool_get(cluster, id).await.map_err(err)?;
     Ok(with_cluster(pool_json(&pool), cluster))
 }
 

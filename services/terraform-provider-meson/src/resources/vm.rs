@@ -251,9 +251,14 @@ pub async fn create(c: &Client, p: &J, t: Duration) -> Res<J> {
     let r = c.vm_create(&request(p)?).await.map_err(err)?;
     let mut actions = vec![r.action.id];
     actions.extend(r.next_actions.iter().map(|a| a.id));
-    wait(c, &actions, t, field).await?;
+    let id = r.vm.id;
+    wait(c, &actions, t, field)
+        .await
+        .map_err(|f| f.created(id))?;
     if s(p, "power_state").as_deref() == Some("stopped") {
-        power(c, r.vm.id, "stopped", t).await?;
+        power(c, id, "stopped", t)
+            .await
+            .map_err(|f| f.created(id))?;
     }
     Ok(to_json(&c.vm_get(r.vm.id).await.map_err(err)?))
 }
