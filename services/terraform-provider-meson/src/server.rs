@@ -200,22 +200,13 @@ impl Provider for MesonProvider {
         let req = req.into_inner();
         let check = || -> Result<(), Failure> {
             let kind = Self::kind(&req.type_name)?;
-            let config = decode(req.config.as_ref())?;
-            if let V::Str(t) = config.get("timeouts").get("create") {
-                crate::resources::parse_duration(t).ok_or_else(|| {
-                    Failure::msg(format!("bad timeouts.create: {t:?}"), "90s, 20m, 1h30m")
-                })?;
+            // Unknown values read as null: checked at apply.
+            let config = decode(req.config.as_ref())?.to_json();
+            for op in ["create", "update", "delete"] {
+                crate::resources::timeout(&config, op)?;
             }
-            if kind == Kind::Vm
-                && let V::Str(p) = config.get("power_state")
-                && p != "running"
-                && p != "stopped"
-            {
-                return Err(Failure::msg(
-                    format!("power_state must be running or stopped, got {p:?}"),
-                    "",
-                )
-                .at(vec![Step::Attr("power_state".into())]));
+            if kind == Kind::Vm {
+                crate::resources::vm::check_power_state(&config)?;
             }
             Ok(())
         };

@@ -221,6 +221,22 @@ pub fn changed(prior: &J, planned: &J, k: &str) -> bool {
     prior.get(k) != planned.get(k)
 }
 
+/// The rename and/or relabel a plan makes (VMs and networks share the
+/// request), if any.
+pub fn rename_relabel(
+    prior: &J,
+    planned: &J,
+) -> Option<meson_client::types::requests::VmUpdateRequest> {
+    let (name, labels_changed) = (
+        changed(prior, planned, "name"),
+        changed(prior, planned, "labels"),
+    );
+    (name || labels_changed).then(|| meson_client::types::requests::VmUpdateRequest {
+        name: if name { s(planned, "name") } else { None },
+        labels: labels_changed.then(|| labels(planned).unwrap_or_default()),
+    })
+}
+
 /// Waits on `ids` for at most `limit`.
 pub async fn wait(c: &Client, ids: &[Uuid], limit: Duration, fields: FieldMap) -> Res<()> {
     c.wait_for_with(

@@ -1,12 +1,11 @@
 //! `meson_network`: a private network VMs attach to.
 
-use super::{J, b, changed, id, labels, labels_json, obj, s, wait};
+use super::{J, b, id, labels, labels_json, obj, s, wait};
 use crate::diag::{Failure, Res, map_field};
 use crate::schema::{Attr, Block, Step, timeouts_block};
 use crate::value::Ty;
 use meson_client::Client;
 use meson_client::types::network::{Network, NetworkCreateRequest};
-use meson_client::types::requests::VmUpdateRequest;
 use std::time::Duration;
 
 pub fn block() -> Block {
@@ -106,11 +105,7 @@ pub async fn read(c: &Client, state: &J) -> Res<Option<J>> {
 
 pub async fn update(c: &Client, prior: &J, p: &J) -> Res<J> {
     let id = id(prior)?;
-    if changed(prior, p, "name") || changed(prior, p, "labels") {
-        let req = VmUpdateRequest {
-            name: changed(prior, p, "name").then(|| s(p, "name")).flatten(),
-            labels: changed(prior, p, "labels").then(|| labels(p).unwrap_or_default()),
-        };
+    if let Some(req) = super::rename_relabel(prior, p) {
         c.network_update(id, &req).await.map_err(err)?;
     }
     Ok(to_json(&c.network_get(id).await.map_err(err)?))

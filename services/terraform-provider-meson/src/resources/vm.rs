@@ -8,7 +8,7 @@ use meson_client::Client;
 use meson_client::types::Vm;
 use meson_client::types::requests::{
     CpuArch, CpuRequest, MemRequest, MiscRequest, VmAuthentication, VmCreateRequest,
-    VmRequestSpecs, VmRequirements, VmUpdateRequest, VolumeRequest,
+    VmRequestSpecs, VmRequirements, VolumeRequest,
 };
 use meson_client::types::vm::PowerCommand;
 use std::time::Duration;
@@ -237,17 +237,20 @@ async fn power(c: &Client, id: Uuid, to: &str, t: Duration) -> Res<()> {
     wait(c, &[a.id], t, field).await
 }
 
-pub async fn create(c: &Client, p: &J, t: Duration) -> Res<J> {
-    if let Some(ps) = s(p, "power_state")
-        && ps != "running"
-        && ps != "stopped"
-    {
-        return Err(Failure::msg(
-            format!("power_state must be running or stopped, got {ps:?}"),
+/// `power_state`, when given, is `running` or `stopped`.
+pub fn check_power_state(p: &J) -> Res<()> {
+    match s(p, "power_state").as_deref() {
+        None | Some("running" | "stopped") => Ok(()),
+        Some(other) => Err(Failure::msg(
+            format!("power_state must be running or stopped, got {other:?}"),
             "",
         )
-        .at(vec![Step::Attr("power_state".into())]));
+        .at(vec![Step::Attr("power_state".into())])),
     }
+}
+
+pub async fn create(c: &Client, p: &J, t: Duration) -> Res<J> {
+    check_power_state(p)?;
     let r = c.vm_create(&request(p)?).await.map_err(err)?;
     let mut actions = vec![r.action.id];
     actions.extend(r.next_actions.iter().map(|a| a.id));
@@ -274,11 +277,7 @@ pub async fn read(c: &Client, state: &J) -> Res<Option<J>> {
 
 pub async fn update(c: &Client, prior: &J, p: &J, t: Duration) -> Res<J> {
     let id = id(prior)?;
-    if changed(prior, p, "name") || changed(prior, p, "labels") {
-        let req = VmUpdateRequest {
-            name: changed(prior, p, "name").then(|| s(p, "name")).flatten(),
-            labels: changed(prior, p, "labels").then(|| labels(p).unwrap_or_default()),
-        };
+    if let Some(req) = super::rename_relabel(prior, p) {
         c.vm_update(id, &req).await.map_err(err)?;
     }
     if changed(prior, p, "power_state")
