@@ -15,6 +15,12 @@ terraform {
 # `mesond dev` found from the working directory.
 provider "meson" {}
 
+variable "kubernetes_version" {
+  description = "The cluster's Kubernetes version: a later one upgrades it in place."
+  type        = string
+  default     = "1.35"
+}
+
 variable "workers_desired_nodes" {
   description = "How many nodes the second pool runs."
   type        = number
@@ -65,7 +71,7 @@ resource "meson_vm" "test" {
 # The seed cluster.
 resource "meson_cluster" "test8" {
   name               = "test8"
-  kubernetes_version = "1.35"
+  kubernetes_version = var.kubernetes_version
   update_policy      = "NEVER_UPDATE"
   provider_name      = "arubacloud"
 

@@ -223,6 +223,11 @@ impl Tf {
         c.output().expect("terraform runs")
     }
 
+    /// Sets the variables (`terraform.tfvars`, read by every command).
+    fn vars(&self, tfvars: &str) {
+        std::fs::write(self.dir.join("terraform.tfvars"), tfvars).unwrap();
+    }
+
     /// Runs and asserts the exit code; stdout.
     fn ok(&self, args: &[&str], code: i32) -> String {
         let out = self.run(args);
@@ -259,7 +264,6 @@ async fn terraform_applies_plans_imports_and_destroys_the_example() {
     terraform_present();
     let dev = Dev::start().await;
     let tf = Tf::new(&dev);
-    let var = "-var=workers_desired_nodes=2";
 
     // Apply the example as written.
     let out = tf.ok(&["apply", "-auto-approve", "-no-color"], 0);
@@ -296,9 +300,10 @@ async fn terraform_applies_plans_imports_and_destroys_the_example() {
     assert!(out.contains("No changes"), "{out}");
 
     // The second pool grows in place; its nodes follow on the simulator.
-    let out = tf.ok(&["plan", "-no-color", var], 0);
+    tf.vars("workers_desired_nodes = 2\n");
+    let out = tf.ok(&["plan", "-no-color"], 0);
     assert!(out.contains("0 to add, 1 to change, 0 to destroy"), "{out}");
-    tf.ok(&["apply", "-auto-approve", "-no-color", var], 0);
+    tf.ok(&["apply", "-auto-approve", "-no-color"], 0);
     let cluster_id = cluster["id"].as_str().unwrap();
     let pools = dev.get(&format!("/v1/clusters/{cluster_id}/pools")).await;
     let workers = pools["pools"]
@@ -318,16 +323,31 @@ async fn terraform_applies_plans_imports_and_destroys_the_example() {
         .filter(|n| n["pool"] == workers["id"] && n["status"] != "deleting")
         .count();
     assert_eq!(on_pool, 2, "{nodes}");
-    tf.ok(&["plan", "-detailed-exitcode", "-no-color", var], 0);
+    tf.ok(&["plan", "-detailed-exitcode", "-no-color"], 0);
+
+    // A later Kubernetes version upgrades the cluster in place.
+    tf.vars("workers_desired_nodes = 2\nkubernetes_version = \"1.36\"\n");
+    let out = tf.ok(&["plan", "-no-color"], 0);
+    assert!(out.contains("0 to add, 1 to change, 0 to destroy"), "{out}");
+    tf.ok(&["apply", "-auto-approve", "-no-color"], 0);
+    let upgraded = dev.get(&format!("/v1/clusters/{cluster_id}")).await["cluster"].clone();
+    assert!(
+        upgraded["kubernetes_version"]
+            .as_str()
+            .is_some_and(|v| v.starts_with("1.36.")),
+        "{upgraded}"
+    );
+    assert_eq!(upgraded["id"], cluster["id"], "the same cluster");
+    tf.ok(&["plan", "-detailed-exitcode", "-no-color"], 0);
 
     // A VM deleted outside Terraform is planned again and re-created.
     let old = vm["id"].as_str().unwrap().to_owned();
     let del = dev.delete(&format!("/v1/vms/{old}")).await;
     let done = dev.finished(del["action"]["id"].as_str().unwrap()).await;
     assert_eq!(done["status"], "success", "{done}");
-    let out = tf.ok(&["plan", "-no-color", var], 0);
+    let out = tf.ok(&["plan", "-no-color"], 0);
     assert!(out.contains("1 to add, 0 to change, 0 to destroy"), "{out}");
-    let out = tf.ok(&["apply", "-auto-approve", "-no-color", var], 0);
+    let out = tf.ok(&["apply", "-auto-approve", "-no-color"], 0);
     assert!(
         out.contains("Resources: 1 added, 0 changed, 0 destroyed"),
         "{out}"
@@ -358,11 +378,25 @@ async fn terraform_applies_plans_imports_and_destroys_the_example() {
     )
     .unwrap();
     tf.ok(
-        &["import", "-no-color", var, "meson_vm.imported", imported_id],
+        &["import", "-no-color", "meson_vm.imported", imported_id],
         0,
     );
-    let out = tf.ok(&["plan", "-detailed-exitcode", "-no-color", var], 0);
+    let out = tf.ok(&["plan", "-detailed-exitcode", "-no-color"], 0);
     assert!(out.contains("No changes"), "{out}");
+
+    // Labels, and the power state through the power API, change in place.
+    std::fs::write(
+        tf.dir.join("imported.tf"),
+        "resource \"meson_vm\" \"imported\" {\n  name        = \"imported\"\n  cores       = 1\n  memory_mib  = 1024\n  power_state = \"stopped\"\n  labels      = { team = \"infra\" }\n}\n",
+    )
+    .unwrap();
+    let out = tf.ok(&["plan", "-no-color"], 0);
+    assert!(out.contains("0 to add, 1 to change, 0 to destroy"), "{out}");
+    tf.ok(&["apply", "-auto-approve", "-no-color"], 0);
+    let stopped = dev.get(&format!("/v1/vms/{imported_id}")).await["vm"].clone();
+    assert_eq!(stopped["status"], "off", "{stopped}");
+    assert_eq!(stopped["labels"]["team"], "infra", "{stopped}");
+    tf.ok(&["plan", "-detailed-exitcode", "-no-color"], 0);
 
     // A request meson refuses: its error code, and the attribute it names.
     std::fs::write(
@@ -370,7 +404,7 @@ async fn terraform_applies_plans_imports_and_destroys_the_example() {
         "resource \"meson_vm\" \"bad\" {\n  name       = \"bad\"\n  cores      = 1\n  memory_mib = 0\n}\n",
     )
     .unwrap();
-    let out = tf.run(&["apply", "-auto-approve", "-no-color", var]);
+    let out = tf.run(&["apply", "-auto-approve", "-no-color"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("(invalid_input)"), "{err}");
@@ -383,7 +417,7 @@ async fn terraform_applies_plans_imports_and_destroys_the_example() {
     assert!(vm_by_name(&dev, "bad").await.is_none());
 
     // Destroy: nothing left in meson, nor on the hosts.
-    tf.ok(&["destroy", "-auto-approve", "-no-color", var], 0);
+    tf.ok(&["destroy", "-auto-approve", "-no-color"], 0);
     assert_eq!(dev.list("vms").await, Vec::<Value>::new());
     assert_eq!(dev.list("clusters").await, Vec::<Value>::new());
     assert_eq!(dev.list("networks").await, Vec::<Value>::new());
