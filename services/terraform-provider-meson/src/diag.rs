@@ -12,10 +12,12 @@ pub struct Failure {
     pub summary: String,
     pub detail: String,
     pub path: Option<Vec<Step>>,
+    /// meson's error code, when meson answered one.
+    pub code: Option<String>,
     /// What exists in meson despite the failure (a create whose wait
     /// failed): its id, so Terraform keeps it, tainted, to replace or
     /// destroy.
-    pub created: Option<serde_json::Value>,
+    pub created: Option<Box<serde_json::Value>>,
 }
 
 pub type Res<T> = Result<T, Failure>;
@@ -30,13 +32,14 @@ impl Failure {
             summary: summary.into(),
             detail: detail.into(),
             path: None,
+            code: None,
             created: None,
         }
     }
 
     /// Notes that the resource `id` was created before the failure.
     pub fn created(mut self, id: uuid::Uuid) -> Failure {
-        self.created = Some(serde_json::json!({"id": id.to_string()}));
+        self.created = Some(Box::new(serde_json::json!({"id": id.to_string()})));
         self
     }
 
@@ -79,6 +82,7 @@ impl Failure {
                     summary: format!("meson: {message} ({code})"),
                     detail,
                     path,
+                    code: Some(code),
                     created: None,
                 }
             }

@@ -16,6 +16,14 @@
 //! uses, by the protocol's field numbers), and the provider logic stays on
 //! meson's own typed SDK, `meson-client`.
 //!
+//! RPCs not declared here answer UNIMPLEMENTED, which is what Terraform
+//! expects of a provider that declares no such feature: moving state
+//! between resource types, ephemeral and list resources, resource
+//! identities, actions and state stores are only called for types a schema
+//! declares; go-plugin's stdio stream (`plugin.GRPCStdio`) is read as "no
+//! stdio" (the provider logs to stderr, which Terraform collects). Provider
+//! functions: `GetFunctions` answers an empty list.
+//!
 //! - [`value`], Terraform's values (MessagePack with unknowns) and types.
 //! - [`schema`], schemas, and the generic plan, apply and refresh rules.
 //! - [`resources`], each resource and data source over the SDK.

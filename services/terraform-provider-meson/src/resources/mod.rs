@@ -95,7 +95,7 @@ impl Kind {
         };
         match r {
             // Already gone: what a delete wants.
-            Err(Failure { summary, .. }) if summary.ends_with("(not_found)") => Ok(()),
+            Err(f) if f.code.as_deref() == Some("not_found") => Ok(()),
             other => other,
         }
     }

@@ -191,7 +191,7 @@ pub async fn create(c: &Client, p: &J, t: Duration) -> Res<J> {
     let id = r.pool.id;
     wait(c, &[r.action.id], t, field).await.map_err(|f| {
         let mut f = f.created(id);
-        f.created = f.created.map(|j| with_cluster(j, cluster));
+        f.created = f.created.map(|j| Box::new(with_cluster(*j, cluster)));
         f
     })?;
     let pool = c.pool_get(cluster, id).await.map_err(err)?;
