@@ -265,7 +265,26 @@ async fn terraform_applies_plans_imports_and_destroys_the_example() {
     let dev = Dev::start().await;
     let tf = Tf::new(&dev);
 
-    // Apply the example as written.
+    // The example as written, and the catalogue's data sources beside it.
+    std::fs::write(
+        tf.dir.join("catalogue.tf"),
+        r#"
+data "meson_flavors" "all" {}
+data "meson_providers" "all" {}
+data "meson_kubernetes_versions" "all" {}
+
+output "flavors" {
+  value = [for f in data.meson_flavors.all.flavors : f.name]
+}
+output "providers" {
+  value = [for p in data.meson_providers.all.providers : p.name]
+}
+output "default_kubernetes_version" {
+  value = data.meson_kubernetes_versions.all.default
+}
+"#,
+    )
+    .unwrap();
     let out = tf.ok(&["apply", "-auto-approve", "-no-color"], 0);
     assert!(out.contains("Apply complete! Resources: 4 added"), "{out}");
     let vm = vm_by_name(&dev, "test").await.expect("the seed VM");
@@ -294,6 +313,33 @@ async fn terraform_applies_plans_imports_and_destroys_the_example() {
         "{kubeconfig}"
     );
     assert_eq!(kubeconfig["sensitive_values"]["kubeconfig"], true);
+
+    let outputs: Value = serde_json::from_str(&tf.ok(&["output", "-json"], 0)).unwrap();
+    let catalogue = dev.get("/v1/flavors").await["flavors"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert_eq!(
+        outputs["flavors"]["value"].as_array().map(Vec::len),
+        Some(catalogue)
+    );
+    assert!(
+        outputs["providers"]["value"]
+            .as_array()
+            .is_some_and(|p| p.contains(&Value::from("ionos"))),
+        "{outputs}"
+    );
+    let versions = dev.get("/v1/kubernetes-versions").await;
+    let default = versions["kubernetes_versions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["default"] == true)
+        .map(|v| v["version"].clone());
+    assert_eq!(
+        Some(outputs["default_kubernetes_version"]["value"].clone()),
+        default
+    );
 
     // Nothing to change.
     let out = tf.ok(&["plan", "-detailed-exitcode", "-no-color"], 0);
