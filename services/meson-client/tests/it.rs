@@ -364,3 +364,109 @@ async fn standalone_volumes_are_created_attached_and_deleted_typed() {
     );
     m.stop().await;
 }
+
+#[tokio::test]
+async fn updates_pools_and_the_version_catalogue_are_typed() {
+    use meson_types::cluster::ClusterUpdateRequest;
+    use meson_types::kaas::{KaasCreateRequest, NodePoolRequest};
+    use meson_types::network::NetworkCreateRequest;
+    use meson_types::pool::NodePoolUpdateRequest;
+    use meson_types::requests::VmUpdateRequest;
+    let m = Meson::start().await;
+    let c = client(&m);
+    let labels = |k: &str, v: &str| [(k.to_owned(), v.to_owned())].into();
+
+    // Renames and relabels: VMs and networks.
+    let created = c.vm_create(&vm("old")).await.unwrap();
+    c.wait_for(&[created.action.id]).await.unwrap();
+    let renamed = c
+        .vm_update(
+            created.vm.id,
+            &VmUpdateRequest {
+                name: Some("new".into()),
+                labels: Some(labels("env", "dev")),
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (renamed.name.as_str(), renamed.labels["env"].as_str()),
+        ("new", "dev")
+    );
+    let net = c
+        .network_create(&NetworkCreateRequest {
+            name: "backend".into(),
+            cidr: "10.20.0.0/24".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let relabelled = c
+        .network_update(
+            net.id,
+            &VmUpdateRequest {
+                name: None,
+                labels: Some(labels("tier", "db")),
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(relabelled.labels["tier"], "db");
+    assert_eq!(relabelled.name, "backend");
+
+    // A cluster: its policy, a second pool grown and deleted.
+    let req: KaasCreateRequest = serde_json::from_value(harness::seed_kaas_one_worker()).unwrap();
+    let cluster = c.cluster_create(&req).await.unwrap();
+    c.wait_for(&[cluster.action.id]).await.unwrap();
+    let id = cluster.cluster.id;
+    let updated = c
+        .cluster_update(
+            id,
+            &ClusterUpdateRequest {
+                labels: None,
+                update_policy: Some("patch_update".into()),
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(updated.update_policy, "PATCH_UPDATE");
+    let pool = c
+        .pool_create(
+            id,
+            &NodePoolRequest {
+                pool_name: "extra".into(),
+                desired_nodes: Some(1),
+                max_nodes: Some(3),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    c.wait_for(&[pool.action.id]).await.unwrap();
+    let grown = c
+        .pool_update(
+            id,
+            pool.pool.id,
+            &NodePoolUpdateRequest {
+                desired_nodes: Some(2),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    c.wait_for(&[grown.action.expect("a resize").id])
+        .await
+        .unwrap();
+    let got = c.pool_get(id, pool.pool.id).await.unwrap();
+    assert_eq!((got.desired_nodes, got.current_nodes), (2, 2));
+    let gone = c.pool_delete(id, pool.pool.id).await.unwrap();
+    c.wait_for(&[gone.id]).await.unwrap();
+    assert_eq!(
+        c.pool_get(id, pool.pool.id).await.unwrap_err().code(),
+        Some("not_found")
+    );
+
+    let versions = c.kubernetes_versions().await.unwrap();
+    assert_eq!(versions.iter().filter(|v| v.default).count(), 1);
+    m.stop().await;
+}
