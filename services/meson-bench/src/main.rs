@@ -68,9 +68,11 @@ struct Cli {
     /// The simulated VM boot time of the provisioning section, ms.
     #[arg(long, default_value_t = 5000)]
     boot_ms: u64,
-    /// Cluster sizes (nodes) of the provisioning section.
-    #[arg(long, value_delimiter = ',', default_value = "3,10,50,100")]
-    cluster_sizes: Vec<u32>,
+    /// Clusters of the provisioning section: `N` nodes (the control
+    /// plane's and N − 1 workers in one pool, 2 ≤ N ≤ 101), or `PxW` (the
+    /// control plane's node and P pools of W workers).
+    #[arg(long, value_delimiter = ',', default_value = "3,10,50,100,3x100")]
+    cluster_sizes: Vec<provision::Shape>,
     /// VMs in the database of the scale section.
     #[arg(long, default_value_t = 100_000)]
     scale_vms: usize,
@@ -168,10 +170,6 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         if wants("provision") {
             let boot = std::time::Duration::from_millis(cli.boot_ms);
-            anyhow::ensure!(
-                cli.cluster_sizes.iter().all(|&n| (2..=101).contains(&n)),
-                "--cluster-sizes: 2 to 101 nodes"
-            );
             let t = provision::provision(&env, boot, &cli.cluster_sizes).await?;
             report.push_str(&t.render());
             report.push('\n');

@@ -45,7 +45,7 @@ pub async fn pending(pool: &PgPool, except: VmId) -> Result<HashMap<TargetId, Re
 pub async fn lock_host(tx: &mut Tx<'_>, target: TargetId, except: VmId) -> Result<Reserved, Error> {
     sqlx::query_scalar!(
         r#"select true as "locked!" from pg_advisory_xact_lock(hashtextextended($1, 0))"#,
-        format!("meson:host-placement:{target}"),
+        host_lock_key(target),
     )
     .fetch_one(&mut **tx)
     .await
@@ -62,6 +62,75 @@ pub async fn lock_host(tx: &mut Tx<'_>, target: TargetId, except: VmId) -> Resul
     .await
     .ctx("reading a host's reservations")?;
     Ok(reserved(r.vcpus, r.ram_mib))
+}
+
+/// The name of a host's placement lock.
+fn host_lock_key(target: TargetId) -> String {
+    format!("meson:host-placement:{target}")
+}
+
+/// Takes the placement locks of `targets` until `tx` ends, in the order of
+/// their ids (two callers locking several never wait on each other in a
+/// cycle), and returns what is reserved on each now (hosts without a
+/// reservation absent).
+pub async fn lock_hosts(
+    tx: &mut Tx<'_>,
+    targets: &[TargetId],
+) -> Result<HashMap<TargetId, Reserved>, Error> {
+    let mut ids: Vec<TargetId> = targets.to_vec();
+    ids.sort();
+    ids.dedup();
+    let keys: Vec<String> = ids.iter().map(|t| host_lock_key(*t)).collect();
+    // A function scan yields the array in order: the locks are taken in it.
+    sqlx::query_scalar!(
+        r#"select count(*) as "locked!" from (
+               select pg_advisory_xact_lock(hashtextextended(k, 0)) from unnest($1::text[]) k
+           ) l"#,
+        &keys,
+    )
+    .fetch_one(&mut **tx)
+    .await
+    .ctx("locking hosts' placement")?;
+    let ids: Vec<uuid::Uuid> = ids.iter().map(|t| t.0).collect();
+    let rows = sqlx::query!(
+        r#"select r.target_id, sum(r.vcpus)::bigint as "vcpus!", sum(r.ram_mib)::bigint as "ram_mib!"
+           from host_reservations r join vms v on v.id = r.vm_id
+           where r.target_id = any($1) and v.deleted_at is null and v.status <> 'error'
+           group by r.target_id"#,
+        &ids,
+    )
+    .fetch_all(&mut **tx)
+    .await
+    .ctx("reading hosts' reservations")?;
+    Ok(rows
+        .into_iter()
+        .map(|r| (TargetId(r.target_id), reserved(r.vcpus, r.ram_mib)))
+        .collect())
+}
+
+/// Reserves `each` on its host for every VM of `vms` (replacing any
+/// reservation one had), in one statement.
+pub async fn reserve_many(
+    tx: &mut Tx<'_>,
+    vms: &[(VmId, TargetId)],
+    each: Reserved,
+) -> Result<(), Error> {
+    let ids: Vec<uuid::Uuid> = vms.iter().map(|(v, _)| v.0).collect();
+    let targets: Vec<uuid::Uuid> = vms.iter().map(|(_, t)| t.0).collect();
+    sqlx::query!(
+        r#"insert into host_reservations (vm_id, target_id, vcpus, ram_mib)
+           select u.vm_id, u.target_id, $3, $4 from unnest($1::uuid[], $2::uuid[]) as u(vm_id, target_id)
+           on conflict (vm_id) do update set target_id = excluded.target_id,
+               vcpus = excluded.vcpus, ram_mib = excluded.ram_mib, created_at = now()"#,
+        &ids,
+        &targets,
+        i32::try_from(each.vcpus).unwrap_or(i32::MAX),
+        i64::try_from(each.ram_mib).unwrap_or(i64::MAX),
+    )
+    .execute(&mut **tx)
+    .await
+    .ctx("reserving host capacity")?;
+    Ok(())
 }
 
 /// Reserves `what` on `target` for `vm` (replacing any reservation it had).

@@ -269,6 +269,35 @@ pub async fn set_placement(
     Ok(())
 }
 
+/// Records where each VM was placed, in one statement.
+pub async fn set_placements(tx: &mut Tx<'_>, placed: &[(VmId, &Placement)]) -> Result<(), Error> {
+    let ids: Vec<Uuid> = placed.iter().map(|(v, _)| v.0).collect();
+    let targets: Vec<Uuid> = placed.iter().map(|(_, p)| p.target_id.0).collect();
+    let providers: Vec<&str> = placed.iter().map(|(_, p)| p.provider.as_str()).collect();
+    let regions: Vec<&str> = placed.iter().map(|(_, p)| p.region.as_str()).collect();
+    let hourly: Vec<f64> = placed.iter().map(|(_, p)| p.price_hourly).collect();
+    let monthly: Vec<f64> = placed.iter().map(|(_, p)| p.price_monthly).collect();
+    let currencies: Vec<&str> = placed.iter().map(|(_, p)| p.currency.as_str()).collect();
+    sqlx::query!(
+        r#"update vms set target_id = u.target_id, provider = u.provider, region = u.region,
+                          price_hourly = u.hourly, price_monthly = u.monthly, currency = u.currency
+           from unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::float8[], $6::float8[], $7::text[])
+                as u(id, target_id, provider, region, hourly, monthly, currency)
+           where vms.id = u.id"#,
+        &ids,
+        &targets,
+        &providers as &[&str],
+        &regions as &[&str],
+        &hourly,
+        &monthly,
+        &currencies as &[&str],
+    )
+    .execute(&mut **tx)
+    .await
+    .ctx("recording vm placements")?;
+    Ok(())
+}
+
 /// Records AtomOS's id and address for the VM and its status.
 pub async fn set_runtime(
     pool: &PgPool,
@@ -387,6 +416,24 @@ pub async fn record_drift(
     .await
     .ctx("recording a VM's drift")?;
     Ok(done.rows_affected() == 1)
+}
+
+/// Locks the VMs' rows until `tx` ends (in the order of their ids) and
+/// returns those not placed yet, in that order: see [`lock_placement`].
+pub async fn lock_unplaced(tx: &mut Tx<'_>, ids: &[VmId]) -> Result<Vec<VmId>, Error> {
+    let ids: Vec<Uuid> = ids.iter().map(|v| v.0).collect();
+    let rows = sqlx::query!(
+        "select id, target_id from vms where id = any($1) order by id for update",
+        &ids
+    )
+    .fetch_all(&mut **tx)
+    .await
+    .ctx("locking vms")?;
+    Ok(rows
+        .into_iter()
+        .filter(|r| r.target_id.is_none())
+        .map(|r| VmId(r.id))
+        .collect())
 }
 
 /// Locks the VM's row until `tx` ends and returns where it is placed now:

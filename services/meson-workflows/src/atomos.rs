@@ -8,7 +8,12 @@ use meson_core::target::Target;
 use meson_db::PgPool;
 use meson_jobs::StepError;
 use std::collections::HashMap;
-use std::sync::RwLock;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// A host's VMs, as last listed, with when the listing was asked for.
+type Listing = Arc<tokio::sync::Mutex<Option<(Instant, Arc<Vec<atomos_driver::Vm>>)>>>;
 
 /// Driver clients, one per target, built on first use from the database.
 pub struct Atomos {
@@ -16,6 +21,10 @@ pub struct Atomos {
     options: ClientOptions,
     // Short critical sections only, never held across an await.
     clients: RwLock<HashMap<TargetId, AtomosClient>>,
+    // The same, for the map; each listing's own lock is held while it is asked for.
+    listings: Mutex<HashMap<TargetId, Listing>>,
+    /// Where the poll ticks of [`Atomos::next_tick`] count from.
+    epoch: Instant,
 }
 
 pub fn driver_target(t: &Target) -> atomos_driver::Target {
@@ -40,7 +49,57 @@ impl Atomos {
             pool,
             options,
             clients: RwLock::new(HashMap::new()),
+            listings: Mutex::new(HashMap::new()),
+            epoch: Instant::now(),
         }
+    }
+
+    /// The VMs of `target` (whose client is `c`), as listed by a request
+    /// asked for no earlier than `since`. Callers at the same time share
+    /// one request: the first asks, the others wait for its answer; a host
+    /// with many VMs booting is listed once per poll, not once per VM.
+    pub async fn vms_since(
+        &self,
+        target: TargetId,
+        c: &AtomosClient,
+        since: Instant,
+    ) -> Result<Arc<Vec<atomos_driver::Vm>>, DriverError> {
+        let listing = match self.listings.lock() {
+            Ok(mut map) => map.entry(target).or_default().clone(),
+            // A panic elsewhere: list on our own.
+            Err(_) => Listing::default(),
+        };
+        let mut last = listing.lock().await;
+        if let Some((asked, vms)) = &*last
+            && *asked >= since
+        {
+            return Ok(vms.clone());
+        }
+        let asked = Instant::now();
+        let vms = Arc::new(c.vms().await?);
+        *last = Some((asked, vms.clone()));
+        Ok(vms)
+    }
+
+    /// The VM called `name` on `target`, from a listing asked for now or
+    /// later (see [`Atomos::vms_since`]).
+    pub async fn vm_by_name(
+        &self,
+        target: TargetId,
+        c: &AtomosClient,
+        name: &str,
+    ) -> Result<Option<atomos_driver::Vm>, DriverError> {
+        let vms = self.vms_since(target, c, Instant::now()).await?;
+        Ok(vms.iter().find(|v| v.name == name).cloned())
+    }
+
+    /// The next multiple of `every` since this process's first client:
+    /// waits that poll on these ticks poll together, and share listings.
+    pub fn next_tick(&self, every: Duration) -> Instant {
+        let every = every.max(Duration::from_millis(1));
+        let ticks = self.epoch.elapsed().as_nanos() / every.as_nanos() + 1;
+        let ticks = u32::try_from(ticks).unwrap_or(u32::MAX);
+        self.epoch + every.saturating_mul(ticks)
     }
 
     fn build(&self, t: &Target) -> Result<AtomosClient, StepError> {

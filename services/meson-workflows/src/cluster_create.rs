@@ -96,6 +96,7 @@ impl Workflow for ClusterCreate {
                 let Some((first, rest)) = cps.split_first() else {
                     return Err(StepError::internal("no control-plane node"));
                 };
+                nodes::place_nodes(env, &cluster, &cps).await?;
                 // The first must be up before the others can join it.
                 nodes::provision_node(env, &cluster, first, true).await?;
                 let items = rest.iter().map(|n| (n.id.to_string(), n.clone())).collect();
@@ -107,10 +108,9 @@ impl Workflow for ClusterCreate {
                 to_output(())
             }
             ClusterCreateStep::Workers => {
-                let items = of_role(&all, NodeRole::Worker)
-                    .into_iter()
-                    .map(|n| (n.id.to_string(), n))
-                    .collect();
+                let workers = of_role(&all, NodeRole::Worker);
+                nodes::place_nodes(env, &cluster, &workers).await?;
+                let items = workers.into_iter().map(|n| (n.id.to_string(), n)).collect();
                 cx.fan_out(items, nodes::NODE_CONCURRENCY, |n| {
                     let cluster = &cluster;
                     async move { nodes::provision_node(env, cluster, &n, false).await }

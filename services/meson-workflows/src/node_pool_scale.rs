@@ -126,12 +126,13 @@ pub(crate) async fn run(
         PoolStep::Add => to_output(add(env, p).await?),
         PoolStep::Provision => {
             let cluster = meson_db::clusters::get_any(&env.pool, p.cluster_id).await?;
-            let items = added_nodes(env, cx)
+            let added: Vec<Node> = added_nodes(env, cx)
                 .await?
                 .into_iter()
                 .filter(|n| n.status != NodeStatus::Deleting)
-                .map(|n| (n.id.to_string(), n))
                 .collect();
+            nodes::place_nodes(env, &cluster, &added).await?;
+            let items = added.into_iter().map(|n| (n.id.to_string(), n)).collect();
             cx.fan_out(items, NODE_CONCURRENCY, |n| {
                 let cluster = &cluster;
                 async move { nodes::provision_node(env, cluster, &n, false).await }

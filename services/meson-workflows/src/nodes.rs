@@ -179,23 +179,7 @@ pub async fn place_node(
     if vm.placement.is_some() {
         return Ok(());
     }
-    let nodes = meson_db::clusters::nodes(&env.pool, cluster.id).await?;
-    let siblings: Vec<VmIdOf> = nodes
-        .iter()
-        .filter(|n| n.id != node.id && n.pool == node.pool)
-        .map(|n| n.vm)
-        .collect();
-    let sibling_vms = meson_db::vms::get_many(&env.pool, &siblings).await?;
-    let region = cluster_region(env, cluster, &sibling_vms).await?;
-    let targets: Vec<_> = crate::placement::candidates(env, exclude)
-        .await?
-        .into_iter()
-        .filter(|(t, _)| {
-            region
-                .as_ref()
-                .is_none_or(|(p, r)| &t.provider == p && &t.region == r)
-        })
-        .collect();
+    let targets = region_targets(env, cluster, exclude).await?;
     let reserved = meson_db::reservations::pending(&env.pool, vm.id).await?;
     let s = survey_reserved(targets.clone(), &vm.spec, &reserved)
         .await
@@ -216,18 +200,76 @@ pub async fn place_node(
     Ok(())
 }
 
-type VmIdOf = meson_core::VmId;
+/// Places the nodes of `nodes` not placed yet, one node group (the control
+/// plane, or a pool) at a time, each with one decision for all its nodes:
+/// one survey of the cluster's region, then, under the cluster's placement
+/// lock, the group spread as [`place_node`] would place its nodes one by
+/// one ([`crate::placement::claim_group`]), in one transaction. A node left
+/// out (its hosts filled up meanwhile, or one did not answer) is left to
+/// [`place_node`], which places it alone or says why it cannot be.
+pub async fn place_nodes(env: &Env, cluster: &Cluster, nodes: &[Node]) -> StepResult<()> {
+    let mut groups: Vec<(Option<meson_core::PoolId>, Vec<&Node>)> = Vec::new();
+    for n in nodes {
+        match groups.iter_mut().find(|(p, _)| *p == n.pool) {
+            Some((_, members)) => members.push(n),
+            None => groups.push((n.pool, vec![n])),
+        }
+    }
+    for (pool, members) in groups {
+        let ids: Vec<meson_core::VmId> = members.iter().map(|n| n.vm).collect();
+        let vms: Vec<Vm> = meson_db::vms::get_many(&env.pool, &ids)
+            .await?
+            .into_iter()
+            .filter(|v| v.placement.is_none())
+            .collect();
+        let Some(first) = vms.first() else {
+            continue;
+        };
+        if vms.iter().any(|v| v.spec != first.spec) {
+            // Not one size after all (never from the API): one at a time.
+            continue;
+        }
+        let targets = region_targets(env, cluster, &[]).await?;
+        let s = crate::placement::survey(targets.clone(), &first.spec)
+            .await
+            .map_err(|e| e.step_error())?;
+        let mut tx = meson_db::begin(&env.pool).await?;
+        meson_db::node_health::lock_placement(&mut tx, cluster.id).await?;
+        // The group's members not placed yet have no host: none counts.
+        let used =
+            meson_db::node_health::group_hosts(&mut tx, cluster.id, pool, members[0].id).await?;
+        let placed =
+            crate::placement::claim_group(&mut tx, &vms, s.offers(), &targets, &used).await?;
+        meson_db::commit(tx).await?;
+        tracing::info!(cluster = %cluster.id, group = ?pool, nodes = vms.len(),
+            placed = placed.len(), "placed a node group");
+    }
+    Ok(())
+}
+
+/// The enabled targets (none of `exclude`) in the cluster's region: where
+/// its nodes already are, else the cheapest region that fits the whole
+/// cluster.
+async fn region_targets(
+    env: &Env,
+    cluster: &Cluster,
+    exclude: &[TargetId],
+) -> StepResult<Vec<(meson_core::target::Target, atomos_driver::AtomosClient)>> {
+    let region = cluster_region(env, cluster).await?;
+    Ok(crate::placement::candidates(env, exclude)
+        .await?
+        .into_iter()
+        .filter(|(t, _)| {
+            region
+                .as_ref()
+                .is_none_or(|(p, r)| &t.provider == p && &t.region == r)
+        })
+        .collect())
+}
 
 /// The (provider, region) every node of the cluster lives in: where its
 /// nodes already are, else the cheapest region that fits the whole cluster.
-async fn cluster_region(
-    env: &Env,
-    cluster: &Cluster,
-    placed: &[Vm],
-) -> StepResult<Option<(String, String)>> {
-    if let Some(p) = placed.iter().find_map(|v| v.placement.as_ref()) {
-        return Ok(Some((p.provider.clone(), p.region.clone())));
-    }
+async fn cluster_region(env: &Env, cluster: &Cluster) -> StepResult<Option<(String, String)>> {
     let all = meson_db::clusters::nodes(&env.pool, cluster.id).await?;
     let vms =
         meson_db::vms::get_many(&env.pool, &all.iter().map(|n| n.vm).collect::<Vec<_>>()).await?;
@@ -243,14 +285,16 @@ async fn cluster_region(
         .map(|o| (o.provider.clone(), o.region.clone())))
 }
 
-/// How many of a cluster's nodes are brought up (or taken down) at once. A
-/// node in flight mostly waits for its VM to boot; what AtomOS sees at once
-/// is bounded by the driver (`concurrency` requests per target), so a wider
-/// fan-out asks no more of a host at a time and lets a cluster wait for
-/// about one boot rather than one per wave: at 16, a 100-node cluster's 99
-/// workers took 7 boots (41 s where the critical path is 10 s, with 5 s
-/// boots; see BENCHMARKS.md). A full pool fits in one wave.
-pub(crate) const NODE_CONCURRENCY: usize = 128;
+/// How many of a cluster's nodes are brought up (or taken down) at once:
+/// all of them, a cluster's every pool at its largest. A node in flight
+/// mostly waits for its VM to boot; what AtomOS sees at once is bounded by
+/// the driver (`concurrency` requests per target), and the boot polls of
+/// one host share one listing per poll ([`crate::atomos::Atomos::vms_since`]),
+/// so a wider fan-out asks no more of a host at a time and lets a cluster
+/// wait for about one boot rather than one per wave: at 128, a cluster of
+/// three pools of 100 workers waited for three boots of its workers.
+pub(crate) const NODE_CONCURRENCY: usize =
+    meson_core::kaas::MAX_POOLS * meson_core::kaas::MAX_NODES_PER_POOL as usize + 3;
 
 /// Brings a node's VM up: placed, on the cluster network, booted with its
 /// kubeadm cloud-init, running. The node is then `not_ready` until it
@@ -269,7 +313,14 @@ pub async fn provision_node(
     // A node already registered keeps the ISO it booted with (re-rendering
     // would change its phone-home secret under it).
     let c = provision::client(env, &vm).await?;
-    if c.vm_by_name(&vm.atomos_name)
+    let target = vm
+        .placement
+        .as_ref()
+        .ok_or_else(|| StepError::internal("the node's VM has no placement"))?
+        .target_id;
+    if env
+        .atomos
+        .vm_by_name(target, &c, &vm.atomos_name)
         .await
         .map_err(crate::atomos::step_error)?
         .is_none()

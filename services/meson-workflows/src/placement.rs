@@ -196,10 +196,33 @@ async fn fits(
     spec: &VmSpec,
     reserved: Reserved,
 ) -> Result<Vec<atomos_driver::Quote>, atomos_driver::DriverError> {
+    fits_many(c, spec, reserved, 1).await
+}
+
+/// Whether one host fits `count` (at least one) VMs of `spec` and their
+/// disks on top of `reserved`: the VMs beyond the first are asked for as
+/// reserved capacity, like the placements in flight.
+async fn fits_many(
+    c: &AtomosClient,
+    spec: &VmSpec,
+    reserved: Reserved,
+    count: u32,
+) -> Result<Vec<atomos_driver::Quote>, atomos_driver::DriverError> {
+    let one = demand(spec);
+    let more = count.saturating_sub(1);
+    let on_top = Reserved {
+        vcpus: reserved
+            .vcpus
+            .saturating_add(one.vcpus.saturating_mul(more)),
+        ram_mib: reserved
+            .ram_mib
+            .saturating_add(one.ram_mib.saturating_mul(u64::from(more))),
+    };
     let quotes = c
-        .can_allocate(&with_reserved(&driver_spec(spec), reserved))
+        .can_allocate(&with_reserved(&driver_spec(spec), on_top))
         .await?;
-    c.volume_can_create(total_disk_gb(spec)).await?;
+    c.volume_can_create(total_disk_gb(spec).saturating_mul(count.max(1)))
+        .await?;
     Ok(quotes)
 }
 
@@ -412,6 +435,151 @@ pub async fn claim(
     Ok(None)
 }
 
+/// The hosts a group's VMs go to, one by one: each to the host holding the
+/// fewest of the group so far (`used`: one entry per VM of the group
+/// already placed; then those planned here), the first of them in `hosts`'
+/// order (best first), never beyond a host's cap. Returns, per VM planned,
+/// its host's index in `hosts`; shorter than `count` when the caps leave
+/// VMs without a host.
+pub fn spread(
+    count: usize,
+    hosts: &[TargetId],
+    used: &[TargetId],
+    caps: &HashMap<TargetId, u32>,
+) -> Vec<usize> {
+    let mut holds: Vec<usize> = hosts
+        .iter()
+        .map(|h| used.iter().filter(|u| *u == h).count())
+        .collect();
+    let mut planned = vec![0u32; hosts.len()];
+    let mut out = Vec::with_capacity(count);
+    for _ in 0..count {
+        let open =
+            (0..hosts.len()).filter(|&i| caps.get(&hosts[i]).is_none_or(|cap| planned[i] < *cap));
+        // `min_by_key` keeps the first of equals: the best host.
+        let Some(i) = open.min_by_key(|&i| holds[i]) else {
+            break;
+        };
+        holds[i] += 1;
+        planned[i] += 1;
+        out.push(i);
+    }
+    out
+}
+
+/// The most VMs of `spec` the host fits on top of `reserved`, knowing that
+/// `lo` fit and asking up to `hi`: `hi` asked first (the common answer),
+/// then a bisection. `true` with it when the host did not answer (then
+/// only what was known to fit counts).
+async fn most_that_fit(
+    c: &AtomosClient,
+    spec: &VmSpec,
+    reserved: Reserved,
+    lo: u32,
+    hi: u32,
+) -> (u32, bool) {
+    let (mut lo, mut hi) = (lo, hi);
+    match fits_many(c, spec, reserved, hi).await {
+        Ok(_) => return (hi, false),
+        Err(e) if e.is_transient() => return (lo, true),
+        Err(_) => {}
+    }
+    // `lo` fits, `hi` does not.
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        match fits_many(c, spec, reserved, mid).await {
+            Ok(_) => lo = mid,
+            Err(e) if e.is_transient() => return (lo, true),
+            Err(_) => hi = mid,
+        }
+    }
+    (lo, false)
+}
+
+/// [`claim`] for a group of VMs of one spec (`vms`, a cluster's node
+/// group): one decision for them all, in `tx`. Under the placement locks of
+/// every offered host (and the VMs' row locks), the VMs are spread over the
+/// hosts ([`spread`], `used` the group's hosts so far), and each host is
+/// asked once, in parallel, whether it fits its share on top of what is
+/// reserved there now (bisected when it does not, the rest spread again).
+/// Every VM placed gets its reservation and its placement (at the offer's
+/// price: one VM's) in one statement each. Returns the VMs placed; those
+/// left out (no host fits them any more, or one did not answer) are for
+/// [`claim`] to place one at a time, or to fail with the reason. VMs placed
+/// meanwhile (by another attempt of the same workflow) keep their placement.
+pub async fn claim_group(
+    tx: &mut meson_db::Tx<'_>,
+    vms: &[Vm],
+    offers: &[Offer],
+    clients: &[(Target, AtomosClient)],
+    used: &[TargetId],
+) -> StepResult<Vec<(meson_core::VmId, Placement)>> {
+    let Some(spec) = vms.first().map(|v| &v.spec) else {
+        return Ok(Vec::new());
+    };
+    let ids: Vec<meson_core::VmId> = vms.iter().map(|v| v.id).collect();
+    // In id order, as the rows were locked.
+    let todo = meson_db::vms::lock_unplaced(tx, &ids).await?;
+    let mut hosts: Vec<&Offer> = Vec::new();
+    for o in offers {
+        // A host offers once per quote; its best is the one.
+        if !hosts
+            .iter()
+            .any(|h| h.placement.target_id == o.placement.target_id)
+            && clients.iter().any(|(t, _)| t.id == o.placement.target_id)
+        {
+            hosts.push(o);
+        }
+    }
+    let targets: Vec<TargetId> = hosts.iter().map(|o| o.placement.target_id).collect();
+    let reserved = meson_db::reservations::lock_hosts(tx, &targets).await?;
+    // Per host: how many are known to fit, and (when fewer than asked) the most.
+    let mut fit: HashMap<TargetId, u32> = HashMap::new();
+    let mut caps: HashMap<TargetId, u32> = HashMap::new();
+    let plan = loop {
+        let plan = spread(todo.len(), &targets, used, &caps);
+        let mut counts = vec![0u32; targets.len()];
+        for &i in &plan {
+            counts[i] += 1;
+        }
+        let asks = counts.iter().enumerate().filter_map(|(i, &k)| {
+            let t = targets[i];
+            let known = fit.get(&t).copied().unwrap_or(0);
+            let (_, c) = clients.iter().find(|(x, _)| x.id == t)?;
+            let on_host = reserved.get(&t).copied().unwrap_or_default();
+            (k > known)
+                .then_some(async move { (t, k, most_that_fit(c, spec, on_host, known, k).await) })
+        });
+        let answers = futures::future::join_all(asks).await;
+        if answers.is_empty() {
+            break plan;
+        }
+        for (t, asked, (most, unanswered)) in answers {
+            fit.insert(t, most);
+            if most < asked {
+                if !unanswered {
+                    tracing::info!(host = %t, asked, most,
+                        "host fits fewer of the group than planned; spreading the rest again");
+                }
+                caps.insert(t, most);
+            }
+        }
+    };
+    let placed: Vec<(meson_core::VmId, Placement)> = todo
+        .iter()
+        .zip(&plan)
+        .map(|(vm, &i)| (*vm, hosts[i].placement.clone()))
+        .collect();
+    if placed.is_empty() {
+        return Ok(placed);
+    }
+    let reservations: Vec<_> = placed.iter().map(|(v, p)| (*v, p.target_id)).collect();
+    meson_db::reservations::reserve_many(tx, &reservations, demand(spec)).await?;
+    let rows: Vec<_> = placed.iter().map(|(v, p)| (*v, p)).collect();
+    meson_db::vms::set_placements(tx, &rows).await?;
+    Ok(placed)
+}
+
 /// The failure of a placement whose every offered host was taken by
 /// placements in flight.
 pub fn all_taken(spec: &VmSpec) -> NoPlacement {
@@ -520,6 +688,24 @@ pub fn interactive_clients(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_group_spreads_evenly_best_host_first_within_caps() {
+        let [a, b, c] = [TargetId::new(), TargetId::new(), TargetId::new()];
+        let hosts = [a, b, c];
+        let none = HashMap::new();
+        // Even, the best host first at each turn.
+        assert_eq!(spread(5, &hosts, &[], &none), [0, 1, 2, 0, 1]);
+        // The group's nodes already placed count.
+        assert_eq!(spread(3, &hosts, &[a, a, b], &none), [2, 1, 2]);
+        // A host at its cap takes no more; the others share the rest.
+        let caps = HashMap::from([(a, 1), (c, 0)]);
+        assert_eq!(spread(4, &hosts, &[], &caps), [0, 1, 1, 1]);
+        // Nowhere left: fewer planned than asked.
+        let full = HashMap::from([(a, 1), (b, 0), (c, 1)]);
+        assert_eq!(spread(4, &hosts, &[], &full), [0, 2]);
+        assert!(spread(2, &[], &[], &none).is_empty());
+    }
 
     #[test]
     fn no_placement_maps_to_step_and_api_errors() {

@@ -254,7 +254,10 @@ pub async fn ensure_registered(env: &Env, vm: &Vm) -> StepResult<()> {
 /// its quote) kept apart: `Ok(Err(refusal))`.
 async fn try_register(env: &Env, vm: &Vm) -> StepResult<Result<(), atomos_driver::DriverError>> {
     let c = client(env, vm).await?;
-    if c.vm_by_name(&vm.atomos_name)
+    let target = placed(vm)?.target_id;
+    if env
+        .atomos
+        .vm_by_name(target, &c, &vm.atomos_name)
         .await
         .map_err(step_error)?
         .is_none()
@@ -452,11 +455,17 @@ pub async fn unplace(env: &Env, vm: VmId) -> StepResult<()> {
 
 /// Waits (bounded by the boot timeout) until AtomOS reports the VM running
 /// with an IPv4; records its id and address. Returns AtomOS's id.
+/// Polls on the ticks every waiter shares (see
+/// [`crate::atomos::Atomos::next_tick`]), so the VMs booting on one host
+/// at once are seen in one listing of it per tick.
 pub async fn wait_running(env: &Env, vm: &Vm) -> StepResult<String> {
     let c = client(env, vm).await?;
+    let target = placed(vm)?.target_id;
     let deadline = tokio::time::Instant::now() + env.config.vm_boot_timeout;
+    let mut since = tokio::time::Instant::now();
     loop {
-        match c.vm_by_name(&vm.atomos_name).await {
+        let listed = env.atomos.vms_since(target, &c, since).await;
+        match listed.map(|vms| vms.iter().find(|v| v.name == vm.atomos_name).cloned()) {
             Ok(None) => {
                 return Err(StepError::internal(
                     "the VM vanished from its hypervisor while booting",
@@ -490,7 +499,8 @@ pub async fn wait_running(env: &Env, vm: &Vm) -> StepResult<String> {
                 ),
             ));
         }
-        tokio::time::sleep(env.config.poll_interval).await;
+        since = env.atomos.next_tick(env.config.poll_interval);
+        tokio::time::sleep_until(since).await;
     }
 }
 
