@@ -6,32 +6,13 @@
 use meson_db::jobs::{self, NewJob};
 use meson_db::testing::TestDatabase;
 use meson_jobs::engine::Outcome;
-use meson_jobs::testing::test_worker_config;
+use meson_jobs::testing::{Empty, test_worker_config};
 use meson_jobs::worker::JobEvent;
-use meson_jobs::{EnqueueOpts, StepCtx, StepResult, Worker, WorkerConfig, Workflow};
-use serde_json::{Value, json};
+use meson_jobs::{EnqueueOpts, Worker, WorkerConfig};
+use serde_json::json;
 use sqlx::postgres::PgListener;
 use std::time::Duration;
 use tokio::sync::broadcast;
-
-meson_jobs::steps! {
-    enum NoSteps {}
-}
-
-/// A workflow without steps.
-struct Empty;
-
-impl Workflow for Empty {
-    const KIND: &'static str = "wakeup_test";
-    type Params = Value;
-    type Step = NoSteps;
-    async fn run(&self, _: &StepCtx<'_, Value, NoSteps>, step: NoSteps) -> StepResult {
-        match step {}
-    }
-    async fn undo(&self, _: &StepCtx<'_, Value, NoSteps>, step: NoSteps) -> StepResult<()> {
-        match step {}
-    }
-}
 
 /// A worker that polls so rarely that the test would end first.
 fn sleepy(id: &str) -> WorkerConfig {
