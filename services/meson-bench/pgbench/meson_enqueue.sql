@@ -1,5 +1,6 @@
 -- One meson job enqueued in its own transaction: the statement
--- meson_db::jobs::enqueue runs (its insert trigger notifies the workers).
+-- meson_db::jobs::enqueue runs (its insert trigger notifies only while a
+-- worker sleeps).
 insert into jobs (kind, args, priority, max_attempts, concurrency_key, action_id, tenant_id,
                   trace_context)
 values (:kind, '{}', 2, 10, null, null, null, null)

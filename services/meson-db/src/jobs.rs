@@ -179,25 +179,94 @@ pub async fn claim(
         .collect()
 }
 
-/// Extends a lease. False: the job is no longer ours.
+/// Extends the leases of jobs still held by the attempts given, in one
+/// statement: `(job, attempt)`. Returns the jobs renewed; the others are no
+/// longer ours.
 pub async fn heartbeat(
     pool: &PgPool,
-    id: JobId,
-    attempt: i32,
+    jobs: &[(JobId, i32)],
     lease_secs: f64,
-) -> Result<bool, Error> {
-    let n = sqlx::query!(
-        r#"update jobs set lease_expires_at = now() + make_interval(secs => $3)
-           where id = $1 and attempt = $2 and state = 'running'"#,
-        id.0,
-        attempt,
+) -> Result<Vec<JobId>, Error> {
+    let ids: Vec<i64> = jobs.iter().map(|j| j.0.0).collect();
+    let attempts: Vec<i32> = jobs.iter().map(|j| j.1).collect();
+    Ok(sqlx::query_scalar!(
+        r#"update jobs j set lease_expires_at = now() + make_interval(secs => $3)
+           from unnest($1::bigint[], $2::int[]) as u(id, attempt)
+           where j.id = u.id and j.attempt = u.attempt and j.state = 'running'
+           returning j.id"#,
+        &ids,
+        &attempts,
         lease_secs,
+    )
+    .fetch_all(pool)
+    .await
+    .ctx("extending job leases")?
+    .into_iter()
+    .map(JobId)
+    .collect())
+}
+
+/// Registers `worker`'s listening session (the connection this runs on) as
+/// asleep: from its commit on, every enqueue notifies. The caller must then
+/// pass the gate ([`gate_passed`]) before its last look at the queue (see
+/// the `job_sleepers` migration).
+pub async fn register_sleeper<'c>(
+    listener: impl sqlx::PgExecutor<'c>,
+    worker: &str,
+) -> Result<(), Error> {
+    sqlx::query!(
+        r#"insert into job_sleepers (worker, pid) values ($1, pg_backend_pid())
+           on conflict (worker) do update set pid = excluded.pid, since = now()"#,
+        worker,
+    )
+    .execute(listener)
+    .await
+    .ctx("registering a sleeping worker")?;
+    Ok(())
+}
+
+/// Ends `worker`'s registration: enqueues stop notifying for it.
+pub async fn unregister_sleeper<'c>(
+    conn: impl sqlx::PgExecutor<'c>,
+    worker: &str,
+) -> Result<(), Error> {
+    sqlx::query!("delete from job_sleepers where worker = $1", worker)
+        .execute(conn)
+        .await
+        .ctx("unregistering a sleeping worker")?;
+    Ok(())
+}
+
+/// True once every producer that may have missed a registration committed
+/// before this call has ended: the queue is then worth a last look, after
+/// which the registered worker may sleep until notified. False (never
+/// waits) while a producer is still at it.
+pub async fn gate_passed<'c>(conn: impl sqlx::PgExecutor<'c>) -> Result<bool, Error> {
+    sqlx::query_scalar!(r#"select meson_jobs_gate_passed() as "passed!""#)
+        .fetch_one(conn)
+        .await
+        .ctx("passing the job queue's gate")
+}
+
+/// Drops the registrations of sessions that ended without removing theirs
+/// (a worker killed while asleep): they would only make enqueues notify.
+pub async fn forget_dead_sleepers(pool: &PgPool) -> Result<u64, Error> {
+    Ok(sqlx::query!(
+        r#"delete from job_sleepers s
+           where not exists (select from pg_stat_activity a where a.pid = s.pid)"#
     )
     .execute(pool)
     .await
-    .ctx("extending a job lease")?
-    .rows_affected();
-    Ok(n == 1)
+    .ctx("forgetting dead sleeping workers")?
+    .rows_affected())
+}
+
+/// Workers registered as asleep, for tests and operators.
+pub async fn sleepers(pool: &PgPool) -> Result<Vec<String>, Error> {
+    sqlx::query_scalar!("select worker from job_sleepers order by worker")
+        .fetch_all(pool)
+        .await
+        .ctx("listing sleeping workers")
 }
 
 /// Locks our job row for the rest of the transaction. False: it is no longer ours.

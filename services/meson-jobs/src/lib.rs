@@ -11,6 +11,7 @@ pub mod completer;
 pub mod engine;
 pub mod testing;
 pub mod trace_context;
+pub mod wakeup;
 pub mod worker;
 pub mod workflow;
 

@@ -20,6 +20,31 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+crate::steps! {
+    /// The steps of [`Empty`]: none at all.
+    pub enum NoSteps {}
+}
+
+/// A workflow without steps: claimed, then finished. For tests and
+/// benchmarks of the queue itself.
+pub struct Empty;
+
+impl Workflow for Empty {
+    const KIND: &'static str = "empty";
+    type Params = serde_json::Value;
+    type Step = NoSteps;
+    async fn run(&self, _: &StepCtx<'_, serde_json::Value, NoSteps>, step: NoSteps) -> StepResult {
+        match step {}
+    }
+    async fn undo(
+        &self,
+        _: &StepCtx<'_, serde_json::Value, NoSteps>,
+        step: NoSteps,
+    ) -> StepResult<()> {
+        match step {}
+    }
+}
+
 /// What to do to a workflow with steps `S`, set by the test.
 #[derive(Clone, Debug)]
 pub struct Plan<S> {

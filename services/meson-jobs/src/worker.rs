@@ -2,16 +2,16 @@
 
 use crate::completer::Completer;
 use crate::engine::{AbortOnDrop, ErasedWorkflow, Outcome, Registry, RetryPolicy, Store};
+use crate::wakeup::{IDLE_GRACE, Idle, Wakeups};
 use crate::workflow::Workflow;
 use meson_core::JobId;
 use meson_db::PgPool;
 use meson_db::jobs::ClaimedJob;
 use rand::Rng;
-use sqlx::postgres::PgListener;
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::sync::{broadcast, watch};
+use tokio::sync::{broadcast, oneshot, watch};
 use tokio::task::JoinSet;
 use tracing::Instrument;
 
@@ -130,8 +130,6 @@ impl WorkerHandle {
     }
 }
 
-const CHANNEL: &str = "meson_jobs";
-
 /// A claimed job's run.
 struct Inflight {
     job: RunningJob,
@@ -148,7 +146,7 @@ struct Control {
 impl Control {
     fn publish(&self, inflight: &HashMap<tokio::task::Id, Inflight>) {
         let mut jobs: Vec<RunningJob> = inflight.values().map(|i| i.job.clone()).collect();
-        jobs.sort_by_key(|j| j.id.to_string());
+        jobs.sort_by_key(|j| j.id.0);
         self.running.send_if_modified(|now| {
             let changed = *now != jobs;
             *now = jobs;
@@ -193,15 +191,6 @@ impl Worker {
         }
     }
 
-    async fn listen(&self) -> Option<PgListener> {
-        if !self.cfg.listen {
-            return None;
-        }
-        let mut l = PgListener::connect_with(&self.pool).await.ok()?;
-        l.listen(CHANNEL).await.ok()?;
-        Some(l)
-    }
-
     async fn run(
         self,
         mut shutdown: watch::Receiver<bool>,
@@ -209,7 +198,7 @@ impl Worker {
         events: broadcast::Sender<JobEvent>,
     ) {
         let kinds: Vec<String> = self.registry.keys().map(|k| (*k).to_owned()).collect();
-        let mut listener = self.listen().await;
+        let mut wakeups = Wakeups::new(self.pool.clone(), &self.cfg.id, self.cfg.listen).await;
         let mut running: JoinSet<(JobId, String, Outcome)> = JoinSet::new();
         let mut inflight: HashMap<tokio::task::Id, Inflight> = HashMap::new();
         // Stopped (dropped) last, after running jobs had their chance to end.
@@ -218,6 +207,10 @@ impl Worker {
             pool: self.pool.clone(),
             completer,
         };
+        let leases = Leases::default();
+        let _heartbeat = AbortOnDrop(tokio::spawn(
+            leases.clone().renew(self.pool.clone(), self.cfg.lease),
+        ));
         tracing::info!(worker = %self.cfg.id, kinds = ?kinds, "worker started");
 
         let mut next_prune = tokio::time::Instant::now() + jitter(self.cfg.prune_interval);
@@ -227,17 +220,15 @@ impl Worker {
             }
             if tokio::time::Instant::now() >= next_prune {
                 next_prune = tokio::time::Instant::now() + jitter(self.cfg.prune_interval);
-                match meson_db::jobs::prune(&self.pool, self.cfg.retention.as_secs_f64(), 1000)
-                    .await
-                {
-                    Ok(0) => {}
-                    Ok(n) => tracing::info!(pruned = n, "pruned finished jobs"),
-                    Err(e) => tracing::warn!(error = %e, "pruning finished jobs failed"),
-                }
+                self.prune().await;
             }
+            let poll = jitter_down(self.cfg.poll_interval);
             let free = self.cfg.concurrency.saturating_sub(running.len());
-            let mut claimed_all = false;
-            if free > 0 {
+            let wait = if free == 0 {
+                // Full: the queue is looked at again when a job ends.
+                wakeups.busy().await;
+                poll
+            } else {
                 match meson_db::jobs::claim(
                     &self.pool,
                     &self.cfg.id,
@@ -248,7 +239,7 @@ impl Worker {
                 .await
                 {
                     Ok(jobs) => {
-                        claimed_all = jobs.len() == free;
+                        let claimed = jobs.len();
                         for job in jobs {
                             metrics::histogram!("meson_job_claim_latency_seconds",
                                 "kind" => job.kind.clone())
@@ -264,35 +255,39 @@ impl Worker {
                                     action_id: job.action_id,
                                 },
                             };
-                            let handle = running.spawn(self.run_job(job, &store));
+                            let handle = running.spawn(self.run_job(job, &store, &leases));
                             inflight.insert(handle.id(), started);
                         }
-                        control.publish(&inflight);
+                        if claimed > 0 {
+                            control.publish(&inflight);
+                            wakeups.busy().await;
+                        }
+                        if claimed == free {
+                            // There may be more waiting: claim again right
+                            // away, or once a slot frees up.
+                            continue;
+                        }
+                        if claimed > 0 {
+                            // The queue is drained while jobs still arrive:
+                            // look again soon (or when a job ends).
+                            IDLE_GRACE
+                        } else {
+                            match wakeups.idle(poll).await {
+                                Idle::LookAgain => continue,
+                                Idle::Wait(d) => d,
+                            }
+                        }
                     }
-                    Err(e) => tracing::warn!(error = %e, "claiming jobs failed"),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "claiming jobs failed");
+                        poll
+                    }
                 }
-            }
-            if claimed_all {
-                // There may be more waiting; claim again once a slot frees up
-                // or right away if we still have room.
-                if running.len() < self.cfg.concurrency {
-                    continue;
-                }
-            }
-            let poll = jitter_down(self.cfg.poll_interval);
+            };
             tokio::select! {
                 _ = shutdown.changed() => {}
-                n = recv(&mut listener) => {
-                    if n.is_none() {
-                        // Fall back to polling and try to listen again next time.
-                        listener = self.listen().await;
-                    }
-                }
-                _ = tokio::time::sleep(poll) => {
-                    if listener.is_none() && self.cfg.listen {
-                        listener = self.listen().await;
-                    }
-                }
+                () = wakeups.notified() => {}
+                () = tokio::time::sleep(wait) => wakeups.reconnect().await,
                 Some(done) = running.join_next_with_id(), if !running.is_empty() => {
                     self.finished(done, &mut inflight, &events);
                     // Jobs end in groups (their completions share a commit):
@@ -305,6 +300,7 @@ impl Worker {
                 }
             }
         }
+        wakeups.busy().await;
 
         // Graceful shutdown: no more claims; give running jobs a deadline
         // (none when told to release them now).
@@ -356,17 +352,31 @@ impl Worker {
         }
     }
 
-    /// Runs one job with a heartbeat that keeps its lease; abandons it if the lease is lost.
+    /// Prunes finished jobs past retention, and the registrations of
+    /// sleeping workers whose sessions died.
+    async fn prune(&self) {
+        match meson_db::jobs::prune(&self.pool, self.cfg.retention.as_secs_f64(), 1000).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(pruned = n, "pruned finished jobs"),
+            Err(e) => tracing::warn!(error = %e, "pruning finished jobs failed"),
+        }
+        if let Err(e) = meson_db::jobs::forget_dead_sleepers(&self.pool).await {
+            tracing::warn!(error = %e, "forgetting dead sleeping workers failed");
+        }
+    }
+
+    /// Runs one job while [`Leases`] keeps its lease; abandons it if the lease is lost.
     fn run_job(
         &self,
         job: ClaimedJob,
         store: &Store,
+        leases: &Leases,
     ) -> impl std::future::Future<Output = (JobId, String, Outcome)> + use<> {
         let store = store.clone();
-        let pool = self.pool.clone();
         let wf = self.registry.get(job.kind.as_str()).cloned();
-        let lease = self.cfg.lease;
         let retry = self.cfg.retry.clone();
+        // Held from the claim on; let go when the task ends, aborted or not.
+        let held = leases.hold(job.id, job.attempt);
         let span = tracing::info_span!(
             "job",
             id = %job.id,
@@ -379,31 +389,7 @@ impl Worker {
             let Some(wf) = wf else {
                 return (job.id, job.kind, Outcome::LostLease);
             };
-            let (lost_tx, mut lost_rx) = watch::channel(false);
-            let hb_pool = pool.clone();
-            let (id, attempt) = (job.id, job.attempt);
-            // Aborted on drop, so a job task that is itself aborted (worker
-            // killed, shutdown deadline) stops renewing its lease.
-            let heartbeat = AbortOnDrop(tokio::spawn(async move {
-                let mut failures = 0;
-                loop {
-                    tokio::time::sleep(lease / 3).await;
-                    match meson_db::jobs::heartbeat(&hb_pool, id, attempt, lease.as_secs_f64())
-                        .await
-                    {
-                        Ok(true) => failures = 0,
-                        Ok(false) => break,
-                        Err(e) => {
-                            failures += 1;
-                            tracing::warn!(job = %id, error = %e, "heartbeat failed");
-                            if failures >= 2 {
-                                break;
-                            }
-                        }
-                    }
-                }
-                let _ = lost_tx.send(true);
-            }));
+            let mut held = held;
             let outcome = tokio::select! {
                 r = ErasedWorkflow::execute(&*wf, &store, &job, &retry) => match r {
                     Ok(o) => o,
@@ -414,22 +400,112 @@ impl Worker {
                         Outcome::LostLease
                     }
                 },
-                _ = lost_rx.changed() => {
+                _ = &mut held.lost => {
                     tracing::warn!(job = %job.id, "lost the lease; abandoning the job");
                     Outcome::LostLease
                 }
             };
-            drop(heartbeat);
+            drop(held);
             (job.id, job.kind, outcome)
         }
         .instrument(span)
     }
 }
 
-async fn recv(listener: &mut Option<PgListener>) -> Option<()> {
-    match listener {
-        Some(l) => l.recv().await.ok().map(|_| ()),
-        None => std::future::pending().await,
+/// The leases of the jobs a worker runs, renewed together: one statement
+/// every third of a lease for all of them, rather than a timer and a
+/// statement per job.
+#[derive(Clone, Default)]
+struct Leases(Arc<Mutex<HashMap<JobId, Holder>>>);
+
+/// A held lease's entry: the attempt that fences it, and how its job
+/// learns that it was lost.
+struct Holder {
+    attempt: i32,
+    lost: oneshot::Sender<()>,
+}
+
+/// A job's hold on its lease, for as long as the job runs.
+struct Held {
+    job: JobId,
+    attempt: i32,
+    leases: Leases,
+    /// Resolves when the lease was lost.
+    lost: oneshot::Receiver<()>,
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        let mut held = self.leases.lock();
+        // Unless the job was claimed again meanwhile (this attempt lost it).
+        if held
+            .get(&self.job)
+            .is_some_and(|h| h.attempt == self.attempt)
+        {
+            held.remove(&self.job);
+        }
+    }
+}
+
+impl Leases {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<JobId, Holder>> {
+        // The map stays consistent whatever panicked while holding it.
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn hold(&self, job: JobId, attempt: i32) -> Held {
+        let (tx, lost) = oneshot::channel();
+        self.lock().insert(job, Holder { attempt, lost: tx });
+        Held {
+            job,
+            attempt,
+            leases: self.clone(),
+            lost,
+        }
+    }
+
+    /// Tells the jobs of `lost` (held by the attempts given) that their
+    /// leases are gone.
+    fn lose(&self, lost: impl IntoIterator<Item = (JobId, i32)>) {
+        let mut held = self.lock();
+        for (job, attempt) in lost {
+            if held.get(&job).is_some_and(|h| h.attempt == attempt)
+                && let Some(h) = held.remove(&job)
+            {
+                let _ = h.lost.send(());
+            }
+        }
+    }
+
+    /// Renews every held lease each third of `lease`, until aborted. A job
+    /// whose lease was not renewed (another worker holds it now), or whose
+    /// renewals failed twice in a row, is told it lost it.
+    async fn renew(self, pool: PgPool, lease: Duration) {
+        let mut failures = 0;
+        loop {
+            tokio::time::sleep(lease / 3).await;
+            let held: Vec<(JobId, i32)> =
+                self.lock().iter().map(|(j, h)| (*j, h.attempt)).collect();
+            if held.is_empty() {
+                continue;
+            }
+            match meson_db::jobs::heartbeat(&pool, &held, lease.as_secs_f64()).await {
+                Ok(renewed) => {
+                    failures = 0;
+                    let renewed: std::collections::HashSet<JobId> = renewed.into_iter().collect();
+                    self.lose(held.into_iter().filter(|(j, _)| !renewed.contains(j)));
+                }
+                Err(e) => {
+                    failures += 1;
+                    tracing::warn!(jobs = held.len(), error = %e, "heartbeat failed");
+                    if failures >= 2 {
+                        self.lose(held);
+                    }
+                }
+            }
+        }
     }
 }
 

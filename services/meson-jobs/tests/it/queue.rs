@@ -107,10 +107,11 @@ async fn an_expired_lease_is_reclaimed_and_the_old_worker_is_fenced_out() {
         .await
         .unwrap()
         .remove(0);
-    assert!(
-        jobs::heartbeat(&db.pool, id, first.attempt, 0.05)
+    assert_eq!(
+        jobs::heartbeat(&db.pool, &[(id, first.attempt)], 0.05)
             .await
-            .unwrap()
+            .unwrap(),
+        vec![id]
     );
     assert!(
         jobs::claim(&db.pool, "b", &kinds(), 1, 30.0)
@@ -132,10 +133,11 @@ async fn an_expired_lease_is_reclaimed_and_the_old_worker_is_fenced_out() {
     );
 
     // The first worker can no longer heartbeat, record or finish.
-    assert!(
-        !jobs::heartbeat(&db.pool, id, first.attempt, 30.0)
+    assert_eq!(
+        jobs::heartbeat(&db.pool, &[(id, first.attempt)], 30.0)
             .await
-            .unwrap()
+            .unwrap(),
+        vec![]
     );
     let mut tx = meson_db::begin(&db.pool).await.unwrap();
     assert!(!jobs::fence(&mut tx, id, first.attempt).await.unwrap());
