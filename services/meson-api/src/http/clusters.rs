@@ -145,13 +145,14 @@ async fn list(
     p: Principal,
     RawQuery(q): RawQuery,
 ) -> ApiResult<Response> {
-    let q = ListQuery::parse(&query_pairs(q.as_deref())?, |v| {
+    let pairs = query_pairs(q.as_deref())?;
+    let q = ListQuery::parse(&pairs, |v| {
         meson_core::cluster::ClusterStatus::parse(v).is_some()
     })?;
-    let (clusters, total) = s.app.cluster_list(&p, &q).await?;
-    let (meta, link) = pagination("/v1/clusters", q.page, total);
+    let clusters = s.app.cluster_list(&p, &q).await?;
+    let (meta, link) = pagination("/v1/clusters", &pairs, clusters.pagination());
     let body = wire::cluster::ClusterList {
-        clusters: clusters.iter().map(views::cluster).collect(),
+        clusters: clusters.items.iter().map(views::cluster).collect(),
         meta,
     };
     Ok(super::paged(body, link))

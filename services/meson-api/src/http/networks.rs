@@ -106,13 +106,15 @@ async fn list(
     p: Principal,
     RawQuery(q): RawQuery,
 ) -> ApiResult<Response> {
-    let q = ListQuery::parse(&query_pairs(q.as_deref())?, |v| {
+    let pairs = query_pairs(q.as_deref())?;
+    let q = ListQuery::parse(&pairs, |v| {
         meson_core::network::NetworkStatus::parse(v).is_some()
     })?;
-    let (networks, total) = s.app.network_list(&p, &q).await?;
-    let (meta, link) = pagination("/v1/networks", q.page, total);
+    let networks = s.app.network_list(&p, &q).await?;
+    let (meta, link) = pagination("/v1/networks", &pairs, networks.pagination());
     let body = wire::network::NetworkList {
         networks: networks
+            .items
             .iter()
             .map(|(n, vms)| views::network(n, vms))
             .collect(),

@@ -127,13 +127,17 @@ async fn list(
     p: Principal,
     RawQuery(q): RawQuery,
 ) -> ApiResult<Response> {
-    let q = ListQuery::parse(&query_pairs(q.as_deref())?, |v| {
-        meson_core::vm::VmStatus::parse(v).is_some()
-    })?;
+    let pairs = query_pairs(q.as_deref())?;
+    let q = ListQuery::parse(&pairs, |v| meson_core::vm::VmStatus::parse(v).is_some())?;
     let res = s.app.vm_list(&p, &q).await?;
-    let (meta, link) = pagination("/v1/vms", q.page, res.total);
+    let (meta, link) = pagination("/v1/vms", &pairs, res.vms.pagination());
     let body = wire::VmList {
-        vms: res.vms.iter().map(|v| views::vm(v, &res.parts)).collect(),
+        vms: res
+            .vms
+            .items
+            .iter()
+            .map(|v| views::vm(v, &res.parts))
+            .collect(),
         meta,
     };
     Ok(super::paged(body, link))

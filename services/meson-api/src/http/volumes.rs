@@ -182,12 +182,13 @@ async fn list(
     p: Principal,
     RawQuery(q): RawQuery,
 ) -> ApiResult<Response> {
-    let q = VolumeQuery::parse(&query_pairs(q.as_deref())?)?;
-    let (volumes, total) = s.app.volume_list(&p, &q).await?;
-    let (meta, link) = pagination("/v1/volumes", q.page, total);
+    let pairs = query_pairs(q.as_deref())?;
+    let q = VolumeQuery::parse(&pairs)?;
+    let volumes = s.app.volume_list(&p, &q).await?;
+    let (meta, link) = pagination("/v1/volumes", &pairs, volumes.pagination());
     Ok(super::paged(
         wire::VolumeList {
-            volumes: volumes.iter().map(views::volume).collect(),
+            volumes: volumes.items.iter().map(views::volume).collect(),
             meta,
         },
         link,
