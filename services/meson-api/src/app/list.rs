@@ -223,9 +223,11 @@ impl<T> Paged<T> {
         }
     }
 
-    /// `meta.pagination`.
+    /// `meta.pagination`. A next page exists when rows follow this one
+    /// (whatever the total, which rows created or deleted meanwhile move).
     pub fn pagination(&self) -> meson_types::Pagination {
         meson_types::Pagination {
+            next_page: self.next_cursor.as_ref().map(|_| self.page.page + 1),
             next_cursor: self.next_cursor.clone(),
             ..self.page.pagination(self.total)
         }

@@ -18,7 +18,7 @@ use meson_types as wire;
 use meson_types::ErrorResponse;
 use meson_types::cluster::{ClusterListQuery, ClusterUpdateRequest};
 use meson_types::kaas::KaasCreateRequest;
-use meson_types::requests::PageQuery;
+use meson_types::requests::{CursorQuery, PageQuery};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -132,11 +132,12 @@ async fn read(
     tag = "clusters",
     operation_id = "cluster_list",
     summary = "List clusters",
-    params(PageQuery, ClusterListQuery),
+    params(PageQuery, CursorQuery, ClusterListQuery),
     responses(
         (status = 200, description = "A page of clusters.", body = wire::cluster::ClusterList,
-            headers(("Link" = String, description = "RFC 8288 links to the `prev`, `next` \
-                and `last` pages."))),
+            headers(("Link" = String, description = "RFC 8288 links to the `next` page \
+                (by cursor) and the `prev` and `last` pages (by number), with the call's \
+                filters and sort."))),
         BadQuery,
     ),
 )]

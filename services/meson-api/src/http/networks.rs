@@ -16,7 +16,7 @@ use axum::response::{IntoResponse, Response};
 use meson_types as wire;
 use meson_types::ErrorResponse;
 use meson_types::network::{NetworkCreateRequest, NetworkListQuery};
-use meson_types::requests::{PageQuery, VmUpdateRequest};
+use meson_types::requests::{CursorQuery, PageQuery, VmUpdateRequest};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -93,11 +93,12 @@ async fn read(
     tag = "networks",
     operation_id = "network_list",
     summary = "List networks",
-    params(PageQuery, NetworkListQuery),
+    params(PageQuery, CursorQuery, NetworkListQuery),
     responses(
         (status = 200, description = "A page of networks.", body = wire::network::NetworkList,
-            headers(("Link" = String, description = "RFC 8288 links to the `prev`, `next` \
-                and `last` pages."))),
+            headers(("Link" = String, description = "RFC 8288 links to the `next` page \
+                (by cursor) and the `prev` and `last` pages (by number), with the call's \
+                filters and sort."))),
         BadQuery,
     ),
 )]

@@ -12,7 +12,9 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use meson_types as wire;
 use meson_types::ErrorResponse;
-use meson_types::requests::{PageQuery, VmCreateRequest, VmListQuery, VmUpdateRequest};
+use meson_types::requests::{
+    CursorQuery, PageQuery, VmCreateRequest, VmListQuery, VmUpdateRequest,
+};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -114,11 +116,12 @@ async fn read(
     tag = "vms",
     operation_id = "vm_list",
     summary = "List VMs",
-    params(PageQuery, VmListQuery),
+    params(PageQuery, CursorQuery, VmListQuery),
     responses(
         (status = 200, description = "A page of VMs.", body = wire::VmList,
-            headers(("Link" = String, description = "RFC 8288 links to the `prev`, `next` \
-                and `last` pages."))),
+            headers(("Link" = String, description = "RFC 8288 links to the `next` page \
+                (by cursor) and the `prev` and `last` pages (by number), with the call's \
+                filters and sort."))),
         BadQuery,
     ),
 )]
