@@ -10,6 +10,7 @@ mod cluster_nodes;
 mod cluster_pools;
 mod cluster_upgrades;
 mod clusters;
+mod cursors;
 mod drift;
 mod grpc;
 mod grpc_resources;

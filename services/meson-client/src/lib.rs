@@ -277,12 +277,10 @@ impl Client {
         self.call(Method::POST, "/v1/vms", Some(req)).await
     }
 
+    /// A page of the tenant's VMs: by number, or after a `next_cursor`
+    /// ([`Page::after`]).
     pub async fn vm_list(&self, page: Page) -> Result<wire::VmList> {
-        self.get(&format!(
-            "/v1/vms?page={}&per_page={}",
-            page.page, page.per_page
-        ))
-        .await
+        self.get(&list_path("/v1/vms", &page, &[])).await
     }
 
     pub async fn vm_get(&self, id: Uuid) -> Result<wire::Vm> {
@@ -319,21 +317,32 @@ impl Client {
 
     /// Every VM of the caller's tenant, page after page.
     pub async fn vm_list_all(&self) -> Result<Vec<wire::Vm>> {
+        self.list_all("/v1/vms", &[], |l: wire::VmList| (l.vms, l.meta))
+            .await
+    }
+
+    /// Every entry of the list at `path` (with the filters `filter`),
+    /// following each page's `next_cursor`: rows created or deleted
+    /// meanwhile neither repeat nor push others out.
+    async fn list_all<L: DeserializeOwned, T>(
+        &self,
+        path: &str,
+        filter: &[(&str, String)],
+        items: impl Fn(L) -> (Vec<T>, wire::Meta),
+    ) -> Result<Vec<T>> {
         let mut all = Vec::new();
-        for page in 1.. {
-            let list = self
-                .vm_list(Page {
-                    page,
-                    per_page: LIST_ALL_PAGE,
-                })
-                .await?;
-            let last = list.vms.len() < LIST_ALL_PAGE as usize;
-            all.extend(list.vms);
-            if last {
-                break;
+        let mut page = Page {
+            per_page: LIST_ALL_PAGE,
+            ..Page::default()
+        };
+        loop {
+            let (batch, meta) = items(self.get(&list_path(path, &page, filter)).await?);
+            all.extend(batch);
+            match meta.pagination.next_cursor {
+                Some(cursor) => page = Page::after(cursor, LIST_ALL_PAGE),
+                None => return Ok(all),
             }
         }
-        Ok(all)
     }
 
     // --- Volumes
@@ -352,14 +361,8 @@ impl Client {
         page: Page,
         filter: &VolumeFilter,
     ) -> Result<wire::volume::VolumeList> {
-        let mut path = format!("/v1/volumes?page={}&per_page={}", page.page, page.per_page);
-        if let Some(vm) = filter.vm {
-            path.push_str(&format!("&vm={vm}"));
-        }
-        if let Some(standalone) = filter.standalone {
-            path.push_str(&format!("&standalone={standalone}"));
-        }
-        self.get(&path).await
+        self.get(&list_path("/v1/volumes", &page, &filter.query()))
+            .await
     }
 
     /// Every volume of the caller's tenant that `filter` keeps, page after
@@ -368,24 +371,12 @@ impl Client {
         &self,
         filter: &VolumeFilter,
     ) -> Result<Vec<wire::volume::Volume>> {
-        let mut all = Vec::new();
-        for page in 1.. {
-            let list = self
-                .volume_list(
-                    Page {
-                        page,
-                        per_page: LIST_ALL_PAGE,
-                    },
-                    filter,
-                )
-                .await?;
-            let last = list.volumes.len() < LIST_ALL_PAGE as usize;
-            all.extend(list.volumes);
-            if last {
-                break;
-            }
-        }
-        Ok(all)
+        self.list_all(
+            "/v1/volumes",
+            &filter.query(),
+            |l: wire::volume::VolumeList| (l.volumes, l.meta),
+        )
+        .await
     }
 
     pub async fn volume_get(&self, id: Uuid) -> Result<wire::volume::Volume> {
@@ -423,31 +414,17 @@ impl Client {
         self.call(Method::POST, "/v1/clusters", Some(req)).await
     }
 
+    /// A page of the tenant's clusters (see [`Client::vm_list`]).
     pub async fn cluster_list(&self, page: Page) -> Result<wire::cluster::ClusterList> {
-        self.get(&format!(
-            "/v1/clusters?page={}&per_page={}",
-            page.page, page.per_page
-        ))
-        .await
+        self.get(&list_path("/v1/clusters", &page, &[])).await
     }
 
     /// Every cluster of the caller's tenant, page after page.
     pub async fn cluster_list_all(&self) -> Result<Vec<wire::cluster::Cluster>> {
-        let mut all = Vec::new();
-        for page in 1.. {
-            let list = self
-                .cluster_list(Page {
-                    page,
-                    per_page: LIST_ALL_PAGE,
-                })
-                .await?;
-            let last = list.clusters.len() < LIST_ALL_PAGE as usize;
-            all.extend(list.clusters);
-            if last {
-                break;
-            }
-        }
-        Ok(all)
+        self.list_all("/v1/clusters", &[], |l: wire::cluster::ClusterList| {
+            (l.clusters, l.meta)
+        })
+        .await
     }
 
     pub async fn cluster_get(&self, id: Uuid) -> Result<wire::cluster::Cluster> {
@@ -565,31 +542,17 @@ impl Client {
         Ok(r.network)
     }
 
+    /// A page of the tenant's networks (see [`Client::vm_list`]).
     pub async fn network_list(&self, page: Page) -> Result<wire::network::NetworkList> {
-        self.get(&format!(
-            "/v1/networks?page={}&per_page={}",
-            page.page, page.per_page
-        ))
-        .await
+        self.get(&list_path("/v1/networks", &page, &[])).await
     }
 
     /// Every network of the caller's tenant, page after page.
     pub async fn network_list_all(&self) -> Result<Vec<wire::network::Network>> {
-        let mut all = Vec::new();
-        for page in 1.. {
-            let list = self
-                .network_list(Page {
-                    page,
-                    per_page: LIST_ALL_PAGE,
-                })
-                .await?;
-            let last = list.networks.len() < LIST_ALL_PAGE as usize;
-            all.extend(list.networks);
-            if last {
-                break;
-            }
-        }
-        Ok(all)
+        self.list_all("/v1/networks", &[], |l: wire::network::NetworkList| {
+            (l.networks, l.meta)
+        })
+        .await
     }
 
     pub async fn network_get(&self, id: Uuid) -> Result<wire::network::Network> {
@@ -699,6 +662,29 @@ pub struct VolumeFilter {
     pub vm: Option<Uuid>,
     /// Only standalone volumes (`true`) or only VMs' own (`false`).
     pub standalone: Option<bool>,
+}
+
+impl VolumeFilter {
+    fn query(&self) -> Vec<(&'static str, String)> {
+        let mut q = Vec::new();
+        if let Some(vm) = self.vm {
+            q.push(("vm", vm.to_string()));
+        }
+        if let Some(standalone) = self.standalone {
+            q.push(("standalone", standalone.to_string()));
+        }
+        q
+    }
+}
+
+/// `path` with the query of `page` and `filter`.
+fn list_path(path: &str, page: &Page, filter: &[(&str, String)]) -> String {
+    let mut q: Vec<(&str, String)> = filter.to_vec();
+    q.extend(page.query());
+    format!(
+        "{path}?{}",
+        serde_urlencoded::to_string(&q).unwrap_or_default()
+    )
 }
 
 /// The error envelope of a failed answer.

@@ -141,7 +141,7 @@ const LISTED: crate::list::Source = crate::list::Source {
     columns: "c.id, c.tenant_id, c.name, c.status, c.labels, c.spec, c.kubernetes_version, \
               n.id as network_id, host(c.endpoint) as endpoint, c.error_message, c.created_at",
     joins: "join clusters c on c.id = page.id left join networks n on n.cluster_id = c.id",
-    usage: Some(|u| u.clusters),
+    usage: Some("clusters"),
     listing: "listing clusters",
     counting: "counting clusters",
 };
@@ -156,7 +156,21 @@ pub async fn list(
     offset: i64,
 ) -> Result<(Vec<Cluster>, i64), Error> {
     LISTED
-        .page::<ClusterRow, _>(pool, tenant, filter, limit, offset)
+        .page_at::<ClusterRow, _>(pool, tenant, filter, limit, offset)
+        .await
+}
+
+/// A page of at most `limit` from `start` (see [`list`]), on `conn`, and
+/// where the next one starts.
+pub async fn page(
+    conn: &mut sqlx::PgConnection,
+    tenant: &TenantId,
+    filter: &ListFilter,
+    start: &crate::Start,
+    limit: i64,
+) -> Result<crate::Listed<Cluster>, Error> {
+    LISTED
+        .page::<ClusterRow, _>(conn, tenant, filter, start, limit)
         .await
 }
 

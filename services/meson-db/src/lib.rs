@@ -29,7 +29,7 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use std::str::FromStr;
 use std::time::Duration;
 
-pub use list::ListFilter;
+pub use list::{ListFilter, Listed, Start, bad_cursor};
 pub use sqlx::{PgConnection, PgPool};
 pub type Tx<'a> = sqlx::Transaction<'a, sqlx::Postgres>;
 

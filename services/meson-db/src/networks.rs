@@ -177,7 +177,21 @@ pub async fn list(
     offset: i64,
 ) -> Result<(Vec<Network>, i64), Error> {
     LISTED
-        .page::<NetworkRow, _>(pool, tenant, filter, limit, offset)
+        .page_at::<NetworkRow, _>(pool, tenant, filter, limit, offset)
+        .await
+}
+
+/// A page of at most `limit` from `start` (see [`list`]), on `conn`, and
+/// where the next one starts.
+pub async fn page(
+    conn: &mut sqlx::PgConnection,
+    tenant: &TenantId,
+    filter: &ListFilter,
+    start: &crate::Start,
+    limit: i64,
+) -> Result<crate::Listed<Network>, Error> {
+    LISTED
+        .page::<NetworkRow, _>(conn, tenant, filter, start, limit)
         .await
 }
 

@@ -185,7 +185,7 @@ const LISTED: crate::list::Source = crate::list::Source {
               host(v.ipv4) as ipv4, v.price_hourly, v.price_monthly, v.currency, \
               v.created_at, v.error_message",
     joins: "join vms v on v.id = page.id left join atomos_targets t on t.id = v.target_id",
-    usage: Some(|u| u.vms),
+    usage: Some("vms"),
     listing: "listing vms",
     counting: "counting vms",
 };
@@ -203,7 +203,21 @@ pub async fn list(
     offset: i64,
 ) -> Result<(Vec<Vm>, i64), Error> {
     LISTED
-        .page::<VmRow, _>(pool, tenant, filter, limit, offset)
+        .page_at::<VmRow, _>(pool, tenant, filter, limit, offset)
+        .await
+}
+
+/// A page of at most `limit` from `start` (see [`list`]), on `conn`, and
+/// where the next one starts.
+pub async fn page(
+    conn: &mut sqlx::PgConnection,
+    tenant: &TenantId,
+    filter: &VmFilter,
+    start: &crate::Start,
+    limit: i64,
+) -> Result<crate::Listed<Vm>, Error> {
+    LISTED
+        .page::<VmRow, _>(conn, tenant, filter, start, limit)
         .await
 }
 

@@ -303,7 +303,21 @@ pub async fn list(
     offset: i64,
 ) -> Result<(Vec<Volume>, i64), Error> {
     LISTED
-        .page::<VolumeRow, _>(pool, tenant, filter, limit, offset)
+        .page_at::<VolumeRow, _>(pool, tenant, filter, limit, offset)
+        .await
+}
+
+/// A page of at most `limit` from `start` (see [`list`]), on `conn`, and
+/// where the next one starts.
+pub async fn page(
+    conn: &mut sqlx::PgConnection,
+    tenant: &TenantId,
+    filter: &VolumeFilter,
+    start: &crate::Start,
+    limit: i64,
+) -> Result<crate::Listed<Volume>, Error> {
+    LISTED
+        .page::<VolumeRow, _>(conn, tenant, filter, start, limit)
         .await
 }
 

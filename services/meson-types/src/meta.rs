@@ -24,13 +24,24 @@ pub struct Pagination {
     pub last_page: Option<u32>,
     #[schema(required = true)]
     pub total_entries: Option<u64>,
+    /// Where the next page starts, for `cursor=` (opaque). Unlike `page=`, a
+    /// cursor costs the same however deep the page is, and rows inserted or
+    /// deleted meanwhile neither repeat nor skip the rows that stay. Absent
+    /// on the last page, and from lists that page by number only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub next_cursor: Option<String>,
 }
 
-/// Which page of a list: `page` (from 1) of `per_page` entries.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Which page of a list: `page` (from 1) of `per_page` entries, or the
+/// `per_page` entries after `cursor` (a list's `next_cursor`). With a
+/// cursor, `page` is the number of the page the cursor leads to, as counted
+/// while walking.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Page {
     pub page: u32,
     pub per_page: u32,
+    pub cursor: Option<String>,
 }
 
 impl Default for Page {
@@ -38,6 +49,7 @@ impl Default for Page {
         Page {
             page: 1,
             per_page: Page::DEFAULT_PER_PAGE,
+            cursor: None,
         }
     }
 }
@@ -55,6 +67,26 @@ impl Page {
         i64::from(self.per_page)
     }
 
+    /// The `per_page` entries after `cursor`.
+    pub fn after(cursor: impl Into<String>, per_page: u32) -> Page {
+        Page {
+            page: 1,
+            per_page,
+            cursor: Some(cursor.into()),
+        }
+    }
+
+    /// This page's query parameters: `page` or `cursor`, and `per_page`.
+    pub fn query(&self) -> Vec<(&'static str, String)> {
+        let mut q = Vec::with_capacity(2);
+        match &self.cursor {
+            Some(c) => q.push(("cursor", c.clone())),
+            None => q.push(("page", self.page.to_string())),
+        }
+        q.push(("per_page", self.per_page.to_string()));
+        q
+    }
+
     /// `meta.pagination` of this page in a list of `total` entries.
     pub fn pagination(&self, total: u64) -> Pagination {
         let last = total.div_ceil(u64::from(self.per_page.max(1))).max(1) as u32;
@@ -65,6 +97,7 @@ impl Page {
             next_page: (self.page < last).then(|| self.page + 1),
             last_page: Some(last),
             total_entries: Some(total),
+            next_cursor: None,
         }
     }
 }
@@ -85,6 +118,7 @@ mod tests {
         let p = Page {
             page: 2,
             per_page: 10,
+            cursor: None,
         };
         assert_eq!(p.offset(), 10);
         let meta = p.pagination(25);

@@ -581,6 +581,17 @@ pub struct PageQuery {
     pub per_page: Option<u32>,
 }
 
+/// `cursor` of a list that pages by keyset as well as by number.
+#[derive(IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct CursorQuery {
+    /// The page after this cursor: a `meta.pagination.next_cursor`, taken
+    /// back with the same filters and sort (not with `page`). Any page costs
+    /// the same this way, and rows created or deleted meanwhile neither
+    /// repeat nor skip the others.
+    pub cursor: Option<String>,
+}
+
 /// `GET /v1/vms` filters.
 #[derive(IntoParams)]
 #[into_params(parameter_in = Query)]

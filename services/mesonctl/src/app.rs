@@ -13,7 +13,7 @@ use crate::error::Failure;
 use crate::kops;
 use crate::output::{self, Format, Show};
 use crate::progress::Progress;
-use meson_client::{Client, Page, RetryPolicy, WaitOpts};
+use meson_client::{Client, RetryPolicy, WaitOpts};
 use meson_types::Warning;
 use meson_types::action::Action;
 use meson_types::kaas::KaasCreateRequest;
@@ -264,41 +264,12 @@ impl Ctx {
         }
     }
 
-    async fn all_vms(&self) -> Result<Vec<meson_types::Vm>> {
-        let mut page = 1;
-        let mut all = Vec::new();
-        loop {
-            let list = self.client.vm_list(Page { page, per_page: 50 }).await?;
-            all.extend(list.vms);
-            match list.meta.pagination.next_page {
-                Some(next) if next > page => page = next,
-                _ => return Ok(all),
-            }
-        }
-    }
-
-    async fn all_clusters(&self) -> Result<Vec<meson_types::cluster::Cluster>> {
-        let mut page = 1;
-        let mut all = Vec::new();
-        loop {
-            let list = self
-                .client
-                .cluster_list(Page { page, per_page: 50 })
-                .await?;
-            all.extend(list.clusters);
-            match list.meta.pagination.next_page {
-                Some(next) if next > page => page = next,
-                _ => return Ok(all),
-            }
-        }
-    }
-
     /// A VM's id from its id or its name.
     async fn vm_id(&self, s: &str) -> Result<Uuid> {
         if let Ok(id) = s.parse() {
             return Ok(id);
         }
-        let vms = self.all_vms().await?;
+        let vms = self.client.vm_list_all().await?;
         unique("VM", s, vms.iter().filter(|v| v.name == s).map(|v| v.id))
     }
 
@@ -307,7 +278,7 @@ impl Ctx {
         if let Ok(id) = s.parse() {
             return Ok(id);
         }
-        let clusters = self.all_clusters().await?;
+        let clusters = self.client.cluster_list_all().await?;
         unique(
             "cluster",
             s,
@@ -383,7 +354,7 @@ impl Ctx {
                 self.wait(&actions).await?;
                 self.show(&self.client.vm_get(created.vm.id).await?)
             }
-            VmCommand::List => self.show(&self.all_vms().await?),
+            VmCommand::List => self.show(&self.client.vm_list_all().await?),
             VmCommand::Get { vm } => {
                 let id = self.vm_id(&vm).await?;
                 self.show(&self.client.vm_get(id).await?)
@@ -417,7 +388,7 @@ impl Ctx {
                 self.wait(std::slice::from_ref(&created.action)).await?;
                 self.show(&self.client.cluster_get(created.cluster.id).await?)
             }
-            ClusterCommand::List => self.show(&self.all_clusters().await?),
+            ClusterCommand::List => self.show(&self.client.cluster_list_all().await?),
             ClusterCommand::Get { cluster } => {
                 let id = self.cluster_id(&cluster).await?;
                 self.show(&self.client.cluster_get(id).await?)

@@ -95,8 +95,9 @@ impl App {
         id: uuid::Uuid,
         status: &[ActionStatus],
         sort: &[ActionSort],
-        page: Page,
+        page: &Page,
     ) -> Result<ActionPage> {
+        super::list::by_number(page, "a resource's actions")?;
         if !meson_db::actions::resource_known(&self.pool, &p.tenant, kind, id).await? {
             return Err(Error::not_found(kind.as_str(), id));
         }

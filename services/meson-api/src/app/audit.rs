@@ -124,9 +124,10 @@ impl App {
     pub async fn audit_list(
         &self,
         p: &Principal,
-        page: Page,
+        page: &Page,
         filter: &AuditFilter,
     ) -> Result<(Vec<AuditEntry>, u64)> {
+        super::list::by_number(page, "the audit log")?;
         let list = |filter| {
             meson_db::audit::list(&self.pool, filter, i64::from(page.per_page), page.offset())
         };

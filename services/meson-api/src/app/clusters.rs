@@ -1,6 +1,7 @@
 //! Kubernetes clusters: create (the KaaS payload), read, list, relabel,
 //! delete, the admin kubeconfig, and the nodes' phone-home.
 
+use super::list::{PageStart, Paged};
 use super::{App, ListQuery, new_action};
 use crate::auth::Principal;
 use meson_core::action::{Action, Command, ResourceType};
@@ -157,18 +158,15 @@ impl App {
             .ok_or_else(|| Error::internal("a cluster without its view"))
     }
 
-    pub async fn cluster_list(
-        &self,
-        p: &Principal,
-        q: &ListQuery,
-    ) -> Result<(Vec<ClusterView>, u64)> {
-        let filter = q.filter();
-        let (clusters, total) = super::list::read_page(q.page, |limit, offset| {
-            meson_db::clusters::list(&self.pool, &p.tenant, &filter, limit, offset)
-        })
-        .await?;
+    pub async fn cluster_list(&self, p: &Principal, q: &ListQuery) -> Result<Paged<ClusterView>> {
+        let at = PageStart::of(&q.page, q.bound("clusters", &p.tenant)?)?;
         let mut conn = meson_db::acquire(&self.pool).await?;
-        Ok((cluster_views(&mut conn, clusters).await?, total))
+        let mut listed =
+            meson_db::clusters::page(&mut conn, &p.tenant, &q.filter(), &at.start, at.limit())
+                .await?;
+        let clusters = std::mem::take(&mut listed.items);
+        let views = cluster_views(&mut conn, clusters).await?;
+        Ok(at.paged(listed).with(views))
     }
 
     /// Replaces a cluster's labels and/or its update policy

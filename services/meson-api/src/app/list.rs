@@ -3,17 +3,22 @@
 //! query string's pairs, gRPC its `ListOptions` as the same pairs, so a bad
 //! parameter is refused alike and named alike on both.
 //!
-//! The position in a list is [`Page`], and `meta.pagination`
-//! ([`pagination`]) says where the next one starts: a keyset cursor
-//! (`cursor=`, opaque) would be one more way to name a position in `Page`
-//! and one more field of `meta.pagination`, with no caller's signature
-//! changing.
+//! The position in a list is [`Page`]: a page number (`page=`) or a keyset
+//! cursor (`cursor=`), and [`Paged::pagination`] (`meta.pagination`) says
+//! where the next page starts, `next_cursor` among it. A cursor is opaque to
+//! clients: the order keys of the last row it follows, how many rows came
+//! before (for the page number), and a digest binding it to the list, the
+//! tenant, the filters and the sort it was made for ([`Bound`]).
 
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use meson_core::action::ActionStatus;
 use meson_core::selector::Requirement;
 use meson_core::volume::VolumeKind;
-use meson_core::{ActionId, Error, Result, VmId};
+use meson_core::{ActionId, Error, Result, TenantId, VmId};
 use meson_db::actions::{ActionSort, ActionSortField};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 
 /// A list call's parameters as (key, value) pairs, repeated keys kept, in
 /// the order given.
@@ -21,13 +26,19 @@ pub type Params = [(String, String)];
 
 pub use meson_types::Page;
 
-/// `page` and `per_page` from a list call's parameters; absent ones take
-/// their defaults.
+/// `page` or `cursor`, and `per_page`, from a list call's parameters;
+/// absent ones take their defaults.
 pub fn parse_page(params: &Params) -> Result<Page> {
     let mut page = Page::default();
+    let mut numbered = false;
     for (k, v) in params {
         match k.as_str() {
+            "cursor" if v.is_empty() || v.len() > Cursor::MAX_LEN => {
+                return Err(meson_db::bad_cursor());
+            }
+            "cursor" => page.cursor = Some(v.clone()),
             "page" => {
+                numbered = true;
                 page.page = v
                     .parse()
                     .ok()
@@ -49,17 +60,178 @@ pub fn parse_page(params: &Params) -> Result<Page> {
             _ => {}
         }
     }
+    if numbered && page.cursor.is_some() {
+        return Err(Error::invalid(
+            "page",
+            "cannot be given with cursor: a cursor names its page",
+        ));
+    }
     Ok(page)
 }
 
-/// `page` of a meson-db list, which takes a limit and an offset and answers
-/// the page's items and how many there are in all.
-pub async fn read_page<T, F>(page: Page, list: impl FnOnce(i64, i64) -> F) -> Result<(Vec<T>, u64)>
-where
-    F: std::future::Future<Output = Result<(Vec<T>, i64)>>,
-{
-    let (items, total) = list(page.limit(), page.offset()).await?;
-    Ok((items, total.max(0) as u64))
+/// Refuses a cursor for `what`, a list that pages by number only.
+pub fn by_number(page: &Page, what: &str) -> Result<()> {
+    match page.cursor {
+        Some(_) => Err(Error::invalid(
+            "cursor",
+            format!("{what} pages by number only: use page="),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// What a cursor is bound to: a digest of the list, the tenant, and the
+/// filters and sort of the call that made it. A cursor is only taken back
+/// by a call with the same.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Bound([u8; 8]);
+
+impl Bound {
+    /// `list` names the list (`vms`, …); `filter` is its filters and sort in
+    /// one canonical form.
+    pub fn new(list: &str, tenant: &TenantId, filter: &impl serde::Serialize) -> Result<Bound> {
+        let filter =
+            serde_json::to_vec(filter).map_err(|e| Error::internal_from("a list's filter", e))?;
+        let mut h = Sha256::new();
+        for part in [list.as_bytes(), tenant.as_str().as_bytes(), &filter] {
+            h.update((part.len() as u64).to_be_bytes());
+            h.update(part);
+        }
+        let digest = h.finalize();
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&digest[..8]);
+        Ok(Bound(b))
+    }
+
+    fn hex(&self) -> String {
+        self.0.iter().map(|b| format!("{b:02x}")).collect()
+    }
+}
+
+/// A cursor as it travels, base64url-encoded JSON.
+#[derive(Serialize, Deserialize)]
+struct Cursor {
+    /// [`Bound`], in hex.
+    b: String,
+    /// How many rows came before the page it leads to.
+    n: u64,
+    /// The order keys of the row it follows, then that row's id.
+    k: Vec<String>,
+}
+
+impl Cursor {
+    /// Longer than any cursor meson makes (two keys of at most a name's
+    /// length, an id, a digest).
+    const MAX_LEN: usize = 2048;
+
+    fn encode(&self) -> String {
+        let json = serde_json::to_vec(self).unwrap_or_default();
+        URL_SAFE_NO_PAD.encode(json)
+    }
+
+    /// `raw` as a cursor of the list `bound` names.
+    fn decode(raw: &str, bound: Bound) -> Result<Cursor> {
+        let c: Cursor = URL_SAFE_NO_PAD
+            .decode(raw)
+            .ok()
+            .and_then(|json| serde_json::from_slice(&json).ok())
+            .ok_or_else(meson_db::bad_cursor)?;
+        if c.b != bound.hex() {
+            return Err(Error::invalid(
+                "cursor",
+                "was made for another list, filter or sort: repeat the parameters of the \
+                 call that gave it",
+            ));
+        }
+        Ok(c)
+    }
+}
+
+/// Where a list call's page starts, its cursor (if any) checked against the
+/// list it is for.
+pub struct PageStart {
+    pub start: meson_db::Start,
+    /// Rows before the page (as counted while walking, with a cursor).
+    at: u64,
+    per_page: u32,
+    bound: Bound,
+}
+
+impl PageStart {
+    pub fn of(page: &Page, bound: Bound) -> Result<PageStart> {
+        let (start, at) = match &page.cursor {
+            Some(raw) => {
+                let c = Cursor::decode(raw, bound)?;
+                (meson_db::Start::After(c.k), c.n)
+            }
+            None => (meson_db::Start::Offset(page.offset()), page.offset() as u64),
+        };
+        Ok(PageStart {
+            start,
+            at,
+            per_page: page.per_page,
+            bound,
+        })
+    }
+
+    pub fn limit(&self) -> i64 {
+        i64::from(self.per_page)
+    }
+
+    /// The page meson-db read from here.
+    pub fn paged<T>(self, listed: meson_db::Listed<T>) -> Paged<T> {
+        let next_cursor = listed.more.map(|k| {
+            Cursor {
+                b: self.bound.hex(),
+                n: self.at + listed.items.len() as u64,
+                k,
+            }
+            .encode()
+        });
+        let page = u32::try_from(self.at / u64::from(self.per_page.max(1)) + 1).unwrap_or(u32::MAX);
+        Paged {
+            items: listed.items,
+            total: listed.total.max(0) as u64,
+            page: Page {
+                page,
+                per_page: self.per_page,
+                cursor: None,
+            },
+            next_cursor,
+        }
+    }
+}
+
+/// A page of a list, and where it is.
+pub struct Paged<T> {
+    pub items: Vec<T>,
+    /// How many entries the list has in all.
+    pub total: u64,
+    /// Which page it is (by number, also when a cursor named it).
+    pub page: Page,
+    pub next_cursor: Option<String>,
+}
+
+impl<T> Paged<T> {
+    /// The same page with `items` in the place of its own.
+    pub fn with<U>(self, items: Vec<U>) -> Paged<U> {
+        Paged {
+            items,
+            total: self.total,
+            page: self.page,
+            next_cursor: self.next_cursor,
+        }
+    }
+
+    /// `meta.pagination`. A next page exists when rows follow this one
+    /// (whatever the total, which rows created or deleted meanwhile move).
+    pub fn pagination(&self) -> meson_types::Pagination {
+        meson_types::Pagination {
+            next_page: self.next_cursor.as_ref().map(|_| self.page.page + 1),
+            next_cursor: self.next_cursor.clone(),
+            ..self.page.pagination(self.total)
+        }
+    }
 }
 
 /// A field a resource list sorts by.
@@ -167,6 +339,15 @@ impl ListQuery {
         Ok(q)
     }
 
+    /// What its cursors are bound to, in the list `list` of `tenant`.
+    pub fn bound(&self, list: &str, tenant: &TenantId) -> Result<Bound> {
+        let mut statuses = self.statuses.clone();
+        statuses.sort();
+        statuses.dedup();
+        let f = self.filter();
+        Bound::new(list, tenant, &(&f.name, statuses, &f.selector, &f.sort))
+    }
+
     /// The database's filter for it.
     pub(crate) fn filter(&self) -> meson_db::ListFilter {
         meson_db::ListFilter {
@@ -212,6 +393,16 @@ impl VolumeQuery {
             }
         }
         Ok(q)
+    }
+
+    /// What its cursors are bound to, in `tenant`'s list of volumes.
+    pub fn bound(&self, tenant: &TenantId) -> Result<Bound> {
+        let f = &self.filter;
+        Bound::new(
+            "volumes",
+            tenant,
+            &(f.vm.map(|v| v.0), f.kind.map(|k| k.as_str()), f.standalone),
+        )
     }
 }
 
@@ -305,6 +496,86 @@ mod tests {
         assert_eq!(
             rejected(parse_page(&params(&[("per_page", "51")]))),
             "per_page"
+        );
+    }
+
+    #[test]
+    fn a_cursor_names_its_page_alone() {
+        let p = parse_page(&params(&[("cursor", "abc"), ("per_page", "10")])).unwrap();
+        assert_eq!((p.cursor.as_deref(), p.per_page), (Some("abc"), 10));
+        assert_eq!(
+            rejected(parse_page(&params(&[("cursor", "abc"), ("page", "2")]))),
+            "page"
+        );
+        assert_eq!(rejected(parse_page(&params(&[("cursor", "")]))), "cursor");
+        let long = "a".repeat(Cursor::MAX_LEN + 1);
+        assert_eq!(
+            rejected(parse_page(&params(&[("cursor", long.as_str())]))),
+            "cursor"
+        );
+    }
+
+    fn query(kv: &[(&str, &str)]) -> ListQuery {
+        ListQuery::parse(&params(kv), |s| s == "running" || s == "off").unwrap()
+    }
+
+    #[test]
+    fn a_cursor_leads_on_from_its_page_and_only_in_its_own_list() {
+        let tenant = TenantId("acme".into());
+        let q = query(&[("sort", "name"), ("per_page", "2")]);
+        let bound = q.bound("vms", &tenant).unwrap();
+        let at = PageStart::of(&q.page, bound).unwrap();
+        assert_eq!(at.start, meson_db::Start::Offset(0));
+        let paged = at.paged(meson_db::Listed {
+            items: vec![1, 2],
+            total: 5,
+            more: Some(vec!["b".into(), "id-of-b".into()]),
+        });
+        let cursor = paged.next_cursor.clone().expect("a next page");
+        let p = paged.pagination();
+        assert_eq!(
+            (p.page, p.next_page, p.next_cursor),
+            (1, Some(2), Some(cursor.clone()))
+        );
+
+        // Taken back: the rows after b, the second page.
+        let next = ListQuery {
+            page: Page::after(cursor.clone(), 2),
+            ..query(&[("sort", "name:asc")])
+        };
+        let at = PageStart::of(&next.page, next.bound("vms", &tenant).unwrap()).unwrap();
+        assert_eq!(
+            at.start,
+            meson_db::Start::After(vec!["b".into(), "id-of-b".into()])
+        );
+        let last = at.paged(meson_db::Listed {
+            items: vec![3, 4],
+            total: 5,
+            more: None,
+        });
+        assert_eq!((last.page.page, last.next_cursor), (2, None));
+
+        // Anywhere else it is refused by name.
+        let other = TenantId("other".into());
+        for bound in [
+            q.bound("clusters", &tenant),
+            q.bound("vms", &other),
+            query(&[("sort", "name:desc")]).bound("vms", &tenant),
+            query(&[("sort", "name"), ("status", "off")]).bound("vms", &tenant),
+        ] {
+            assert_eq!(
+                rejected(PageStart::of(&next.page, bound.unwrap()).map(|_| ())),
+                "cursor"
+            );
+        }
+        // Statuses bind as a set.
+        assert_eq!(
+            query(&[("status", "off"), ("status", "running")])
+                .bound("vms", &tenant)
+                .unwrap(),
+            query(&[("status", "running"), ("status", "off")])
+                .bound("vms", &tenant)
+                .unwrap()
         );
     }
 

@@ -30,7 +30,7 @@ pub use audit::AuditBacklog;
 pub use cluster_nodes::NodeAction;
 pub use cluster_pools::{PoolChanged, PoolView};
 pub use clusters::{ClusterCreated, ClusterView};
-pub use list::{ActionQuery, ListQuery, Page, VolumeQuery};
+pub use list::{ActionQuery, ListQuery, Page, Paged, VolumeQuery};
 pub use quotas::{QuotaView, parse_tenant};
 pub use quotes::{KaasQuotes, Quotes, VmQuotes};
 pub use vms::{VmCreated, VmPage, VmParts};

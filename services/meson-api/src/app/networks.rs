@@ -1,6 +1,7 @@
 //! Private networks: create, read, list, rename/relabel, delete when unused,
 //! and attaching a new VM to its networks (with meson's IPAM).
 
+use super::list::{PageStart, Paged};
 use super::{App, ListQuery, new_action};
 use crate::auth::Principal;
 use meson_core::action::{Action, Command, ResourceType};
@@ -47,18 +48,19 @@ impl App {
         &self,
         p: &Principal,
         q: &ListQuery,
-    ) -> Result<(Vec<(Network, Vec<VmId>)>, u64)> {
-        let filter = q.filter();
-        let (networks, total) = super::list::read_page(q.page, |limit, offset| {
-            meson_db::networks::list(&self.pool, &p.tenant, &filter, limit, offset)
-        })
-        .await?;
+    ) -> Result<Paged<(Network, Vec<VmId>)>> {
+        let at = PageStart::of(&q.page, q.bound("networks", &p.tenant)?)?;
+        let mut conn = meson_db::acquire(&self.pool).await?;
+        let mut listed =
+            meson_db::networks::page(&mut conn, &p.tenant, &q.filter(), &at.start, at.limit())
+                .await?;
+        let networks = std::mem::take(&mut listed.items);
         let mut out = Vec::with_capacity(networks.len());
         for n in networks {
-            let vms = meson_db::networks::vms_on(&self.pool, n.id).await?;
+            let vms = meson_db::networks::vms_on(&mut *conn, n.id).await?;
             out.push((n, vms));
         }
-        Ok((out, total))
+        Ok(at.paged(listed).with(out))
     }
 
     /// Renames a network and/or replaces its labels.

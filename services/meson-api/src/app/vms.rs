@@ -1,5 +1,6 @@
 //! Virtual machines: create, read, list, delete.
 
+use super::list::{PageStart, Paged};
 use super::{App, ListQuery, new_action};
 use crate::auth::Principal;
 use meson_core::action::{Action, Command, ResourceType};
@@ -44,9 +45,8 @@ pub struct VmCreated {
 }
 
 pub struct VmPage {
-    pub vms: Vec<Vm>,
+    pub vms: Paged<Vm>,
     pub parts: VmParts,
-    pub total: u64,
 }
 
 impl App {
@@ -103,17 +103,16 @@ impl App {
         Ok((vm, VmParts::load(&mut conn, &[id]).await?))
     }
 
+    /// A page of VMs with their parts, read on one connection.
     pub async fn vm_list(&self, p: &Principal, q: &ListQuery) -> Result<VmPage> {
-        let filter = q.filter();
-        let (vms, total) = super::list::read_page(q.page, |limit, offset| {
-            meson_db::vms::list(&self.pool, &p.tenant, &filter, limit, offset)
-        })
-        .await?;
-        let ids: Vec<VmId> = vms.iter().map(|v| v.id).collect();
+        let at = PageStart::of(&q.page, q.bound("vms", &p.tenant)?)?;
+        let mut conn = meson_db::acquire(&self.pool).await?;
+        let listed =
+            meson_db::vms::page(&mut conn, &p.tenant, &q.filter(), &at.start, at.limit()).await?;
+        let ids: Vec<VmId> = listed.items.iter().map(|v| v.id).collect();
         Ok(VmPage {
-            parts: VmParts::load(&mut *meson_db::acquire(&self.pool).await?, &ids).await?,
-            vms,
-            total,
+            parts: VmParts::load(&mut conn, &ids).await?,
+            vms: at.paged(listed),
         })
     }
 

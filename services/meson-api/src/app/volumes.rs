@@ -1,6 +1,7 @@
 //! Volumes: read and list every volume; create, rename/relabel and delete
 //! standalone ones; attach standalone volumes to a VM being created.
 
+use super::list::{PageStart, Paged};
 use super::{App, VolumeQuery, new_action};
 use crate::auth::Principal;
 use meson_core::action::{Action, Command, ResourceType};
@@ -24,11 +25,12 @@ impl App {
         meson_db::volumes::get(&self.pool, &p.tenant, id).await
     }
 
-    pub async fn volume_list(&self, p: &Principal, q: &VolumeQuery) -> Result<(Vec<Volume>, u64)> {
-        super::list::read_page(q.page, |limit, offset| {
-            meson_db::volumes::list(&self.pool, &p.tenant, &q.filter, limit, offset)
-        })
-        .await
+    pub async fn volume_list(&self, p: &Principal, q: &VolumeQuery) -> Result<Paged<Volume>> {
+        let at = PageStart::of(&q.page, q.bound(&p.tenant)?)?;
+        let mut conn = meson_db::acquire(&self.pool).await?;
+        let listed =
+            meson_db::volumes::page(&mut conn, &p.tenant, &q.filter, &at.start, at.limit()).await?;
+        Ok(at.paged(listed))
     }
 
     /// Validates the request and, in one transaction, checks the storage

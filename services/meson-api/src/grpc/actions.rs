@@ -36,7 +36,7 @@ pub(super) async fn list_for(
     let page = list::parse_page(&q)?;
     let res = s
         .app
-        .action_list_for(p, kind, resource, &f.status, &f.sort, page)
+        .action_list_for(p, kind, resource, &f.status, &f.sort, &page)
         .await?;
     Ok(pb::ResourceActionsResponse {
         actions: res
@@ -44,7 +44,7 @@ pub(super) async fn list_for(
             .iter()
             .map(|a| convert::action(views::action(a)))
             .collect(),
-        pagination: Some(convert::pagination(page, res.total)),
+        pagination: Some(convert::pagination(page.pagination(res.total))),
     })
 }
 

@@ -77,13 +77,14 @@ impl pb::cluster_service_server::ClusterService for Svc {
         let r = async {
             let pairs = convert::list_query(req.get_ref().options.as_ref());
             let q = ListQuery::parse(&pairs, |v| ClusterStatus::parse(v).is_some())?;
-            let (clusters, total) = self.0.app.cluster_list(&p, &q).await?;
+            let clusters = self.0.app.cluster_list(&p, &q).await?;
             Ok(pb::ListClustersResponse {
                 clusters: clusters
+                    .items
                     .iter()
                     .map(|c| convert::cluster(views::cluster(c)))
                     .collect(),
-                pagination: Some(convert::pagination(q.page, total)),
+                pagination: Some(convert::pagination(clusters.pagination())),
             })
         };
         answer(r.await)

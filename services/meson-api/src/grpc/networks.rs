@@ -54,13 +54,14 @@ impl pb::network_service_server::NetworkService for Svc {
         let r = async {
             let pairs = convert::list_query(req.get_ref().options.as_ref());
             let q = ListQuery::parse(&pairs, |v| NetworkStatus::parse(v).is_some())?;
-            let (networks, total) = self.0.app.network_list(&p, &q).await?;
+            let networks = self.0.app.network_list(&p, &q).await?;
             Ok(pb::ListNetworksResponse {
                 networks: networks
+                    .items
                     .iter()
                     .map(|(n, vms)| convert::network(views::network(n, vms)))
                     .collect(),
-                pagination: Some(convert::pagination(q.page, total)),
+                pagination: Some(convert::pagination(networks.pagination())),
             })
         };
         answer(r.await)

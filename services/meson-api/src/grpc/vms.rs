@@ -50,10 +50,11 @@ impl pb::vm_service_server::VmService for Svc {
             Ok(pb::ListVmsResponse {
                 vms: res
                     .vms
+                    .items
                     .iter()
                     .map(|v| convert::vm(views::vm(v, &res.parts)))
                     .collect(),
-                pagination: Some(convert::pagination(q.page, res.total)),
+                pagination: Some(convert::pagination(res.vms.pagination())),
             })
         };
         answer(r.await)

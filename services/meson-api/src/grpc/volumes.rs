@@ -78,13 +78,14 @@ impl pb::volume_service_server::VolumeService for Svc {
         let r = async {
             let m = req.get_ref();
             let q = VolumeQuery::parse(&convert::volume_list_query(m))?;
-            let (volumes, total) = self.0.app.volume_list(&p, &q).await?;
+            let volumes = self.0.app.volume_list(&p, &q).await?;
             Ok(pb::ListVolumesResponse {
                 volumes: volumes
+                    .items
                     .iter()
                     .map(|v| convert::volume(crate::views::volume(v)))
                     .collect(),
-                pagination: Some(convert::pagination(q.page, total)),
+                pagination: Some(convert::pagination(volumes.pagination())),
             })
         };
         answer(r.await)

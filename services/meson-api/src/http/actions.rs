@@ -165,9 +165,13 @@ async fn list_for(
     let page = list::parse_page(&pairs)?;
     let res = s
         .app
-        .action_list_for(p, kind, id, &f.status, &f.sort, page)
+        .action_list_for(p, kind, id, &f.status, &f.sort, &page)
         .await?;
-    let (meta, link) = pagination(&format!("/v1/{collection}/{id}/actions"), page, res.total);
+    let (meta, link) = pagination(
+        &format!("/v1/{collection}/{id}/actions"),
+        &pairs,
+        page.pagination(res.total),
+    );
     let body = wire::action::ActionPage {
         actions: res.actions.iter().map(views::action).collect(),
         meta,

@@ -234,7 +234,7 @@ async fn audit_list(
     let pairs = query_pairs(q.as_deref())?;
     let page = crate::app::list::parse_page(&pairs)?;
     let mut f = AuditFilter::default();
-    for (k, v) in pairs {
+    for (k, v) in pairs.iter().cloned() {
         let time = |v: &str| {
             chrono::DateTime::parse_from_rfc3339(v)
                 .map(|t| t.to_utc())
@@ -256,8 +256,8 @@ async fn audit_list(
             _ => {}
         }
     }
-    let (entries, total) = s.app.audit_list(&p, page, &f).await?;
-    let (meta, link) = pagination("/v1/audit", page, total);
+    let (entries, total) = s.app.audit_list(&p, &page, &f).await?;
+    let (meta, link) = pagination("/v1/audit", &pairs, page.pagination(total));
     let body = wire::AuditList {
         audit_entries: entries.iter().map(views::audit_entry).collect(),
         meta,

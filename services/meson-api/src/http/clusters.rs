@@ -18,7 +18,7 @@ use meson_types as wire;
 use meson_types::ErrorResponse;
 use meson_types::cluster::{ClusterListQuery, ClusterUpdateRequest};
 use meson_types::kaas::KaasCreateRequest;
-use meson_types::requests::PageQuery;
+use meson_types::requests::{CursorQuery, PageQuery};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -132,11 +132,12 @@ async fn read(
     tag = "clusters",
     operation_id = "cluster_list",
     summary = "List clusters",
-    params(PageQuery, ClusterListQuery),
+    params(PageQuery, CursorQuery, ClusterListQuery),
     responses(
         (status = 200, description = "A page of clusters.", body = wire::cluster::ClusterList,
-            headers(("Link" = String, description = "RFC 8288 links to the `prev`, `next` \
-                and `last` pages."))),
+            headers(("Link" = String, description = "RFC 8288 links to the `next` page \
+                (by cursor) and the `prev` and `last` pages (by number), with the call's \
+                filters and sort."))),
         BadQuery,
     ),
 )]
@@ -145,13 +146,14 @@ async fn list(
     p: Principal,
     RawQuery(q): RawQuery,
 ) -> ApiResult<Response> {
-    let q = ListQuery::parse(&query_pairs(q.as_deref())?, |v| {
+    let pairs = query_pairs(q.as_deref())?;
+    let q = ListQuery::parse(&pairs, |v| {
         meson_core::cluster::ClusterStatus::parse(v).is_some()
     })?;
-    let (clusters, total) = s.app.cluster_list(&p, &q).await?;
-    let (meta, link) = pagination("/v1/clusters", q.page, total);
+    let clusters = s.app.cluster_list(&p, &q).await?;
+    let (meta, link) = pagination("/v1/clusters", &pairs, clusters.pagination());
     let body = wire::cluster::ClusterList {
-        clusters: clusters.iter().map(views::cluster).collect(),
+        clusters: clusters.items.iter().map(views::cluster).collect(),
         meta,
     };
     Ok(super::paged(body, link))

@@ -23,7 +23,7 @@ mod volumes;
 pub use limits::RequestLimits;
 pub use stream::ActionFeed;
 
-use crate::app::{App, Page};
+use crate::app::App;
 use crate::auth::Auth;
 use crate::error::{ApiError, ApiResult};
 use crate::ratelimit::{RateLimitConfig, RateLimits};
@@ -319,24 +319,40 @@ pub fn paged(body: impl serde::Serialize, link: Option<HeaderValue>) -> Response
     out
 }
 
-/// `meta.pagination` and the `Link` header of `page` in a list of `total`
-/// entries at `path`.
-pub fn pagination(path: &str, page: Page, total: u64) -> (meson_types::Meta, Option<HeaderValue>) {
-    let p = page.pagination(total);
-    let link = |n: u32, rel: &str| {
-        format!(
-            "<{path}?page={n}&per_page={}>; rel=\"{rel}\"",
-            page.per_page
-        )
+/// `meta.pagination` `p` of a list at `path` and its `Link` header: `next`
+/// by cursor when the list gives one (else by number), `prev` and `last` by
+/// number, each with the call's other parameters (`query`) as they were.
+pub fn pagination(
+    path: &str,
+    query: &[(String, String)],
+    p: meson_types::Pagination,
+) -> (meson_types::Meta, Option<HeaderValue>) {
+    let kept: Vec<(&str, &str)> = query
+        .iter()
+        .filter(|(k, _)| !matches!(k.as_str(), "page" | "per_page" | "cursor"))
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let per_page = p.per_page.to_string();
+    let link = |at: (&str, &str), rel: &str| {
+        let mut q = kept.clone();
+        q.push(at);
+        q.push(("per_page", &per_page));
+        let q = serde_urlencoded::to_string(&q).unwrap_or_default();
+        format!("<{path}?{q}>; rel=\"{rel}\"")
     };
     let mut links = Vec::new();
     if let Some(n) = p.previous_page {
-        links.push(link(n, "prev"));
+        links.push(link(("page", &n.to_string()), "prev"));
     }
-    if let Some(n) = p.next_page {
-        links.push(link(n, "next"));
+    match (&p.next_cursor, p.next_page) {
+        (Some(c), _) => links.push(link(("cursor", c), "next")),
+        (None, Some(n)) => links.push(link(("page", &n.to_string()), "next")),
+        (None, None) => {}
     }
-    links.push(link(p.last_page.unwrap_or(1), "last"));
+    links.push(link(
+        ("page", &p.last_page.unwrap_or(1).to_string()),
+        "last",
+    ));
     (
         meson_types::Meta { pagination: p },
         HeaderValue::from_str(&links.join(", ")).ok(),

@@ -16,7 +16,7 @@ use axum::response::{IntoResponse, Response};
 use meson_types as wire;
 use meson_types::ErrorResponse;
 use meson_types::network::{NetworkCreateRequest, NetworkListQuery};
-use meson_types::requests::{PageQuery, VmUpdateRequest};
+use meson_types::requests::{CursorQuery, PageQuery, VmUpdateRequest};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -93,11 +93,12 @@ async fn read(
     tag = "networks",
     operation_id = "network_list",
     summary = "List networks",
-    params(PageQuery, NetworkListQuery),
+    params(PageQuery, CursorQuery, NetworkListQuery),
     responses(
         (status = 200, description = "A page of networks.", body = wire::network::NetworkList,
-            headers(("Link" = String, description = "RFC 8288 links to the `prev`, `next` \
-                and `last` pages."))),
+            headers(("Link" = String, description = "RFC 8288 links to the `next` page \
+                (by cursor) and the `prev` and `last` pages (by number), with the call's \
+                filters and sort."))),
         BadQuery,
     ),
 )]
@@ -106,13 +107,15 @@ async fn list(
     p: Principal,
     RawQuery(q): RawQuery,
 ) -> ApiResult<Response> {
-    let q = ListQuery::parse(&query_pairs(q.as_deref())?, |v| {
+    let pairs = query_pairs(q.as_deref())?;
+    let q = ListQuery::parse(&pairs, |v| {
         meson_core::network::NetworkStatus::parse(v).is_some()
     })?;
-    let (networks, total) = s.app.network_list(&p, &q).await?;
-    let (meta, link) = pagination("/v1/networks", q.page, total);
+    let networks = s.app.network_list(&p, &q).await?;
+    let (meta, link) = pagination("/v1/networks", &pairs, networks.pagination());
     let body = wire::network::NetworkList {
         networks: networks
+            .items
             .iter()
             .map(|(n, vms)| views::network(n, vms))
             .collect(),

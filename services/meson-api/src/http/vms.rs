@@ -12,7 +12,9 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use meson_types as wire;
 use meson_types::ErrorResponse;
-use meson_types::requests::{PageQuery, VmCreateRequest, VmListQuery, VmUpdateRequest};
+use meson_types::requests::{
+    CursorQuery, PageQuery, VmCreateRequest, VmListQuery, VmUpdateRequest,
+};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -114,11 +116,12 @@ async fn read(
     tag = "vms",
     operation_id = "vm_list",
     summary = "List VMs",
-    params(PageQuery, VmListQuery),
+    params(PageQuery, CursorQuery, VmListQuery),
     responses(
         (status = 200, description = "A page of VMs.", body = wire::VmList,
-            headers(("Link" = String, description = "RFC 8288 links to the `prev`, `next` \
-                and `last` pages."))),
+            headers(("Link" = String, description = "RFC 8288 links to the `next` page \
+                (by cursor) and the `prev` and `last` pages (by number), with the call's \
+                filters and sort."))),
         BadQuery,
     ),
 )]
@@ -127,13 +130,17 @@ async fn list(
     p: Principal,
     RawQuery(q): RawQuery,
 ) -> ApiResult<Response> {
-    let q = ListQuery::parse(&query_pairs(q.as_deref())?, |v| {
-        meson_core::vm::VmStatus::parse(v).is_some()
-    })?;
+    let pairs = query_pairs(q.as_deref())?;
+    let q = ListQuery::parse(&pairs, |v| meson_core::vm::VmStatus::parse(v).is_some())?;
     let res = s.app.vm_list(&p, &q).await?;
-    let (meta, link) = pagination("/v1/vms", q.page, res.total);
+    let (meta, link) = pagination("/v1/vms", &pairs, res.vms.pagination());
     let body = wire::VmList {
-        vms: res.vms.iter().map(|v| views::vm(v, &res.parts)).collect(),
+        vms: res
+            .vms
+            .items
+            .iter()
+            .map(|v| views::vm(v, &res.parts))
+            .collect(),
         meta,
     };
     Ok(super::paged(body, link))

@@ -11,7 +11,7 @@ use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use meson_types::ErrorResponse;
-use meson_types::requests::{PageQuery, VolumeListQuery};
+use meson_types::requests::{CursorQuery, PageQuery, VolumeListQuery};
 use meson_types::volume::{self as wire, VolumeCreateRequest, VolumeUpdateRequest};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -169,11 +169,12 @@ async fn delete(
     tag = "volumes",
     operation_id = "volume_list",
     summary = "List volumes",
-    params(PageQuery, VolumeListQuery),
+    params(PageQuery, CursorQuery, VolumeListQuery),
     responses(
         (status = 200, description = "A page of volumes.", body = wire::VolumeList,
-            headers(("Link" = String, description = "RFC 8288 links to the `prev`, `next` \
-                and `last` pages."))),
+            headers(("Link" = String, description = "RFC 8288 links to the `next` page \
+                (by cursor) and the `prev` and `last` pages (by number), with the call's \
+                filters and sort."))),
         BadQuery,
     ),
 )]
@@ -182,12 +183,13 @@ async fn list(
     p: Principal,
     RawQuery(q): RawQuery,
 ) -> ApiResult<Response> {
-    let q = VolumeQuery::parse(&query_pairs(q.as_deref())?)?;
-    let (volumes, total) = s.app.volume_list(&p, &q).await?;
-    let (meta, link) = pagination("/v1/volumes", q.page, total);
+    let pairs = query_pairs(q.as_deref())?;
+    let q = VolumeQuery::parse(&pairs)?;
+    let volumes = s.app.volume_list(&p, &q).await?;
+    let (meta, link) = pagination("/v1/volumes", &pairs, volumes.pagination());
     Ok(super::paged(
         wire::VolumeList {
-            volumes: volumes.iter().map(views::volume).collect(),
+            volumes: volumes.items.iter().map(views::volume).collect(),
             meta,
         },
         link,

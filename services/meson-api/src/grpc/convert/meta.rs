@@ -37,9 +37,8 @@ pub fn price(p: wire::Price) -> pb::Price {
     }
 }
 
-/// `meta.pagination` of `page` in a list of `total` entries.
-pub fn pagination(page: crate::app::Page, total: u64) -> pb::Pagination {
-    let p = page.pagination(total);
+/// `meta.pagination`.
+pub fn pagination(p: wire::Pagination) -> pb::Pagination {
     pb::Pagination {
         page: p.page,
         per_page: p.per_page,
@@ -47,6 +46,7 @@ pub fn pagination(page: crate::app::Page, total: u64) -> pb::Pagination {
         next_page: p.next_page,
         last_page: p.last_page.unwrap_or(1),
         total_entries: p.total_entries.unwrap_or(0),
+        next_cursor: p.next_cursor,
     }
 }
 
@@ -78,11 +78,14 @@ pub fn list_query(o: Option<&pb::ListOptions>) -> Vec<(String, String)> {
     q
 }
 
-/// `PageRequest` as `page` and `per_page` query pairs.
+/// `PageRequest` as `page`, `cursor` and `per_page` query pairs.
 pub fn page_query(p: Option<&pb::PageRequest>, q: &mut Vec<(String, String)>) {
     if let Some(p) = p {
         if p.page != 0 {
             q.push(("page".into(), p.page.to_string()));
+        }
+        if !p.cursor.is_empty() {
+            q.push(("cursor".into(), p.cursor.clone()));
         }
         if p.per_page != 0 {
             q.push(("per_page".into(), p.per_page.to_string()));
