@@ -127,6 +127,23 @@ impl Admitted {
         let scoped = scope::run(Scope::Tenant(self.principal.tenant.clone()), f);
         meson_db::outage::watched(self.breaker.clone(), scoped).await
     }
+
+    /// [`Admitted::run`], offering the call's audit entry to the operation
+    /// (`crate::app::offered`), answered `created` if it writes it (what
+    /// the transport answers a created resource with). True when it did:
+    /// the entry must not be written again.
+    pub async fn run_offering<F: Future>(&self, created: u16, f: F) -> (F::Output, bool) {
+        match &self.audit {
+            Some(a) => {
+                let entry = AuditEntry {
+                    status: created,
+                    ..a.entry.clone()
+                };
+                self.run(crate::app::offered(entry, f)).await
+            }
+            None => (self.run(f).await, false),
+        }
+    }
 }
 
 /// An audit entry being written: what is known before the operation runs.

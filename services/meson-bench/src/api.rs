@@ -273,8 +273,11 @@ pub async fn api(env: &Env, clients: usize, window: Duration) -> anyhow::Result<
         "Baseline: a bare axum + sqlx app in its own process (one insert / one select by \
          primary key, the same JSON body, a pool of 20 like mesond's). meson: `mesond api` \
          with bearer tokens checked, row-level security, quotas, rate limits and the audit \
-         log on; {TENANTS} tenants. A create writes the VM, its volume, its action, its job \
-         and an audit entry in one transaction. mesond's peak RSS: {:.0} MiB.",
+         log on; {TENANTS} tenants. A create takes two round trips (the hosts, then one \
+         statement that checks the tenant's quotas and writes the VM, its volumes, its \
+         action, its job and the audit entry in one commit); a read takes one (the VM with \
+         its volumes and NICs); each statement carries its tenant scope. mesond's peak \
+         RSS: {:.0} MiB.",
         rss as f64 / 1048576.0
     ));
     Ok(t)

@@ -319,25 +319,42 @@ pub async fn attachments_of(
     vms: &[VmId],
 ) -> Result<Vec<Attachment>, Error> {
     let ids: Vec<Uuid> = vms.iter().map(|v| v.0).collect();
-    let rows = sqlx::query!(
+    sqlx::query_as!(
+        AttachmentRow,
         r#"select vm_id, network_id, position, text(mac) as "mac!", host(address) as "address?"
            from vm_networks where vm_id = any($1) order by vm_id, position"#,
         &ids
     )
     .fetch_all(db)
     .await
-    .ctx("listing vm attachments")?;
-    rows.into_iter()
-        .map(|r| {
-            Ok(Attachment {
-                vm_id: VmId(r.vm_id),
-                network_id: NetworkId(r.network_id),
-                position: u16::try_from(r.position).map_err(|_| corrupt("position", r.position))?,
-                mac: r.mac,
-                address: r.address.as_deref().map(|a| ip("address", a)).transpose()?,
-            })
+    .ctx("listing vm attachments")?
+    .into_iter()
+    .map(Attachment::try_from)
+    .collect()
+}
+
+/// A NIC as its queries read it (also from JSON: a VM read aggregates its
+/// NICs into one column).
+#[derive(sqlx::FromRow, serde::Deserialize)]
+pub(crate) struct AttachmentRow {
+    vm_id: Uuid,
+    network_id: Uuid,
+    position: i16,
+    mac: String,
+    address: Option<String>,
+}
+
+impl TryFrom<AttachmentRow> for Attachment {
+    type Error = Error;
+    fn try_from(r: AttachmentRow) -> Result<Attachment, Error> {
+        Ok(Attachment {
+            vm_id: VmId(r.vm_id),
+            network_id: NetworkId(r.network_id),
+            position: u16::try_from(r.position).map_err(|_| corrupt("position", r.position))?,
+            mac: r.mac,
+            address: r.address.as_deref().map(|a| ip("address", a)).transpose()?,
         })
-        .collect()
+    }
 }
 
 /// Releases every NIC of a VM (its addresses become free).

@@ -9,6 +9,14 @@
 //! behind the `tenant_id = $1` of the query itself. The workers' pool
 //! ([`crate::connect`]) runs in the system scope for good: workflows act for
 //! every tenant.
+//!
+//! Setting the scope on checkout costs a round trip of its own. The hot
+//! statements of the API (a VM's create and read) instead carry it: they
+//! run on a pool whose connections see no tenant's rows ([`own_scope`]) and
+//! begin with `set_config('meson.tenant', $1, true)`, evaluated before
+//! anything they read or write, for their own transaction only
+//! ([`own_setting`] gives `$1`). Should a statement ever read a row before
+//! setting it, it sees nothing rather than another tenant's rows.
 
 use crate::{DbResult, PgPool};
 use meson_core::{Error, TenantId};
@@ -23,6 +31,14 @@ pub const SETTING: &str = "meson.tenant";
 
 /// The setting's value for the system scope (no tenant id can be `*`).
 pub const SYSTEM: &str = "*";
+
+/// What a statement on the [`own_scope`] pool sets `meson.tenant` to: the
+/// current task's scope, or, outside any scope, `None` (the statement then
+/// keeps its session's setting: none, which sees no rows, on a pool made
+/// from a scoped one).
+pub fn own_setting() -> Option<String> {
+    SCOPE.try_with(|s| s.setting().to_owned()).ok()
+}
 
 /// Whose rows the current task works on.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -61,6 +77,8 @@ pub fn current() -> Option<Scope> {
     SCOPE.try_with(Clone::clone).ok()
 }
 
+/// The current task's scope as the policies' setting: its tenant, `*` for
+/// the system scope, or the empty string (no rows) outside any scope.
 fn current_setting() -> String {
     SCOPE
         .try_with(|s| s.setting().to_owned())
@@ -112,6 +130,20 @@ pub fn connect_scoped_with(
             Box::pin(async move { apply(conn, &setting).await.map(|()| true) })
         })
         .connect_lazy_with(opts))
+}
+
+/// A pool for statements that carry their own scope ([`own_setting`]),
+/// beside the pool `scoped` (same server, role, options and size): it sets
+/// nothing on checkout. Its sessions keep the setting `scoped`'s options
+/// give them: none for [`connect_scoped`]'s, which sees no tenant's rows,
+/// so a statement sees only what it scopes itself to.
+pub fn own_scope(scoped: &PgPool) -> PgPool {
+    let opts = scoped.connect_options().as_ref().clone();
+    PgPoolOptions::new()
+        .max_connections(scoped.options().get_max_connections())
+        .acquire_timeout(scoped.options().get_acquire_timeout())
+        .test_before_acquire(false)
+        .connect_lazy_with(opts)
 }
 
 /// True when `pool`'s role passes around row-level security (a superuser or
@@ -321,5 +353,203 @@ mod tests {
         assert_eq!(spawned, 0);
         assert_eq!(current(), None);
         assert!(!bypasses_rls(&db.pool).await.unwrap());
+    }
+
+    /// A VM of `tenant` as a create writes it: its row, volumes, action, job.
+    fn new_vm(
+        tenant: &TenantId,
+        name: &str,
+    ) -> (
+        meson_core::vm::Vm,
+        Vec<meson_core::volume::Volume>,
+        meson_core::action::Action,
+        crate::jobs::NewJob,
+    ) {
+        let body = serde_json::json!({
+            "specs": {
+                "req": {
+                    "cpu": {"smtEnabled": false, "numberOfCores": 2, "numberOfThreads": 1,
+                            "min_frequency": 1.0, "arch": ["X86_64"], "flags": []},
+                    "mem": {"capacity": 4096, "requireECC": 0},
+                    "pci": {"devices": {}},
+                    "misc": {"osDistribution": "Debian"}
+                },
+                "volumes": [{"name": "data", "size": 30, "private": "True",
+                             "shareable": "False", "bootable": "False", "readonly": "False"}],
+                "vm_name": name
+            },
+            "provider": "ionos"
+        });
+        let req = meson_core::vm::VmCreate::parse(&body).expect("a valid vm");
+        let id = meson_core::VmId::new();
+        let (vm, volumes) = meson_core::vm::Vm::new_with_volumes(
+            tenant,
+            id,
+            req.spec,
+            req.labels,
+            meson_core::naming::vm_atomos_name(id),
+        );
+        let mut resources = vec![(meson_core::action::ResourceType::Vm, id.0)];
+        resources.extend(
+            volumes
+                .iter()
+                .map(|v| (meson_core::action::ResourceType::Volume, v.id.0)),
+        );
+        let action = meson_core::action::Action {
+            id: meson_core::ActionId::new(),
+            tenant: tenant.clone(),
+            command: "create_vm".into(),
+            status: meson_core::action::ActionStatus::Running,
+            progress: 0,
+            started: chrono::Utc::now(),
+            finished: None,
+            resources,
+            error: None,
+        };
+        let job = crate::jobs::NewJob {
+            kind: "vm_create".into(),
+            args: serde_json::json!({"vm_id": id}),
+            priority: 2,
+            max_attempts: 10,
+            concurrency_key: Some(format!("vm:{id}")),
+            action_id: Some(action.id),
+            tenant_id: Some(tenant.to_string()),
+            trace_context: None,
+        };
+        (vm, volumes, action, job)
+    }
+
+    #[tokio::test]
+    async fn statements_that_carry_their_scope_see_and_write_their_tenant_only() {
+        use crate::vms::{Created, NewVm, create, get_with_parts};
+        use meson_core::quota::Resources;
+        let db = TestDatabase::new().await;
+        let own = own_scope(&db.api_pool());
+        let tenant = TenantId("a".into());
+        let a = Scope::Tenant(tenant.clone());
+        let b = Scope::Tenant(TenantId("b".into()));
+        let (vm, volumes, action, job) = new_vm(&tenant, "web");
+        let audit = meson_core::audit::AuditEntry {
+            id: 0,
+            at: chrono::Utc::now(),
+            tenant: "a".into(),
+            subject: "alice".into(),
+            role: "editor".into(),
+            operation: "vm_create".into(),
+            method: "POST".into(),
+            path: "/v1/vms".into(),
+            resource_type: Some("vm".into()),
+            resource_id: Some(vm.id.to_string()),
+            action_id: Some(action.id.0),
+            status: 201,
+            correlation_id: "c".into(),
+        };
+        let new = NewVm {
+            vm: &vm,
+            volumes: &volumes,
+            action: &action,
+            job: &job,
+            audit: Some(&audit),
+            adds: Resources::of_vm(&vm.spec),
+            defaults: Resources::DEFAULT_QUOTAS,
+        };
+        // Neither another tenant's scope nor none writes tenant a's rows.
+        assert!(run(b.clone(), create(&own, &new)).await.is_err());
+        assert!(create(&own, &new).await.is_err());
+        let created = run(a.clone(), create(&own, &new)).await.expect("create");
+        assert!(matches!(created, Created::Written(_)), "{created:?}");
+
+        let (got, vols, nics) = run(a.clone(), get_with_parts(&own, &tenant, vm.id))
+            .await
+            .expect("read");
+        assert_eq!((got.id, got.name.as_str()), (vm.id, "web"));
+        let mut want: Vec<_> = volumes.iter().map(|v| v.id).collect();
+        let mut have: Vec<_> = vols.iter().map(|v| v.id).collect();
+        want.sort();
+        have.sort();
+        assert_eq!(have, want);
+        assert!(nics.is_empty());
+        // Another tenant's scope sees nothing, even asking for tenant a's
+        // VM; nor does no scope, and the setting ends with the statement.
+        for scope in [Some(b.clone()), None] {
+            let read = get_with_parts(&own, &tenant, vm.id);
+            let read = match scope {
+                Some(s) => run(s, read).await,
+                None => read.await,
+            };
+            assert_eq!(read.err().map(|e| e.code()), Some("not_found"));
+        }
+        let mut conn = own.acquire().await.expect("connection");
+        assert_eq!(
+            counts(&mut conn).await.iter().map(|(_, n)| n).sum::<i64>(),
+            0
+        );
+
+        // Everything was written, once, with its usage.
+        let written = |sql: &'static str| {
+            let pool = db.pool.clone();
+            async move {
+                sqlx::query_scalar::<_, i64>(sql)
+                    .fetch_one(&pool)
+                    .await
+                    .expect("count")
+            }
+        };
+        assert_eq!(written("select count(*) from vms").await, 1);
+        assert_eq!(
+            written("select count(*) from volumes").await,
+            volumes.len() as i64
+        );
+        assert_eq!(
+            written("select count(*) from action_resources").await,
+            volumes.len() as i64 + 1
+        );
+        assert_eq!(
+            written("select count(*) from jobs where action_id is not null").await,
+            1
+        );
+        assert_eq!(
+            written("select count(*) from audit_log where action_id is not null and status = 201")
+                .await,
+            1
+        );
+        assert_eq!(
+            written("select vms from tenant_usage where tenant_id = 'a'").await,
+            1
+        );
+
+        // Over a quota, nothing is written and the usage is returned.
+        let (vm2, volumes2, action2, job2) = new_vm(&tenant, "db");
+        let one = Resources {
+            vms: 1,
+            ..Resources::DEFAULT_QUOTAS
+        };
+        let over = run(
+            a.clone(),
+            create(
+                &own,
+                &NewVm {
+                    vm: &vm2,
+                    volumes: &volumes2,
+                    action: &action2,
+                    job: &job2,
+                    audit: None,
+                    adds: Resources::of_vm(&vm2.spec),
+                    defaults: one,
+                },
+            ),
+        )
+        .await
+        .expect("create over quota");
+        match over {
+            Created::OverQuota { overrides, usage } => {
+                assert_eq!(usage.vms, 1);
+                assert_eq!(overrides.vms, None);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(written("select count(*) from vms").await, 1);
+        assert_eq!(written("select count(*) from actions").await, 1);
+        assert_eq!(written("select count(*) from audit_log").await, 1);
     }
 }

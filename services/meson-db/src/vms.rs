@@ -3,6 +3,7 @@
 use crate::{DbResult, Tx, corrupt};
 use chrono::{DateTime, Utc};
 use meson_core::labels::Labels;
+use meson_core::quota::{QuotaOverrides, Resources};
 use meson_core::vm::{Placement, Vm, VmSpec, VmStatus};
 use meson_core::{Error, TargetId, TenantId, VmId};
 use serde_json::Value;
@@ -104,6 +105,308 @@ pub async fn insert_with_volumes(
 ) -> Result<(), Error> {
     insert(tx, vm).await?;
     crate::volumes::insert_many(tx, volumes).await
+}
+
+/// A VM to create in one statement ([`create`]): its rows, the action and
+/// job that start it, the audit entry that records the request, and what it
+/// adds to its tenant's usage.
+pub struct NewVm<'a> {
+    pub vm: &'a Vm,
+    pub volumes: &'a [meson_core::volume::Volume],
+    pub action: &'a meson_core::action::Action,
+    pub job: &'a crate::jobs::NewJob,
+    pub audit: Option<&'a meson_core::audit::AuditEntry>,
+    /// What the VM adds to its tenant's usage.
+    pub adds: Resources,
+    /// The quotas of a tenant without overrides.
+    pub defaults: Resources,
+}
+
+/// What [`create`] did.
+#[derive(Debug)]
+pub enum Created {
+    /// Everything is written and committed; the job's id.
+    Written(meson_core::JobId),
+    /// Nothing is written: the VM does not fit the tenant's quotas, as they
+    /// and its usage stood (locked) when the statement ran.
+    OverQuota {
+        overrides: QuotaOverrides,
+        usage: Resources,
+    },
+}
+
+/// Creates a VM without networks or attached volumes in one statement, its
+/// own transaction (one round trip, one commit): takes its tenant's quota
+/// lock, and, if the VM fits the quotas, writes the VM, its volumes, its
+/// action, the workflow's job and the audit entry. The tenant scope of the
+/// current task ([`crate::scope::own_setting`]) is set first, for this
+/// statement only: run it on the [`crate::scope::own_scope`] pool.
+///
+/// A VM fits when, for every resource it adds to, the tenant's usage plus
+/// the addition stays within the quota (`meson_core::quota::check`'s rule;
+/// a quota of `i64::MAX` is unlimited): the caller holds the statement to
+/// that rule by checking the usage it returns when it wrote nothing.
+pub async fn create(pool: &PgPool, new: &NewVm<'_>) -> Result<Created, Error> {
+    let vm = new.vm;
+    let labels = serde_json::to_value(&vm.labels).map_err(|e| Error::internal_from("labels", e))?;
+    let spec = serde_json::to_value(&vm.spec).map_err(|e| Error::internal_from("spec", e))?;
+    let vols = crate::volumes::VolumeColumns::of(new.volumes)?;
+    let types: Vec<&str> = new
+        .action
+        .resources
+        .iter()
+        .map(|(t, _)| t.as_str())
+        .collect();
+    let ids: Vec<Uuid> = new.action.resources.iter().map(|(_, id)| *id).collect();
+    let adds: Vec<i64> = new.adds.entries().iter().map(|(_, v)| *v).collect();
+    let defaults: Vec<i64> = new.defaults.entries().iter().map(|(_, v)| *v).collect();
+    let a = new.audit;
+    let res = sqlx::query!(
+        r#"with scope as materialized (
+             select set_config('meson.tenant',
+                               coalesce($1, current_setting('meson.tenant', true), ''),
+                               true) as setting
+           ), usage as (
+             insert into tenant_usage as u (tenant_id) select $2::text from scope
+             on conflict (tenant_id) do update set tenant_id = u.tenant_id
+             returning u.tenant_id, u.vms, u.vcpus, u.ram_mib, u.storage_gb, u.clusters, u.nodes
+           ), state as (
+             select u.*, q.vms as q_vms, q.vcpus as q_vcpus, q.ram_mib as q_ram_mib,
+                    q.storage_gb as q_storage_gb, q.clusters as q_clusters, q.nodes as q_nodes
+             from usage u
+             left join lateral (select * from tenant_quotas q where q.tenant_id = u.tenant_id) q
+               on true
+           ), ok as (
+             select 1 from state s, (select $4::int8[] as q) d
+             where not exists (
+               select 1
+               from unnest(array[s.vms, s.vcpus, s.ram_mib, s.storage_gb, s.clusters, s.nodes],
+                           array[coalesce(s.q_vms, d.q[1]), coalesce(s.q_vcpus, d.q[2]),
+                                 coalesce(s.q_ram_mib, d.q[3]),
+                                 coalesce(s.q_storage_gb, d.q[4]),
+                                 coalesce(s.q_clusters, d.q[5]), coalesce(s.q_nodes, d.q[6])],
+                           $3::int8[]) as x(current, quota, more)
+               where x.more > 0 and x.quota < 9223372036854775807
+                 and x.current > x.quota - x.more)
+           ), vm as (
+             insert into vms (id, tenant_id, name, status, labels, spec, atomos_name, created_at)
+             select $5::uuid, $2::text, $6::text, $7::text, $8::jsonb, $9::jsonb, $10::text,
+                    $11::timestamptz
+             from ok
+             returning id
+           ), vol as (
+             insert into volumes (id, tenant_id, vm_id, name, kind, size_gb, atomos_name,
+                                  atomos_id, status, labels, bootable, readonly, created_at)
+             select v.* from ok cross join
+               unnest($12::uuid[], $13::text[], $14::uuid[], $15::text[], $16::text[],
+                      $17::int4[], $18::text[], $19::text[], $20::text[], $21::jsonb[],
+                      $22::bool[], $23::bool[], $24::timestamptz[]) as v
+           ), action as (
+             insert into actions (id, tenant_id, command, status, progress, started)
+             select $25::uuid, $2::text, $26::text, 'running', 0, $27::timestamptz from ok
+             returning id
+           ), resources as (
+             insert into action_resources (action_id, resource_type, resource_id)
+             select action.id, r.t, r.id from action cross join unnest($28::text[], $29::uuid[]) as r(t, id)
+           ), job as (
+             insert into jobs (kind, args, priority, max_attempts, concurrency_key, action_id,
+                               tenant_id, trace_context)
+             select $30::text, $31::jsonb, $32::int2, $33::int4, $34::text, action.id, $35::text,
+                    $36::jsonb
+             from action
+             on conflict (concurrency_key)
+               where state in ('available', 'running') and concurrency_key is not null
+             do nothing
+             returning id
+           ), audit as (
+             insert into audit_log
+               (tenant_id, subject, role, operation, method, path, resource_type, resource_id,
+                action_id, status, correlation_id, at)
+             select $2::text, $37::text, $38::text, $39::text, $40::text, $41::text, $42::text,
+                    $43::text, action.id, $44::int2, $45::text, $46::timestamptz
+             from action where $47::bool
+           )
+           select s.vms as "vms!", s.vcpus as "vcpus!", s.ram_mib as "ram_mib!",
+                  s.storage_gb as "storage_gb!", s.clusters as "clusters!", s.nodes as "nodes!",
+                  s.q_vms, s.q_vcpus, s.q_ram_mib, s.q_storage_gb, s.q_clusters, s.q_nodes,
+                  exists (select 1 from ok) as "written!",
+                  (select id from job) as "job?"
+           from state s"#,
+        crate::scope::own_setting(),
+        vm.tenant.as_str(),
+        &adds,
+        &defaults,
+        vm.id.0,
+        vm.name,
+        vm.status.as_str(),
+        labels,
+        spec,
+        vm.atomos_name,
+        vm.created,
+        &vols.ids,
+        &vols.tenants,
+        &vols.vms as &[Option<Uuid>],
+        &vols.names,
+        &vols.kinds,
+        &vols.sizes,
+        &vols.atomos_names,
+        &vols.atomos_ids as &[Option<String>],
+        &vols.statuses,
+        &vols.labels,
+        &vols.bootable,
+        &vols.readonly,
+        &vols.created,
+        new.action.id.0,
+        new.action.command,
+        new.action.started,
+        &types as &[&str],
+        &ids,
+        new.job.kind,
+        new.job.args,
+        new.job.priority,
+        new.job.max_attempts,
+        new.job.concurrency_key,
+        new.job.tenant_id,
+        new.job.trace_context,
+        a.map(|a| a.subject.as_str()).unwrap_or_default(),
+        a.map(|a| a.role.as_str()).unwrap_or_default(),
+        a.map(|a| a.operation.as_str()).unwrap_or_default(),
+        a.map(|a| a.method.as_str()).unwrap_or_default(),
+        a.map(|a| a.path.as_str()).unwrap_or_default(),
+        a.and_then(|a| a.resource_type.as_deref()),
+        a.and_then(|a| a.resource_id.as_deref()),
+        a.map(|a| i16::try_from(a.status).unwrap_or(500)).unwrap_or_default(),
+        a.map(|a| a.correlation_id.as_str()).unwrap_or_default(),
+        a.map(|a| a.at).unwrap_or(vm.created),
+        a.is_some(),
+    )
+    .fetch_one(pool)
+    .await;
+    let r = crate::volumes::name_taken(name_taken(res)?)?.ctx("creating a vm")?;
+    if !r.written {
+        return Ok(Created::OverQuota {
+            overrides: QuotaOverrides {
+                vms: r.q_vms,
+                vcpus: r.q_vcpus,
+                ram_mib: r.q_ram_mib,
+                storage_gb: r.q_storage_gb,
+                clusters: r.q_clusters,
+                nodes: r.q_nodes,
+            },
+            usage: Resources {
+                vms: r.vms,
+                vcpus: r.vcpus,
+                ram_mib: r.ram_mib,
+                storage_gb: r.storage_gb,
+                clusters: r.clusters,
+                nodes: r.nodes,
+            },
+        });
+    }
+    r.job
+        .map(|id| Created::Written(meson_core::JobId(id)))
+        .ok_or_else(|| Error::internal("a brand-new VM is already locked"))
+}
+
+/// A tenant's own live VM with its volumes (its own ones, boot first, then
+/// cloud-init, then data volumes by name; then the standalone volumes
+/// attached to it, by name) and its NICs, in one statement. The tenant
+/// scope of the current task is set first, for this statement only: run it
+/// on the [`crate::scope::own_scope`] pool.
+pub async fn get_with_parts(
+    pool: &PgPool,
+    tenant: &TenantId,
+    id: VmId,
+) -> Result<
+    (
+        Vm,
+        Vec<meson_core::volume::Volume>,
+        Vec<meson_core::network::Attachment>,
+    ),
+    Error,
+> {
+    let r = sqlx::query!(
+        r#"with scope as materialized (
+             select set_config('meson.tenant',
+                               coalesce($1, current_setting('meson.tenant', true), ''),
+                               true) as setting
+           )
+           select v.id as "id!", v.tenant_id as "tenant_id!", v.name as "name!",
+                  v.status as "status!", v.labels as "labels!", v.spec as "spec!",
+                  v.atomos_name as "atomos_name!", v.atomos_id, v.target_id,
+                  v.target_name as "target_name?", v.provider, v.region, v.ipv4 as "ipv4?",
+                  v.price_hourly, v.price_monthly, v.currency, v.created_at as "created_at!",
+                  v.error_message, v.volumes as "volumes!", v.nics as "nics!"
+           from scope cross join lateral (
+             select v.id, v.tenant_id, v.name, v.status, v.labels, v.spec, v.atomos_name,
+                    v.atomos_id, v.target_id, t.name as target_name, v.provider, v.region,
+                    host(v.ipv4) as ipv4, v.price_hourly, v.price_monthly, v.currency,
+                    v.created_at, v.error_message,
+                    coalesce((select jsonb_agg(to_jsonb(x) order by
+                                array_position(array['boot', 'cloudinit', 'data'], x.kind), x.name)
+                              from (select o.id, o.tenant_id, o.vm_id, o.name, o.kind, o.size_gb,
+                                           o.atomos_name, o.atomos_id, o.status, o.labels,
+                                           o.bootable, o.readonly, o.target_id, ot.name as host,
+                                           o.provider, o.region, o.attached_vm_id, o.created_at
+                                    from volumes o left join atomos_targets ot on ot.id = o.target_id
+                                    where o.vm_id = v.id and o.deleted_at is null) x), '[]')
+                    || coalesce((select jsonb_agg(to_jsonb(x) order by x.name)
+                              from (select a.id, a.tenant_id, a.vm_id, a.name, a.kind, a.size_gb,
+                                           a.atomos_name, a.atomos_id, a.status, a.labels,
+                                           a.bootable, a.readonly, a.target_id, at.name as host,
+                                           a.provider, a.region, a.attached_vm_id, a.created_at
+                                    from volumes a left join atomos_targets at on at.id = a.target_id
+                                    where a.attached_vm_id = v.id and a.deleted_at is null) x), '[]')
+                      as volumes,
+                    coalesce((select jsonb_agg(jsonb_build_object('vm_id', n.vm_id,
+                                'network_id', n.network_id, 'position', n.position,
+                                'mac', text(n.mac), 'address', host(n.address))
+                                order by n.position)
+                              from vm_networks n where n.vm_id = v.id), '[]') as nics
+             from vms v left join atomos_targets t on t.id = v.target_id
+             where v.id = $3 and v.tenant_id = $2 and v.cluster_id is null
+               and v.deleted_at is null and scope.setting is not null
+             offset 0
+           ) v"#,
+        crate::scope::own_setting(),
+        tenant.as_str(),
+        id.0,
+    )
+    .fetch_optional(pool)
+    .await
+    .ctx("fetching a vm")?
+    .ok_or_else(|| Error::not_found("vm", id))?;
+    let volumes = serde_json::from_value::<Vec<crate::volumes::VolumeRow>>(r.volumes)
+        .map_err(|e| Error::internal_from("decoding a vm's volumes", e))?
+        .into_iter()
+        .map(meson_core::volume::Volume::try_from)
+        .collect::<Result<_, _>>()?;
+    let nics = serde_json::from_value::<Vec<crate::networks::AttachmentRow>>(r.nics)
+        .map_err(|e| Error::internal_from("decoding a vm's nics", e))?
+        .into_iter()
+        .map(meson_core::network::Attachment::try_from)
+        .collect::<Result<_, _>>()?;
+    let vm = Vm::try_from(VmRow {
+        id: r.id,
+        tenant_id: r.tenant_id,
+        name: r.name,
+        status: r.status,
+        labels: r.labels,
+        spec: r.spec,
+        atomos_name: r.atomos_name,
+        atomos_id: r.atomos_id,
+        target_id: r.target_id,
+        target_name: r.target_name,
+        provider: r.provider,
+        region: r.region,
+        ipv4: r.ipv4,
+        price_hourly: r.price_hourly,
+        price_monthly: r.price_monthly,
+        currency: r.currency,
+        created_at: r.created_at,
+        error_message: r.error_message,
+    })?;
+    Ok((vm, volumes, nics))
 }
 
 /// A tenant's own live VM (not a cluster's node).

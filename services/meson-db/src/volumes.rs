@@ -7,8 +7,10 @@ use meson_core::{Error, TargetId, TenantId, VmId, VolumeId};
 use sqlx::PgPool;
 use uuid::Uuid;
 
-#[derive(sqlx::FromRow)]
-struct VolumeRow {
+/// A volume as its queries read it (also from JSON: a VM read aggregates
+/// its volumes into one column).
+#[derive(sqlx::FromRow, serde::Deserialize)]
+pub(crate) struct VolumeRow {
     id: Uuid,
     tenant_id: String,
     vm_id: Option<Uuid>,
@@ -63,7 +65,7 @@ impl TryFrom<VolumeRow> for Volume {
     }
 }
 
-fn name_taken<T>(res: Result<T, sqlx::Error>) -> Result<Result<T, sqlx::Error>, Error> {
+pub(crate) fn name_taken<T>(res: Result<T, sqlx::Error>) -> Result<Result<T, sqlx::Error>, Error> {
     crate::unique_violation(res, "volumes_tenant_name", "volume", "name")
 }
 
@@ -71,57 +73,85 @@ pub async fn insert(tx: &mut Tx<'_>, v: &Volume) -> Result<(), Error> {
     insert_many(tx, std::slice::from_ref(v)).await
 }
 
+/// New volumes as the columns of an `unnest` insert, one array a column.
+pub(crate) struct VolumeColumns {
+    pub ids: Vec<Uuid>,
+    pub tenants: Vec<String>,
+    pub vms: Vec<Option<Uuid>>,
+    pub names: Vec<String>,
+    pub kinds: Vec<String>,
+    pub sizes: Vec<i32>,
+    pub atomos_names: Vec<String>,
+    pub atomos_ids: Vec<Option<String>>,
+    pub statuses: Vec<String>,
+    pub labels: Vec<serde_json::Value>,
+    pub bootable: Vec<bool>,
+    pub readonly: Vec<bool>,
+    pub created: Vec<chrono::DateTime<chrono::Utc>>,
+}
+
+impl VolumeColumns {
+    pub fn of(vs: &[Volume]) -> Result<VolumeColumns, Error> {
+        let mut c = VolumeColumns {
+            ids: Vec::new(),
+            tenants: Vec::new(),
+            vms: Vec::new(),
+            names: Vec::new(),
+            kinds: Vec::new(),
+            sizes: Vec::new(),
+            atomos_names: Vec::new(),
+            atomos_ids: Vec::new(),
+            statuses: Vec::new(),
+            labels: Vec::new(),
+            bootable: Vec::new(),
+            readonly: Vec::new(),
+            created: Vec::new(),
+        };
+        for v in vs {
+            c.ids.push(v.id.0);
+            c.tenants.push(v.tenant.as_str().to_owned());
+            c.vms.push(v.vm_id.map(|id| id.0));
+            c.names.push(v.name.clone());
+            c.kinds.push(v.kind.as_str().to_owned());
+            c.sizes
+                .push(i32::try_from(v.size_gb).map_err(|_| Error::invalid("size", "too large"))?);
+            c.atomos_names.push(v.atomos_name.clone());
+            c.atomos_ids.push(v.atomos_id.clone());
+            c.statuses.push(v.status.as_str().to_owned());
+            c.labels.push(
+                serde_json::to_value(&v.labels).map_err(|e| Error::internal_from("labels", e))?,
+            );
+            c.bootable.push(v.bootable);
+            c.readonly.push(v.readonly);
+            c.created.push(v.created);
+        }
+        Ok(c)
+    }
+}
+
 /// Several volumes in one statement (a VM's boot, cloud-init and data
 /// volumes); unplaced and unattached.
 pub async fn insert_many(tx: &mut Tx<'_>, vs: &[Volume]) -> Result<(), Error> {
-    let mut ids = Vec::new();
-    let mut tenants = Vec::new();
-    let mut vms: Vec<Option<Uuid>> = Vec::new();
-    let mut names = Vec::new();
-    let mut kinds = Vec::new();
-    let mut sizes = Vec::new();
-    let mut atomos_names = Vec::new();
-    let mut atomos_ids: Vec<Option<String>> = Vec::new();
-    let mut statuses = Vec::new();
-    let mut labels = Vec::new();
-    let mut bootable = Vec::new();
-    let mut readonly = Vec::new();
-    let mut created = Vec::new();
-    for v in vs {
-        ids.push(v.id.0);
-        tenants.push(v.tenant.as_str().to_owned());
-        vms.push(v.vm_id.map(|id| id.0));
-        names.push(v.name.clone());
-        kinds.push(v.kind.as_str().to_owned());
-        sizes.push(i32::try_from(v.size_gb).map_err(|_| Error::invalid("size", "too large"))?);
-        atomos_names.push(v.atomos_name.clone());
-        atomos_ids.push(v.atomos_id.clone());
-        statuses.push(v.status.as_str().to_owned());
-        labels
-            .push(serde_json::to_value(&v.labels).map_err(|e| Error::internal_from("labels", e))?);
-        bootable.push(v.bootable);
-        readonly.push(v.readonly);
-        created.push(v.created);
-    }
+    let c = VolumeColumns::of(vs)?;
     let res = sqlx::query!(
         r#"insert into volumes (id, tenant_id, vm_id, name, kind, size_gb, atomos_name, atomos_id,
                                 status, labels, bootable, readonly, created_at)
            select * from unnest($1::uuid[], $2::text[], $3::uuid[], $4::text[], $5::text[],
                                 $6::int4[], $7::text[], $8::text[], $9::text[], $10::jsonb[],
                                 $11::bool[], $12::bool[], $13::timestamptz[])"#,
-        &ids,
-        &tenants,
-        &vms as &[Option<Uuid>],
-        &names,
-        &kinds,
-        &sizes,
-        &atomos_names,
-        &atomos_ids as &[Option<String>],
-        &statuses,
-        &labels,
-        &bootable,
-        &readonly,
-        &created,
+        &c.ids,
+        &c.tenants,
+        &c.vms as &[Option<Uuid>],
+        &c.names,
+        &c.kinds,
+        &c.sizes,
+        &c.atomos_names,
+        &c.atomos_ids as &[Option<String>],
+        &c.statuses,
+        &c.labels,
+        &c.bootable,
+        &c.readonly,
+        &c.created,
     )
     .execute(&mut **tx)
     .await;

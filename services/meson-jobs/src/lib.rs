@@ -18,5 +18,5 @@ pub mod workflow;
 pub use meson_db::jobs::Enqueued;
 pub use worker::{RunningJob, Worker, WorkerConfig, WorkerHandle};
 pub use workflow::{
-    EnqueueOpts, Step, StepCtx, StepError, StepResult, Workflow, enqueue, to_output,
+    EnqueueOpts, Step, StepCtx, StepError, StepResult, Workflow, enqueue, job, to_output,
 };

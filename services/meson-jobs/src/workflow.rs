@@ -350,26 +350,31 @@ impl Default for EnqueueOpts {
     }
 }
 
+/// The job row of workflow `W` with `params`: what [`enqueue`] inserts,
+/// for a statement that inserts it with other rows.
+pub fn job<W: Workflow>(
+    params: &W::Params,
+    opts: EnqueueOpts,
+) -> Result<NewJob, meson_core::Error> {
+    let args = serde_json::to_value(params)
+        .map_err(|e| meson_core::Error::internal_from("encoding workflow params", e))?;
+    Ok(NewJob {
+        kind: W::KIND.to_owned(),
+        args,
+        priority: opts.priority,
+        max_attempts: opts.max_attempts,
+        concurrency_key: opts.concurrency_key,
+        action_id: opts.action,
+        tenant_id: opts.tenant,
+        trace_context: crate::trace_context::current(),
+    })
+}
+
 /// Enqueues workflow `W` in the caller's transaction.
 pub async fn enqueue<W: Workflow>(
     tx: &mut meson_db::Tx<'_>,
     params: &W::Params,
     opts: EnqueueOpts,
 ) -> Result<Enqueued, meson_core::Error> {
-    let args = serde_json::to_value(params)
-        .map_err(|e| meson_core::Error::internal_from("encoding workflow params", e))?;
-    meson_db::jobs::enqueue(
-        tx,
-        &NewJob {
-            kind: W::KIND.to_owned(),
-            args,
-            priority: opts.priority,
-            max_attempts: opts.max_attempts,
-            concurrency_key: opts.concurrency_key,
-            action_id: opts.action,
-            tenant_id: opts.tenant,
-            trace_context: crate::trace_context::current(),
-        },
-    )
-    .await
+    meson_db::jobs::enqueue(tx, &job::<W>(params, opts)?).await
 }

@@ -142,8 +142,17 @@ pub async fn enqueue_for_vm<W: meson_jobs::Workflow<Params = VmParams>>(
     tenant: &meson_core::TenantId,
     max_attempts: i32,
 ) -> Result<meson_jobs::Enqueued, meson_core::Error> {
-    meson_jobs::enqueue::<W>(
-        tx,
+    meson_db::jobs::enqueue(tx, &job_for_vm::<W>(vm, action, tenant, max_attempts)?).await
+}
+
+/// The job [`enqueue_for_vm`] inserts.
+pub fn job_for_vm<W: meson_jobs::Workflow<Params = VmParams>>(
+    vm: meson_core::VmId,
+    action: meson_core::ActionId,
+    tenant: &meson_core::TenantId,
+    max_attempts: i32,
+) -> Result<meson_db::jobs::NewJob, meson_core::Error> {
+    meson_jobs::job::<W>(
         &VmParams { vm_id: vm },
         meson_jobs::EnqueueOpts {
             action: Some(action),
@@ -153,5 +162,4 @@ pub async fn enqueue_for_vm<W: meson_jobs::Workflow<Params = VmParams>>(
             ..meson_jobs::EnqueueOpts::default()
         },
     )
-    .await
 }

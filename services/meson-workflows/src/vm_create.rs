@@ -47,6 +47,15 @@ pub async fn enqueue(
         .await
 }
 
+/// The workflow's job, for a statement that writes it with the VM.
+pub fn job(
+    vm: VmId,
+    action: ActionId,
+    tenant: &TenantId,
+) -> Result<meson_db::jobs::NewJob, meson_core::Error> {
+    crate::job_for_vm::<VmCreate>(vm, action, tenant, EnqueueOpts::default().max_attempts)
+}
+
 #[derive(Clone, Debug, Serialize, Deserialize)]
 struct Created {
     atomos_id: String,

@@ -5,8 +5,8 @@ use crate::auth::{Principal, Role};
 use meson_core::audit::{AuditEntry, AuditFilter};
 use meson_core::{Error, Result};
 use std::collections::VecDeque;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 /// Audit entries that could not be written while the database was down,
 /// oldest first, written when it is back ([`App::audit_flush`]). Bounded:
@@ -77,6 +77,64 @@ impl AuditBacklog {
         if entries.len() < self.capacity {
             entries.push_front(entry);
         }
+    }
+}
+
+/// The audit entry of the call being served, offered by its transport to
+/// the operation: an operation that commits its change in one transaction
+/// (a VM's create) writes the entry in that same transaction, so the change
+/// and its record are durable together, in one commit. The transport then
+/// writes no entry of its own; when the operation did not take the offer, or
+/// failed, it writes the entry as for any other call.
+struct Offer {
+    /// The entry, its status the one the transport answers a created
+    /// resource with.
+    entry: AuditEntry,
+    written: AtomicBool,
+}
+
+tokio::task_local! {
+    static OFFERED: Arc<Offer>;
+}
+
+/// Runs `f` offering `entry` (its `status` what the transport answers a
+/// resource created with); true when `f` wrote it.
+pub async fn offered<F: Future>(entry: AuditEntry, f: F) -> (F::Output, bool) {
+    let offer = Arc::new(Offer {
+        entry,
+        written: AtomicBool::new(false),
+    });
+    let out = OFFERED.scope(offer.clone(), f).await;
+    (out, offer.written.load(Ordering::Acquire))
+}
+
+/// The offered entry of the current call, if any: taken by an operation
+/// that writes it with its change ([`Taken::written`] once committed).
+pub(crate) fn take_offer() -> Option<Taken> {
+    OFFERED.try_with(|o| Taken(o.clone())).ok()
+}
+
+pub(crate) struct Taken(Arc<Offer>);
+
+impl Taken {
+    /// The entry, completed with the resource created and the action started.
+    pub fn entry(
+        &self,
+        resource_type: &str,
+        resource_id: String,
+        action: uuid::Uuid,
+    ) -> AuditEntry {
+        AuditEntry {
+            resource_type: Some(resource_type.to_owned()),
+            resource_id: Some(resource_id),
+            action_id: Some(action),
+            ..self.0.entry.clone()
+        }
+    }
+
+    /// The entry is committed with the operation's change.
+    pub fn written(self) {
+        self.0.written.store(true, Ordering::Release);
     }
 }
 

@@ -26,7 +26,7 @@ use meson_core::action::{Action, ActionStatus, Command, ResourceType};
 use meson_core::quota::Resources;
 use meson_db::PgPool;
 
-pub use audit::AuditBacklog;
+pub use audit::{AuditBacklog, offered};
 pub use cluster_nodes::NodeAction;
 pub use cluster_pools::{PoolChanged, PoolView};
 pub use clusters::{ClusterCreated, ClusterView};
@@ -39,6 +39,9 @@ pub use volumes::VolumeCreated;
 #[derive(Clone)]
 pub struct App {
     pub pool: PgPool,
+    /// Beside `pool`, for the statements that set their tenant scope
+    /// themselves (`meson_db::scope::own_scope`): a VM's create and read.
+    pub own: PgPool,
     /// Opens cluster secrets (kubeconfigs, rotation); without it those answer
     /// `service_error`.
     pub secrets_key: Option<meson_kaas::SecretKey>,
@@ -58,6 +61,7 @@ impl App {
     /// the transports run every request in its tenant's scope.
     pub fn new(pool: PgPool) -> Self {
         App {
+            own: meson_db::scope::own_scope(&pool),
             pool,
             secrets_key: None,
             quotas: Resources::DEFAULT_QUOTAS,

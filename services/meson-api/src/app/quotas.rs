@@ -27,7 +27,19 @@ impl App {
         request: Resources,
     ) -> Result<()> {
         let (overrides, usage) = meson_db::quotas::lock(tx, tenant).await?;
-        quota::check(&overrides.effective(&self.quotas), &usage, &request).inspect_err(|_| {
+        self.over_quota(tenant, &overrides, &usage, &request)
+    }
+
+    /// Refuses `request` with `resource_limit_exceeded` if it would take
+    /// `tenant`, holding `usage` under `overrides`, over a quota.
+    pub(crate) fn over_quota(
+        &self,
+        tenant: &TenantId,
+        overrides: &QuotaOverrides,
+        usage: &Resources,
+        request: &Resources,
+    ) -> Result<()> {
+        quota::check(&overrides.effective(&self.quotas), usage, request).inspect_err(|_| {
             tracing::info!(%tenant, ?request, ?usage, "quota exceeded");
         })
     }

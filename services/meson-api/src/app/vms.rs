@@ -51,9 +51,13 @@ pub struct VmPage {
 
 impl App {
     /// Validates the request and, in one transaction, writes the VM, its
-    /// volumes, the action and the workflow's job.
+    /// volumes, the action, the workflow's job and the call's audit entry
+    /// (when its transport offered it). A VM without networks or attached
+    /// volumes takes two round trips: the hosts, then one statement that
+    /// checks the quotas and writes everything ([`meson_db::vms::create`]).
     pub async fn vm_create(&self, p: &Principal, body: &serde_json::Value) -> Result<VmCreated> {
-        let targets = meson_db::targets::list(&self.pool).await?;
+        // The hosts are no tenant's rows: the unscoped pool reads them.
+        let targets = meson_db::targets::list(&self.own).await?;
         let req = VmCreate::parse_placed(body, &targets)?;
 
         let id = VmId::new();
@@ -68,25 +72,67 @@ impl App {
         resources.extend(volumes.iter().map(|v| (ResourceType::Volume, v.id.0)));
         resources.extend(req.volumes.iter().map(|v| (ResourceType::Volume, v.0)));
         let action = new_action(p, Command::CreateVm, resources);
+        let adds = Resources::of_vm(&vm.spec);
+        let offer = super::audit::take_offer();
+        let audit = offer
+            .as_ref()
+            .map(|o| o.entry("vm", id.to_string(), action.id.0));
 
-        let mut tx = meson_db::begin(&self.pool).await?;
-        self.reserve(&mut tx, &p.tenant, Resources::of_vm(&vm.spec))
+        let (volumes, nics) = if req.networks.is_empty() && req.volumes.is_empty() {
+            let job = vm_create::job(id, action.id, &p.tenant)?;
+            let created = meson_db::vms::create(
+                &self.own,
+                &meson_db::vms::NewVm {
+                    vm: &vm,
+                    volumes: &volumes,
+                    action: &action,
+                    job: &job,
+                    audit: audit.as_ref(),
+                    adds,
+                    defaults: self.quotas,
+                },
+            )
             .await?;
-        meson_db::vms::insert_with_volumes(&mut tx, &vm, &volumes).await?;
-        let nics =
-            meson_db::networks::attach_networks(&mut tx, &p.tenant, id, &req.networks, false)
-                .await?;
-        let attached =
-            super::volumes::attach_new_vm(&mut tx, &p.tenant, id, &vm.spec, &targets, &req.volumes)
-                .await?;
-        meson_db::actions::insert(&mut tx, &action).await?;
-        vm_create::enqueue(&mut tx, id, action.id, &p.tenant)
-            .await?
-            .of_new("VM")?;
-        meson_db::commit(tx).await?;
+            if let meson_db::vms::Created::OverQuota { overrides, usage } = created {
+                self.over_quota(&p.tenant, &overrides, &usage, &adds)?;
+                // The statement and the rule disagree: never expected.
+                return Err(Error::internal(
+                    "the quota check refused a VM that fits the quotas",
+                ));
+            }
+            (volumes, Vec::new())
+        } else {
+            let mut tx = meson_db::begin(&self.pool).await?;
+            self.reserve(&mut tx, &p.tenant, adds).await?;
+            meson_db::vms::insert_with_volumes(&mut tx, &vm, &volumes).await?;
+            let nics =
+                meson_db::networks::attach_networks(&mut tx, &p.tenant, id, &req.networks, false)
+                    .await?;
+            let attached = super::volumes::attach_new_vm(
+                &mut tx,
+                &p.tenant,
+                id,
+                &vm.spec,
+                &targets,
+                &req.volumes,
+            )
+            .await?;
+            meson_db::actions::insert(&mut tx, &action).await?;
+            vm_create::enqueue(&mut tx, id, action.id, &p.tenant)
+                .await?
+                .of_new("VM")?;
+            if let Some(entry) = &audit {
+                meson_db::audit::insert(&mut *tx, entry).await?;
+            }
+            meson_db::commit(tx).await?;
+            let mut volumes = volumes;
+            volumes.extend(attached);
+            (volumes, nics)
+        };
+        if let Some(o) = offer {
+            o.written();
+        }
         tracing::info!(vm = %id, action = %action.id, tenant = %p.tenant, "vm create accepted");
-        let mut volumes = volumes;
-        volumes.extend(attached);
         Ok(VmCreated {
             vm,
             parts: VmParts { volumes, nics },
@@ -95,12 +141,10 @@ impl App {
         })
     }
 
+    /// A VM with its volumes and NICs, in one statement.
     pub async fn vm_get(&self, p: &Principal, id: VmId) -> Result<(Vm, VmParts)> {
-        // One connection for the three reads: each checkout sets the
-        // connection's tenant, a round trip of its own.
-        let mut conn = meson_db::acquire(&self.pool).await?;
-        let vm = meson_db::vms::get(&mut *conn, &p.tenant, id).await?;
-        Ok((vm, VmParts::load(&mut conn, &[id]).await?))
+        let (vm, volumes, nics) = meson_db::vms::get_with_parts(&self.own, &p.tenant, id).await?;
+        Ok((vm, VmParts { volumes, nics }))
     }
 
     /// A page of VMs with their parts, read on one connection.

@@ -262,13 +262,17 @@ where
             req.extensions_mut().insert(slot.clone());
             let idempotent = changes.0.contains(operation) && idempotency::has_key(&req);
             let principal = admitted.principal.clone();
-            let mut res = if idempotent {
+            // A call that succeeds answers OK (200 in the log); a create
+            // may write its entry itself.
+            let ok = http_status_of(tonic::Code::Ok);
+            let (res, written) = if idempotent {
                 let call = idempotency::call(&state, &principal, req, |req| inner.call(req));
-                admitted.run(call).await?
+                admitted.run_offering(ok, call).await
             } else {
-                admitted.run(inner.call(req)).await?
+                admitted.run_offering(ok, inner.call(req)).await
             };
-            if let Some(mut audit) = admitted.audit {
+            let mut res = res?;
+            if let Some(mut audit) = admitted.audit.filter(|_| !written) {
                 let note = slot.take();
                 if let Some((kind, id)) = note.resource {
                     audit.entry.resource_type = Some(kind);

@@ -151,8 +151,16 @@ pub async fn guard(State(g): State<GuardState>, mut req: Request, next: Next) ->
         }
         Admission::Admitted(admitted) => {
             req.extensions_mut().insert(admitted.principal.clone());
-            let res = admitted.run(next.run(req)).await;
+            // A create answers 201 and may write its entry itself.
+            let (res, written) = admitted.run_offering(201, next.run(req)).await;
             let mut res = match admitted.audit {
+                Some(_) if written => {
+                    if res.status() != axum::http::StatusCode::CREATED {
+                        tracing::error!(status = %res.status(),
+                            "the call's audit entry was written as 201, but it answered otherwise");
+                    }
+                    res
+                }
                 Some(mut audit) => {
                     let res = read_ids(&mut audit, res).await;
                     audit.record(&g.state, res.status().as_u16()).await;
