@@ -140,19 +140,7 @@ pub async fn reserve(
     target: TargetId,
     what: Reserved,
 ) -> Result<(), Error> {
-    sqlx::query!(
-        r#"insert into host_reservations (vm_id, target_id, vcpus, ram_mib) values ($1, $2, $3, $4)
-           on conflict (vm_id) do update set target_id = excluded.target_id,
-               vcpus = excluded.vcpus, ram_mib = excluded.ram_mib, created_at = now()"#,
-        vm.0,
-        target.0,
-        i32::try_from(what.vcpus).unwrap_or(i32::MAX),
-        i64::try_from(what.ram_mib).unwrap_or(i64::MAX),
-    )
-    .execute(&mut **tx)
-    .await
-    .ctx("reserving host capacity")?;
-    Ok(())
+    reserve_many(tx, &[(vm, target)], what).await
 }
 
 /// Releases `vm`'s reservation, if it has one (registered, unplaced, gone).

@@ -56,6 +56,9 @@ pub struct Wakeups {
     empty_since: Option<Instant>,
     /// A registration of a lost session may be left behind.
     stale: bool,
+    /// Times in a row the gate was closed: the worker asks again less
+    /// often while a producer's transaction lasts.
+    gate_closed: u32,
 }
 
 impl Wakeups {
@@ -72,6 +75,7 @@ impl Wakeups {
             state: State::Awake,
             empty_since: None,
             stale: false,
+            gate_closed: 0,
         };
         w.reconnect().await;
         w
@@ -95,6 +99,7 @@ impl Wakeups {
     /// not notify it.
     pub async fn busy(&mut self) {
         self.empty_since = None;
+        self.gate_closed = 0;
         if self.state == State::Awake && !self.stale {
             return;
         }
@@ -133,11 +138,16 @@ impl Wakeups {
             return match meson_db::jobs::gate_passed(&mut *l).await {
                 Ok(true) => {
                     self.state = State::Asleep;
+                    self.gate_closed = 0;
                     Idle::LookAgain
                 }
                 // A producer is still at it; it notifies if it looked after
-                // the registration, else its job is seen by a later look.
-                Ok(false) => Idle::Wait(IDLE_GRACE),
+                // the registration, else its job is seen by a later look
+                // (2, 4, 8, 16, then every 32 ms while it lasts).
+                Ok(false) => {
+                    self.gate_closed = (self.gate_closed + 1).min(5);
+                    Idle::Wait(IDLE_GRACE * (1 << (self.gate_closed - 1)))
+                }
                 Err(e) => {
                     tracing::warn!(error = %e, "passing the job queue's gate failed");
                     Idle::Wait(IDLE_GRACE)
