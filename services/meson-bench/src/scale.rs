@@ -170,11 +170,13 @@ impl Api {
     }
 }
 
+/// A read's path for a tenant, at a size.
+type PathFn = Box<dyn Fn(&Seeded, usize, Size) -> String + Send + Sync>;
+
 /// A read measured at both sizes.
 struct Read {
     name: &'static str,
-    /// Its path for a tenant.
-    path: Box<dyn Fn(&Seeded, usize, Size) -> String + Send + Sync>,
+    path: PathFn,
     /// At most this large / small p50 ratio (`None`: measured for
     /// information, without a goal).
     flat: Option<f64>,

@@ -146,22 +146,9 @@ const LISTED: crate::list::Source = crate::list::Source {
     counting: "counting clusters",
 };
 
-/// One page of a tenant's clusters and how many match in all (see
-/// [`crate::vms::list`]).
-pub async fn list(
-    pool: &PgPool,
-    tenant: &TenantId,
-    filter: &ListFilter,
-    limit: i64,
-    offset: i64,
-) -> Result<(Vec<Cluster>, i64), Error> {
-    LISTED
-        .page_at::<ClusterRow, _>(pool, tenant, filter, limit, offset)
-        .await
-}
-
-/// A page of at most `limit` from `start` (see [`list`]), on `conn`, and
-/// where the next one starts.
+/// A page of at most `limit` of a tenant's clusters from `start`, on
+/// `conn`; how many match in all, and where the next page starts (see
+/// [`crate::vms::page`]).
 pub async fn page(
     conn: &mut sqlx::PgConnection,
     tenant: &TenantId,

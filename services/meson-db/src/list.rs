@@ -336,8 +336,14 @@ impl Source {
             push_after(&mut qb, &keys, after)?;
         }
         // One row more than the page tells whether another page follows.
-        qb.push(format_args!(" order by {} limit ", order_by(&keys, "x")))
-            .push_bind(limit + 1);
+        // The limit is written, not bound: a generic plan would guess a
+        // thousand rows for a bound one and join the page by scanning the
+        // whole table; a written one keeps the join to the page's rows.
+        qb.push(format_args!(
+            " order by {} limit {}",
+            order_by(&keys, "x"),
+            limit.clamp(0, i64::from(u32::MAX)) + 1
+        ));
         if let Start::Offset(offset) = start {
             qb.push(" offset ").push_bind(*offset);
         }

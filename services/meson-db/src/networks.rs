@@ -26,6 +26,24 @@ struct NetworkRow {
     created_at: DateTime<Utc>,
 }
 
+/// A network of a list, with the VMs attached to it.
+#[derive(sqlx::FromRow)]
+struct ListedRow {
+    #[sqlx(flatten)]
+    network: NetworkRow,
+    vm_ids: Vec<Uuid>,
+}
+
+impl TryFrom<ListedRow> for (Network, Vec<VmId>) {
+    type Error = Error;
+    fn try_from(r: ListedRow) -> Result<Self, Error> {
+        Ok((
+            r.network.try_into()?,
+            r.vm_ids.into_iter().map(VmId).collect(),
+        ))
+    }
+}
+
 fn ip(what: &'static str, s: &str) -> Result<Ipv4Addr, Error> {
     s.parse().map_err(|_| corrupt(what, s))
 }
@@ -154,44 +172,34 @@ pub async fn lock(
 }
 
 /// What a network list draws from: the tenant's own networks (not a
-/// cluster's).
+/// cluster's), each with the VMs attached to it.
 const LISTED: crate::list::Source = crate::list::Source {
     table: "networks",
     only: "x.cluster_id is null",
     columns: "n.id, n.tenant_id, n.name, n.status, n.labels, text(n.cidr) as cidr, \
               host(n.gateway) as gateway, n.dhcp, host(n.range_start) as range_start, \
-              host(n.range_last) as range_last, n.created_at",
+              host(n.range_last) as range_last, n.created_at, \
+              array(select w.vm_id from vm_networks w where w.network_id = n.id \
+                    order by w.vm_id) as vm_ids",
     joins: "join networks n on n.id = page.id",
     usage: None,
     listing: "listing networks",
     counting: "counting networks",
 };
 
-/// One page of a tenant's networks and how many match in all; the order
-/// always ends with the id, so pages are stable under inserts.
-pub async fn list(
-    pool: &PgPool,
-    tenant: &TenantId,
-    filter: &ListFilter,
-    limit: i64,
-    offset: i64,
-) -> Result<(Vec<Network>, i64), Error> {
-    LISTED
-        .page_at::<NetworkRow, _>(pool, tenant, filter, limit, offset)
-        .await
-}
-
-/// A page of at most `limit` from `start` (see [`list`]), on `conn`, and
-/// where the next one starts.
+/// A page of at most `limit` of a tenant's networks from `start`, each
+/// with the VMs attached to it, on `conn`; how many match in all, and where
+/// the next page starts. The order always ends with the id, so pages are
+/// stable under inserts.
 pub async fn page(
     conn: &mut sqlx::PgConnection,
     tenant: &TenantId,
     filter: &ListFilter,
     start: &crate::Start,
     limit: i64,
-) -> Result<crate::Listed<Network>, Error> {
+) -> Result<crate::Listed<(Network, Vec<VmId>)>, Error> {
     LISTED
-        .page::<NetworkRow, _>(conn, tenant, filter, start, limit)
+        .page::<ListedRow, _>(conn, tenant, filter, start, limit)
         .await
 }
 

@@ -511,7 +511,8 @@ pub async fn list(
 }
 
 /// A page of at most `limit` from `start` (see [`list`]), on `conn`, and
-/// where the next one starts.
+/// where the next one starts: from a cursor ([`crate::Start::After`]) it
+/// costs what the first page does however deep it is.
 pub async fn page(
     conn: &mut sqlx::PgConnection,
     tenant: &TenantId,

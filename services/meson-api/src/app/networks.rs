@@ -51,16 +51,10 @@ impl App {
     ) -> Result<Paged<(Network, Vec<VmId>)>> {
         let at = PageStart::of(&q.page, q.bound("networks", &p.tenant)?)?;
         let mut conn = meson_db::acquire(&self.pool).await?;
-        let mut listed =
+        let listed =
             meson_db::networks::page(&mut conn, &p.tenant, &q.filter(), &at.start, at.limit())
                 .await?;
-        let networks = std::mem::take(&mut listed.items);
-        let mut out = Vec::with_capacity(networks.len());
-        for n in networks {
-            let vms = meson_db::networks::vms_on(&mut *conn, n.id).await?;
-            out.push((n, vms));
-        }
-        Ok(at.paged(listed).with(out))
+        Ok(at.paged(listed))
     }
 
     /// Renames a network and/or replaces its labels.
