@@ -407,6 +407,7 @@ fn which(name: &str) -> Option<PathBuf> {
 /// A private server tuned as BENCHMARKS.md records (shared_buffers 1 GB,
 /// max_wal_size 4 GB, durable commits), so the raw figures compare.
 async fn private_postgres(dir: &Path) -> anyhow::Result<mesond::pg::PrivatePostgres> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let pg = mesond::pg::PrivatePostgres::start(dir).await?;
     let admin = format!("postgres://meson@127.0.0.1:{}/postgres", pg.port);
     let mut c = PgConnection::connect(&admin).await?;
