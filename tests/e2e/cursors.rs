@@ -107,6 +107,15 @@ async fn walking_by_cursor_while_vms_come_and_go_neither_repeats_nor_skips() {
         let name = format!("m-{i:02}");
         initial.push((create(&m, &name).await, name));
     }
+    // A VM is deleted only once its create has ended (meanwhile it is
+    // locked by that action, and a delete answers 423).
+    for (id, _) in &initial {
+        let actions = m.get(&format!("/v1/vms/{id}/actions")).await;
+        for a in actions.body["actions"].as_array().expect("actions") {
+            let done = m.wait_action(a["id"].as_str().expect("action id")).await;
+            assert_eq!(done["status"], "success", "{done}");
+        }
+    }
     // Every third VM goes while the lists are walked; the others stay.
     let (doomed, stayed): (Vec<_>, Vec<_>) = initial
         .iter()
