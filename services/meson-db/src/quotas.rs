@@ -4,6 +4,33 @@ use crate::{DbResult, Tx};
 use meson_core::quota::{QuotaOverrides, Resources};
 use meson_core::{Error, TenantId};
 
+/// A tenant's quota overrides (`q_vms`, `q_vcpus`, …) and kept usage (`vms`,
+/// `vcpus`, …) out of a row that selects both, as every statement reading
+/// the tenant's usage row does.
+macro_rules! overrides_and_usage {
+    ($r:expr) => {
+        (
+            meson_core::quota::QuotaOverrides {
+                vms: $r.q_vms,
+                vcpus: $r.q_vcpus,
+                ram_mib: $r.q_ram_mib,
+                storage_gb: $r.q_storage_gb,
+                clusters: $r.q_clusters,
+                nodes: $r.q_nodes,
+            },
+            meson_core::quota::Resources {
+                vms: $r.vms,
+                vcpus: $r.vcpus,
+                ram_mib: $r.ram_mib,
+                storage_gb: $r.storage_gb,
+                clusters: $r.clusters,
+                nodes: $r.nodes,
+            },
+        )
+    };
+}
+pub(crate) use overrides_and_usage;
+
 /// A tenant's overrides (none set: all defaults).
 pub async fn get(
     db: impl sqlx::PgExecutor<'_>,
@@ -166,22 +193,5 @@ pub async fn lock(
     .fetch_one(&mut **tx)
     .await
     .ctx("locking a tenant's usage")?;
-    Ok((
-        QuotaOverrides {
-            vms: r.q_vms,
-            vcpus: r.q_vcpus,
-            ram_mib: r.q_ram_mib,
-            storage_gb: r.q_storage_gb,
-            clusters: r.q_clusters,
-            nodes: r.q_nodes,
-        },
-        Resources {
-            vms: r.vms,
-            vcpus: r.vcpus,
-            ram_mib: r.ram_mib,
-            storage_gb: r.storage_gb,
-            clusters: r.clusters,
-            nodes: r.nodes,
-        },
-    ))
+    Ok(overrides_and_usage!(r))
 }

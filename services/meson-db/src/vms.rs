@@ -284,24 +284,8 @@ pub async fn create(pool: &PgPool, new: &NewVm<'_>) -> Result<Created, Error> {
     .await;
     let r = crate::volumes::name_taken(name_taken(res)?)?.ctx("creating a vm")?;
     if !r.written {
-        return Ok(Created::OverQuota {
-            overrides: QuotaOverrides {
-                vms: r.q_vms,
-                vcpus: r.q_vcpus,
-                ram_mib: r.q_ram_mib,
-                storage_gb: r.q_storage_gb,
-                clusters: r.q_clusters,
-                nodes: r.q_nodes,
-            },
-            usage: Resources {
-                vms: r.vms,
-                vcpus: r.vcpus,
-                ram_mib: r.ram_mib,
-                storage_gb: r.storage_gb,
-                clusters: r.clusters,
-                nodes: r.nodes,
-            },
-        });
+        let (overrides, usage) = crate::quotas::overrides_and_usage!(r);
+        return Ok(Created::OverQuota { overrides, usage });
     }
     r.job
         .map(|id| Created::Written(meson_core::JobId(id)))
