@@ -333,34 +333,6 @@ pub async fn set_progress(tx: &mut Tx<'_>, id: ActionId, progress: u8) -> Result
     Ok(())
 }
 
-/// Ends a running action in `success` or `error`; returns its command and
-/// how long it ran (`None` if it was no longer running).
-pub async fn finish(
-    tx: &mut Tx<'_>,
-    id: ActionId,
-    failure: Option<&ActionFailure>,
-) -> Result<Option<(String, f64)>, Error> {
-    let status = if failure.is_some() {
-        ActionStatus::Error
-    } else {
-        ActionStatus::Success
-    };
-    let row = sqlx::query!(
-        r#"update actions set status = $2, finished = now(), error_code = $3, error_message = $4,
-                              progress = case when $2 = 'success' then 100 else progress end
-           where id = $1 and status = 'running'
-           returning command, extract(epoch from (finished - started))::float8 as "seconds!""#,
-        id.0,
-        status.as_str(),
-        failure.map(|f| f.code.as_str()),
-        failure.map(|f| f.message.as_str()),
-    )
-    .fetch_optional(&mut **tx)
-    .await
-    .ctx("finishing an action")?;
-    Ok(row.map(|r| (r.command, r.seconds)))
-}
-
 /// The channel the `actions_notify` trigger announces changes on.
 const NOTIFY_CHANNEL: &str = "meson_actions";
 
@@ -504,10 +476,21 @@ mod tests {
         crate::commit(tx).await.expect("commit");
     }
 
+    /// Ends a running action the way a finishing job does
+    /// (`jobs::finish_many`), without the job.
     async fn end(pool: &PgPool, id: ActionId, failure: Option<&ActionFailure>) {
-        let mut tx = crate::begin(pool).await.expect("begin");
-        finish(&mut tx, id, failure).await.expect("finish");
-        crate::commit(tx).await.expect("commit");
+        sqlx::query(
+            "update actions set status = case when $2::text is null then 'success' else 'error' end,
+                                finished = now(), error_code = $2, error_message = $3,
+                                progress = case when $2 is null then 100 else progress end
+             where id = $1 and status = 'running'",
+        )
+        .bind(id.0)
+        .bind(failure.map(|f| f.code.as_str()))
+        .bind(failure.map(|f| f.message.as_str()))
+        .execute(pool)
+        .await
+        .expect("finish");
     }
 
     async fn next(l: &mut ActionListener) -> ActionNotice {

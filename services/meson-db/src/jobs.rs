@@ -7,6 +7,7 @@
 
 use crate::{DbResult, Tx};
 use chrono::{DateTime, Utc};
+use meson_core::action::ActionFailure;
 use meson_core::{ActionId, Error, JobId};
 use serde_json::Value;
 use sqlx::PgPool;
@@ -371,33 +372,78 @@ pub async fn release(pool: &PgPool, id: JobId, attempt: i32) -> Result<bool, Err
     Ok(n == 1)
 }
 
-/// Finishes jobs still held by the attempts given, in one statement:
-/// `(job, attempt, succeeded)`. Returns the jobs finished; the others are
-/// no longer ours (their lease expired and another worker took them).
+/// A job to finish: the attempt that holds it, and why it failed (`None`:
+/// it succeeded).
+#[derive(Clone, Copy, Debug)]
+pub struct Ending<'a> {
+    pub job: JobId,
+    pub attempt: i32,
+    pub failure: Option<&'a ActionFailure>,
+}
+
+/// A job [`finish_many`] finished, with its action's command and duration
+/// when it had one still running.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Ended {
+    pub job: JobId,
+    pub action: Option<(String, f64)>,
+}
+
+/// Finishes jobs still held by the attempts given, and their running
+/// actions (`success`, or `error` with the failure's code and message), in
+/// one statement. Returns the jobs finished; the others are no longer ours
+/// (their lease expired and another worker took them), and their actions
+/// are left alone.
 pub async fn finish_many(
-    tx: &mut Tx<'_>,
-    jobs: &[(JobId, i32, bool)],
-) -> Result<Vec<JobId>, Error> {
-    let ids: Vec<i64> = jobs.iter().map(|j| j.0.0).collect();
-    let attempts: Vec<i32> = jobs.iter().map(|j| j.1).collect();
-    let oks: Vec<bool> = jobs.iter().map(|j| j.2).collect();
-    Ok(sqlx::query_scalar!(
-        r#"update jobs j
-           set state = case when u.ok then 'succeeded' else 'failed' end,
-               finalized_at = now(), lease_expires_at = null
-           from unnest($1::bigint[], $2::int[], $3::bool[]) as u(id, attempt, ok)
-           where j.id = u.id and j.attempt = u.attempt and j.state = 'running'
-           returning j.id"#,
+    db: impl sqlx::PgExecutor<'_>,
+    jobs: &[Ending<'_>],
+) -> Result<Vec<Ended>, Error> {
+    let ids: Vec<i64> = jobs.iter().map(|j| j.job.0).collect();
+    let attempts: Vec<i32> = jobs.iter().map(|j| j.attempt).collect();
+    let codes: Vec<Option<String>> = jobs
+        .iter()
+        .map(|j| j.failure.map(|f| f.code.clone()))
+        .collect();
+    let messages: Vec<Option<String>> = jobs
+        .iter()
+        .map(|j| j.failure.map(|f| f.message.clone()))
+        .collect();
+    let rows = sqlx::query!(
+        r#"with done as (
+             update jobs j
+             set state = case when u.code is null then 'succeeded' else 'failed' end,
+                 finalized_at = now(), lease_expires_at = null
+             from unnest($1::bigint[], $2::int[], $3::text[], $4::text[])
+                  as u(id, attempt, code, message)
+             where j.id = u.id and j.attempt = u.attempt and j.state = 'running'
+             returning j.id, j.action_id, u.code, u.message
+           ), ended as (
+             update actions a
+             set status = case when d.code is null then 'success' else 'error' end,
+                 finished = now(), error_code = d.code, error_message = d.message,
+                 progress = case when d.code is null then 100 else a.progress end
+             from done d
+             where a.id = d.action_id and a.status = 'running'
+             returning a.id, a.command,
+                       extract(epoch from (a.finished - a.started))::float8 as seconds
+           )
+           select d.id as "id!", e.command as "command?", e.seconds as "seconds?"
+           from done d left join ended e on e.id = d.action_id"#,
         &ids,
         &attempts,
-        &oks,
+        &codes as &[Option<String>],
+        &messages as &[Option<String>],
     )
-    .fetch_all(&mut **tx)
+    .fetch_all(db)
     .await
-    .ctx("finishing jobs")?
-    .into_iter()
-    .map(JobId)
-    .collect())
+    .ctx("finishing jobs")?;
+    Ok(rows
+        .into_iter()
+        .map(|r| Ended {
+            job: JobId(r.id),
+            action: r.command.zip(r.seconds),
+        })
+        .collect())
 }
 
 /// A job's state, for tests and operators.

@@ -14,9 +14,10 @@
 
 use crate::engine::AbortOnDrop;
 use meson_core::action::ActionFailure;
-use meson_core::{ActionId, Error, JobId};
+use meson_core::{Error, JobId};
 use meson_db::PgPool;
-use std::collections::{HashMap, HashSet};
+use meson_db::jobs::Ending;
+use std::collections::HashMap;
 use tokio::sync::{mpsc, oneshot};
 
 /// Completions one transaction carries at most.
@@ -35,7 +36,6 @@ pub enum Completed {
 struct Completion {
     job: JobId,
     attempt: i32,
-    action: Option<ActionId>,
     failure: Option<ActionFailure>,
     reply: oneshot::Sender<Result<Completed, Error>>,
 }
@@ -62,7 +62,6 @@ impl Completer {
         &self,
         job: JobId,
         attempt: i32,
-        action: Option<ActionId>,
         failure: Option<&ActionFailure>,
     ) -> Result<Completed, Error> {
         let (reply, answer) = oneshot::channel();
@@ -70,7 +69,6 @@ impl Completer {
             .send(Completion {
                 job,
                 attempt,
-                action,
                 failure: failure.cloned(),
                 reply,
             })
@@ -117,32 +115,26 @@ async fn flush(pool: &PgPool, mut batch: Vec<Completion>) {
     }
 }
 
-/// Writes `batch` in one transaction; the result is in `batch`'s order.
+/// Writes `batch` in one statement (one commit); the result is in
+/// `batch`'s order.
 async fn write(pool: &PgPool, batch: &[Completion]) -> Result<Vec<Completed>, Error> {
-    let mut tx = meson_db::begin(pool).await?;
-    let jobs: Vec<(JobId, i32, bool)> = batch
+    let endings: Vec<Ending<'_>> = batch
         .iter()
-        .map(|c| (c.job, c.attempt, c.failure.is_none()))
+        .map(|c| Ending {
+            job: c.job,
+            attempt: c.attempt,
+            failure: c.failure.as_ref(),
+        })
         .collect();
-    let finished: HashSet<JobId> = meson_db::jobs::finish_many(&mut tx, &jobs)
-        .await?
-        .into_iter()
-        .collect();
-    let mut actions: HashMap<JobId, Option<(String, f64)>> = HashMap::new();
-    for c in batch {
-        if !finished.contains(&c.job) {
-            continue;
-        }
-        let action = match c.action {
-            Some(a) => meson_db::actions::finish(&mut tx, a, c.failure.as_ref()).await?,
-            None => None,
-        };
-        actions.insert(c.job, action);
-    }
-    meson_db::commit(tx).await?;
+    let mut ended: HashMap<JobId, Option<(String, f64)>> =
+        meson_db::jobs::finish_many(pool, &endings)
+            .await?
+            .into_iter()
+            .map(|e| (e.job, e.action))
+            .collect();
     Ok(batch
         .iter()
-        .map(|c| match actions.remove(&c.job) {
+        .map(|c| match ended.remove(&c.job) {
             Some(a) => Completed::Finished(a),
             None => Completed::Lost,
         })

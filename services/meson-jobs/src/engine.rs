@@ -60,11 +60,35 @@ pub trait ErasedWorkflow: Send + Sync {
 }
 
 /// Where a job's progress is written: the pool, and the completer that
-/// group-commits job ends.
+/// group-commits job ends; and the job's slot in its worker.
 #[derive(Clone)]
 pub struct Store {
     pub pool: PgPool,
     pub completer: Completer,
+    pub slot: Slot,
+}
+
+/// A job's share of its worker's concurrency, given back once its run is
+/// over and only its completion's commit is awaited: the worker claims the
+/// next jobs while that commit is on its way. (The job's lease is held
+/// until the commit, so a crash before it still reruns the job.)
+#[derive(Clone, Default)]
+pub struct Slot(Arc<std::sync::Mutex<Option<tokio::sync::OwnedSemaphorePermit>>>);
+
+impl Slot {
+    pub fn new(permit: tokio::sync::OwnedSemaphorePermit) -> Slot {
+        Slot(Arc::new(std::sync::Mutex::new(Some(permit))))
+    }
+
+    /// Gives the slot back (once; later calls do nothing).
+    fn free(&self) {
+        let permit = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        drop(permit);
+    }
 }
 
 impl<W: Workflow> ErasedWorkflow for W {
@@ -308,11 +332,8 @@ async fn finish(
     job: &ClaimedJob,
     failure: Option<&ActionFailure>,
 ) -> Result<Outcome, Error> {
-    let finished = match store
-        .completer
-        .finish(job.id, job.attempt, job.action_id, failure)
-        .await?
-    {
+    store.slot.free();
+    let finished = match store.completer.finish(job.id, job.attempt, failure).await? {
         Completed::Lost => return Ok(Outcome::LostLease),
         Completed::Finished(action) => action,
     };

@@ -1,7 +1,7 @@
 //! The worker: claims jobs, runs them with heartbeats, and shuts down gracefully.
 
 use crate::completer::Completer;
-use crate::engine::{AbortOnDrop, ErasedWorkflow, Outcome, Registry, RetryPolicy, Store};
+use crate::engine::{AbortOnDrop, ErasedWorkflow, Outcome, Registry, RetryPolicy, Slot, Store};
 use crate::wakeup::{IDLE_GRACE, Idle, Wakeups};
 use crate::workflow::Workflow;
 use meson_core::JobId;
@@ -11,7 +11,7 @@ use rand::Rng;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::sync::{broadcast, oneshot, watch};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, broadcast, oneshot, watch};
 use tokio::task::JoinSet;
 use tracing::Instrument;
 
@@ -19,7 +19,9 @@ use tracing::Instrument;
 pub struct WorkerConfig {
     /// Identifies this worker in `jobs.locked_by`.
     pub id: String,
-    /// Jobs run at once by this worker.
+    /// Jobs run at once by this worker. Jobs whose run ended and whose
+    /// completion is being committed no longer count; at most as many
+    /// again may be waiting so.
     pub concurrency: usize,
     /// The longest a due job waits to be seen when no notification arrives:
     /// the queue is polled at this interval, jittered down by 5 to 30% (the
@@ -207,7 +209,13 @@ impl Worker {
         let store = Store {
             pool: self.pool.clone(),
             completer,
+            slot: Slot::default(),
         };
+        // A job holds a slot while it runs; once only its completion's
+        // commit is awaited it gives the slot back, and jobs awaiting their
+        // commit are bounded by `concurrency` too.
+        let slots = Arc::new(Semaphore::new(self.cfg.concurrency));
+        let most_held = 2 * self.cfg.concurrency;
         let leases = Leases::default();
         let _heartbeat = AbortOnDrop(tokio::spawn(
             leases.clone().renew(self.pool.clone(), self.cfg.lease),
@@ -224,9 +232,13 @@ impl Worker {
                 self.prune().await;
             }
             let poll = jitter_down(self.cfg.poll_interval);
-            let free = self.cfg.concurrency.saturating_sub(running.len());
+            let mut permits: Vec<OwnedSemaphorePermit> = (0..most_held
+                .saturating_sub(running.len()))
+                .map_while(|_| slots.clone().try_acquire_owned().ok())
+                .collect();
+            let free = permits.len();
             let wait = if free == 0 {
-                // Full: the queue is looked at again when a job ends.
+                // Full: the queue is looked at again when a slot frees up.
                 wakeups.busy().await;
                 poll
             } else {
@@ -241,7 +253,7 @@ impl Worker {
                 {
                     Ok(jobs) => {
                         let claimed = jobs.len();
-                        for job in jobs {
+                        for (job, permit) in jobs.into_iter().zip(permits.drain(..)) {
                             metrics::histogram!("meson_job_claim_latency_seconds",
                                 "kind" => job.kind.clone())
                             .record(job.waited_secs);
@@ -256,13 +268,19 @@ impl Worker {
                                     action_id: job.action_id,
                                 },
                             };
-                            let handle = running.spawn(self.run_job(job, &store, &leases));
+                            let store = Store {
+                                slot: Slot::new(permit),
+                                ..store.clone()
+                            };
+                            let handle = running.spawn(self.run_job(job, store, &leases));
                             inflight.insert(handle.id(), started);
                         }
                         if claimed > 0 {
                             control.publish(&inflight);
                             wakeups.busy().await;
                         }
+                        // Slots the claim found no job for.
+                        drop(permits);
                         if claimed == free {
                             // There may be more waiting: claim again right
                             // away, or once a slot frees up.
@@ -285,10 +303,17 @@ impl Worker {
                     }
                 }
             };
+            let all_running = slots.available_permits() == 0 && running.len() < most_held;
             tokio::select! {
                 _ = shutdown.changed() => {}
                 () = wakeups.notified() => {}
                 () = tokio::time::sleep(wait) => wakeups.reconnect().await,
+                _ = slots.acquire(), if all_running => {
+                    // A job's run ended; its completion is being committed.
+                    // Let the others of its batch end too, so that one claim
+                    // fills their slots.
+                    tokio::task::yield_now().await;
+                }
                 Some(done) = running.join_next_with_id(), if !running.is_empty() => {
                     self.finished(done, &mut inflight, &events);
                     // Jobs end in groups (their completions share a commit):
@@ -370,10 +395,9 @@ impl Worker {
     fn run_job(
         &self,
         job: ClaimedJob,
-        store: &Store,
+        store: Store,
         leases: &Leases,
     ) -> impl std::future::Future<Output = (JobId, String, Outcome)> + use<> {
-        let store = store.clone();
         let wf = self.registry.get(job.kind.as_str()).cloned();
         let retry = self.cfg.retry.clone();
         // Held from the claim on; let go when the task ends, aborted or not.

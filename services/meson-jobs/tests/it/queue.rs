@@ -1,5 +1,6 @@
 //! The queue: claim order, batching, SKIP LOCKED, leases, fencing, invariants.
 
+use meson_core::JobId;
 use meson_db::jobs::{self, Enqueued, NewJob};
 use meson_db::testing::TestDatabase;
 use serde_json::json;
@@ -146,16 +147,19 @@ async fn an_expired_lease_is_reclaimed_and_the_old_worker_is_fenced_out() {
     assert!(jobs::fence(&mut tx, id, second.attempt).await.unwrap());
     // Finishing is fenced too: the stale attempt's completion matches nothing.
     assert_eq!(
-        jobs::finish_many(&mut tx, &[(id, first.attempt, true)])
+        jobs::finish_many(&mut *tx, &[end(id, first.attempt)])
             .await
             .unwrap(),
         vec![]
     );
     assert_eq!(
-        jobs::finish_many(&mut tx, &[(id, second.attempt, true)])
+        jobs::finish_many(&mut *tx, &[end(id, second.attempt)])
             .await
             .unwrap(),
-        vec![id]
+        vec![jobs::Ended {
+            job: id,
+            action: None
+        }]
     );
     meson_db::commit(tx).await.unwrap();
     assert!(
@@ -188,7 +192,7 @@ async fn one_live_job_per_concurrency_key() {
         .remove(0);
     let mut tx = meson_db::begin(&db.pool).await.unwrap();
     assert!(jobs::fence(&mut tx, j.id, j.attempt).await.unwrap());
-    jobs::finish_many(&mut tx, &[(j.id, j.attempt, true)])
+    jobs::finish_many(&mut *tx, &[end(j.id, j.attempt)])
         .await
         .unwrap();
     meson_db::commit(tx).await.unwrap();
@@ -245,7 +249,7 @@ async fn finished_jobs_are_pruned_after_retention() {
     assert_eq!(j.id, id);
     let mut tx = meson_db::begin(&db.pool).await.unwrap();
     jobs::fence(&mut tx, id, j.attempt).await.unwrap();
-    jobs::finish_many(&mut tx, &[(id, j.attempt, true)])
+    jobs::finish_many(&mut *tx, &[end(id, j.attempt)])
         .await
         .unwrap();
     meson_db::commit(tx).await.unwrap();
@@ -292,7 +296,7 @@ async fn completions_arriving_together_share_one_commit_and_stay_fenced() {
     let done = futures::future::join_all(
         claimed
             .iter()
-            .map(|j| completer.finish(j.id, j.attempt, None, None)),
+            .map(|j| completer.finish(j.id, j.attempt, None)),
     )
     .await;
     use meson_jobs::completer::Completed;
@@ -347,4 +351,13 @@ async fn a_claim_brings_the_step_log_of_a_resumed_job() {
             ("b".to_owned(), "do".to_owned(), json!(null)),
         ]
     );
+}
+
+/// A successful end of `job`, held by `attempt`.
+fn end(job: JobId, attempt: i32) -> jobs::Ending<'static> {
+    jobs::Ending {
+        job,
+        attempt,
+        failure: None,
+    }
 }
