@@ -400,14 +400,51 @@ impl ActionNotice {
     }
 }
 
-/// A connection listening for action changes (`LISTEN meson_actions`). It
-/// holds one pooled connection for as long as it lives: keep one per process.
+/// A connection listening for action changes (`LISTEN meson_actions`),
+/// registered as watching: changes are announced only while some listener
+/// is (see the `action_watchers` migration). It holds one pooled connection
+/// for as long as it lives: keep one per process, and [`pause`] it while
+/// nothing watches.
+///
+/// [`pause`]: ActionListener::pause
 pub struct ActionListener {
-    inner: PgListener,
+    /// `None` only while being dropped.
+    inner: Option<PgListener>,
+    registered: bool,
+}
+
+impl Drop for ActionListener {
+    /// The session goes back to the pool: its registration must not stay.
+    fn drop(&mut self) {
+        let (Some(mut inner), true) = (self.inner.take(), self.registered) else {
+            return;
+        };
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            rt.spawn(async move {
+                let unregistered =
+                    sqlx::query!("delete from action_watchers where pid = pg_backend_pid()")
+                        .execute(&mut inner)
+                        .await;
+                if let Err(e) = unregistered {
+                    tracing::warn!(error = %e, "unregistering a dropped action listener");
+                }
+            });
+        }
+    }
 }
 
 impl ActionListener {
+    /// Listens and registers; every change committed after this returns is
+    /// announced to it.
     pub async fn connect(pool: &PgPool) -> Result<ActionListener, Error> {
+        // Registrations of sessions that died only make writers notify.
+        sqlx::query!(
+            r#"delete from action_watchers w
+               where not exists (select from pg_stat_activity a where a.pid = w.pid)"#
+        )
+        .execute(pool)
+        .await
+        .ctx("forgetting dead action watchers")?;
         let mut inner = PgListener::connect_with(pool)
             .await
             .ctx("connecting the action listener")?;
@@ -415,20 +452,68 @@ impl ActionListener {
             .listen(NOTIFY_CHANNEL)
             .await
             .ctx("listening for action changes")?;
-        Ok(ActionListener { inner })
+        let mut listener = ActionListener {
+            inner: Some(inner),
+            registered: false,
+        };
+        listener.resume().await?;
+        Ok(listener)
     }
 
-    /// Waits for the next notice, in commit order. A lost connection is
-    /// re-established (and listening again) before this answers `Gap`; an error
-    /// means it could not be: drop the listener and connect a new one.
+    /// Registers again after [`ActionListener::pause`]: every change
+    /// committed after this returns is announced (and some before it).
+    pub async fn resume(&mut self) -> Result<(), Error> {
+        sqlx::query!(
+            "insert into action_watchers (pid) values (pg_backend_pid()) on conflict do nothing"
+        )
+        .execute(self.session()?)
+        .await
+        .ctx("registering the action listener")?;
+        self.registered = true;
+        // Writers that looked at the registrations before this one
+        // committed end before the gate opens.
+        sqlx::query!("select meson_actions_gate_pass()")
+            .execute(self.session()?)
+            .await
+            .ctx("passing the action gate")?;
+        Ok(())
+    }
+
+    /// Unregisters: changes stop being announced (to this listener; others
+    /// may still be registered), so writers skip the notification's cost.
+    pub async fn pause(&mut self) -> Result<(), Error> {
+        sqlx::query!("delete from action_watchers where pid = pg_backend_pid()")
+            .execute(self.session()?)
+            .await
+            .ctx("unregistering the action listener")?;
+        self.registered = false;
+        Ok(())
+    }
+
+    fn session(&mut self) -> Result<&mut PgListener, Error> {
+        self.inner.as_mut().ok_or_else(|| Error::Unavailable {
+            message: "the action listener was dropped".into(),
+        })
+    }
+
+    /// True unless paused.
+    pub fn registered(&self) -> bool {
+        self.registered
+    }
+
+    /// Waits for the next notice, in commit order. An error (the
+    /// connection was lost, and its registration with it) means: drop the
+    /// listener and connect a new one, then treat what was missed as a gap.
     pub async fn recv(&mut self) -> Result<ActionNotice, Error> {
         let Some(n) = self
-            .inner
+            .session()?
             .try_recv()
             .await
             .ctx("receiving action notifications")?
         else {
-            return Ok(ActionNotice::Gap);
+            return Err(Error::Unavailable {
+                message: "the action listener's connection was lost".into(),
+            });
         };
         Ok(ActionNotice::parse(n.payload()).unwrap_or_else(|e| {
             tracing::warn!(error = %e, "unreadable action notification; treating it as a gap");
@@ -534,6 +619,61 @@ mod tests {
         let read = get(&db.pool, Some(&a.tenant), a.id).await.expect("get");
         assert_eq!((c.finished, c.error), (read.finished, read.error));
         assert!(c.finished.is_some());
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn changes_are_announced_only_while_a_listener_is_registered() {
+        let db = TestDatabase::new().await;
+        let watchers = || async {
+            sqlx::query_scalar!(r#"select count(*) as "n!" from action_watchers"#)
+                .fetch_one(&db.pool)
+                .await
+                .expect("count")
+        };
+        let mut l = ActionListener::connect(&db.pool).await.expect("listen");
+        assert!(l.registered());
+        assert_eq!(watchers().await, 1);
+        // A bare LISTEN (not registered) hears whatever is announced.
+        let mut bare = PgListener::connect_with(&db.pool).await.expect("bare");
+        bare.listen(NOTIFY_CHANNEL).await.expect("listen");
+
+        let a = insert_action(&db.pool, "create_vm", VmId::new()).await;
+        assert_eq!(state(&next(&mut l).await), (ActionStatus::Running, 0));
+        let heard = bare.recv().await.expect("notice");
+        assert_eq!(
+            ActionNotice::parse(heard.payload()).map(|n| state(&n)).ok(),
+            Some((ActionStatus::Running, 0))
+        );
+
+        l.pause().await.expect("pause");
+        assert!(!l.registered());
+        assert_eq!(watchers().await, 0);
+        progress(&db.pool, a.id, 10).await; // nobody registered: not announced
+        l.resume().await.expect("resume");
+        assert_eq!(watchers().await, 1);
+        progress(&db.pool, a.id, 20).await;
+        // Notices arrive in commit order: had 10 been announced, it would
+        // come first.
+        assert_eq!(state(&next(&mut l).await), (ActionStatus::Running, 20));
+        let heard = bare.recv().await.expect("notice");
+        assert_eq!(
+            ActionNotice::parse(heard.payload()).map(|n| state(&n)).ok(),
+            Some((ActionStatus::Running, 20))
+        );
+
+        // A registration whose session died is forgotten by the next listener.
+        drop(l);
+        sqlx::query!("insert into action_watchers (pid) values (-1)")
+            .execute(&db.pool)
+            .await
+            .expect("a dead registration");
+        let l2 = ActionListener::connect(&db.pool).await.expect("listen");
+        assert!(l2.registered());
+        let pids: Vec<i32> = sqlx::query_scalar!("select pid from action_watchers")
+            .fetch_all(&db.pool)
+            .await
+            .expect("pids");
+        assert!(!pids.contains(&-1), "{pids:?}");
     }
 
     #[tokio::test(flavor = "multi_thread")]

@@ -11,7 +11,18 @@ use meson_db::actions::{
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{broadcast, watch};
+use tokio::sync::{broadcast, mpsc, oneshot, watch};
+
+/// What a stream is answered while the action feed has no listener.
+fn feed_unavailable() -> Error {
+    Error::Unavailable {
+        message: "the action feed is reconnecting to the database".into(),
+    }
+}
+
+/// How long the action feed stays registered as watching once its last
+/// stream closed: streams that come and go keep it registered.
+const UNWATCHED_PAUSE: Duration = Duration::from_secs(10);
 
 /// Hetzner's limit: more ids per request may be silently dropped there; here they are refused.
 pub const MAX_IDS: usize = 25;
@@ -164,6 +175,7 @@ impl App {
     pub async fn action_feed_run(
         &self,
         feed: broadcast::Sender<Arc<ActionNotice>>,
+        mut watching: mpsc::Receiver<oneshot::Sender<Result<()>>>,
         mut shutdown: watch::Receiver<bool>,
     ) {
         const FIRST_RETRY: Duration = Duration::from_millis(100);
@@ -177,33 +189,92 @@ impl App {
             match connected {
                 Ok(mut listener) => {
                     retry = FIRST_RETRY;
-                    // No receivers is not an error: nobody is watching.
-                    let _ = feed.send(Arc::new(ActionNotice::Gap));
-                    loop {
-                        let notice = tokio::select! {
-                            n = listener.recv() => n,
-                            _ = shutdown.wait_for(|stop| *stop) => return,
-                        };
-                        match notice {
-                            Ok(n) => {
-                                let _ = feed.send(Arc::new(n));
-                            }
-                            Err(e) => {
-                                tracing::warn!(error = ?e, "action listener lost; reconnecting");
-                                break;
-                            }
-                        }
+                    match self
+                        .feed_while_connected(&mut listener, &feed, &mut watching, &mut shutdown)
+                        .await
+                    {
+                        Ok(()) => return,
+                        Err(e) => tracing::warn!(error = ?e, "action listener lost; reconnecting"),
                     }
                 }
                 Err(e) => {
                     tracing::warn!(error = ?e, retry_ms = retry.as_millis() as u64, "action listener cannot connect");
                 }
             }
-            tokio::select! {
-                _ = tokio::time::sleep(retry) => {}
-                _ = shutdown.wait_for(|stop| *stop) => return,
+            let wait = tokio::time::sleep(retry);
+            tokio::pin!(wait);
+            loop {
+                tokio::select! {
+                    () = &mut wait => break,
+                    Some(reply) = watching.recv() => {
+                        let _ = reply.send(Err(feed_unavailable()));
+                    }
+                    _ = shutdown.wait_for(|stop| *stop) => return,
+                }
             }
             retry = (retry * 2).min(MAX_RETRY);
+        }
+    }
+
+    /// Feeds `feed` from a connected `listener` until shutdown (`Ok`) or
+    /// until the listener fails. The listener is registered while streams
+    /// are open, and unregistered once none was for [`UNWATCHED_PAUSE`].
+    async fn feed_while_connected(
+        &self,
+        listener: &mut ActionListener,
+        feed: &broadcast::Sender<Arc<ActionNotice>>,
+        watching: &mut mpsc::Receiver<oneshot::Sender<Result<()>>>,
+        shutdown: &mut watch::Receiver<bool>,
+    ) -> Result<()> {
+        if feed.receiver_count() == 0 {
+            listener.pause().await?;
+        }
+        // Streams re-read what they watch: changes may have been missed
+        // while the listener was away. No receivers is not an error.
+        let _ = feed.send(Arc::new(ActionNotice::Gap));
+        let mut tick = tokio::time::interval(UNWATCHED_PAUSE / 4);
+        let mut unwatched_since: Option<tokio::time::Instant> = None;
+        enum Next {
+            Notice(Result<ActionNotice>),
+            Watching(oneshot::Sender<Result<()>>),
+            Tick,
+            Stop,
+        }
+        loop {
+            let next = tokio::select! {
+                n = listener.recv() => Next::Notice(n),
+                Some(reply) = watching.recv() => Next::Watching(reply),
+                _ = tick.tick() => Next::Tick,
+                _ = shutdown.wait_for(|stop| *stop) => Next::Stop,
+            };
+            match next {
+                Next::Notice(n) => {
+                    let _ = feed.send(Arc::new(n?));
+                }
+                Next::Watching(reply) => {
+                    unwatched_since = None;
+                    if !listener.registered()
+                        && let Err(e) = listener.resume().await
+                    {
+                        let _ = reply.send(Err(feed_unavailable()));
+                        return Err(e);
+                    }
+                    let _ = reply.send(Ok(()));
+                }
+                Next::Tick => {
+                    if !listener.registered() || feed.receiver_count() > 0 {
+                        unwatched_since = None;
+                    } else if let Some(since) = unwatched_since {
+                        if since.elapsed() >= UNWATCHED_PAUSE {
+                            listener.pause().await?;
+                            unwatched_since = None;
+                        }
+                    } else {
+                        unwatched_since = Some(tokio::time::Instant::now());
+                    }
+                }
+                Next::Stop => return Ok(()),
+            }
         }
     }
 }

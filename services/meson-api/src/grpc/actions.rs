@@ -122,7 +122,12 @@ impl pb::action_service_server::ActionService for Svc {
             .collect::<Result<Vec<meson_core::ActionId>, Error>>()
             .map_err(|e| super::status::status_of(&e))?;
         // Subscribe before the current states are read: nothing falls between.
-        let notices = self.0.actions.subscribe();
+        let notices = self
+            .0
+            .actions
+            .subscribe()
+            .await
+            .map_err(|e| super::status::status_of(&e))?;
         let watch = self
             .0
             .app

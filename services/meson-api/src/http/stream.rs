@@ -16,7 +16,7 @@ use meson_types::requests::ActionStreamQuery;
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{broadcast, watch};
+use tokio::sync::{broadcast, mpsc, oneshot, watch};
 
 /// Notices the feed holds for a stream that falls behind. Beyond that the
 /// stream lags: it re-reads its actions from the database and carries on.
@@ -28,17 +28,29 @@ const KEEP_ALIVE: Duration = Duration::from_secs(15);
 /// Every action change this process hears, for its streams to pick from.
 ///
 /// One PostgreSQL listener per process feeds every stream, so watchers cost
-/// no database work beyond their first read, however many there are.
+/// no database work beyond their first read, however many there are. The
+/// listener is registered as watching only while streams are open (changes
+/// are announced only then: see `meson_db::actions::ActionListener`).
 #[derive(Clone)]
 pub struct ActionFeed {
     notices: broadcast::Sender<Arc<ActionNotice>>,
     shutdown: watch::Receiver<bool>,
+    watching: mpsc::Sender<oneshot::Sender<Result<(), Error>>>,
 }
 
 impl ActionFeed {
-    /// A receiver of every notice from now on.
-    pub fn subscribe(&self) -> broadcast::Receiver<Arc<ActionNotice>> {
-        self.notices.subscribe()
+    /// A receiver of every notice from now on. Once this returns, every
+    /// change committed from then on is announced: read the states the
+    /// receiver will update only after it.
+    pub async fn subscribe(&self) -> Result<broadcast::Receiver<Arc<ActionNotice>>, Error> {
+        let notices = self.notices.subscribe();
+        let unavailable = || Error::Unavailable {
+            message: "the action feed has stopped".into(),
+        };
+        let (reply, registered) = oneshot::channel();
+        self.watching.send(reply).await.map_err(|_| unavailable())?;
+        registered.await.map_err(|_| unavailable())??;
+        Ok(notices)
     }
 
     /// Turns true when the server shuts down: open streams end.
@@ -52,9 +64,14 @@ impl ActionFeed {
     /// actions run.
     pub fn start(app: &App, shutdown: watch::Receiver<bool>) -> ActionFeed {
         let (notices, _) = broadcast::channel(FEED_CAPACITY);
+        let (watching, requests) = mpsc::channel(FEED_CAPACITY);
         let (app, feed, stop) = (app.clone(), notices.clone(), shutdown.clone());
-        tokio::spawn(async move { app.action_feed_run(feed, stop).await });
-        ActionFeed { notices, shutdown }
+        tokio::spawn(async move { app.action_feed_run(feed, requests, stop).await });
+        ActionFeed {
+            notices,
+            shutdown,
+            watching,
+        }
     }
 }
 
@@ -95,7 +112,7 @@ pub(super) async fn actions(
     }
     // Subscribe before the current states are read (`action_watch` reads them),
     // so that no change can fall between the read and the first notice.
-    let notices = s.actions.notices.subscribe();
+    let notices = s.actions.subscribe().await?;
     let watch = s.app.action_watch(&p, &ids, notices).await?;
     let events = futures::stream::unfold(
         Some((watch, s.actions.shutdown.clone())),
