@@ -182,7 +182,8 @@ pub async fn claim(
 
 /// Extends the leases of jobs still held by the attempts given, in one
 /// statement: `(job, attempt)`. Returns the jobs renewed; the others are no
-/// longer ours.
+/// longer ours. Rows are locked in id order, as [`finish_many`] locks them:
+/// a heartbeat and a batch of completions never deadlock.
 pub async fn heartbeat(
     pool: &PgPool,
     jobs: &[(JobId, i32)],
@@ -191,9 +192,16 @@ pub async fn heartbeat(
     let ids: Vec<i64> = jobs.iter().map(|j| j.0.0).collect();
     let attempts: Vec<i32> = jobs.iter().map(|j| j.1).collect();
     Ok(sqlx::query_scalar!(
-        r#"update jobs j set lease_expires_at = now() + make_interval(secs => $3)
-           from unnest($1::bigint[], $2::int[]) as u(id, attempt)
-           where j.id = u.id and j.attempt = u.attempt and j.state = 'running'
+        r#"with held as materialized (
+             select j.id from jobs j
+             join unnest($1::bigint[], $2::int[]) as u(id, attempt)
+               on j.id = u.id and j.attempt = u.attempt
+             where j.state = 'running'
+             order by j.id
+             for update of j
+           )
+           update jobs j set lease_expires_at = now() + make_interval(secs => $3)
+           from held where j.id = held.id
            returning j.id"#,
         &ids,
         &attempts,
@@ -393,7 +401,7 @@ pub struct Ended {
 /// actions (`success`, or `error` with the failure's code and message), in
 /// one statement. Returns the jobs finished; the others are no longer ours
 /// (their lease expired and another worker took them), and their actions
-/// are left alone.
+/// are left alone. Rows are locked in id order (see [`heartbeat`]).
 pub async fn finish_many(
     db: impl sqlx::PgExecutor<'_>,
     jobs: &[Ending<'_>],
@@ -409,14 +417,20 @@ pub async fn finish_many(
         .map(|j| j.failure.map(|f| f.message.clone()))
         .collect();
     let rows = sqlx::query!(
-        r#"with done as (
-             update jobs j
-             set state = case when u.code is null then 'succeeded' else 'failed' end,
-                 finalized_at = now(), lease_expires_at = null
-             from unnest($1::bigint[], $2::int[], $3::text[], $4::text[])
+        r#"with mine as materialized (
+             select j.id, u.code, u.message from jobs j
+             join unnest($1::bigint[], $2::int[], $3::text[], $4::text[])
                   as u(id, attempt, code, message)
-             where j.id = u.id and j.attempt = u.attempt and j.state = 'running'
-             returning j.id, j.action_id, u.code, u.message
+               on j.id = u.id and j.attempt = u.attempt
+             where j.state = 'running'
+             order by j.id
+             for update of j
+           ), done as (
+             update jobs j
+             set state = case when m.code is null then 'succeeded' else 'failed' end,
+                 finalized_at = now(), lease_expires_at = null
+             from mine m where j.id = m.id
+             returning j.id, j.action_id, m.code, m.message
            ), ended as (
              update actions a
              set status = case when d.code is null then 'success' else 'error' end,
