@@ -564,15 +564,15 @@ mod tests {
     /// Ends a running action the way a finishing job does
     /// (`jobs::finish_many`), without the job.
     async fn end(pool: &PgPool, id: ActionId, failure: Option<&ActionFailure>) {
-        sqlx::query(
+        sqlx::query!(
             "update actions set status = case when $2::text is null then 'success' else 'error' end,
                                 finished = now(), error_code = $2, error_message = $3,
                                 progress = case when $2 is null then 100 else progress end
              where id = $1 and status = 'running'",
+            id.0,
+            failure.map(|f| f.code.as_str()),
+            failure.map(|f| f.message.as_str()),
         )
-        .bind(id.0)
-        .bind(failure.map(|f| f.code.as_str()))
-        .bind(failure.map(|f| f.message.as_str()))
         .execute(pool)
         .await
         .expect("finish");
