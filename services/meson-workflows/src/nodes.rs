@@ -193,7 +193,7 @@ pub async fn place_node(
     order.sort_by_key(|o| used.iter().filter(|t| **t == o.placement.target_id).count());
     let Some(chosen) = crate::placement::claim(&mut tx, vm, &order, &targets, &reserved).await?
     else {
-        return Err(crate::placement::all_taken(&vm.spec).step_error());
+        return Err(crate::placement::all_taken(&vm.spec, &s).step_error());
     };
     meson_db::commit(tx).await?;
     tracing::info!(node = %node.name, host = %chosen.host, "placed node");

@@ -581,13 +581,16 @@ pub async fn claim_group(
 }
 
 /// The failure of a placement whose every offered host was taken by
-/// placements in flight.
-pub fn all_taken(spec: &VmSpec) -> NoPlacement {
+/// placements in flight: final only when every candidate answered the
+/// survey (one that did not may have room: worth retrying).
+pub fn all_taken(spec: &VmSpec, survey: &Survey) -> NoPlacement {
+    if survey.unanswered > 0 {
+        return NoPlacement::Unanswered;
+    }
+    let Reserved { vcpus, ram_mib } = demand(spec);
     NoPlacement::NoFit {
         reason: format!(
-            "no hypervisor has room left for {} vCPUs and {} MiB RAM: the hosts that fit are taken by VMs being placed",
-            spec.cpu.vcpus(),
-            spec.memory_mib
+            "no hypervisor has room left for {vcpus} vCPUs and {ram_mib} MiB RAM: the hosts that fit are taken by VMs being placed"
         ),
     }
 }
@@ -621,7 +624,7 @@ pub async fn place_vm(env: &Env, vm: &Vm, exclude: &[TargetId]) -> StepResult<Pl
         .map_err(|e| pinned(pin.as_ref(), e).step_error())?;
     let mut tx = meson_db::begin(&env.pool).await?;
     let Some(placement) = claim(&mut tx, vm, survey.offers(), &clients, &reserved).await? else {
-        return Err(pinned(pin.as_ref(), all_taken(&vm.spec)).step_error());
+        return Err(pinned(pin.as_ref(), all_taken(&vm.spec, &survey)).step_error());
     };
     meson_db::commit(tx).await?;
     Ok(placement)
@@ -705,6 +708,55 @@ mod tests {
         let full = HashMap::from([(a, 1), (b, 0), (c, 1)]);
         assert_eq!(spread(4, &hosts, &[], &full), [0, 2]);
         assert!(spread(2, &[], &[], &none).is_empty());
+    }
+
+    #[test]
+    fn hosts_taken_in_flight_are_final_only_when_every_candidate_answered() {
+        let spec = VmSpec {
+            name: "n".into(),
+            cpu: meson_core::vm::CpuSpec {
+                cores: 2,
+                threads_per_core: 1,
+                smt: false,
+                min_frequency_ghz: None,
+                archs: Vec::new(),
+                flags: Vec::new(),
+            },
+            memory_mib: 2048,
+            require_ecc: false,
+            pci: Vec::new(),
+            os: meson_core::os::OsImage {
+                distribution: "debian".into(),
+                family: "linux".into(),
+                flavour: "debian".into(),
+                version: "12".into(),
+                image_url: String::new(),
+            },
+            boot_volume_gb: 10,
+            volumes: Vec::new(),
+            ssh_keys: Vec::new(),
+            provider: None,
+            continent: None,
+            region: None,
+        };
+        let answered = Survey {
+            offers: Vec::new(),
+            unanswered: 0,
+        };
+        assert_eq!(
+            all_taken(&spec, &answered).message(),
+            "no hypervisor has room left for 2 vCPUs and 2048 MiB RAM: the hosts that fit are taken by VMs being placed"
+        );
+        // A host that did not answer the survey may have room: retry.
+        let partial = Survey {
+            offers: Vec::new(),
+            unanswered: 1,
+        };
+        assert_eq!(all_taken(&spec, &partial), NoPlacement::Unanswered);
+        assert!(matches!(
+            all_taken(&spec, &partial).step_error(),
+            StepError::Retryable { .. }
+        ));
     }
 
     #[test]
