@@ -343,7 +343,7 @@ pub async fn attachments_of(
 
 /// A NIC as its queries read it (also from JSON: a VM read aggregates its
 /// NICs into one column).
-#[derive(sqlx::FromRow, serde::Deserialize)]
+#[derive(Debug, sqlx::FromRow, serde::Deserialize)]
 pub(crate) struct AttachmentRow {
     vm_id: Uuid,
     network_id: Uuid,

@@ -420,6 +420,81 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_vm_read_lists_its_own_volumes_then_those_attached_then_its_nics() {
+        use crate::vms::{Created, NewVm, create, get_with_parts};
+        use meson_core::network::{Attachment, Network, NetworkCreate, NetworkStatus};
+        use meson_core::volume::{Volume, VolumeCreate, VolumeKind};
+        let db = TestDatabase::new().await;
+        let own = own_scope(&db.api_pool());
+        let tenant = TenantId("a".into());
+        let scope = Scope::Tenant(tenant.clone());
+        let (vm, volumes, action, job) = new_vm(&tenant, "web");
+        let new = NewVm {
+            vm: &vm,
+            volumes: &volumes,
+            action: &action,
+            job: &job,
+            audit: None,
+            adds: meson_core::quota::Resources::of_vm(&vm.spec),
+            defaults: meson_core::quota::Resources::DEFAULT_QUOTAS,
+        };
+        let created = run(scope.clone(), create(&own, &new))
+            .await
+            .expect("create");
+        assert!(matches!(created, Created::Written(_)), "{created:?}");
+        // Named to sort before the VM's own volumes: it must still come last.
+        let req = VolumeCreate::parse(&serde_json::json!({"name": "aaa", "size": 10}), &[])
+            .expect("a valid volume");
+        let extra = Volume::new_standalone(&tenant, &req);
+        let req = NetworkCreate::parse(&serde_json::json!({"name": "lan", "cidr": "10.9.0.0/24"}))
+            .expect("a valid network");
+        let network = Network {
+            id: meson_core::NetworkId::new(),
+            tenant: tenant.clone(),
+            name: req.name,
+            status: NetworkStatus::Available,
+            labels: req.labels,
+            subnet: req.subnet,
+            created: chrono::Utc::now(),
+        };
+        let nic = Attachment {
+            vm_id: vm.id,
+            network_id: network.id,
+            position: 0,
+            mac: meson_core::network::random_mac(),
+            address: Some("10.9.0.7".parse().expect("an address")),
+        };
+        system(async {
+            let mut tx = crate::begin(&db.pool).await?;
+            crate::volumes::insert(&mut tx, &extra).await?;
+            crate::volumes::attach(&mut tx, extra.id, vm.id).await?;
+            crate::networks::insert(&mut tx, &network).await?;
+            crate::networks::attach(&mut tx, &nic).await?;
+            crate::commit(tx).await
+        })
+        .await
+        .expect("a volume and a NIC attached");
+
+        let (_, vols, nics) = run(scope, get_with_parts(&own, &tenant, vm.id))
+            .await
+            .expect("read");
+        let mut want = Vec::new();
+        for kind in [VolumeKind::Boot, VolumeKind::Cloudinit, VolumeKind::Data] {
+            let mut of_kind: Vec<_> = volumes.iter().filter(|v| v.kind == kind).collect();
+            of_kind.sort_by(|a, b| a.name.cmp(&b.name));
+            want.extend(of_kind.into_iter().map(|v| v.id));
+        }
+        want.push(extra.id);
+        assert_eq!(vols.iter().map(|v| v.id).collect::<Vec<_>>(), want);
+        let attached = vols.last().expect("the attached volume");
+        assert_eq!(
+            (attached.attached_to, attached.vm_id, attached.size_gb),
+            (Some(vm.id), None, 10)
+        );
+        assert_eq!(nics, vec![nic]);
+    }
+
+    #[tokio::test]
     async fn statements_that_carry_their_scope_see_and_write_their_tenant_only() {
         use crate::vms::{Created, NewVm, create, get_with_parts};
         use meson_core::quota::Resources;

@@ -320,29 +320,24 @@ pub async fn get_with_parts(
                   v.atomos_name as "atomos_name!", v.atomos_id, v.target_id,
                   v.target_name as "target_name?", v.provider, v.region, v.ipv4 as "ipv4?",
                   v.price_hourly, v.price_monthly, v.currency, v.created_at as "created_at!",
-                  v.error_message, v.volumes as "volumes!", v.nics as "nics!"
+                  v.error_message,
+                  v.volumes as "volumes!: sqlx::types::Json<Vec<crate::volumes::VolumeRow>>",
+                  v.nics as "nics!: sqlx::types::Json<Vec<crate::networks::AttachmentRow>>"
            from scope cross join lateral (
              select v.id, v.tenant_id, v.name, v.status, v.labels, v.spec, v.atomos_name,
                     v.atomos_id, v.target_id, t.name as target_name, v.provider, v.region,
                     host(v.ipv4) as ipv4, v.price_hourly, v.price_monthly, v.currency,
                     v.created_at, v.error_message,
-                    coalesce((select jsonb_agg(to_jsonb(x) order by
+                    coalesce((select json_agg(x order by x.vm_id is distinct from v.id,
                                 array_position(array['boot', 'cloudinit', 'data'], x.kind), x.name)
                               from (select o.id, o.tenant_id, o.vm_id, o.name, o.kind, o.size_gb,
                                            o.atomos_name, o.atomos_id, o.status, o.labels,
                                            o.bootable, o.readonly, o.target_id, ot.name as host,
                                            o.provider, o.region, o.attached_vm_id, o.created_at
                                     from volumes o left join atomos_targets ot on ot.id = o.target_id
-                                    where o.vm_id = v.id and o.deleted_at is null) x), '[]')
-                    || coalesce((select jsonb_agg(to_jsonb(x) order by x.name)
-                              from (select a.id, a.tenant_id, a.vm_id, a.name, a.kind, a.size_gb,
-                                           a.atomos_name, a.atomos_id, a.status, a.labels,
-                                           a.bootable, a.readonly, a.target_id, at.name as host,
-                                           a.provider, a.region, a.attached_vm_id, a.created_at
-                                    from volumes a left join atomos_targets at on at.id = a.target_id
-                                    where a.attached_vm_id = v.id and a.deleted_at is null) x), '[]')
-                      as volumes,
-                    coalesce((select jsonb_agg(jsonb_build_object('vm_id', n.vm_id,
+                                    where (o.vm_id = v.id or o.attached_vm_id = v.id)
+                                      and o.deleted_at is null) x), '[]') as volumes,
+                    coalesce((select json_agg(json_build_object('vm_id', n.vm_id,
                                 'network_id', n.network_id, 'position', n.position,
                                 'mac', text(n.mac), 'address', host(n.address))
                                 order by n.position)
@@ -360,13 +355,15 @@ pub async fn get_with_parts(
     .await
     .ctx("fetching a vm")?
     .ok_or_else(|| Error::not_found("vm", id))?;
-    let volumes = serde_json::from_value::<Vec<crate::volumes::VolumeRow>>(r.volumes)
-        .map_err(|e| Error::internal_from("decoding a vm's volumes", e))?
+    let volumes = r
+        .volumes
+        .0
         .into_iter()
         .map(meson_core::volume::Volume::try_from)
         .collect::<Result<_, _>>()?;
-    let nics = serde_json::from_value::<Vec<crate::networks::AttachmentRow>>(r.nics)
-        .map_err(|e| Error::internal_from("decoding a vm's nics", e))?
+    let nics = r
+        .nics
+        .0
         .into_iter()
         .map(meson_core::network::Attachment::try_from)
         .collect::<Result<_, _>>()?;

@@ -9,7 +9,7 @@ use uuid::Uuid;
 
 /// A volume as its queries read it (also from JSON: a VM read aggregates
 /// its volumes into one column).
-#[derive(sqlx::FromRow, serde::Deserialize)]
+#[derive(Debug, sqlx::FromRow, serde::Deserialize)]
 pub(crate) struct VolumeRow {
     id: Uuid,
     tenant_id: String,
