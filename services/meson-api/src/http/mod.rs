@@ -47,25 +47,36 @@ pub struct ApiConfig {
     pub cors_origins: Vec<String>,
 }
 
+/// What every handler and middleware shares; cloned for each of them per
+/// request, so one reference count, not a copy of each part.
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<Shared>);
+
+pub struct Shared {
     pub app: App,
     pub auth: Auth,
     /// Live action changes for `/v1/actions/stream`.
     pub actions: ActionFeed,
-    pub limits: Arc<RateLimits>,
+    pub limits: RateLimits,
     pub config: ApiConfig,
 }
 
 impl AppState {
     pub fn new(app: App, auth: Auth, actions: ActionFeed, config: ApiConfig) -> AppState {
-        AppState {
+        AppState(Arc::new(Shared {
             app,
             auth,
             actions,
-            limits: Arc::new(RateLimits::new(config.rate_limits)),
+            limits: RateLimits::new(config.rate_limits),
             config,
-        }
+        }))
+    }
+}
+
+impl std::ops::Deref for AppState {
+    type Target = Shared;
+    fn deref(&self) -> &Shared {
+        &self.0
     }
 }
 
