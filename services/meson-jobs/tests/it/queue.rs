@@ -121,6 +121,10 @@ async fn an_expired_lease_is_reclaimed_and_the_old_worker_is_fenced_out() {
             .is_empty(),
         "lease still held"
     );
+    // A job of a higher priority, due meanwhile, waits behind the rescue.
+    let Enqueued::Job(other) = enqueue(&db, job("k", 1, None)).await else {
+        panic!()
+    };
 
     tokio::time::sleep(std::time::Duration::from_millis(120)).await;
     let second = jobs::claim(&db.pool, "b", &kinds(), 1, 30.0)
@@ -130,8 +134,10 @@ async fn an_expired_lease_is_reclaimed_and_the_old_worker_is_fenced_out() {
     assert_eq!(
         (second.id, second.attempt),
         (id, 2),
-        "the rescuer reclaimed the expired job"
+        "the rescuer reclaimed the expired job first"
     );
+    let rest = jobs::claim(&db.pool, "b", &kinds(), 5, 30.0).await.unwrap();
+    assert_eq!(rest.iter().map(|j| j.id).collect::<Vec<_>>(), vec![other]);
 
     // The first worker can no longer heartbeat, record or finish.
     assert_eq!(
@@ -153,13 +159,22 @@ async fn an_expired_lease_is_reclaimed_and_the_old_worker_is_fenced_out() {
         vec![]
     );
     assert_eq!(
-        jobs::finish_many(&mut *tx, &[end(id, second.attempt)])
-            .await
-            .unwrap(),
-        vec![jobs::Ended {
-            job: id,
-            action: None
-        }]
+        jobs::finish_many(
+            &mut *tx,
+            &[end(id, second.attempt), end(other, rest[0].attempt)]
+        )
+        .await
+        .unwrap(),
+        vec![
+            jobs::Ended {
+                job: id,
+                action: None
+            },
+            jobs::Ended {
+                job: other,
+                action: None
+            }
+        ]
     );
     meson_db::commit(tx).await.unwrap();
     assert!(
