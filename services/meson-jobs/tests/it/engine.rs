@@ -359,3 +359,70 @@ async fn run_existing(db: &TestDatabase, b: &Arc<Behaviour>, id: ActionId) -> Ac
     w.shutdown().await;
     a
 }
+
+/// A workflow whose one step takes a while, counting the runs at once.
+struct Slow(Arc<Behaviour>);
+
+meson_jobs::steps! {
+    enum SlowStep {
+        Wait = "wait",
+    }
+}
+
+impl Workflow for Slow {
+    const KIND: &'static str = "slow";
+    type Params = u32;
+    type Step = SlowStep;
+
+    async fn run(&self, _cx: &StepCtx<'_, u32, SlowStep>, _step: SlowStep) -> StepResult {
+        let _flying = InFlight::enter(&self.0);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        self.0.log("wait");
+        to_output(())
+    }
+
+    async fn undo(&self, _cx: &StepCtx<'_, u32, SlowStep>, _step: SlowStep) -> StepResult<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_worker_runs_at_most_its_concurrency_and_holds_at_most_twice_that() {
+    let db = TestDatabase::new().await;
+    let b = Arc::new(Behaviour::default());
+    let mut tx = meson_db::begin(&db.pool).await.unwrap();
+    let mut ids = Vec::new();
+    for i in 0..24u32 {
+        match meson_jobs::enqueue::<Slow>(&mut tx, &i, EnqueueOpts::default()).await {
+            Ok(Enqueued::Job(id)) => ids.push(id),
+            other => panic!("not enqueued: {other:?}"),
+        }
+    }
+    meson_db::commit(tx).await.unwrap();
+    let cfg = WorkerConfig {
+        concurrency: 3,
+        ..test_worker_config()
+    };
+    let w = Worker::new(db.pool.clone(), cfg)
+        .register(Slow(b.clone()))
+        .start();
+    // Jobs held (claimed and not yet ended), as the database sees them,
+    // until every job ended.
+    let mut most_held = 0;
+    loop {
+        let states = meson_db::jobs::testing_states(&db.pool, &ids)
+            .await
+            .unwrap();
+        most_held = most_held.max(states.iter().filter(|s| *s == "running").count());
+        if states.iter().all(|s| s == "succeeded") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    w.shutdown().await;
+    let most = b.max_in_flight.load(Ordering::SeqCst);
+    assert!(most <= 3, "{most} steps ran at once");
+    assert!(most >= 2, "jobs do run in parallel");
+    assert!(most_held <= 6, "{most_held} jobs held at once");
+    assert_eq!(b.count("wait"), 24, "every job ran once");
+}
