@@ -940,6 +940,15 @@ pub struct Placement {
     pub currency: String,
 }
 
+/// Where a VM runs, without its spec: what a cluster's views show of
+/// their nodes' VMs (address, host, price).
+#[derive(Clone, Debug, PartialEq)]
+pub struct VmLocation {
+    pub id: crate::VmId,
+    pub placement: Option<Placement>,
+    pub ipv4: Option<std::net::Ipv4Addr>,
+}
+
 /// A VM as stored.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Vm {

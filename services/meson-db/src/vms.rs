@@ -35,18 +35,15 @@ struct VmRow {
 impl TryFrom<VmRow> for Vm {
     type Error = Error;
     fn try_from(r: VmRow) -> Result<Self, Error> {
-        let placement = match (r.target_id, r.provider, r.region) {
-            (Some(target_id), Some(provider), Some(region)) => Some(Placement {
-                target_id: TargetId(target_id),
-                host: r.target_name.unwrap_or_default(),
-                provider,
-                region,
-                price_hourly: r.price_hourly.unwrap_or(0.0),
-                price_monthly: r.price_monthly.unwrap_or(0.0),
-                currency: r.currency.unwrap_or_else(|| "EUR".to_owned()),
-            }),
-            _ => None,
-        };
+        let placement = placement(PlacementColumns {
+            target_id: r.target_id,
+            target_name: r.target_name,
+            provider: r.provider,
+            region: r.region,
+            price_hourly: r.price_hourly,
+            price_monthly: r.price_monthly,
+            currency: r.currency,
+        });
         Ok(Vm {
             id: VmId(r.id),
             tenant: TenantId(r.tenant_id),
@@ -59,16 +56,45 @@ impl TryFrom<VmRow> for Vm {
             atomos_name: r.atomos_name,
             atomos_id: r.atomos_id,
             placement,
-            ipv4: r
-                .ipv4
-                .as_deref()
-                .map(str::parse)
-                .transpose()
-                .map_err(|_| corrupt("ipv4", "?"))?,
+            ipv4: ipv4(r.ipv4.as_deref())?,
             created: r.created_at,
             error_message: r.error_message,
         })
     }
+}
+
+/// A VM row's placement columns (the host's name joined from its target).
+struct PlacementColumns {
+    target_id: Option<Uuid>,
+    target_name: Option<String>,
+    provider: Option<String>,
+    region: Option<String>,
+    price_hourly: Option<f64>,
+    price_monthly: Option<f64>,
+    currency: Option<String>,
+}
+
+/// The placement of a VM row: none until its target, provider and region are set.
+fn placement(c: PlacementColumns) -> Option<Placement> {
+    match (c.target_id, c.provider, c.region) {
+        (Some(target_id), Some(provider), Some(region)) => Some(Placement {
+            target_id: TargetId(target_id),
+            host: c.target_name.unwrap_or_default(),
+            provider,
+            region,
+            price_hourly: c.price_hourly.unwrap_or(0.0),
+            price_monthly: c.price_monthly.unwrap_or(0.0),
+            currency: c.currency.unwrap_or_else(|| "EUR".to_owned()),
+        }),
+        _ => None,
+    }
+}
+
+/// A VM row's address (`host(ipv4)`).
+fn ipv4(text: Option<&str>) -> Result<Option<std::net::Ipv4Addr>, Error> {
+    text.map(str::parse)
+        .transpose()
+        .map_err(|_| corrupt("ipv4", text.unwrap_or_default()))
 }
 
 /// A write that broke the per-tenant name uniqueness becomes `uniqueness_error`
@@ -455,6 +481,43 @@ pub async fn get_many(pool: impl sqlx::PgExecutor<'_>, ids: &[VmId]) -> Result<V
     .into_iter()
     .map(Vm::try_from)
     .collect()
+}
+
+/// Where these VMs (of any tenant in scope, live or not) run, by id: their
+/// placement and address, without reading their specs.
+pub async fn locations(
+    db: impl sqlx::PgExecutor<'_>,
+    ids: &[VmId],
+) -> Result<Vec<meson_core::vm::VmLocation>, Error> {
+    let ids: Vec<Uuid> = ids.iter().map(|v| v.0).collect();
+    let rows = sqlx::query!(
+        r#"select v.id, v.target_id, t.name as "target_name?", v.provider, v.region,
+                  host(v.ipv4) as "ipv4?", v.price_hourly, v.price_monthly, v.currency
+           from vms v left join atomos_targets t on t.id = v.target_id
+           where v.id = any($1)
+           order by v.id"#,
+        &ids,
+    )
+    .fetch_all(db)
+    .await
+    .ctx("locating vms")?;
+    rows.into_iter()
+        .map(|r| {
+            Ok(meson_core::vm::VmLocation {
+                id: VmId(r.id),
+                ipv4: ipv4(r.ipv4.as_deref())?,
+                placement: placement(PlacementColumns {
+                    target_id: r.target_id,
+                    target_name: r.target_name,
+                    provider: r.provider,
+                    region: r.region,
+                    price_hourly: r.price_hourly,
+                    price_monthly: r.price_monthly,
+                    currency: r.currency,
+                }),
+            })
+        })
+        .collect()
 }
 
 /// Which VMs to list and in what order.

@@ -11,7 +11,6 @@ use meson_core::labels::Labels;
 use meson_core::network::{Network, NetworkStatus, Subnet};
 use meson_core::parse::{Parser, Warning};
 use meson_core::quota::Resources;
-use meson_core::vm::Vm;
 use meson_core::{ClusterId, Error, NetworkId, NodeId, PoolId, Result, VmId};
 use meson_workflows::{cluster_create, cluster_delete};
 use std::net::Ipv4Addr;
@@ -22,8 +21,8 @@ pub struct ClusterView {
     pub cluster: Cluster,
     pub pools: Vec<NodePool>,
     pub nodes: Vec<Node>,
-    /// The nodes' VMs (placement, address, price).
-    pub vms: Vec<Vm>,
+    /// Where the nodes' VMs run (placement, address, price).
+    pub vms: Vec<meson_core::vm::VmLocation>,
 }
 
 pub struct ClusterCreated {
@@ -333,7 +332,7 @@ async fn cluster_views(
     let mut pools = meson_db::clusters::pools_of(&mut *conn, &ids).await?;
     let mut nodes = meson_db::clusters::nodes_of(&mut *conn, &ids).await?;
     let vm_ids: Vec<VmId> = nodes.iter().map(|n| n.vm).collect();
-    let mut vms = meson_db::vms::get_many(&mut *conn, &vm_ids).await?;
+    let mut vms = meson_db::vms::locations(&mut *conn, &vm_ids).await?;
     Ok(clusters
         .into_iter()
         .map(|cluster| {
