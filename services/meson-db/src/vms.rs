@@ -35,15 +35,13 @@ struct VmRow {
 impl TryFrom<VmRow> for Vm {
     type Error = Error;
     fn try_from(r: VmRow) -> Result<Self, Error> {
-        let placement = placement(PlacementColumns {
-            target_id: r.target_id,
-            target_name: r.target_name,
-            provider: r.provider,
-            region: r.region,
-            price_hourly: r.price_hourly,
-            price_monthly: r.price_monthly,
-            currency: r.currency,
-        });
+        let placement = placement(
+            r.target_id,
+            r.target_name,
+            r.provider,
+            r.region,
+            (r.price_hourly, r.price_monthly, r.currency),
+        );
         Ok(Vm {
             id: VmId(r.id),
             tenant: TenantId(r.tenant_id),
@@ -63,28 +61,25 @@ impl TryFrom<VmRow> for Vm {
     }
 }
 
-/// A VM row's placement columns (the host's name joined from its target).
-struct PlacementColumns {
+/// The placement of a VM row's columns (the host's name joined from its
+/// target; the prices hourly, monthly and their currency): none until its
+/// target, provider and region are set.
+fn placement(
     target_id: Option<Uuid>,
-    target_name: Option<String>,
+    host: Option<String>,
     provider: Option<String>,
     region: Option<String>,
-    price_hourly: Option<f64>,
-    price_monthly: Option<f64>,
-    currency: Option<String>,
-}
-
-/// The placement of a VM row: none until its target, provider and region are set.
-fn placement(c: PlacementColumns) -> Option<Placement> {
-    match (c.target_id, c.provider, c.region) {
+    (hourly, monthly, currency): (Option<f64>, Option<f64>, Option<String>),
+) -> Option<Placement> {
+    match (target_id, provider, region) {
         (Some(target_id), Some(provider), Some(region)) => Some(Placement {
             target_id: TargetId(target_id),
-            host: c.target_name.unwrap_or_default(),
+            host: host.unwrap_or_default(),
             provider,
             region,
-            price_hourly: c.price_hourly.unwrap_or(0.0),
-            price_monthly: c.price_monthly.unwrap_or(0.0),
-            currency: c.currency.unwrap_or_else(|| "EUR".to_owned()),
+            price_hourly: hourly.unwrap_or(0.0),
+            price_monthly: monthly.unwrap_or(0.0),
+            currency: currency.unwrap_or_else(|| "EUR".to_owned()),
         }),
         _ => None,
     }
@@ -506,15 +501,13 @@ pub async fn locations(
             Ok(meson_core::vm::VmLocation {
                 id: VmId(r.id),
                 ipv4: ipv4(r.ipv4.as_deref())?,
-                placement: placement(PlacementColumns {
-                    target_id: r.target_id,
-                    target_name: r.target_name,
-                    provider: r.provider,
-                    region: r.region,
-                    price_hourly: r.price_hourly,
-                    price_monthly: r.price_monthly,
-                    currency: r.currency,
-                }),
+                placement: placement(
+                    r.target_id,
+                    r.target_name,
+                    r.provider,
+                    r.region,
+                    (r.price_hourly, r.price_monthly, r.currency),
+                ),
             })
         })
         .collect()
