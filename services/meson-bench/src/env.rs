@@ -231,14 +231,17 @@ impl Env {
         vars: &[(&str, String)],
     ) -> anyhow::Result<Mesond> {
         let log = self.work.join(format!("mesond-{label}.log"));
+        // Warnings only, unless MESON_BENCH_LOG asks for more (a timeline
+        // costs the run some time: keep it out of a run of record).
+        let log_level = std::env::var("MESON_BENCH_LOG").unwrap_or_else(|_| "warn".to_owned());
         let file = std::fs::File::create(&log)?;
         let mut cmd = Command::new(&self.mesond);
         cmd.arg(mode)
             .env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env("DATABASE_URL", &db.app_url)
-            .env("MESON_LOG", "warn")
-            .env("RUST_LOG", "warn")
+            .env("MESON_LOG", &log_level)
+            .env("RUST_LOG", &log_level)
             .env("MESON_DATA_DIR", self.work.join(format!("data-{label}")));
         if let Some(addr) = http {
             cmd.env("MESON_HTTP_ADDR", addr.to_string());

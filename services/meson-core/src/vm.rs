@@ -72,6 +72,39 @@ pub struct VmSpec {
     pub region: Option<String>,
 }
 
+impl VmSpec {
+    /// Whether a VM of `other` asks of a host what one of `self` does (size,
+    /// devices, image, volumes, where), so that one placement decision can
+    /// serve both: everything but the name and the SSH keys, which differ
+    /// between a node group's members and no host looks at.
+    pub fn places_like(&self, other: &VmSpec) -> bool {
+        let VmSpec {
+            name: _,
+            cpu,
+            memory_mib,
+            require_ecc,
+            pci,
+            os,
+            boot_volume_gb,
+            volumes,
+            ssh_keys: _,
+            provider,
+            continent,
+            region,
+        } = self;
+        *cpu == other.cpu
+            && *memory_mib == other.memory_mib
+            && *require_ecc == other.require_ecc
+            && *pci == other.pci
+            && *os == other.os
+            && *boot_volume_gb == other.boot_volume_gb
+            && *volumes == other.volumes
+            && *provider == other.provider
+            && *continent == other.continent
+            && *region == other.region
+    }
+}
+
 /// A parsed create-VM request.
 #[derive(Clone, Debug, PartialEq)]
 pub struct VmCreate {
@@ -754,6 +787,24 @@ pub(crate) mod tests {
             Error::InvalidInput { fields } => fields.into_iter().map(|f| f.name).collect(),
             other => panic!("expected invalid_input, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn specs_that_differ_only_in_name_and_keys_place_alike() {
+        let a = VmCreate::parse(&seed()).unwrap().spec;
+        let mut b = a.clone();
+        b.name = "another".into();
+        b.ssh_keys.clear();
+        assert!(a.places_like(&b) && b.places_like(&a));
+        let mut bigger = b.clone();
+        bigger.memory_mib *= 2;
+        assert!(!a.places_like(&bigger));
+        let mut elsewhere = b.clone();
+        elsewhere.region = Some("it-1".into());
+        assert!(!a.places_like(&elsewhere));
+        let mut more_disk = b;
+        more_disk.volumes[0].size_gb += 1;
+        assert!(!a.places_like(&more_disk));
     }
 
     #[test]

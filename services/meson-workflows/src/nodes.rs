@@ -225,7 +225,7 @@ pub async fn place_nodes(env: &Env, cluster: &Cluster, nodes: &[Node]) -> StepRe
         let Some(first) = vms.first() else {
             continue;
         };
-        if vms.iter().any(|v| v.spec != first.spec) {
+        if vms.iter().any(|v| !v.spec.places_like(&first.spec)) {
             // Not one size after all (never from the API): one at a time.
             continue;
         }
