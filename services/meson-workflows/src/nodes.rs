@@ -308,7 +308,7 @@ pub async fn provision_node(
     let vm = meson_db::vms::get_any(&env.pool, node.vm).await?;
     place_node(env, cluster, node, &vm, &[]).await?;
     let vm = meson_db::vms::get_any(&env.pool, node.vm).await?;
-    provision::ensure_networks(env, &vm).await?;
+    // Its networks are made on the host when it registers.
     provision::ensure_boot_volume(env, &vm).await?;
     // A node already registered keeps the ISO it booted with (re-rendering
     // would change its phone-home secret under it).

@@ -247,12 +247,18 @@ pub async fn ensure_data_volumes(env: &Env, vm: &Vm) -> StepResult<Vec<String>> 
 /// Registers the VM with its volumes (boot, cloud-init, data: as recorded;
 /// then the standalone volumes attached to it) and networks, unless AtomOS has it already; the VM is then `starting`.
 pub async fn ensure_registered(env: &Env, vm: &Vm) -> StepResult<()> {
-    try_register(env, vm).await?.map_err(step_error)
+    let volumes = meson_db::volumes::list_for_vms(&env.pool, &[vm.id]).await?;
+    try_register(env, vm, &volumes).await?.map_err(step_error)
 }
 
 /// [`ensure_registered`], a host's refusal for lack of room (full since
-/// its quote) kept apart: `Ok(Err(refusal))`.
-async fn try_register(env: &Env, vm: &Vm) -> StepResult<Result<(), atomos_driver::DriverError>> {
+/// its quote) kept apart: `Ok(Err(refusal))`. `volumes` are the VM's own
+/// ([`meson_db::volumes::list_for_vms`]: boot, cloud-init, data).
+async fn try_register(
+    env: &Env,
+    vm: &Vm,
+    volumes: &[Volume],
+) -> StepResult<Result<(), atomos_driver::DriverError>> {
     let c = client(env, vm).await?;
     let target = placed(vm)?.target_id;
     if env
@@ -263,12 +269,10 @@ async fn try_register(env: &Env, vm: &Vm) -> StepResult<Result<(), atomos_driver
         .is_none()
     {
         let mut volume_ids = Vec::new();
-        for kind in [VolumeKind::Boot, VolumeKind::Cloudinit, VolumeKind::Data] {
-            for v in volumes_of(env, vm.id, kind).await? {
-                volume_ids.push(v.atomos_id.ok_or_else(|| {
-                    StepError::internal(format!("volume {} was never made", v.name))
-                })?);
-            }
+        for v in volumes {
+            volume_ids.push(v.atomos_id.clone().ok_or_else(|| {
+                StepError::internal(format!("volume {} was never made", v.name))
+            })?);
         }
         // Then the standalone volumes it attaches (on this host: they pinned it).
         for v in meson_db::volumes::attached_to_vms(&env.pool, &[vm.id]).await? {
@@ -341,10 +345,14 @@ pub async fn register_placed(env: &Env, vm_id: VmId, owner: &Owner<'_>) -> StepR
             place_again(env, &vm, owner, &refused).await?;
             continue;
         };
-        if rebuild_needed(env, &vm).await? {
+        let mut volumes = meson_db::volumes::list_for_vms(&env.pool, &[vm.id]).await?;
+        // One without an AtomOS id was taken away after a refusal: the
+        // VM's disks are made (again) on its host.
+        if volumes.iter().any(|v| v.atomos_id.is_none()) {
             rebuild(env, &vm, owner).await?;
+            volumes = meson_db::volumes::list_for_vms(&env.pool, &[vm.id]).await?;
         }
-        let refusal = match try_register(env, &vm).await? {
+        let refusal = match try_register(env, &vm, &volumes).await? {
             Ok(()) => {
                 return Ok(Registered {
                     host: placement.host,
@@ -416,15 +424,6 @@ async fn place_again(
         }
         other => other,
     }
-}
-
-/// Whether the VM's disks must be made (again) on its host: one of its
-/// volumes has no AtomOS id (taken away after a refusal).
-async fn rebuild_needed(env: &Env, vm: &Vm) -> StepResult<bool> {
-    Ok(meson_db::volumes::list_for_vms(&env.pool, &[vm.id])
-        .await?
-        .iter()
-        .any(|v| v.atomos_id.is_none()))
 }
 
 /// Makes the VM's networks and disks on the host it is placed on.
