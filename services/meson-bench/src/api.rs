@@ -13,6 +13,7 @@ use std::net::SocketAddr;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use meson_db::scope::Scope;
 use tokio::process::{Child, Command};
 
 pub const SSH_KEY: &str =
@@ -100,6 +101,7 @@ pub fn write_targets(
 struct Baseline {
     child: Child,
     addr: SocketAddr,
+    db: crate::env::Db,
 }
 
 async fn start_baseline(env: &Env) -> anyhow::Result<Baseline> {
@@ -121,7 +123,7 @@ async fn start_baseline(env: &Env) -> anyhow::Result<Baseline> {
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    Ok(Baseline { child, addr })
+    Ok(Baseline { child, addr, db })
 }
 
 /// A create-then-read run against one server.
@@ -130,8 +132,21 @@ struct Pair {
     read: Load,
 }
 
-/// Runs the create load, then the read load on what it created.
+/// Brings the planner's statistics of `db` up to date, as autovacuum does
+/// soon after a burst of inserts: reads are measured in that steady state,
+/// not in the minute after a fresh table was filled (when a plan made for
+/// an empty table may still be cached).
+async fn analyze(db: &crate::env::Db) -> anyhow::Result<()> {
+    let admin = db.admin_pool(1).await?;
+    sqlx::query("analyze").execute(&admin).await?;
+    admin.close().await;
+    Ok(())
+}
+
+/// Runs the create load, then (statistics brought up to date) the read load
+/// on what it created.
 async fn measure(
+    db: &crate::env::Db,
     clients: usize,
     warmup: Duration,
     window: Duration,
@@ -163,6 +178,7 @@ async fn measure(
         ids.iter().all(|v| !v.is_empty()),
         "a client created nothing"
     );
+    analyze(db).await?;
     let read = closed_loop(clients, warmup, window, move |c, seq| {
         let mine = &ids[c];
         let id = &mine[(seq as usize * 7919) % mine.len()];
@@ -201,6 +217,7 @@ pub async fn api(env: &Env, clients: usize, window: Duration) -> anyhow::Result<
     let b = baseline.addr;
     let (h1, h2) = (http.clone(), http.clone());
     let base = measure(
+        &baseline.db,
         clients,
         warmup,
         window,
@@ -218,6 +235,7 @@ pub async fn api(env: &Env, clients: usize, window: Duration) -> anyhow::Result<
     let (h1, h2) = (http.clone(), http.clone());
     let (t1, t2) = (tokens.clone(), tokens.clone());
     let meson = measure(
+        &db,
         clients,
         warmup,
         window,
@@ -235,6 +253,20 @@ pub async fn api(env: &Env, clients: usize, window: Duration) -> anyhow::Result<
     .context("meson")?;
     mesond.alive()?;
     let rss = env.stop(mesond).await?;
+    let quotas = setup
+        .vars
+        .iter()
+        .find(|(k, _)| *k == "MESON_DEFAULT_QUOTAS")
+        .map(|(_, v)| v.as_str())
+        .unwrap_or_default();
+    let quotas = meson_core::quota::Resources::parse_list(
+        meson_core::quota::Resources::DEFAULT_QUOTAS,
+        quotas,
+    )
+    .map_err(|e| anyhow::anyhow!("the bench's quotas: {e}"))?;
+    let inner = without_http(env, &sim, clients, warmup, window, quotas)
+        .await
+        .context("meson without HTTP")?;
     sim.shutdown().await;
 
     let mut t = Table::new(
@@ -269,6 +301,19 @@ pub async fn api(env: &Env, clients: usize, window: Duration) -> anyhow::Result<
     };
     row("`POST /v1/vms`", &base.create, &meson.create, 0.5);
     row("`GET /v1/vms/{id}`", &base.read, &meson.read, 0.6);
+    let mut inner_row = |name: &str, b: &Load, m: &Load| {
+        t.row(vec![
+            name.to_owned(),
+            rate(b.per_sec),
+            rate(m.per_sec),
+            ratio(m.per_sec, b.per_sec),
+            format!("{} / {}", ms(b.latency.p50), ms(b.latency.p99)),
+            format!("{} / {}", ms(m.latency.p50), ms(m.latency.p99)),
+            "none".to_owned(),
+        ]);
+    };
+    inner_row("the create without HTTP", &base.create, &inner.create);
+    inner_row("the read without HTTP", &base.read, &inner.read);
     t.note(format!(
         "Baseline: a bare axum + sqlx app in its own process (one insert / one select by \
          primary key, the same JSON body, a pool of 20 like mesond's). meson: `mesond api` \
@@ -276,9 +321,104 @@ pub async fn api(env: &Env, clients: usize, window: Duration) -> anyhow::Result<
          log on; {TENANTS} tenants. A create takes two round trips (the hosts, then one \
          statement that checks the tenant's quotas and writes the VM, its volumes, its \
          action, its job and the audit entry in one commit); a read takes one (the VM with \
-         its volumes and NICs); each statement carries its tenant scope. mesond's peak \
-         RSS: {:.0} MiB.",
+         its volumes and NICs); each statement carries its tenant scope. Reads start once \
+         the database's statistics are up to date (`ANALYZE` after the creates, as \
+         autovacuum soon does). mesond's peak \
+         RSS: {:.0} MiB. Without HTTP: `App::vm_create` and `App::vm_get`, what the \
+         REST handlers run once a call is admitted (in the tenant's scope; the create with \
+         its audit entry, the read's view serialized), called by {clients} tasks of the \
+         bench on a pool of 20, on a fresh database: no transport and no token, which \
+         bounds what any front end can reach.",
         rss as f64 / 1048576.0
     ));
     Ok(t)
+}
+
+/// meson's create and read without their HTTP front, on a fresh database
+/// holding the simulator's hosts: [`meson_api::App::vm_create`] and
+/// [`meson_api::App::vm_get`] (what `POST /v1/vms` and `GET /v1/vms/{id}`
+/// run once a call is admitted) in each tenant's scope, the create with an
+/// audit entry offered and the read's view serialized, called by `clients`
+/// tasks of this process on a scoped pool of 20 (mesond's default).
+async fn without_http(
+    env: &Env,
+    sim: &atomos_sim::Simulator,
+    clients: usize,
+    warmup: Duration,
+    window: Duration,
+    quotas: meson_core::quota::Resources,
+) -> anyhow::Result<Pair> {
+    let db = env.fresh_db("api_inner", true).await?;
+    let setup = db.pool(2).await?;
+    mesond::server::register_targets(&setup, &sim.targets()).await?;
+    setup.close().await;
+    let pool = meson_db::scope::connect_scoped(&db.app_url, 20)?;
+    let app = meson_api::App {
+        quotas,
+        ..meson_api::App::new(pool)
+    };
+    let principals: Arc<Vec<meson_api::Principal>> = Arc::new(
+        (0..TENANTS)
+            .map(|t| meson_api::Principal {
+                tenant: meson_core::TenantId(format!("bench-{t}")),
+                subject: "bench".to_owned(),
+                role: meson_api::Role::Editor,
+            })
+            .collect(),
+    );
+    let ids: Arc<Mutex<Vec<Vec<meson_core::VmId>>>> =
+        Arc::new(Mutex::new(vec![Vec::new(); clients]));
+    let (created, a, ps) = (ids.clone(), app.clone(), principals.clone());
+    let create = closed_loop(clients, warmup, window, move |c, seq| {
+        let (app, principals, ids) = (a.clone(), ps.clone(), created.clone());
+        async move {
+            let p = &principals[c % TENANTS];
+            let call = meson_api::gate::CallInfo {
+                method: "POST".to_owned(),
+                path: "/v1/vms".to_owned(),
+                resource: None,
+                correlation_id: uuid::Uuid::new_v4().to_string(),
+            };
+            let entry = meson_core::audit::AuditEntry {
+                status: 201,
+                ..meson_api::gate::Audit::start(p, "vm_create", call).entry
+            };
+            let body = vm_body(&format!("vm-{c}-{seq}"));
+            let create = app.vm_create(p, &body);
+            let scoped = meson_db::scope::run(Scope::Tenant(p.tenant.clone()), create);
+            let (vm, written) = meson_api::app::offered(entry, scoped).await;
+            let vm = vm.map_err(|e| anyhow::anyhow!("creating a VM: {e}"))?;
+            ensure!(written, "the create did not write its audit entry");
+            ids.lock()
+                .map_err(|_| anyhow::anyhow!("poisoned"))?
+                .get_mut(c)
+                .context("client")?
+                .push(vm.vm.id);
+            Ok(())
+        }
+    })
+    .await?;
+    let ids: Arc<Vec<Vec<meson_core::VmId>>> =
+        Arc::new(ids.lock().map_err(|_| anyhow::anyhow!("poisoned"))?.clone());
+    ensure!(
+        ids.iter().all(|v| !v.is_empty()),
+        "a client created nothing"
+    );
+    analyze(&db).await?;
+    let read = closed_loop(clients, warmup, window, move |c, seq| {
+        let (app, principals) = (app.clone(), principals.clone());
+        let mine = &ids[c];
+        let id = mine[(seq as usize * 7919) % mine.len()];
+        async move {
+            let p = &principals[c % TENANTS];
+            let read = app.vm_get(p, id);
+            let (vm, parts) = meson_db::scope::run(Scope::Tenant(p.tenant.clone()), read)
+                .await
+                .map_err(|e| anyhow::anyhow!("reading a VM: {e}"))?;
+            serde_json::to_vec(&meson_api::views::vm(&vm, &parts))?;
+            Ok(())
+        }
+    })
+    .await?;
+    Ok(Pair { create, read })
 }
