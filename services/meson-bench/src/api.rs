@@ -8,12 +8,12 @@ use crate::load::{self, Load, closed_loop, expect};
 use crate::stats::{Table, ms, rate, ratio, verdict};
 use anyhow::{Context, ensure};
 use base64::Engine as _;
+use meson_db::scope::Scope;
 use serde_json::{Value, json};
 use std::net::SocketAddr;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use meson_db::scope::Scope;
 use tokio::process::{Child, Command};
 
 pub const SSH_KEY: &str =

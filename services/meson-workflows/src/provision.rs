@@ -270,9 +270,11 @@ async fn try_register(
     {
         let mut volume_ids = Vec::new();
         for v in volumes {
-            volume_ids.push(v.atomos_id.clone().ok_or_else(|| {
-                StepError::internal(format!("volume {} was never made", v.name))
-            })?);
+            volume_ids.push(
+                v.atomos_id.clone().ok_or_else(|| {
+                    StepError::internal(format!("volume {} was never made", v.name))
+                })?,
+            );
         }
         // Then the standalone volumes it attaches (on this host: they pinned it).
         for v in meson_db::volumes::attached_to_vms(&env.pool, &[vm.id]).await? {
