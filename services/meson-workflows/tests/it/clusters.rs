@@ -218,3 +218,39 @@ async fn cluster_delete_passes_the_workflow_harness() {
     )))
     .await;
 }
+
+/// A node group (here a pool of three, each node's VM named after it) is
+/// placed by one decision: right after `place_nodes`, before any node is
+/// brought up, every member has its host, the three spread over three.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pool_of_several_nodes_is_placed_at_once() {
+    let w = World::new().await;
+    let mut body = crate::seeds::seed_kaas();
+    body["req"]["name"] = "grouped".into();
+    body["req"]["nodepool"][0]["desired_nodes"] = 3.into();
+    body["req"]["nodepool"][0]["min_nodes"] = 1.into();
+    let created = w
+        .app
+        .cluster_create(&w.who, &body)
+        .await
+        .expect("cluster accepted");
+    let cluster = created.view.cluster;
+    let workers: Vec<meson_core::cluster::Node> = meson_db::clusters::nodes(&w.db.pool, cluster.id)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|n| n.role == meson_core::cluster::NodeRole::Worker)
+        .collect();
+    assert_eq!(workers.len(), 3);
+    meson_workflows::nodes::place_nodes(&w.env, &cluster, &workers)
+        .await
+        .expect("placed");
+    let ids: Vec<meson_core::VmId> = workers.iter().map(|n| n.vm).collect();
+    let hosts: std::collections::BTreeSet<String> = meson_db::vms::get_many(&w.db.pool, &ids)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|v| v.placement.expect("placed with its group").host)
+        .collect();
+    assert_eq!(hosts.len(), 3, "{hosts:?}");
+}
