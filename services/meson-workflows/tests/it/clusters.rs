@@ -47,19 +47,23 @@ impl ClusterCreateScenario {
 }
 
 impl ClusterCreateScenario {
-    /// Accepts a small cluster's create (1 control-plane node, 1 worker).
-    pub(crate) async fn create_request(&self) -> ActionId {
+    /// Accepts the create of a cluster of one control-plane node and a
+    /// pool of `workers`, named afresh.
+    pub(crate) async fn accept(&self, workers: u32) -> meson_api::app::ClusterCreated {
         let w = &self.0;
         let mut body = crate::seeds::seed_kaas();
         body["req"]["name"] = format!("c{}", w.names.fetch_add(1, Ordering::SeqCst)).into();
-        body["req"]["nodepool"][0]["desired_nodes"] = 1.into();
+        body["req"]["nodepool"][0]["desired_nodes"] = workers.into();
         body["req"]["nodepool"][0]["min_nodes"] = 1.into();
-        let c = w
-            .app
+        w.app
             .cluster_create(&w.who, &body)
             .await
-            .expect("cluster accepted");
-        c.action.id
+            .expect("cluster accepted")
+    }
+
+    /// Accepts a small cluster's create (1 control-plane node, 1 worker).
+    pub(crate) async fn create_request(&self) -> ActionId {
+        self.accept(1).await.action.id
     }
 
     /// A running small cluster; returns its id.
@@ -224,16 +228,9 @@ async fn cluster_delete_passes_the_workflow_harness() {
 /// brought up, every member has its host, the three spread over three.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pool_of_several_nodes_is_placed_at_once() {
-    let w = World::new().await;
-    let mut body = crate::seeds::seed_kaas();
-    body["req"]["name"] = "grouped".into();
-    body["req"]["nodepool"][0]["desired_nodes"] = 3.into();
-    body["req"]["nodepool"][0]["min_nodes"] = 1.into();
-    let created = w
-        .app
-        .cluster_create(&w.who, &body)
-        .await
-        .expect("cluster accepted");
+    let c = ClusterCreateScenario(World::new().await);
+    let w = &c.0;
+    let created = c.accept(3).await;
     let cluster = created.view.cluster;
     let workers: Vec<meson_core::cluster::Node> = meson_db::clusters::nodes(&w.db.pool, cluster.id)
         .await

@@ -18,7 +18,6 @@ use meson_workflows::node_pool_delete::NodePoolDelete;
 use meson_workflows::node_pool_scale::NodePoolScale;
 use std::collections::BTreeSet;
 use std::sync::Mutex;
-use std::sync::atomic::Ordering;
 
 /// VM and volume names on every simulated host.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -83,15 +82,7 @@ impl Pools {
         let id = if workers == 1 {
             self.c.running_cluster().await
         } else {
-            let mut body = crate::seeds::seed_kaas();
-            body["req"]["name"] = format!("c{}", w.names.fetch_add(1, Ordering::SeqCst)).into();
-            body["req"]["nodepool"][0]["desired_nodes"] = workers.into();
-            body["req"]["nodepool"][0]["min_nodes"] = 1.into();
-            let c = w
-                .app
-                .cluster_create(&w.who, &body)
-                .await
-                .expect("cluster accepted");
+            let c = self.c.accept(workers).await;
             let a = w.run_plain(ClusterCreate(w.env.clone()), c.action.id).await;
             assert_eq!(a.error, None);
             c.view.cluster.id
