@@ -51,6 +51,10 @@ pub struct MesondSetup {
 
 pub const ISSUER: &str = "meson-bench";
 
+/// Every tenant's quotas (`MESON_DEFAULT_QUOTAS`): out of a load test's way.
+const QUOTAS: &str = "vms=100000000,vcpus=1000000000,ram_mib=1000000000000,\
+                      storage_gb=1000000000000,clusters=10000000,nodes=100000000";
+
 impl MesondSetup {
     pub fn new(targets_file: &std::path::Path) -> MesondSetup {
         let secret = format!("bench-secret-{}", uuid::Uuid::new_v4().simple());
@@ -65,10 +69,7 @@ impl MesondSetup {
                 ("MESON_JWT_ISSUER", ISSUER.into()),
                 ("MESON_SECRETS_KEY", key),
                 ("MESON_TARGETS_FILE", targets_file.display().to_string()),
-                (
-                    "MESON_DEFAULT_QUOTAS",
-                    "vms=100000000,vcpus=1000000000,ram_mib=1000000000000,storage_gb=1000000000000,clusters=10000000,nodes=100000000".into(),
-                ),
+                ("MESON_DEFAULT_QUOTAS", QUOTAS.into()),
                 ("MESON_RATE_LIMIT_PER_MIN", "100000000".into()),
                 ("MESON_RATE_LIMIT_POLL_PER_MIN", "100000000".into()),
             ],
@@ -143,30 +144,34 @@ async fn analyze(db: &crate::env::Db) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Runs the create load, then (statistics brought up to date) the read load
-/// on what it created.
-async fn measure(
+/// Runs the create load (`create` returns the id of the VM it made), then,
+/// statistics brought up to date, the read load on what each client made.
+async fn measure<C, CF, R, RF>(
     db: &crate::env::Db,
     clients: usize,
     warmup: Duration,
     window: Duration,
-    create: impl Fn(usize, u64) -> reqwest::RequestBuilder + Send + Sync + 'static,
-    read: impl Fn(usize, &str) -> reqwest::RequestBuilder + Send + Sync + 'static,
-) -> anyhow::Result<Pair> {
+    create: C,
+    read: R,
+) -> anyhow::Result<Pair>
+where
+    C: Fn(usize, u64) -> CF + Send + Sync + 'static,
+    CF: std::future::Future<Output = anyhow::Result<String>> + Send + 'static,
+    R: Fn(usize, String) -> RF + Send + Sync + 'static,
+    RF: std::future::Future<Output = anyhow::Result<()>> + Send + 'static,
+{
     let ids: Arc<Mutex<Vec<Vec<String>>>> = Arc::new(Mutex::new(vec![Vec::new(); clients]));
     let created = ids.clone();
     let create = closed_loop(clients, warmup, window, move |c, seq| {
-        let req = create(c, seq);
+        let made = create(c, seq);
         let ids = created.clone();
         async move {
-            let body = expect(req.send().await?, 201).await?;
-            let v: Value = serde_json::from_slice(&body)?;
-            let id = v["vm"]["id"].as_str().context("no vm.id in the answer")?;
+            let id = made.await?;
             ids.lock()
                 .map_err(|_| anyhow::anyhow!("poisoned"))?
                 .get_mut(c)
                 .context("client")?
-                .push(id.to_owned());
+                .push(id);
             Ok(())
         }
     })
@@ -181,16 +186,27 @@ async fn measure(
     analyze(db).await?;
     let read = closed_loop(clients, warmup, window, move |c, seq| {
         let mine = &ids[c];
-        let id = &mine[(seq as usize * 7919) % mine.len()];
-        let req = read(c, id);
-        async move {
-            expect(req.send().await?, 200).await?;
-            Ok(())
-        }
+        read(c, mine[(seq as usize * 7919) % mine.len()].clone())
     })
     .await
     .context("reading VMs")?;
     Ok(Pair { create, read })
+}
+
+/// Sends a create; the id of the VM it answered `201` with.
+async fn created_over_http(req: reqwest::RequestBuilder) -> anyhow::Result<String> {
+    let body = expect(req.send().await?, 201).await?;
+    let v: Value = serde_json::from_slice(&body)?;
+    Ok(v["vm"]["id"]
+        .as_str()
+        .context("no vm.id in the answer")?
+        .to_owned())
+}
+
+/// Sends a read, which must answer `200`.
+async fn read_over_http(req: reqwest::RequestBuilder) -> anyhow::Result<()> {
+    expect(req.send().await?, 200).await?;
+    Ok(())
 }
 
 pub async fn api(env: &Env, clients: usize, window: Duration) -> anyhow::Result<Table> {
@@ -224,9 +240,9 @@ pub async fn api(env: &Env, clients: usize, window: Duration) -> anyhow::Result<
         move |c, seq| {
             let mut body = vm_body(&format!("vm-{c}-{seq}"));
             body["tenant"] = json!(format!("bench-{}", c % TENANTS));
-            h1.post(format!("http://{b}/bench/vms")).json(&body)
+            created_over_http(h1.post(format!("http://{b}/bench/vms")).json(&body))
         },
-        move |_, id| h2.get(format!("http://{b}/bench/vms/{id}")),
+        move |_, id| read_over_http(h2.get(format!("http://{b}/bench/vms/{id}"))),
     )
     .await
     .context("baseline")?;
@@ -240,28 +256,26 @@ pub async fn api(env: &Env, clients: usize, window: Duration) -> anyhow::Result<
         warmup,
         window,
         move |c, seq| {
-            h1.post(format!("http://{addr}/v1/vms"))
-                .bearer_auth(&t1[c % TENANTS])
-                .json(&vm_body(&format!("vm-{c}-{seq}")))
+            created_over_http(
+                h1.post(format!("http://{addr}/v1/vms"))
+                    .bearer_auth(&t1[c % TENANTS])
+                    .json(&vm_body(&format!("vm-{c}-{seq}"))),
+            )
         },
         move |c, id| {
-            h2.get(format!("http://{addr}/v1/vms/{id}"))
-                .bearer_auth(&t2[c % TENANTS])
+            read_over_http(
+                h2.get(format!("http://{addr}/v1/vms/{id}"))
+                    .bearer_auth(&t2[c % TENANTS]),
+            )
         },
     )
     .await
     .context("meson")?;
     mesond.alive()?;
     let rss = env.stop(mesond).await?;
-    let quotas = setup
-        .vars
-        .iter()
-        .find(|(k, _)| *k == "MESON_DEFAULT_QUOTAS")
-        .map(|(_, v)| v.as_str())
-        .unwrap_or_default();
     let quotas = meson_core::quota::Resources::parse_list(
         meson_core::quota::Resources::DEFAULT_QUOTAS,
-        quotas,
+        QUOTAS,
     )
     .map_err(|e| anyhow::anyhow!("the bench's quotas: {e}"))?;
     let inner = without_http(env, &sim, clients, warmup, window, quotas)
@@ -359,59 +373,48 @@ async fn without_http(
             })
             .collect(),
     );
-    let ids: Arc<Mutex<Vec<Vec<meson_core::VmId>>>> =
-        Arc::new(Mutex::new(vec![Vec::new(); clients]));
-    let (created, a, ps) = (ids.clone(), app.clone(), principals.clone());
-    let create = closed_loop(clients, warmup, window, move |c, seq| {
-        let (app, principals, ids) = (a.clone(), ps.clone(), created.clone());
-        async move {
-            let p = &principals[c % TENANTS];
-            let call = meson_api::gate::CallInfo {
-                method: "POST".to_owned(),
-                path: "/v1/vms".to_owned(),
-                resource: None,
-                correlation_id: uuid::Uuid::new_v4().to_string(),
-            };
-            let entry = meson_core::audit::AuditEntry {
-                status: 201,
-                ..meson_api::gate::Audit::start(p, "vm_create", call).entry
-            };
-            let body = vm_body(&format!("vm-{c}-{seq}"));
-            let create = app.vm_create(p, &body);
-            let scoped = meson_db::scope::run(Scope::Tenant(p.tenant.clone()), create);
-            let (vm, written) = meson_api::app::offered(entry, scoped).await;
-            let vm = vm.map_err(|e| anyhow::anyhow!("creating a VM: {e}"))?;
-            ensure!(written, "the create did not write its audit entry");
-            ids.lock()
-                .map_err(|_| anyhow::anyhow!("poisoned"))?
-                .get_mut(c)
-                .context("client")?
-                .push(vm.vm.id);
-            Ok(())
-        }
-    })
-    .await?;
-    let ids: Arc<Vec<Vec<meson_core::VmId>>> =
-        Arc::new(ids.lock().map_err(|_| anyhow::anyhow!("poisoned"))?.clone());
-    ensure!(
-        ids.iter().all(|v| !v.is_empty()),
-        "a client created nothing"
-    );
-    analyze(&db).await?;
-    let read = closed_loop(clients, warmup, window, move |c, seq| {
-        let (app, principals) = (app.clone(), principals.clone());
-        let mine = &ids[c];
-        let id = mine[(seq as usize * 7919) % mine.len()];
-        async move {
-            let p = &principals[c % TENANTS];
-            let read = app.vm_get(p, id);
-            let (vm, parts) = meson_db::scope::run(Scope::Tenant(p.tenant.clone()), read)
-                .await
-                .map_err(|e| anyhow::anyhow!("reading a VM: {e}"))?;
-            serde_json::to_vec(&meson_api::views::vm(&vm, &parts))?;
-            Ok(())
-        }
-    })
-    .await?;
-    Ok(Pair { create, read })
+    let (a, ps) = (app.clone(), principals.clone());
+    measure(
+        &db,
+        clients,
+        warmup,
+        window,
+        move |c, seq| {
+            let (app, principals) = (a.clone(), ps.clone());
+            async move {
+                let p = &principals[c % TENANTS];
+                let call = meson_api::gate::CallInfo {
+                    method: "POST".to_owned(),
+                    path: "/v1/vms".to_owned(),
+                    resource: None,
+                    correlation_id: uuid::Uuid::new_v4().to_string(),
+                };
+                let entry = meson_core::audit::AuditEntry {
+                    status: 201,
+                    ..meson_api::gate::Audit::start(p, "vm_create", call).entry
+                };
+                let body = vm_body(&format!("vm-{c}-{seq}"));
+                let create = app.vm_create(p, &body);
+                let scoped = meson_db::scope::run(Scope::Tenant(p.tenant.clone()), create);
+                let (vm, written) = meson_api::app::offered(entry, scoped).await;
+                let vm = vm.map_err(|e| anyhow::anyhow!("creating a VM: {e}"))?;
+                ensure!(written, "the create did not write its audit entry");
+                Ok(vm.vm.id.to_string())
+            }
+        },
+        move |c, id| {
+            let (app, principals) = (app.clone(), principals.clone());
+            async move {
+                let p = &principals[c % TENANTS];
+                let id = meson_core::VmId(id.parse()?);
+                let read = app.vm_get(p, id);
+                let (vm, parts) = meson_db::scope::run(Scope::Tenant(p.tenant.clone()), read)
+                    .await
+                    .map_err(|e| anyhow::anyhow!("reading a VM: {e}"))?;
+                serde_json::to_vec(&meson_api::views::vm(&vm, &parts))?;
+                Ok(())
+            }
+        },
+    )
+    .await
 }
