@@ -4,10 +4,12 @@
 //! baseline doing the same insert and select.
 
 use crate::env::{Env, free_addr};
-use crate::load::{self, Load, closed_loop, expect};
+use crate::load::{self, Load, Samples, closed_loop_samples, expect};
 use crate::stats::{Table, ms, rate, ratio, verdict};
 use anyhow::{Context, ensure};
 use base64::Engine as _;
+use futures::FutureExt as _;
+use futures::future::BoxFuture;
 use meson_db::scope::Scope;
 use serde_json::{Value, json};
 use std::net::SocketAddr;
@@ -133,6 +135,34 @@ struct Pair {
     read: Load,
 }
 
+/// A create: the id of the VM it made.
+type Create = Arc<dyn Fn(usize, u64) -> BoxFuture<'static, anyhow::Result<String>> + Send + Sync>;
+/// A read of a VM, by id.
+type Read = Arc<dyn Fn(usize, String) -> BoxFuture<'static, anyhow::Result<()>> + Send + Sync>;
+
+/// One of the servers the section measures: its database, its create and
+/// its read (of client `c`'s VMs).
+struct System {
+    name: &'static str,
+    db: crate::env::Db,
+    create: Create,
+    read: Read,
+}
+
+/// Each measurement is cut into this many slices, the systems' slices
+/// taking turns, so that a machine that slows down or speeds up during the
+/// run (a neighbour's load on a shared host) weighs on every system alike
+/// instead of on whichever ran then.
+const SLICES: u32 = 5;
+
+/// The warm-up of every slice but the first: the connections are open,
+/// the statements prepared; only the clients' ramp is left out.
+const SLICE_WARMUP: Duration = Duration::from_millis(500);
+
+/// Names of a slice's creates start here (times the slice), so that no two
+/// slices make the same name.
+const SEQ_STRIDE: u64 = 1 << 32;
+
 /// Brings the planner's statistics of `db` up to date, as autovacuum does
 /// soon after a burst of inserts: reads are measured in that steady state,
 /// not in the minute after a fresh table was filled (when a plan made for
@@ -144,53 +174,98 @@ async fn analyze(db: &crate::env::Db) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Runs the create load (`create` returns the id of the VM it made), then,
-/// statistics brought up to date, the read load on what each client made.
-async fn measure<C, CF, R, RF>(
-    db: &crate::env::Db,
+/// The systems in the order slice `slice` runs them: forwards, then
+/// backwards, so none always runs right after another.
+fn turns(slice: u32, systems: usize) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..systems).collect();
+    if slice % 2 == 1 {
+        order.reverse();
+    }
+    order
+}
+
+/// Runs every system's create load (each create returns the id of the VM
+/// it made), then, statistics brought up to date, every system's read load
+/// on what each of its clients made; each load for `warmup + window`, in
+/// [`SLICES`] slices taking turns with the other systems'.
+async fn measure(
+    systems: &[System],
     clients: usize,
     warmup: Duration,
     window: Duration,
-    create: C,
-    read: R,
-) -> anyhow::Result<Pair>
-where
-    C: Fn(usize, u64) -> CF + Send + Sync + 'static,
-    CF: std::future::Future<Output = anyhow::Result<String>> + Send + 'static,
-    R: Fn(usize, String) -> RF + Send + Sync + 'static,
-    RF: std::future::Future<Output = anyhow::Result<()>> + Send + 'static,
-{
-    let ids: Arc<Mutex<Vec<Vec<String>>>> = Arc::new(Mutex::new(vec![Vec::new(); clients]));
-    let created = ids.clone();
-    let create = closed_loop(clients, warmup, window, move |c, seq| {
-        let made = create(c, seq);
-        let ids = created.clone();
-        async move {
-            let id = made.await?;
-            ids.lock()
-                .map_err(|_| anyhow::anyhow!("poisoned"))?
-                .get_mut(c)
-                .context("client")?
-                .push(id);
-            Ok(())
+) -> anyhow::Result<Vec<Pair>> {
+    let slice_window = window / SLICES;
+    let warmup_of = |slice: u32| if slice == 0 { warmup } else { SLICE_WARMUP };
+    let mut ids: Vec<Vec<Vec<String>>> = vec![vec![Vec::new(); clients]; systems.len()];
+    let mut creates: Vec<Samples> = systems.iter().map(|_| Samples::default()).collect();
+    for slice in 0..SLICES {
+        for s in turns(slice, systems.len()) {
+            let system = &systems[s];
+            let made: Arc<Mutex<Vec<Vec<String>>>> =
+                Arc::new(Mutex::new(vec![Vec::new(); clients]));
+            let (create, into) = (system.create.clone(), made.clone());
+            let first = u64::from(slice) * SEQ_STRIDE;
+            let samples =
+                closed_loop_samples(clients, warmup_of(slice), slice_window, move |c, seq| {
+                    let made = create(c, first + seq);
+                    let into = into.clone();
+                    async move {
+                        let id = made.await?;
+                        into.lock()
+                            .map_err(|_| anyhow::anyhow!("poisoned"))?
+                            .get_mut(c)
+                            .context("client")?
+                            .push(id);
+                        Ok(())
+                    }
+                })
+                .await
+                .with_context(|| format!("{}: creating VMs", system.name))?;
+            creates[s].add(samples);
+            let made = std::mem::take(&mut *made.lock().map_err(|_| anyhow::anyhow!("poisoned"))?);
+            for (mine, new) in ids[s].iter_mut().zip(made) {
+                mine.extend(new);
+            }
         }
-    })
-    .await
-    .context("creating VMs")?;
-    let ids: Arc<Vec<Vec<String>>> =
-        Arc::new(ids.lock().map_err(|_| anyhow::anyhow!("poisoned"))?.clone());
-    ensure!(
-        ids.iter().all(|v| !v.is_empty()),
-        "a client created nothing"
-    );
-    analyze(db).await?;
-    let read = closed_loop(clients, warmup, window, move |c, seq| {
-        let mine = &ids[c];
-        read(c, mine[(seq as usize * 7919) % mine.len()].clone())
-    })
-    .await
-    .context("reading VMs")?;
-    Ok(Pair { create, read })
+    }
+    for (system, ids) in systems.iter().zip(&ids) {
+        ensure!(
+            ids.iter().all(|v| !v.is_empty()),
+            "{}: a client created nothing",
+            system.name
+        );
+        analyze(&system.db).await?;
+    }
+    let ids: Vec<Arc<Vec<Vec<String>>>> = ids.into_iter().map(Arc::new).collect();
+    let mut reads: Vec<Samples> = systems.iter().map(|_| Samples::default()).collect();
+    for slice in 0..SLICES {
+        for s in turns(slice, systems.len()) {
+            let system = &systems[s];
+            let (read, ids) = (system.read.clone(), ids[s].clone());
+            let first = u64::from(slice) * SEQ_STRIDE;
+            let samples =
+                closed_loop_samples(clients, warmup_of(slice), slice_window, move |c, seq| {
+                    let mine = &ids[c];
+                    read(
+                        c,
+                        mine[((first + seq) as usize * 7919) % mine.len()].clone(),
+                    )
+                })
+                .await
+                .with_context(|| format!("{}: reading VMs", system.name))?;
+            reads[s].add(samples);
+        }
+    }
+    creates
+        .into_iter()
+        .zip(reads)
+        .map(|(create, read)| {
+            Ok(Pair {
+                create: create.load()?,
+                read: read.load()?,
+            })
+        })
+        .collect()
 }
 
 /// Sends a create; the id of the VM it answered `201` with.
@@ -232,55 +307,55 @@ pub async fn api(env: &Env, clients: usize, window: Duration) -> anyhow::Result<
     let baseline = start_baseline(env).await?;
     let b = baseline.addr;
     let (h1, h2) = (http.clone(), http.clone());
-    let base = measure(
-        &baseline.db,
-        clients,
-        warmup,
-        window,
-        move |c, seq| {
+    let bare = System {
+        name: "baseline",
+        db: baseline.db.clone(),
+        create: Arc::new(move |c, seq| {
             let mut body = vm_body(&format!("vm-{c}-{seq}"));
             body["tenant"] = json!(format!("bench-{}", c % TENANTS));
-            created_over_http(h1.post(format!("http://{b}/bench/vms")).json(&body))
-        },
-        move |_, id| read_over_http(h2.get(format!("http://{b}/bench/vms/{id}"))),
-    )
-    .await
-    .context("baseline")?;
-    drop(baseline.child);
+            created_over_http(h1.post(format!("http://{b}/bench/vms")).json(&body)).boxed()
+        }),
+        read: Arc::new(move |_, id| {
+            read_over_http(h2.get(format!("http://{b}/bench/vms/{id}"))).boxed()
+        }),
+    };
 
     let (h1, h2) = (http.clone(), http.clone());
     let (t1, t2) = (tokens.clone(), tokens.clone());
-    let meson = measure(
-        &db,
-        clients,
-        warmup,
-        window,
-        move |c, seq| {
+    let over_http = System {
+        name: "meson",
+        db: db.clone(),
+        create: Arc::new(move |c, seq| {
             created_over_http(
                 h1.post(format!("http://{addr}/v1/vms"))
                     .bearer_auth(&t1[c % TENANTS])
                     .json(&vm_body(&format!("vm-{c}-{seq}"))),
             )
-        },
-        move |c, id| {
+            .boxed()
+        }),
+        read: Arc::new(move |c, id| {
             read_over_http(
                 h2.get(format!("http://{addr}/v1/vms/{id}"))
                     .bearer_auth(&t2[c % TENANTS]),
             )
-        },
-    )
-    .await
-    .context("meson")?;
-    mesond.alive()?;
-    let rss = env.stop(mesond).await?;
+            .boxed()
+        }),
+    };
     let quotas = meson_core::quota::Resources::parse_list(
         meson_core::quota::Resources::DEFAULT_QUOTAS,
         QUOTAS,
     )
     .map_err(|e| anyhow::anyhow!("the bench's quotas: {e}"))?;
-    let inner = without_http(env, &sim, clients, warmup, window, quotas)
+    let in_process = without_http(env, &sim, quotas)
         .await
         .context("meson without HTTP")?;
+    let measured = measure(&[bare, over_http, in_process], clients, warmup, window).await?;
+    let [base, meson, inner]: [Pair; 3] = measured
+        .try_into()
+        .map_err(|_| anyhow::anyhow!("three systems, three results"))?;
+    drop(baseline.child);
+    mesond.alive()?;
+    let rss = env.stop(mesond).await?;
     sim.shutdown().await;
 
     let mut t = Table::new(
@@ -328,7 +403,9 @@ pub async fn api(env: &Env, clients: usize, window: Duration) -> anyhow::Result<
          log on; {TENANTS} tenants. A create takes two round trips (the hosts, then one \
          statement that checks the tenant's quotas and writes the VM, its volumes, its \
          action, its job and the audit entry in one commit); a read takes one (the VM with \
-         its volumes and NICs); each statement carries its tenant scope. Reads start once \
+         its volumes and NICs); each statement carries its tenant scope. Each measurement \
+         is cut into {SLICES} slices, the three systems' slices taking turns, so that a \
+         machine slowing down or speeding up weighs on all three alike. Reads start once \
          the database's statistics are up to date (`ANALYZE` after the creates, as \
          autovacuum soon does). mesond's peak \
          RSS: {:.0} MiB. Without HTTP: `App::vm_create` and `App::vm_get`, what the \
@@ -345,16 +422,13 @@ pub async fn api(env: &Env, clients: usize, window: Duration) -> anyhow::Result<
 /// holding the simulator's hosts: [`meson_api::App::vm_create`] and
 /// [`meson_api::App::vm_get`] (what `POST /v1/vms` and `GET /v1/vms/{id}`
 /// run once a call is admitted) in each tenant's scope, the create with an
-/// audit entry offered and the read's view serialized, called by `clients`
-/// tasks of this process on a scoped pool of 20 (mesond's default).
+/// audit entry offered and the read's view serialized, called by the
+/// bench's own tasks on a scoped pool of 20 (mesond's default).
 async fn without_http(
     env: &Env,
     sim: &atomos_sim::Simulator,
-    clients: usize,
-    warmup: Duration,
-    window: Duration,
     quotas: meson_core::quota::Resources,
-) -> anyhow::Result<Pair> {
+) -> anyhow::Result<System> {
     let db = env.fresh_db("api_inner", true).await?;
     let setup = db.pool(2).await?;
     mesond::server::register_targets(&setup, &sim.targets()).await?;
@@ -374,12 +448,10 @@ async fn without_http(
             .collect(),
     );
     let (a, ps) = (app.clone(), principals.clone());
-    measure(
-        &db,
-        clients,
-        warmup,
-        window,
-        move |c, seq| {
+    Ok(System {
+        name: "meson without HTTP",
+        db,
+        create: Arc::new(move |c, seq| {
             let (app, principals) = (a.clone(), ps.clone());
             async move {
                 let p = &principals[c % TENANTS];
@@ -401,8 +473,9 @@ async fn without_http(
                 ensure!(written, "the create did not write its audit entry");
                 Ok(vm.vm.id.to_string())
             }
-        },
-        move |c, id| {
+            .boxed()
+        }),
+        read: Arc::new(move |c, id| {
             let (app, principals) = (app.clone(), principals.clone());
             async move {
                 let p = &principals[c % TENANTS];
@@ -414,7 +487,7 @@ async fn without_http(
                 serde_json::to_vec(&meson_api::views::vm(&vm, &parts))?;
                 Ok(())
             }
-        },
-    )
-    .await
+            .boxed()
+        }),
+    })
 }

@@ -41,6 +41,7 @@ pub struct Rss {
 }
 
 /// A fresh database with meson's schema (or empty).
+#[derive(Clone)]
 pub struct Db {
     pub name: String,
     /// As the superuser.

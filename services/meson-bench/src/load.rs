@@ -12,6 +12,34 @@ pub struct Load {
     pub latency: Latency,
 }
 
+/// The calls one or more closed loops measured: their latencies, and how
+/// long the loops measured for.
+#[derive(Default)]
+pub struct Samples {
+    latencies: Vec<Duration>,
+    window: Duration,
+}
+
+impl Samples {
+    /// Adds another loop's calls (a later slice of the same measurement).
+    pub fn add(&mut self, other: Samples) {
+        self.latencies.extend(other.latencies);
+        self.window += other.window;
+    }
+
+    /// Calls per second over the whole window, and their latencies.
+    pub fn load(mut self) -> anyhow::Result<Load> {
+        ensure!(
+            !self.latencies.is_empty(),
+            "no request completed in the measured window"
+        );
+        Ok(Load {
+            per_sec: self.latencies.len() as f64 / self.window.as_secs_f64(),
+            latency: Latency::of(&mut self.latencies)?,
+        })
+    }
+}
+
 /// Runs `clients` loops of `call(client, seq)` for `warmup + window`;
 /// counts the calls that started after the warm-up and ended in the
 /// window. The first error stops the run and is returned: a load test that
@@ -22,6 +50,22 @@ pub async fn closed_loop<F, Fut>(
     window: Duration,
     call: F,
 ) -> anyhow::Result<Load>
+where
+    F: Fn(usize, u64) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = anyhow::Result<()>> + Send + 'static,
+{
+    closed_loop_samples(clients, warmup, window, call)
+        .await?
+        .load()
+}
+
+/// [`closed_loop`], its calls kept apart, to be added to others'.
+pub async fn closed_loop_samples<F, Fut>(
+    clients: usize,
+    warmup: Duration,
+    window: Duration,
+    call: F,
+) -> anyhow::Result<Samples>
 where
     F: Fn(usize, u64) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = anyhow::Result<()>> + Send + 'static,
@@ -51,24 +95,17 @@ where
             Ok::<_, anyhow::Error>(samples)
         });
     }
-    let mut all = Vec::new();
+    let mut latencies = Vec::new();
     while let Some(r) = tasks.join_next().await {
         match r? {
-            Ok(s) => all.extend(s),
+            Ok(s) => latencies.extend(s),
             Err(e) => {
                 tasks.abort_all();
                 return Err(e);
             }
         }
     }
-    ensure!(
-        !all.is_empty(),
-        "no request completed in the measured window"
-    );
-    Ok(Load {
-        per_sec: all.len() as f64 / window.as_secs_f64(),
-        latency: Latency::of(&mut all)?,
-    })
+    Ok(Samples { latencies, window })
 }
 
 /// A client for loopback load: a pool big enough for every client's
