@@ -419,11 +419,22 @@ mod tests {
         (vm, volumes, action, job)
     }
 
-    #[tokio::test]
-    async fn a_vm_read_lists_its_own_volumes_then_those_attached_then_its_nics() {
-        use crate::vms::{Created, NewVm, create, get_with_parts};
+    /// A VM of tenant `a` as a create writes it, with a standalone volume
+    /// attached to it (named to sort before the VM's own volumes) and a NIC.
+    struct VmWithParts {
+        db: TestDatabase,
+        own: PgPool,
+        tenant: TenantId,
+        vm: meson_core::vm::Vm,
+        volumes: Vec<meson_core::volume::Volume>,
+        extra: meson_core::volume::Volume,
+        nic: meson_core::network::Attachment,
+    }
+
+    async fn vm_with_parts() -> VmWithParts {
+        use crate::vms::{Created, NewVm, create};
         use meson_core::network::{Attachment, Network, NetworkCreate, NetworkStatus};
-        use meson_core::volume::{Volume, VolumeCreate, VolumeKind};
+        use meson_core::volume::{Volume, VolumeCreate};
         let db = TestDatabase::new().await;
         let own = own_scope(&db.api_pool());
         let tenant = TenantId("a".into());
@@ -442,7 +453,6 @@ mod tests {
             .await
             .expect("create");
         assert!(matches!(created, Created::Written(_)), "{created:?}");
-        // Named to sort before the VM's own volumes: it must still come last.
         let req = VolumeCreate::parse(&serde_json::json!({"name": "aaa", "size": 10}), &[])
             .expect("a valid volume");
         let extra = Volume::new_standalone(&tenant, &req);
@@ -474,7 +484,68 @@ mod tests {
         })
         .await
         .expect("a volume and a NIC attached");
+        VmWithParts {
+            db,
+            own,
+            tenant,
+            vm,
+            volumes,
+            extra,
+            nic,
+        }
+    }
 
+    impl VmWithParts {
+        /// The VM's parts as its read answers them (kept by `vm_parts`'s
+        /// triggers), and as computed from the volumes and NICs themselves
+        /// (what a list reads), volumes by id; `None` once it is gone.
+        async fn parts_both_ways(&self) -> (Option<Parts>, Parts) {
+            let scope = Scope::Tenant(self.tenant.clone());
+            let read = run(
+                scope.clone(),
+                crate::vms::get_with_parts(&self.own, &self.tenant, self.vm.id),
+            )
+            .await
+            .ok()
+            .map(|(_, mut vols, nics)| {
+                vols.sort_by_key(|v| v.id.0);
+                (vols, nics)
+            });
+            let ids = [self.vm.id];
+            let computed = run(scope, async {
+                let mut conn = crate::acquire(&self.db.api_pool()).await?;
+                let mut vols = crate::volumes::list_for_vms(&mut *conn, &ids).await?;
+                vols.extend(crate::volumes::attached_to_vms(&mut *conn, &ids).await?);
+                vols.sort_by_key(|v| v.id.0);
+                let nics = crate::networks::attachments_of(&mut *conn, &ids).await?;
+                Ok::<_, Error>((vols, nics))
+            })
+            .await
+            .expect("the parts computed");
+            (read, computed)
+        }
+    }
+
+    type Parts = (
+        Vec<meson_core::volume::Volume>,
+        Vec<meson_core::network::Attachment>,
+    );
+
+    #[tokio::test]
+    async fn a_vm_read_lists_its_own_volumes_then_those_attached_then_its_nics() {
+        use crate::vms::get_with_parts;
+        use meson_core::volume::VolumeKind;
+        let VmWithParts {
+            db: _db,
+            own,
+            tenant,
+            vm,
+            volumes,
+            extra,
+            nic,
+            ..
+        } = vm_with_parts().await;
+        let scope = Scope::Tenant(tenant.clone());
         let (_, vols, nics) = run(scope, get_with_parts(&own, &tenant, vm.id))
             .await
             .expect("read");
@@ -492,6 +563,115 @@ mod tests {
             (Some(vm.id), None, 10)
         );
         assert_eq!(nics, vec![nic]);
+    }
+
+    impl VmWithParts {
+        /// Asserts that the read answers the parts computed from scratch,
+        /// after `step`; returns them.
+        async fn agree(&self, step: &str) -> Parts {
+            let (read, computed) = self.parts_both_ways().await;
+            assert_eq!(read.as_ref(), Some(&computed), "after {step}");
+            computed
+        }
+    }
+
+    #[tokio::test]
+    async fn a_vm_read_follows_every_change_to_its_volumes_and_nics() {
+        use meson_core::volume::VolumeStatus;
+        let f = vm_with_parts().await;
+        let (vols, nics) = f.agree("the create, a volume and a NIC attached").await;
+        assert_eq!(vols.len(), f.volumes.len() + 1);
+        assert_eq!(nics, vec![f.nic.clone()]);
+        crate::volumes::set_status(&f.db.pool, f.volumes[0].id, VolumeStatus::Error)
+            .await
+            .expect("one volume's status");
+        f.agree("one volume's status").await;
+        crate::volumes::set_status_for_vm(&f.db.pool, f.vm.id, VolumeStatus::Available)
+            .await
+            .expect("every volume's status");
+        let (vols, _) = f.agree("every volume's status, in one statement").await;
+        assert!(
+            vols.iter()
+                .filter(|v| v.vm_id == Some(f.vm.id))
+                .all(|v| v.status == VolumeStatus::Available)
+        );
+        crate::volumes::detach_all(&f.db.pool, f.vm.id)
+            .await
+            .expect("detached");
+        let (vols, _) = f.agree("the standalone volume detached").await;
+        assert!(vols.iter().all(|v| v.id != f.extra.id));
+        // Attached again by a statement in the tenant's own scope.
+        run(Scope::Tenant(f.tenant.clone()), async {
+            let mut tx = crate::begin(&f.db.api_pool()).await?;
+            crate::volumes::attach(&mut tx, f.extra.id, f.vm.id).await?;
+            crate::networks::detach_vm(&mut tx, f.vm.id).await?;
+            crate::commit(tx).await
+        })
+        .await
+        .expect("attached again, the NIC detached");
+        let (vols, nics) = f
+            .agree("attached again in the tenant's scope, the NIC detached")
+            .await;
+        assert!(vols.iter().any(|v| v.id == f.extra.id));
+        assert!(nics.is_empty(), "{nics:?}");
+        // Deleted: its own volumes with it, the attached one detached.
+        let mut tx = crate::begin(&f.db.pool).await.expect("begin");
+        crate::vms::mark_deleted(&mut tx, f.vm.id)
+            .await
+            .expect("the VM deleted");
+        crate::commit(tx).await.expect("commit");
+        assert_eq!(f.parts_both_ways().await, (None, (vec![], vec![])));
+        let parts: (String, String) =
+            sqlx::query_as("select volumes::text, nics::text from vm_parts where vm_id = $1")
+                .bind(f.vm.id.0)
+                .fetch_one(&f.db.pool)
+                .await
+                .expect("the VM's parts");
+        assert_eq!(parts, ("[]".to_owned(), "[]".to_owned()));
+    }
+
+    #[tokio::test]
+    async fn concurrent_changes_to_one_vms_volumes_both_reach_its_read() {
+        use meson_core::volume::VolumeStatus;
+        let f = vm_with_parts().await;
+        let (first, second) = (f.volumes[0].id, f.volumes[1].id);
+        // The first transaction changes a volume and stays open.
+        let mut a = crate::begin(&f.db.pool).await.expect("begin");
+        crate::volumes::set_status(&mut *a, first, VolumeStatus::Error)
+            .await
+            .expect("the first change");
+        // The second changes another volume of the same VM meanwhile.
+        let pool = f.db.pool.clone();
+        let b = tokio::spawn(async move {
+            let mut b = crate::begin(&pool).await?;
+            crate::volumes::set_status(&mut *b, second, VolumeStatus::Deleting).await?;
+            crate::commit(b).await
+        });
+        // It waits for the first to end before it aggregates the VM's parts.
+        let mut waited = false;
+        for _ in 0..200 {
+            let waiting: i64 = sqlx::query_scalar(
+                "select count(*) from pg_stat_activity
+                 where datname = current_database() and wait_event_type = 'Lock'",
+            )
+            .fetch_one(&f.db.pool)
+            .await
+            .expect("pg_stat_activity");
+            if waiting > 0 {
+                waited = true;
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        assert!(waited, "the second change did not wait for the first");
+        crate::commit(a).await.expect("the first commits");
+        b.await.expect("joined").expect("the second commits");
+        let (vols, _) = f.agree("two concurrent changes").await;
+        let status = |id| vols.iter().find(|v| v.id == id).map(|v| v.status);
+        assert_eq!(
+            (status(first), status(second)),
+            (Some(VolumeStatus::Error), Some(VolumeStatus::Deleting))
+        );
     }
 
     #[tokio::test]

@@ -315,7 +315,8 @@ pub async fn create(pool: &PgPool, new: &NewVm<'_>) -> Result<Created, Error> {
 
 /// A tenant's own live VM with its volumes (its own ones, boot first, then
 /// cloud-init, then data volumes by name; then the standalone volumes
-/// attached to it, by name) and its NICs, in one statement. The tenant
+/// attached to it, by name) and its NICs, in one statement: the parts as
+/// the `vm_parts` triggers keep them, not aggregated per read. The tenant
 /// scope of the current task is set first, for this statement only: run it
 /// on the [`crate::scope::own_scope`] pool.
 pub async fn get_with_parts(
@@ -349,21 +350,10 @@ pub async fn get_with_parts(
                     v.atomos_id, v.target_id, t.name as target_name, v.provider, v.region,
                     host(v.ipv4) as ipv4, v.price_hourly, v.price_monthly, v.currency,
                     v.created_at, v.error_message,
-                    coalesce((select json_agg(x order by x.vm_id is distinct from v.id,
-                                array_position(array['boot', 'cloudinit', 'data'], x.kind), x.name)
-                              from (select o.id, o.tenant_id, o.vm_id, o.name, o.kind, o.size_gb,
-                                           o.atomos_name, o.atomos_id, o.status, o.labels,
-                                           o.bootable, o.readonly, o.target_id, ot.name as host,
-                                           o.provider, o.region, o.attached_vm_id, o.created_at
-                                    from volumes o left join atomos_targets ot on ot.id = o.target_id
-                                    where (o.vm_id = v.id or o.attached_vm_id = v.id)
-                                      and o.deleted_at is null) x), '[]') as volumes,
-                    coalesce((select json_agg(json_build_object('vm_id', n.vm_id,
-                                'network_id', n.network_id, 'position', n.position,
-                                'mac', text(n.mac), 'address', host(n.address))
-                                order by n.position)
-                              from vm_networks n where n.vm_id = v.id), '[]') as nics
+                    coalesce(p.volumes, '[]') as volumes,
+                    coalesce(p.nics, '[]') as nics
              from vms v left join atomos_targets t on t.id = v.target_id
+                  left join vm_parts p on p.vm_id = v.id
              where v.id = $3 and v.tenant_id = $2 and v.cluster_id is null
                and v.deleted_at is null and scope.setting is not null
              offset 0

@@ -1,0 +1,122 @@
+-- A VM's volumes and NICs as its read answers them (`GET /v1/vms/{id}`),
+-- kept by triggers as they change, so that the read fetches one row instead
+-- of aggregating both tables for every request: per read, the aggregation
+-- cost PostgreSQL three times the VM's own lookup.
+--
+-- The triggers run per statement, in the writing transaction: a change and
+-- its VM's parts commit together or not at all. A refresh locks the VM's
+-- row here before it aggregates, and aggregates in a snapshot taken after
+-- the lock: of two transactions changing the same VM's volumes, the second
+-- waits for the first and then sees its changes (an aggregate computed
+-- before the wait would write the first one's changes back out). VMs are
+-- locked in id order, so two statements refreshing the same VMs cannot
+-- deadlock on them.
+
+create table vm_parts (
+    vm_id uuid primary key references vms (id) on delete cascade,
+    tenant_id text not null,
+    -- As `meson_db::volumes::VolumeRow`s: the VM's own volumes (boot,
+    -- cloud-init, data, each by name), then those attached to it.
+    volumes json not null default '[]',
+    -- As `meson_db::networks::AttachmentRow`s, by position.
+    nics json not null default '[]'
+);
+alter table vm_parts enable row level security;
+alter table vm_parts force row level security;
+create policy tenant_isolation on vm_parts using (meson_tenant_visible(tenant_id));
+
+-- Recomputes the parts of each VM in `ids` (nulls and repeats ignored; a VM
+-- the session cannot see, or that is gone, is skipped).
+create function meson_refresh_vm_parts(ids uuid[]) returns void language plpgsql as $$
+declare
+    vm uuid;
+begin
+    for vm in select distinct x from unnest(ids) x where x is not null order by x loop
+        insert into vm_parts (vm_id, tenant_id)
+            select v.id, v.tenant_id from vms v where v.id = vm
+            on conflict (vm_id) do nothing;
+        perform 1 from vm_parts where vm_id = vm for update;
+        if not found then
+            continue;
+        end if;
+        update vm_parts set
+            volumes = coalesce((
+                select json_agg(x order by x.vm_id is distinct from vm,
+                                array_position(array['boot', 'cloudinit', 'data'], x.kind), x.name)
+                from (select o.id, o.tenant_id, o.vm_id, o.name, o.kind, o.size_gb,
+                             o.atomos_name, o.atomos_id, o.status, o.labels,
+                             o.bootable, o.readonly, o.target_id, ot.name as host,
+                             o.provider, o.region, o.attached_vm_id, o.created_at
+                      from volumes o left join atomos_targets ot on ot.id = o.target_id
+                      where (o.vm_id = vm or o.attached_vm_id = vm)
+                        and o.deleted_at is null) x), '[]'),
+            nics = coalesce((
+                select json_agg(json_build_object('vm_id', n.vm_id,
+                                'network_id', n.network_id, 'position', n.position,
+                                'mac', text(n.mac), 'address', host(n.address))
+                                order by n.position)
+                from vm_networks n where n.vm_id = vm), '[]')
+        where vm_id = vm;
+    end loop;
+end;
+$$;
+
+-- After a statement on volumes: the VMs its rows belonged or were attached
+-- to, before and after.
+create function meson_volumes_changed() returns trigger language plpgsql as $$
+declare
+    ids uuid[] := '{}';
+begin
+    if tg_op in ('UPDATE', 'DELETE') then
+        ids := ids || array(select unnest(array[vm_id, attached_vm_id]) from old_rows);
+    end if;
+    if tg_op in ('INSERT', 'UPDATE') then
+        ids := ids || array(select unnest(array[vm_id, attached_vm_id]) from new_rows);
+    end if;
+    perform meson_refresh_vm_parts(ids);
+    return null;
+end;
+$$;
+
+create trigger volumes_vm_parts_insert after insert on volumes
+    referencing new table as new_rows
+    for each statement execute function meson_volumes_changed();
+create trigger volumes_vm_parts_update after update on volumes
+    referencing old table as old_rows new table as new_rows
+    for each statement execute function meson_volumes_changed();
+create trigger volumes_vm_parts_delete after delete on volumes
+    referencing old table as old_rows
+    for each statement execute function meson_volumes_changed();
+
+-- After a statement on vm_networks: the VMs of its rows.
+create function meson_vm_networks_changed() returns trigger language plpgsql as $$
+declare
+    ids uuid[] := '{}';
+begin
+    if tg_op in ('UPDATE', 'DELETE') then
+        ids := ids || array(select vm_id from old_rows);
+    end if;
+    if tg_op in ('INSERT', 'UPDATE') then
+        ids := ids || array(select vm_id from new_rows);
+    end if;
+    perform meson_refresh_vm_parts(ids);
+    return null;
+end;
+$$;
+
+create trigger vm_networks_vm_parts_insert after insert on vm_networks
+    referencing new table as new_rows
+    for each statement execute function meson_vm_networks_changed();
+create trigger vm_networks_vm_parts_update after update on vm_networks
+    referencing old table as old_rows new table as new_rows
+    for each statement execute function meson_vm_networks_changed();
+create trigger vm_networks_vm_parts_delete after delete on vm_networks
+    referencing old table as old_rows
+    for each statement execute function meson_vm_networks_changed();
+
+-- The VMs stored before this migration.
+select set_config('meson.tenant', '*', true);
+select meson_refresh_vm_parts(array(
+    select distinct vm_id from volumes where vm_id is not null
+    union select distinct attached_vm_id from volumes where attached_vm_id is not null
+    union select distinct vm_id from vm_networks));
