@@ -6,7 +6,8 @@
 -- The triggers run per statement, in the writing transaction: a change and
 -- its VM's parts commit together or not at all. A refresh locks the VM's
 -- row here before it aggregates, and aggregates in a snapshot taken after
--- the lock: of two transactions changing the same VM's volumes, the second
+-- the lock (a VM's first row is written as aggregated; a transaction that
+-- meets another's first row waits for it, then aggregates again): of two transactions changing the same VM's volumes, the second
 -- waits for the first and then sees its changes (an aggregate computed
 -- before the wait would write the first one's changes back out). VMs are
 -- locked in id order, so two statements refreshing the same VMs cannot
@@ -25,37 +26,62 @@ alter table vm_parts enable row level security;
 alter table vm_parts force row level security;
 create policy tenant_isolation on vm_parts using (meson_tenant_visible(tenant_id));
 
+-- A VM's volumes as its read answers them: its own (boot, cloud-init, data,
+-- each by name), then those attached to it. (PL/pgSQL, not SQL, for these
+-- two: a plan cached per session instead of one made at every call.)
+create function meson_vm_volumes(vm uuid) returns json language plpgsql stable as $$
+begin
+    return coalesce((
+        select json_agg(x order by x.vm_id is distinct from vm,
+                        array_position(array['boot', 'cloudinit', 'data'], x.kind), x.name)
+        from (select o.id, o.tenant_id, o.vm_id, o.name, o.kind, o.size_gb,
+                     o.atomos_name, o.atomos_id, o.status, o.labels,
+                     o.bootable, o.readonly, o.target_id, ot.name as host,
+                     o.provider, o.region, o.attached_vm_id, o.created_at
+              from volumes o left join atomos_targets ot on ot.id = o.target_id
+              where (o.vm_id = vm or o.attached_vm_id = vm)
+                and o.deleted_at is null) x), '[]');
+end;
+$$;
+
+-- A VM's NICs as its read answers them, by position.
+create function meson_vm_nics(vm uuid) returns json language plpgsql stable as $$
+begin
+    return coalesce((
+        select json_agg(json_build_object('vm_id', n.vm_id,
+                        'network_id', n.network_id, 'position', n.position,
+                        'mac', text(n.mac), 'address', host(n.address))
+                        order by n.position)
+        from vm_networks n where n.vm_id = vm), '[]');
+end;
+$$;
+
 -- Recomputes the parts of each VM in `ids` (nulls and repeats ignored; a VM
--- the session cannot see, or that is gone, is skipped).
+-- the session cannot see, or that is gone, is skipped, and so are cluster
+-- nodes, which that read does not answer).
 create function meson_refresh_vm_parts(ids uuid[]) returns void language plpgsql as $$
 declare
     vm uuid;
 begin
     for vm in select distinct x from unnest(ids) x where x is not null order by x loop
-        insert into vm_parts (vm_id, tenant_id)
-            select v.id, v.tenant_id from vms v where v.id = vm
-            on conflict (vm_id) do nothing;
         perform 1 from vm_parts where vm_id = vm for update;
         if not found then
-            continue;
+            -- The VM's first parts (its create): nobody else holds them yet.
+            insert into vm_parts (vm_id, tenant_id, volumes, nics)
+                select v.id, v.tenant_id, meson_vm_volumes(vm), meson_vm_nics(vm)
+                from vms v where v.id = vm and v.cluster_id is null
+                on conflict (vm_id) do nothing;
+            if found then
+                continue;
+            end if;
+            -- Another transaction wrote them first (or the VM is not kept):
+            -- aggregated again below once that one has ended.
+            perform 1 from vm_parts where vm_id = vm for update;
+            if not found then
+                continue;
+            end if;
         end if;
-        update vm_parts set
-            volumes = coalesce((
-                select json_agg(x order by x.vm_id is distinct from vm,
-                                array_position(array['boot', 'cloudinit', 'data'], x.kind), x.name)
-                from (select o.id, o.tenant_id, o.vm_id, o.name, o.kind, o.size_gb,
-                             o.atomos_name, o.atomos_id, o.status, o.labels,
-                             o.bootable, o.readonly, o.target_id, ot.name as host,
-                             o.provider, o.region, o.attached_vm_id, o.created_at
-                      from volumes o left join atomos_targets ot on ot.id = o.target_id
-                      where (o.vm_id = vm or o.attached_vm_id = vm)
-                        and o.deleted_at is null) x), '[]'),
-            nics = coalesce((
-                select json_agg(json_build_object('vm_id', n.vm_id,
-                                'network_id', n.network_id, 'position', n.position,
-                                'mac', text(n.mac), 'address', host(n.address))
-                                order by n.position)
-                from vm_networks n where n.vm_id = vm), '[]')
+        update vm_parts set volumes = meson_vm_volumes(vm), nics = meson_vm_nics(vm)
         where vm_id = vm;
     end loop;
 end;
