@@ -144,6 +144,7 @@ fn main() -> std::process::ExitCode {
 #[allow(clippy::print_stdout)] // the report is the program's output
 async fn run(cli: Cli) -> anyhow::Result<()> {
     let started = Instant::now();
+    let cpu_at_start = stats::CpuTimes::now();
     let env = env::Env::start(cli.work.clone(), cli.mesond.clone()).await?;
     let mut report = header(&env).await;
     let wants = |s: &str| cli.sections.iter().any(|x| x == s);
@@ -155,26 +156,39 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     }
     let result = async {
         if wants("queue") {
+            let cpu = stats::CpuTimes::now();
             let q = queue::throughput(&env, cli.jobs).await?;
             report.push_str(&q.table.render());
             report.push('\n');
+            report.push_str(&stats::stolen_since(cpu, "this section"));
+            report.push('\n');
         }
         if wants("pickup") {
+            let cpu = stats::CpuTimes::now();
             report.push_str(&queue::pickup(&env, cli.pickup_samples).await?.render());
+            report.push('\n');
+            report.push_str(&stats::stolen_since(cpu, "this section"));
             report.push('\n');
         }
         if wants("api") {
+            let cpu = stats::CpuTimes::now();
             let window = std::time::Duration::from_secs(cli.seconds);
             report.push_str(&api::api(&env, cli.clients, window).await?.render());
             report.push('\n');
+            report.push_str(&stats::stolen_since(cpu, "this section"));
+            report.push('\n');
         }
         if wants("provision") {
+            let cpu = stats::CpuTimes::now();
             let boot = std::time::Duration::from_millis(cli.boot_ms);
             let t = provision::provision(&env, boot, &cli.cluster_sizes).await?;
             report.push_str(&t.render());
             report.push('\n');
+            report.push_str(&stats::stolen_since(cpu, "this section"));
+            report.push('\n');
         }
         if wants("scale") {
+            let cpu = stats::CpuTimes::now();
             let window = std::time::Duration::from_secs(cli.seconds.div_ceil(3));
             let tables = scale::scale(
                 &env,
@@ -188,6 +202,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 report.push_str(&t.render());
                 report.push('\n');
             }
+            report.push_str(&stats::stolen_since(cpu, "this section"));
+            report.push('\n');
         }
         if let Some(t) = memory(&env)? {
             report.push_str(&t.render());
@@ -199,8 +215,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     env.shutdown().await?;
     result?;
     report.push_str(&format!(
-        "\nThe run took {:.0} s.\n",
-        started.elapsed().as_secs_f64()
+        "\nThe run took {:.0} s.\n{}",
+        started.elapsed().as_secs_f64(),
+        stats::stolen_since(cpu_at_start, "the run")
     ));
     println!("{report}");
     if let Some(dir) = cli.out.parent() {

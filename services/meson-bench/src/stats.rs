@@ -127,6 +127,60 @@ impl Table {
     }
 }
 
+/// The machine's CPU time so far, all CPUs (`/proc/stat`, in ticks).
+#[derive(Clone, Copy, Debug)]
+pub struct CpuTimes {
+    total: u64,
+    steal: u64,
+}
+
+impl CpuTimes {
+    /// Now; `None` where `/proc/stat` cannot be read.
+    pub fn now() -> Option<CpuTimes> {
+        Self::parse(&std::fs::read_to_string("/proc/stat").ok()?)
+    }
+
+    /// From `/proc/stat`'s first line: user, nice, system, idle, iowait,
+    /// irq, softirq, steal (guest time is already in user).
+    fn parse(stat: &str) -> Option<CpuTimes> {
+        let fields: Vec<u64> = stat
+            .lines()
+            .next()?
+            .strip_prefix("cpu ")?
+            .split_whitespace()
+            .take(8)
+            .map(|f| f.parse().ok())
+            .collect::<Option<_>>()?;
+        (fields.len() == 8).then(|| CpuTimes {
+            total: fields.iter().sum(),
+            steal: fields[7],
+        })
+    }
+
+    /// The share of the machine's CPU time a hypervisor gave other guests
+    /// since `earlier`: figures taken while it was high are slower than the
+    /// same code's on a machine of its own, by more than their ratios show.
+    pub fn steal_since(&self, earlier: &CpuTimes) -> Option<f64> {
+        let total = self.total.checked_sub(earlier.total)?;
+        let steal = self.steal.checked_sub(earlier.steal)?;
+        (total > 0).then(|| steal as f64 / total as f64)
+    }
+}
+
+/// A line saying how much CPU time was stolen since `since`, if known.
+pub fn stolen_since(since: Option<CpuTimes>, what: &str) -> String {
+    match (since, CpuTimes::now()) {
+        (Some(a), Some(b)) => match b.steal_since(&a) {
+            Some(share) => format!(
+                "CPU time stolen by the hypervisor during {what}: {:.0}%.\n",
+                share * 100.0
+            ),
+            None => String::new(),
+        },
+        _ => String::new(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -149,5 +203,16 @@ mod tests {
         assert_eq!(rate(999.6), "1,000");
         assert_eq!(ratio(3.0, 2.0), "1.50×");
         assert_eq!(ratio(1.0, 0.0), "n/a");
+    }
+
+    #[test]
+    fn steal_is_its_share_of_all_cpu_time_between_two_readings() {
+        let a = CpuTimes::parse("cpu  100 0 50 800 10 0 0 40 0 0\ncpu0 1 2 3\n").unwrap();
+        let b = CpuTimes::parse("cpu  200 0 100 1500 20 0 0 180 0 0\n").unwrap();
+        // 1,000 ticks in all between them, 140 of them stolen.
+        assert_eq!(b.steal_since(&a), Some(0.14));
+        assert_eq!(a.steal_since(&b), None);
+        assert!(CpuTimes::parse("intr 1 2 3").is_none());
+        assert!(CpuTimes::parse("cpu  1 2 3").is_none());
     }
 }
