@@ -100,58 +100,43 @@ begin
 end;
 $$;
 
--- After a statement on volumes: the VMs its rows belonged or were attached
--- to, before and after.
-create function meson_volumes_changed() returns trigger language plpgsql as $$
+-- After a statement on volumes or vm_networks: the VMs its rows belonged
+-- or were attached to, before and after (`attached_vm_id` is the volumes'
+-- only: a NIC's reads null).
+create function meson_vm_parts_changed() returns trigger language plpgsql as $$
 declare
     ids uuid[] := '{}';
 begin
     if tg_op in ('UPDATE', 'DELETE') then
-        ids := ids || array(select unnest(array[vm_id, attached_vm_id]) from old_rows);
+        ids := ids || array(select (to_jsonb(r) ->> c)::uuid
+                            from old_rows r, unnest(array['vm_id', 'attached_vm_id']) c);
     end if;
     if tg_op in ('INSERT', 'UPDATE') then
-        ids := ids || array(select unnest(array[vm_id, attached_vm_id]) from new_rows);
+        ids := ids || array(select (to_jsonb(r) ->> c)::uuid
+                            from new_rows r, unnest(array['vm_id', 'attached_vm_id']) c);
     end if;
     perform meson_refresh_vm_parts(ids);
     return null;
 end;
 $$;
 
-create trigger volumes_vm_parts_insert after insert on volumes
-    referencing new table as new_rows
-    for each statement execute function meson_volumes_changed();
-create trigger volumes_vm_parts_update after update on volumes
-    referencing old table as old_rows new table as new_rows
-    for each statement execute function meson_volumes_changed();
-create trigger volumes_vm_parts_delete after delete on volumes
-    referencing old table as old_rows
-    for each statement execute function meson_volumes_changed();
-
--- After a statement on vm_networks: the VMs of its rows.
-create function meson_vm_networks_changed() returns trigger language plpgsql as $$
+do $$
 declare
-    ids uuid[] := '{}';
+    t text;
 begin
-    if tg_op in ('UPDATE', 'DELETE') then
-        ids := ids || array(select vm_id from old_rows);
-    end if;
-    if tg_op in ('INSERT', 'UPDATE') then
-        ids := ids || array(select vm_id from new_rows);
-    end if;
-    perform meson_refresh_vm_parts(ids);
-    return null;
+    foreach t in array array['volumes', 'vm_networks'] loop
+        execute format('create trigger %1$s_vm_parts_insert after insert on %1$I
+                            referencing new table as new_rows
+                            for each statement execute function meson_vm_parts_changed()', t);
+        execute format('create trigger %1$s_vm_parts_update after update on %1$I
+                            referencing old table as old_rows new table as new_rows
+                            for each statement execute function meson_vm_parts_changed()', t);
+        execute format('create trigger %1$s_vm_parts_delete after delete on %1$I
+                            referencing old table as old_rows
+                            for each statement execute function meson_vm_parts_changed()', t);
+    end loop;
 end;
 $$;
-
-create trigger vm_networks_vm_parts_insert after insert on vm_networks
-    referencing new table as new_rows
-    for each statement execute function meson_vm_networks_changed();
-create trigger vm_networks_vm_parts_update after update on vm_networks
-    referencing old table as old_rows new table as new_rows
-    for each statement execute function meson_vm_networks_changed();
-create trigger vm_networks_vm_parts_delete after delete on vm_networks
-    referencing old table as old_rows
-    for each statement execute function meson_vm_networks_changed();
 
 -- The VMs stored before this migration.
 select set_config('meson.tenant', '*', true);

@@ -535,18 +535,11 @@ mod tests {
     async fn a_vm_read_lists_its_own_volumes_then_those_attached_then_its_nics() {
         use crate::vms::get_with_parts;
         use meson_core::volume::VolumeKind;
-        let VmWithParts {
-            db: _db,
-            own,
-            tenant,
-            vm,
-            volumes,
-            extra,
-            nic,
-            ..
-        } = vm_with_parts().await;
+        let f = vm_with_parts().await;
+        let (own, tenant, vm, volumes, extra, nic) =
+            (&f.own, &f.tenant, &f.vm, &f.volumes, &f.extra, &f.nic);
         let scope = Scope::Tenant(tenant.clone());
-        let (_, vols, nics) = run(scope, get_with_parts(&own, &tenant, vm.id))
+        let (_, vols, nics) = run(scope, get_with_parts(own, tenant, vm.id))
             .await
             .expect("read");
         let mut want = Vec::new();
@@ -562,7 +555,7 @@ mod tests {
             (attached.attached_to, attached.vm_id, attached.size_gb),
             (Some(vm.id), None, 10)
         );
-        assert_eq!(nics, vec![nic]);
+        assert_eq!(nics, vec![nic.clone()]);
     }
 
     impl VmWithParts {
