@@ -130,46 +130,27 @@ pub async fn enqueue(tx: &mut Tx<'_>, job: &NewJob) -> Result<Enqueued, Error> {
 /// claim cost 10 ms. The picks are `materialized` CTEs: without that fence
 /// the planner may join them as a nested loop and lock, and bump the
 /// attempt of, more rows than `limit` (Oban's basic engine documents the
-/// trap).
+/// trap). The statement is the function `meson_claim_jobs`, whose plan finds
+/// the picked jobs by primary key whatever the planner's statistics (its
+/// migration tells what a join with the picks cost).
 pub async fn claim(
-    pool: &PgPool,
+    db: impl sqlx::PgExecutor<'_>,
     worker: &str,
     kinds: &[String],
     limit: i64,
     lease_secs: f64,
 ) -> Result<Vec<ClaimedJob>, Error> {
     let rows = sqlx::query!(
-        r#"with expired as materialized (
-             select id from jobs
-             where state = 'running' and lease_expires_at < now() and kind = any($1)
-             order by lease_expires_at
-             limit $2
-             for update skip locked
-           ), available as materialized (
-             select id from jobs
-             where state = 'available' and run_at <= now() and kind = any($1)
-             order by priority, run_at, id
-             limit $2 - (select count(*) from expired)
-             for update skip locked
-           ), picked as (
-             select id from expired union all select id from available
-           )
-           update jobs j
-           set state = 'running', attempt = j.attempt + 1, locked_by = $3,
-               lease_expires_at = now() + make_interval(secs => $4)
-           from picked where j.id = picked.id
-           returning j.id, j.kind, j.args, j.attempt, j.max_attempts, j.action_id, j.failure,
-                     greatest(extract(epoch from (now() - j.run_at)), 0)::float8 as "waited_secs!",
-                     j.trace_context,
-                     (select coalesce(jsonb_agg(jsonb_build_array(s.step, s.direction, s.output)
-                                                order by s.finished_at), '[]'::jsonb)
-                      from workflow_steps s where s.job_id = j.id) as "steps!""#,
+        r#"select id as "id!", kind as "kind!", args as "args!", attempt as "attempt!",
+                  max_attempts as "max_attempts!", action_id, failure,
+                  waited_secs as "waited_secs!", trace_context, steps as "steps!"
+           from meson_claim_jobs($1, $2, $3, $4)"#,
         kinds,
         limit,
         worker,
         lease_secs,
     )
-    .fetch_all(pool)
+    .fetch_all(db)
     .await
     .ctx("claiming jobs")?;
     rows.into_iter()
@@ -414,10 +395,16 @@ pub struct Ended {
 /// one statement. Returns the jobs finished; the others are no longer ours
 /// (their lease expired and another worker took them), and their actions
 /// are left alone. Rows are locked in id order (see [`heartbeat`]).
+///
+/// The statement is the function `meson_finish_jobs`, which looks each job
+/// up by primary key whatever the planner's statistics (its migration tells
+/// what a join cost), locking them in the order given: sorted here.
 pub async fn finish_many(
     db: impl sqlx::PgExecutor<'_>,
     jobs: &[Ending<'_>],
 ) -> Result<Vec<Ended>, Error> {
+    let mut jobs: Vec<&Ending<'_>> = jobs.iter().collect();
+    jobs.sort_by_key(|j| j.job.0);
     let ids: Vec<i64> = jobs.iter().map(|j| j.job.0).collect();
     let attempts: Vec<i32> = jobs.iter().map(|j| j.attempt).collect();
     let codes: Vec<Option<String>> = jobs
@@ -429,32 +416,7 @@ pub async fn finish_many(
         .map(|j| j.failure.map(|f| f.message.clone()))
         .collect();
     let rows = sqlx::query!(
-        r#"with mine as materialized (
-             select j.id, u.code, u.message from jobs j
-             join unnest($1::bigint[], $2::int[], $3::text[], $4::text[])
-                  as u(id, attempt, code, message)
-               on j.id = u.id and j.attempt = u.attempt
-             where j.state = 'running'
-             order by j.id
-             for update of j
-           ), done as (
-             update jobs j
-             set state = case when m.code is null then 'succeeded' else 'failed' end,
-                 finalized_at = now(), lease_expires_at = null
-             from mine m where j.id = m.id
-             returning j.id, j.action_id, m.code, m.message
-           ), ended as (
-             update actions a
-             set status = case when d.code is null then 'success' else 'error' end,
-                 finished = now(), error_code = d.code, error_message = d.message,
-                 progress = case when d.code is null then 100 else a.progress end
-             from done d
-             where a.id = d.action_id and a.status = 'running'
-             returning a.id, a.command,
-                       extract(epoch from (a.finished - a.started))::float8 as seconds
-           )
-           select d.id as "id!", e.command as "command?", e.seconds as "seconds?"
-           from done d left join ended e on e.id = d.action_id"#,
+        r#"select id as "id!", command, seconds from meson_finish_jobs($1, $2, $3, $4)"#,
         &ids,
         &attempts,
         &codes as &[Option<String>],
@@ -553,6 +515,34 @@ pub async fn testing_writers(pool: &PgPool, ids: &[JobId]) -> Result<i64, Error>
     .fetch_one(pool)
     .await
     .ctx("counting job writers")
+}
+
+/// What the session's open transaction read of `jobs` so far, so tests can
+/// see how a statement found its rows.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TestingReads {
+    pub seq_scans: i64,
+    pub seq_rows: i64,
+    pub index_fetches: i64,
+}
+
+#[doc(hidden)]
+pub async fn testing_reads(db: impl sqlx::PgExecutor<'_>) -> Result<TestingReads, Error> {
+    let r = sqlx::query!(
+        r#"select coalesce(sum(seq_scan), 0)::int8 as "seq_scans!",
+                  coalesce(sum(seq_tup_read), 0)::int8 as "seq_rows!",
+                  coalesce(sum(idx_tup_fetch), 0)::int8 as "index_fetches!"
+           from pg_stat_xact_user_tables where relname = 'jobs'"#
+    )
+    .fetch_one(db)
+    .await
+    .ctx("reading the transaction's table statistics")?;
+    Ok(TestingReads {
+        seq_scans: r.seq_scans,
+        seq_rows: r.seq_rows,
+        index_fetches: r.index_fetches,
+    })
 }
 
 /// The states of these jobs, in id order.
