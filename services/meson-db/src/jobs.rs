@@ -284,6 +284,24 @@ pub async fn fence(tx: &mut Tx<'_>, id: JobId, attempt: i32) -> Result<bool, Err
     Ok(row.is_some())
 }
 
+/// [`fence`], shared with the job's other writers that only add to its
+/// step log (the items of a fan-out, each recorded in its own transaction
+/// as it ends): they no longer wait for each other's commits, and a
+/// reclaim, a heartbeat or a completion still waits for all of them. A
+/// transaction fenced so must not update the job's row (two of them would
+/// deadlock upgrading their locks).
+pub async fn fence_shared(tx: &mut Tx<'_>, id: JobId, attempt: i32) -> Result<bool, Error> {
+    let row = sqlx::query_scalar!(
+        r#"select id from jobs where id = $1 and attempt = $2 and state = 'running' for share"#,
+        id.0,
+        attempt,
+    )
+    .fetch_optional(&mut **tx)
+    .await
+    .ctx("fencing a job")?;
+    Ok(row.is_some())
+}
+
 /// Step outputs recorded so far: (step, direction, output), for operators
 /// and tests (a claim brings them to the worker).
 pub async fn steps(pool: &PgPool, id: JobId) -> Result<Vec<(String, String, Value)>, Error> {
@@ -574,8 +592,76 @@ pub async fn counts(pool: &PgPool) -> Result<Vec<(String, String, i64)>, Error> 
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn records_of_one_job_share_its_lock_and_a_heartbeat_waits_for_them() {
+        let db = crate::testing::TestDatabase::new().await;
+        let mut tx = crate::begin(&db.pool).await.expect("begin");
+        let new = NewJob {
+            kind: "k".into(),
+            args: serde_json::json!({}),
+            priority: 2,
+            max_attempts: 3,
+            concurrency_key: None,
+            action_id: None,
+            tenant_id: None,
+            trace_context: None,
+        };
+        let Enqueued::Job(id) = enqueue(&mut tx, &new).await.expect("enqueue") else {
+            panic!("no job")
+        };
+        crate::commit(tx).await.expect("commit");
+        let job = claim(&db.pool, "w", &["k".to_owned()], 1, 30.0)
+            .await
+            .expect("claim")
+            .remove(0);
+        // Two items record at once: the second fences while the first's
+        // transaction is open, without waiting for it (it would fail here).
+        let mut a = crate::begin(&db.pool).await.expect("begin");
+        let mut b = crate::begin(&db.pool).await.expect("begin");
+        sqlx::raw_sql("set local lock_timeout = '2s'")
+            .execute(&mut *b)
+            .await
+            .expect("lock_timeout");
+        for (tx, step) in [(&mut a, "s[1]"), (&mut b, "s[2]")] {
+            assert!(fence_shared(tx, id, job.attempt).await.expect("fence"));
+            record_step(tx, id, job.attempt, step, "do", &Value::Null)
+                .await
+                .expect("record");
+        }
+        // A heartbeat (as a reclaim or a completion would) waits for both.
+        let pool = db.pool.clone();
+        let beat = tokio::spawn(async move { heartbeat(&pool, &[(id, job.attempt)], 30.0).await });
+        let mut waited = false;
+        for _ in 0..200 {
+            let waiting: i64 = sqlx::query_scalar(
+                "select count(*) from pg_stat_activity
+                 where datname = current_database() and wait_event_type = 'Lock'",
+            )
+            .fetch_one(&db.pool)
+            .await
+            .expect("pg_stat_activity");
+            if waiting > 0 {
+                waited = true;
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        assert!(waited, "the heartbeat did not wait for the records");
+        crate::commit(a).await.expect("commit a");
+        crate::commit(b).await.expect("commit b");
+        assert_eq!(beat.await.expect("joined").expect("heartbeat"), vec![id]);
+        let steps: Vec<String> = steps(&db.pool, id)
+            .await
+            .expect("steps")
+            .into_iter()
+            .map(|(s, _, _)| s)
+            .collect();
+        assert_eq!(steps.len(), 2, "{steps:?}");
+    }
 
     #[test]
     fn a_locked_enqueue_names_the_resource_and_the_blocking_action() {

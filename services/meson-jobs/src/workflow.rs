@@ -249,7 +249,9 @@ impl<P, S: Step> StepCtx<'_, P, S> {
 
     async fn record_item(&self, key: &str, out: &Value) -> StepResult<()> {
         let mut tx = meson_db::begin(self.pool).await?;
-        if !meson_db::jobs::fence(&mut tx, self.job, self.attempt).await? {
+        // Items end at the same time (a cluster's nodes booting together):
+        // their records share the job's lock instead of queueing for it.
+        if !meson_db::jobs::fence_shared(&mut tx, self.job, self.attempt).await? {
             return Err(StepError::retryable(
                 "lease_lost",
                 "another worker owns this job now",
