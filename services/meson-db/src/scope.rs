@@ -624,6 +624,42 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_vm_that_becomes_a_clusters_node_keeps_no_parts() {
+        use meson_core::volume::VolumeStatus;
+        let f = vm_with_parts().await;
+        f.agree("the create").await;
+        let kept = async || -> i64 {
+            sqlx::query_scalar("select count(*) from vm_parts where vm_id = $1")
+                .bind(f.vm.id.0)
+                .fetch_one(&f.db.pool)
+                .await
+                .expect("counting the VM's parts")
+        };
+        assert_eq!(kept().await, 1);
+        // Written as a plain VM, then tied to its cluster (as a node's VM is).
+        sqlx::raw_sql(&format!(
+            "insert into clusters (id, tenant_id, name, status, spec, kubernetes_version,
+                                   update_policy)
+             values ('00000000-0000-0000-0000-0000000000c1', 'a', 'k', 'creating', '{{}}',
+                     '1.29.2', 'NEVER_UPDATE');
+             update vms set cluster_id = '00000000-0000-0000-0000-0000000000c1'
+             where id = '{}';",
+            f.vm.id.0
+        ))
+        .execute(&f.db.pool)
+        .await
+        .expect("the VM tied to a cluster");
+        // The next change to its volumes drops its parts, and later ones
+        // write none.
+        for status in [VolumeStatus::Error, VolumeStatus::Available] {
+            crate::volumes::set_status_for_vm(&f.db.pool, f.vm.id, status)
+                .await
+                .expect("its volumes' status");
+            assert_eq!(kept().await, 0, "after {status:?}");
+        }
+    }
+
+    #[tokio::test]
     async fn concurrent_changes_to_one_vms_volumes_both_reach_its_read() {
         use meson_core::volume::VolumeStatus;
         let f = vm_with_parts().await;
