@@ -12,8 +12,56 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 use tokio::time::Instant;
 
-/// A host's VMs, as last listed, with when the listing was asked for.
-type Listing = Arc<tokio::sync::Mutex<Option<(Instant, Arc<Vec<atomos_driver::Vm>>)>>>;
+/// A host's list of one kind (its VMs, its volumes), as last asked for,
+/// with when it was asked for.
+type Listing<T> = Arc<tokio::sync::Mutex<Option<(Instant, Arc<Vec<T>>)>>>;
+
+/// Each host's latest list of one kind. Callers at the same time share one
+/// request: the first asks, the others wait for its answer; a host with
+/// many VMs being made is listed once for all of them, not once each.
+struct Listings<T> {
+    // Short critical sections only; each listing's own lock is held while
+    // it is asked for.
+    hosts: Mutex<HashMap<TargetId, Listing<T>>>,
+}
+
+impl<T> Default for Listings<T> {
+    fn default() -> Self {
+        Listings {
+            hosts: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+impl<T> Listings<T> {
+    /// `target`'s list, from a request asked for no earlier than `since`
+    /// (`list` asks for a new one).
+    async fn since<F>(
+        &self,
+        target: TargetId,
+        since: Instant,
+        list: impl FnOnce() -> F,
+    ) -> Result<Arc<Vec<T>>, DriverError>
+    where
+        F: std::future::Future<Output = Result<Vec<T>, DriverError>>,
+    {
+        let listing = match self.hosts.lock() {
+            Ok(mut map) => map.entry(target).or_default().clone(),
+            // A panic elsewhere: list on our own.
+            Err(_) => Listing::default(),
+        };
+        let mut last = listing.lock().await;
+        if let Some((asked, items)) = &*last
+            && *asked >= since
+        {
+            return Ok(items.clone());
+        }
+        let asked = Instant::now();
+        let items = Arc::new(list().await?);
+        *last = Some((asked, items.clone()));
+        Ok(items)
+    }
+}
 
 /// Driver clients, one per target, built on first use from the database.
 pub struct Atomos {
@@ -21,8 +69,8 @@ pub struct Atomos {
     options: ClientOptions,
     // Short critical sections only, never held across an await.
     clients: RwLock<HashMap<TargetId, AtomosClient>>,
-    // The same, for the map; each listing's own lock is held while it is asked for.
-    listings: Mutex<HashMap<TargetId, Listing>>,
+    vms: Listings<atomos_driver::Vm>,
+    volumes: Listings<atomos_driver::Volume>,
     /// Where the poll ticks of [`Atomos::next_tick`] count from.
     epoch: Instant,
 }
@@ -49,36 +97,22 @@ impl Atomos {
             pool,
             options,
             clients: RwLock::new(HashMap::new()),
-            listings: Mutex::new(HashMap::new()),
+            vms: Listings::default(),
+            volumes: Listings::default(),
             epoch: Instant::now(),
         }
     }
 
     /// The VMs of `target` (whose client is `c`), as listed by a request
-    /// asked for no earlier than `since`. Callers at the same time share
-    /// one request: the first asks, the others wait for its answer; a host
-    /// with many VMs booting is listed once per poll, not once per VM.
+    /// asked for no earlier than `since`, shared with the callers asking at
+    /// the same time: a host with many VMs booting is listed once per poll.
     pub async fn vms_since(
         &self,
         target: TargetId,
         c: &AtomosClient,
         since: Instant,
     ) -> Result<Arc<Vec<atomos_driver::Vm>>, DriverError> {
-        let listing = match self.listings.lock() {
-            Ok(mut map) => map.entry(target).or_default().clone(),
-            // A panic elsewhere: list on our own.
-            Err(_) => Listing::default(),
-        };
-        let mut last = listing.lock().await;
-        if let Some((asked, vms)) = &*last
-            && *asked >= since
-        {
-            return Ok(vms.clone());
-        }
-        let asked = Instant::now();
-        let vms = Arc::new(c.vms().await?);
-        *last = Some((asked, vms.clone()));
-        Ok(vms)
+        self.vms.since(target, since, || c.vms()).await
     }
 
     /// The VM called `name` on `target`, from a listing asked for now or
@@ -91,6 +125,24 @@ impl Atomos {
     ) -> Result<Option<atomos_driver::Vm>, DriverError> {
         let vms = self.vms_since(target, c, Instant::now()).await?;
         Ok(vms.iter().find(|v| v.name == name).cloned())
+    }
+
+    /// The volume called `name` on `target` (whose client is `c`), from a
+    /// listing asked for now or later, shared like [`Atomos::vms_since`]'s:
+    /// the nodes of a cluster being made on one host each look their
+    /// volumes up before making them.
+    pub async fn volume_by_name(
+        &self,
+        target: TargetId,
+        c: &AtomosClient,
+        name: &str,
+    ) -> Result<Option<atomos_driver::Volume>, StepError> {
+        let volumes = self
+            .volumes
+            .since(target, Instant::now(), || c.volumes())
+            .await
+            .map_err(step_error)?;
+        Ok(volumes.iter().find(|v| v.name == name).cloned())
     }
 
     /// The next multiple of `every` since this process's first client:
@@ -165,18 +217,6 @@ pub fn step_error(e: DriverError) -> StepError {
             format!("the hypervisor already has this resource: {}", e.message),
         ),
     }
-}
-
-/// Finds a volume by name on the target.
-pub async fn volume_by_name(
-    c: &AtomosClient,
-    name: &str,
-) -> Result<Option<atomos_driver::Volume>, StepError> {
-    Ok(c.volumes()
-        .await
-        .map_err(step_error)?
-        .into_iter()
-        .find(|v| v.name == name))
 }
 
 /// Destroys a volume by id; "already gone" is success.

@@ -8,9 +8,7 @@
 //! is found by name, what is recorded is trusted.
 
 use crate::Env;
-use crate::atomos::{
-    destroy_volume, destroy_volumes, step_error, unregister_by_name, volume_by_name,
-};
+use crate::atomos::{destroy_volume, destroy_volumes, step_error, unregister_by_name};
 use atomos_driver::{
     AtomosClient, ImageVolumeCreate, NetworkCreate, Register, VmState, VolumeCreate,
 };
@@ -161,9 +159,10 @@ where
     F: Fn(Volume) -> Fut,
     Fut: std::future::Future<Output = Result<String, atomos_driver::DriverError>>,
 {
+    let target = placed(vm)?.target_id;
     let mut ids = Vec::new();
     for v in volumes_of(env, vm.id, kind).await? {
-        let id = match volume_by_name(c, &v.atomos_name).await? {
+        let id = match env.atomos.volume_by_name(target, c, &v.atomos_name).await? {
             Some(found) if !replace => found.id,
             found => {
                 if let Some(stale) = found {
@@ -526,8 +525,13 @@ pub async fn teardown(env: &Env, vm: &Vm) -> StepResult<()> {
 /// too: it may have made one and crashed before recording) and clears the rows.
 pub async fn undo_volumes(env: &Env, vm: &Vm, kind: VolumeKind) -> StepResult<()> {
     let c = client(env, vm).await?;
+    let target = placed(vm)?.target_id;
     for v in volumes_of(env, vm.id, kind).await? {
-        if let Some(found) = volume_by_name(&c, &v.atomos_name).await? {
+        if let Some(found) = env
+            .atomos
+            .volume_by_name(target, &c, &v.atomos_name)
+            .await?
+        {
             destroy_volume(&c, &found.id).await?;
         }
         if let Some(id) = &v.atomos_id {

@@ -3,7 +3,7 @@
 //! It is then `available`, to be attached by a VM created on that host.
 
 use crate::Env;
-use crate::atomos::{destroy_volume, step_error, volume_by_name};
+use crate::atomos::{destroy_volume, step_error};
 use atomos_driver::VolumeCreate as DriverVolumeCreate;
 use meson_core::action::ActionFailure;
 use meson_core::volume::{Volume, VolumePlacement, VolumeStatus};
@@ -130,7 +130,11 @@ async fn ensure_volume(env: &Env, v: &Volume) -> StepResult<String> {
         .as_ref()
         .ok_or_else(|| StepError::internal("the volume has no placement yet"))?;
     let c = env.atomos.client(placement.target_id).await?;
-    let id = match volume_by_name(&c, &v.atomos_name).await? {
+    let id = match env
+        .atomos
+        .volume_by_name(placement.target_id, &c, &v.atomos_name)
+        .await?
+    {
         Some(found) => found.id,
         None => c
             .volume_create(&DriverVolumeCreate {
@@ -157,7 +161,11 @@ pub async fn destroy(env: &Env, v: &Volume) -> StepResult<()> {
         return Ok(());
     };
     let c = env.atomos.client(placement.target_id).await?;
-    if let Some(found) = volume_by_name(&c, &v.atomos_name).await? {
+    if let Some(found) = env
+        .atomos
+        .volume_by_name(placement.target_id, &c, &v.atomos_name)
+        .await?
+    {
         destroy_volume(&c, &found.id).await?;
     }
     if let Some(id) = &v.atomos_id {
