@@ -635,22 +635,10 @@ mod tests {
         // A heartbeat (as a reclaim or a completion would) waits for both.
         let pool = db.pool.clone();
         let beat = tokio::spawn(async move { heartbeat(&pool, &[(id, job.attempt)], 30.0).await });
-        let mut waited = false;
-        for _ in 0..200 {
-            let waiting: i64 = sqlx::query_scalar(
-                "select count(*) from pg_stat_activity
-                 where datname = current_database() and wait_event_type = 'Lock'",
-            )
-            .fetch_one(&db.pool)
-            .await
-            .expect("pg_stat_activity");
-            if waiting > 0 {
-                waited = true;
-                break;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        }
-        assert!(waited, "the heartbeat did not wait for the records");
+        assert!(
+            crate::testing::a_session_waits_for_a_lock(&db.pool).await,
+            "the heartbeat did not wait for the records"
+        );
         crate::commit(a).await.expect("commit a");
         crate::commit(b).await.expect("commit b");
         assert_eq!(beat.await.expect("joined").expect("heartbeat"), vec![id]);

@@ -677,22 +677,10 @@ mod tests {
             crate::commit(b).await
         });
         // It waits for the first to end before it aggregates the VM's parts.
-        let mut waited = false;
-        for _ in 0..200 {
-            let waiting: i64 = sqlx::query_scalar(
-                "select count(*) from pg_stat_activity
-                 where datname = current_database() and wait_event_type = 'Lock'",
-            )
-            .fetch_one(&f.db.pool)
-            .await
-            .expect("pg_stat_activity");
-            if waiting > 0 {
-                waited = true;
-                break;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        }
-        assert!(waited, "the second change did not wait for the first");
+        assert!(
+            crate::testing::a_session_waits_for_a_lock(&f.db.pool).await,
+            "the second change did not wait for the first"
+        );
         crate::commit(a).await.expect("the first commits");
         b.await.expect("joined").expect("the second commits");
         let (vols, _) = f.agree("two concurrent changes").await;

@@ -190,6 +190,26 @@ pub async fn lock_vms(tx: &mut crate::Tx<'_>) -> Result<(), sqlx::Error> {
         .map(|_| ())
 }
 
+/// Whether some session of the current database comes to wait for a lock
+/// within about ten seconds (polled): for tests that a statement waits for
+/// another transaction.
+pub async fn a_session_waits_for_a_lock(pool: &PgPool) -> bool {
+    for _ in 0..200 {
+        let waiting = sqlx::query_scalar!(
+            r#"select count(*) as "n!" from pg_stat_activity
+               where datname = current_database() and wait_event_type = 'Lock'"#
+        )
+        .fetch_one(pool)
+        .await
+        .expect("pg_stat_activity");
+        if waiting > 0 {
+            return true;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    false
+}
+
 #[cfg(test)]
 mod tests {
     use super::with_database;
