@@ -32,11 +32,13 @@ impl Role {
         }
     }
 
-    /// Case-insensitive; `None` for a name meson does not know.
+    /// The role a claim's word names, exactly (`ADMIN` is not `admin`: a
+    /// role is a word of meson's, not a phrase an identity provider may
+    /// spell as it likes); `None` for any other word.
     pub(super) fn from_claim(name: &str) -> Option<Role> {
         [Role::Viewer, Role::Editor, Role::Owner, Role::Admin]
             .into_iter()
-            .find(|r| r.as_str().eq_ignore_ascii_case(name))
+            .find(|r| r.as_str() == name)
     }
 }
 

@@ -548,11 +548,44 @@ async fn a_token_naming_its_own_key_or_an_unknown_kid_is_refused() {
 }
 
 #[tokio::test]
+async fn a_token_with_critical_extensions_is_refused() {
+    // RFC 7515 §4.1.11: a recipient that does not understand an extension
+    // named in `crit` must refuse the token; meson understands none.
+    for c in cases().await {
+        let signed = |extra: Option<(&str, Value)>| {
+            let mut header = Header::new(c.alg);
+            header.kid = c.kid.map(str::to_owned);
+            let mut h = serde_json::to_value(&header).unwrap();
+            if let Some((name, value)) = extra {
+                h[name] = value;
+            }
+            let unsigned = format!(
+                "{}.{}",
+                B64.encode(h.to_string()),
+                B64.encode(good().to_string())
+            );
+            let sig = jsonwebtoken::crypto::sign(unsigned.as_bytes(), &c.key, c.alg).unwrap();
+            format!("{unsigned}.{sig}")
+        };
+        c.accepts(&signed(None), "no crit").await;
+        // An unknown header member that is not critical is ignored.
+        c.accepts(&signed(Some(("x-trace", json!("1")))), "a plain extension")
+            .await;
+        for crit in [json!(["exp"]), json!(["b64"]), json!([]), json!("exp")] {
+            c.refuses(&signed(Some(("crit", crit.clone()))), &format!("crit {crit}"))
+                .await;
+        }
+    }
+}
+
+#[tokio::test]
 async fn reads_the_roles_claim() {
     for c in cases().await {
         for (roles, want) in [
             (json!(["viewer"]), Role::Viewer),
-            (json!(["Viewer", "ADMIN"]), Role::Admin),
+            // Roles are exact words: these two name none.
+            (json!(["viewer", "ADMIN", "Owner"]), Role::Viewer),
+            (json!(["Viewer", "admin"]), Role::Admin),
             (
                 json!(["editor", "superuser", "offline_access"]),
                 Role::Editor,
@@ -569,6 +602,8 @@ async fn reads_the_roles_claim() {
             [
                 json!([]),
                 json!(["root"]),
+                json!(["ADMIN"]),
+                json!(["Editor", "VIEWER"]),
                 json!(""),
                 json!("root god"),
                 json!(42),

@@ -41,6 +41,19 @@ struct AuthInner {
     last_miss_refetch: tokio::sync::Mutex<Option<Instant>>,
 }
 
+/// The `crit` member of a token's header, if it has one (jsonwebtoken's
+/// header type drops members it does not know).
+fn critical_extensions(token: &str) -> Option<Value> {
+    use base64::Engine;
+    let header = token.split('.').next()?;
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(header.trim_end_matches('='))
+        .ok()?;
+    serde_json::from_slice::<Map<String, Value>>(&bytes)
+        .ok()?
+        .remove("crit")
+}
+
 impl fmt::Debug for Auth {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let cfg = &self.inner.cfg;
@@ -184,6 +197,13 @@ impl Auth {
                     "the header names a key of its own ({name}); only the configured keys count"
                 ));
             }
+        }
+        // RFC 7515 §4.1.11: extensions the recipient must understand, or
+        // refuse the token. meson understands none.
+        if let Some(crit) = critical_extensions(token) {
+            return Err(format!(
+                "the header names critical extensions meson does not understand (crit: {crit})"
+            ));
         }
         let kid = header.kid.as_deref();
         if let (KeySource::Secret(_), Some(kid)) = (&cfg.keys, kid) {
