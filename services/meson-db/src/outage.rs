@@ -8,12 +8,26 @@
 //! is open, [`Breaker::check`] refuses at once; when the pause is over the
 //! next requests try the database again, and the first that fails opens it
 //! once more.
+//!
+//! An outage breaks every pooled connection at once (PostgreSQL restarted,
+//! failed over, the network cut), and a broken connection only says so when
+//! it is used: one after another, requests would each meet one, long after
+//! the database is back. So the request that tripped the breaker, before it
+//! answers, tests the idle connections of the pools it watches, drops the
+//! broken ones, and tries a fresh one: if the database answers, the breaker
+//! closes at once.
 
 use meson_core::Error;
+use sqlx::PgPool;
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
+
+/// How long testing one connection, or making a fresh one, may take after
+/// an outage error: a database that answers does so well within it.
+const PROBE_TIMEOUT: Duration = Duration::from_millis(500);
 
 /// What the refusals name.
 pub const WHAT: &str = "the database";
@@ -70,14 +84,34 @@ pub const DEFAULT_PAUSE: Duration = Duration::from_secs(2);
 pub struct Breaker {
     pause: Duration,
     open_until: Mutex<Option<Instant>>,
+    /// The pools an outage makes suspect.
+    pools: Vec<PgPool>,
+    /// Tripped since the pools were last tested.
+    suspect: AtomicBool,
+    /// One test of the pools at a time.
+    testing: tokio::sync::Mutex<()>,
 }
 
 impl Breaker {
+    /// A breaker that tests no pool.
     pub fn new(pause: Duration) -> Arc<Breaker> {
+        Breaker::watching(pause, Vec::new())
+    }
+
+    /// A breaker whose trips test `pools` (see the module's summary).
+    pub fn watching(pause: Duration, pools: Vec<PgPool>) -> Arc<Breaker> {
         Arc::new(Breaker {
             pause,
             open_until: Mutex::new(None),
+            pools,
+            suspect: AtomicBool::new(false),
+            testing: tokio::sync::Mutex::new(()),
         })
+    }
+
+    /// Pause in whole seconds, as `Retry-After` says it.
+    pub fn retry_after(&self) -> u64 {
+        retry_after(self.pause)
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, Option<Instant>> {
@@ -115,16 +149,75 @@ impl Breaker {
             metrics::counter!("meson_database_outages_total").increment(1);
         }
         *state = Some(now + self.pause);
+        self.suspect.store(true, Ordering::Release);
     }
+
+    /// After a trip: drops the watched pools' broken idle connections, and
+    /// closes the breaker if a fresh connection answers.
+    async fn test_pools(&self) {
+        if self.pools.is_empty() {
+            return;
+        }
+        let _one = self.testing.lock().await;
+        if !self.suspect.swap(false, Ordering::AcqRel) {
+            return;
+        }
+        let mut dropped = 0;
+        for pool in &self.pools {
+            dropped += drop_broken(pool).await;
+        }
+        let answers = tokio::time::timeout(PROBE_TIMEOUT, async {
+            let mut conn = self.pools[0].acquire().await?;
+            sqlx::Connection::ping(&mut *conn).await
+        })
+        .await
+        .is_ok_and(|r| r.is_ok());
+        if answers {
+            *self.state() = None;
+            tracing::warn!(
+                dropped,
+                "the database answers again: broken connections dropped, requests served"
+            );
+        } else {
+            tracing::info!(dropped, "the database does not answer yet");
+        }
+    }
+}
+
+/// Pings every idle connection of `pool` and drops those that fail; how
+/// many it dropped.
+pub async fn drop_broken(pool: &PgPool) -> usize {
+    let mut kept = Vec::new();
+    let mut dropped = 0;
+    for _ in 0..pool.num_idle() {
+        let Some(mut conn) = pool.try_acquire() else {
+            break;
+        };
+        match tokio::time::timeout(PROBE_TIMEOUT, sqlx::Connection::ping(&mut *conn)).await {
+            Ok(Ok(())) => kept.push(conn),
+            _ => {
+                conn.close_on_drop();
+                dropped += 1;
+            }
+        }
+    }
+    // Back to the pool, tested.
+    drop(kept);
+    dropped
 }
 
 tokio::task_local! {
     static BREAKER: Arc<Breaker>;
 }
 
-/// Runs `f` under `breaker`: outage errors its queries meet trip it.
+/// Runs `f` under `breaker`: outage errors its queries meet trip it, and
+/// then, before `f`'s answer is given, the breaker tests its pools.
 pub async fn watched<F: Future>(breaker: Arc<Breaker>, f: F) -> F::Output {
-    BREAKER.scope(breaker, f).await
+    let out = BREAKER.scope(breaker.clone(), f).await;
+    if breaker.suspect.load(Ordering::Acquire) {
+        breaker.test_pools().await;
+    }
+    out
 }
 
 #[cfg(test)]

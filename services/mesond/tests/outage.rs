@@ -8,6 +8,10 @@
 //! Waits are bounded far beyond what they check (the pool's acquire timeout
 //! here is 1 s; before this, each request waited 10 s and answered 500).
 
+#[path = "../../../tests/e2e/seeds.rs"]
+#[allow(dead_code)]
+mod seeds;
+
 use meson_api::{Auth, Role};
 use meson_client::{Client, RetryPolicy};
 use meson_db::testing::TestDatabase;
@@ -148,6 +152,8 @@ async fn a_database_outage_answers_503_fast_the_sdk_retries_through_it_and_no_au
     let r = http.get(format!("{base}/readyz")).send().await.unwrap();
     assert_eq!(r.status(), 503);
     assert!(started.elapsed() < GENEROUS, "{:?}", started.elapsed());
+    let retry_after: u64 = r.headers()["retry-after"].to_str().unwrap().parse().unwrap();
+    assert!((1..=10).contains(&retry_after), "{retry_after}");
 
     // The SDK, called while the database is down, retries until it is back.
     let client = Client::new(&base, &token).unwrap().with_retry(RetryPolicy {
@@ -233,5 +239,80 @@ async fn a_database_outage_answers_503_fast_the_sdk_retries_through_it_and_no_au
         rows.iter().all(|(_, op)| op == "network_create"),
         "{rows:?}"
     );
+    api.shutdown().await;
+}
+
+#[tokio::test]
+async fn once_the_database_is_back_no_stale_connection_answers_for_it() {
+    // A restart of PostgreSQL while the API is idle: every pooled
+    // connection is broken, and the next requests must not keep meeting
+    // them (they did, one after another: 503 for seconds after the
+    // database was back).
+    let db = TestDatabase::new().await;
+    let (_, upstream) = via(&db.url, "127.0.0.1:1".parse().unwrap());
+    let proxy = Proxy::start(upstream).await;
+    let (url, _) = via(&db.url, proxy.addr);
+    let auth = Auth::hs256(b"meson-outage-test-secret-0123456789abcdef", "meson-test");
+    let token = auth.issue("acme", "olga", Role::Editor, chrono::Duration::hours(1));
+    let pool = api_database(&url, 8, Duration::from_secs(1)).await.unwrap();
+    let api = ApiServer::start("127.0.0.1:0".parse().unwrap(), pool, ApiSettings::new(auth))
+        .await
+        .unwrap();
+    let base = format!("http://{}", api.addr);
+    let http = reqwest::Client::new();
+    let r = http
+        .post(format!("{base}/v1/vms"))
+        .bearer_auth(&token)
+        .json(&{
+            // No AtomOS host is registered here: placed by the workers later.
+            let mut vm = seeds::seed_vm();
+            vm.as_object_mut().unwrap().remove("provider");
+            vm
+        })
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
+    let vm: Value = r.json().await.unwrap();
+    let vm = format!("{base}/v1/vms/{}", vm["vm"]["id"].as_str().unwrap());
+    // Fill both pools with connections: concurrent reads of the VM (its
+    // read uses the second pool) and of the lists.
+    let warm = (0..24).map(|i| {
+        let (http, token) = (http.clone(), token.clone());
+        let url = if i % 2 == 0 {
+            vm.clone()
+        } else {
+            format!("{base}/v1/networks")
+        };
+        async move { http.get(url).bearer_auth(token).send().await.unwrap().status() }
+    });
+    for status in futures::future::join_all(warm).await {
+        assert_eq!(status, 200);
+    }
+
+    // PostgreSQL restarts: every connection breaks, and it is back.
+    proxy.set(false);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    proxy.set(true);
+
+    // At most the first request meets a broken connection; before it
+    // answers, it tests the pools and drops their broken connections, and
+    // the next ones answer.
+    let mut statuses = Vec::new();
+    for i in 0..20 {
+        let url = if i % 2 == 0 {
+            vm.clone()
+        } else {
+            format!("{base}/v1/networks")
+        };
+        let r = http.get(url).bearer_auth(&token).send().await.unwrap();
+        if r.status() == 503 {
+            assert!(r.headers().contains_key("retry-after"));
+        }
+        statuses.push(r.status().as_u16());
+    }
+    let refused = statuses.iter().filter(|s| **s == 503).count();
+    assert!(refused <= 1, "{statuses:?}");
+    assert!(statuses.iter().skip(1).all(|s| *s == 200), "{statuses:?}");
     api.shutdown().await;
 }

@@ -60,13 +60,17 @@ impl App {
     /// `pool` must be a scoped pool ([`meson_db::scope::connect_scoped`]):
     /// the transports run every request in its tenant's scope.
     pub fn new(pool: PgPool) -> Self {
+        let own = meson_db::scope::own_scope(&pool);
         App {
-            own: meson_db::scope::own_scope(&pool),
+            breaker: meson_db::outage::Breaker::watching(
+                meson_db::outage::DEFAULT_PAUSE,
+                vec![pool.clone(), own.clone()],
+            ),
+            own,
             pool,
             secrets_key: None,
             quotas: Resources::DEFAULT_QUOTAS,
             autoscaler: None,
-            breaker: meson_db::outage::Breaker::new(meson_db::outage::DEFAULT_PAUSE),
             audit_backlog: std::sync::Arc::new(AuditBacklog::new(AuditBacklog::CAPACITY)),
         }
     }

@@ -95,25 +95,32 @@ async fn healthz() -> Json<Health> {
         (status = 200, description = "Ready: the database answers.", body = Health,
             example = json!({"status": "ready"})),
         (status = 503, description = "Not ready: the database does not answer.", body = Health,
+            headers(("Retry-After" = u64, description = "Seconds after which the database is \
+                tried again.")),
             example = json!({"status": "unavailable", "database": "down"})),
     ),
 )]
-async fn readyz(State(s): State<AppState>) -> (StatusCode, Json<Health>) {
+async fn readyz(State(s): State<AppState>) -> axum::response::Response {
+    use axum::response::IntoResponse;
     if s.app.ready().await {
-        (
-            StatusCode::OK,
-            Json(Health {
-                status: "ready".into(),
-                database: None,
-            }),
-        )
+        let ready = Health {
+            status: "ready".into(),
+            database: None,
+        };
+        (StatusCode::OK, Json(ready)).into_response()
     } else {
+        let down = Health {
+            status: "unavailable".into(),
+            database: Some("down".into()),
+        };
         (
             StatusCode::SERVICE_UNAVAILABLE,
-            Json(Health {
-                status: "unavailable".into(),
-                database: Some("down".into()),
-            }),
+            [(
+                axum::http::header::RETRY_AFTER,
+                s.app.breaker.retry_after().to_string(),
+            )],
+            Json(down),
         )
+            .into_response()
     }
 }
