@@ -47,6 +47,10 @@ pub struct Rule {
     /// Recorded in the audit log (changes, refused or not, and handing out
     /// credentials).
     pub audit: bool,
+    /// From a browser, only meson's own pages and the allowed origins may
+    /// call it: every change (the edge refuses other pages' before
+    /// routing) and handing out a credential, even on a GET.
+    pub first_party_only: bool,
 }
 
 const fn rule(operation: &'static str, role: Role, budget: Budget, audit: bool) -> Rule {
@@ -55,6 +59,8 @@ const fn rule(operation: &'static str, role: Role, budget: Budget, audit: bool) 
         access: Access::Role(role),
         budget,
         audit,
+        // What is audited changes something or hands out a credential.
+        first_party_only: audit,
     }
 }
 
@@ -94,6 +100,7 @@ const fn public(operation: &'static str) -> Rule {
         access: Access::Public,
         budget: Budget::Api,
         audit: false,
+        first_party_only: false,
     }
 }
 
@@ -158,6 +165,9 @@ pub const RULES: &[Rule] = &[
         access: Access::NodeSecret,
         budget: Budget::Api,
         audit: false,
+        // Called by the guests, never by a browser: any change from a
+        // page is refused at the edge all the same.
+        first_party_only: false,
     },
     // Catalogue and prices
     read("flavor_list"),

@@ -54,19 +54,43 @@ impl FromRequestParts<AppState> for Authed {
     }
 }
 
-/// A JSON body, read whatever the content type says (the clients do not
-/// all set it); empty is `null`.
+/// A JSON body; empty is `null`. A body must say it is JSON
+/// (`application/json` or `+json`, else `415`): a page of another site can
+/// send `text/plain` without a preflight, and elemento-cli and Electros
+/// always say JSON.
 pub struct Body(pub Value);
 
 impl<S: Send + Sync> axum::extract::FromRequest<S> for Body {
     type Rejection = Detail;
 
     async fn from_request(req: axum::extract::Request, s: &S) -> Result<Body, Detail> {
-        let bytes = Bytes::from_request(req, s)
-            .await
-            .map_err(|e| Detail::field("body", format!("cannot be read: {e}")))?;
+        let content_type = req
+            .headers()
+            .get(CONTENT_TYPE)
+            .map(|v| v.to_str().unwrap_or("(not text)").to_owned());
+        let bytes = Bytes::from_request(req, s).await.map_err(|e| {
+            Detail::new(
+                e.status(),
+                format!("body: cannot be read: {}", e.body_text()),
+            )
+        })?;
         if bytes.iter().all(u8::is_ascii_whitespace) {
             return Ok(Body(Value::Null));
+        }
+        match content_type {
+            Some(ct) if meson_edge::is_json(&ct) => {}
+            Some(ct) => {
+                return Err(Detail::new(
+                    StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                    format!("expected Content-Type application/json, got {ct}"),
+                ));
+            }
+            None => {
+                return Err(Detail::new(
+                    StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                    "the body has no Content-Type: send it as application/json",
+                ));
+            }
         }
         serde_json::from_slice(&bytes)
             .map(Body)
@@ -100,49 +124,84 @@ struct Credentials {
     password: Option<String>,
 }
 
-/// The login's answer, and its cookie.
-async fn login(s: &AppState, c: Credentials) -> Response {
-    let refused = |status: StatusCode, detail: &str| {
+/// A refused login: `{"authenticated": false, "detail"}`.
+struct Refused(StatusCode, String);
+
+impl IntoResponse for Refused {
+    fn into_response(self) -> Response {
         (
-            status,
-            Json(json!({"authenticated": false, "detail": detail})),
+            self.0,
+            Json(json!({"authenticated": false, "detail": self.1})),
         )
             .into_response()
-    };
-    let (Some(username), Some(password)) = (c.username, c.password) else {
-        return refused(
+    }
+}
+
+fn refused(status: StatusCode, detail: &str) -> Refused {
+    Refused(status, detail.to_owned())
+}
+
+/// The credentials, trimmed; `Err` answers a login that lacks one.
+fn credentials(c: Credentials) -> Result<(String, String), Refused> {
+    match (c.username, c.password) {
+        (Some(u), Some(p)) => Ok((u.trim().to_owned(), p.trim().to_owned())),
+        _ => Err(refused(
             StatusCode::BAD_REQUEST,
             "username and password are required (the password is a meson API token)",
-        );
-    };
-    let token = password.trim().to_owned();
-    let Some(claims) = session::claims(&token) else {
-        return refused(
+        )),
+    }
+}
+
+/// Checks a login's token with meson: `Ok` with its subject when meson
+/// takes it and the username is that subject.
+async fn check_login(s: &AppState, username: &str, token: &str) -> Result<String, Refused> {
+    let Some(claims) = session::claims(token) else {
+        return Err(refused(
             StatusCode::UNAUTHORIZED,
             "password: not a meson API token (a JWT)",
-        );
+        ));
     };
     let sub = claims
         .get("sub")
         .and_then(Value::as_str)
-        .unwrap_or_default();
-    if sub != username.trim() {
-        return refused(
+        .unwrap_or_default()
+        .to_owned();
+    if sub != username {
+        return Err(refused(
             StatusCode::UNAUTHORIZED,
             "username: does not match the token's subject (sub)",
-        );
+        ));
     }
     // meson checks the token (signature, expiry, tenant) on this call.
-    let Ok(meson) = s.0.meson.with_token(&token) else {
-        return refused(StatusCode::UNAUTHORIZED, "password: empty token");
+    let Ok(meson) = s.0.meson.with_token(token) else {
+        return Err(refused(StatusCode::UNAUTHORIZED, "password: empty token"));
     };
     if let Err(e) = meson.quotas().await {
         let d = Detail::meson(e);
-        return refused(d.status, &d.detail);
+        return Err(refused(d.status, &d.detail));
     }
+    Ok(sub)
+}
+
+/// `POST /login`: opens a session (the cookie's, and on loopback the
+/// process's), replacing the one before. Only a first party reaches it: the
+/// edge refuses pages of other origins.
+async fn login_post(State(s): State<AppState>, Body(b): Body) -> Response {
+    let c = serde_json::from_value(b).unwrap_or(Credentials {
+        username: None,
+        password: None,
+    });
+    let (username, token) = match credentials(c) {
+        Ok(c) => c,
+        Err(r) => return r.into_response(),
+    };
+    let sub = match check_login(&s, &username, &token).await {
+        Ok(sub) => sub,
+        Err(r) => return r.into_response(),
+    };
     let id = s.0.sessions.login(Session {
         token,
-        username: sub.to_owned(),
+        username: sub.clone(),
     });
     let mut res = Json(json!({"authenticated": true, "username": sub})).into_response();
     let cookie = format!(
@@ -155,26 +214,44 @@ async fn login(s: &AppState, c: Credentials) -> Response {
     res
 }
 
-async fn login_post(State(s): State<AppState>, Body(b): Body) -> Response {
-    let c = serde_json::from_value(b).unwrap_or(Credentials {
-        username: None,
-        password: None,
-    });
-    login(&s, c).await
-}
-
+/// `GET /login?username=&password=`: re-validates the caller's current
+/// session (Electros asks it at start with what it stored) and never opens
+/// or replaces one: a GET is what an `<img>` of any page can send, and a
+/// session swapped by one would put the user's next resources in another
+/// tenant.
 async fn login_get(
     State(s): State<AppState>,
+    headers: HeaderMap,
     Query(q): Query<BTreeMap<String, String>>,
 ) -> Response {
-    login(
-        &s,
-        Credentials {
-            username: q.get("username").cloned(),
-            password: q.get("password").cloned(),
-        },
-    )
-    .await
+    let (username, token) = match credentials(Credentials {
+        username: q.get("username").cloned(),
+        password: q.get("password").cloned(),
+    }) {
+        Ok(c) => c,
+        Err(r) => return r.into_response(),
+    };
+    let Some(current) = s.0.sessions.find(&headers) else {
+        return refused(
+            StatusCode::UNAUTHORIZED,
+            "no session to re-validate: log in with POST /login",
+        )
+        .into_response();
+    };
+    let same_token: bool =
+        subtle::ConstantTimeEq::ct_eq(token.as_bytes(), current.token.as_bytes()).into();
+    if current.username != username || !same_token {
+        return refused(
+            StatusCode::UNAUTHORIZED,
+            "these credentials are not the current session's (a GET never changes the \
+             session: log in with POST /login)",
+        )
+        .into_response();
+    }
+    match check_login(&s, &username, &token).await {
+        Ok(sub) => Json(json!({"authenticated": true, "username": sub})).into_response(),
+        Err(r) => r.into_response(),
+    }
 }
 
 async fn logout(State(s): State<AppState>, headers: HeaderMap) -> Response {

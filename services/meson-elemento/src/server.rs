@@ -5,6 +5,7 @@ use crate::catalog::Daemon;
 use crate::routes::{AppState, Shared, app};
 use crate::session::{self, Session, Sessions};
 use anyhow::{Context, bail};
+use axum::response::IntoResponse;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -39,9 +40,25 @@ pub struct Config {
     /// of failing: `mesond dev`.
     pub fallback_ports: bool,
     /// Loopback only: the process session to start with (mesonctl's or the
-    /// dev token); `/login` replaces it.
+    /// dev token); a `POST /login` replaces it.
     pub login_token: Option<String>,
+    /// Names the listeners answer to in `Host`, besides localhost and the
+    /// loopback addresses (and, bound beyond loopback, any IP address).
+    pub allowed_hosts: Vec<String>,
+    /// Browser origins whose pages may call the daemons, besides the
+    /// listener's own: by default Electros' ([`ELECTROS_ORIGINS`]).
+    pub allowed_origins: Vec<String>,
 }
+
+/// The origins Electros' pages call the daemons from: its desktop app
+/// (Electron) and its development server. Its web build is served from the
+/// single-origin listener's own origin (behind its nginx), which needs no
+/// entry.
+pub const ELECTROS_ORIGINS: &[&str] = &[];
+
+/// The largest request body the daemons take (their largest is a VM
+/// specfile, a few KiB).
+pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 
 impl Config {
     /// Every daemon on its usual port on 127.0.0.1, and the single-origin
@@ -56,6 +73,8 @@ impl Config {
             insecure_http: false,
             fallback_ports: false,
             login_token: None,
+            allowed_hosts: Vec::new(),
+            allowed_origins: ELECTROS_ORIGINS.iter().map(|o| (*o).to_owned()).collect(),
         }
     }
 
@@ -67,6 +86,29 @@ impl Config {
         self.single_origin_port = self.single_origin_port.map(|_| 0);
         self
     }
+}
+
+/// The daemons' edge: the names they answer to, Electros' origins, and
+/// nothing at all for other pages, whatever the method (the loopback
+/// session is ambient: any request that reaches a handler acts as it).
+fn edge(cfg: &Config, tls: bool) -> anyhow::Result<meson_edge::Edge> {
+    use axum::http::{HeaderName, header};
+    let hosts = meson_edge::Hosts::new(cfg.bind, &cfg.allowed_hosts)
+        .map_err(|e| anyhow::anyhow!("allowed hosts: {e}"))?;
+    let origins = meson_edge::Edge::parse_origins(&cfg.allowed_origins)
+        .map_err(|e| anyhow::anyhow!("allowed origins: {e}"))?;
+    let mut edge = meson_edge::Edge::new(hosts, origins, meson_edge::Scope::EveryRequest);
+    edge.tls = tls;
+    // The web build's session is a cookie.
+    edge.credentials = true;
+    edge.max_body = Some(MAX_BODY_BYTES as u64);
+    edge.allow_headers = vec![
+        header::CONTENT_TYPE,
+        header::AUTHORIZATION,
+        HeaderName::from_static("x-requested-with"),
+    ];
+    edge.render = |r| crate::error::Detail::new(r.status(), r.to_string()).into_response();
+    Ok(edge)
 }
 
 /// The setting that moves a listener (flag, environment variable).
@@ -194,6 +236,7 @@ impl Gateway {
             );
         }
         let tls = cfg.tls.as_ref().map(tls_config).transpose()?;
+        let edge = Arc::new(edge(&cfg, tls.is_some())?);
         let initial = match (&cfg.login_token, loopback) {
             (Some(t), true) => session::claims(t).map(|c| Session {
                 token: t.clone(),
@@ -239,7 +282,12 @@ impl Gateway {
             let router = match daemon {
                 Some(d) => app(state.clone(), &[d], false),
                 None => app(state.clone(), &Daemon::ALL, true),
-            };
+            }
+            .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES))
+            .layer(axum::middleware::from_fn_with_state(
+                edge.clone(),
+                meson_edge::guard,
+            ));
             let mut rx = stopped.clone();
             let shutdown = async move {
                 let _ = rx.wait_for(|s| *s).await;

@@ -70,8 +70,14 @@ pub struct Config {
     /// clients' connections, REST and gRPC alike.
     pub connections: crate::conn::ConnLimits,
     /// `MESON_CORS_ORIGINS`: comma-separated browser origins allowed to
-    /// call the API (the Electros dashboard's), default none.
-    pub cors_origins: Vec<String>,
+    /// call the API besides its own pages (the Electros dashboard's),
+    /// default none.
+    pub cors_origins: Vec<meson_edge::Origin>,
+    /// The names the API answers to in `Host`: localhost and the loopback
+    /// addresses, `MESON_ALLOWED_HOSTS` (comma-separated names,
+    /// `*.example.com` for subdomains, `*` for any), the host of
+    /// `MESON_PUBLIC_URL`, and, bound beyond loopback, any IP address.
+    pub hosts: meson_edge::Hosts,
     /// `MESON_AUDIT_RETENTION_DAYS`: audit entries are kept this long, default 400.
     pub audit_retention_days: u32,
     /// `MESON_WORKER_CONCURRENCY`, default 32.
@@ -131,6 +137,31 @@ fn var(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.trim().is_empty())
 }
 
+/// A comma-separated list.
+fn list(name: &str) -> Vec<String> {
+    var(name)
+        .map(|v| {
+            v.split(',')
+                .map(|o| o.trim().to_owned())
+                .filter(|o| !o.is_empty())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// [`Config::hosts`].
+fn hosts() -> anyhow::Result<meson_edge::Hosts> {
+    let bind: SocketAddr = parse("MESON_HTTP_ADDR", SocketAddr::from(([127, 0, 0, 1], 8080)))?;
+    let mut hosts = meson_edge::Hosts::new(bind.ip(), &list("MESON_ALLOWED_HOSTS"))
+        .map_err(|e| anyhow::anyhow!("MESON_ALLOWED_HOSTS: {e}"))?;
+    if let Some(url) = var("MESON_PUBLIC_URL") {
+        hosts
+            .add_url_host(&url)
+            .map_err(|e| anyhow::anyhow!("MESON_PUBLIC_URL: {e}"))?;
+    }
+    Ok(hosts)
+}
+
 fn parse<T: std::str::FromStr>(name: &str, default: T) -> anyhow::Result<T>
 where
     T::Err: std::fmt::Display,
@@ -180,14 +211,7 @@ impl Config {
                         .map_err(|e| anyhow::anyhow!("MESON_METRICS_ADDR={v:?} is invalid: {e}"))?,
                 ),
             },
-            autoscaler_tls_names: var("MESON_AUTOSCALER_TLS_NAMES")
-                .map(|v| {
-                    v.split(',')
-                        .map(|n| n.trim().to_owned())
-                        .filter(|n| !n.is_empty())
-                        .collect()
-                })
-                .unwrap_or_default(),
+            autoscaler_tls_names: list("MESON_AUTOSCALER_TLS_NAMES"),
             data_dir: meson_types::dev::data_dir(
                 var("MESON_DATA_DIR").map(PathBuf::from),
                 // Only dev mode uses it: a vanished working directory must not
@@ -229,14 +253,9 @@ impl Config {
                 max_connections: positive("MESON_MAX_CONNECTIONS", 4096)?,
                 drain: Duration::from_secs(parse("MESON_HTTP_DRAIN_S", 10)?),
             },
-            cors_origins: var("MESON_CORS_ORIGINS")
-                .map(|v| {
-                    v.split(',')
-                        .map(|o| o.trim().to_owned())
-                        .filter(|o| !o.is_empty())
-                        .collect()
-                })
-                .unwrap_or_default(),
+            cors_origins: meson_edge::Edge::parse_origins(&list("MESON_CORS_ORIGINS"))
+                .map_err(|e| anyhow::anyhow!("MESON_CORS_ORIGINS: {e}"))?,
+            hosts: hosts()?,
             audit_retention_days: positive("MESON_AUDIT_RETENTION_DAYS", 400)?,
             worker_concurrency: parse("MESON_WORKER_CONCURRENCY", 32)?,
             db_pool: parse("MESON_DB_POOL", 20)?,
@@ -341,6 +360,7 @@ impl Config {
             rate_limits: self.rate_limits,
             limits: self.request_limits,
             cors_origins: self.cors_origins.clone(),
+            hosts: self.hosts.clone(),
         }
     }
 

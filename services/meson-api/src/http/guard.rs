@@ -150,6 +150,23 @@ pub async fn guard(State(g): State<GuardState>, mut req: Request, next: Next) ->
             res
         }
         Admission::Admitted(admitted) => {
+            // A credential handed out on a GET: never to another site's
+            // page (the edge refuses their state changes before routing).
+            let first_party = req
+                .extensions()
+                .get::<meson_edge::Provenance>()
+                .is_none_or(meson_edge::Provenance::is_first_party);
+            if rule.first_party_only && !first_party {
+                let mut res = ApiError(Error::Forbidden {
+                    message: "this hands out a credential: not to pages of other origins".into(),
+                })
+                .into_response();
+                if let Some(a) = admitted.audit {
+                    a.record(&g.state, res.status().as_u16()).await;
+                }
+                admitted.decision.apply(res.headers_mut());
+                return res;
+            }
             req.extensions_mut().insert(admitted.principal.clone());
             // A create answers 201 and may write its entry itself.
             let (res, written) = admitted.run_offering(201, next.run(req)).await;

@@ -1,14 +1,12 @@
-//! What one request may take: body and header sizes, JSON nesting, time;
-//! and which browser origins (the Electros dashboard) may call the API.
+//! What one request may take: body and header sizes, JSON nesting, time.
 
 use crate::error::ApiError;
 use axum::extract::{Request, State};
-use axum::http::{HeaderName, HeaderValue, Method, StatusCode, header};
+use axum::http::StatusCode;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use meson_core::Error;
 use std::time::Duration;
-use tower_http::cors::{AllowOrigin, CorsLayer};
 
 /// Limits on one request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -95,49 +93,6 @@ pub fn check_depth(json: &[u8], max: usize) -> Result<(), Error> {
         }
     }
     Ok(())
-}
-
-/// CORS for the listed origins (none: no CORS headers, browsers from other
-/// origins cannot read answers). Preflights are answered before the guard:
-/// they carry no token.
-pub fn cors(origins: &[String]) -> Option<CorsLayer> {
-    if origins.is_empty() {
-        return None;
-    }
-    let list: Vec<HeaderValue> = origins
-        .iter()
-        .filter_map(|o| HeaderValue::from_str(o.trim_end_matches('/')).ok())
-        .collect();
-    let exposed = [
-        "x-correlation-id",
-        "ratelimit-limit",
-        "ratelimit-remaining",
-        "ratelimit-reset",
-        "retry-after",
-        "link",
-        "location",
-        "idempotent-replayed",
-    ];
-    Some(
-        CorsLayer::new()
-            .allow_origin(AllowOrigin::list(list))
-            .allow_methods([
-                Method::GET,
-                Method::POST,
-                Method::PUT,
-                Method::PATCH,
-                Method::DELETE,
-            ])
-            .allow_headers([
-                header::AUTHORIZATION,
-                header::CONTENT_TYPE,
-                HeaderName::from_static("idempotency-key"),
-                HeaderName::from_static("x-correlation-id"),
-                HeaderName::from_static("traceparent"),
-            ])
-            .expose_headers(exposed.map(HeaderName::from_static))
-            .max_age(Duration::from_secs(600)),
-    )
 }
 
 #[cfg(test)]

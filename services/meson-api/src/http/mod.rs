@@ -43,8 +43,11 @@ use utoipa_axum::router::OpenApiRouter;
 pub struct ApiConfig {
     pub rate_limits: RateLimitConfig,
     pub limits: RequestLimits,
-    /// Browser origins allowed to call the API (the Electros dashboard's).
-    pub cors_origins: Vec<String>,
+    /// Browser origins allowed to call the API besides its own pages (the
+    /// Electros dashboard's).
+    pub cors_origins: Vec<meson_edge::Origin>,
+    /// The names the API answers to (`Host`); by default the loopback ones.
+    pub hosts: meson_edge::Hosts,
 }
 
 /// What every handler and middleware shares; cloned for each of them per
@@ -126,7 +129,8 @@ pub fn operations() -> guard::Operations {
     })
 }
 
-/// Builds the REST router. Layers, outermost first: correlation id, CORS,
+/// Builds the REST router. Layers, outermost first: correlation id, the
+/// edge (`Host`, CORS, pages of other origins, a declared body's size),
 /// panics to `service_error`, request limits and timeout; then, per route,
 /// the guard (rule, token, rate limit, role, tenant scope, audit) and
 /// idempotency keys.
@@ -148,7 +152,7 @@ pub fn router(state: AppState) -> Router {
         .layer(axum::middleware::from_fn_with_state(guarded, guard::guard))
         .with_state(state.clone());
     let limits = state.config.limits;
-    let cors = limits::cors(&state.config.cors_origins);
+    let edge = std::sync::Arc::new(edge(&state.config));
     crate::metrics::handle();
     let router = Router::new()
         .merge(ops.with_state(state))
@@ -161,11 +165,62 @@ pub fn router(state: AppState) -> Router {
         .layer(CatchPanicLayer::custom(|_| {
             ApiError(Error::internal("handler panicked")).into_response()
         }));
-    match cors {
-        Some(cors) => router.layer(cors),
-        None => router,
-    }
-    .layer(axum::middleware::from_fn(correlation))
+    router
+        .layer(axum::middleware::from_fn_with_state(
+            edge,
+            meson_edge::guard,
+        ))
+        .layer(axum::middleware::from_fn(correlation))
+}
+
+/// The API's edge: its names, its allowed origins (whose pages may read its
+/// answers and call it with a bearer token), state changes only from a
+/// first party, refusals in the API's error envelope.
+fn edge(config: &ApiConfig) -> meson_edge::Edge {
+    use axum::http::header;
+    let mut edge = meson_edge::Edge::new(
+        config.hosts.clone(),
+        config.cors_origins.clone(),
+        meson_edge::Scope::StateChanges,
+    );
+    edge.max_body = Some(config.limits.body_bytes as u64);
+    edge.allow_headers = vec![
+        header::AUTHORIZATION,
+        header::CONTENT_TYPE,
+        HeaderName::from_static("idempotency-key"),
+        HeaderName::from_static("x-correlation-id"),
+        HeaderName::from_static("traceparent"),
+        HeaderName::from_static("last-event-id"),
+    ];
+    edge.expose_headers = [
+        "x-correlation-id",
+        "ratelimit-limit",
+        "ratelimit-remaining",
+        "ratelimit-reset",
+        "retry-after",
+        "link",
+        "location",
+        "idempotent-replayed",
+    ]
+    .map(HeaderName::from_static)
+    .to_vec();
+    edge.render = |r| {
+        use meson_edge::Refusal;
+        let message = r.to_string();
+        let error = match r {
+            Refusal::BodyTooLarge { limit, .. } => Error::PayloadTooLarge {
+                limit: *limit as usize,
+            },
+            Refusal::BadHost { .. } => Error::invalid("(headers)", message),
+            Refusal::UnknownHost { .. } | Refusal::ForeignOrigin { .. } | Refusal::CrossSite => {
+                Error::Forbidden { message }
+            }
+        };
+        let mut res = ApiError(error).into_response();
+        *res.status_mut() = r.status();
+        res
+    };
+    edge
 }
 
 /// Gives every request a correlation id (the caller's, if sane), a span, and
@@ -246,7 +301,7 @@ impl<S: Send + Sync> FromRequest<S> for JsonBody {
             .get(axum::http::header::CONTENT_TYPE)
             .map(|v| v.to_str().unwrap_or("(not text)").to_owned());
         if let Some(ct) = &ct
-            && !is_json(ct)
+            && !meson_edge::is_json(ct)
         {
             return Err(ApiError(Error::UnsupportedMediaType {
                 message: format!("expected Content-Type application/json, got {ct}"),
@@ -284,18 +339,6 @@ impl<S: Send + Sync> FromRequest<S> for JsonBody {
                 })
             })
     }
-}
-
-/// `application/json`, or a `+json` type, with any parameters.
-fn is_json(content_type: &str) -> bool {
-    let essence = content_type
-        .split(';')
-        .next()
-        .unwrap_or_default()
-        .trim()
-        .to_ascii_lowercase();
-    essence == "application/json"
-        || (essence.starts_with("application/") && essence.ends_with("+json"))
 }
 
 /// Parses a resource id from the path; a malformed id names the field.

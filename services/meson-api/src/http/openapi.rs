@@ -112,12 +112,8 @@ pub fn finish(mut doc: OpenApi) -> OpenApi {
         ];
         for (method, op) in ops {
             if let Some(op) = op {
-                let access = op
-                    .operation_id
-                    .as_deref()
-                    .and_then(authz::rule_of)
-                    .map(|r| r.access);
-                shared(method, access, op);
+                let rule = op.operation_id.as_deref().and_then(authz::rule_of);
+                shared(method, rule, op);
             }
         }
     }
@@ -131,21 +127,38 @@ fn schemas_of<T: ToSchema>() -> Vec<(String, RefOr<utoipa::openapi::schema::Sche
     out
 }
 
-fn shared(method: HttpMethod, access: Option<Access>, op: &mut Operation) {
+fn shared(method: HttpMethod, rule: Option<&authz::Rule>, op: &mut Operation) {
+    let access = rule.map(|r| r.access);
     let authenticated = matches!(access, Some(Access::Role(_)));
+    // From a browser, a state change (or a credential) only from meson's own
+    // pages and the allowed origins.
+    let first_party = method != HttpMethod::Get || rule.is_some_and(|r| r.first_party_only);
+    let other_origins = "a page of another origin sent it (`Origin`, or \
+        `Sec-Fetch-Site: cross-site`)";
     if let Some(Access::Role(role)) = access {
         op.security = Some(vec![SecurityRequirement::new(BEARER, Vec::<String>::new())]);
         error(op, 401, "No valid bearer token (`unauthorized`).");
         if role > Role::Viewer {
-            error(
-                op,
-                403,
-                &format!(
-                    "The token's role cannot do this (`forbidden`): it needs {}.",
-                    role.as_str()
-                ),
+            let mut why = format!(
+                "The token's role cannot do this (`forbidden`): it needs {}",
+                role.as_str()
             );
+            if first_party {
+                why.push_str(&format!("; or {other_origins}"));
+            }
+            error(op, 403, &format!("{why}."));
         }
+    }
+    if first_party {
+        error(op, 403, &format!("Refused (`forbidden`): {other_origins}."));
+    }
+    error(
+        op,
+        421,
+        "The `Host` header names a server this is not (`forbidden`): meson answers to \
+         localhost, its addresses and the names configured for it (`MESON_ALLOWED_HOSTS`).",
+    );
+    if let Some(Access::Role(_)) = access {
         let limited = error_response(
             "Too many requests from this tenant (`rate_limit_exceeded`): retry after \
              `Retry-After` seconds.",
@@ -237,7 +250,10 @@ fn shared(method: HttpMethod, access: Option<Access>, op: &mut Operation) {
         // Sent once the token is known and until the handler's answer; a
         // refused token (401), oversized headers (431) and server-side
         // failures may come without them.
-        if authenticated && !["401", "431"].contains(&status.as_str()) && !status.starts_with('5') {
+        if authenticated
+            && !["401", "421", "431"].contains(&status.as_str())
+            && !status.starts_with('5')
+        {
             for (name, description) in RATE_LIMIT_HEADERS {
                 response.headers.insert(
                     name.to_owned(),
