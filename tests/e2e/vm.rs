@@ -255,6 +255,10 @@ async fn a_fatal_atomos_error_unwinds_everything() {
     let vm = m.get(&format!("/v1/vms/{id}")).await.body;
     assert_eq!(vm["vm"]["status"], "error");
     assert!(vm["vm"]["host"].is_null(), "placement is undone");
+    // The VM says why, as its action does (in the list too).
+    assert_eq!(vm["vm"]["error_message"], done["error"]["message"], "{vm}");
+    let list = m.get("/v1/vms?status=error").await.body;
+    assert_eq!(list["vms"][0]["error_message"], done["error"]["message"]);
 
     let r = m.delete(&format!("/v1/vms/{id}")).await;
     assert_eq!(

@@ -590,6 +590,23 @@ pub async fn set_status(
     Ok(())
 }
 
+/// Marks the VM `error`, saying why (the reason of the action that failed).
+pub async fn set_error(
+    db: impl sqlx::PgExecutor<'_>,
+    id: VmId,
+    message: &str,
+) -> Result<(), Error> {
+    sqlx::query!(
+        "update vms set status = 'error', error_message = $2 where id = $1",
+        id.0,
+        message
+    )
+    .execute(db)
+    .await
+    .ctx("recording a vm's failure")?;
+    Ok(())
+}
+
 /// Records where the VM was placed (or clears it with `None`).
 pub async fn set_placement(
     db: impl sqlx::PgExecutor<'_>,

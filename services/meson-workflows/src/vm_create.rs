@@ -117,9 +117,11 @@ impl Workflow for VmCreate {
         }
     }
 
-    async fn on_failed(&self, params: &Params, _failure: &ActionFailure) -> StepResult<()> {
+    async fn on_failed(&self, params: &Params, failure: &ActionFailure) -> StepResult<()> {
         let pool = &self.0.pool;
         meson_db::vms::set_runtime(pool, params.vm_id, VmStatus::Error, None, None).await?;
+        // The VM says why, as its action does.
+        meson_db::vms::set_error(pool, params.vm_id, &failure.message).await?;
         meson_db::reservations::release(pool, params.vm_id).await?;
         meson_db::volumes::set_status_for_vm(pool, params.vm_id, VolumeStatus::Error).await?;
         // The standalone volumes it was to attach are free again.

@@ -3,7 +3,6 @@
 use crate::Env;
 use crate::atomos::unregister_by_name;
 use meson_core::action::ActionFailure;
-use meson_core::vm::VmStatus;
 use meson_core::{ActionId, TenantId, VmId};
 use meson_jobs::{Enqueued, StepCtx, StepResult, Workflow, to_output};
 use std::sync::Arc;
@@ -62,8 +61,8 @@ impl Workflow for VmDelete {
         Ok(())
     }
 
-    async fn on_failed(&self, params: &Params, _failure: &ActionFailure) -> StepResult<()> {
-        meson_db::vms::set_status(&self.0.pool, params.vm_id, VmStatus::Error).await?;
+    async fn on_failed(&self, params: &Params, failure: &ActionFailure) -> StepResult<()> {
+        meson_db::vms::set_error(&self.0.pool, params.vm_id, &failure.message).await?;
         Ok(())
     }
 }

@@ -152,7 +152,11 @@ async fn a_database_outage_answers_503_fast_the_sdk_retries_through_it_and_no_au
     let r = http.get(format!("{base}/readyz")).send().await.unwrap();
     assert_eq!(r.status(), 503);
     assert!(started.elapsed() < GENEROUS, "{:?}", started.elapsed());
-    let retry_after: u64 = r.headers()["retry-after"].to_str().unwrap().parse().unwrap();
+    let retry_after: u64 = r.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
     assert!((1..=10).contains(&retry_after), "{retry_after}");
 
     // The SDK, called while the database is down, retries until it is back.
@@ -284,7 +288,14 @@ async fn once_the_database_is_back_no_stale_connection_answers_for_it() {
         } else {
             format!("{base}/v1/networks")
         };
-        async move { http.get(url).bearer_auth(token).send().await.unwrap().status() }
+        async move {
+            http.get(url)
+                .bearer_auth(token)
+                .send()
+                .await
+                .unwrap()
+                .status()
+        }
     });
     for status in futures::future::join_all(warm).await {
         assert_eq!(status, 200);

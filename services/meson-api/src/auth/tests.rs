@@ -572,8 +572,11 @@ async fn a_token_with_critical_extensions_is_refused() {
         c.accepts(&signed(Some(("x-trace", json!("1")))), "a plain extension")
             .await;
         for crit in [json!(["exp"]), json!(["b64"]), json!([]), json!("exp")] {
-            c.refuses(&signed(Some(("crit", crit.clone()))), &format!("crit {crit}"))
-                .await;
+            c.refuses(
+                &signed(Some(("crit", crit.clone()))),
+                &format!("crit {crit}"),
+            )
+            .await;
         }
     }
 }
