@@ -1363,3 +1363,51 @@ async fn bad_kaas_payloads_are_refused_naming_the_field_and_write_nothing() {
     );
     m.stop().await;
 }
+
+/// Every integer of `v` (a JSON number with no fraction) written as the
+/// float `f` makes of it.
+fn floats(v: &mut Value, f: &dyn Fn(i64) -> Value) -> usize {
+    match v {
+        Value::Number(n) if n.is_i64() => {
+            *v = f(n.as_i64().unwrap());
+            1
+        }
+        Value::Array(items) => items.iter_mut().map(|i| floats(i, f)).sum(),
+        Value::Object(map) => map.values_mut().map(|i| floats(i, f)).sum(),
+        _ => 0,
+    }
+}
+
+#[tokio::test]
+async fn an_integer_may_be_written_as_any_json_number_without_a_fraction() {
+    // One rule, documented in docs/payloads.md: JSON has one number type,
+    // so `2`, `2.0` and `2e0` are the same integer in every field, while
+    // `2.5` and the string `"2"` are refused (the tables above).
+    let m = Meson::start().await;
+    for seed in [seed_vm(), crate::harness::seed_kaas()] {
+        let want = m.post("/v1/quotes", &seed).await;
+        assert_eq!(want.status, StatusCode::OK, "{}", want.body);
+        for form in [
+            &(|i: i64| json!(i as f64)) as &dyn Fn(i64) -> Value,
+            // `2e0`, `4.096e3`: the exponent form serde_json would never write.
+            &|i: i64| serde_json::from_str(&format!("{}e-2", i * 100)).unwrap(),
+        ] {
+            let mut body = seed.clone();
+            assert!(floats(&mut body, form) >= 5, "{body}");
+            let text = body.to_string();
+            let r = m
+                .http
+                .post(format!("{}/v1/quotes", m.base))
+                .bearer_auth(&m.token)
+                .header(CONTENT_TYPE, "application/json")
+                .body(text.clone())
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(r.status(), StatusCode::OK, "{text}");
+            let got: Value = r.json().await.unwrap();
+            assert_eq!(got, want.body, "{text}");
+        }
+    }
+    m.stop().await;
+}

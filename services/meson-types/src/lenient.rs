@@ -20,8 +20,9 @@ pub fn boolean(v: &serde_json::Value) -> Option<bool> {
         Value::Bool(b) => Some(*b),
         Value::String(s) if s.eq_ignore_ascii_case("true") => Some(true),
         Value::String(s) if s.eq_ignore_ascii_case("false") => Some(false),
-        Value::Number(n) if n.as_u64() == Some(1) => Some(true),
-        Value::Number(n) if n.as_u64() == Some(0) => Some(false),
+        // Any JSON form of the numbers 1 and 0 (`1.0`, `1e0`), as for integers.
+        Value::Number(n) if n.as_f64() == Some(1.0) => Some(true),
+        Value::Number(n) if n.as_f64() == Some(0.0) => Some(false),
         _ => None,
     }
 }
@@ -133,6 +134,9 @@ mod tests {
         assert_eq!(b(json!({"b": "FALSE"})).unwrap().0, Some(false));
         assert_eq!(b(json!({"b": 1})).unwrap().0, Some(true));
         assert_eq!(b(json!({"b": 0})).unwrap().0, Some(false));
+        assert_eq!(b(json!({"b": 1.0})).unwrap().0, Some(true));
+        assert_eq!(b(json!({"b": -0.0})).unwrap().0, Some(false));
+        assert!(b(json!({"b": 0.5})).is_err());
         assert_eq!(b(json!({"b": null})).unwrap().0, None);
         assert_eq!(b(json!({})).unwrap().0, None);
         assert!(b(json!({"b": "yes"})).is_err());
