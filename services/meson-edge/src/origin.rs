@@ -21,10 +21,20 @@ pub enum Origin {
 impl Origin {
     /// Parses an `Origin` header value, or a configured origin.
     pub fn parse(s: &str) -> Option<Origin> {
-        let s = s.trim().trim_end_matches('/');
+        let s = s.trim();
         if s == "null" {
             return Some(Origin::Null);
         }
+        // Electron's pages loaded from files (Electros' desktop app) say
+        // `file://`: no host, and no web page can say it.
+        if s.eq_ignore_ascii_case("file://") {
+            return Some(Origin::Tuple {
+                scheme: "file".to_owned(),
+                host: String::new(),
+                port: None,
+            });
+        }
+        let s = s.trim_end_matches('/');
         let (scheme, rest) = s.split_once("://")?;
         let scheme = scheme.to_ascii_lowercase();
         if scheme.is_empty()
@@ -158,7 +168,16 @@ mod tests {
         assert_eq!(o("null"), Origin::Null);
         assert_eq!(o("http://[::1]:8080").to_string(), "http://[::1]:8080");
         assert_eq!(o("app://electros").to_string(), "app://electros");
-        for bad in ["localhost", "http://", "http://a/b", "http://u@a", "://a"] {
+        assert_eq!(o("file://").to_string(), "file://");
+        assert_ne!(o("file://"), Origin::Null);
+        for bad in [
+            "localhost",
+            "http://",
+            "http://a/b",
+            "http://u@a",
+            "://a",
+            "file:///etc",
+        ] {
             assert!(Origin::parse(bad).is_none(), "{bad:?} parsed");
         }
     }

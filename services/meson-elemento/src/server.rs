@@ -50,11 +50,14 @@ pub struct Config {
     pub allowed_origins: Vec<String>,
 }
 
-/// The origins Electros' pages call the daemons from: its desktop app
-/// (Electron) and its development server. Its web build is served from the
-/// single-origin listener's own origin (behind its nginx), which needs no
-/// entry.
-pub const ELECTROS_ORIGINS: &[&str] = &[];
+/// The origins allowed by default: Electros' desktop app, whose packaged
+/// build loads its pages from files (Electron's `file://` origin, which no
+/// web page can claim). Not by default: Electros' development build (Vite,
+/// `http://localhost:5173`: any project a developer serves there would be
+/// allowed too), its web build (its public `https://` origin, known only
+/// where it is deployed), and `null` (any page can make a sandboxed frame
+/// whose origin is `null`). Each is one `--allowed-origin` away.
+pub const ELECTROS_ORIGINS: &[&str] = &["file://"];
 
 /// The largest request body the daemons take (their largest is a VM
 /// specfile, a few KiB).
@@ -75,6 +78,17 @@ impl Config {
             login_token: None,
             allowed_hosts: Vec::new(),
             allowed_origins: ELECTROS_ORIGINS.iter().map(|o| (*o).to_owned()).collect(),
+        }
+    }
+
+    /// The allowed origins as configured: none given keeps Electros', the
+    /// one word `none` leaves only the listeners' own pages, anything else
+    /// replaces Electros' with `list`.
+    pub fn set_allowed_origins(&mut self, list: &[String]) {
+        match list {
+            [] => {}
+            [one] if one.trim() == "none" => self.allowed_origins.clear(),
+            _ => self.allowed_origins = list.to_vec(),
         }
     }
 

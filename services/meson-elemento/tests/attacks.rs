@@ -318,6 +318,24 @@ async fn no_page_of_another_site_drives_the_gateway() {
     assert_eq!(r.status, StatusCode::FORBIDDEN);
     assert!(!r.headers.contains_key("access-control-allow-origin"));
 
+    // A body declared larger than the daemons take: refused on its
+    // headers, without waiting for the body (raw TCP: no client sends this).
+    {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let host = daemon_host(&m, Daemon::Storage);
+        let mut tcp = tokio::net::TcpStream::connect(&host).await.unwrap();
+        let head = format!(
+            "POST {}/create HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n\
+             Content-Length: 10485760\r\n\r\n",
+            Daemon::Storage.base()
+        );
+        tcp.write_all(head.as_bytes()).await.unwrap();
+        let mut answer = vec![0u8; 4096];
+        let n = tcp.read(&mut answer).await.unwrap();
+        let answer = String::from_utf8_lossy(&answer[..n]);
+        assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+    }
+
     // elemento-cli's logout (no Origin, no body) still works.
     let r = send(Method::POST, &logout, &[], None).await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.text);

@@ -120,6 +120,26 @@ pub struct ElementoServeArgs {
     /// Serve plain HTTP beyond loopback.
     #[arg(long)]
     pub insecure_http: bool,
+    /// A name the daemons answer to (Host) besides localhost and the
+    /// loopback addresses; repeat it, or separate names with commas.
+    /// Beyond loopback, IP addresses are accepted too.
+    #[arg(
+        long = "allowed-host",
+        env = "MESON_ELEMENTO_ALLOWED_HOSTS",
+        value_delimiter = ',',
+        value_name = "NAME"
+    )]
+    pub allowed_hosts: Vec<String>,
+    /// A browser origin (scheme://host[:port]) whose pages may call the
+    /// daemons, instead of Electros' own; repeat it, or separate origins
+    /// with commas; `none`: only the daemons' own pages.
+    #[arg(
+        long = "allowed-origin",
+        env = "MESON_ELEMENTO_ALLOWED_ORIGINS",
+        value_delimiter = ',',
+        value_name = "ORIGIN"
+    )]
+    pub allowed_origins: Vec<String>,
 }
 
 /// Whether a mutation waits for the actions it starts.

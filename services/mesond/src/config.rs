@@ -137,8 +137,8 @@ fn var(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.trim().is_empty())
 }
 
-/// A comma-separated list.
-fn list(name: &str) -> Vec<String> {
+/// The comma-separated list in the variable `name`.
+pub(crate) fn list(name: &str) -> Vec<String> {
     var(name)
         .map(|v| {
             v.split(',')

@@ -129,7 +129,11 @@ impl DataDirLock {
 /// `mesond dev`'s Elemento gateway: on unless `MESON_ELEMENTO=false`, each
 /// daemon on its usual port (`MESON_ELEMENTO_<DAEMON>_PORT`, `0`: any free
 /// one) and all of them on `MESON_ELEMENTO_PORT`, on 127.0.0.1. A port in
-/// use moves its daemon to a free port, and the banner says so.
+/// use moves its daemon to a free port, and the banner says so. Browser
+/// pages may call it from Electros' origins, or those of
+/// `MESON_ELEMENTO_ALLOWED_ORIGINS` (comma-separated; `none`: its own
+/// pages only); it answers to localhost, the loopback addresses and
+/// `MESON_ELEMENTO_ALLOWED_HOSTS`.
 pub fn elemento_from_env() -> anyhow::Result<Option<meson_elemento::Config>> {
     let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
     match var("MESON_ELEMENTO").as_deref().map(str::trim) {
@@ -158,6 +162,8 @@ pub fn elemento_from_env() -> anyhow::Result<Option<meson_elemento::Config>> {
         meson_elemento::server::DEFAULT_SINGLE_ORIGIN_PORT,
     )?);
     cfg.fallback_ports = true;
+    cfg.set_allowed_origins(&crate::config::list("MESON_ELEMENTO_ALLOWED_ORIGINS"));
+    cfg.allowed_hosts = crate::config::list("MESON_ELEMENTO_ALLOWED_HOSTS");
     Ok(Some(cfg))
 }
 
