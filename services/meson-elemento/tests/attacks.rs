@@ -457,3 +457,58 @@ async fn no_page_of_another_site_changes_anything_through_the_api() {
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
     m.stop().await;
 }
+
+#[tokio::test]
+async fn no_get_of_any_daemon_changes_anything() {
+    // Whatever a GET carries (login credentials, a body, every parameter a
+    // daemon reads), no catalogued GET route opens a session or writes
+    // anything: meson audits every change, and its log stays empty but for
+    // the credential reads.
+    let m = dev().await;
+    let mallory = m.token("mallory", "mallory", meson_api::Role::Editor);
+    let id = "0190f5f2-0000-7000-8000-000000000000";
+    let query = format!(
+        "?username=mallory&password={mallory}&name=x&size=1&vm_uid={id}&volume_id={id}\
+         &network_uid={id}&service_uuid={id}&local_index={id}"
+    );
+    let body = json!({"username": "mallory", "password": mallory, "name": "x", "size": 1,
+        "vm_uid": id, "volume_id": id, "network_uid": id, "service_uuid": id,
+        "specs": [], "req": {"name": "x"}})
+    .to_string();
+    let mut routes = 0;
+    for (d, method, path) in meson_elemento::catalog::ROUTES {
+        if *method != "GET" {
+            continue;
+        }
+        let path = path
+            .replace("{service}", "kaas")
+            .replace("{file}", "supported_providers")
+            .split('/')
+            .map(|seg| if seg.starts_with('{') { id } else { seg })
+            .collect::<Vec<_>>()
+            .join("/");
+        let gw = m.dev().elemento.as_ref().unwrap();
+        let url = format!("http://{}{path}{query}", gw.addr(*d).unwrap());
+        send(Method::GET, &url, &[], None).await;
+        send(Method::GET, &url, &[], Some(("application/json", &body))).await;
+        routes += 1;
+    }
+    assert!(routes > 50, "{routes} GET routes");
+    assert_eq!(session_user(&m).await, "dev");
+    let audit = m.get("/v1/audit").await;
+    let changes: Vec<&Value> = audit.body["audit_entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["operation"] != "cluster_kubeconfig")
+        .collect();
+    assert!(changes.is_empty(), "{changes:?}");
+    for list in ["/v1/vms", "/v1/volumes", "/v1/networks", "/v1/clusters"] {
+        let r = m.get(list).await;
+        let key = list.trim_start_matches("/v1/");
+        assert_eq!(r.body[key], json!([]), "{list}");
+        let r = m.call(Method::GET, list, &mallory, None).await;
+        assert_eq!(r.body[key], json!([]), "mallory's {list}");
+    }
+    m.stop().await;
+}
