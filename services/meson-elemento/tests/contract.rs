@@ -866,6 +866,18 @@ async fn kaas_from_the_electros_form_to_deletion() {
         cred.content_type
     );
     verify_kubeconfig(&m, &cred.text);
+    // The download is in meson's audit log, under the caller's name.
+    let audit = m
+        .get(&format!("/v1/audit?operation=cluster_kubeconfig&resource_id={id}"))
+        .await;
+    let entries = audit.body["audit_entries"].as_array().unwrap();
+    assert!(
+        entries
+            .iter()
+            .any(|e| e["status"] == 200 && e["subject"] == "dev"),
+        "{}",
+        audit.body
+    );
 
     let missing = me
         .get(&format!("{web}/running/{}", uuid::Uuid::new_v4()))

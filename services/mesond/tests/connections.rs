@@ -67,7 +67,7 @@ async fn half_a_request_head_is_cut_off() {
     let db = TestDatabase::new().await;
     let api = server(&db, limits(1, 3600, 64)).await;
     let mut s = TcpStream::connect(api.addr).await.unwrap();
-    s.write_all(b"GET /healthz HTTP/1.1\r\nHost: meson\r\n")
+    s.write_all(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n")
         .await
         .unwrap();
     read_until_closed(&mut s).await;
@@ -107,7 +107,7 @@ async fn an_idle_kept_alive_connection_is_closed() {
     // Not the header timeout: the idle one.
     let api = server(&db, limits(3600, 2, 64)).await;
     let mut s = TcpStream::connect(api.addr).await.unwrap();
-    s.write_all(b"GET /healthz HTTP/1.1\r\nHost: meson\r\n\r\n")
+    s.write_all(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
         .await
         .unwrap();
     let got = String::from_utf8_lossy(&read_until_closed(&mut s).await).into_owned();
@@ -136,7 +136,7 @@ async fn past_the_cap_a_connection_is_refused_and_a_freed_slot_serves_again() {
     ];
     // Each is accepted before the next: a request on one answers.
     held[0]
-        .write_all(b"GET /healthz HTTP/1.1\r\nHost: meson\r\n\r\n")
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
         .await
         .unwrap();
     let mut buf = [0u8; 1024];
@@ -158,7 +158,7 @@ async fn past_the_cap_a_connection_is_refused_and_a_freed_slot_serves_again() {
     let mut answered = false;
     for _ in 0..400 {
         let mut s = TcpStream::connect(api.addr).await.unwrap();
-        s.write_all(b"GET /healthz HTTP/1.1\r\nHost: meson\r\nConnection: close\r\n\r\n")
+        s.write_all(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
             .await
             .unwrap();
         let got = read_until_closed(&mut s).await;
@@ -177,7 +177,7 @@ async fn shutdown_cuts_a_connection_holding_half_a_request_after_the_drain() {
     let db = TestDatabase::new().await;
     let api = server(&db, limits(3600, 3600, 64)).await;
     let mut s = TcpStream::connect(api.addr).await.unwrap();
-    s.write_all(b"POST /v1/vms HTTP/1.1\r\nHost: meson\r\n")
+    s.write_all(b"POST /v1/vms HTTP/1.1\r\nHost: localhost\r\n")
         .await
         .unwrap();
     // The head is read: the connection is the server's.
@@ -233,7 +233,7 @@ async fn mesond_stops_on_sigterm_though_a_client_holds_half_a_request() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let mut s = s.expect("mesond listens");
-    s.write_all(b"GET /healthz HTTP/1.1\r\nHost: meson\r\n")
+    s.write_all(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n")
         .await
         .unwrap();
     tokio::time::sleep(Duration::from_millis(300)).await;
