@@ -48,6 +48,9 @@ pub struct Config {
     /// Browser origins whose pages may call the daemons, besides the
     /// listener's own: by default Electros' ([`ELECTROS_ORIGINS`]).
     pub allowed_origins: Vec<String>,
+    /// The ports have flags besides their environment variables
+    /// (`mesonctl elemento serve`): messages name both.
+    pub port_flags: bool,
 }
 
 /// The origins allowed by default: Electros' desktop app, whose packaged
@@ -78,6 +81,7 @@ impl Config {
             login_token: None,
             allowed_hosts: Vec::new(),
             allowed_origins: ELECTROS_ORIGINS.iter().map(|o| (*o).to_owned()).collect(),
+            port_flags: false,
         }
     }
 
@@ -125,15 +129,20 @@ fn edge(cfg: &Config, tls: bool) -> anyhow::Result<meson_edge::Edge> {
     Ok(edge)
 }
 
-/// The setting that moves a listener (flag, environment variable).
-pub fn setting(daemon: Option<Daemon>) -> String {
-    match daemon {
-        Some(d) => format!(
-            "--{}-port or MESON_ELEMENTO_{}_PORT",
-            d.name(),
-            d.name().to_uppercase()
+/// The setting that moves a listener: its environment variable, and its
+/// flag where the ports have flags (`mesonctl elemento serve`).
+pub fn setting(daemon: Option<Daemon>, flags: bool) -> String {
+    let (flag, var) = match daemon {
+        Some(d) => (
+            format!("--{}-port", d.name()),
+            format!("MESON_ELEMENTO_{}_PORT", d.name().to_uppercase()),
         ),
-        None => "--port or MESON_ELEMENTO_PORT".to_owned(),
+        None => ("--port".to_owned(), "MESON_ELEMENTO_PORT".to_owned()),
+    };
+    if flags {
+        format!("{flag} or {var}")
+    } else {
+        var
     }
 }
 
@@ -157,6 +166,8 @@ impl Listening {
 pub struct Gateway {
     pub listening: Vec<Listening>,
     pub tls: bool,
+    /// See [`Config::port_flags`].
+    port_flags: bool,
     stop: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
 }
@@ -166,6 +177,7 @@ async fn bind(
     port: u16,
     daemon: Option<Daemon>,
     fallback: bool,
+    flags: bool,
 ) -> anyhow::Result<(TcpListener, Option<u16>)> {
     match TcpListener::bind((ip, port)).await {
         Ok(l) => Ok((l, None)),
@@ -178,7 +190,7 @@ async fn bind(
         Err(e) => Err(anyhow::anyhow!(
             "cannot listen on {ip}:{port} for {}: {e} (set {})",
             daemon.map_or("the single-origin listener", Daemon::name),
-            setting(daemon)
+            setting(daemon, flags)
         )),
     }
 }
@@ -285,7 +297,8 @@ impl Gateway {
         // Bind everything first: a failure leaves nothing listening.
         let mut bound = Vec::new();
         for (daemon, port) in wanted {
-            let (l, moved) = bind(cfg.bind, port, daemon, cfg.fallback_ports).await?;
+            let (l, moved) =
+                bind(cfg.bind, port, daemon, cfg.fallback_ports, cfg.port_flags).await?;
             bound.push((daemon, l, moved));
         }
         let (stop, stopped) = watch::channel(false);
@@ -334,6 +347,7 @@ impl Gateway {
         Ok(Gateway {
             listening,
             tls: tls.is_some(),
+            port_flags: cfg.port_flags,
             stop,
             tasks,
         })
@@ -371,7 +385,7 @@ impl Gateway {
                 if let Some(p) = l.moved_from {
                     line.push_str(&format!(
                         "   <-- MOVED: port {p} is in use (elemento-cli needs {p}; set {})",
-                        setting(l.daemon)
+                        setting(l.daemon, self.port_flags)
                     ));
                 }
                 line

@@ -868,7 +868,9 @@ async fn kaas_from_the_electros_form_to_deletion() {
     verify_kubeconfig(&m, &cred.text);
     // The download is in meson's audit log, under the caller's name.
     let audit = m
-        .get(&format!("/v1/audit?operation=cluster_kubeconfig&resource_id={id}"))
+        .get(&format!(
+            "/v1/audit?operation=cluster_kubeconfig&resource_id={id}"
+        ))
         .await;
     let entries = audit.body["audit_entries"].as_array().unwrap();
     assert!(
@@ -1215,20 +1217,30 @@ async fn a_taken_port_is_named_or_moved() {
     let mut cfg = Config::new("http://127.0.0.1:1").any_ports();
     cfg.ports = vec![(Daemon::Compute, port)];
     cfg.single_origin_port = None;
+    // mesonctl elemento serve: its flag and its variable.
+    cfg.port_flags = true;
     let err = Gateway::start(cfg.clone())
         .await
         .err()
         .expect("refused")
         .to_string();
     assert!(
-        err.contains("--compute-port") && err.contains(&port.to_string()),
+        err.contains("--compute-port or MESON_ELEMENTO_COMPUTE_PORT")
+            && err.contains(&port.to_string()),
         "{err}"
     );
+    // mesond dev has no such flag: its variable only.
+    cfg.port_flags = false;
     cfg.fallback_ports = true;
     let gw = Gateway::start(cfg).await.expect("moved");
     let moved: Vec<_> = gw.moved().collect();
     assert_eq!(moved.len(), 1);
     assert_eq!(moved[0].moved_from, Some(port));
-    assert!(gw.describe()[0].contains("MOVED"));
+    let line = &gw.describe()[0];
+    assert!(line.contains("MOVED"), "{line}");
+    assert!(
+        line.contains("set MESON_ELEMENTO_COMPUTE_PORT") && !line.contains("--compute-port"),
+        "{line}"
+    );
     gw.shutdown().await;
 }

@@ -81,6 +81,7 @@ async fn elemento_serve(settings: Settings, a: crate::cli::ElementoServeArgs) ->
         _ => None,
     };
     cfg.insecure_http = a.insecure_http;
+    cfg.port_flags = true;
     cfg.allowed_hosts = a.allowed_hosts;
     cfg.set_allowed_origins(&a.allowed_origins);
     cfg.login_token = Some(settings.token.clone());

@@ -61,7 +61,13 @@ pub fn init_with(json: bool, service: &str, otlp: Option<&str>) -> Telemetry {
             .or_else(|_| EnvFilter::try_from_default_env())
             .unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,tower_http=warn,h2=warn"))
     };
-    let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    // Colours only on a terminal: a log written to a file or a pipe stays
+    // plain text (and `NO_COLOR` turns them off anyway).
+    let colours = std::io::IsTerminal::is_terminal(&std::io::stderr())
+        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    let fmt = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_ansi(colours);
     let fmt = if json {
         fmt.json().flatten_event(true).boxed()
     } else {

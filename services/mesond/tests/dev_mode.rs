@@ -51,6 +51,13 @@ async fn dev_mode_runs_a_private_postgres_and_stops_it() {
         !banner.contains(&token),
         "the banner never shows the token: {banner}"
     );
+    // Its log goes to a pipe here, not a terminal: plain text, no colours.
+    let all = m.output();
+    assert!(all.contains("INFO"), "{all}");
+    assert!(
+        !all.contains('\u{1b}'),
+        "ANSI escapes in a piped log: {all}"
+    );
     let token_file = scratch.data_dir().join("dev-token");
     for line in [
         format!("export MESON_TOKEN=$(cat {})", token_file.display()),
