@@ -3,12 +3,13 @@
 //! it, both destroyed, nothing left on AtomOS): against `mesond dev`'s
 //! in-process daemons, and against `mesonctl elemento serve` in front of a
 //! separate `mesond serve` process. elemento-cli hard-codes the daemons'
-//! usual ports on localhost, so these tests take a machine-wide lock and
-//! fail, naming the port, if something else holds one.
+//! usual ports on localhost, so each test runs in a network namespace of its
+//! own (`netns`), where those ports are free whatever else runs here.
 
 #[path = "../../../tests/e2e/harness.rs"]
 #[allow(dead_code)]
 mod harness;
+mod netns;
 
 use harness::Meson;
 use meson_elemento::Daemon;
@@ -32,29 +33,6 @@ fn elemento() -> PathBuf {
         String::from_utf8_lossy(&out.stderr)
     );
     PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
-}
-
-/// Holds the usual ports for this test: a file lock shared by every test
-/// that needs them, then a check that nothing else listens there.
-fn usual_ports() -> std::fs::File {
-    let lock = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(std::env::temp_dir().join("meson-elemento-usual-ports.lock"))
-        .expect("the lock file");
-    lock.lock().expect("the usual ports' lock");
-    for d in Daemon::ALL {
-        let port = d.default_port();
-        if let Err(e) = std::net::TcpListener::bind(("127.0.0.1", port)) {
-            panic!(
-                "port {port} ({} daemon) on 127.0.0.1 is taken by another process ({e}); \
-                 elemento-cli only talks to the usual ports: free it and run again",
-                d.name()
-            );
-        }
-    }
-    lock
 }
 
 /// Runs `elemento ARGS` on a terminal through `drive.py`: (exit code, output).
@@ -310,8 +288,11 @@ async fn flow(m: &Backend, elemento: &Path) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn elemento_cli_against_mesond_dev() {
+    // Made outside the namespace: pip needs the network.
     let elemento = elemento();
-    let _ports = usual_ports();
+    if !netns::isolated("elemento_cli_against_mesond_dev").await {
+        return;
+    }
     let m = Meson::start_with(|o| {
         o.elemento = Some(meson_elemento::Config {
             fallback_ports: true,
@@ -365,7 +346,9 @@ const SECRETS_KEY: &str = "bWVzb24tZWxlbWVudG8tY2xpLXRlc3Qta2V5LTMyLWI=";
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn elemento_cli_against_mesonctl_elemento_serve() {
     let elemento = elemento();
-    let _ports = usual_ports();
+    if !netns::isolated("elemento_cli_against_mesonctl_elemento_serve").await {
+        return;
+    }
     // A separate meson: `mesond serve` on a fresh database, its AtomOS
     // hosts a simulator of their own.
     let db = meson_db::testing::TestDatabase::new().await;
