@@ -134,6 +134,11 @@ async fn inside(socket: &str) {
         .await
         .expect("ip runs");
     assert!(up.success(), "loopback up in the namespace");
+    // The kernel hands out ephemeral ports from 32768 up, where 37777,
+    // 47777 and 57777 are: a simulator's listener could take one before the
+    // daemons start. Here the range is the namespace's own.
+    std::fs::write("/proc/sys/net/ipv4/ip_local_port_range", "28000 37000")
+        .expect("the namespace's ephemeral port range");
     // The bridge's inner half: PostgreSQL's address, in here.
     let addr = database().await;
     let listener = TcpListener::bind(("127.0.0.1", addr.port()))
