@@ -291,9 +291,16 @@ async fn upgrade_refusals_name_the_version_and_respect_status_and_locks() {
             "upgrades go to a later patch of the same minor or to the next minor",
         ),
         ("1.28.15", "downgrades are not possible"),
-        ("1.29.3", "not supported"),
+        ("1.29.3", "not in meson's catalogue; from 1.29.2"),
         ("1.29.2", "already runs"),
-        ("1.27", "not supported"),
+        (
+            "1.27",
+            "not in meson's catalogue; from 1.29.2 the cluster may go to 1.29.8",
+        ),
+        (
+            "1.38",
+            "not in meson's catalogue; from 1.29.2 the cluster may go to 1.29.8",
+        ),
         ("latest", "must be a Kubernetes version"),
     ] {
         let r = upgrade(&m, &id, json!({"kubernetes_version": version})).await;
@@ -310,7 +317,8 @@ async fn upgrade_refusals_name_the_version_and_respect_status_and_locks() {
         .as_str()
         .unwrap()
         .to_owned();
-    assert!(msg.contains("allowed: 1.29.8, 1.29.15, 1.30.4"), "{msg}");
+    assert!(msg.contains("may go to 1.29.8, 1.29.15, 1.30.4"), "{msg}");
+    assert!(!msg.contains("1.28"), "only where it may go: {msg}");
     for (b, field) in [
         (json!({}), "kubernetes_version"),
         (

@@ -349,13 +349,47 @@ pub fn upgradable_to(from: &KubeVersion) -> Vec<&'static Release> {
         .collect()
 }
 
+/// Where a cluster at `from` may go, for error messages.
+fn upgrades_from(from: &KubeVersion) -> String {
+    let allowed: Vec<String> = upgradable_to(from)
+        .iter()
+        .map(|r| r.version.to_string())
+        .collect();
+    if allowed.is_empty() {
+        format!("{from} has no upgrade available")
+    } else {
+        format!(
+            "from {from} the cluster may go to {} (a later patch of its minor, or the next \
+             minor)",
+            allowed.join(", ")
+        )
+    }
+}
+
+/// Resolves an upgrade's target as asked (`1.36.2`, or `1.36` for that
+/// minor's latest patch) for a cluster at `from`, and checks it: the error,
+/// a message for the `kubernetes_version` field, names only the versions
+/// this cluster may go to.
+pub fn resolve_upgrade(from: &KubeVersion, asked: &str) -> Result<Resolved, String> {
+    parse(asked)?;
+    let resolved = resolve(asked).map_err(|_| {
+        format!(
+            "Kubernetes {} is not in meson's catalogue; {}",
+            asked.trim(),
+            upgrades_from(from)
+        )
+    })?;
+    check_upgrade(from, &resolved.release.version)?;
+    Ok(resolved)
+}
+
 /// Checks an upgrade request: `to` must be in the catalogue and allowed by
 /// the upgrade rule. The error is a message for the `kubernetes_version` field.
 pub fn check_upgrade(from: &KubeVersion, to: &KubeVersion) -> Result<&'static Release, String> {
     let Some(release) = lookup(to) else {
         return Err(format!(
-            "Kubernetes {to} is not supported; supported: {}",
-            supported_list()
+            "Kubernetes {to} is not in meson's catalogue; {}",
+            upgrades_from(from)
         ));
     };
     if to == from {
@@ -364,23 +398,15 @@ pub fn check_upgrade(from: &KubeVersion, to: &KubeVersion) -> Result<&'static Re
     if from.can_upgrade_to(to) {
         return Ok(release);
     }
-    let allowed: Vec<String> = upgradable_to(from)
-        .iter()
-        .map(|r| r.version.to_string())
-        .collect();
     let why = if to < from {
         "downgrades are not possible"
     } else {
         "upgrades go to a later patch of the same minor or to the next minor only"
     };
-    Err(if allowed.is_empty() {
-        format!("cannot upgrade from {from} to {to}: {why}; {from} has no upgrade available")
-    } else {
-        format!(
-            "cannot upgrade from {from} to {to}: {why}; allowed: {}",
-            allowed.join(", ")
-        )
-    })
+    Err(format!(
+        "cannot upgrade from {from} to {to}: {why}; {}",
+        upgrades_from(from)
+    ))
 }
 
 #[cfg(test)]
@@ -624,14 +650,36 @@ mod tests {
 
         assert!(check_upgrade(&from, &v("1.30.10")).is_ok());
         let e = check_upgrade(&from, &v("1.31.2")).unwrap_err();
-        assert!(e.contains("allowed: 1.29.15, 1.30.4"), "{e}");
+        assert!(
+            e.contains("may go to 1.29.15, 1.30.4, 1.30.10, 1.30.14 ("),
+            "{e}"
+        );
         let e = check_upgrade(&from, &v("1.29.2")).unwrap_err();
         assert!(e.contains("downgrades"), "{e}");
+        // A version meson does not know: only where this cluster may go.
+        let e = check_upgrade(&from, &v("1.30.5")).unwrap_err();
+        assert!(e.contains("not in meson's catalogue"), "{e}");
         assert!(
-            check_upgrade(&from, &v("1.30.5"))
-                .unwrap_err()
-                .contains("not supported")
+            e.contains("may go to 1.29.15, 1.30.4, 1.30.10, 1.30.14 ("),
+            "{e}"
         );
+        for asked in ["1.38", "1.38.0", "1.27"] {
+            let e = resolve_upgrade(&from, asked).unwrap_err();
+            assert!(
+                e.starts_with(&format!(
+                    "Kubernetes {asked} is not in meson's catalogue; from 1.29.8"
+                )) && !e.contains("1.28.9"),
+                "{e}"
+            );
+        }
+        assert!(
+            resolve_upgrade(&from, "latest")
+                .unwrap_err()
+                .contains("must be")
+        );
+        let r = resolve_upgrade(&from, "1.30").unwrap();
+        assert_eq!(r.release.version, v("1.30.14"));
+        assert!(r.from_minor);
         assert!(check_upgrade(&from, &from).unwrap_err().contains("already"));
         assert!(
             check_upgrade(&newest, &v("1.32.2"))

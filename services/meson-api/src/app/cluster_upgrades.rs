@@ -76,11 +76,9 @@ impl App {
                 cluster.kubernetes_version
             ))
         })?;
-        let resolved = kubernetes::resolve(&req.version)
+        let resolved = kubernetes::resolve_upgrade(&from, &req.version)
             .map_err(|m| Error::invalid("kubernetes_version", m))?;
-        let to = kubernetes::check_upgrade(&from, &resolved.release.version)
-            .map_err(|m| Error::invalid("kubernetes_version", m))?
-            .version;
+        let to = resolved.release.version;
         warnings.extend(
             resolved
                 .warnings(&req.version, kubernetes::today())
