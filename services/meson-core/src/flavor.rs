@@ -65,3 +65,29 @@ pub const FLAVORS: &[Flavor] = &[
 pub fn lookup(name: &str) -> Option<&'static Flavor> {
     FLAVORS.iter().find(|f| f.name.eq_ignore_ascii_case(name))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn descriptions_say_what_the_specs_hold() {
+        for f in FLAVORS {
+            let gpu_named = f.description.contains("NVIDIA");
+            assert_eq!(gpu_named, f.gpus > 0, "{}: {}", f.name, f.description);
+            assert_eq!(f.gpu_model.is_some(), f.gpus > 0, "{}", f.name);
+            let count = match f.gpus {
+                0 => "",
+                1 => "one NVIDIA",
+                2 => "two NVIDIA",
+                n => panic!("{}: {n} GPUs, say how many", f.name),
+            };
+            assert!(
+                f.description.contains(count),
+                "{}: {}",
+                f.name,
+                f.description
+            );
+        }
+    }
+}

@@ -15,8 +15,8 @@
 //! - `--node-size`, `--control-plane-size` (`--master-size`): a meson flavour
 //!   named directly (`neon`, ...), or a common cloud size (AWS `t2.micro`,
 //!   GCE `e2-standard-4`, Hetzner `cpx31`, DigitalOcean `s-2vcpu-4gb`, ...)
-//!   mapped by vCPUs and memory to the smallest flavour holding it, without
-//!   the flavour's GPUs; sizes beyond every flavour are asked for exactly.
+//!   mapped by vCPUs and memory to the smallest flavour without GPUs holding
+//!   it; larger sizes are asked for exactly.
 //!   Nodes need 1024 MiB and control-plane nodes 2 vCPUs / 2048 MiB, so a
 //!   smaller flavour is raised (and reported).
 //! - `--node-count`, `--control-plane-count` (`--master-count`): the pool's

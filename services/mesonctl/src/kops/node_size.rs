@@ -16,11 +16,13 @@ fn storage_gb_bounds() -> (u32, u32) {
     (*r.start() as u32, *r.end() as u32)
 }
 
-/// The smallest flavour holding `vcpus` and `mib`.
+/// The smallest flavour without GPUs holding `vcpus` and `mib`: a cloud
+/// size has no GPU, and a node sized as a GPU flavour without its GPU
+/// would be named for a card it does not have.
 pub fn smallest_flavor(vcpus: u32, mib: u64) -> Option<&'static Flavor> {
     FLAVORS
         .iter()
-        .find(|f| f.vcpus >= vcpus && f.memory_mib >= mib)
+        .find(|f| f.gpus == 0 && f.vcpus >= vcpus && f.memory_mib >= mib)
 }
 
 /// One node group's size, as the request's `specs` and for the metadata.

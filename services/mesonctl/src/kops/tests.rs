@@ -150,8 +150,12 @@ fn flag_forms_aliases_and_positional_names() {
     assert_eq!(req["control_plane"]["specs"]["cpu"], 4);
     assert_eq!(req["control_plane"]["specs"]["ram"], 16384);
     assert_eq!(req["control_plane"]["specs"]["gpu"], 0);
-    // cpx31: 4 vCPUs, 8 GiB -> kripton.
-    assert_eq!(req["nodepool"][0]["specs"]["cpu"], 8);
+    // cpx31: 4 vCPUs, 8 GiB: beyond every flavour without a GPU, asked
+    // exactly (not kripton, whose GPU the node would not have).
+    assert_eq!(req["nodepool"][0]["specs"]["cpu"], 4);
+    assert_eq!(req["nodepool"][0]["specs"]["ram"], 8192);
+    assert_eq!(req["nodepool"][0]["specs"]["gpu"], 0);
+    assert!(req["metadata"]["kops"]["node_size"].get("flavor").is_none());
     assert_eq!(req["nodepool"][0]["desired_nodes"], 100);
     assert_eq!(req["cni"], "flannel");
     assert_eq!(payload(&t)["region"], "de-fra");
@@ -174,7 +178,7 @@ fn flag_forms_aliases_and_positional_names() {
 }
 
 #[test]
-fn sizes_map_to_the_smallest_flavour_that_holds_them() {
+fn sizes_map_to_the_smallest_gpu_less_flavour_that_holds_them() {
     let flavor = |n: &str| {
         let (c, m) = instance_size(n).unwrap_or_else(|| panic!("{n} known"));
         smallest_flavor(c, m).map(|f| f.name)
@@ -182,23 +186,43 @@ fn sizes_map_to_the_smallest_flavour_that_holds_them() {
     assert_eq!(flavor("t2.nano"), Some("helium"));
     assert_eq!(flavor("t2.micro"), Some("neon"));
     assert_eq!(flavor("t3.small"), Some("neon"));
-    assert_eq!(flavor("t3.medium"), Some("argon"));
-    assert_eq!(flavor("t2.large"), Some("kripton"));
-    assert_eq!(flavor("m5.large"), Some("kripton"));
-    assert_eq!(flavor("c5.large"), Some("argon"));
+    assert_eq!(flavor("t3.medium"), None, "beyond neon: asked for exactly");
+    assert_eq!(flavor("t2.large"), None, "beyond neon: asked for exactly");
+    assert_eq!(flavor("m5.large"), None, "beyond neon: asked for exactly");
+    assert_eq!(flavor("c5.large"), None, "beyond neon: asked for exactly");
     assert_eq!(flavor("m5.4xlarge"), None);
     assert_eq!(flavor("e2-micro"), Some("neon"));
-    assert_eq!(flavor("e2-medium"), Some("argon"));
-    assert_eq!(flavor("n1-standard-1"), Some("argon"));
-    assert_eq!(flavor("n1-standard-2"), Some("kripton"));
-    assert_eq!(flavor("n2-highcpu-8"), Some("kripton"));
+    assert_eq!(flavor("e2-medium"), None, "beyond neon: asked for exactly");
+    assert_eq!(
+        flavor("n1-standard-1"),
+        None,
+        "beyond neon: asked for exactly"
+    );
+    assert_eq!(
+        flavor("n1-standard-2"),
+        None,
+        "beyond neon: asked for exactly"
+    );
+    assert_eq!(
+        flavor("n2-highcpu-8"),
+        None,
+        "beyond neon: asked for exactly"
+    );
     assert_eq!(flavor("cx11"), Some("neon"));
     assert_eq!(flavor("cpx11"), Some("neon"));
-    assert_eq!(flavor("cx22"), Some("argon"));
-    assert_eq!(flavor("s-2vcpu-4gb"), Some("argon"));
+    assert_eq!(flavor("cx22"), None, "beyond neon: asked for exactly");
+    assert_eq!(
+        flavor("s-2vcpu-4gb"),
+        None,
+        "beyond neon: asked for exactly"
+    );
     assert_eq!(flavor("s-1vcpu-512mb-10gb"), Some("helium"));
-    assert_eq!(flavor("s-4vcpu-8gb-amd"), Some("kripton"));
-    assert_eq!(flavor("c-2"), Some("argon"));
+    assert_eq!(
+        flavor("s-4vcpu-8gb-amd"),
+        None,
+        "beyond neon: asked for exactly"
+    );
+    assert_eq!(flavor("c-2"), None, "beyond neon: asked for exactly");
     assert_eq!(flavor("neon"), Some("neon"));
     assert_eq!(instance_size("m5.4xlarge"), Some((16, 65536)));
     assert_eq!(instance_size("p3.2xlarge"), None);
