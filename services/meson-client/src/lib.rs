@@ -277,6 +277,16 @@ impl Client {
         self.call(Method::POST, "/v1/vms", Some(req)).await
     }
 
+    /// `POST /v1/vms` with a payload as written (a file, in the client's
+    /// shape): sent as is, so meson alone checks it, naming every bad field,
+    /// and reports the fields it does not know as warnings.
+    pub async fn vm_create_as_written(
+        &self,
+        payload: &serde_json::Value,
+    ) -> Result<wire::VmCreateResponse> {
+        self.call(Method::POST, "/v1/vms", Some(payload)).await
+    }
+
     /// A page of the tenant's VMs: by number, or after a `next_cursor`
     /// ([`Page::after`]).
     pub async fn vm_list(&self, page: Page) -> Result<wire::VmList> {
@@ -412,6 +422,15 @@ impl Client {
         req: &KaasCreateRequest,
     ) -> Result<wire::cluster::ClusterCreateResponse> {
         self.call(Method::POST, "/v1/clusters", Some(req)).await
+    }
+
+    /// `POST /v1/clusters` with a KaaS payload as written (see
+    /// [`Client::vm_create_as_written`]).
+    pub async fn cluster_create_as_written(
+        &self,
+        payload: &serde_json::Value,
+    ) -> Result<wire::cluster::ClusterCreateResponse> {
+        self.call(Method::POST, "/v1/clusters", Some(payload)).await
     }
 
     /// A page of the tenant's clusters (see [`Client::vm_list`]).
@@ -634,6 +653,15 @@ impl Client {
     /// (`&QuoteRequest::from(vm_request)`).
     pub async fn quote(&self, req: &QuoteRequest) -> Result<wire::quote::QuoteAnswer> {
         self.call(Method::POST, "/v1/quotes", Some(req)).await
+    }
+
+    /// `POST /v1/quotes` with a VM or KaaS payload as written (see
+    /// [`Client::vm_create_as_written`]).
+    pub async fn quote_as_written(
+        &self,
+        payload: &serde_json::Value,
+    ) -> Result<wire::quote::QuoteAnswer> {
+        self.call(Method::POST, "/v1/quotes", Some(payload)).await
     }
 
     /// `GET /v1/actions/stream` for `ids`, as a response to read events from.

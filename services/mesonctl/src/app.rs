@@ -16,10 +16,7 @@ use crate::progress::Progress;
 use meson_client::{Client, RetryPolicy, WaitOpts};
 use meson_types::Warning;
 use meson_types::action::Action;
-use meson_types::kaas::KaasCreateRequest;
 use meson_types::pool::NodePoolUpdateRequest;
-use meson_types::quote::QuoteRequest;
-use meson_types::requests::VmCreateRequest;
 use meson_types::upgrade::ClusterUpgradeRequest;
 use meson_types::vm::PowerCommand;
 use serde_json::Value;
@@ -167,7 +164,11 @@ fn warn(warnings: &[Warning]) {
 /// Reads a JSON payload from a file, or stdin for `-`.
 /// The request in the JSON file `path` (`-`: stdin), read as meson reads
 /// it (booleans as `"True"` or 0/1, ...); meson checks the values.
-fn read_request<T: serde::de::DeserializeOwned>(path: &Path, what: &str) -> Result<T> {
+/// A request payload from `path` (`-`: stdin), as written: only its being
+/// JSON is checked here. meson checks the rest, so a bad field is named in
+/// meson's words (exit 1), and fields it does not know come back as
+/// warnings.
+fn read_request(path: &Path) -> Result<Value> {
     let text = if path == Path::new("-") {
         let mut s = String::new();
         std::io::stdin()
@@ -178,10 +179,8 @@ fn read_request<T: serde::de::DeserializeOwned>(path: &Path, what: &str) -> Resu
         std::fs::read_to_string(path)
             .map_err(|e| Failure::Usage(format!("cannot read {}: {e}", path.display())))?
     };
-    let json: Value = serde_json::from_str(&text)
-        .map_err(|e| Failure::Usage(format!("{} is not JSON: {e}", path.display())))?;
-    meson_types::lenient::from_value(json)
-        .map_err(|e| Failure::Usage(format!("{} is not {what}: {e}", path.display())))
+    serde_json::from_str(&text)
+        .map_err(|e| Failure::Usage(format!("{} is not JSON: {e}", path.display())))
 }
 
 /// Completes when the user presses Ctrl-C (never, if that cannot be
@@ -316,8 +315,8 @@ impl Ctx {
             Command::Flavor(_) => self.show(&self.client.flavors().await?),
             Command::Provider(_) => self.show(&self.client.providers().await?),
             Command::Quote { file } => {
-                let req: QuoteRequest = read_request(&file, "a VM or KaaS request")?;
-                let answer = self.client.quote(&req).await?;
+                let req = read_request(&file)?;
+                let answer = self.client.quote_as_written(&req).await?;
                 if matches!(self.format, Format::Table | Format::Wide) {
                     match &answer {
                         meson_types::quote::QuoteAnswer::Vm(q) => warn(&q.warnings),
@@ -346,8 +345,8 @@ impl Ctx {
     async fn vm(&self, c: VmCommand) -> Result<()> {
         match c {
             VmCommand::Create { file, wait } => {
-                let req: VmCreateRequest = read_request(&file, "a VM request")?;
-                let created = self.client.vm_create(&req).await?;
+                let req = read_request(&file)?;
+                let created = self.client.vm_create_as_written(&req).await?;
                 warn(&created.warnings);
                 if !wait.waits() {
                     return self.show(&created);
@@ -382,8 +381,8 @@ impl Ctx {
     async fn cluster(&self, c: ClusterCommand) -> Result<()> {
         match c {
             ClusterCommand::Create { file, wait } => {
-                let req: KaasCreateRequest = read_request(&file, "a KaaS request")?;
-                let created = self.client.cluster_create(&req).await?;
+                let req = read_request(&file)?;
+                let created = self.client.cluster_create_as_written(&req).await?;
                 warn(&created.warnings);
                 if !wait.waits() {
                     return self.show(&created);

@@ -507,6 +507,44 @@ async fn failures_exit_with_their_codes() {
         assert!(r.stdout.is_empty(), "{r:#?}");
     }
 
+    // A bad payload is refused in meson's words, field by field, exactly as
+    // meson answers it over HTTP (exit 1): mesonctl sends it as written.
+    let mut bad = seed_vm();
+    bad["specs"]["req"]["mem"]["capacity"] = json!("4096");
+    bad["specs"]["req"]["cpu"]["numberOfCores"] = json!(2.5);
+    let bad_file = m.file("bad.json", &bad);
+    let r = m.ctl(&["vm", "create", "-f", &bad_file]).await;
+    assert_eq!(r.code, Some(1), "{r:#?}");
+    let server = m.post("/v1/vms", &bad).await;
+    let fields = server.body["error"]["details"]["fields"]
+        .as_array()
+        .unwrap();
+    assert_eq!(fields.len(), 2, "{}", server.body);
+    for f in fields {
+        let line = format!(
+            "  {}: {}",
+            f["name"].as_str().unwrap(),
+            f["messages"][0].as_str().unwrap()
+        );
+        assert!(r.stderr.lines().any(|l| l == line), "{line:?} in {r:#?}");
+    }
+    assert!(
+        r.stderr
+            .contains("specs.req.mem.capacity: must be an integer, got a string"),
+        "{r:#?}"
+    );
+    // Fields meson does not know come back as its warnings.
+    let mut extra = seed_vm();
+    extra["specs"]["vm_name"] = json!("extra");
+    extra["specs"]["colour"] = json!("blue");
+    let extra_file = m.file("extra.json", &extra);
+    let r = m
+        .ctl(&["vm", "create", "-f", &extra_file, "-o", "json"])
+        .await;
+    r.ok();
+    assert!(r.stderr.contains("specs.colour"), "{r:#?}");
+    m.ctl(&["vm", "delete", "extra"]).await.ok();
+
     // Every VM registration on ionos fails: the action ends in error, exit 3.
     for host in ["ionos-fra-1", "ionos-las-1"] {
         m.fault(
