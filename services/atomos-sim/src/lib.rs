@@ -35,6 +35,7 @@ pub use faults::{ANY_ROUTE, ErrorRate, FailNext, FaultError, FaultSpec, Faults, 
 pub use host::{Inventory, SimFile, SimHost, SimNetwork, SimVm, SimVolume};
 
 use atomos_driver::{Ports, Target};
+use axum::response::IntoResponse;
 use host::lock;
 use http::Daemon;
 use serde::{Deserialize, Serialize};
@@ -131,6 +132,34 @@ fn check_hosts(hosts: &[HostConfig]) -> std::io::Result<()> {
 }
 
 /// The control endpoint's address: loopback of the daemons' address family.
+/// What web pages get from the simulated daemons and the control endpoint:
+/// nothing (see meson-edge). They listen on loopback in dev mode and tests,
+/// where any page the developer opens could otherwise reach them: read the
+/// fleet's inventory (cloud-init user-data with cluster keys and tokens)
+/// through a rebound DNS name, create or destroy disks behind meson's back,
+/// inject faults. On loopback they answer to loopback names only; bound
+/// beyond it (a container of the compose stack, dialed by its service
+/// name), to any. The protocol's own content types stay as the daemons take
+/// them.
+fn edge(bind: IpAddr) -> std::io::Result<Arc<meson_edge::Edge>> {
+    let names = if bind.is_loopback() {
+        Vec::new()
+    } else {
+        vec!["*".to_owned()]
+    };
+    let hosts = meson_edge::Hosts::new(bind, &names)
+        .map_err(|e| invalid_input(format!("the simulator's names: {e}")))?;
+    let mut edge = meson_edge::Edge::new(hosts, Vec::new(), meson_edge::Scope::EveryRequest);
+    edge.render = |r| {
+        (
+            r.status(),
+            axum::Json(serde_json::json!({"detail": r.to_string()})),
+        )
+            .into_response()
+    };
+    Ok(Arc::new(edge))
+}
+
 fn control_bind(bind: IpAddr) -> SocketAddr {
     let ip = match bind {
         IpAddr::V4(_) => IpAddr::V4(Ipv4Addr::LOCALHOST),
@@ -197,8 +226,11 @@ pub async fn start(config: SimConfig) -> std::io::Result<Simulator> {
         host.faults()
             .apply(&faults)
             .map_err(|e| invalid_input(format!("host {}: faults: {e}", host.name())))?;
+        let edge = edge(config.bind)?;
         for (bit, (daemon, listener)) in (0u8..).zip(Daemon::ALL.into_iter().zip(listeners)) {
-            let app = http::router(daemon, host.clone());
+            let app = http::router(daemon, host.clone()).layer(
+                axum::middleware::from_fn_with_state(edge.clone(), meson_edge::guard),
+            );
             let listener = listener::HostListener::new(host.clone(), bit, listener)?;
             let name = host.name().to_owned();
             servers.0.push(tokio::spawn(async move {
@@ -218,7 +250,10 @@ pub async fn start(config: SimConfig) -> std::io::Result<Simulator> {
         control: control_addr,
         seed: AtomicU64::new(0),
     });
-    let app = control::router(Arc::downgrade(&inner));
+    let app = control::router(Arc::downgrade(&inner)).layer(axum::middleware::from_fn_with_state(
+        edge(control_addr.ip())?,
+        meson_edge::guard,
+    ));
     lock(&inner.servers).0.push(tokio::spawn(async move {
         if let Err(e) = axum::serve(control, app).await {
             tracing::error!(error = %e, "simulator control endpoint stopped");

@@ -148,9 +148,27 @@ impl Edge {
     /// provenance, or the answer to give instead (a preflight's, or a
     /// refusal's).
     pub fn admit(&self, method: &Method, uri: &axum::http::Uri, headers: &HeaderMap) -> Admitted {
-        let host_raw = match headers.get(header::HOST) {
-            Some(v) => Some(v.to_str().unwrap_or("(not text)").to_owned()),
-            None => uri.authority().map(|a| a.as_str().to_owned()),
+        let mut given = headers.get_all(header::HOST).iter();
+        let host_raw = match (given.next(), given.next(), uri.authority()) {
+            (Some(_), Some(_), _) => {
+                return Admitted::Refused(Refusal::BadHost {
+                    host: "(several Host headers)".to_owned(),
+                });
+            }
+            (Some(v), None, authority) => {
+                let v = v.to_str().unwrap_or("(not text)").to_owned();
+                // An absolute request-target names the server too: both
+                // must name the same one.
+                if let Some(a) = authority
+                    && !a.as_str().eq_ignore_ascii_case(&v)
+                {
+                    return Admitted::Refused(Refusal::BadHost {
+                        host: format!("{v} (the request names {a})"),
+                    });
+                }
+                Some(v)
+            }
+            (None, _, authority) => authority.map(|a| a.as_str().to_owned()),
         };
         // No Host at all: not a browser (browsers always send one).
         let host = match host_raw {
@@ -389,6 +407,21 @@ mod tests {
         }
         // A program with no Host (HTTP/1.0) is no browser.
         assert_eq!(call(&app, "GET", "/x", &[]).await.status(), StatusCode::OK);
+        // Two names, or a request-target naming another server: refused.
+        let two = Request::builder()
+            .uri("/x")
+            .header("host", "127.0.0.1")
+            .header("host", "evil.example")
+            .body(Body::empty())
+            .unwrap();
+        let r = app.clone().oneshot(two).await.unwrap();
+        assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+        let r = call(&app, "GET", "http://evil.example/x", &[LOCAL]).await;
+        assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+        let r = call(&app, "GET", "http://evil.example/x", &[]).await;
+        assert_eq!(r.status(), StatusCode::MISDIRECTED_REQUEST);
+        let r = call(&app, "GET", "http://127.0.0.1:27777/x", &[LOCAL]).await;
+        assert_eq!(r.status(), StatusCode::OK);
     }
 
     #[tokio::test]

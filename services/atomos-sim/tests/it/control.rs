@@ -302,3 +302,60 @@ async fn bad_control_requests_get_a_detail() {
     assert_eq!(status, 200);
     assert!(index["routes"].as_array().unwrap().len() >= 5);
 }
+
+#[tokio::test]
+async fn no_web_page_reaches_the_fleet() {
+    // On loopback, as in dev mode: a page of any site could otherwise read
+    // the inventory (cloud-init with cluster keys) through a rebound name,
+    // or make disks and faults with "simple" requests.
+    let sim = sim(Duration::from_millis(20)).await;
+    let http = reqwest::Client::new();
+    let base = sim.control_url();
+    let port = base.rsplit(':').next().unwrap().to_owned();
+    let r = http
+        .get(format!("{base}/inventory"))
+        .header("host", format!("evil.test:{port}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 421);
+    let r = http
+        .post(format!("{base}/faults/small"))
+        .header("origin", "http://evil.test")
+        .header("content-type", "text/plain")
+        .body(r#"{"down":true}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403);
+    let t = sim
+        .targets()
+        .into_iter()
+        .find(|t| t.name == "small")
+        .unwrap();
+    let storage = format!("http://{}:{}", t.host, t.ports.storage);
+    let r = http
+        .post(format!("{storage}/api/v1.0/client/volume/create"))
+        .header("sec-fetch-site", "cross-site")
+        .header("content-type", "text/plain")
+        .body(r#"{"name":"pwned","size":1}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403);
+    let r = http
+        .get(format!("{storage}/"))
+        .header("host", format!("evil.test:{}", t.ports.storage))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 421);
+    // Nothing changed; the driver (no Origin, its own Host) still works.
+    let (status, body) = control(&sim, Method::GET, "/inventory", None).await;
+    assert_eq!(status, 200, "{body}");
+    for h in body["hosts"].as_array().unwrap() {
+        assert_eq!(h["volumes"], json!([]), "{h}");
+        assert_eq!(h["down"], json!(false), "{h}");
+    }
+    client(&sim, "small").auth_status().await.unwrap();
+}
