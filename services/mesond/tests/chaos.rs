@@ -106,7 +106,16 @@ async fn chaos_loses_nothing_and_leaks_nothing() {
     mesond::server::register_targets(&db.pool, &sim.targets())
         .await
         .unwrap();
-    let app = App::new(db.pool.clone());
+    let mut app = App::new(db.pool.clone());
+    // The churn is not about quotas: ~50 rounds of up to four creates may
+    // keep more than the default 100 VMs alive at once.
+    app.quotas = meson_core::quota::Resources {
+        vms: 10_000,
+        vcpus: 100_000,
+        ram_mib: 1 << 40,
+        storage_gb: 1 << 30,
+        ..meson_core::quota::Resources::DEFAULT_QUOTAS
+    };
     let who = Principal {
         tenant: TenantId("chaos".into()),
         subject: "chaos".into(),
