@@ -5,8 +5,8 @@
 //! go to stderr.
 
 use crate::cli::{
-    ActionCommand, Cli, ClusterCommand, Command, KopsCommand, KubeconfigCommand, PoolCommand,
-    VmCommand, WaitArgs,
+    ActionCommand, Cli, ClusterCommand, Command, KopsCommand, KubeconfigCommand, KubernetesCommand,
+    NetworkCommand, PoolCommand, VmCommand, VolumeCommand, WaitArgs,
 };
 use crate::config::{self, Settings};
 use crate::error::Failure;
@@ -311,6 +311,11 @@ impl Ctx {
                 let yaml = self.client.kubeconfig(id, expiry_seconds).await?;
                 out(&yaml)
             }
+            Command::Volume(c) => self.volume(c).await,
+            Command::Network(c) => self.network(c).await,
+            Command::Kubernetes(KubernetesCommand::Versions) => {
+                self.show(&self.client.kubernetes_versions().await?)
+            }
             Command::Action(c) => self.action(c).await,
             Command::Flavor(_) => self.show(&self.client.flavors().await?),
             Command::Provider(_) => self.show(&self.client.providers().await?),
@@ -370,6 +375,140 @@ impl Ctx {
             VmCommand::Poweroff { vm, wait } => self.power(&vm, PowerCommand::Poweroff, wait).await,
             VmCommand::Reboot { vm, wait } => self.power(&vm, PowerCommand::Reboot, wait).await,
         }
+    }
+
+    async fn volume(&self, c: VolumeCommand) -> Result<()> {
+        use meson_types::volume::{VolumeCreateRequest, VolumeUpdateRequest};
+        match c {
+            VolumeCommand::Create {
+                name,
+                size,
+                labels,
+                provider,
+                region,
+                continent,
+                wait,
+            } => {
+                let req = VolumeCreateRequest {
+                    name,
+                    size,
+                    labels: label_map(labels),
+                    provider,
+                    region,
+                    continent,
+                    ..VolumeCreateRequest::default()
+                };
+                let created = self.client.volume_create(&req).await?;
+                if !wait.waits() {
+                    return self.show(&created);
+                }
+                self.wait(std::slice::from_ref(&created.action)).await?;
+                self.show(&self.client.volume_get(created.volume.id).await?)
+            }
+            VolumeCommand::List { standalone, vm } => {
+                let vm = match vm {
+                    Some(v) => Some(self.vm_id(&v).await?),
+                    None => None,
+                };
+                let filter = meson_client::VolumeFilter { vm, standalone };
+                self.show(&self.client.volume_list_all(&filter).await?)
+            }
+            VolumeCommand::Get { volume } => {
+                let id = self.volume_id(&volume).await?;
+                self.show(&self.client.volume_get(id).await?)
+            }
+            VolumeCommand::Update {
+                volume,
+                name,
+                labels,
+            } => {
+                let id = self.volume_id(&volume).await?;
+                let req = VolumeUpdateRequest {
+                    name,
+                    labels: label_map(labels),
+                };
+                self.show(&self.client.volume_update(id, &req).await?)
+            }
+            VolumeCommand::Delete { volume, wait } => {
+                let id = self.volume_id(&volume).await?;
+                let action = self.client.volume_delete(id).await?;
+                self.finish_action(action, wait).await
+            }
+        }
+    }
+
+    async fn network(&self, c: NetworkCommand) -> Result<()> {
+        use meson_types::network::NetworkCreateRequest;
+        match c {
+            NetworkCommand::Create {
+                name,
+                cidr,
+                no_dhcp,
+                gateway,
+                labels,
+            } => {
+                let req = NetworkCreateRequest {
+                    name,
+                    cidr,
+                    dhcp: no_dhcp.then_some(false),
+                    gateway,
+                    labels: label_map(labels),
+                    ..NetworkCreateRequest::default()
+                };
+                self.show(&self.client.network_create(&req).await?)
+            }
+            NetworkCommand::List => self.show(&self.client.network_list_all().await?),
+            NetworkCommand::Get { network } => {
+                let id = self.network_id(&network).await?;
+                self.show(&self.client.network_get(id).await?)
+            }
+            NetworkCommand::Update {
+                network,
+                name,
+                labels,
+            } => {
+                let id = self.network_id(&network).await?;
+                let req = meson_types::requests::VmUpdateRequest {
+                    name,
+                    labels: label_map(labels),
+                };
+                self.show(&self.client.network_update(id, &req).await?)
+            }
+            NetworkCommand::Delete { network, wait } => {
+                let id = self.network_id(&network).await?;
+                let action = self.client.network_delete(id).await?;
+                self.finish_action(action, wait).await
+            }
+        }
+    }
+
+    /// A standalone volume's id from its id or its name.
+    async fn volume_id(&self, s: &str) -> Result<Uuid> {
+        if let Ok(id) = s.parse() {
+            return Ok(id);
+        }
+        let all = self
+            .client
+            .volume_list_all(&meson_client::VolumeFilter::default())
+            .await?;
+        unique(
+            "volume",
+            s,
+            all.iter().filter(|v| v.name == s).map(|v| v.id),
+        )
+    }
+
+    /// A network's id from its id or its name.
+    async fn network_id(&self, s: &str) -> Result<Uuid> {
+        if let Ok(id) = s.parse() {
+            return Ok(id);
+        }
+        let all = self.client.network_list_all().await?;
+        unique(
+            "network",
+            s,
+            all.iter().filter(|n| n.name == s).map(|n| n.id),
+        )
     }
 
     async fn power(&self, vm: &str, command: PowerCommand, wait: WaitArgs) -> Result<()> {
@@ -491,6 +630,11 @@ impl Ctx {
             }
         }
     }
+}
+
+/// Labels given as `key=value` flags: none given is no change.
+fn label_map(labels: Vec<(String, String)>) -> Option<std::collections::BTreeMap<String, String>> {
+    (!labels.is_empty()).then(|| labels.into_iter().collect())
 }
 
 /// The single id `ids` yields, or why not.

@@ -46,6 +46,15 @@ pub enum Command {
     /// A cluster's node pools.
     #[command(subcommand)]
     Pool(PoolCommand),
+    /// Volumes: standalone ones, and the VMs' own.
+    #[command(subcommand)]
+    Volume(VolumeCommand),
+    /// Private networks.
+    #[command(subcommand)]
+    Network(NetworkCommand),
+    /// Kubernetes versions meson installs.
+    #[command(subcommand)]
+    Kubernetes(KubernetesCommand),
     /// A cluster's admin kubeconfig.
     #[command(subcommand)]
     Kubeconfig(KubeconfigCommand),
@@ -286,6 +295,119 @@ pub enum ActionCommand {
 pub enum ListCommand {
     /// Lists them.
     List,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum VolumeCommand {
+    /// Makes a standalone volume on a host with room for it (attach it to a
+    /// VM at its create: `"volumes": ["<id>"]` beside `provider`).
+    Create {
+        /// Its name, unique among the tenant's standalone volumes.
+        #[arg(long)]
+        name: String,
+        /// Its size, in GB.
+        #[arg(long)]
+        size: u32,
+        /// A label, `key=value`; repeat it for more.
+        #[arg(short = 'l', long = "label", value_name = "KEY=VALUE", value_parser = label)]
+        labels: Vec<(String, String)>,
+        /// Place it with this provider.
+        #[arg(long)]
+        provider: Option<String>,
+        /// Place it in this region.
+        #[arg(long)]
+        region: Option<String>,
+        /// Place it on this continent.
+        #[arg(long)]
+        continent: Option<String>,
+        #[command(flatten)]
+        wait: WaitArgs,
+    },
+    /// Lists the tenant's volumes.
+    List {
+        /// Only standalone volumes (`true`) or only VMs' own (`false`).
+        #[arg(long)]
+        standalone: Option<bool>,
+        /// Only those of (or attached to) this VM, by id or name.
+        #[arg(long)]
+        vm: Option<String>,
+    },
+    /// Shows a volume (by id or name).
+    Get { volume: String },
+    /// Renames and/or relabels a standalone volume.
+    Update {
+        volume: String,
+        /// Its new name.
+        #[arg(long)]
+        name: Option<String>,
+        /// Its labels, all of them (`key=value`, repeated).
+        #[arg(short = 'l', long = "label", value_name = "KEY=VALUE", value_parser = label)]
+        labels: Vec<(String, String)>,
+    },
+    /// Deletes a standalone volume (refused while attached).
+    Delete {
+        volume: String,
+        #[command(flatten)]
+        wait: WaitArgs,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum NetworkCommand {
+    /// Makes a private network (on each host when its first VM there joins).
+    Create {
+        /// Its name.
+        #[arg(long)]
+        name: String,
+        /// Its subnet, e.g. 192.168.10.0/24.
+        #[arg(long)]
+        cidr: String,
+        /// Addresses handed out by meson (static, written into each guest)
+        /// instead of AtomOS's DHCP.
+        #[arg(long)]
+        no_dhcp: bool,
+        /// Its gateway (default: the subnet's first address).
+        #[arg(long)]
+        gateway: Option<String>,
+        /// A label, `key=value`; repeat it for more.
+        #[arg(short = 'l', long = "label", value_name = "KEY=VALUE", value_parser = label)]
+        labels: Vec<(String, String)>,
+    },
+    /// Lists the tenant's networks.
+    List,
+    /// Shows a network (by id or name).
+    Get { network: String },
+    /// Renames and/or relabels a network.
+    Update {
+        network: String,
+        /// Its new name.
+        #[arg(long)]
+        name: Option<String>,
+        /// Its labels, all of them (`key=value`, repeated).
+        #[arg(short = 'l', long = "label", value_name = "KEY=VALUE", value_parser = label)]
+        labels: Vec<(String, String)>,
+    },
+    /// Deletes a network (refused while VMs are attached).
+    Delete {
+        network: String,
+        #[command(flatten)]
+        wait: WaitArgs,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum KubernetesCommand {
+    /// The versions meson installs, whether deprecated, and where each may
+    /// be upgraded to.
+    Versions,
+}
+
+/// A `key=value` label.
+fn label(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_owned(), v.trim().to_owned())),
+        _ => Err(format!("{s:?} is not key=value")),
+    }
 }
 
 #[derive(Debug, Subcommand)]

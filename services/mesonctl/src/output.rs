@@ -9,11 +9,13 @@
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use meson_types::action::Action;
-use meson_types::catalog::{Flavor, Provider};
+use meson_types::catalog::{Flavor, KubernetesVersion, Provider};
 use meson_types::cluster::{Cluster, ClusterCreateResponse, Pool};
+use meson_types::network::Network;
 use meson_types::pool::PoolUpdateResponse;
 use meson_types::quote::QuoteAnswer;
 use meson_types::vm::{Price, Vm, VmCreateResponse};
+use meson_types::volume::{Volume, VolumeCreateResponse};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -613,6 +615,132 @@ impl Show for PoolUpdateResponse {
                 ("Action", a.view(width)),
             ]),
             None => self.pool.view(width),
+        }
+    }
+}
+
+impl Show for Volume {
+    fn view(&self, _: Width) -> View {
+        View::Fields(vec![
+            ("ID", self.id.to_string()),
+            ("Name", self.name.clone()),
+            ("Kind", self.kind.clone()),
+            ("Size", format!("{} GB", self.size)),
+            ("Status", self.status.clone()),
+            ("Standalone", self.standalone.to_string()),
+            ("VM", self.vm.map(|v| v.to_string()).unwrap_or_default()),
+            (
+                "Attached to",
+                self.attached_to.map(|v| v.to_string()).unwrap_or_default(),
+            ),
+            ("Host", opt(&self.host)),
+            ("Labels", labels(&self.labels)),
+        ])
+    }
+}
+
+impl Show for Vec<Volume> {
+    fn view(&self, width: Width) -> View {
+        View::Table {
+            headers: vec!["ID", "NAME", "KIND", "SIZE", "STATUS", "VM", "HOST"],
+            rows: self
+                .iter()
+                .map(|v| {
+                    vec![
+                        width.id(&v.id),
+                        v.name.clone(),
+                        v.kind.clone(),
+                        format!("{} GB", v.size),
+                        v.status.clone(),
+                        v.vm.or(v.attached_to)
+                            .map(|id| width.id(&id))
+                            .unwrap_or_default(),
+                        opt(&v.host),
+                    ]
+                })
+                .collect(),
+        }
+    }
+}
+
+impl Show for VolumeCreateResponse {
+    fn view(&self, width: Width) -> View {
+        View::Sections(vec![
+            ("Volume", self.volume.view(width)),
+            ("Actions", vec![self.action.clone()].view(width)),
+        ])
+    }
+}
+
+impl Show for Network {
+    fn view(&self, _: Width) -> View {
+        View::Fields(vec![
+            ("ID", self.id.to_string()),
+            ("Name", self.name.clone()),
+            ("Status", self.status.clone()),
+            ("CIDR", self.cidr.clone()),
+            ("Gateway", self.gateway.clone()),
+            ("DHCP", self.dhcp.to_string()),
+            (
+                "Range",
+                format!("{} - {}", self.range.start, self.range.last),
+            ),
+            (
+                "VMs",
+                self.vms
+                    .iter()
+                    .map(uuid::Uuid::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            ),
+            ("Labels", labels(&self.labels)),
+        ])
+    }
+}
+
+impl Show for Vec<Network> {
+    fn view(&self, width: Width) -> View {
+        View::Table {
+            headers: vec!["ID", "NAME", "STATUS", "CIDR", "DHCP", "VMS"],
+            rows: self
+                .iter()
+                .map(|n| {
+                    vec![
+                        width.id(&n.id),
+                        n.name.clone(),
+                        n.status.clone(),
+                        n.cidr.clone(),
+                        n.dhcp.to_string(),
+                        n.vms.len().to_string(),
+                    ]
+                })
+                .collect(),
+        }
+    }
+}
+
+impl Show for Vec<KubernetesVersion> {
+    fn view(&self, _: Width) -> View {
+        View::Table {
+            headers: vec![
+                "VERSION",
+                "DEFAULT",
+                "DEPRECATED",
+                "END OF LIFE",
+                "UPGRADES TO",
+            ],
+            rows: self
+                .iter()
+                .map(|k| {
+                    vec![
+                        k.version.clone(),
+                        if k.default { "yes" } else { "" }.to_owned(),
+                        if k.deprecated { "yes" } else { "" }.to_owned(),
+                        k.end_of_life.clone(),
+                        k.upgradable_to.join(", "),
+                    ]
+                })
+                .collect(),
         }
     }
 }

@@ -734,3 +734,105 @@ async fn url_and_token_from_the_environment_and_config_files() {
     assert!(r.stderr.contains("config.toml"), "{r:#?}");
     m.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn volumes_networks_and_kubernetes_versions() {
+    let m = Meson::start().await;
+
+    // A standalone volume: made (waiting for its action), listed, shown,
+    // relabelled, deleted; by name throughout.
+    let r = m
+        .ctl(&[
+            "volume", "create", "--name", "data-1", "--size", "5", "-l", "env=dev", "-o", "json",
+        ])
+        .await;
+    r.ok();
+    let v = r.json();
+    assert_eq!(v["status"], "available", "{v}");
+    assert_eq!(v["size"], 5);
+    assert_eq!(v["labels"], json!({"env": "dev"}));
+    let id = v["id"].as_str().unwrap().to_owned();
+    let r = m.ctl(&["volume", "list", "--standalone", "true"]).await;
+    r.ok();
+    assert!(
+        r.stdout.contains("data-1") && r.stdout.contains("5 GB"),
+        "{r:#?}"
+    );
+    assert!(r.stdout.contains(&id[id.len() - 8..]), "short ids: {r:#?}");
+    let r = m.ctl(&["volume", "get", "data-1"]).await;
+    r.ok();
+    assert!(r.stdout.contains(&id), "{r:#?}");
+    let r = m
+        .ctl(&[
+            "volume", "update", "data-1", "--name", "data-2", "-l", "env=prod", "-o", "json",
+        ])
+        .await;
+    r.ok();
+    assert_eq!(r.json()["name"], "data-2");
+    assert_eq!(r.json()["labels"], json!({"env": "prod"}));
+    assert_eq!(
+        m.get(&format!("/v1/volumes/{id}")).await.body["volume"]["name"],
+        "data-2"
+    );
+    // A bad label is a usage error (exit 2); a bad size is meson's refusal.
+    let r = m
+        .ctl(&["volume", "update", "data-2", "-l", "novalue"])
+        .await;
+    assert_eq!(r.code, Some(2), "{r:#?}");
+    let r = m
+        .ctl(&["volume", "create", "--name", "huge", "--size", "999999"])
+        .await;
+    assert_eq!(r.code, Some(1), "{r:#?}");
+    assert!(r.stderr.contains("size"), "{r:#?}");
+    m.ctl(&["volume", "delete", "data-2"]).await.ok();
+    assert_eq!(
+        m.get(&format!("/v1/volumes/{id}")).await.status,
+        reqwest::StatusCode::NOT_FOUND
+    );
+
+    // A network: made, listed, shown, renamed, deleted.
+    let r = m
+        .ctl(&[
+            "network",
+            "create",
+            "--name",
+            "db",
+            "--cidr",
+            "192.168.10.0/24",
+            "--no-dhcp",
+            "-o",
+            "json",
+        ])
+        .await;
+    r.ok();
+    let n = r.json();
+    assert_eq!(n["dhcp"], false, "{n}");
+    assert_eq!(n["cidr"], "192.168.10.0/24");
+    let r = m.ctl(&["network", "list"]).await;
+    r.ok();
+    assert!(
+        r.stdout.contains("db") && r.stdout.contains("192.168.10.0/24"),
+        "{r:#?}"
+    );
+    let r = m
+        .ctl(&["network", "update", "db", "--name", "db2", "-o", "json"])
+        .await;
+    r.ok();
+    assert_eq!(r.json()["name"], "db2");
+    m.ctl(&["network", "get", "db2"]).await.ok();
+    m.ctl(&["network", "delete", "db2"]).await.ok();
+    let left = m.get("/v1/networks").await;
+    assert_eq!(left.body["networks"], json!([]), "{}", left.body);
+
+    // The Kubernetes versions, with where each may go.
+    let r = m.ctl(&["kubernetes", "versions"]).await;
+    r.ok();
+    assert!(
+        r.stdout.contains("UPGRADES TO") && r.stdout.contains("1.35"),
+        "{r:#?}"
+    );
+    let r = m.ctl(&["kubernetes", "versions", "-o", "json"]).await;
+    r.ok();
+    assert!(r.json().as_array().is_some_and(|v| v.len() > 5), "{r:#?}");
+    m.stop().await;
+}
