@@ -327,8 +327,16 @@ impl Client {
 
     /// Every VM of the caller's tenant, page after page.
     pub async fn vm_list_all(&self) -> Result<Vec<wire::Vm>> {
-        self.list_all("/v1/vms", &[], |l: wire::VmList| (l.vms, l.meta))
-            .await
+        self.vm_list_matching(&ListFilter::default()).await
+    }
+
+    /// Every VM of the caller's tenant that `filter` keeps, in its order,
+    /// page after page.
+    pub async fn vm_list_matching(&self, filter: &ListFilter) -> Result<Vec<wire::Vm>> {
+        self.list_all("/v1/vms", &filter.query(), |l: wire::VmList| {
+            (l.vms, l.meta)
+        })
+        .await
     }
 
     /// Every entry of the list at `path` (with the filters `filter`),
@@ -440,9 +448,20 @@ impl Client {
 
     /// Every cluster of the caller's tenant, page after page.
     pub async fn cluster_list_all(&self) -> Result<Vec<wire::cluster::Cluster>> {
-        self.list_all("/v1/clusters", &[], |l: wire::cluster::ClusterList| {
-            (l.clusters, l.meta)
-        })
+        self.cluster_list_matching(&ListFilter::default()).await
+    }
+
+    /// Every cluster of the caller's tenant that `filter` keeps, in its
+    /// order, page after page.
+    pub async fn cluster_list_matching(
+        &self,
+        filter: &ListFilter,
+    ) -> Result<Vec<wire::cluster::Cluster>> {
+        self.list_all(
+            "/v1/clusters",
+            &filter.query(),
+            |l: wire::cluster::ClusterList| (l.clusters, l.meta),
+        )
         .await
     }
 
@@ -680,6 +699,36 @@ impl Client {
         } else {
             Err(api_error(res).await)
         }
+    }
+}
+
+/// Which VMs or clusters a list keeps, and in which order (the lists'
+/// `name=`, `status=`, `label_selector=` and `sort=`).
+#[derive(Clone, Debug, Default)]
+pub struct ListFilter {
+    pub name: Option<String>,
+    /// Any of these statuses.
+    pub status: Vec<String>,
+    /// Kubernetes' label selector grammar: `env=prod,tier!=db`.
+    pub label_selector: Option<String>,
+    /// `field[:asc|:desc]`, first key first.
+    pub sort: Vec<String>,
+}
+
+impl ListFilter {
+    fn query(&self) -> Vec<(&'static str, String)> {
+        let mut q = Vec::new();
+        for (key, v) in [
+            ("name", &self.name),
+            ("label_selector", &self.label_selector),
+        ] {
+            if let Some(v) = v {
+                q.push((key, v.clone()));
+            }
+        }
+        q.extend(self.status.iter().map(|s| ("status", s.clone())));
+        q.extend(self.sort.iter().map(|s| ("sort", s.clone())));
+        q
     }
 }
 

@@ -361,7 +361,7 @@ impl Ctx {
                 self.wait(&actions).await?;
                 self.show(&self.client.vm_get(created.vm.id).await?)
             }
-            VmCommand::List => self.show(&self.client.vm_list_all().await?),
+            VmCommand::List(a) => self.show(&self.client.vm_list_matching(&a.filter()).await?),
             VmCommand::Get { vm } => {
                 let id = self.vm_id(&vm).await?;
                 self.show(&self.client.vm_get(id).await?)
@@ -529,7 +529,9 @@ impl Ctx {
                 self.wait(std::slice::from_ref(&created.action)).await?;
                 self.show(&self.client.cluster_get(created.cluster.id).await?)
             }
-            ClusterCommand::List => self.show(&self.client.cluster_list_all().await?),
+            ClusterCommand::List(a) => {
+                self.show(&self.client.cluster_list_matching(&a.filter()).await?)
+            }
             ClusterCommand::Get { cluster } => {
                 let id = self.cluster_id(&cluster).await?;
                 self.show(&self.client.cluster_get(id).await?)

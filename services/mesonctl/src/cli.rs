@@ -151,6 +151,35 @@ pub struct ElementoServeArgs {
     pub allowed_origins: Vec<String>,
 }
 
+/// What a list keeps, and in which order.
+#[derive(Debug, Args, Clone, Default)]
+pub struct ListArgs {
+    /// Only those with this name.
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Only those in this status; repeat it for any of several.
+    #[arg(long)]
+    pub status: Vec<String>,
+    /// Only those whose labels match (Kubernetes' grammar: env=prod,tier!=db).
+    #[arg(short = 'l', long = "selector", value_name = "SELECTOR")]
+    pub selector: Option<String>,
+    /// Order by id, name, status or created, `:asc` or `:desc`; repeat it
+    /// for a second key.
+    #[arg(long, value_name = "FIELD[:asc|:desc]")]
+    pub sort: Vec<String>,
+}
+
+impl ListArgs {
+    pub fn filter(self) -> meson_client::ListFilter {
+        meson_client::ListFilter {
+            name: self.name,
+            status: self.status,
+            label_selector: self.selector,
+            sort: self.sort,
+        }
+    }
+}
+
 /// Whether a mutation waits for the actions it starts.
 #[derive(Debug, Args, Clone, Copy)]
 pub struct WaitArgs {
@@ -179,7 +208,7 @@ pub enum VmCommand {
         wait: WaitArgs,
     },
     /// Lists the VMs.
-    List,
+    List(ListArgs),
     /// Shows a VM (by id or name).
     Get { vm: String },
     /// Deletes a VM and its volumes.
@@ -219,7 +248,7 @@ pub enum ClusterCommand {
         wait: WaitArgs,
     },
     /// Lists the clusters.
-    List,
+    List(ListArgs),
     /// Shows a cluster (by id or name).
     Get { cluster: String },
     /// Deletes a cluster and its nodes.

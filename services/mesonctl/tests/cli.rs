@@ -191,6 +191,40 @@ async fn a_vm_created_listed_shown_powered_and_deleted() {
     let r = m.ctl(&["vm", "list", "-o", "wide"]).await;
     r.ok();
     assert!(r.stdout.lines().any(|l| l.starts_with(&id)), "{r:#?}");
+    // Lists filter and sort as the API does.
+    let mut other = seed_vm();
+    other["specs"]["vm_name"] = json!("other");
+    other["labels"] = json!({"env": "prod"});
+    let other_file = m.file("other.json", &other);
+    m.ctl(&["vm", "create", "-f", &other_file]).await.ok();
+    let names = |r: &Run| -> Vec<String> {
+        r.json()
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let r = m
+        .ctl(&["vm", "list", "--sort", "name:desc", "-o", "json"])
+        .await;
+    assert_eq!(names(r.ok()), ["test", "other"]);
+    let r = m.ctl(&["vm", "list", "--sort", "name", "-o", "json"]).await;
+    assert_eq!(names(r.ok()), ["other", "test"]);
+    let r = m.ctl(&["vm", "list", "-l", "env=prod", "-o", "json"]).await;
+    assert_eq!(names(r.ok()), ["other"]);
+    let r = m.ctl(&["vm", "list", "--name", "test", "-o", "json"]).await;
+    assert_eq!(names(r.ok()), ["test"]);
+    let r = m
+        .ctl(&[
+            "vm", "list", "--status", "off", "--status", "error", "-o", "json",
+        ])
+        .await;
+    assert!(names(r.ok()).is_empty(), "{r:#?}");
+    let r = m.ctl(&["vm", "list", "--sort", "colour"]).await;
+    assert_eq!(r.code, Some(1), "meson refuses the sort key: {r:#?}");
+    assert!(r.stderr.contains("sort"), "{r:#?}");
+    m.ctl(&["vm", "delete", "other"]).await.ok();
 
     let r = m.ctl(&["vm", "get", &id]).await;
     r.ok();
