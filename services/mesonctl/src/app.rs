@@ -40,6 +40,8 @@ pub async fn run(cli: Cli) -> Result<()> {
             let settings = config::resolve(&inputs).map_err(Failure::Config)?;
             elemento_serve(settings, args).await
         }
+        // Needs no meson either.
+        Command::Completion { shell } => completion(shell),
         command => {
             let settings = config::resolve(&inputs).map_err(Failure::Config)?;
             let ctx = Ctx::new(settings, format)?;
@@ -52,6 +54,19 @@ pub async fn run(cli: Cli) -> Result<()> {
             })
         }
     }
+}
+
+/// `mesonctl completion SHELL`: the shell's completion script, from the
+/// command line's own definition.
+fn completion(shell: clap_complete::Shell) -> Result<()> {
+    let mut script = Vec::new();
+    clap_complete::generate(
+        shell,
+        &mut <Cli as clap::CommandFactory>::command(),
+        "mesonctl",
+        &mut script,
+    );
+    out(&String::from_utf8_lossy(&script))
 }
 
 /// `mesonctl elemento serve`: until Ctrl-C or SIGTERM.
@@ -344,6 +359,7 @@ impl Ctx {
             Command::Elemento(crate::cli::ElementoCommand::Serve(args)) => {
                 elemento_serve(self.settings.clone(), args).await
             }
+            Command::Completion { shell } => completion(shell),
         }
     }
 

@@ -76,6 +76,14 @@ pub enum Command {
     /// kOps command lines.
     #[command(subcommand)]
     Kops(KopsCommand),
+    /// Prints a completion script for a shell: `source <(mesonctl
+    /// completion bash)`, or write it where the shell looks
+    /// (`mesonctl completion zsh > "${fpath[1]}/_mesonctl"`,
+    /// `mesonctl completion fish > ~/.config/fish/completions/mesonctl.fish`).
+    Completion {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
     /// Elemento's client daemons over meson, for Electros and elemento-cli.
     #[command(subcommand)]
     Elemento(ElementoCommand),

@@ -870,3 +870,50 @@ async fn volumes_networks_and_kubernetes_versions() {
     assert!(r.json().as_array().is_some_and(|v| v.len() > 5), "{r:#?}");
     m.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn completions_for_bash_zsh_and_fish() {
+    let dir = std::env::temp_dir();
+    for shell in ["bash", "zsh", "fish"] {
+        let r = run(&dir, &["completion", shell], &[]).await;
+        assert_eq!(r.code, Some(0), "{r:#?}");
+        for word in ["volume", "network", "kubernetes", "cluster"] {
+            assert!(r.stdout.contains(word), "{shell}: {word}");
+        }
+    }
+    // Bash completes with it: `mesonctl vol<TAB>`, `mesonctl volume <TAB>`.
+    let script = dir.join(format!(
+        "mesonctl-completion-{}.bash",
+        uuid::Uuid::new_v4().simple()
+    ));
+    std::fs::write(
+        &script,
+        run(&dir, &["completion", "bash"], &[]).await.stdout,
+    )
+    .unwrap();
+    // As bash calls it: the words so far, the word completed and the one
+    // before it.
+    let complete = |words: &str, cword: usize| {
+        let list: Vec<&str> = words.split(' ').collect();
+        let cur = list[cword].trim_matches('\'');
+        let prev = list[cword - 1];
+        let program = format!(
+            "source {}; COMP_WORDS=({words}); COMP_CWORD={cword}; COMP_LINE='{words}'; \
+             COMP_POINT=${{#COMP_LINE}}; _mesonctl mesonctl '{cur}' '{prev}'; \
+             echo \"${{COMPREPLY[*]}}\"",
+            script.display()
+        );
+        let out = std::process::Command::new("bash")
+            .arg("-c")
+            .arg(program)
+            .output()
+            .expect("bash runs");
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    };
+    assert_eq!(complete("mesonctl vol", 1), "volume");
+    let sub = complete("mesonctl volume ''", 2);
+    for word in ["create", "list", "get", "update", "delete"] {
+        assert!(sub.split_whitespace().any(|w| w == word), "{sub}");
+    }
+    let _ = std::fs::remove_file(&script);
+}
