@@ -6,7 +6,7 @@
 
 use crate::cli::{
     ActionCommand, Cli, ClusterCommand, Command, KopsCommand, KubeconfigCommand, KubernetesCommand,
-    NetworkCommand, PoolCommand, VmCommand, VolumeCommand, WaitArgs,
+    NetworkCommand, PoolCommand, QuotaCommand, VmCommand, VolumeCommand, WaitArgs,
 };
 use crate::config::{self, Settings};
 use crate::error::Failure;
@@ -328,6 +328,7 @@ impl Ctx {
             }
             Command::Volume(c) => self.volume(c).await,
             Command::Network(c) => self.network(c).await,
+            Command::Quota(QuotaCommand::Get) => self.show(&self.client.quotas().await?),
             Command::Kubernetes(KubernetesCommand::Versions) => {
                 self.show(&self.client.kubernetes_versions().await?)
             }
@@ -381,6 +382,14 @@ impl Ctx {
             VmCommand::Get { vm } => {
                 let id = self.vm_id(&vm).await?;
                 self.show(&self.client.vm_get(id).await?)
+            }
+            VmCommand::Update { vm, name, labels } => {
+                let id = self.vm_id(&vm).await?;
+                let req = meson_types::requests::VmUpdateRequest {
+                    name,
+                    labels: label_map(labels),
+                };
+                self.show(&self.client.vm_update(id, &req).await?)
             }
             VmCommand::Delete { vm, wait } => {
                 let id = self.vm_id(&vm).await?;
@@ -551,6 +560,18 @@ impl Ctx {
             ClusterCommand::Get { cluster } => {
                 let id = self.cluster_id(&cluster).await?;
                 self.show(&self.client.cluster_get(id).await?)
+            }
+            ClusterCommand::Update {
+                cluster,
+                labels,
+                update_policy,
+            } => {
+                let id = self.cluster_id(&cluster).await?;
+                let req = meson_types::cluster::ClusterUpdateRequest {
+                    labels: label_map(labels),
+                    update_policy,
+                };
+                self.show(&self.client.cluster_update(id, &req).await?)
             }
             ClusterCommand::Delete { cluster, wait } => {
                 let id = self.cluster_id(&cluster).await?;

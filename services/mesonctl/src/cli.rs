@@ -55,6 +55,9 @@ pub enum Command {
     /// Kubernetes versions meson installs.
     #[command(subcommand)]
     Kubernetes(KubernetesCommand),
+    /// The tenant's quotas and what it uses of them.
+    #[command(subcommand)]
+    Quota(QuotaCommand),
     /// A cluster's admin kubeconfig.
     #[command(subcommand)]
     Kubeconfig(KubeconfigCommand),
@@ -219,6 +222,16 @@ pub enum VmCommand {
     List(ListArgs),
     /// Shows a VM (by id or name).
     Get { vm: String },
+    /// Renames and/or relabels a VM.
+    Update {
+        vm: String,
+        /// Its new name.
+        #[arg(long)]
+        name: Option<String>,
+        /// Its labels, all of them (`key=value`, repeated).
+        #[arg(short = 'l', long = "label", value_name = "KEY=VALUE", value_parser = label)]
+        labels: Vec<(String, String)>,
+    },
     /// Deletes a VM and its volumes.
     Delete {
         vm: String,
@@ -259,6 +272,16 @@ pub enum ClusterCommand {
     List(ListArgs),
     /// Shows a cluster (by id or name).
     Get { cluster: String },
+    /// Relabels a cluster and/or changes its update policy.
+    Update {
+        cluster: String,
+        /// Its labels, all of them (`key=value`, repeated).
+        #[arg(short = 'l', long = "label", value_name = "KEY=VALUE", value_parser = label)]
+        labels: Vec<(String, String)>,
+        /// NEVER_UPDATE (MANUAL), PATCH_UPDATE or ALWAYS_UPDATE.
+        #[arg(long)]
+        update_policy: Option<String>,
+    },
     /// Deletes a cluster and its nodes.
     Delete {
         cluster: String,
@@ -430,6 +453,12 @@ pub enum NetworkCommand {
         #[command(flatten)]
         wait: WaitArgs,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum QuotaCommand {
+    /// Shows each limit and its use.
+    Get,
 }
 
 #[derive(Debug, Subcommand)]

@@ -9,6 +9,7 @@
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use meson_types::action::Action;
+use meson_types::admin::Quota;
 use meson_types::catalog::{Flavor, KubernetesVersion, Provider};
 use meson_types::cluster::{Cluster, ClusterCreateResponse, Pool};
 use meson_types::network::Network;
@@ -740,6 +741,19 @@ impl Show for Vec<KubernetesVersion> {
                         k.upgradable_to.join(", "),
                     ]
                 })
+                .collect(),
+        }
+    }
+}
+
+impl Show for Quota {
+    fn view(&self, _: Width) -> View {
+        View::Table {
+            headers: vec!["LIMIT", "QUOTA", "USED"],
+            rows: self
+                .limits
+                .iter()
+                .map(|l| vec![l.name.clone(), l.quota.to_string(), l.current.to_string()])
                 .collect(),
         }
     }

@@ -224,7 +224,29 @@ async fn a_vm_created_listed_shown_powered_and_deleted() {
     let r = m.ctl(&["vm", "list", "--sort", "colour"]).await;
     assert_eq!(r.code, Some(1), "meson refuses the sort key: {r:#?}");
     assert!(r.stderr.contains("sort"), "{r:#?}");
-    m.ctl(&["vm", "delete", "other"]).await.ok();
+    // Renamed and relabelled.
+    let r = m
+        .ctl(&[
+            "vm", "update", "other", "--name", "other2", "-l", "env=qa", "-o", "json",
+        ])
+        .await;
+    let v = r.ok().json();
+    assert_eq!(v["name"], "other2", "{v}");
+    assert_eq!(v["labels"], json!({"env": "qa"}));
+    // The quota counts them.
+    let r = m.ctl(&["quota", "get", "-o", "json"]).await;
+    let q = r.ok().json();
+    let vms = q["limits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["name"] == "vms")
+        .unwrap_or_else(|| panic!("{q}"))
+        .clone();
+    assert_eq!(vms["current"], 2, "{q}");
+    let r = m.ctl(&["quota", "get"]).await;
+    assert!(r.ok().stdout.starts_with("LIMIT"), "{r:#?}");
+    m.ctl(&["vm", "delete", "other2"]).await.ok();
 
     let r = m.ctl(&["vm", "get", &id]).await;
     r.ok();
@@ -375,6 +397,32 @@ async fn a_cluster_its_kubeconfig_and_a_translated_kops_line() {
     let r = m.ctl(&["cluster", "get", "test8"]).await;
     r.ok();
     assert!(r.stdout.contains("1poolname"), "{r:#?}");
+    // Relabelled, its update policy changed.
+    let r = m
+        .ctl(&[
+            "cluster",
+            "update",
+            "test8",
+            "-l",
+            "team=core",
+            "--update-policy",
+            "PATCH_UPDATE",
+            "-o",
+            "json",
+        ])
+        .await;
+    let c = r.ok().json();
+    assert_eq!(c["labels"], json!({"team": "core"}), "{c}");
+    assert_eq!(c["update_policy"], "PATCH_UPDATE", "{c}");
+    let r = m
+        .ctl(&["cluster", "list", "-l", "team=core", "-o", "json"])
+        .await;
+    assert_eq!(r.ok().json().as_array().map(Vec::len), Some(1), "{r:#?}");
+    let r = m
+        .ctl(&["cluster", "update", "test8", "--update-policy", "SOMETIMES"])
+        .await;
+    assert_eq!(r.code, Some(1), "meson names the field: {r:#?}");
+    assert!(r.stderr.contains("update_policy"), "{r:#?}");
 
     // Scale the pool by name, waiting.
     let r = m
