@@ -307,6 +307,61 @@ impl Ctx {
         match command {
             Command::Vm(c) => self.vm(c).await,
             Command::Cluster(c) => self.cluster(c).await,
+            Command::Pool(PoolCommand::List { cluster }) => {
+                let id = self.cluster_id(&cluster).await?;
+                self.show(&self.client.cluster_get(id).await?.pools)
+            }
+            Command::Pool(PoolCommand::Get { cluster, pool }) => {
+                let (cluster, pool) = self.pool_id(&cluster, &pool).await?;
+                self.show(&self.client.pool_get(cluster, pool).await?)
+            }
+            Command::Pool(PoolCommand::Create {
+                cluster,
+                name,
+                nodes,
+                min,
+                max,
+                autoscale,
+                cpu,
+                ram,
+                storage,
+                gpu,
+                labels,
+                wait,
+            }) => {
+                let id = self.cluster_id(&cluster).await?;
+                let req = meson_types::kaas::NodePoolRequest {
+                    pool_name: name,
+                    autoscale: autoscale.then_some(true),
+                    min_nodes: min,
+                    max_nodes: max,
+                    desired_nodes: nodes,
+                    specs: Some(meson_types::kaas::NodeSpecsRequest {
+                        cpu,
+                        ram,
+                        storage,
+                        gpu,
+                    }),
+                    labels: label_map(labels),
+                    ..meson_types::kaas::NodePoolRequest::default()
+                };
+                let created = self.client.pool_create(id, &req).await?;
+                warn(&created.warnings);
+                if !wait.waits() {
+                    return self.show(&created.pool);
+                }
+                self.wait(std::slice::from_ref(&created.action)).await?;
+                self.show(&self.client.pool_get(id, created.pool.id).await?)
+            }
+            Command::Pool(PoolCommand::Delete {
+                cluster,
+                pool,
+                wait,
+            }) => {
+                let (cluster, pool) = self.pool_id(&cluster, &pool).await?;
+                let action = self.client.pool_delete(cluster, pool).await?;
+                self.finish_action(action, wait).await
+            }
             Command::Pool(PoolCommand::Scale {
                 cluster,
                 pool,
@@ -507,6 +562,21 @@ impl Ctx {
         }
     }
 
+    /// A cluster's id and one of its pools', from their ids or names.
+    async fn pool_id(&self, cluster: &str, pool: &str) -> Result<(Uuid, Uuid)> {
+        let cluster_id = self.cluster_id(cluster).await?;
+        if let Ok(id) = pool.parse() {
+            return Ok((cluster_id, id));
+        }
+        let c = self.client.cluster_get(cluster_id).await?;
+        let pool_id = unique(
+            "pool",
+            pool,
+            c.pools.iter().filter(|p| p.name == pool).map(|p| p.id),
+        )?;
+        Ok((cluster_id, pool_id))
+    }
+
     /// A standalone volume's id from its id or its name.
     async fn volume_id(&self, s: &str) -> Result<Uuid> {
         if let Ok(id) = s.parse() {
@@ -602,18 +672,7 @@ impl Ctx {
         (min, max): (Option<u32>, Option<u32>),
         wait: WaitArgs,
     ) -> Result<()> {
-        let cluster_id = self.cluster_id(cluster).await?;
-        let pool_id = match pool.parse::<Uuid>() {
-            Ok(id) => id,
-            Err(_) => {
-                let c = self.client.cluster_get(cluster_id).await?;
-                unique(
-                    "pool",
-                    pool,
-                    c.pools.iter().filter(|p| p.name == pool).map(|p| p.id),
-                )?
-            }
-        };
+        let (cluster_id, pool_id) = self.pool_id(cluster, pool).await?;
         let req = NodePoolUpdateRequest {
             desired_nodes: Some(nodes),
             min_nodes: min,

@@ -301,6 +301,64 @@ pub enum ClusterCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum PoolCommand {
+    /// Lists a cluster's pools.
+    List {
+        /// The cluster (id or name).
+        cluster: String,
+    },
+    /// Shows a pool.
+    Get {
+        /// The cluster (id or name).
+        cluster: String,
+        /// The pool (id or name).
+        pool: String,
+    },
+    /// Adds a pool to a running cluster, waiting for its nodes.
+    Create {
+        /// The cluster (id or name).
+        cluster: String,
+        /// Its name, unique in the cluster.
+        #[arg(long)]
+        name: String,
+        /// Its nodes (default: its minimum, else 1).
+        #[arg(long)]
+        nodes: Option<u32>,
+        /// Its lower bound.
+        #[arg(long)]
+        min: Option<u32>,
+        /// Its upper bound.
+        #[arg(long)]
+        max: Option<u32>,
+        /// Let the cluster-autoscaler move its size between the bounds.
+        #[arg(long)]
+        autoscale: bool,
+        /// vCPUs per node.
+        #[arg(long)]
+        cpu: Option<u32>,
+        /// MiB of memory per node.
+        #[arg(long)]
+        ram: Option<u64>,
+        /// GB of disk per node.
+        #[arg(long)]
+        storage: Option<u32>,
+        /// GPUs per node.
+        #[arg(long)]
+        gpu: Option<u32>,
+        /// A Kubernetes label for its nodes, `key=value`; repeat it for more.
+        #[arg(short = 'l', long = "label", value_name = "KEY=VALUE", value_parser = label)]
+        labels: Vec<(String, String)>,
+        #[command(flatten)]
+        wait: WaitArgs,
+    },
+    /// Removes a pool and its nodes.
+    Delete {
+        /// The cluster (id or name).
+        cluster: String,
+        /// The pool (id or name).
+        pool: String,
+        #[command(flatten)]
+        wait: WaitArgs,
+    },
     /// Sets a pool's node count.
     Scale {
         /// The cluster (id or name).

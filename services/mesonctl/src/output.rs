@@ -759,6 +759,36 @@ impl Show for Quota {
     }
 }
 
+impl Show for Vec<Pool> {
+    fn view(&self, width: Width) -> View {
+        View::Table {
+            headers: vec![
+                "ID",
+                "NAME",
+                "NODES",
+                "DESIRED",
+                "BOUNDS",
+                "AUTOSCALE",
+                "SPECS",
+            ],
+            rows: self
+                .iter()
+                .map(|p| {
+                    vec![
+                        width.id(&p.id),
+                        p.name.clone(),
+                        p.current_nodes.to_string(),
+                        p.desired_nodes.to_string(),
+                        format!("{}..{}", p.min_nodes, p.max_nodes),
+                        p.autoscale.to_string(),
+                        node_specs(&p.specs),
+                    ]
+                })
+                .collect(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

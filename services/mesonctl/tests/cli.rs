@@ -444,6 +444,45 @@ async fn a_cluster_its_kubeconfig_and_a_translated_kops_line() {
     r.ok();
     assert_eq!(r.json()["pools"][0]["current_nodes"], 2, "{r:#?}");
 
+    // A second pool: added (waiting for its node), listed, shown, removed.
+    let r = m
+        .ctl(&[
+            "pool",
+            "create",
+            "test8",
+            "--name",
+            "extra",
+            "--nodes",
+            "1",
+            "--cpu",
+            "2",
+            "--ram",
+            "2048",
+            "-l",
+            "role=extra",
+            "-o",
+            "json",
+        ])
+        .await;
+    let p = r.ok().json();
+    assert_eq!(p["name"], "extra", "{p}");
+    assert_eq!(p["current_nodes"], 1, "{p}");
+    assert_eq!(p["labels"], json!({"role": "extra"}), "{p}");
+    let r = m.ctl(&["pool", "list", "test8"]).await;
+    let out = &r.ok().stdout;
+    assert!(out.contains("1poolname") && out.contains("extra"), "{r:#?}");
+    let r = m
+        .ctl(&["pool", "get", "test8", "extra", "-o", "json"])
+        .await;
+    assert_eq!(r.ok().json()["id"], p["id"], "{r:#?}");
+    m.ctl(&["pool", "delete", "test8", "extra"]).await.ok();
+    let r = m.ctl(&["cluster", "get", &id, "-o", "json"]).await;
+    assert_eq!(
+        r.ok().json()["pools"].as_array().map(Vec::len),
+        Some(1),
+        "{r:#?}"
+    );
+
     // The seed's kOps command line: a payload meson prices, and every flag
     // it cannot honour named on stderr.
     let words: Vec<&str> = SEED_KOPS.split_whitespace().collect();
