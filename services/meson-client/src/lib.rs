@@ -503,6 +503,75 @@ impl Client {
         .await
     }
 
+    /// A cluster's nodes: control plane and every pool's.
+    pub async fn cluster_nodes(&self, cluster: Uuid) -> Result<Vec<wire::cluster::Node>> {
+        let r: wire::cluster::NodeList = self.get(&format!("/v1/clusters/{cluster}/nodes")).await?;
+        Ok(r.nodes)
+    }
+
+    /// Reboots one node (its VM).
+    pub async fn node_reboot(&self, cluster: Uuid, node: Uuid) -> Result<wire::Action> {
+        self.cluster_action(&format!(
+            "/v1/clusters/{cluster}/nodes/{node}/actions/reboot"
+        ))
+        .await
+    }
+
+    /// Replaces one node with a new one (the old one drained and deleted).
+    pub async fn node_replace(&self, cluster: Uuid, node: Uuid) -> Result<wire::Action> {
+        self.cluster_action(&format!(
+            "/v1/clusters/{cluster}/nodes/{node}/actions/replace"
+        ))
+        .await
+    }
+
+    /// Rotates the cluster's credentials: earlier kubeconfigs stop working.
+    pub async fn cluster_rotate_credentials(&self, cluster: Uuid) -> Result<wire::Action> {
+        self.cluster_action(&format!(
+            "/v1/clusters/{cluster}/actions/rotate-credentials"
+        ))
+        .await
+    }
+
+    /// A client certificate for the cluster's autoscaler (its key shown once).
+    pub async fn cluster_autoscaler_credentials(
+        &self,
+        cluster: Uuid,
+    ) -> Result<wire::cluster::AutoscalerCredentials> {
+        let r: wire::cluster::AutoscalerCredentialsResponse = self
+            .call(
+                Method::POST,
+                &format!("/v1/clusters/{cluster}/autoscaler-credentials"),
+                None::<&()>,
+            )
+            .await?;
+        Ok(r.credentials)
+    }
+
+    /// Removes these nodes from a pool (its size shrinks by as many).
+    pub async fn pool_delete_nodes(
+        &self,
+        cluster: Uuid,
+        pool: Uuid,
+        nodes: &[Uuid],
+    ) -> Result<wire::pool::PoolUpdateResponse> {
+        let req = wire::pool::PoolDeleteNodesRequest {
+            nodes: nodes.to_vec(),
+        };
+        self.call(
+            Method::POST,
+            &format!("/v1/clusters/{cluster}/pools/{pool}/actions/delete-nodes"),
+            Some(&req),
+        )
+        .await
+    }
+
+    /// A bodiless `POST` that starts an action.
+    async fn cluster_action(&self, path: &str) -> Result<wire::Action> {
+        let r: wire::ActionResponse = self.call(Method::POST, path, None::<&()>).await?;
+        Ok(r.action)
+    }
+
     pub async fn pool_get(&self, cluster: Uuid, pool: Uuid) -> Result<wire::cluster::Pool> {
         let r: wire::pool::PoolResponse = self
             .get(&format!("/v1/clusters/{cluster}/pools/{pool}"))

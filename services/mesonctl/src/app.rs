@@ -6,7 +6,7 @@
 
 use crate::cli::{
     ActionCommand, Cli, ClusterCommand, Command, KopsCommand, KubeconfigCommand, KubernetesCommand,
-    NetworkCommand, PoolCommand, QuotaCommand, VmCommand, VolumeCommand, WaitArgs,
+    NetworkCommand, NodeCommand, PoolCommand, QuotaCommand, VmCommand, VolumeCommand, WaitArgs,
 };
 use crate::config::{self, Settings};
 use crate::error::Failure;
@@ -307,6 +307,49 @@ impl Ctx {
         match command {
             Command::Vm(c) => self.vm(c).await,
             Command::Cluster(c) => self.cluster(c).await,
+            Command::Node(NodeCommand::List { cluster }) => {
+                let id = self.cluster_id(&cluster).await?;
+                self.show(&self.client.cluster_nodes(id).await?)
+            }
+            Command::Node(NodeCommand::Reboot {
+                cluster,
+                node,
+                wait,
+            }) => {
+                let (cluster, node) = self.node_id(&cluster, &node).await?;
+                let action = self.client.node_reboot(cluster, node).await?;
+                self.finish_action(action, wait).await
+            }
+            Command::Node(NodeCommand::Replace {
+                cluster,
+                node,
+                wait,
+            }) => {
+                let (cluster, node) = self.node_id(&cluster, &node).await?;
+                let action = self.client.node_replace(cluster, node).await?;
+                self.finish_action(action, wait).await
+            }
+            Command::Pool(PoolCommand::DeleteNodes {
+                cluster,
+                pool,
+                nodes,
+                wait,
+            }) => {
+                let (cluster_id, pool_id) = self.pool_id(&cluster, &pool).await?;
+                let mut ids = Vec::new();
+                for n in &nodes {
+                    ids.push(self.node_id(&cluster, n).await?.1);
+                }
+                let answer = self
+                    .client
+                    .pool_delete_nodes(cluster_id, pool_id, &ids)
+                    .await?;
+                warn(&answer.warnings);
+                match answer.action {
+                    Some(action) => self.finish_action(action, wait).await,
+                    None => self.show(&answer.pool),
+                }
+            }
             Command::Pool(PoolCommand::List { cluster }) => {
                 let id = self.cluster_id(&cluster).await?;
                 self.show(&self.client.cluster_get(id).await?.pools)
@@ -562,6 +605,21 @@ impl Ctx {
         }
     }
 
+    /// A cluster's id and one of its nodes', from their ids or names.
+    async fn node_id(&self, cluster: &str, node: &str) -> Result<(Uuid, Uuid)> {
+        let cluster_id = self.cluster_id(cluster).await?;
+        if let Ok(id) = node.parse() {
+            return Ok((cluster_id, id));
+        }
+        let nodes = self.client.cluster_nodes(cluster_id).await?;
+        let node_id = unique(
+            "node",
+            node,
+            nodes.iter().filter(|n| n.name == node).map(|n| n.id),
+        )?;
+        Ok((cluster_id, node_id))
+    }
+
     /// A cluster's id and one of its pools', from their ids or names.
     async fn pool_id(&self, cluster: &str, pool: &str) -> Result<(Uuid, Uuid)> {
         let cluster_id = self.cluster_id(cluster).await?;
@@ -630,6 +688,15 @@ impl Ctx {
             ClusterCommand::Get { cluster } => {
                 let id = self.cluster_id(&cluster).await?;
                 self.show(&self.client.cluster_get(id).await?)
+            }
+            ClusterCommand::RotateCredentials { cluster, wait } => {
+                let id = self.cluster_id(&cluster).await?;
+                let action = self.client.cluster_rotate_credentials(id).await?;
+                self.finish_action(action, wait).await
+            }
+            ClusterCommand::AutoscalerCredentials { cluster } => {
+                let id = self.cluster_id(&cluster).await?;
+                self.show(&self.client.cluster_autoscaler_credentials(id).await?)
             }
             ClusterCommand::Update {
                 cluster,

@@ -46,6 +46,9 @@ pub enum Command {
     /// A cluster's node pools.
     #[command(subcommand)]
     Pool(PoolCommand),
+    /// A cluster's nodes.
+    #[command(subcommand)]
+    Node(NodeCommand),
     /// Volumes: standalone ones, and the VMs' own.
     #[command(subcommand)]
     Volume(VolumeCommand),
@@ -272,6 +275,16 @@ pub enum ClusterCommand {
     List(ListArgs),
     /// Shows a cluster (by id or name).
     Get { cluster: String },
+    /// Rotates a cluster's credentials: kubeconfigs issued before stop
+    /// working.
+    RotateCredentials {
+        cluster: String,
+        #[command(flatten)]
+        wait: WaitArgs,
+    },
+    /// Issues a client certificate for the cluster's autoscaler (externalgrpc):
+    /// its key is shown once.
+    AutoscalerCredentials { cluster: String },
     /// Relabels a cluster and/or changes its update policy.
     Update {
         cluster: String,
@@ -350,6 +363,18 @@ pub enum PoolCommand {
         #[command(flatten)]
         wait: WaitArgs,
     },
+    /// Removes these nodes from a pool, which shrinks by as many.
+    DeleteNodes {
+        /// The cluster (id or name).
+        cluster: String,
+        /// The pool (id or name).
+        pool: String,
+        /// The nodes (ids or names).
+        #[arg(required = true)]
+        nodes: Vec<String>,
+        #[command(flatten)]
+        wait: WaitArgs,
+    },
     /// Removes a pool and its nodes.
     Delete {
         /// The cluster (id or name).
@@ -374,6 +399,33 @@ pub enum PoolCommand {
         /// Also sets the pool's upper bound (`max_nodes`).
         #[arg(long)]
         max: Option<u32>,
+        #[command(flatten)]
+        wait: WaitArgs,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum NodeCommand {
+    /// Lists a cluster's nodes.
+    List {
+        /// The cluster (id or name).
+        cluster: String,
+    },
+    /// Reboots a node.
+    Reboot {
+        /// The cluster (id or name).
+        cluster: String,
+        /// The node (id or name).
+        node: String,
+        #[command(flatten)]
+        wait: WaitArgs,
+    },
+    /// Replaces a node with a new one.
+    Replace {
+        /// The cluster (id or name).
+        cluster: String,
+        /// The node (id or name).
+        node: String,
         #[command(flatten)]
         wait: WaitArgs,
     },

@@ -11,7 +11,7 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use meson_types::action::Action;
 use meson_types::admin::Quota;
 use meson_types::catalog::{Flavor, KubernetesVersion, Provider};
-use meson_types::cluster::{Cluster, ClusterCreateResponse, Pool};
+use meson_types::cluster::{AutoscalerCredentials, Cluster, ClusterCreateResponse, Node, Pool};
 use meson_types::network::Network;
 use meson_types::pool::PoolUpdateResponse;
 use meson_types::quote::QuoteAnswer;
@@ -786,6 +786,44 @@ impl Show for Vec<Pool> {
                 })
                 .collect(),
         }
+    }
+}
+
+impl Show for Vec<Node> {
+    fn view(&self, width: Width) -> View {
+        View::Table {
+            headers: vec![
+                "ID", "NAME", "ROLE", "STATUS", "VERSION", "IP", "HOST", "ERROR",
+            ],
+            rows: self
+                .iter()
+                .map(|n| {
+                    vec![
+                        width.id(&n.id),
+                        n.name.clone(),
+                        n.role.clone(),
+                        n.status.clone(),
+                        n.kubernetes_version.clone(),
+                        opt(&n.ip),
+                        opt(&n.host),
+                        width.message(n.error_message.clone().unwrap_or_default()),
+                    ]
+                })
+                .collect(),
+        }
+    }
+}
+
+impl Show for AutoscalerCredentials {
+    fn view(&self, _: Width) -> View {
+        View::Fields(vec![
+            ("Address", self.address.clone()),
+            ("Expires", self.expires.to_rfc3339()),
+            ("CA certificate", self.ca_cert.clone()),
+            ("Certificate", self.cert.clone()),
+            ("Key", self.key.clone()),
+            ("Cloud config", self.cloud_config.clone()),
+        ])
     }
 }
 

@@ -444,6 +444,61 @@ async fn a_cluster_its_kubeconfig_and_a_translated_kops_line() {
     r.ok();
     assert_eq!(r.json()["pools"][0]["current_nodes"], 2, "{r:#?}");
 
+    // Its nodes: listed, one rebooted, one replaced, one removed from its
+    // pool (by name); then the credentials rotated.
+    let nodes_path = format!("/v1/clusters/{id}/nodes");
+    let r = m.ctl(&["node", "list", "test8"]).await;
+    assert!(r.ok().stdout.contains("worker"), "{r:#?}");
+    let workers: Vec<Value> = m.get(&nodes_path).await.body["nodes"]
+        .as_array()
+        .unwrap()
+        .clone()
+        .into_iter()
+        .filter(|n| n["role"] == "worker")
+        .collect();
+    assert_eq!(workers.len(), 2, "{workers:?}");
+    let first = workers[0]["name"].as_str().unwrap().to_owned();
+    let r = m
+        .ctl(&["node", "reboot", "test8", &first, "-o", "json"])
+        .await;
+    assert_eq!(r.ok().json()["status"], "success", "{r:#?}");
+    let r = m
+        .ctl(&["node", "replace", "test8", &first, "-o", "json"])
+        .await;
+    assert_eq!(r.ok().json()["status"], "success", "{r:#?}");
+    let after = m.get(&nodes_path).await.body["nodes"].clone();
+    assert!(
+        after
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|n| n["name"] != first.as_str()),
+        "{after}"
+    );
+    let second = workers[1]["name"].as_str().unwrap().to_owned();
+    let r = m
+        .ctl(&[
+            "pool",
+            "delete-nodes",
+            "test8",
+            "1poolname",
+            &second,
+            "-o",
+            "json",
+        ])
+        .await;
+    assert_eq!(r.ok().json()["status"], "success", "{r:#?}");
+    let r = m.ctl(&["cluster", "get", &id, "-o", "json"]).await;
+    assert_eq!(r.ok().json()["pools"][0]["current_nodes"], 1, "{r:#?}");
+    let r = m
+        .ctl(&["cluster", "rotate-credentials", "test8", "-o", "json"])
+        .await;
+    assert_eq!(r.ok().json()["status"], "success", "{r:#?}");
+    // This meson serves no autoscalers' endpoint: refused, saying so.
+    let r = m.ctl(&["cluster", "autoscaler-credentials", "test8"]).await;
+    assert_eq!(r.code, Some(5), "{r:#?}");
+    assert!(r.stderr.contains("serves no autoscaler endpoint"), "{r:#?}");
+
     // A second pool: added (waiting for its node), listed, shown, removed.
     let r = m
         .ctl(&[
