@@ -503,6 +503,12 @@ impl Client {
         .await
     }
 
+    /// A cluster's node pools, oldest first.
+    pub async fn pool_list(&self, cluster: Uuid) -> Result<Vec<wire::cluster::Pool>> {
+        let r: wire::pool::PoolList = self.get(&format!("/v1/clusters/{cluster}/pools")).await?;
+        Ok(r.pools)
+    }
+
     /// A cluster's nodes: control plane and every pool's.
     pub async fn cluster_nodes(&self, cluster: Uuid) -> Result<Vec<wire::cluster::Node>> {
         let r: wire::cluster::NodeList = self.get(&format!("/v1/clusters/{cluster}/nodes")).await?;
@@ -688,6 +694,103 @@ impl Client {
 
     // --- Quotas
 
+    // --- Operators' routes (the admin role)
+
+    /// A tenant's quotas and usage.
+    pub async fn tenant_quota(&self, tenant: &str) -> Result<wire::admin::Quota> {
+        let r: wire::admin::QuotaResponse = self.get(&tenant_quota_path(tenant)).await?;
+        Ok(r.quota)
+    }
+
+    /// Sets (or, with `Some(None)`, returns to the default) a tenant's quotas.
+    pub async fn tenant_quota_update(
+        &self,
+        tenant: &str,
+        req: &wire::admin::QuotaUpdateRequest,
+    ) -> Result<wire::admin::Quota> {
+        let r: wire::admin::QuotaResponse = self
+            .call(Method::PATCH, &tenant_quota_path(tenant), Some(req))
+            .await?;
+        Ok(r.quota)
+    }
+
+    /// The AtomOS targets meson places on.
+    pub async fn target_list(&self) -> Result<Vec<wire::admin::Target>> {
+        let r: wire::admin::TargetList = self.get("/v1/targets").await?;
+        Ok(r.targets)
+    }
+
+    pub async fn target_get(&self, id: Uuid) -> Result<wire::admin::Target> {
+        let r: wire::admin::TargetResponse = self.get(&format!("/v1/targets/{id}")).await?;
+        Ok(r.target)
+    }
+
+    /// Registers an AtomOS target.
+    pub async fn target_create(
+        &self,
+        req: &wire::admin::TargetCreateRequest,
+    ) -> Result<wire::admin::TargetResponse> {
+        self.call(Method::POST, "/v1/targets", Some(req)).await
+    }
+
+    /// Moves a target (host, ports) or turns it on or off.
+    pub async fn target_update(
+        &self,
+        id: Uuid,
+        req: &wire::admin::TargetUpdateRequest,
+    ) -> Result<wire::admin::TargetResponse> {
+        self.call(Method::PATCH, &format!("/v1/targets/{id}"), Some(req))
+            .await
+    }
+
+    /// A page of the audit log (a tenant's own for an owner, anyone's for an
+    /// operator), newest first.
+    pub async fn audit_list(
+        &self,
+        page: Page,
+        filter: &wire::admin::AuditListQuery,
+    ) -> Result<wire::admin::AuditList> {
+        let mut q: Vec<(&str, String)> = Vec::new();
+        for (key, v) in [
+            ("tenant", &filter.tenant),
+            ("subject", &filter.subject),
+            ("operation", &filter.operation),
+            ("resource_id", &filter.resource_id),
+        ] {
+            if let Some(v) = v {
+                q.push((key, v.clone()));
+            }
+        }
+        for (key, v) in [("since", &filter.since), ("until", &filter.until)] {
+            if let Some(v) = v {
+                q.push((key, v.to_rfc3339()));
+            }
+        }
+        self.get(&list_path("/v1/audit", &page, &q)).await
+    }
+
+    // --- Operations
+
+    /// `GET /`: the server's name, version and starting points.
+    pub async fn index(&self) -> Result<wire::ops::Index> {
+        self.get("/").await
+    }
+
+    /// `GET /healthz` and `GET /readyz`: up, and ready (its database answers).
+    pub async fn health(&self) -> Result<(wire::ops::Health, wire::ops::Health)> {
+        let live = self.get("/healthz").await?;
+        let ready = self.get("/readyz").await?;
+        Ok((live, ready))
+    }
+
+    /// `GET /metrics`, Prometheus's text.
+    pub async fn metrics(&self) -> Result<String> {
+        let res = self
+            .send(Method::GET, "/metrics", None::<&()>, false)
+            .await?;
+        res.text().await.map_err(Error::Transport)
+    }
+
     /// `GET /v1/quotas`: the caller's tenant, its limits and usage.
     pub async fn quotas(&self) -> Result<wire::admin::Quota> {
         let r: wire::admin::QuotaResponse = self.get("/v1/quotas").await?;
@@ -821,6 +924,15 @@ impl VolumeFilter {
         }
         q
     }
+}
+
+/// `/v1/tenants/{tenant}/quotas`, the tenant's id escaped.
+fn tenant_quota_path(tenant: &str) -> String {
+    let escaped: String = serde_urlencoded::to_string([("", tenant)])
+        .unwrap_or_default()
+        .trim_start_matches('=')
+        .replace('+', "%20");
+    format!("/v1/tenants/{escaped}/quotas")
 }
 
 /// `path` with the query of `page` and `filter`.

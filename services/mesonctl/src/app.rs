@@ -5,8 +5,9 @@
 //! go to stderr.
 
 use crate::cli::{
-    ActionCommand, Cli, ClusterCommand, Command, KopsCommand, KubeconfigCommand, KubernetesCommand,
-    NetworkCommand, NodeCommand, PoolCommand, QuotaCommand, VmCommand, VolumeCommand, WaitArgs,
+    ActionCommand, AuditCommand, Cli, ClusterCommand, Command, KopsCommand, KubeconfigCommand,
+    KubernetesCommand, NetworkCommand, NodeCommand, PoolCommand, QuotaCommand, TargetCommand,
+    TenantCommand, TenantQuotaCommand, VmCommand, VolumeCommand, WaitArgs,
 };
 use crate::config::{self, Settings};
 use crate::error::Failure;
@@ -352,7 +353,7 @@ impl Ctx {
             }
             Command::Pool(PoolCommand::List { cluster }) => {
                 let id = self.cluster_id(&cluster).await?;
-                self.show(&self.client.cluster_get(id).await?.pools)
+                self.show(&self.client.pool_list(id).await?)
             }
             Command::Pool(PoolCommand::Get { cluster, pool }) => {
                 let (cluster, pool) = self.pool_id(&cluster, &pool).await?;
@@ -427,6 +428,67 @@ impl Ctx {
             Command::Volume(c) => self.volume(c).await,
             Command::Network(c) => self.network(c).await,
             Command::Quota(QuotaCommand::Get) => self.show(&self.client.quotas().await?),
+            Command::Tenant(TenantCommand::Quota(TenantQuotaCommand::Get { tenant })) => {
+                self.show(&self.client.tenant_quota(&tenant).await?)
+            }
+            Command::Tenant(TenantCommand::Quota(TenantQuotaCommand::Set {
+                tenant,
+                vms,
+                vcpus,
+                ram_mib,
+                storage_gb,
+                clusters,
+                nodes,
+            })) => {
+                let v = |q: Option<crate::cli::QuotaValue>| q.map(|q| q.0);
+                let req = meson_types::admin::QuotaUpdateRequest {
+                    vms: v(vms),
+                    vcpus: v(vcpus),
+                    ram_mib: v(ram_mib),
+                    storage_gb: v(storage_gb),
+                    clusters: v(clusters),
+                    nodes: v(nodes),
+                };
+                self.show(&self.client.tenant_quota_update(&tenant, &req).await?)
+            }
+            Command::Target(c) => self.target(c).await,
+            Command::Audit(AuditCommand::List {
+                tenant,
+                subject,
+                operation,
+                resource,
+                since,
+                until,
+                page,
+                per_page,
+            }) => {
+                let filter = meson_types::admin::AuditListQuery {
+                    tenant,
+                    subject,
+                    operation,
+                    resource_id: resource,
+                    since,
+                    until,
+                };
+                let page = meson_types::Page {
+                    page,
+                    per_page,
+                    cursor: None,
+                };
+                self.show(&self.client.audit_list(page, &filter).await?.audit_entries)
+            }
+            Command::Status => {
+                let index = self.client.index().await?;
+                let (live, ready) = self.client.health().await?;
+                self.show(&output::Status {
+                    url: self.settings.url.clone(),
+                    name: index.name,
+                    version: index.version,
+                    live: live.status,
+                    ready: ready.status,
+                })
+            }
+            Command::Metrics => out(&self.client.metrics().await?),
             Command::Kubernetes(KubernetesCommand::Versions) => {
                 self.show(&self.client.kubernetes_versions().await?)
             }
@@ -635,6 +697,80 @@ impl Ctx {
         Ok((cluster_id, pool_id))
     }
 
+    async fn target(&self, c: TargetCommand) -> Result<()> {
+        use meson_types::admin::{TargetCreateRequest, TargetUpdateRequest};
+        match c {
+            TargetCommand::List => self.show(&self.client.target_list().await?),
+            TargetCommand::Get { target } => {
+                let id = self.target_id(&target).await?;
+                self.show(&self.client.target_get(id).await?)
+            }
+            TargetCommand::Create {
+                name,
+                host,
+                provider,
+                region,
+                continent,
+                compute_port,
+                storage_port,
+                network_port,
+                auth_port,
+                disabled,
+            } => {
+                let req = TargetCreateRequest {
+                    name,
+                    host,
+                    provider,
+                    region,
+                    continent,
+                    compute_port,
+                    storage_port,
+                    network_port,
+                    auth_port,
+                    enabled: disabled.then_some(false),
+                };
+                let r = self.client.target_create(&req).await?;
+                warn(&r.warnings);
+                self.show(&r.target)
+            }
+            TargetCommand::Update {
+                target,
+                host,
+                compute_port,
+                storage_port,
+                network_port,
+                auth_port,
+                enabled,
+            } => {
+                let id = self.target_id(&target).await?;
+                let req = TargetUpdateRequest {
+                    host,
+                    compute_port,
+                    storage_port,
+                    network_port,
+                    auth_port,
+                    enabled,
+                };
+                let r = self.client.target_update(id, &req).await?;
+                warn(&r.warnings);
+                self.show(&r.target)
+            }
+        }
+    }
+
+    /// A target's id from its id or its name.
+    async fn target_id(&self, s: &str) -> Result<Uuid> {
+        if let Ok(id) = s.parse() {
+            return Ok(id);
+        }
+        let all = self.client.target_list().await?;
+        unique(
+            "target",
+            s,
+            all.iter().filter(|t| t.name == s).map(|t| t.id),
+        )
+    }
+
     /// A standalone volume's id from its id or its name.
     async fn volume_id(&self, s: &str) -> Result<Uuid> {
         if let Ok(id) = s.parse() {
@@ -762,7 +898,10 @@ impl Ctx {
 
     async fn action(&self, c: ActionCommand) -> Result<()> {
         match c {
-            ActionCommand::Get { id } => self.show(&self.client.action_get(id).await?),
+            ActionCommand::Get { ids } => match ids.as_slice() {
+                [one] => self.show(&self.client.action_get(*one).await?),
+                many => self.show(&self.client.actions_get(many).await?),
+            },
             ActionCommand::List { kind, id } => {
                 let collection = match kind.to_ascii_lowercase().as_str() {
                     "vm" | "vms" => "vms",

@@ -61,6 +61,19 @@ pub enum Command {
     /// The tenant's quotas and what it uses of them.
     #[command(subcommand)]
     Quota(QuotaCommand),
+    /// Operators: another tenant's quotas (the admin role).
+    #[command(subcommand)]
+    Tenant(TenantCommand),
+    /// Operators: the AtomOS targets meson places on (the admin role).
+    #[command(subcommand)]
+    Target(TargetCommand),
+    /// The audit log: the tenant's (an owner), anyone's (an operator).
+    #[command(subcommand)]
+    Audit(AuditCommand),
+    /// Whether meson is up and ready, and its version.
+    Status,
+    /// meson's Prometheus metrics, as text.
+    Metrics,
     /// A cluster's admin kubeconfig.
     #[command(subcommand)]
     Kubeconfig(KubeconfigCommand),
@@ -452,8 +465,11 @@ pub enum ActionCommand {
         /// The resource (id, or name for VMs and clusters).
         id: String,
     },
-    /// Shows an action.
-    Get { id: uuid::Uuid },
+    /// Shows an action, or several (at most 25) as a list.
+    Get {
+        #[arg(required = true)]
+        ids: Vec<uuid::Uuid>,
+    },
     /// Waits for actions to finish, showing their progress.
     Watch {
         #[arg(required = true)]
@@ -562,6 +578,132 @@ pub enum NetworkCommand {
         network: String,
         #[command(flatten)]
         wait: WaitArgs,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TenantCommand {
+    /// A tenant's quotas.
+    #[command(subcommand)]
+    Quota(TenantQuotaCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TenantQuotaCommand {
+    /// Shows a tenant's limits and use.
+    Get { tenant: String },
+    /// Sets limits of a tenant: a number, or `default` to return to the
+    /// deployment's default; those not given stay as they are.
+    Set {
+        tenant: String,
+        #[arg(long, value_parser = quota_value)]
+        vms: Option<QuotaValue>,
+        #[arg(long, value_parser = quota_value)]
+        vcpus: Option<QuotaValue>,
+        #[arg(long, value_parser = quota_value)]
+        ram_mib: Option<QuotaValue>,
+        #[arg(long, value_parser = quota_value)]
+        storage_gb: Option<QuotaValue>,
+        #[arg(long, value_parser = quota_value)]
+        clusters: Option<QuotaValue>,
+        #[arg(long, value_parser = quota_value)]
+        nodes: Option<QuotaValue>,
+    },
+}
+
+/// A quota's value: a number, or `default` (`None`).
+#[derive(Clone, Copy, Debug)]
+pub struct QuotaValue(pub Option<i64>);
+
+fn quota_value(s: &str) -> Result<QuotaValue, String> {
+    if s.eq_ignore_ascii_case("default") {
+        return Ok(QuotaValue(None));
+    }
+    s.parse()
+        .map(|n| QuotaValue(Some(n)))
+        .map_err(|_| format!("{s:?} is neither a number nor `default`"))
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TargetCommand {
+    /// Lists the targets.
+    List,
+    /// Shows a target (by id or name).
+    Get { target: String },
+    /// Registers an AtomOS host.
+    Create {
+        /// Its name.
+        #[arg(long)]
+        name: String,
+        /// Where its daemons listen (a name or an address).
+        #[arg(long)]
+        host: String,
+        #[arg(long)]
+        provider: String,
+        #[arg(long)]
+        region: String,
+        #[arg(long)]
+        continent: String,
+        /// Its daemons' ports, when not the usual ones.
+        #[arg(long)]
+        compute_port: Option<u16>,
+        #[arg(long)]
+        storage_port: Option<u16>,
+        #[arg(long)]
+        network_port: Option<u16>,
+        #[arg(long)]
+        auth_port: Option<u16>,
+        /// Registered but not placed on.
+        #[arg(long)]
+        disabled: bool,
+    },
+    /// Moves a target or turns it on or off.
+    Update {
+        target: String,
+        #[arg(long)]
+        host: Option<String>,
+        #[arg(long)]
+        compute_port: Option<u16>,
+        #[arg(long)]
+        storage_port: Option<u16>,
+        #[arg(long)]
+        network_port: Option<u16>,
+        #[arg(long)]
+        auth_port: Option<u16>,
+        /// Place on it (`true`) or not (`false`).
+        #[arg(long)]
+        enabled: Option<bool>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AuditCommand {
+    /// A page of entries, newest first.
+    List {
+        /// Only this tenant's (operators).
+        #[arg(long)]
+        tenant: Option<String>,
+        /// Only this subject's.
+        #[arg(long)]
+        subject: Option<String>,
+        /// Only this operation's (`vm_create`, `cluster_kubeconfig`, ...).
+        #[arg(long)]
+        operation: Option<String>,
+        /// Only those on this resource.
+        #[arg(long)]
+        resource: Option<String>,
+        /// From this time on (RFC 3339).
+        #[arg(long)]
+        since: Option<chrono::DateTime<chrono::Utc>>,
+        /// Until this time (RFC 3339).
+        #[arg(long)]
+        until: Option<chrono::DateTime<chrono::Utc>>,
+        /// The page (1 is the newest).
+        #[arg(long, default_value_t = 1)]
+        page: u32,
+        /// Entries per page (at most 50).
+        #[arg(long, default_value_t = 25)]
+        per_page: u32,
     },
 }
 

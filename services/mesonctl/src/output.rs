@@ -9,7 +9,7 @@
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use meson_types::action::Action;
-use meson_types::admin::Quota;
+use meson_types::admin::{AuditEntry, Quota, Target};
 use meson_types::catalog::{Flavor, KubernetesVersion, Provider};
 use meson_types::cluster::{AutoscalerCredentials, Cluster, ClusterCreateResponse, Node, Pool};
 use meson_types::network::Network;
@@ -824,6 +824,110 @@ impl Show for AutoscalerCredentials {
             ("Key", self.key.clone()),
             ("Cloud config", self.cloud_config.clone()),
         ])
+    }
+}
+
+/// `mesonctl status`: where meson is, what it is, whether it is up and
+/// ready.
+#[derive(Serialize)]
+pub struct Status {
+    pub url: String,
+    pub name: String,
+    pub version: String,
+    pub live: String,
+    pub ready: String,
+}
+
+impl Show for Status {
+    fn view(&self, _: Width) -> View {
+        View::Fields(vec![
+            ("URL", self.url.clone()),
+            ("Server", format!("{} {}", self.name, self.version)),
+            ("Live", self.live.clone()),
+            ("Ready", self.ready.clone()),
+        ])
+    }
+}
+
+impl Show for Target {
+    fn view(&self, _: Width) -> View {
+        View::Fields(vec![
+            ("ID", self.id.to_string()),
+            ("Name", self.name.clone()),
+            ("Host", self.host.clone()),
+            (
+                "Ports",
+                format!(
+                    "compute {}, storage {}, network {}, auth {}",
+                    self.compute_port, self.storage_port, self.network_port, self.auth_port
+                ),
+            ),
+            ("Provider", self.provider.clone()),
+            ("Region", self.region.clone()),
+            ("Continent", self.continent.clone()),
+            ("Enabled", self.enabled.to_string()),
+        ])
+    }
+}
+
+impl Show for Vec<Target> {
+    fn view(&self, width: Width) -> View {
+        View::Table {
+            headers: vec![
+                "ID",
+                "NAME",
+                "HOST",
+                "PROVIDER",
+                "REGION",
+                "CONTINENT",
+                "ENABLED",
+            ],
+            rows: self
+                .iter()
+                .map(|t| {
+                    vec![
+                        width.id(&t.id),
+                        t.name.clone(),
+                        t.host.clone(),
+                        t.provider.clone(),
+                        t.region.clone(),
+                        t.continent.clone(),
+                        t.enabled.to_string(),
+                    ]
+                })
+                .collect(),
+        }
+    }
+}
+
+impl Show for Vec<AuditEntry> {
+    fn view(&self, width: Width) -> View {
+        View::Table {
+            headers: vec![
+                "TIME",
+                "TENANT",
+                "SUBJECT",
+                "OPERATION",
+                "STATUS",
+                "RESOURCE",
+            ],
+            rows: self
+                .iter()
+                .map(|e| {
+                    vec![
+                        e.time.to_rfc3339_opts(SecondsFormat::Secs, true),
+                        e.tenant.clone(),
+                        e.subject.clone(),
+                        e.operation.clone(),
+                        e.status.to_string(),
+                        match (&e.resource_type, &e.resource_id) {
+                            (Some(t), Some(id)) => format!("{t} {}", width.message(id.clone())),
+                            _ => String::new(),
+                        },
+                    ]
+                })
+                .collect(),
+        }
     }
 }
 

@@ -1059,3 +1059,112 @@ async fn completions_for_bash_zsh_and_fish() {
     }
     let _ = std::fs::remove_file(&script);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn operators_targets_tenant_quotas_audit_status_and_metrics() {
+    let m = Meson::start().await;
+
+    let r = m.ctl(&["status"]).await;
+    let out = &r.ok().stdout;
+    assert!(out.contains("Ready:") && out.contains("ready"), "{r:#?}");
+    assert!(out.contains("meson"), "{r:#?}");
+    let r = m.ctl(&["metrics"]).await;
+    assert!(r.ok().stdout.contains("meson_"), "{r:#?}");
+
+    // The AtomOS targets: listed, shown, turned off and on, one added.
+    let r = m.ctl(&["target", "list", "-o", "json"]).await;
+    let targets = r.ok().json();
+    let first = targets[0]["name"].as_str().unwrap().to_owned();
+    let r = m
+        .ctl(&[
+            "target",
+            "update",
+            &first,
+            "--enabled",
+            "false",
+            "-o",
+            "json",
+        ])
+        .await;
+    assert_eq!(r.ok().json()["enabled"], false, "{r:#?}");
+    let r = m.ctl(&["target", "get", &first, "-o", "json"]).await;
+    assert_eq!(r.ok().json()["enabled"], false, "{r:#?}");
+    m.ctl(&["target", "update", &first, "--enabled", "true"])
+        .await
+        .ok();
+    let r = m
+        .ctl(&[
+            "target",
+            "create",
+            "--name",
+            "spare",
+            "--host",
+            "127.0.0.1",
+            "--provider",
+            "ovh",
+            "--region",
+            "eu-west-gra",
+            "--continent",
+            "europe",
+            "--disabled",
+            "-o",
+            "json",
+        ])
+        .await;
+    let spare = r.ok().json();
+    assert_eq!(spare["enabled"], false, "{spare}");
+    let r = m.ctl(&["target", "list", "-o", "json"]).await;
+    assert_eq!(
+        r.ok().json().as_array().unwrap().len(),
+        targets.as_array().unwrap().len() + 1
+    );
+
+    // A tenant's quotas: set, and back to the default.
+    let r = m
+        .ctl(&["tenant", "quota", "set", "acme", "--vms", "7", "-o", "json"])
+        .await;
+    let q = r.ok().json();
+    let vms = |q: &Value| {
+        q["limits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|l| l["name"] == "vms")
+            .unwrap()["quota"]
+            .clone()
+    };
+    assert_eq!(vms(&q), 7, "{q}");
+    let r = m
+        .ctl(&["tenant", "quota", "get", "acme", "-o", "json"])
+        .await;
+    assert_eq!(vms(&r.ok().json()), 7);
+    let r = m
+        .ctl(&[
+            "tenant", "quota", "set", "acme", "--vms", "default", "-o", "json",
+        ])
+        .await;
+    assert_eq!(vms(&r.ok().json()), 100);
+    let r = m
+        .ctl(&["tenant", "quota", "set", "acme", "--vms", "lots"])
+        .await;
+    assert_eq!(r.code, Some(2), "{r:#?}");
+
+    // The audit log has all of it.
+    let r = m
+        .ctl(&[
+            "audit",
+            "list",
+            "--operation",
+            "tenant_quota_update",
+            "-o",
+            "json",
+        ])
+        .await;
+    let entries = r.ok().json();
+    assert_eq!(entries.as_array().map(Vec::len), Some(2), "{entries}");
+    let r = m
+        .ctl(&["audit", "list", "--operation", "target_update"])
+        .await;
+    assert!(r.ok().stdout.contains("target_update"), "{r:#?}");
+    m.stop().await;
+}
