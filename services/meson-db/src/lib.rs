@@ -103,6 +103,44 @@ impl<T> DbResult<T> for Result<T, sqlx::Error> {
     }
 }
 
+/// True when PostgreSQL aborted the transaction behind `e` to break a
+/// deadlock (`40P01`) or a serialization failure (`40001`): nothing of it
+/// was written, and running it again is safe.
+pub fn is_deadlock(e: &Error) -> bool {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(c) = cause {
+        if let Some(sqlx::Error::Database(db)) = c.downcast_ref::<sqlx::Error>()
+            && db
+                .code()
+                .is_some_and(|code| matches!(&*code, "40P01" | "40001"))
+        {
+            return true;
+        }
+        cause = c.source();
+    }
+    false
+}
+
+/// Runs `f`, and again (three times in all at most) while its transaction
+/// is the victim of a deadlock with another (a workflow's, on the same
+/// rows): PostgreSQL's advice for deadlock victims.
+pub async fn retry_deadlocks<T, F, Fut>(mut f: F) -> Result<T, Error>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, Error>>,
+{
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        match f().await {
+            Err(e) if tries < 3 && is_deadlock(&e) => {
+                tracing::info!(error = %e, tries, "deadlock victim: running the transaction again");
+            }
+            other => return other,
+        }
+    }
+}
+
 /// A write that broke the unique index `constraint` becomes
 /// `uniqueness_error` on `field`; any other result passes through.
 pub(crate) fn unique_violation<T>(
@@ -149,4 +187,71 @@ pub(crate) fn updated(
 /// A stored value that no longer parses: the schema's CHECKs should make this impossible.
 pub(crate) fn corrupt(what: &'static str, value: impl std::fmt::Display) -> Error {
     Error::internal(format!("unexpected {what} in the database: {value}"))
+}
+
+#[cfg(test)]
+// The test makes a deadlock on a table of its own, with SQL built at run time.
+#[allow(clippy::disallowed_methods)]
+mod tests {
+    use super::*;
+    use crate::testing::TestDatabase;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// A real deadlock: two transactions lock two rows in opposite orders;
+    /// PostgreSQL aborts one of them. Its error, as meson-db maps it.
+    async fn deadlock_error(db: &TestDatabase) -> Error {
+        sqlx::query("create table dl (id int primary key, v int)")
+            .execute(&db.pool)
+            .await
+            .unwrap();
+        sqlx::query("insert into dl values (1, 0), (2, 0)")
+            .execute(&db.pool)
+            .await
+            .unwrap();
+        let mut a = db.pool.begin().await.unwrap();
+        let mut b = db.pool.begin().await.unwrap();
+        let set = |id: i32| sqlx::query("update dl set v = v + 1 where id = $1").bind(id);
+        set(1).execute(&mut *a).await.unwrap();
+        set(2).execute(&mut *b).await.unwrap();
+        let (ra, rb) = tokio::join!(set(2).execute(&mut *a), set(1).execute(&mut *b));
+        match (ra, rb) {
+            (Err(e), _) | (_, Err(e)) => Err::<(), _>(e).ctx("updating dl").unwrap_err(),
+            _ => panic!("no deadlock"),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_deadlock_victim_is_known_and_runs_again() {
+        let db = TestDatabase::new().await;
+        let e = deadlock_error(&db).await;
+        assert!(is_deadlock(&e), "{e:?}");
+        assert!(!is_deadlock(&Error::internal("something else")));
+        let refused = sqlx::query("insert into dl values (1, 0)")
+            .execute(&db.pool)
+            .await
+            .unwrap_err();
+        assert!(!is_deadlock(
+            &Err::<(), _>(refused).ctx("inserting").unwrap_err()
+        ));
+
+        // The victim runs again, and only the victim.
+        let calls = AtomicUsize::new(0);
+        let deadlocked = std::sync::Mutex::new(Some(e));
+        let r = retry_deadlocks(|| {
+            calls.fetch_add(1, Ordering::SeqCst);
+            let first = deadlocked.lock().unwrap().take();
+            async move { first.map_or(Ok(7), Err) }
+        })
+        .await;
+        assert_eq!(r.unwrap(), 7);
+        assert_eq!(calls.load(Ordering::SeqCst), 2);
+        let calls = AtomicUsize::new(0);
+        let r: Result<(), Error> = retry_deadlocks(|| {
+            calls.fetch_add(1, Ordering::SeqCst);
+            async { Err(Error::internal("not a deadlock")) }
+        })
+        .await;
+        assert!(r.is_err());
+        assert_eq!(calls.load(Ordering::SeqCst), 1);
+    }
 }

@@ -252,6 +252,17 @@ impl App {
         cluster_id: ClusterId,
         body: &serde_json::Value,
     ) -> Result<PoolChanged> {
+        // A deadlock with the workflow of a change that runs on the cluster
+        // aborts this transaction: once again, it meets that change's lock.
+        meson_db::retry_deadlocks(|| self.pool_create_once(p, cluster_id, body)).await
+    }
+
+    async fn pool_create_once(
+        &self,
+        p: &Principal,
+        cluster_id: ClusterId,
+        body: &serde_json::Value,
+    ) -> Result<PoolChanged> {
         let (spec, warnings) = PoolSpec::parse(body)?;
         let (mut tx, cluster, pools) = self.lock_pools(p, cluster_id).await?;
         if pools.iter().any(|x| x.spec.name == spec.name) {
@@ -312,6 +323,18 @@ impl App {
     /// node count now starts `scale_node_pool`; anything else is stored
     /// and answered at once.
     pub async fn pool_update(
+        &self,
+        p: &Principal,
+        cluster_id: ClusterId,
+        id: PoolId,
+        body: &serde_json::Value,
+    ) -> Result<PoolChanged> {
+        // A deadlock with the workflow of a change that runs on the cluster
+        // aborts this transaction: once again, it meets that change's lock.
+        meson_db::retry_deadlocks(|| self.pool_update_once(p, cluster_id, id, body)).await
+    }
+
+    async fn pool_update_once(
         &self,
         p: &Principal,
         cluster_id: ClusterId,
@@ -413,6 +436,18 @@ impl App {
         id: PoolId,
         victims: &[NodeId],
     ) -> Result<PoolChanged> {
+        // A deadlock with the workflow of a change that runs on the cluster
+        // aborts this transaction: once again, it meets that change's lock.
+        meson_db::retry_deadlocks(|| self.pool_delete_nodes_once(p, cluster_id, id, victims)).await
+    }
+
+    async fn pool_delete_nodes_once(
+        &self,
+        p: &Principal,
+        cluster_id: ClusterId,
+        id: PoolId,
+        victims: &[NodeId],
+    ) -> Result<PoolChanged> {
         if victims.is_empty() {
             return Err(Error::invalid("nodes", "name at least one node"));
         }
@@ -489,6 +524,17 @@ impl App {
     /// cluster's last pool, or when no other pool has (or may autoscale to)
     /// a node.
     pub async fn pool_delete(
+        &self,
+        p: &Principal,
+        cluster_id: ClusterId,
+        id: PoolId,
+    ) -> Result<Action> {
+        // A deadlock with the workflow of a change that runs on the cluster
+        // aborts this transaction: once again, it meets that change's lock.
+        meson_db::retry_deadlocks(|| self.pool_delete_once(p, cluster_id, id)).await
+    }
+
+    async fn pool_delete_once(
         &self,
         p: &Principal,
         cluster_id: ClusterId,
