@@ -1,8 +1,9 @@
-//! The README's shell blocks, run as written against a `mesond dev`, so the
-//! README cannot drift from what meson does.
+//! The shell blocks of the README and of the `docs/` pages it sends the
+//! reader to, run as written against a `mesond dev`, so they cannot drift
+//! from what meson does.
 //!
-//! Every fenced block of README.md whose language is `sh` runs, in document
-//! order, in one `bash` with `set -euo pipefail`, from a directory holding
+//! Every fenced block of those documents ([`DOCUMENTS`]) whose language is
+//! `sh` runs, in document order, in one `bash` with `set -euo pipefail`, from a directory holding
 //! the dev server's `.meson/` and the repository's `examples/`, with
 //! `mesonctl` on `PATH`. The only substitution is the dev server's URL (it
 //! listens on a free port). A block preceded by the comment
@@ -17,6 +18,21 @@ use std::process::{Command, Stdio};
 use support::{Mesond, Scratch};
 
 const SKIP: &str = "<!-- readme-test: skip:";
+
+/// The README and the pages of `docs/` its "Where to go next" lists, in
+/// that order.
+const DOCUMENTS: &[&str] = &[
+    "README.md",
+    "docs/getting-started.md",
+    "docs/tenants.md",
+    "docs/internals.md",
+    "docs/configuration.md",
+    "docs/deployment.md",
+    "docs/elemento.md",
+    "docs/cli.md",
+    "docs/terraform-quickstart.md",
+    "docs/development.md",
+];
 
 /// One fenced `sh` block: where it starts and its text, dedented.
 #[derive(Debug, PartialEq)]
@@ -94,8 +110,10 @@ fn repo_root() -> PathBuf {
 
 #[test]
 fn every_skipped_block_says_why() {
-    let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
-    let blocks = sh_blocks(&readme);
+    let blocks: Vec<Block> = DOCUMENTS
+        .iter()
+        .flat_map(|d| sh_blocks(&std::fs::read_to_string(repo_root().join(d)).unwrap()))
+        .collect();
     assert!(blocks.iter().filter(|b| b.skip.is_none()).count() >= 4);
     for b in &blocks {
         if let Some(reason) = &b.skip {
@@ -129,7 +147,12 @@ fn mesonctl_dir() -> PathBuf {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_readme_runs_as_written() {
-    let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
+    // The README, then the pages it sends the reader to, in its order: each
+    // goes on from where the one before stops.
+    let documents: Vec<(&str, String)> = DOCUMENTS
+        .iter()
+        .map(|d| (*d, std::fs::read_to_string(repo_root().join(d)).unwrap()))
+        .collect();
     let scratch = Scratch::new(0o755);
     let dir = &scratch.dir;
     std::os::unix::fs::symlink(
@@ -144,10 +167,12 @@ async fn the_readme_runs_as_written() {
     let base = dev.base.clone();
 
     let mut script = String::from("set -euo pipefail\n");
-    for b in sh_blocks(&readme).iter().filter(|b| b.skip.is_none()) {
-        script.push_str(&format!("\n# README.md:{}\n", b.line));
-        script.push_str(&b.text.replace("http://127.0.0.1:8080", &base));
-        script.push('\n');
+    for (name, text) in &documents {
+        for b in sh_blocks(text).iter().filter(|b| b.skip.is_none()) {
+            script.push_str(&format!("\n# {name}:{}\n", b.line));
+            script.push_str(&b.text.replace("http://127.0.0.1:8080", &base));
+            script.push('\n');
+        }
     }
     let path = format!(
         "{}:{}",
@@ -171,7 +196,7 @@ async fn the_readme_runs_as_written() {
     let err = String::from_utf8_lossy(&run.stderr);
     assert!(
         run.status.success(),
-        "the README's blocks failed ({}):\n--- stdout\n{out}\n--- stderr\n{err}",
+        "the blocks of the README and its pages failed ({}):\n--- stdout\n{out}\n--- stderr\n{err}",
         run.status
     );
     let kubeconfig = std::fs::read_to_string(dir.join("kubeconfig")).expect("a kubeconfig");

@@ -26,10 +26,10 @@ fn reference_pages_match_the_schemas() {
 #[test]
 fn the_readme_shows_the_example_as_it_is() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let readme = std::fs::read_to_string(root.join("docs/terraform-quickstart.md")).unwrap();
     let example = std::fs::read_to_string(root.join("examples/terraform/main.tf")).unwrap();
     assert!(
         readme.contains(&format!("```hcl\n{example}```\n")),
-        "README.md's Terraform section shows examples/terraform/main.tf as it is"
+        "docs/terraform-quickstart.md shows examples/terraform/main.tf as it is"
     );
 }
