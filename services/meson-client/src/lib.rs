@@ -597,20 +597,20 @@ impl Client {
         Ok(r.action)
     }
 
-    /// `POST /v1/clusters/{id}/actions/upgrade`.
+    /// `POST /v1/clusters/{id}/actions/upgrade`: the action, and what the
+    /// caller should know (a version past its end of life, a minor
+    /// resolved to a patch).
     pub async fn cluster_upgrade(
         &self,
         id: Uuid,
         req: &ClusterUpgradeRequest,
-    ) -> Result<wire::Action> {
-        let r: wire::upgrade::ClusterActionResponse = self
-            .call(
-                Method::POST,
-                &format!("/v1/clusters/{id}/actions/upgrade"),
-                Some(req),
-            )
-            .await?;
-        Ok(r.action)
+    ) -> Result<wire::upgrade::ClusterActionResponse> {
+        self.call(
+            Method::POST,
+            &format!("/v1/clusters/{id}/actions/upgrade"),
+            Some(req),
+        )
+        .await
     }
 
     /// `PATCH /v1/clusters/{cluster}/pools/{pool}`: the fields given change
@@ -810,6 +810,14 @@ impl Client {
         let r: wire::ActionList = self
             .get(&format!("/v1/actions?{}&sort=id", query.join("&")))
             .await?;
+        Ok(r.actions)
+    }
+
+    /// The caller's actions whose ids start or end with `abbrev` (8 or more
+    /// hex digits), in id order: one when the abbreviation is unique.
+    pub async fn actions_get_abbreviated(&self, abbrev: &str) -> Result<Vec<wire::Action>> {
+        let q = serde_urlencoded::to_string([("id", abbrev), ("sort", "id")]).unwrap_or_default();
+        let r: wire::ActionList = self.get(&format!("/v1/actions?{q}")).await?;
         Ok(r.actions)
     }
 

@@ -105,3 +105,116 @@ uuid_id!(
     /// A node (one VM) of a cluster.
     NodeId
 );
+
+/// How an id may be written where one is taken: whole, or abbreviated to at
+/// least [`IdRef::MIN_DIGITS`] of its hex digits from its start or its end.
+///
+/// meson's ids are UUIDv7s: their first 12 hex digits are a millisecond
+/// clock, so things made in the same minute share a prefix, and tables
+/// print the last 8 digits (the random part). Both ends are accepted, as
+/// git accepts a commit's prefix; an abbreviation that matches more than one
+/// id is ambiguous and names none.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum IdRef {
+    Full(Uuid),
+    /// Lowercase hex digits, hyphens dropped.
+    Abbrev(String),
+}
+
+impl IdRef {
+    /// The fewest hex digits an abbreviation may have.
+    pub const MIN_DIGITS: usize = 8;
+
+    /// Reads an id or an abbreviation; `None` for anything else (a name,
+    /// too few digits, a non-hex character).
+    pub fn parse(s: &str) -> Option<IdRef> {
+        if let Ok(id) = Uuid::parse_str(s) {
+            return Some(IdRef::Full(id));
+        }
+        let hex: String = s.chars().filter(|c| *c != '-').collect();
+        let ok = (Self::MIN_DIGITS..=32).contains(&hex.len())
+            && hex.chars().all(|c| c.is_ascii_hexdigit())
+            && !s.starts_with('-')
+            && !s.ends_with('-');
+        ok.then(|| IdRef::Abbrev(hex.to_ascii_lowercase()))
+    }
+
+    /// Whether `s` looks like an attempt at an abbreviated id that is too
+    /// short: hex digits only, fewer than [`IdRef::MIN_DIGITS`].
+    pub fn too_short(s: &str) -> bool {
+        !s.is_empty() && s.len() < Self::MIN_DIGITS && s.chars().all(|c| c.is_ascii_hexdigit())
+    }
+
+    pub fn matches(&self, id: &Uuid) -> bool {
+        match self {
+            IdRef::Full(full) => full == id,
+            IdRef::Abbrev(hex) => {
+                let simple = id.simple().to_string();
+                simple.starts_with(hex.as_str()) || simple.ends_with(hex.as_str())
+            }
+        }
+    }
+
+    /// The smallest and largest ids an abbreviation's digits could start
+    /// (uuids compare bytewise, so this is an index range).
+    pub fn prefix_range(hex: &str) -> (Uuid, Uuid) {
+        let pad = |c: char| {
+            let mut s = hex.to_string();
+            while s.len() < 32 {
+                s.push(c);
+            }
+            Uuid::parse_str(&s).unwrap_or_default()
+        };
+        (pad('0'), pad('f'))
+    }
+}
+
+impl fmt::Display for IdRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            IdRef::Full(id) => id.fmt(f),
+            IdRef::Abbrev(hex) => f.write_str(hex),
+        }
+    }
+}
+
+#[cfg(test)]
+mod id_ref_tests {
+    use super::*;
+
+    const ID: &str = "019ad0c2-7b1e-7c3a-9f00-12cf197d66ab";
+
+    #[test]
+    fn an_id_is_whole_or_eight_digits_from_either_end() {
+        let id = Uuid::parse_str(ID).unwrap();
+        assert_eq!(IdRef::parse(ID), Some(IdRef::Full(id)));
+        for ok in [
+            "019ad0c2",
+            "019AD0C2-7b1e",
+            "cf197d66ab",
+            "12cf197d66ab",
+            "197d66ab",
+        ] {
+            let r = IdRef::parse(ok).unwrap_or_else(|| panic!("{ok} is an abbreviation"));
+            assert!(r.matches(&id), "{ok} abbreviates {ID}");
+        }
+        for not_it in ["019ad0c3", "7b1e7c3a"] {
+            assert!(!IdRef::parse(not_it).unwrap().matches(&id), "{not_it}");
+        }
+        for bad in ["019ad0c", "web-1", "019ad0c2x", "-019ad0c2", ""] {
+            assert_eq!(IdRef::parse(bad), None, "{bad}");
+        }
+        assert!(IdRef::too_short("cf19"));
+        assert!(!IdRef::too_short("web"));
+        assert!(!IdRef::too_short("019ad0c2"));
+    }
+
+    #[test]
+    fn a_prefix_range_holds_exactly_the_ids_it_starts() {
+        let (lo, hi) = IdRef::prefix_range("019ad0c2");
+        let id = Uuid::parse_str(ID).unwrap();
+        assert!(lo <= id && id <= hi);
+        assert_eq!(lo.to_string(), "019ad0c2-0000-0000-0000-000000000000");
+        assert_eq!(hi.to_string(), "019ad0c2-ffff-ffff-ffff-ffffffffffff");
+    }
+}

@@ -149,6 +149,41 @@ impl ActionSortField {
     }
 }
 
+/// The ids of a tenant's actions that an abbreviation (lowercase hex
+/// digits, at least 8) starts or ends, at most `limit` of them, in id order.
+/// Both ends are read from an index: the prefix as a range of the
+/// `(tenant_id, id)` one, the last 8 digits from `actions_tenant_tail`.
+pub async fn abbreviated(
+    pool: &PgPool,
+    tenant: &TenantId,
+    hex: &str,
+    limit: i64,
+) -> Result<Vec<ActionId>, Error> {
+    let (lo, hi) = meson_core::id::IdRef::prefix_range(hex);
+    let tail = &hex[hex.len().saturating_sub(8)..];
+    let ids = sqlx::query_scalar!(
+        r#"select id as "id!" from (
+               select id from actions where tenant_id = $1 and id between $2 and $3
+               union
+               select id from actions
+               where tenant_id = $1 and right(id::text, 8) = $4
+                 and replace(id::text, '-', '') like '%' || $5
+           ) m
+           order by id
+           limit $6"#,
+        tenant.0,
+        lo,
+        hi,
+        tail,
+        hex,
+        limit
+    )
+    .fetch_all(pool)
+    .await
+    .ctx("finding actions by an abbreviated id")?;
+    Ok(ids.into_iter().map(ActionId).collect())
+}
+
 /// One sort key of a list.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ActionSort {

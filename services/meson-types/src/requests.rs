@@ -371,6 +371,22 @@ impl PartialSchema for LabelsRequest {
 
 impl ToSchema for LabelsRequest {}
 
+/// An id, or 8 or more of its first or last hex digits (hyphens where the
+/// id has them, or none). The schema of ids that may be abbreviated.
+pub struct AbbreviatedId;
+
+impl PartialSchema for AbbreviatedId {
+    fn schema() -> RefOr<Schema> {
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .pattern(Some("^[0-9a-fA-F](-?[0-9a-fA-F]){7,31}$"))
+            .examples(["cf197d66", "019ad0c2-7b1e-7c3a-9f00-12cf197d66ab"])
+            .into()
+    }
+}
+
+impl ToSchema for AbbreviatedId {}
+
 /// A boolean as clients send it: a JSON boolean, the string `"true"` or
 /// `"false"` in any case (`"True"`, `"FALSE"`), or 0/1. The schema of the
 /// `Option<bool>` fields read with [`lenient::opt_bool`].
@@ -645,8 +661,11 @@ impl ToSchema for ActionSort {}
 #[into_params(parameter_in = Query)]
 pub struct ActionListQuery {
     /// Action ids (repeat the parameter: `?id=..&id=..`), 1 to 25; ids that
-    /// are unknown (or another tenant's) are skipped.
-    #[param(min_items = 1, max_items = 25)]
+    /// are unknown (or another tenant's) are skipped. An id may be
+    /// abbreviated to 8 or more of its first or last hex digits (tables
+    /// print the last 8): it then stands for every action of the caller it
+    /// matches, at most 25.
+    #[param(min_items = 1, max_items = 25, value_type = Vec<AbbreviatedId>, inline)]
     pub id: Vec<Uuid>,
     /// Only actions in one of these statuses.
     pub status: Option<Vec<ActionStatus>>,

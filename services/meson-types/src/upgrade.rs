@@ -39,7 +39,9 @@ pub struct ClusterUpgradeRequest {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct ClusterActionResponse {
     pub action: Action,
-    /// Unknown fields that were ignored; absent when there are none.
+    /// What the caller should know: unknown fields that were ignored, a
+    /// minor resolved to its patch, a version past its end of life; absent
+    /// when there is nothing.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<Warning>,
 }

@@ -15,6 +15,7 @@ use crate::kops;
 use crate::output::{self, Format, Show};
 use crate::progress::Progress;
 use meson_client::{Client, RetryPolicy, WaitOpts};
+use meson_core::id::IdRef;
 use meson_types::Warning;
 use meson_types::action::Action;
 use meson_types::pool::NodePoolUpdateRequest;
@@ -177,9 +178,6 @@ fn warn(warnings: &[Warning]) {
     }
 }
 
-/// Reads a JSON payload from a file, or stdin for `-`.
-/// The request in the JSON file `path` (`-`: stdin), read as meson reads
-/// it (booleans as `"True"` or 0/1, ...); meson checks the values.
 /// A request payload from `path` (`-`: stdin), as written: only its being
 /// JSON is checked here. meson checks the rest, so a bad field is named in
 /// meson's words (exit 1), and fields it does not know come back as
@@ -282,26 +280,57 @@ impl Ctx {
         }
     }
 
-    /// A VM's id from its id or its name.
+    /// A VM's id from its id, an abbreviation of it, or its name.
     async fn vm_id(&self, s: &str) -> Result<Uuid> {
-        if let Ok(id) = s.parse() {
+        if let Some(id) = whole_id(s) {
             return Ok(id);
         }
         let vms = self.client.vm_list_all().await?;
-        unique("VM", s, vms.iter().filter(|v| v.name == s).map(|v| v.id))
+        pick("VM", s, vms.iter().map(|v| (v.id, v.name.as_str())))
     }
 
-    /// A cluster's id from its id or its name.
+    /// A cluster's id from its id, an abbreviation of it, or its name.
     async fn cluster_id(&self, s: &str) -> Result<Uuid> {
-        if let Ok(id) = s.parse() {
+        if let Some(id) = whole_id(s) {
             return Ok(id);
         }
         let clusters = self.client.cluster_list_all().await?;
-        unique(
+        pick(
             "cluster",
             s,
-            clusters.iter().filter(|c| c.name == s).map(|c| c.id),
+            clusters.iter().map(|c| (c.id, c.name.as_str())),
         )
+    }
+
+    /// Actions' ids from their ids or abbreviations; an abbreviation must
+    /// name exactly one of the caller's actions.
+    async fn action_ids(&self, given: &[String]) -> Result<Vec<Uuid>> {
+        let mut ids = Vec::with_capacity(given.len());
+        for s in given {
+            let id = match IdRef::parse(s) {
+                Some(IdRef::Full(id)) => id,
+                Some(IdRef::Abbrev(_)) => {
+                    let found = self.client.actions_get_abbreviated(s).await?;
+                    let found: Vec<(Uuid, &str)> =
+                        found.iter().map(|a| (a.id, a.command.as_str())).collect();
+                    if found.is_empty() {
+                        return Err(Failure::NotFound(format!(
+                            "no action has an id starting or ending with {s:?}"
+                        )));
+                    }
+                    unique("action", s, &found, "have ids starting or ending with")?
+                }
+                None => {
+                    let need = IdRef::MIN_DIGITS;
+                    return Err(Failure::Usage(format!(
+                        "{s:?} is not an action id, nor {need} or more of its first or last \
+                         hex digits"
+                    )));
+                }
+            };
+            ids.push(id);
+        }
+        Ok(ids)
     }
 
     async fn dispatch(&self, command: Command) -> Result<()> {
@@ -670,29 +699,25 @@ impl Ctx {
     /// A cluster's id and one of its nodes', from their ids or names.
     async fn node_id(&self, cluster: &str, node: &str) -> Result<(Uuid, Uuid)> {
         let cluster_id = self.cluster_id(cluster).await?;
-        if let Ok(id) = node.parse() {
+        if let Some(id) = whole_id(node) {
             return Ok((cluster_id, id));
         }
         let nodes = self.client.cluster_nodes(cluster_id).await?;
-        let node_id = unique(
-            "node",
-            node,
-            nodes.iter().filter(|n| n.name == node).map(|n| n.id),
-        )?;
+        let node_id = pick("node", node, nodes.iter().map(|n| (n.id, n.name.as_str())))?;
         Ok((cluster_id, node_id))
     }
 
     /// A cluster's id and one of its pools', from their ids or names.
     async fn pool_id(&self, cluster: &str, pool: &str) -> Result<(Uuid, Uuid)> {
         let cluster_id = self.cluster_id(cluster).await?;
-        if let Ok(id) = pool.parse() {
+        if let Some(id) = whole_id(pool) {
             return Ok((cluster_id, id));
         }
         let c = self.client.cluster_get(cluster_id).await?;
-        let pool_id = unique(
+        let pool_id = pick(
             "pool",
             pool,
-            c.pools.iter().filter(|p| p.name == pool).map(|p| p.id),
+            c.pools.iter().map(|p| (p.id, p.name.as_str())),
         )?;
         Ok((cluster_id, pool_id))
     }
@@ -758,46 +783,35 @@ impl Ctx {
         }
     }
 
-    /// A target's id from its id or its name.
+    /// A target's id from its id, an abbreviation of it, or its name.
     async fn target_id(&self, s: &str) -> Result<Uuid> {
-        if let Ok(id) = s.parse() {
+        if let Some(id) = whole_id(s) {
             return Ok(id);
         }
         let all = self.client.target_list().await?;
-        unique(
-            "target",
-            s,
-            all.iter().filter(|t| t.name == s).map(|t| t.id),
-        )
+        pick("target", s, all.iter().map(|t| (t.id, t.name.as_str())))
     }
 
-    /// A standalone volume's id from its id or its name.
+    /// A standalone volume's id from its id, an abbreviation of it, or its
+    /// name.
     async fn volume_id(&self, s: &str) -> Result<Uuid> {
-        if let Ok(id) = s.parse() {
+        if let Some(id) = whole_id(s) {
             return Ok(id);
         }
         let all = self
             .client
             .volume_list_all(&meson_client::VolumeFilter::default())
             .await?;
-        unique(
-            "volume",
-            s,
-            all.iter().filter(|v| v.name == s).map(|v| v.id),
-        )
+        pick("volume", s, all.iter().map(|v| (v.id, v.name.as_str())))
     }
 
-    /// A network's id from its id or its name.
+    /// A network's id from its id, an abbreviation of it, or its name.
     async fn network_id(&self, s: &str) -> Result<Uuid> {
-        if let Ok(id) = s.parse() {
+        if let Some(id) = whole_id(s) {
             return Ok(id);
         }
         let all = self.client.network_list_all().await?;
-        unique(
-            "network",
-            s,
-            all.iter().filter(|n| n.name == s).map(|n| n.id),
-        )
+        pick("network", s, all.iter().map(|n| (n.id, n.name.as_str())))
     }
 
     async fn power(&self, vm: &str, command: PowerCommand, wait: WaitArgs) -> Result<()> {
@@ -861,8 +875,9 @@ impl Ctx {
                     kubernetes_version: version,
                     ..ClusterUpgradeRequest::default()
                 };
-                let action = self.client.cluster_upgrade(id, &req).await?;
-                self.finish_action(action, wait).await
+                let r = self.client.cluster_upgrade(id, &req).await?;
+                warn(&r.warnings);
+                self.finish_action(r.action, wait).await
             }
         }
     }
@@ -898,10 +913,13 @@ impl Ctx {
 
     async fn action(&self, c: ActionCommand) -> Result<()> {
         match c {
-            ActionCommand::Get { ids } => match ids.as_slice() {
-                [one] => self.show(&self.client.action_get(*one).await?),
-                many => self.show(&self.client.actions_get(many).await?),
-            },
+            ActionCommand::Get { ids } => {
+                let ids = self.action_ids(&ids).await?;
+                match ids.as_slice() {
+                    [one] => self.show(&self.client.action_get(*one).await?),
+                    many => self.show(&self.client.actions_get(many).await?),
+                }
+            }
             ActionCommand::List { kind, id } => {
                 let collection = match kind.to_ascii_lowercase().as_str() {
                     "vm" | "vms" => "vms",
@@ -917,13 +935,13 @@ impl Ctx {
                 let id = match collection {
                     "vms" => self.vm_id(&id).await?,
                     "clusters" => self.cluster_id(&id).await?,
-                    _ => id.parse().map_err(|_| {
-                        Failure::Usage(format!("{id:?} is not a {kind} id (a UUID)"))
-                    })?,
+                    "volumes" => self.volume_id(&id).await?,
+                    _ => self.network_id(&id).await?,
                 };
                 self.show(&self.client.resource_actions(collection, id).await?)
             }
             ActionCommand::Watch { ids } => {
+                let ids = self.action_ids(&ids).await?;
                 // Show where each stands first: an unknown id fails here.
                 let mut first = Vec::new();
                 for id in &ids {
@@ -941,19 +959,57 @@ fn label_map(labels: Vec<(String, String)>) -> Option<std::collections::BTreeMap
     (!labels.is_empty()).then(|| labels.into_iter().collect())
 }
 
-/// The single id `ids` yields, or why not.
-fn unique(kind: &str, name: &str, ids: impl Iterator<Item = Uuid>) -> Result<Uuid> {
-    let ids: Vec<Uuid> = ids.collect();
-    match ids.as_slice() {
-        [one] => Ok(*one),
-        [] => Err(Failure::NotFound(format!("no {kind} named {name:?}"))),
+/// `s` when it is a whole id: no lookup needed.
+fn whole_id(s: &str) -> Option<Uuid> {
+    match IdRef::parse(s) {
+        Some(IdRef::Full(id)) => Some(id),
+        _ => None,
+    }
+}
+
+/// The one id among `items` (id, name) that `s` names: the item named `s`
+/// if there is one, else the item whose id `s` abbreviates (8 or more of its
+/// first or last hex digits, as tables print it). Two items named alike, or
+/// an abbreviation of two ids, is an error listing them.
+fn pick<'a>(kind: &str, s: &str, items: impl Iterator<Item = (Uuid, &'a str)>) -> Result<Uuid> {
+    let items: Vec<(Uuid, &str)> = items.collect();
+    let named: Vec<(Uuid, &str)> = items.iter().copied().filter(|(_, n)| *n == s).collect();
+    if !named.is_empty() {
+        return unique(kind, s, &named, "are named");
+    }
+    match IdRef::parse(s) {
+        Some(r) => {
+            let matched: Vec<(Uuid, &str)> = items
+                .iter()
+                .copied()
+                .filter(|(id, _)| r.matches(id))
+                .collect();
+            if matched.is_empty() {
+                return Err(Failure::NotFound(format!(
+                    "no {kind} is named {s:?} or has an id starting or ending with it"
+                )));
+            }
+            unique(kind, s, &matched, "have ids starting or ending with")
+        }
+        None if IdRef::too_short(s) => Err(Failure::NotFound(format!(
+            "no {kind} named {s:?} (an abbreviated id needs at least {} hex digits)",
+            IdRef::MIN_DIGITS
+        ))),
+        None => Err(Failure::NotFound(format!("no {kind} named {s:?}"))),
+    }
+}
+
+/// The single id of `found` (never empty), or an error listing them all.
+fn unique(kind: &str, s: &str, found: &[(Uuid, &str)], how: &str) -> Result<Uuid> {
+    match found {
+        [(one, _)] => Ok(*one),
         many => Err(Failure::Usage(format!(
-            "{} {kind}s are named {name:?}: give an id ({})",
+            "{} {kind}s {how} {s:?}: give more of the id\n{}",
             many.len(),
             many.iter()
-                .map(Uuid::to_string)
+                .map(|(id, name)| format!("  {id}  {name}"))
                 .collect::<Vec<_>>()
-                .join(", ")
+                .join("\n")
         ))),
     }
 }

@@ -462,18 +462,21 @@ pub enum ActionCommand {
     List {
         /// vm, cluster, volume or network (or their plurals).
         kind: String,
-        /// The resource (id, or name for VMs and clusters).
+        /// The resource: its id, 8 or more of the id's first or last hex
+        /// digits, or its name.
         id: String,
     },
     /// Shows an action, or several (at most 25) as a list.
     Get {
+        /// Action ids, or 8 or more of their first or last hex digits.
         #[arg(required = true)]
-        ids: Vec<uuid::Uuid>,
+        ids: Vec<String>,
     },
     /// Waits for actions to finish, showing their progress.
     Watch {
+        /// Action ids, or 8 or more of their first or last hex digits.
         #[arg(required = true)]
-        ids: Vec<uuid::Uuid>,
+        ids: Vec<String>,
     },
 }
 

@@ -1168,3 +1168,173 @@ async fn operators_targets_tenant_quotas_audit_status_and_metrics() {
     assert!(r.ok().stdout.contains("target_update"), "{r:#?}");
     m.stop().await;
 }
+
+/// The shortest start of `id` (hyphens dropped), 8 hex digits or more, that
+/// no other of `all` shares.
+fn unique_prefix(id: &str, all: &[String]) -> String {
+    let hex = |s: &str| s.replace('-', "");
+    let me = hex(id);
+    (8..=32)
+        .map(|n| me[..n].to_owned())
+        .find(|p| {
+            all.iter()
+                .filter(|o| hex(o).starts_with(p.as_str()))
+                .count()
+                == 1
+        })
+        .expect("a whole id is unique")
+}
+
+/// Two of `ids` whose first 8 hex digits are the same: UUIDv7s made within
+/// the same 65.5 s share them, and of three made within a minute two always
+/// do.
+fn sharing_a_prefix(ids: &[String]) -> (String, String, String) {
+    for (i, a) in ids.iter().enumerate() {
+        for b in &ids[i + 1..] {
+            if a[..8] == b[..8] {
+                return (a[..8].to_owned(), a.clone(), b.clone());
+            }
+        }
+    }
+    panic!("three ids made within a minute, none sharing 8 digits: {ids:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ids_by_abbreviation_unique_ambiguous_or_too_short() {
+    let m = Meson::start().await;
+    let mut volumes = Vec::new();
+    for name in ["ab-1", "ab-2", "ab-3"] {
+        let r = m
+            .ctl(&[
+                "volume", "create", "--name", name, "--size", "1", "-o", "json",
+            ])
+            .await;
+        r.ok();
+        volumes.push(r.json()["id"].as_str().expect("id").to_owned());
+    }
+    let mut actions = Vec::new();
+    for v in &volumes {
+        let r = m.ctl(&["action", "list", "volume", v, "-o", "json"]).await;
+        r.ok();
+        actions.push(r.json()[0]["id"].as_str().expect("an action").to_owned());
+    }
+    let get_id = |r: &Run| r.json()["id"].as_str().expect("id").to_owned();
+
+    // Unique: the last 8 digits tables print, a unique start (with or
+    // without the id's hyphens), in any case.
+    let short = &volumes[0][volumes[0].len() - 8..];
+    let r = m.ctl(&["volume", "get", short, "-o", "json"]).await;
+    r.ok();
+    assert_eq!(get_id(&r), volumes[0]);
+    let start = unique_prefix(&volumes[1], &volumes);
+    let r = m
+        .ctl(&["volume", "get", &start.to_uppercase(), "-o", "json"])
+        .await;
+    r.ok();
+    assert_eq!(get_id(&r), volumes[1]);
+    let r = m
+        .ctl(&["volume", "get", &volumes[2][..13], "-o", "json"])
+        .await;
+    if unique_prefix(&volumes[2], &volumes).len() <= 12 {
+        r.ok();
+        assert_eq!(get_id(&r), volumes[2]);
+    }
+    // A name wins over an abbreviation it also looks like.
+    let r = m
+        .ctl(&[
+            "volume",
+            "update",
+            short,
+            "--name",
+            &volumes[1][volumes[1].len() - 8..],
+        ])
+        .await;
+    r.ok();
+    let r = m
+        .ctl(&[
+            "volume",
+            "get",
+            &volumes[1][volumes[1].len() - 8..],
+            "-o",
+            "json",
+        ])
+        .await;
+    r.ok();
+    assert_eq!(get_id(&r), volumes[0], "the volume named so, not the id");
+
+    // Ambiguous: an error listing every match, whole, exit 2.
+    let (prefix, a, b) = sharing_a_prefix(&volumes);
+    let r = m.ctl(&["volume", "get", &prefix]).await;
+    assert_eq!(r.code, Some(2), "{r:#?}");
+    assert!(
+        r.stderr.contains(&a) && r.stderr.contains(&b) && r.stderr.contains("give more"),
+        "{r:#?}"
+    );
+    assert!(r.stdout.is_empty(), "{r:#?}");
+
+    // Too short: not taken for an id, and said so.
+    let r = m.ctl(&["volume", "get", &volumes[0][..7]]).await;
+    assert_eq!(r.code, Some(1), "{r:#?}");
+    assert!(r.stderr.contains("at least 8 hex digits"), "{r:#?}");
+    let r = m.ctl(&["volume", "get", "0123456789abcdef"]).await;
+    assert_eq!(r.code, Some(1), "{r:#?}");
+    assert!(r.stderr.contains("no volume"), "{r:#?}");
+
+    // Actions have no names: meson finds them by abbreviation.
+    let tail = &actions[0][actions[0].len() - 8..];
+    let r = m.ctl(&["action", "get", tail, "-o", "json"]).await;
+    r.ok();
+    assert_eq!(get_id(&r), actions[0]);
+    let r = m.ctl(&["action", "watch", tail]).await;
+    r.ok();
+    assert!(r.stdout.contains("success"), "{r:#?}");
+    let start = unique_prefix(&actions[2], &actions);
+    let r = m
+        .ctl(&["action", "get", &start, &actions[1], "-o", "json"])
+        .await;
+    r.ok();
+    let listed = r.json();
+    let got: Vec<&str> = listed
+        .as_array()
+        .expect("a list")
+        .iter()
+        .filter_map(|a| a["id"].as_str())
+        .collect();
+    assert_eq!(got.len(), 2, "{r:#?}");
+    assert!(got.contains(&actions[2].as_str()) && got.contains(&actions[1].as_str()));
+    let (prefix, a, b) = sharing_a_prefix(&actions);
+    let r = m.ctl(&["action", "watch", &prefix]).await;
+    assert_eq!(r.code, Some(2), "{r:#?}");
+    assert!(r.stderr.contains(&a) && r.stderr.contains(&b), "{r:#?}");
+    let r = m.ctl(&["action", "get", &actions[0][..6]]).await;
+    assert_eq!(r.code, Some(2), "{r:#?}");
+    assert!(r.stderr.contains("8 or more"), "{r:#?}");
+    let r = m.ctl(&["action", "get", "ffffffff"]).await;
+    assert_eq!(r.code, Some(1), "{r:#?}");
+    assert!(r.stderr.contains("no action"), "{r:#?}");
+
+    // The API answers an abbreviation with every action it fits, and names
+    // the field when it is none.
+    let r = m.get(&format!("/v1/actions?id={prefix}")).await;
+    assert_eq!(r.status, reqwest::StatusCode::OK, "{}", r.body);
+    let ids: Vec<&str> = r.body["actions"]
+        .as_array()
+        .expect("actions")
+        .iter()
+        .filter_map(|a| a["id"].as_str())
+        .collect();
+    assert!(
+        ids.contains(&a.as_str()) && ids.contains(&b.as_str()),
+        "{}",
+        r.body
+    );
+    assert!(ids.iter().all(|i| i.starts_with(&prefix)), "{}", r.body);
+    let r = m.get("/v1/actions?id=abc").await;
+    assert_eq!(r.status, reqwest::StatusCode::BAD_REQUEST, "{}", r.body);
+    assert_eq!(
+        r.body["error"]["details"]["fields"][0]["name"], "id",
+        "{}",
+        r.body
+    );
+    m.stop().await;
+}

@@ -3,6 +3,7 @@
 use super::{App, Page};
 use crate::auth::Principal;
 use meson_core::action::{Action, ActionStatus, ResourceType};
+use meson_core::id::IdRef;
 use meson_core::{ActionId, Error, Result, TenantId};
 use meson_db::PgPool;
 use meson_db::actions::{
@@ -47,24 +48,24 @@ pub struct ActionPage {
 
 /// Checks a request's ids (present, at most [`MAX_IDS`]) and drops repeats,
 /// keeping the caller's order.
-fn distinct_ids(ids: &[ActionId]) -> Result<Vec<ActionId>> {
+fn distinct_ids<T: PartialEq + Clone>(ids: &[T]) -> Result<Vec<T>> {
     if ids.is_empty() {
         return Err(Error::invalid(
             "id",
             "at least one id is required, e.g. ?id=<action id>",
         ));
     }
-    if ids.len() > MAX_IDS {
+    let mut out: Vec<T> = Vec::with_capacity(ids.len());
+    for id in ids {
+        if !out.contains(id) {
+            out.push(id.clone());
+        }
+    }
+    if out.len() > MAX_IDS {
         return Err(Error::invalid(
             "id",
             format!("at most {MAX_IDS} ids per request"),
         ));
-    }
-    let mut out: Vec<ActionId> = Vec::with_capacity(ids.len());
-    for id in ids {
-        if !out.contains(id) {
-            out.push(*id);
-        }
     }
     Ok(out)
 }
@@ -76,14 +77,20 @@ impl App {
 
     /// The caller's actions among `ids` whose status is in `status` (empty: any),
     /// ordered by `sort` then id; unknown ids are skipped, as Hetzner does.
+    /// An abbreviated id stands for every one of the caller's actions it
+    /// matches, so a client can tell a unique abbreviation from an
+    /// ambiguous one.
     pub async fn action_list(
         &self,
         p: &Principal,
-        ids: &[ActionId],
+        ids: &[IdRef],
         status: &[ActionStatus],
         sort: &[ActionSort],
     ) -> Result<Vec<Action>> {
-        let ids = distinct_ids(ids)?;
+        let ids = self.expand_ids(p, ids).await?;
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
         let limit = i64::try_from(ids.len()).unwrap_or(i64::MAX);
         meson_db::actions::list(
             &self.pool,
@@ -95,6 +102,39 @@ impl App {
             0,
         )
         .await
+    }
+
+    /// The ids a request names: whole ones as given, abbreviations expanded
+    /// into the caller's actions they match; repeats dropped, the caller's
+    /// order kept, at most [`MAX_IDS`] in all.
+    async fn expand_ids(&self, p: &Principal, refs: &[IdRef]) -> Result<Vec<ActionId>> {
+        let mut whole = Vec::with_capacity(refs.len());
+        for r in distinct_ids(refs)? {
+            match r {
+                IdRef::Full(id) => whole.push(ActionId(id)),
+                IdRef::Abbrev(hex) => {
+                    let limit = i64::try_from(MAX_IDS + 1).unwrap_or(i64::MAX);
+                    let found =
+                        meson_db::actions::abbreviated(&self.pool, &p.tenant, &hex, limit).await?;
+                    if found.len() > MAX_IDS {
+                        return Err(Error::invalid(
+                            "id",
+                            format!(
+                                "'{hex}' matches more than {MAX_IDS} actions: give more of \
+                                 the id's digits"
+                            ),
+                        ));
+                    }
+                    whole.extend(found);
+                }
+            }
+        }
+        if whole.is_empty() {
+            // Abbreviations that fit none of the caller's actions: skipped,
+            // as unknown ids are.
+            return Ok(whole);
+        }
+        distinct_ids(&whole)
     }
 
     /// A page of the actions that touched one of the caller's resources
@@ -492,7 +532,7 @@ mod tests {
 
     #[test]
     fn ids_are_required_bounded_and_deduplicated() {
-        assert!(distinct_ids(&[]).is_err());
+        assert!(distinct_ids::<ActionId>(&[]).is_err());
         let many: Vec<ActionId> = (0..=MAX_IDS).map(|_| ActionId::new()).collect();
         assert!(distinct_ids(&many).is_err());
         let (a, b) = (ActionId::new(), ActionId::new());

@@ -13,9 +13,10 @@
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use meson_core::action::ActionStatus;
+use meson_core::id::IdRef;
 use meson_core::selector::Requirement;
 use meson_core::volume::VolumeKind;
-use meson_core::{ActionId, Error, Result, TenantId, VmId};
+use meson_core::{Error, Result, TenantId, VmId};
 use meson_db::actions::{ActionSort, ActionSortField};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -410,7 +411,7 @@ impl VolumeQuery {
 /// repeatable. (One resource's actions come in pages: [`Page`] too.)
 #[derive(Clone, Debug, Default)]
 pub struct ActionQuery {
-    pub ids: Vec<ActionId>,
+    pub ids: Vec<IdRef>,
     pub status: Vec<ActionStatus>,
     pub sort: Vec<ActionSort>,
 }
@@ -421,7 +422,15 @@ impl ActionQuery {
         let mut sort = Vec::new();
         for (k, v) in params {
             match k.as_str() {
-                "id" => q.ids.push(id("id", v)?),
+                "id" => q.ids.push(IdRef::parse(v).ok_or_else(|| {
+                    Error::invalid(
+                        "id",
+                        format!(
+                            "'{v}' is not an id, nor {} or more of an id's first or last hex digits",
+                            IdRef::MIN_DIGITS
+                        ),
+                    )
+                })?),
                 "status" => q.status.push(ActionStatus::parse(v).ok_or_else(|| {
                     Error::invalid("status", "must be running, success or error")
                 })?),
