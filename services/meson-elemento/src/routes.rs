@@ -433,7 +433,7 @@ async fn canallocate_multiple(a: Authed, Body(b): Body) -> DResult<Json<Value>> 
 
 /// `register`: creates the VM and answers at once with its row; its state
 /// shows in `/status` as meson's workflow progresses.
-async fn register(a: Authed, Body(b): Body) -> DResult<Json<Value>> {
+async fn register(a: Authed, Body(b): Body) -> DResult<Response> {
     let mut req: VmCreateRequest = Detail::typed(
         wire::specfile_to_vm(&b, &vm_name(&b))?,
         &wire::specfile_field,
@@ -447,7 +447,27 @@ async fn register(a: Authed, Body(b): Body) -> DResult<Json<Value>> {
         .vm_create(&req)
         .await
         .map_err(|e| Detail::from_meson(e, &wire::specfile_field))?;
-    Ok(Json(wire::vm_row(&created.vm)))
+    Ok(warned(wire::vm_row(&created.vm), &created.warnings))
+}
+
+/// A created resource's row, with what meson said the user should know (a
+/// Kubernetes version past its end of life, ...): as a `warnings` list in
+/// the body, which Elemento's clients ignore, and as `Warning` headers
+/// (RFC 9111 §5.5, code 299, as Kubernetes sends deprecations), which
+/// scripts and proxies log.
+fn warned(mut row: Value, warnings: &[meson_types::Warning]) -> Response {
+    let mut headers = HeaderMap::new();
+    for w in warnings {
+        tracing::info!(field = %w.field, "meson warned: {}", w.message);
+        let text = w.message.replace('\\', "\\\\").replace('"', "\\\"");
+        if let Ok(v) = HeaderValue::from_str(&format!("299 meson \"{text}\"")) {
+            headers.append(axum::http::header::WARNING, v);
+        }
+    }
+    if !warnings.is_empty() {
+        row["warnings"] = json!(warnings);
+    }
+    (headers, Json(row)).into_response()
 }
 
 async fn vm_status(a: Authed) -> DResult<Json<Value>> {
@@ -573,11 +593,7 @@ async fn kaas_cancreate(
     }
 }
 
-async fn kaas_create(
-    a: Authed,
-    Path(service): Path<String>,
-    Body(b): Body,
-) -> DResult<Json<Value>> {
+async fn kaas_create(a: Authed, Path(service): Path<String>, Body(b): Body) -> DResult<Response> {
     only_kaas(&service)?;
     let req: KaasCreateRequest = Detail::typed(wire::kaas_form(&b)?, &wire::kaas_field)?;
     let created = a
@@ -587,7 +603,7 @@ async fn kaas_create(
         .map_err(|e| Detail::from_meson(e, &wire::kaas_field))?;
     let mut row = wire::kaas_row(&created.cluster);
     row["payment_url"] = Value::Null;
-    Ok(Json(row))
+    Ok(warned(row, &created.warnings))
 }
 
 /// `running`: NDJSON, one row per line, each line ended by `\n`.

@@ -25,6 +25,8 @@ struct Reply {
     content_type: String,
     text: String,
     set_cookie: Option<String>,
+    /// Every `Warning` header.
+    warnings: Vec<String>,
 }
 
 impl Reply {
@@ -83,7 +85,15 @@ impl Caller {
             .get("set-cookie")
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
+        let warnings = res
+            .headers()
+            .get_all("warning")
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .map(str::to_owned)
+            .collect();
         Reply {
+            warnings,
             status,
             content_type,
             text: res.text().await.expect("body"),
@@ -825,6 +835,25 @@ async fn kaas_from_the_electros_form_to_deletion() {
     let created = r.json();
     let id = created["service_uuid"].as_str().unwrap().to_owned();
     assert_eq!(created["cluster_name"], "web-cluster");
+    // 1.29 is past its end of life: accepted, with meson's warnings in the
+    // body (which Electros ignores) and as `Warning` headers.
+    let said: Vec<&str> = created["warnings"]
+        .as_array()
+        .expect("warnings")
+        .iter()
+        .filter_map(|w| w["message"].as_str())
+        .collect();
+    assert!(
+        said.iter().any(|m| m.contains("reached end of life")),
+        "{said:?}"
+    );
+    assert!(
+        r.warnings
+            .iter()
+            .any(|w| w.starts_with("299 meson \"Kubernetes 1.29 reached end of life")),
+        "{:?}",
+        r.warnings
+    );
     assert_eq!(created["status"], "provisioning");
 
     let rows = ndjson(&me.get(&format!("{web}/running")).await);

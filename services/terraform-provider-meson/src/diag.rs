@@ -122,6 +122,17 @@ impl Failure {
     }
 }
 
+/// A warning meson answered with a change it made, on the attribute its
+/// field is when there is one.
+pub fn warning(w: &meson_client::types::Warning, path: Option<Vec<Step>>) -> proto::Diagnostic {
+    proto::Diagnostic {
+        severity: proto::diagnostic::Severity::Warning as i32,
+        summary: w.message.clone(),
+        detail: format!("meson's warning on the field `{}`.", w.field),
+        attribute: path.as_deref().map(path_proto),
+    }
+}
+
 /// A field path of meson's as steps: `a.b[2].c` is `a`, `b`, 2, `c`.
 pub fn field_steps(field: &str) -> Vec<Step> {
     let mut steps = Vec::new();

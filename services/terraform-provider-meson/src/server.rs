@@ -2,10 +2,10 @@
 //! each resource's plan, apply, read and import, dispatched to
 //! [`crate::resources`].
 
-use crate::diag::Failure;
+use crate::diag::{self, Failure};
 use crate::proto::{self, provider_server::Provider};
-use crate::resources::Kind;
 use crate::resources::data::Data;
+use crate::resources::{Kind, Notes};
 use crate::schema::{Attr, Block, Step};
 use crate::value::{Ty, V};
 use meson_client::Client;
@@ -113,7 +113,13 @@ impl MesonProvider {
         Ok(())
     }
 
-    async fn apply(&self, kind: Kind, prior: &V, planned: &V) -> Result<V, (V, Failure)> {
+    async fn apply(
+        &self,
+        kind: Kind,
+        prior: &V,
+        planned: &V,
+        notes: &mut Notes,
+    ) -> Result<V, (V, Failure)> {
         let block = kind.block();
         let c = self.client().map_err(|f| (prior.clone(), f))?;
         if planned.is_null() {
@@ -125,7 +131,7 @@ impl MesonProvider {
         }
         let api = if prior.is_null() {
             tracing::info!(kind = kind.name(), "creating");
-            kind.create(&c, &planned.to_json())
+            kind.create(&c, &planned.to_json(), notes)
                 .await
                 .map_err(|f| match &f.created {
                     // Created, then failed: kept (tainted) with its id.
@@ -134,7 +140,7 @@ impl MesonProvider {
                 })?
         } else {
             tracing::info!(kind = kind.name(), "updating");
-            kind.update(&c, &prior.to_json(), &planned.to_json())
+            kind.update(&c, &prior.to_json(), &planned.to_json(), notes)
                 .await
                 .map_err(|f| (prior.clone(), f))?
         };
@@ -357,20 +363,24 @@ impl Provider for MesonProvider {
                 }));
             }
         };
-        Ok(Response::new(
-            match self.apply(kind, &prior, &planned).await {
-                Ok(state) => proto::apply_resource_change::Response {
-                    new_state: encode(&state, &ty),
-                    private: req.planned_private,
-                    diagnostics: vec![],
-                },
-                Err((state, f)) => proto::apply_resource_change::Response {
-                    new_state: encode(&state, &ty),
-                    private: req.planned_private,
-                    diagnostics: diags(f),
-                },
-            },
-        ))
+        let mut notes = Notes::new();
+        let applied = self.apply(kind, &prior, &planned, &mut notes).await;
+        let mut diagnostics: Vec<proto::Diagnostic> = notes
+            .iter()
+            .map(|w| diag::warning(w, kind.field(&w.field)))
+            .collect();
+        let state = match applied {
+            Ok(state) => state,
+            Err((state, f)) => {
+                diagnostics.extend(diags(f));
+                state
+            }
+        };
+        Ok(Response::new(proto::apply_resource_change::Response {
+            new_state: encode(&state, &ty),
+            private: req.planned_private,
+            diagnostics,
+        }))
     }
 
     async fn import_resource_state(

@@ -313,8 +313,9 @@ fn request(p: &J) -> Res<KaasCreateRequest> {
     })
 }
 
-pub async fn create(c: &Client, p: &J, t: Duration) -> Res<J> {
+pub async fn create(c: &Client, p: &J, t: Duration, notes: &mut super::Notes) -> Res<J> {
     let r = c.cluster_create(&request(p)?).await.map_err(err)?;
+    notes.extend(r.warnings);
     let id = r.cluster.id;
     wait(c, &[r.action.id], t, field)
         .await
@@ -332,7 +333,7 @@ pub async fn read(c: &Client, state: &J) -> Res<Option<J>> {
     }
 }
 
-pub async fn update(c: &Client, prior: &J, p: &J, t: Duration) -> Res<J> {
+pub async fn update(c: &Client, prior: &J, p: &J, t: Duration, notes: &mut super::Notes) -> Res<J> {
     let id = id(prior)?;
     if changed(prior, p, "labels") || changed(prior, p, "update_policy") {
         let req = ClusterUpdateRequest {
@@ -350,8 +351,9 @@ pub async fn update(c: &Client, prior: &J, p: &J, t: Duration) -> Res<J> {
             kubernetes_version: v,
             ..ClusterUpgradeRequest::default()
         };
-        let a = c.cluster_upgrade(id, &req).await.map_err(err)?;
-        wait(c, &[a.id], t, field).await?;
+        let r = c.cluster_upgrade(id, &req).await.map_err(err)?;
+        notes.extend(r.warnings);
+        wait(c, &[r.action.id], t, field).await?;
     }
     let (pp, np) = (
         prior.get("default_pool").cloned().unwrap_or_default(),

@@ -18,6 +18,11 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 use uuid::Uuid;
 
+/// What meson answered that the user should know although the change was
+/// made (a Kubernetes version past its end of life, a minor resolved to a
+/// patch): Terraform shows each as a warning.
+pub type Notes = Vec<meson_client::types::Warning>;
+
 /// The managed resource types.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
@@ -53,13 +58,14 @@ impl Kind {
     }
 
     /// Creates the resource from its planned values; meson's view of it.
-    pub async fn create(self, c: &Client, planned: &J) -> Res<J> {
+    /// What meson says the user should know goes to `notes`.
+    pub async fn create(self, c: &Client, planned: &J, notes: &mut Notes) -> Res<J> {
         let t = timeout(planned, "create")?;
         match self {
             Kind::Network => network::create(c, planned).await,
-            Kind::Vm => vm::create(c, planned, t).await,
-            Kind::Cluster => cluster::create(c, planned, t).await,
-            Kind::Pool => pool::create(c, planned, t).await,
+            Kind::Vm => vm::create(c, planned, t, notes).await,
+            Kind::Cluster => cluster::create(c, planned, t, notes).await,
+            Kind::Pool => pool::create(c, planned, t, notes).await,
         }
     }
 
@@ -74,13 +80,24 @@ impl Kind {
     }
 
     /// Changes in place what the plan changes; meson's view after.
-    pub async fn update(self, c: &Client, prior: &J, planned: &J) -> Res<J> {
+    /// What meson says the user should know goes to `notes`.
+    pub async fn update(self, c: &Client, prior: &J, planned: &J, notes: &mut Notes) -> Res<J> {
         let t = timeout(planned, "update")?;
         match self {
             Kind::Network => network::update(c, prior, planned).await,
             Kind::Vm => vm::update(c, prior, planned, t).await,
-            Kind::Cluster => cluster::update(c, prior, planned, t).await,
+            Kind::Cluster => cluster::update(c, prior, planned, t, notes).await,
             Kind::Pool => pool::update(c, prior, planned, t).await,
+        }
+    }
+
+    /// The attribute one of meson's field paths is, for this resource.
+    pub fn field(self, f: &str) -> Option<Vec<crate::schema::Step>> {
+        match self {
+            Kind::Network => network::field(f),
+            Kind::Vm => vm::field(f),
+            Kind::Cluster => cluster::field(f),
+            Kind::Pool => pool::field(f),
         }
     }
 

@@ -181,13 +181,14 @@ fn with_cluster(mut j: J, cluster: Uuid) -> J {
     j
 }
 
-pub async fn create(c: &Client, p: &J, t: Duration) -> Res<J> {
+pub async fn create(c: &Client, p: &J, t: Duration, notes: &mut super::Notes) -> Res<J> {
     let cluster = parse_id(&s(p, "cluster_id").unwrap_or_default())
         .map_err(|f| f.at(vec![Step::Attr("cluster_id".into())]))?;
     let r = c
         .pool_create(cluster, &pool_request(p)?)
         .await
         .map_err(err)?;
+    notes.extend(r.warnings);
     let id = r.pool.id;
     wait(c, &[r.action.id], t, field).await.map_err(|f| {
         let mut f = f.created(id);

@@ -249,9 +249,10 @@ pub fn check_power_state(p: &J) -> Res<()> {
     }
 }
 
-pub async fn create(c: &Client, p: &J, t: Duration) -> Res<J> {
+pub async fn create(c: &Client, p: &J, t: Duration, notes: &mut super::Notes) -> Res<J> {
     check_power_state(p)?;
     let r = c.vm_create(&request(p)?).await.map_err(err)?;
+    notes.extend(r.warnings);
     let mut actions = vec![r.action.id];
     actions.extend(r.next_actions.iter().map(|a| a.id));
     let id = r.vm.id;
