@@ -32,10 +32,6 @@ fn style() -> ProgressStyle {
         .unwrap_or_else(|_| ProgressStyle::default_bar())
 }
 
-fn short(id: &Uuid) -> String {
-    id.simple().to_string()[..8].to_owned()
-}
-
 fn error_text(a: &Action) -> String {
     a.error.as_ref().map_or_else(
         || "error".to_owned(),
@@ -75,7 +71,7 @@ impl Progress {
             Mode::Bars { multi, bars } => {
                 let bar = bars.entry(a.id).or_insert_with(|| {
                     let b = multi.add(ProgressBar::new(100).with_style(style()));
-                    b.set_prefix(format!("{} {}", a.command, short(&a.id)));
+                    b.set_prefix(format!("{} {}", a.command, crate::output::short_id(&a.id)));
                     b
                 });
                 if bar.is_finished() {
@@ -113,13 +109,21 @@ impl Progress {
         Box::new(move |a| p.update(a))
     }
 
-    /// Leaves the bars of actions still running where they are.
+    /// Leaves the bars of actions still running where they are. When the
+    /// wait was cut short (Ctrl-C), what follows starts on a line of its
+    /// own: the cursor sits at the end of the last bar, where the terminal
+    /// also echoed `^C`.
     pub fn finish(&self) {
         if let Mode::Bars { bars, .. } = &mut *self.lock() {
+            let mut cut = false;
             for b in bars.values() {
                 if !b.is_finished() {
                     b.abandon();
+                    cut = true;
                 }
+            }
+            if cut {
+                eprint!("\r\n");
             }
         }
     }

@@ -1338,3 +1338,87 @@ async fn ids_by_abbreviation_unique_ambiguous_or_too_short() {
     );
     m.stop().await;
 }
+
+/// An action that runs for ever, as both `GET /v1/actions/{id}` and
+/// `GET /v1/actions?id=` answer it.
+const RUNNING: &str = r#"{"action": {"id": "019ad0c2-7b1e-7c3a-9f00-12cf197d66ab",
+    "command": "create_vm", "status": "running", "progress": 40,
+    "started": "2026-11-28T12:00:00Z", "finished": null, "resources": [], "error": null},
+  "actions": [{"id": "019ad0c2-7b1e-7c3a-9f00-12cf197d66ab",
+    "command": "create_vm", "status": "running", "progress": 40,
+    "started": "2026-11-28T12:00:00Z", "finished": null, "resources": [], "error": null}]}"#;
+
+/// Runs `args` on a terminal (a pseudo-terminal, 80 columns, made by
+/// Python's `pty`), types Ctrl-C once the progress bar shows, and returns
+/// everything the terminal received.
+fn on_a_terminal_with_ctrl_c(dir: &Path, args: &[&str]) -> (Option<i32>, String) {
+    const DRIVER: &str = r#"
+import fcntl, os, pty, select, struct, sys, termios, time
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv(sys.argv[1], sys.argv[1:])
+fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
+out, sent, end = b"", False, time.time() + 60
+while time.time() < end:
+    if select.select([fd], [], [], 0.1)[0]:
+        try:
+            data = os.read(fd, 4096)
+        except OSError:
+            break
+        if not data:
+            break
+        out += data
+    if not sent and b"running" in out:
+        time.sleep(0.3)
+        os.write(fd, b"\x03")
+        sent = True
+_, status = os.waitpid(pid, 0)
+sys.stdout.buffer.write(out)
+sys.exit(os.waitstatus_to_exitcode(status))
+"#;
+    let out = std::process::Command::new("python3")
+        .arg("-c")
+        .arg(DRIVER)
+        .arg(env!("CARGO_BIN_EXE_mesonctl"))
+        .args(args)
+        .current_dir(dir)
+        .env_remove("MESON_URL")
+        .env_remove("MESON_TOKEN")
+        .env("TERM", "xterm")
+        .output()
+        .expect("python3 runs (the Elemento tests need it too)");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_while_waiting_says_so_on_a_line_of_its_own() {
+    let url = answering(200, RUNNING).await;
+    let dir = std::env::temp_dir().join(format!("mesonctl-tty-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    let _scratch = Scratch(dir.clone());
+    let id = "019ad0c2-7b1e-7c3a-9f00-12cf197d66ab";
+    let (code, screen) = tokio::task::spawn_blocking(move || {
+        on_a_terminal_with_ctrl_c(
+            &dir,
+            &["--url", &url, "--token", "t", "action", "watch", id],
+        )
+    })
+    .await
+    .expect("driver");
+    assert_eq!(code, Some(4), "cancelled while waiting: {screen:?}");
+    // The bar was drawn (a terminal gets bars, not lines), then the message
+    // starts a line: the cursor was left at the end of the bar, where the
+    // terminal echoed ^C.
+    assert!(screen.contains("create_vm 197d66ab"), "{screen:?}");
+    let at = screen
+        .find("cancelled; still running")
+        .unwrap_or_else(|| panic!("no cancel message: {screen:?}"));
+    assert!(screen[..at].ends_with('\n'), "{screen:?}");
+    assert!(
+        screen[at..].contains(&format!("mesonctl action watch {id}")),
+        "{screen:?}"
+    );
+}
