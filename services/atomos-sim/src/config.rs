@@ -288,6 +288,42 @@ mod tests {
         assert!(hosts.iter().filter(|h| !h.gpus.is_empty()).count() >= 2);
     }
 
+    /// The prices are what a tenant sees in quotes and on every VM: each
+    /// hosting provider charges for cores and memory, and for GPUs where a
+    /// host has them; the on-premises hosts (provider `atomos`, the
+    /// tenant's own hardware) charge nothing at all, so placement, which
+    /// picks the cheapest host that fits, sends unplaced work there.
+    #[test]
+    fn prices_agree_with_what_each_host_is() {
+        for h in dev_hosts() {
+            let all = [h.price_core_hour, h.price_gib_ram_hour, h.price_gpu_hour];
+            assert!(all.iter().all(|p| p.is_finite() && *p >= 0.0), "{}", h.name);
+            if h.provider == "atomos" {
+                assert_eq!(all, [0.0; 3], "{} is on-premises: free", h.name);
+                continue;
+            }
+            assert!(h.price_core_hour > 0.0, "{} charges for cores", h.name);
+            assert!(h.price_gib_ram_hour > 0.0, "{} charges for memory", h.name);
+            if !h.gpus.is_empty() {
+                assert!(h.price_gpu_hour > 0.0, "{} charges for its GPUs", h.name);
+            }
+        }
+        // Hosts of one provider price alike: a region is not cheaper by
+        // accident of a typo.
+        let hosts = dev_hosts();
+        for a in &hosts {
+            for b in hosts.iter().filter(|b| b.provider == a.provider) {
+                assert_eq!(
+                    (a.price_core_hour, a.price_gib_ram_hour, a.price_gpu_hour),
+                    (b.price_core_hour, b.price_gib_ram_hour, b.price_gpu_hour),
+                    "{} and {}",
+                    a.name,
+                    b.name
+                );
+            }
+        }
+    }
+
     #[test]
     fn two_regions_have_room_for_a_fifty_node_cluster_over_three_hosts() {
         let hosts = dev_hosts();

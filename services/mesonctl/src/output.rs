@@ -172,9 +172,15 @@ fn opt(s: &Option<String>) -> String {
     s.clone().unwrap_or_default()
 }
 
+/// A price as tables show it; a host that charges nothing (the tenant's
+/// own, on-premises hardware) says "free" rather than 0.0000/h.
 fn price(p: &Option<Price>) -> String {
     p.as_ref().map_or(String::new(), |p| {
-        format!("{:.4}/h, {:.2}/month {}", p.hourly, p.monthly, p.currency)
+        if p.hourly == 0.0 && p.monthly == 0.0 {
+            "free (no hourly price on this host)".to_owned()
+        } else {
+            format!("{:.4}/h, {:.2}/month {}", p.hourly, p.monthly, p.currency)
+        }
     })
 }
 
