@@ -20,7 +20,8 @@ use support::{Mesond, Scratch};
 const SKIP: &str = "<!-- readme-test: skip:";
 
 /// The README and the pages of `docs/` its "Where to go next" lists, in
-/// that order.
+/// that order, with the other pages of `docs/` that hold shell blocks
+/// (`every_page_with_shell_blocks_is_run` keeps this list whole).
 const DOCUMENTS: &[&str] = &[
     "README.md",
     "docs/getting-started.md",
@@ -30,6 +31,7 @@ const DOCUMENTS: &[&str] = &[
     "docs/deployment.md",
     "docs/elemento.md",
     "docs/cli.md",
+    "docs/kops.md",
     "docs/terraform-quickstart.md",
     "docs/development.md",
 ];
@@ -106,6 +108,29 @@ fn blocks_are_found_with_their_skip_reasons() {
 
 fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Each page of `docs/` with a shell block is run. `docs/terraform/` is
+/// the provider's generated reference: its blocks are `terraform import`
+/// templates (`NAME`, `ID`), its quickstart is `docs/terraform-quickstart.md`.
+#[test]
+fn every_page_with_shell_blocks_is_run() {
+    let mut missing = Vec::new();
+    for entry in std::fs::read_dir(repo_root().join("docs")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "md") {
+            continue;
+        }
+        let name = format!("docs/{}", path.file_name().unwrap().to_string_lossy());
+        let text = std::fs::read_to_string(&path).unwrap();
+        if !sh_blocks(&text).is_empty() && !DOCUMENTS.contains(&name.as_str()) {
+            missing.push(name);
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "pages whose shell blocks no test runs: {missing:?}"
+    );
 }
 
 #[test]
