@@ -381,6 +381,10 @@ struct HostShared {
     halted: AtomicBool,
     faults: Faults,
     boot_time: Mutex<Duration>,
+    /// How far this host's clock runs ahead of the machine's: moved only by
+    /// [`SimHost::advance_clock`], so a test sees a boot finish without
+    /// waiting for it.
+    ahead: Mutex<Duration>,
     /// Bumped when a VM powers on or the boot time changes, so background
     /// tasks waiting for a boot recompute their deadline.
     wake: watch::Sender<()>,
@@ -435,6 +439,7 @@ impl SimHost {
                 store,
                 halted: AtomicBool::new(false),
                 boot_time: Mutex::new(boot),
+                ahead: Mutex::new(Duration::ZERO),
                 wake: watch::channel(()).0,
                 listening: watch::channel(0).0,
             }),
@@ -560,9 +565,22 @@ impl SimHost {
         *lock(&self.shared.boot_time)
     }
 
+    /// The host's clock: every boot, reboot and guest's phone-home is timed
+    /// by it.
+    pub fn now(&self) -> Instant {
+        Instant::now() + *lock(&self.shared.ahead)
+    }
+
+    /// Moves the host's clock `by` ahead (a test's time machine): a VM
+    /// booting finishes as if `by` had passed, and its phone-home is made.
+    pub fn advance_clock(&self, by: Duration) {
+        *lock(&self.shared.ahead) += by;
+        self.wake();
+    }
+
     pub fn inventory(&self) -> Inventory {
         let boot = self.boot_time();
-        let now = Instant::now();
+        let now = self.now();
         let state = self.state();
         Inventory {
             vms: state
@@ -851,7 +869,7 @@ mod tests {
             volume_ids: vec![],
             network_ids: vec![],
             created: chrono::Utc::now(),
-            power: Power::on(Instant::now()),
+            power: Power::on(h.now()),
             ipv4,
             ip_network: None,
             crashed: false,

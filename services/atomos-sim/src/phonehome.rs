@@ -60,7 +60,7 @@ pub(crate) fn watch(host: &SimHost, vm_id: String) {
             // change wakes the wait below.
             wake.borrow_and_update();
             let next = match weak.upgrade() {
-                Some(host) => step(&host, &vm_id, Instant::now()),
+                Some(host) => step(&host, &vm_id, host.now()),
                 None => return,
             };
             match next {

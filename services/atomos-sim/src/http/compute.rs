@@ -139,7 +139,7 @@ async fn register(State(host): State<SimHost>, body: Bytes) -> ApiResult {
         volume_ids,
         network_ids,
         created: chrono::Utc::now(),
-        power: Power::on(Instant::now()),
+        power: Power::on(host.now()),
         ipv4,
         ip_network,
         crashed: false,
@@ -148,7 +148,7 @@ async fn register(State(host): State<SimHost>, body: Bytes) -> ApiResult {
         phoned_home: false,
     };
     tracing::info!(host = host.name(), vm = %vm.name, id = %vm.id, %ipv4, "registered");
-    let row = vm_to_wire(&host, &state, &vm, Instant::now(), boot);
+    let row = vm_to_wire(&host, &state, &vm, host.now(), boot);
     let watch = vm.phone_home.is_some().then(|| vm.id.clone());
     state.vms.push(vm);
     drop(state);
@@ -218,7 +218,7 @@ fn power(
         .iter_mut()
         .find(|vm| vm.id == local_index)
         .ok_or_else(|| ApiError::not_found(format!("VM {local_index} does not exist")))?;
-    action(vm, Instant::now())?;
+    action(vm, host.now())?;
     drop(state);
     // A boot may have started: a pending phone home recomputes its deadline.
     host.wake();
@@ -261,7 +261,7 @@ async fn reboot(State(host): State<SimHost>, body: Bytes) -> ApiResult {
 }
 
 async fn status(State(host): State<SimHost>) -> ApiResult {
-    let now = Instant::now();
+    let now = host.now();
     let boot = host.boot_time();
     let state = host.state();
     let rows: Vec<VmStatus> = state

@@ -55,17 +55,17 @@ fn distinct_ids<T: PartialEq + Clone>(ids: &[T]) -> Result<Vec<T>> {
             "at least one id is required, e.g. ?id=<action id>",
         ));
     }
+    if ids.len() > MAX_IDS {
+        return Err(Error::invalid(
+            "id",
+            format!("at most {MAX_IDS} ids per request"),
+        ));
+    }
     let mut out: Vec<T> = Vec::with_capacity(ids.len());
     for id in ids {
         if !out.contains(id) {
             out.push(id.clone());
         }
-    }
-    if out.len() > MAX_IDS {
-        return Err(Error::invalid(
-            "id",
-            format!("at most {MAX_IDS} ids per request"),
-        ));
     }
     Ok(out)
 }

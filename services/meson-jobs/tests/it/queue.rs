@@ -29,6 +29,23 @@ fn kinds() -> Vec<String> {
     vec!["k".into()]
 }
 
+/// Runs out the leases of `ids` as their time passing would. Leases are
+/// timed by PostgreSQL's clock, so the expiry is moved into the past rather
+/// than waited for: no test depends on how fast the machine is.
+async fn run_out_leases(db: &TestDatabase, ids: &[JobId]) {
+    let ids: Vec<i64> = ids.iter().map(|j| j.0).collect();
+    let moved = sqlx::query(
+        "update jobs set lease_expires_at = now() - interval '1 second'
+         where id = any($1) and state = 'running'",
+    )
+    .bind(&ids)
+    .execute(&db.pool)
+    .await
+    .unwrap()
+    .rows_affected();
+    assert_eq!(moved, ids.len() as u64, "every job given was running");
+}
+
 #[tokio::test]
 async fn claims_by_priority_then_age_in_batches() {
     let db = TestDatabase::new().await;
@@ -104,12 +121,12 @@ async fn an_expired_lease_is_reclaimed_and_the_old_worker_is_fenced_out() {
     let Enqueued::Job(id) = enqueue(&db, job("k", 2, None)).await else {
         panic!()
     };
-    let first = jobs::claim(&db.pool, "a", &kinds(), 1, 0.05)
+    let first = jobs::claim(&db.pool, "a", &kinds(), 1, 30.0)
         .await
         .unwrap()
         .remove(0);
     assert_eq!(
-        jobs::heartbeat(&db.pool, &[(id, first.attempt)], 0.05)
+        jobs::heartbeat(&db.pool, &[(id, first.attempt)], 30.0)
             .await
             .unwrap(),
         vec![id]
@@ -126,7 +143,7 @@ async fn an_expired_lease_is_reclaimed_and_the_old_worker_is_fenced_out() {
         panic!()
     };
 
-    tokio::time::sleep(std::time::Duration::from_millis(120)).await;
+    run_out_leases(&db, &[id]).await;
     let second = jobs::claim(&db.pool, "b", &kinds(), 1, 30.0)
         .await
         .unwrap()
@@ -273,9 +290,14 @@ async fn finished_jobs_are_pruned_after_retention() {
         0,
         "kept during retention"
     );
-    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    // Two hours on (the time is moved, not waited for).
+    sqlx::query("update jobs set finalized_at = finalized_at - interval '2 hours' where id = $1")
+        .bind(id.0)
+        .execute(&db.pool)
+        .await
+        .unwrap();
     assert_eq!(
-        jobs::prune(&db.pool, 0.01, 100).await.unwrap(),
+        jobs::prune(&db.pool, 3600.0, 100).await.unwrap(),
         1,
         "only the finished job goes"
     );
@@ -290,7 +312,7 @@ async fn completions_arriving_together_share_one_commit_and_stay_fenced() {
     }
     // The first job's lease runs out and another worker takes it: our
     // completion of it must be refused while the rest are written.
-    let mut claimed = jobs::claim(&db.pool, "w", &kinds(), 1, 0.05).await.unwrap();
+    let mut claimed = jobs::claim(&db.pool, "w", &kinds(), 1, 30.0).await.unwrap();
     claimed.extend(
         jobs::claim(&db.pool, "w", &kinds(), 39, 30.0)
             .await
@@ -298,7 +320,7 @@ async fn completions_arriving_together_share_one_commit_and_stay_fenced() {
     );
     assert_eq!(claimed.len(), 40);
     assert!(claimed.iter().all(|j| j.steps.is_empty()));
-    tokio::time::sleep(std::time::Duration::from_millis(120)).await;
+    run_out_leases(&db, &[claimed[0].id]).await;
     let stolen = jobs::claim(&db.pool, "thief", &kinds(), 1, 30.0)
         .await
         .unwrap()
@@ -337,7 +359,7 @@ async fn a_claim_brings_the_step_log_of_a_resumed_job() {
     let Enqueued::Job(id) = enqueue(&db, job("k", 2, None)).await else {
         panic!()
     };
-    let first = jobs::claim(&db.pool, "w1", &kinds(), 1, 0.05)
+    let first = jobs::claim(&db.pool, "w1", &kinds(), 1, 30.0)
         .await
         .unwrap()
         .remove(0);
@@ -351,7 +373,7 @@ async fn a_claim_brings_the_step_log_of_a_resumed_job() {
         .unwrap();
     meson_db::commit(tx).await.unwrap();
     // The worker dies; its lease runs out.
-    tokio::time::sleep(std::time::Duration::from_millis(120)).await;
+    run_out_leases(&db, &[id]).await;
     let again = jobs::claim(&db.pool, "w2", &kinds(), 1, 30.0)
         .await
         .unwrap()
