@@ -576,6 +576,40 @@ pub async fn testing_states(pool: &PgPool, ids: &[JobId]) -> Result<Vec<String>,
     .ctx("reading job states")
 }
 
+/// Moves the time of these running jobs `secs` on: their leases expire
+/// that much sooner, as if the time had passed (the queue reads
+/// PostgreSQL's clock). Returns how many were running.
+#[doc(hidden)]
+pub async fn testing_age_leases(pool: &PgPool, ids: &[JobId], secs: f64) -> Result<u64, Error> {
+    let ids: Vec<i64> = ids.iter().map(|j| j.0).collect();
+    Ok(sqlx::query!(
+        "update jobs set lease_expires_at = lease_expires_at - make_interval(secs => $2)
+         where id = any($1) and state = 'running'",
+        &ids,
+        secs
+    )
+    .execute(pool)
+    .await
+    .ctx("ageing leases")?
+    .rows_affected())
+}
+
+/// Moves the time of these finished jobs `secs` on, for their retention.
+#[doc(hidden)]
+pub async fn testing_age_finished(pool: &PgPool, ids: &[JobId], secs: f64) -> Result<u64, Error> {
+    let ids: Vec<i64> = ids.iter().map(|j| j.0).collect();
+    Ok(sqlx::query!(
+        "update jobs set finalized_at = finalized_at - make_interval(secs => $2)
+         where id = any($1) and finalized_at is not null",
+        &ids,
+        secs
+    )
+    .execute(pool)
+    .await
+    .ctx("ageing finished jobs")?
+    .rows_affected())
+}
+
 /// Jobs by state and kind, for metrics (finished ones are counted until
 /// they are pruned).
 pub async fn counts(pool: &PgPool) -> Result<Vec<(String, String, i64)>, Error> {

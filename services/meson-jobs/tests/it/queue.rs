@@ -29,20 +29,11 @@ fn kinds() -> Vec<String> {
     vec!["k".into()]
 }
 
-/// Runs out the leases of `ids` as their time passing would. Leases are
-/// timed by PostgreSQL's clock, so the expiry is moved into the past rather
-/// than waited for: no test depends on how fast the machine is.
+/// Runs out the leases of `ids` (30 s ones) as their time passing would.
+/// Leases are timed by PostgreSQL's clock, so the jobs' time is moved on
+/// rather than waited for: no test depends on how fast the machine is.
 async fn run_out_leases(db: &TestDatabase, ids: &[JobId]) {
-    let ids: Vec<i64> = ids.iter().map(|j| j.0).collect();
-    let moved = sqlx::query(
-        "update jobs set lease_expires_at = now() - interval '1 second'
-         where id = any($1) and state = 'running'",
-    )
-    .bind(&ids)
-    .execute(&db.pool)
-    .await
-    .unwrap()
-    .rows_affected();
+    let moved = jobs::testing_age_leases(&db.pool, ids, 31.0).await.unwrap();
     assert_eq!(moved, ids.len() as u64, "every job given was running");
 }
 
@@ -291,11 +282,10 @@ async fn finished_jobs_are_pruned_after_retention() {
         "kept during retention"
     );
     // Two hours on (the time is moved, not waited for).
-    sqlx::query("update jobs set finalized_at = finalized_at - interval '2 hours' where id = $1")
-        .bind(id.0)
-        .execute(&db.pool)
+    let aged = jobs::testing_age_finished(&db.pool, &[id], 7200.0)
         .await
         .unwrap();
+    assert_eq!(aged, 1);
     assert_eq!(
         jobs::prune(&db.pool, 3600.0, 100).await.unwrap(),
         1,
