@@ -1,7 +1,7 @@
 //! Tenant quotas: overrides of the configured defaults, and usage.
 
 use crate::{DbResult, Tx};
-use meson_core::quota::{QuotaOverrides, Resources};
+use meson_core::quota::{NAMES, QuotaOverrides, Resources};
 use meson_core::{Error, TenantId};
 
 /// A tenant's quota overrides (`q_vms`, `q_vcpus`, …) and kept usage (`vms`,
@@ -107,63 +107,93 @@ pub async fn usage(db: impl sqlx::PgExecutor<'_>, tenant: &TenantId) -> Result<R
     .unwrap_or_default())
 }
 
-/// What a tenant holds, counted from scratch: its VMs (cluster nodes
+/// What a tenant holds, counted from scratch by the same per-row rules the
+/// usage triggers apply (`meson_usage_recount`): its VMs (cluster nodes
 /// apart) by their specs, its standalone volumes by their size, its
 /// clusters, and their nodes at the control plane's size and every pool's
-/// `desired_nodes`. Deleting resources count
-/// until they are gone. [`usage`] must always agree; tests hold it to that.
+/// `desired_nodes`. Deleting resources count until they are gone. [`usage`]
+/// must always agree; tests hold it to that.
 pub async fn recount(db: impl sqlx::PgExecutor<'_>, tenant: &TenantId) -> Result<Resources, Error> {
-    let r = sqlx::query!(
-        r#"with v as (
-             select count(*) as vms,
-                    sum((spec->'cpu'->>'cores')::bigint
-                        * (spec->'cpu'->>'threads_per_core')::bigint) as vcpus,
-                    sum((spec->>'memory_mib')::bigint) as ram_mib,
-                    sum((spec->>'boot_volume_gb')::bigint
-                        + coalesce((select sum((x->>'size_gb')::bigint)
-                                    from jsonb_array_elements(spec->'volumes') x), 0)) as storage_gb
-             from vms
-             where tenant_id = $1 and deleted_at is null and cluster_id is null
-           ), sv as (
-             select sum(size_gb)::bigint as storage_gb from volumes
-             where tenant_id = $1 and deleted_at is null and vm_id is null
-           ), c as (
-             select id, spec from clusters where tenant_id = $1 and deleted_at is null
-           ), groups as (
-             select (c.spec->'control_plane'->>'nodes')::bigint as n,
-                    c.spec->'control_plane'->'specs' as s
-             from c
-             union all
-             select p.desired_nodes::bigint, p.spec->'specs'
-             from node_pools p join c on c.id = p.cluster_id
-             where p.deleted_at is null
-           ), k as (
-             select sum(n) as nodes,
-                    sum(n * (s->>'cpu')::bigint) as vcpus,
-                    sum(n * (s->>'ram_mib')::bigint) as ram_mib,
-                    sum(n * (s->>'storage_gb')::bigint) as storage_gb
-             from groups
-           )
-           select v.vms as "vms!",
-                  (coalesce(v.vcpus, 0) + coalesce(k.vcpus, 0))::bigint as "vcpus!",
-                  (coalesce(v.ram_mib, 0) + coalesce(k.ram_mib, 0))::bigint as "ram_mib!",
-                  (coalesce(v.storage_gb, 0) + coalesce(k.storage_gb, 0)
-                   + coalesce(sv.storage_gb, 0))::bigint as "storage_gb!",
-                  (select count(*) from c) as "clusters!",
-                  coalesce(k.nodes, 0)::bigint as "nodes!"
-           from v, k, sv"#,
+    let u = sqlx::query_scalar!(
+        r#"select meson_usage_recount($1) as "usage!""#,
         tenant.as_str()
     )
     .fetch_one(db)
     .await
     .ctx("counting a tenant's usage")?;
-    Ok(Resources {
-        vms: r.vms,
-        vcpus: r.vcpus,
-        ram_mib: r.ram_mib,
-        storage_gb: r.storage_gb,
-        clusters: r.clusters,
-        nodes: r.nodes,
+    resources(&u)
+}
+
+/// Resources from one of the SQL usage arrays (in [`NAMES`] order).
+fn resources(u: &[i64]) -> Result<Resources, Error> {
+    match *u {
+        [vms, vcpus, ram_mib, storage_gb, clusters, nodes] => Ok(Resources {
+            vms,
+            vcpus,
+            ram_mib,
+            storage_gb,
+            clusters,
+            nodes,
+        }),
+        _ => Err(crate::corrupt("usage", format!("{u:?}"))),
+    }
+}
+
+/// The names of the 1-based resource positions `meson_quota_over` answers.
+pub(crate) fn over_names(over: &[i32]) -> Vec<&'static str> {
+    over.iter()
+        .filter_map(|i| usize::try_from(*i - 1).ok())
+        .filter_map(|i| NAMES.get(i).copied())
+        .collect()
+}
+
+/// What [`over`] found: the tenant's quotas (overrides over `defaults`),
+/// what it held before the request, and the resources the request takes
+/// over their quotas (none: it fits).
+#[derive(Debug)]
+pub struct QuotaCheck {
+    pub quotas: Resources,
+    pub held: Resources,
+    pub over: Vec<&'static str>,
+}
+
+/// Applies the quota rule (`meson_quota_over`) to what the writes of `tx`
+/// since [`lock`] (which read `held`) added to the tenant's usage: the
+/// triggers counted the rows, so what a request adds is defined where
+/// usage is, once. Call it after the request's writes, before committing.
+pub async fn over(
+    tx: &mut Tx<'_>,
+    tenant: &TenantId,
+    held: &Resources,
+    defaults: &Resources,
+) -> Result<QuotaCheck, Error> {
+    let held_v: Vec<i64> = held.entries().iter().map(|(_, v)| *v).collect();
+    let defaults_v: Vec<i64> = defaults.entries().iter().map(|(_, v)| *v).collect();
+    let r = sqlx::query!(
+        r#"with s as (
+             select array[u.vms, u.vcpus, u.ram_mib, u.storage_gb, u.clusters, u.nodes] as now,
+                    array[coalesce(q.vms, ($3::int8[])[1]), coalesce(q.vcpus, ($3::int8[])[2]),
+                          coalesce(q.ram_mib, ($3::int8[])[3]), coalesce(q.storage_gb, ($3::int8[])[4]),
+                          coalesce(q.clusters, ($3::int8[])[5]), coalesce(q.nodes, ($3::int8[])[6])] as quota
+             from tenant_usage u left join tenant_quotas q on q.tenant_id = u.tenant_id
+             where u.tenant_id = $1
+           )
+           select s.quota as "quota!",
+                  meson_quota_over($2, s.quota,
+                                   array(select n - h from unnest(s.now, $2::int8[]) as x(n, h)))
+                    as "over!"
+           from s"#,
+        tenant.as_str(),
+        &held_v,
+        &defaults_v
+    )
+    .fetch_one(&mut **tx)
+    .await
+    .ctx("checking a tenant's quotas")?;
+    Ok(QuotaCheck {
+        quotas: resources(&r.quota)?,
+        held: *held,
+        over: over_names(&r.over),
     })
 }
 
@@ -194,4 +224,70 @@ pub async fn lock(
     .await
     .ctx("locking a tenant's usage")?;
     Ok(overrides_and_usage!(r))
+}
+
+#[cfg(test)]
+mod tests {
+    /// `meson_quota_over` on (held, quota, more), as resource names.
+    async fn over(
+        pool: &sqlx::PgPool,
+        held: [i64; 6],
+        quota: [i64; 6],
+        more: [i64; 6],
+    ) -> Vec<&'static str> {
+        let v = sqlx::query_scalar!(
+            r#"select meson_quota_over($1, $2, $3) as "over!""#,
+            &held[..],
+            &quota[..],
+            &more[..]
+        )
+        .fetch_one(pool)
+        .await
+        .unwrap();
+        super::over_names(&v)
+    }
+
+    #[tokio::test]
+    async fn the_quota_rule_refuses_past_the_edge_what_a_request_raises() {
+        let db = crate::testing::TestDatabase::new().await;
+        let p = &db.pool;
+        let q = [2, 4, 100, 100, 1, 10];
+        // At the edge passes, one past it is refused, naming each quota.
+        assert!(
+            over(p, [1, 2, 0, 0, 0, 0], q, [1, 2, 0, 0, 0, 0])
+                .await
+                .is_empty()
+        );
+        assert_eq!(
+            over(p, [2, 3, 0, 0, 0, 0], q, [1, 2, 0, 0, 0, 0]).await,
+            ["vms", "vcpus"]
+        );
+        // Over a lowered quota already, a request that raises nothing (or
+        // something else) passes; one raising it does not.
+        assert!(
+            over(p, [1, 8, 0, 0, 0, 0], q, [0, 0, 0, 0, 0, 0])
+                .await
+                .is_empty()
+        );
+        assert!(
+            over(p, [1, 8, 0, 0, 0, 0], q, [1, -2, 0, 0, 0, 0])
+                .await
+                .is_empty()
+        );
+        assert_eq!(
+            over(p, [1, 8, 0, 0, 0, 0], q, [0, 1, 0, 0, 0, 0]).await,
+            ["vcpus"]
+        );
+        // i64::MAX is no limit, and the rule cannot overflow.
+        let unlimited = [i64::MAX; 6];
+        assert!(
+            over(p, [i64::MAX - 1; 6], unlimited, [5; 6])
+                .await
+                .is_empty()
+        );
+        assert_eq!(
+            over(p, [0, 0, 0, 0, 0, 0], q, [0, 0, 0, 0, 0, i64::MAX]).await,
+            ["nodes"]
+        );
+    }
 }

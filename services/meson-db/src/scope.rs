@@ -446,7 +446,6 @@ mod tests {
             action: &action,
             job: &job,
             audit: None,
-            adds: meson_core::quota::Resources::of_vm(&vm.spec),
             defaults: meson_core::quota::Resources::DEFAULT_QUOTAS,
         };
         let created = run(scope.clone(), create(&own, &new))
@@ -722,7 +721,6 @@ mod tests {
             action: &action,
             job: &job,
             audit: Some(&audit),
-            adds: Resources::of_vm(&vm.spec),
             defaults: Resources::DEFAULT_QUOTAS,
         };
         // Neither another tenant's scope nor none writes tenant a's rows.
@@ -806,7 +804,6 @@ mod tests {
                     action: &action2,
                     job: &job2,
                     audit: None,
-                    adds: Resources::of_vm(&vm2.spec),
                     defaults: one,
                 },
             ),
@@ -814,9 +811,14 @@ mod tests {
         .await
         .expect("create over quota");
         match over {
-            Created::OverQuota { overrides, usage } => {
+            Created::OverQuota {
+                overrides,
+                usage,
+                over,
+            } => {
                 assert_eq!(usage.vms, 1);
                 assert_eq!(overrides.vms, None);
+                assert_eq!(over, ["vms"], "only the VM count is over");
             }
             other => panic!("{other:?}"),
         }

@@ -137,8 +137,6 @@ pub struct NewVm<'a> {
     pub action: &'a meson_core::action::Action,
     pub job: &'a crate::jobs::NewJob,
     pub audit: Option<&'a meson_core::audit::AuditEntry>,
-    /// What the VM adds to its tenant's usage.
-    pub adds: Resources,
     /// The quotas of a tenant without overrides.
     pub defaults: Resources,
 }
@@ -149,10 +147,12 @@ pub enum Created {
     /// Everything is written and committed; the job's id.
     Written(meson_core::JobId),
     /// Nothing is written: the VM does not fit the tenant's quotas, as they
-    /// and its usage stood (locked) when the statement ran.
+    /// and its usage stood (locked) when the statement ran; `over` names
+    /// the quotas it would exceed.
     OverQuota {
         overrides: QuotaOverrides,
         usage: Resources,
+        over: Vec<&'static str>,
     },
 }
 
@@ -163,10 +163,9 @@ pub enum Created {
 /// current task ([`crate::scope::own_setting`]) is set first, for this
 /// statement only: run it on the [`crate::scope::own_scope`] pool.
 ///
-/// A VM fits when, for every resource it adds to, the tenant's usage plus
-/// the addition stays within the quota (`meson_core::quota::check`'s rule;
-/// a quota of `i64::MAX` is unlimited): the caller holds the statement to
-/// that rule by checking the usage it returns when it wrote nothing.
+/// Whether the VM fits is decided by the quota rule (`meson_quota_over`)
+/// on what its spec counts (`meson_vm_spec_usage`, the function the usage
+/// triggers apply to the row once written).
 pub async fn create(pool: &PgPool, new: &NewVm<'_>) -> Result<Created, Error> {
     let vm = new.vm;
     let labels = serde_json::to_value(&vm.labels).map_err(|e| Error::internal_from("labels", e))?;
@@ -179,7 +178,6 @@ pub async fn create(pool: &PgPool, new: &NewVm<'_>) -> Result<Created, Error> {
         .map(|(t, _)| t.as_str())
         .collect();
     let ids: Vec<Uuid> = new.action.resources.iter().map(|(_, id)| *id).collect();
-    let adds: Vec<i64> = new.adds.entries().iter().map(|(_, v)| *v).collect();
     let defaults: Vec<i64> = new.defaults.entries().iter().map(|(_, v)| *v).collect();
     let a = new.audit;
     let res = sqlx::query!(
@@ -197,43 +195,41 @@ pub async fn create(pool: &PgPool, new: &NewVm<'_>) -> Result<Created, Error> {
              from usage u
              left join lateral (select * from tenant_quotas q where q.tenant_id = u.tenant_id) q
                on true
+           ), over as (
+             select meson_quota_over(
+                      array[s.vms, s.vcpus, s.ram_mib, s.storage_gb, s.clusters, s.nodes],
+                      array[coalesce(s.q_vms, ($3::int8[])[1]), coalesce(s.q_vcpus, ($3::int8[])[2]),
+                            coalesce(s.q_ram_mib, ($3::int8[])[3]), coalesce(s.q_storage_gb, ($3::int8[])[4]),
+                            coalesce(s.q_clusters, ($3::int8[])[5]), coalesce(s.q_nodes, ($3::int8[])[6])],
+                      meson_vm_spec_usage($8::jsonb)) as over
+             from state s
            ), ok as (
-             select 1 from state s, (select $4::int8[] as q) d
-             where not exists (
-               select 1
-               from unnest(array[s.vms, s.vcpus, s.ram_mib, s.storage_gb, s.clusters, s.nodes],
-                           array[coalesce(s.q_vms, d.q[1]), coalesce(s.q_vcpus, d.q[2]),
-                                 coalesce(s.q_ram_mib, d.q[3]),
-                                 coalesce(s.q_storage_gb, d.q[4]),
-                                 coalesce(s.q_clusters, d.q[5]), coalesce(s.q_nodes, d.q[6])],
-                           $3::int8[]) as x(current, quota, more)
-               where x.more > 0 and x.quota < 9223372036854775807
-                 and x.current > x.quota - x.more)
+             select 1 from over where cardinality(over.over) = 0
            ), vm as (
              insert into vms (id, tenant_id, name, status, labels, spec, atomos_name, created_at)
-             select $5::uuid, $2::text, $6::text, $7::text, $8::jsonb, $9::jsonb, $10::text,
-                    $11::timestamptz
+             select $4::uuid, $2::text, $5::text, $6::text, $7::jsonb, $8::jsonb, $9::text,
+                    $10::timestamptz
              from ok
              returning id
            ), vol as (
              insert into volumes (id, tenant_id, vm_id, name, kind, size_gb, atomos_name,
                                   atomos_id, status, labels, bootable, readonly, created_at)
              select v.* from ok cross join
-               unnest($12::uuid[], $13::text[], $14::uuid[], $15::text[], $16::text[],
-                      $17::int4[], $18::text[], $19::text[], $20::text[], $21::jsonb[],
-                      $22::bool[], $23::bool[], $24::timestamptz[]) as v
+               unnest($11::uuid[], $12::text[], $13::uuid[], $14::text[], $15::text[],
+                      $16::int4[], $17::text[], $18::text[], $19::text[], $20::jsonb[],
+                      $21::bool[], $22::bool[], $23::timestamptz[]) as v
            ), action as (
              insert into actions (id, tenant_id, command, status, progress, started)
-             select $25::uuid, $2::text, $26::text, 'running', 0, $27::timestamptz from ok
+             select $24::uuid, $2::text, $25::text, 'running', 0, $26::timestamptz from ok
              returning id
            ), resources as (
              insert into action_resources (action_id, resource_type, resource_id)
-             select action.id, r.t, r.id from action cross join unnest($28::text[], $29::uuid[]) as r(t, id)
+             select action.id, r.t, r.id from action cross join unnest($27::text[], $28::uuid[]) as r(t, id)
            ), job as (
              insert into jobs (kind, args, priority, max_attempts, concurrency_key, action_id,
                                tenant_id, trace_context)
-             select $30::text, $31::jsonb, $32::int2, $33::int4, $34::text, action.id, $35::text,
-                    $36::jsonb
+             select $29::text, $30::jsonb, $31::int2, $32::int4, $33::text, action.id, $34::text,
+                    $35::jsonb
              from action
              on conflict (concurrency_key)
                where state in ('available', 'running') and concurrency_key is not null
@@ -243,19 +239,19 @@ pub async fn create(pool: &PgPool, new: &NewVm<'_>) -> Result<Created, Error> {
              insert into audit_log
                (tenant_id, subject, role, operation, method, path, resource_type, resource_id,
                 action_id, status, correlation_id, at)
-             select $2::text, $37::text, $38::text, $39::text, $40::text, $41::text, $42::text,
-                    $43::text, action.id, $44::int2, $45::text, $46::timestamptz
-             from action where $47::bool
+             select $2::text, $36::text, $37::text, $38::text, $39::text, $40::text, $41::text,
+                    $42::text, action.id, $43::int2, $44::text, $45::timestamptz
+             from action where $46::bool
            )
            select s.vms as "vms!", s.vcpus as "vcpus!", s.ram_mib as "ram_mib!",
                   s.storage_gb as "storage_gb!", s.clusters as "clusters!", s.nodes as "nodes!",
                   s.q_vms, s.q_vcpus, s.q_ram_mib, s.q_storage_gb, s.q_clusters, s.q_nodes,
+                  (select over from over) as "over!",
                   exists (select 1 from ok) as "written!",
                   (select id from job) as "job?"
            from state s"#,
         crate::scope::own_setting(),
         vm.tenant.as_str(),
-        &adds,
         &defaults,
         vm.id.0,
         vm.name,
@@ -306,7 +302,11 @@ pub async fn create(pool: &PgPool, new: &NewVm<'_>) -> Result<Created, Error> {
     let r = crate::volumes::name_taken(name_taken(res)?)?.ctx("creating a vm")?;
     if !r.written {
         let (overrides, usage) = crate::quotas::overrides_and_usage!(r);
-        return Ok(Created::OverQuota { overrides, usage });
+        return Ok(Created::OverQuota {
+            overrides,
+            usage,
+            over: crate::quotas::over_names(&r.over),
+        });
     }
     r.job
         .map(|id| Created::Written(meson_core::JobId(id)))

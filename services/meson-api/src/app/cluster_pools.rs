@@ -15,7 +15,6 @@ use meson_core::cluster::{Cluster, ClusterStatus, Node, NodePool, NodeRole, Node
 use meson_core::error::LimitExceeded;
 use meson_core::kaas::{MAX_NODES_PER_POOL, MAX_POOLS, PoolSpec};
 use meson_core::parse::{Parser, Warning};
-use meson_core::quota::Resources;
 use meson_core::{ClusterId, Error, NodeId, PoolId, Result};
 use meson_jobs::Workflow;
 use meson_workflows::node_pool_create::NodePoolCreate;
@@ -284,12 +283,7 @@ impl App {
             &cluster,
             pools.iter().map(|x| &x.spec).chain(std::iter::once(&spec)),
         )?;
-        self.reserve(
-            &mut tx,
-            &p.tenant,
-            Resources::of_nodes(&spec.specs, spec.desired_nodes),
-        )
-        .await?;
+        let held = self.hold_usage(&mut tx, &p.tenant).await?;
         let pool = NodePool {
             id: PoolId::new(),
             cluster: cluster_id,
@@ -297,6 +291,7 @@ impl App {
             created: chrono::Utc::now(),
         };
         meson_db::clusters::insert_pool(&mut tx, &pool).await?;
+        self.within_quotas(&mut tx, &p.tenant, &held).await?;
         let action = self
             .start_pool_action::<NodePoolCreate>(
                 &mut tx,
@@ -384,20 +379,16 @@ impl App {
                 warnings,
             });
         }
-        if let Some(more) = pool
-            .spec
-            .desired_nodes
-            .checked_sub(current.spec.desired_nodes)
-            .filter(|n| *n > 0)
-        {
-            self.reserve(
-                &mut tx,
-                &p.tenant,
-                Resources::of_nodes(&pool.spec.specs, more),
-            )
-            .await?;
-        }
+        // Only a pool that grows can take its tenant over a quota.
+        let held = if pool.spec.desired_nodes > current.spec.desired_nodes {
+            Some(self.hold_usage(&mut tx, &p.tenant).await?)
+        } else {
+            None
+        };
         meson_db::node_pools::set_counts(&mut tx, &pool).await?;
+        if let Some(held) = held {
+            self.within_quotas(&mut tx, &p.tenant, &held).await?;
+        }
         let action = if scale {
             Some(
                 self.start_pool_action::<NodePoolScale>(

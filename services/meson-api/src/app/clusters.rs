@@ -10,7 +10,6 @@ use meson_core::kaas::{KaasCreate, UpdatePolicy};
 use meson_core::labels::Labels;
 use meson_core::network::{Network, NetworkStatus, Subnet};
 use meson_core::parse::{Parser, Warning};
-use meson_core::quota::Resources;
 use meson_core::{ClusterId, Error, NetworkId, NodeId, PoolId, Result, VmId};
 use meson_workflows::{cluster_create, cluster_delete};
 use std::net::Ipv4Addr;
@@ -110,8 +109,7 @@ impl App {
         );
 
         let mut tx = meson_db::begin(&self.pool).await?;
-        self.reserve(&mut tx, &p.tenant, Resources::of_cluster(&cluster.spec))
-            .await?;
+        let held = self.hold_usage(&mut tx, &p.tenant).await?;
         meson_db::clusters::insert(&mut tx, &cluster).await?;
         meson_db::networks::insert(&mut tx, &network).await?;
         meson_db::networks::set_cluster(&mut tx, network.id, id).await?;
@@ -131,6 +129,7 @@ impl App {
         cluster_create::enqueue(&mut tx, id, action.id, &p.tenant)
             .await?
             .of_new("cluster")?;
+        self.within_quotas(&mut tx, &p.tenant, &held).await?;
         meson_db::commit(tx).await?;
         tracing::info!(cluster = %id, action = %action.id, tenant = %p.tenant, "cluster create accepted");
         Ok(ClusterCreated {

@@ -1,5 +1,6 @@
 //! Quotas: a tenant reads its own, operators read and set anyone's, and
-//! every request that adds to a tenant's usage reserves it first.
+//! every request that adds to a tenant's usage locks it before its writes
+//! and checks the quotas after them, before it commits.
 
 use super::App;
 use crate::auth::Principal;
@@ -18,29 +19,41 @@ pub struct QuotaView {
 
 impl App {
     /// In `tx`, before it writes anything that adds to the tenant's usage:
-    /// takes the tenant's quota lock (held until `tx` ends) and refuses
-    /// `request` with `resource_limit_exceeded` if it would exceed a quota.
-    pub(crate) async fn reserve(
+    /// takes the tenant's quota lock (held until `tx` ends) and reads what
+    /// the tenant holds. After the writes, [`App::within_quotas`] checks
+    /// what they added.
+    pub(crate) async fn hold_usage(&self, tx: &mut Tx<'_>, tenant: &TenantId) -> Result<Resources> {
+        let (_, held) = meson_db::quotas::lock(tx, tenant).await?;
+        Ok(held)
+    }
+
+    /// In `tx`, after its writes and before its commit: refuses with
+    /// `resource_limit_exceeded` if what they added to the tenant's usage
+    /// (as the usage triggers counted it) takes it over a quota. The caller
+    /// drops `tx` on the refusal, so nothing is written.
+    pub(crate) async fn within_quotas(
         &self,
         tx: &mut Tx<'_>,
         tenant: &TenantId,
-        request: Resources,
+        held: &Resources,
     ) -> Result<()> {
-        let (overrides, usage) = meson_db::quotas::lock(tx, tenant).await?;
-        self.over_quota(tenant, &overrides, &usage, &request)
+        let c = meson_db::quotas::over(tx, tenant, held, &self.quotas).await?;
+        quota::exceeded(&c.quotas, &c.held, &c.over).inspect_err(|_| {
+            tracing::info!(%tenant, over = ?c.over, ?held, "quota exceeded");
+        })
     }
 
-    /// Refuses `request` with `resource_limit_exceeded` if it would take
-    /// `tenant`, holding `usage` under `overrides`, over a quota.
+    /// The refusal of a request found over the tenant's quotas (`over`)
+    /// by the statement that locked its `usage` under `overrides`.
     pub(crate) fn over_quota(
         &self,
         tenant: &TenantId,
         overrides: &QuotaOverrides,
         usage: &Resources,
-        request: &Resources,
+        over: &[&str],
     ) -> Result<()> {
-        quota::check(&overrides.effective(&self.quotas), usage, request).inspect_err(|_| {
-            tracing::info!(%tenant, ?request, ?usage, "quota exceeded");
+        quota::exceeded(&overrides.effective(&self.quotas), usage, over).inspect_err(|_| {
+            tracing::info!(%tenant, ?over, ?usage, "quota exceeded");
         })
     }
 

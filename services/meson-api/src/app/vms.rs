@@ -8,7 +8,6 @@ use meson_core::naming;
 use meson_core::network::Attachment;
 use meson_core::parse::Warning;
 use meson_core::patch::NameLabels;
-use meson_core::quota::Resources;
 use meson_core::vm::{Vm, VmCreate, VmStatus};
 use meson_core::volume::Volume;
 use meson_core::{Error, Result, VmId};
@@ -72,7 +71,6 @@ impl App {
         resources.extend(volumes.iter().map(|v| (ResourceType::Volume, v.id.0)));
         resources.extend(req.volumes.iter().map(|v| (ResourceType::Volume, v.0)));
         let action = new_action(p, Command::CreateVm, resources);
-        let adds = Resources::of_vm(&vm.spec);
         let offer = super::audit::take_offer();
         let audit = offer
             .as_ref()
@@ -88,22 +86,22 @@ impl App {
                     action: &action,
                     job: &job,
                     audit: audit.as_ref(),
-                    adds,
                     defaults: self.quotas,
                 },
             )
             .await?;
-            if let meson_db::vms::Created::OverQuota { overrides, usage } = created {
-                self.over_quota(&p.tenant, &overrides, &usage, &adds)?;
-                // The statement and the rule disagree: never expected.
-                return Err(Error::internal(
-                    "the quota check refused a VM that fits the quotas",
-                ));
+            if let meson_db::vms::Created::OverQuota {
+                overrides,
+                usage,
+                over,
+            } = created
+            {
+                self.over_quota(&p.tenant, &overrides, &usage, &over)?;
             }
             (volumes, Vec::new())
         } else {
             let mut tx = meson_db::begin(&self.pool).await?;
-            self.reserve(&mut tx, &p.tenant, adds).await?;
+            let held = self.hold_usage(&mut tx, &p.tenant).await?;
             meson_db::vms::insert_with_volumes(&mut tx, &vm, &volumes).await?;
             let nics =
                 meson_db::networks::attach_networks(&mut tx, &p.tenant, id, &req.networks, false)
@@ -124,6 +122,7 @@ impl App {
             if let Some(entry) = &audit {
                 meson_db::audit::insert(&mut *tx, entry).await?;
             }
+            self.within_quotas(&mut tx, &p.tenant, &held).await?;
             meson_db::commit(tx).await?;
             let mut volumes = volumes;
             volumes.extend(attached);

@@ -7,7 +7,6 @@ use crate::auth::Principal;
 use meson_core::action::{Action, Command, ResourceType};
 use meson_core::parse::Warning;
 use meson_core::patch::NameLabels;
-use meson_core::quota::Resources;
 use meson_core::target::Target;
 use meson_core::vm::VmSpec;
 use meson_core::volume::{MAX_VOLUME_NAME_LEN, Volume, VolumeCreate, VolumeStatus};
@@ -48,16 +47,9 @@ impl App {
             vec![(ResourceType::Volume, volume.id.0)],
         );
         let mut tx = meson_db::begin(&self.pool).await?;
-        self.reserve(
-            &mut tx,
-            &p.tenant,
-            Resources {
-                storage_gb: i64::from(volume.size_gb),
-                ..Resources::default()
-            },
-        )
-        .await?;
+        let held = self.hold_usage(&mut tx, &p.tenant).await?;
         meson_db::volumes::insert(&mut tx, &volume).await?;
+        self.within_quotas(&mut tx, &p.tenant, &held).await?;
         meson_db::actions::insert(&mut tx, &action).await?;
         let params = volume_create::Params {
             volume_id: volume.id,
