@@ -5,8 +5,8 @@
 
 use crate::auth::Principal;
 use crate::authz::{self, Rule};
-use crate::http::AppState;
 use crate::ratelimit::Decision;
+use crate::state::AppState;
 use meson_core::Error;
 use meson_core::audit::AuditEntry;
 use meson_db::scope::{self, Scope};

@@ -13,6 +13,7 @@ pub mod grpc;
 pub mod http;
 pub mod metrics;
 pub mod ratelimit;
+pub mod state;
 pub mod trace_context;
 pub mod views;
 

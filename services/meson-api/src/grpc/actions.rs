@@ -3,7 +3,7 @@
 use super::{Svc, answer, convert, id, principal};
 use crate::app::{ActionQuery, list};
 use crate::auth::Principal;
-use crate::http::AppState;
+use crate::state::AppState;
 use crate::views;
 use futures::Stream;
 use meson_core::Error;

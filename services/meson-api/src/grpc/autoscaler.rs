@@ -13,7 +13,7 @@
 use super::status::{http_status_of, status_of};
 use crate::app::autoscaler::{AutoscalerCaller, GroupNode};
 use crate::gate::{Audit, CallInfo};
-use crate::http::AppState;
+use crate::state::AppState;
 use meson_core::Error;
 use meson_core::action::Action;
 use meson_core::cluster::{NodePool, NodeStatus};

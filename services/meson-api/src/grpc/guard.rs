@@ -8,7 +8,7 @@ use super::status::{http_status_of, status_of};
 use super::{AuditSlot, idempotency};
 use crate::authz::{self, Access};
 use crate::gate::{self, Admission, CallInfo};
-use crate::http::AppState;
+use crate::state::AppState;
 use axum::http::{HeaderValue, Request, Response};
 use futures::future::BoxFuture;
 use meson_core::Error;
@@ -110,7 +110,7 @@ impl GrpcGuardLayer {
     pub fn new(state: AppState) -> Self {
         GrpcGuardLayer {
             state,
-            changes: Changes(Arc::new(crate::http::operations().changing())),
+            changes: Changes(Arc::new(crate::state::operations().changing())),
         }
     }
 }

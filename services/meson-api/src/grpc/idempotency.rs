@@ -9,7 +9,7 @@
 use super::status::{http_status_of, status_of};
 use crate::app::idempotency::{self, Begun, Claim, IdempotencyKey, StoredResponse};
 use crate::auth::Principal;
-use crate::http::AppState;
+use crate::state::AppState;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Request, Response};
 use bytes_of::collect;
 use meson_core::Error;

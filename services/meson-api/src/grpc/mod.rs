@@ -19,7 +19,7 @@ mod volumes;
 pub use guard::{GrpcGuardLayer, METHODS};
 
 use crate::auth::Principal;
-use crate::http::AppState;
+use crate::state::AppState;
 use meson_core::Error;
 use meson_proto::meson::v1 as pb;
 use std::future::Future;

@@ -2,79 +2,22 @@
 //! (`authz::RULES`), then [`crate::gate`] (token, rate limit, role), the
 //! handler in the tenant's database scope, and the audit log.
 
-use super::{AppState, CorrelationId};
-use crate::authz::{self, Access, Rule};
+use super::CorrelationId;
+use crate::authz::Access;
 use crate::error::ApiError;
 use crate::gate::{self, Admission, Audit, CallInfo};
+use crate::state::{AppState, Operations};
 use axum::body::Body;
 use axum::extract::{MatchedPath, Request, State};
 use axum::http::{HeaderValue, Method, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use meson_core::Error;
-use std::collections::HashMap;
-use std::sync::Arc;
 
 /// Largest answer the audit reads an action or resource id from; larger
 /// ones (none of the audited operations answer that much) are logged
 /// without.
 const MAX_AUDITED_BODY: usize = 256 * 1024;
-
-/// Each route's rule, by method and path template.
-#[derive(Clone, Default)]
-pub struct Operations(Arc<HashMap<(Method, String), &'static Rule>>);
-
-impl Operations {
-    /// Maps every operation of `doc` to its rule; `Err` names operations
-    /// the table lacks.
-    pub fn from_openapi(doc: &utoipa::openapi::OpenApi) -> Result<Operations, Vec<String>> {
-        let mut map = HashMap::new();
-        let mut missing = Vec::new();
-        for (path, item) in &doc.paths.paths {
-            let ops = [
-                (Method::GET, &item.get),
-                (Method::POST, &item.post),
-                (Method::PUT, &item.put),
-                (Method::PATCH, &item.patch),
-                (Method::DELETE, &item.delete),
-            ];
-            for (method, op) in ops {
-                let Some(op) = op else { continue };
-                let id = op.operation_id.clone().unwrap_or_default();
-                match authz::rule_of(&id) {
-                    Some(rule) => {
-                        map.insert((method, path.clone()), rule);
-                    }
-                    None => missing.push(format!("{method} {path} ({id})")),
-                }
-            }
-        }
-        if missing.is_empty() {
-            Ok(Operations(Arc::new(map)))
-        } else {
-            Err(missing)
-        }
-    }
-
-    /// The operations of every route whose method is not GET.
-    pub fn changing(&self) -> std::collections::HashSet<&'static str> {
-        self.0
-            .iter()
-            .filter(|((method, _), _)| method != Method::GET)
-            .map(|(_, rule)| rule.operation)
-            .collect()
-    }
-
-    fn rule(&self, method: &Method, path: &str) -> Option<&'static Rule> {
-        self.0.get(&(method.clone(), path.to_owned())).copied()
-    }
-
-    /// True when some method of `path` has a rule (another method of it
-    /// answers `405`).
-    fn knows_path(&self, path: &str) -> bool {
-        self.0.keys().any(|(_, p)| p == path)
-    }
-}
 
 /// What the guard middleware needs.
 #[derive(Clone)]
@@ -285,7 +228,7 @@ mod tests {
                     .collect::<Vec<_>>()
             })
             .collect();
-        for rule in authz::RULES {
+        for rule in crate::authz::RULES {
             assert!(
                 ids.contains(rule.operation),
                 "a rule for no route: {}",

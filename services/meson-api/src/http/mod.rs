@@ -20,13 +20,11 @@ mod stream;
 mod vms;
 mod volumes;
 
+pub use crate::state::{ApiConfig, AppState};
 pub use limits::RequestLimits;
 pub use stream::ActionFeed;
 
-use crate::app::App;
-use crate::auth::Auth;
 use crate::error::{ApiError, ApiResult};
-use crate::ratelimit::{RateLimitConfig, RateLimits};
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Request};
@@ -34,54 +32,8 @@ use axum::http::{HeaderName, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use meson_core::Error;
-use std::sync::Arc;
 use tower_http::catch_panic::CatchPanicLayer;
 use utoipa_axum::router::OpenApiRouter;
-
-/// How the REST API treats requests, beyond what the app layer decides.
-#[derive(Clone, Debug, Default)]
-pub struct ApiConfig {
-    pub rate_limits: RateLimitConfig,
-    pub limits: RequestLimits,
-    /// Browser origins allowed to call the API besides its own pages (the
-    /// Electros dashboard's).
-    pub cors_origins: Vec<meson_edge::Origin>,
-    /// The names the API answers to (`Host`); by default the loopback ones.
-    pub hosts: meson_edge::Hosts,
-}
-
-/// What every handler and middleware shares; cloned for each of them per
-/// request, so one reference count, not a copy of each part.
-#[derive(Clone)]
-pub struct AppState(Arc<Shared>);
-
-pub struct Shared {
-    pub app: App,
-    pub auth: Auth,
-    /// Live action changes for `/v1/actions/stream`.
-    pub actions: ActionFeed,
-    pub limits: RateLimits,
-    pub config: ApiConfig,
-}
-
-impl AppState {
-    pub fn new(app: App, auth: Auth, actions: ActionFeed, config: ApiConfig) -> AppState {
-        AppState(Arc::new(Shared {
-            app,
-            auth,
-            actions,
-            limits: RateLimits::new(config.rate_limits),
-            config,
-        }))
-    }
-}
-
-impl std::ops::Deref for AppState {
-    type Target = Shared;
-    fn deref(&self) -> &Shared {
-        &self.0
-    }
-}
 
 /// The request's correlation id, for whoever needs it below the middleware.
 #[derive(Clone, Debug)]
@@ -119,16 +71,6 @@ pub fn openapi_json() -> String {
     openapi::render(&openapi())
 }
 
-/// Each operation's rule (`authz::RULES`), by route.
-pub fn operations() -> guard::Operations {
-    guard::Operations::from_openapi(&openapi()).unwrap_or_else(|missing| {
-        // The test `every_route_has_a_rule` keeps this from shipping; should
-        // it anyway, those routes refuse every call.
-        tracing::error!(?missing, "routes without an authorization rule");
-        guard::Operations::default()
-    })
-}
-
 /// Builds the REST router. Layers, outermost first: correlation id, the
 /// edge (`Host`, CORS, pages of other origins, a declared body's size),
 /// panics to `service_error`, request limits and timeout; then, per route,
@@ -140,7 +82,7 @@ pub fn router(state: AppState) -> Router {
     doc.merge(ops_doc);
     let guarded = guard::GuardState {
         state: state.clone(),
-        operations: operations(),
+        operations: crate::state::operations(),
     };
     let api = api
         .fallback(not_found)
