@@ -1,0 +1,79 @@
+//! Quotas, and the operators' routes (the admin role): any tenant's
+//! quotas, AtomOS targets, the audit log.
+
+use super::*;
+
+impl Client {
+    /// A tenant's quotas and usage.
+    pub async fn tenant_quota(&self, tenant: &str) -> Result<wire::admin::Quota> {
+        let r: wire::admin::QuotaResponse = self.get(&tenant_quota_path(tenant)).await?;
+        Ok(r.quota)
+    }
+
+    /// Sets (or, with `Some(None)`, returns to the default) a tenant's quotas.
+    pub async fn tenant_quota_update(
+        &self,
+        tenant: &str,
+        req: &wire::admin::QuotaUpdateRequest,
+    ) -> Result<wire::admin::Quota> {
+        let r: wire::admin::QuotaResponse = self
+            .call(Method::PATCH, &tenant_quota_path(tenant), Some(req))
+            .await?;
+        Ok(r.quota)
+    }
+
+    /// The AtomOS targets meson places on.
+    pub async fn target_list(&self) -> Result<Vec<wire::admin::Target>> {
+        let r: wire::admin::TargetList = self.get("/v1/targets").await?;
+        Ok(r.targets)
+    }
+
+    pub async fn target_get(&self, id: Uuid) -> Result<wire::admin::Target> {
+        let r: wire::admin::TargetResponse = self.get(&format!("/v1/targets/{id}")).await?;
+        Ok(r.target)
+    }
+
+    /// Registers an AtomOS target.
+    pub async fn target_create(
+        &self,
+        req: &wire::admin::TargetCreateRequest,
+    ) -> Result<wire::admin::TargetResponse> {
+        self.call(Method::POST, "/v1/targets", Some(req)).await
+    }
+
+    /// Moves a target (host, ports) or turns it on or off.
+    pub async fn target_update(
+        &self,
+        id: Uuid,
+        req: &wire::admin::TargetUpdateRequest,
+    ) -> Result<wire::admin::TargetResponse> {
+        self.call(Method::PATCH, &format!("/v1/targets/{id}"), Some(req))
+            .await
+    }
+
+    /// A page of the audit log (a tenant's own for an owner, anyone's for an
+    /// operator), newest first.
+    pub async fn audit_list(
+        &self,
+        page: Page,
+        filter: &wire::admin::AuditListQuery,
+    ) -> Result<wire::admin::AuditList> {
+        let mut q: Vec<(&str, String)> = Vec::new();
+        for (key, v) in [
+            ("tenant", &filter.tenant),
+            ("subject", &filter.subject),
+            ("operation", &filter.operation),
+            ("resource_id", &filter.resource_id),
+        ] {
+            if let Some(v) = v {
+                q.push((key, v.clone()));
+            }
+        }
+        for (key, v) in [("since", &filter.since), ("until", &filter.until)] {
+            if let Some(v) = v {
+                q.push((key, v.to_rfc3339()));
+            }
+        }
+        self.get(&list_path("/v1/audit", &page, &q)).await
+    }
+}
