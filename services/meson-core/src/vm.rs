@@ -762,6 +762,122 @@ fn parse_auth(p: &mut Parser, specs: &mut crate::parse::Obj<'_>) -> Option<Vec<S
     ok.then_some(keys)
 }
 
+/// Where a VM was placed, and at what price.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Placement {
+    pub target_id: crate::TargetId,
+    /// The target's name, shown as the VM's `host`.
+    pub host: String,
+    pub provider: String,
+    pub region: String,
+    pub price_hourly: f64,
+    pub price_monthly: f64,
+    pub currency: String,
+}
+
+/// Where a VM runs, without its spec: what a cluster's views show of
+/// their nodes' VMs (address, host, price).
+#[derive(Clone, Debug, PartialEq)]
+pub struct VmLocation {
+    pub id: crate::VmId,
+    pub placement: Option<Placement>,
+    pub ipv4: Option<std::net::Ipv4Addr>,
+}
+
+/// A VM as stored.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Vm {
+    pub id: crate::VmId,
+    pub tenant: crate::TenantId,
+    pub name: String,
+    pub status: VmStatus,
+    pub labels: Labels,
+    pub spec: VmSpec,
+    pub atomos_name: String,
+    pub atomos_id: Option<String>,
+    pub placement: Option<Placement>,
+    pub ipv4: Option<std::net::Ipv4Addr>,
+    pub created: chrono::DateTime<chrono::Utc>,
+    /// What the reconciler found wrong with the VM (crashed, missing from
+    /// its host); cleared when meson next changes its state.
+    pub error_message: Option<String>,
+}
+
+impl Vm {
+    /// A new VM's row and its volumes' (boot, cloud-init, data), not
+    /// written yet.
+    pub fn new_with_volumes(
+        tenant: &crate::TenantId,
+        id: crate::VmId,
+        spec: VmSpec,
+        labels: Labels,
+        atomos_name: String,
+    ) -> (Vm, Vec<crate::volume::Volume>) {
+        use crate::naming;
+        use crate::volume::{Volume, VolumeKind, VolumeStatus};
+        let vm = Vm {
+            id,
+            tenant: tenant.clone(),
+            name: spec.name.clone(),
+            status: VmStatus::Initializing,
+            labels,
+            atomos_name,
+            atomos_id: None,
+            placement: None,
+            ipv4: None,
+            created: chrono::Utc::now(),
+            error_message: None,
+            spec,
+        };
+        let volume = |name: &str, kind, size_gb, atomos_name, bootable, readonly| Volume {
+            id: crate::VolumeId::new(),
+            tenant: tenant.clone(),
+            vm_id: Some(id),
+            name: name.to_owned(),
+            kind,
+            size_gb,
+            atomos_name,
+            atomos_id: None,
+            status: VolumeStatus::Creating,
+            labels: Labels::new(),
+            bootable,
+            readonly,
+            placement: None,
+            attached_to: None,
+            created: vm.created,
+        };
+        let mut volumes = vec![
+            volume(
+                "boot",
+                VolumeKind::Boot,
+                vm.spec.boot_volume_gb,
+                naming::vm_boot_volume_name(id),
+                true,
+                false,
+            ),
+            volume(
+                "cloudinit",
+                VolumeKind::Cloudinit,
+                1,
+                naming::vm_cloudinit_volume_name(id),
+                true,
+                false,
+            ),
+        ];
+        for (i, d) in vm.spec.volumes.iter().enumerate() {
+            volumes.push(volume(
+                &d.name,
+                VolumeKind::Data,
+                d.size_gb,
+                naming::vm_data_volume_name(id, i),
+                d.bootable,
+                d.readonly,
+            ));
+        }
+        (vm, volumes)
+    }
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -975,121 +1091,5 @@ pub(crate) mod tests {
         );
         v["specs"]["req"]["cpu"]["smtEnabled"] = json!("True");
         assert_eq!(VmCreate::parse(&v).unwrap().spec.cpu.vcpus(), 4);
-    }
-}
-
-/// Where a VM was placed, and at what price.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Placement {
-    pub target_id: crate::TargetId,
-    /// The target's name, shown as the VM's `host`.
-    pub host: String,
-    pub provider: String,
-    pub region: String,
-    pub price_hourly: f64,
-    pub price_monthly: f64,
-    pub currency: String,
-}
-
-/// Where a VM runs, without its spec: what a cluster's views show of
-/// their nodes' VMs (address, host, price).
-#[derive(Clone, Debug, PartialEq)]
-pub struct VmLocation {
-    pub id: crate::VmId,
-    pub placement: Option<Placement>,
-    pub ipv4: Option<std::net::Ipv4Addr>,
-}
-
-/// A VM as stored.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Vm {
-    pub id: crate::VmId,
-    pub tenant: crate::TenantId,
-    pub name: String,
-    pub status: VmStatus,
-    pub labels: Labels,
-    pub spec: VmSpec,
-    pub atomos_name: String,
-    pub atomos_id: Option<String>,
-    pub placement: Option<Placement>,
-    pub ipv4: Option<std::net::Ipv4Addr>,
-    pub created: chrono::DateTime<chrono::Utc>,
-    /// What the reconciler found wrong with the VM (crashed, missing from
-    /// its host); cleared when meson next changes its state.
-    pub error_message: Option<String>,
-}
-
-impl Vm {
-    /// A new VM's row and its volumes' (boot, cloud-init, data), not
-    /// written yet.
-    pub fn new_with_volumes(
-        tenant: &crate::TenantId,
-        id: crate::VmId,
-        spec: VmSpec,
-        labels: Labels,
-        atomos_name: String,
-    ) -> (Vm, Vec<crate::volume::Volume>) {
-        use crate::naming;
-        use crate::volume::{Volume, VolumeKind, VolumeStatus};
-        let vm = Vm {
-            id,
-            tenant: tenant.clone(),
-            name: spec.name.clone(),
-            status: VmStatus::Initializing,
-            labels,
-            atomos_name,
-            atomos_id: None,
-            placement: None,
-            ipv4: None,
-            created: chrono::Utc::now(),
-            error_message: None,
-            spec,
-        };
-        let volume = |name: &str, kind, size_gb, atomos_name, bootable, readonly| Volume {
-            id: crate::VolumeId::new(),
-            tenant: tenant.clone(),
-            vm_id: Some(id),
-            name: name.to_owned(),
-            kind,
-            size_gb,
-            atomos_name,
-            atomos_id: None,
-            status: VolumeStatus::Creating,
-            labels: Labels::new(),
-            bootable,
-            readonly,
-            placement: None,
-            attached_to: None,
-            created: vm.created,
-        };
-        let mut volumes = vec![
-            volume(
-                "boot",
-                VolumeKind::Boot,
-                vm.spec.boot_volume_gb,
-                naming::vm_boot_volume_name(id),
-                true,
-                false,
-            ),
-            volume(
-                "cloudinit",
-                VolumeKind::Cloudinit,
-                1,
-                naming::vm_cloudinit_volume_name(id),
-                true,
-                false,
-            ),
-        ];
-        for (i, d) in vm.spec.volumes.iter().enumerate() {
-            volumes.push(volume(
-                &d.name,
-                VolumeKind::Data,
-                d.size_gb,
-                naming::vm_data_volume_name(id, i),
-                d.bootable,
-                d.readonly,
-            ));
-        }
-        (vm, volumes)
     }
 }
