@@ -99,8 +99,8 @@ impl MesonProvider {
         }
         let c = config.to_json();
         let inputs = meson_client::config::Inputs {
-            flag_url: crate::resources::s(&c, "endpoint"),
-            flag_token: crate::resources::s(&c, "token"),
+            flag_url: crate::resources::text(&c, "endpoint"),
+            flag_token: crate::resources::text(&c, "token"),
             ..meson_client::config::Inputs::from_env(None, None, None)
         };
         let settings = meson_client::config::resolve(&inputs)

@@ -176,33 +176,33 @@ impl V {
 
     /// Plain JSON of a known value (unknown reads as null).
     pub fn to_json(&self) -> serde_json::Value {
-        use serde_json::Value as J;
+        use serde_json::Value as Json;
         match self {
-            V::Null | V::Unknown => J::Null,
-            V::Bool(b) => J::Bool(*b),
+            V::Null | V::Unknown => Json::Null,
+            V::Bool(b) => Json::Bool(*b),
             V::Num(n) => {
                 if n.fract() == 0.0 && n.abs() < 9.0e15 {
-                    J::from(*n as i64)
+                    Json::from(*n as i64)
                 } else {
-                    serde_json::Number::from_f64(*n).map_or(J::Null, J::Number)
+                    serde_json::Number::from_f64(*n).map_or(Json::Null, Json::Number)
                 }
             }
-            V::Str(s) => J::String(s.clone()),
-            V::List(l) => J::Array(l.iter().map(V::to_json).collect()),
-            V::Obj(m) => J::Object(m.iter().map(|(k, v)| (k.clone(), v.to_json())).collect()),
+            V::Str(s) => Json::String(s.clone()),
+            V::List(l) => Json::Array(l.iter().map(V::to_json).collect()),
+            V::Obj(m) => Json::Object(m.iter().map(|(k, v)| (k.clone(), v.to_json())).collect()),
         }
     }
 
     /// From plain JSON (as resources and raw states write it).
     pub fn from_json(j: &serde_json::Value) -> V {
-        use serde_json::Value as J;
+        use serde_json::Value as Json;
         match j {
-            J::Null => V::Null,
-            J::Bool(b) => V::Bool(*b),
-            J::Number(n) => V::Num(n.as_f64().unwrap_or_default()),
-            J::String(s) => V::Str(s.clone()),
-            J::Array(a) => V::List(a.iter().map(V::from_json).collect()),
-            J::Object(m) => V::Obj(
+            Json::Null => V::Null,
+            Json::Bool(b) => V::Bool(*b),
+            Json::Number(n) => V::Num(n.as_f64().unwrap_or_default()),
+            Json::String(s) => V::Str(s.clone()),
+            Json::Array(a) => V::List(a.iter().map(V::from_json).collect()),
+            Json::Object(m) => V::Obj(
                 m.iter()
                     .map(|(k, v)| (k.clone(), V::from_json(v)))
                     .collect(),

@@ -2,7 +2,7 @@
 //! subnet and its first worker pool (`default_pool`: meson makes a cluster
 //! with at least one pool; more are `meson_node_pool`s).
 
-use super::{J, changed, id, labels, labels_json, n, n32, obj, s, wait};
+use super::{Json, changed, id, labels, labels_json, number, number_u32, obj, text, wait};
 use crate::diag::{Failure, Res, map_field};
 use crate::resources::pool::{pool_attrs, pool_json, pool_request, resize};
 use crate::schema::{Attr, Block, Nested, Nesting, Step, timeouts_block};
@@ -215,10 +215,13 @@ fn err(e: meson_client::Error) -> Failure {
 
 /// The pool the `default_pool` block is: by the state's id, else its name,
 /// else the first.
-fn default_pool<'a>(c: &'a Cluster, state: &J) -> Option<&'a meson_client::types::cluster::Pool> {
+fn default_pool<'a>(
+    c: &'a Cluster,
+    state: &Json,
+) -> Option<&'a meson_client::types::cluster::Pool> {
     let dp = state.get("default_pool");
-    let id = dp.and_then(|p| s(p, "id"));
-    let name = dp.and_then(|p| s(p, "name"));
+    let id = dp.and_then(|p| text(p, "id"));
+    let name = dp.and_then(|p| text(p, "name"));
     c.pools
         .iter()
         .find(|p| Some(p.id.to_string()) == id)
@@ -226,57 +229,60 @@ fn default_pool<'a>(c: &'a Cluster, state: &J) -> Option<&'a meson_client::types
         .or_else(|| c.pools.first())
 }
 
-fn to_json(c: &Cluster, state: &J) -> J {
+fn to_json(c: &Cluster, state: &Json) -> Json {
     obj([
-        ("id", J::from(c.id.to_string())),
-        ("name", J::from(c.name.clone())),
-        ("kubernetes_version", J::from(c.kubernetes_version.clone())),
+        ("id", Json::from(c.id.to_string())),
+        ("name", Json::from(c.name.clone())),
+        (
+            "kubernetes_version",
+            Json::from(c.kubernetes_version.clone()),
+        ),
         (
             "current_kubernetes_version",
-            J::from(c.kubernetes_version.clone()),
+            Json::from(c.kubernetes_version.clone()),
         ),
-        ("update_policy", J::from(c.update_policy.clone())),
-        ("cni", J::from(c.cni.clone())),
-        ("pod_cidr", J::from(c.pod_cidr.clone())),
-        ("service_cidr", J::from(c.service_cidr.clone())),
-        ("provider_name", J::from(c.provider.clone())),
-        ("region", J::from(c.region.clone())),
-        ("control_plane_nodes", J::from(c.control_plane.nodes)),
-        ("control_plane_cpu", J::from(c.control_plane.specs.cpu)),
-        ("control_plane_ram", J::from(c.control_plane.specs.ram)),
+        ("update_policy", Json::from(c.update_policy.clone())),
+        ("cni", Json::from(c.cni.clone())),
+        ("pod_cidr", Json::from(c.pod_cidr.clone())),
+        ("service_cidr", Json::from(c.service_cidr.clone())),
+        ("provider_name", Json::from(c.provider.clone())),
+        ("region", Json::from(c.region.clone())),
+        ("control_plane_nodes", Json::from(c.control_plane.nodes)),
+        ("control_plane_cpu", Json::from(c.control_plane.specs.cpu)),
+        ("control_plane_ram", Json::from(c.control_plane.specs.ram)),
         (
             "control_plane_storage",
-            J::from(c.control_plane.specs.storage),
+            Json::from(c.control_plane.specs.storage),
         ),
         ("labels", labels_json(&c.labels)),
-        ("endpoint", J::from(c.control_plane.endpoint.clone())),
-        ("status", J::from(c.status.clone())),
+        ("endpoint", Json::from(c.control_plane.endpoint.clone())),
+        ("status", Json::from(c.status.clone())),
         (
             "subnet",
             obj([
-                ("cidr", J::from(c.network.cidr.clone())),
-                ("dhcp", J::from(c.network.dhcp)),
-                ("start_address", J::from(c.network.range.start.clone())),
-                ("last_address", J::from(c.network.range.last.clone())),
+                ("cidr", Json::from(c.network.cidr.clone())),
+                ("dhcp", Json::from(c.network.dhcp)),
+                ("start_address", Json::from(c.network.range.start.clone())),
+                ("last_address", Json::from(c.network.range.last.clone())),
             ]),
         ),
         (
             "default_pool",
-            default_pool(c, state).map_or(J::Null, pool_json),
+            default_pool(c, state).map_or(Json::Null, pool_json),
         ),
     ])
 }
 
-fn request(p: &J) -> Res<KaasCreateRequest> {
+fn request(p: &Json) -> Res<KaasCreateRequest> {
     let subnet = p.get("subnet").cloned().unwrap_or_default();
     let pool = p.get("default_pool").cloned().unwrap_or_default();
     let cp_specs = NodeSpecsRequest {
-        cpu: n32(p, "control_plane_cpu"),
-        ram: n(p, "control_plane_ram"),
-        storage: n32(p, "control_plane_storage"),
+        cpu: number_u32(p, "control_plane_cpu"),
+        ram: number(p, "control_plane_ram"),
+        storage: number_u32(p, "control_plane_storage"),
         gpu: None,
     };
-    let cp_nodes = n32(p, "control_plane_nodes");
+    let cp_nodes = number_u32(p, "control_plane_nodes");
     let control_plane =
         (cp_nodes.is_some() || cp_specs != NodeSpecsRequest::default()).then(|| {
             ControlPlaneRequest {
@@ -286,34 +292,34 @@ fn request(p: &J) -> Res<KaasCreateRequest> {
         });
     Ok(KaasCreateRequest {
         req: KaasRequestSpec {
-            name: s(p, "name").unwrap_or_default(),
+            name: text(p, "name").unwrap_or_default(),
             metadata: None,
             nodepool: vec![
                 pool_request(&pool).map_err(|f| f.at(vec![Step::Attr("default_pool".into())]))?,
             ],
             nodes_subnet: NodesSubnetRequest {
-                dhcp: super::b(&subnet, "dhcp"),
-                subnet_netmask: s(&subnet, "cidr").unwrap_or_default(),
-                start_address: s(&subnet, "start_address"),
-                last_address: s(&subnet, "last_address"),
-                gateway: s(&subnet, "gateway"),
+                dhcp: super::flag(&subnet, "dhcp"),
+                subnet_netmask: text(&subnet, "cidr").unwrap_or_default(),
+                start_address: text(&subnet, "start_address"),
+                last_address: text(&subnet, "last_address"),
+                gateway: text(&subnet, "gateway"),
             },
-            update_policy: s(p, "update_policy"),
-            kubernetes_version: s(p, "kubernetes_version"),
+            update_policy: text(p, "update_policy"),
+            kubernetes_version: text(p, "kubernetes_version"),
             control_plane,
-            pod_cidr: s(p, "pod_cidr"),
-            service_cidr: s(p, "service_cidr"),
-            cni: s(p, "cni"),
+            pod_cidr: text(p, "pod_cidr"),
+            service_cidr: text(p, "service_cidr"),
+            cni: text(p, "cni"),
             labels: None,
         },
-        provider: s(p, "provider_name"),
-        continent: s(p, "continent"),
-        region: s(p, "region"),
+        provider: text(p, "provider_name"),
+        continent: text(p, "continent"),
+        region: text(p, "region"),
         labels: labels(p),
     })
 }
 
-pub async fn create(c: &Client, p: &J, t: Duration, notes: &mut super::Notes) -> Res<J> {
+pub async fn create(c: &Client, p: &Json, t: Duration, notes: &mut super::Notes) -> Res<Json> {
     let r = c.cluster_create(&request(p)?).await.map_err(err)?;
     notes.extend(r.warnings);
     let id = r.cluster.id;
@@ -324,7 +330,7 @@ pub async fn create(c: &Client, p: &J, t: Duration, notes: &mut super::Notes) ->
     Ok(to_json(&now, p))
 }
 
-pub async fn read(c: &Client, state: &J) -> Res<Option<J>> {
+pub async fn read(c: &Client, state: &Json) -> Res<Option<Json>> {
     match c.cluster_get(id(state)?).await {
         Ok(cl) if cl.status == "deleting" => Ok(None),
         Ok(cl) => Ok(Some(to_json(&cl, state))),
@@ -333,19 +339,25 @@ pub async fn read(c: &Client, state: &J) -> Res<Option<J>> {
     }
 }
 
-pub async fn update(c: &Client, prior: &J, p: &J, t: Duration, notes: &mut super::Notes) -> Res<J> {
+pub async fn update(
+    c: &Client,
+    prior: &Json,
+    p: &Json,
+    t: Duration,
+    notes: &mut super::Notes,
+) -> Res<Json> {
     let id = id(prior)?;
     if changed(prior, p, "labels") || changed(prior, p, "update_policy") {
         let req = ClusterUpdateRequest {
             labels: changed(prior, p, "labels").then(|| labels(p).unwrap_or_default()),
             update_policy: changed(prior, p, "update_policy")
-                .then(|| s(p, "update_policy"))
+                .then(|| text(p, "update_policy"))
                 .flatten(),
         };
         c.cluster_update(id, &req).await.map_err(err)?;
     }
     if changed(prior, p, "kubernetes_version")
-        && let Some(v) = s(p, "kubernetes_version")
+        && let Some(v) = text(p, "kubernetes_version")
     {
         let req = ClusterUpgradeRequest {
             kubernetes_version: v,
@@ -359,7 +371,7 @@ pub async fn update(c: &Client, prior: &J, p: &J, t: Duration, notes: &mut super
         prior.get("default_pool").cloned().unwrap_or_default(),
         p.get("default_pool").cloned().unwrap_or_default(),
     );
-    if let Some(pool) = s(&pp, "id") {
+    if let Some(pool) = text(&pp, "id") {
         let pool = super::parse_id(&pool)?;
         resize(c, id, pool, &pp, &np, t, |f| {
             let mut path = vec![Step::Attr("default_pool".into())];
@@ -372,7 +384,7 @@ pub async fn update(c: &Client, prior: &J, p: &J, t: Duration, notes: &mut super
     Ok(to_json(&now, p))
 }
 
-pub async fn delete(c: &Client, prior: &J, t: Duration) -> Res<()> {
+pub async fn delete(c: &Client, prior: &Json, t: Duration) -> Res<()> {
     let a = c.cluster_delete(id(prior)?).await.map_err(err)?;
     wait(c, &[a.id], t, field).await
 }

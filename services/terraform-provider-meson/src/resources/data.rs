@@ -1,6 +1,6 @@
 //! The data sources: meson's catalogue, and a cluster's kubeconfig.
 
-use super::{J, n, obj, parse_id, s};
+use super::{Json, number, obj, parse_id, text};
 use crate::diag::{Failure, Res};
 use crate::schema::{Attr, Block, Step};
 use crate::value::Ty;
@@ -130,24 +130,24 @@ impl Data {
     }
 
     /// The data source's values from its configuration.
-    pub async fn read(self, c: &Client, config: &J) -> Res<J> {
+    pub async fn read(self, c: &Client, config: &Json) -> Res<Json> {
         let err = |e| Failure::from_client(e, none);
         Ok(match self {
             Data::Flavors => {
                 let f = c.flavors().await.map_err(err)?;
                 obj([
-                    ("id", J::from("flavors")),
+                    ("id", Json::from("flavors")),
                     (
                         "flavors",
-                        J::from(
+                        Json::from(
                             f.iter()
                                 .map(|f| {
                                     obj([
-                                        ("name", J::from(f.name.clone())),
-                                        ("description", J::from(f.description.clone())),
-                                        ("vcpus", J::from(f.vcpus)),
-                                        ("memory_mib", J::from(f.memory_mib)),
-                                        ("gpus", J::from(f.gpus)),
+                                        ("name", Json::from(f.name.clone())),
+                                        ("description", Json::from(f.description.clone())),
+                                        ("vcpus", Json::from(f.vcpus)),
+                                        ("memory_mib", Json::from(f.memory_mib)),
+                                        ("gpus", Json::from(f.gpus)),
                                     ])
                                 })
                                 .collect::<Vec<_>>(),
@@ -158,28 +158,28 @@ impl Data {
             Data::Providers => {
                 let p = c.providers().await.map_err(err)?;
                 obj([
-                    ("id", J::from("providers")),
+                    ("id", Json::from("providers")),
                     (
                         "providers",
-                        J::from(
+                        Json::from(
                             p.iter()
                                 .map(|p| {
                                     obj([
-                                        ("name", J::from(p.name.clone())),
-                                        ("continents", J::from(p.continents.clone())),
+                                        ("name", Json::from(p.name.clone())),
+                                        ("continents", Json::from(p.continents.clone())),
                                         (
                                             "regions",
-                                            J::from(
+                                            Json::from(
                                                 p.regions
                                                     .iter()
                                                     .map(|r| {
                                                         obj([
-                                                            ("name", J::from(r.name.clone())),
+                                                            ("name", Json::from(r.name.clone())),
                                                             (
                                                                 "continent",
-                                                                J::from(r.continent.clone()),
+                                                                Json::from(r.continent.clone()),
                                                             ),
-                                                            ("hosts", J::from(r.hosts)),
+                                                            ("hosts", Json::from(r.hosts)),
                                                         ])
                                                     })
                                                     .collect::<Vec<_>>(),
@@ -196,20 +196,20 @@ impl Data {
                 let v = c.kubernetes_versions().await.map_err(err)?;
                 let default = v.iter().find(|v| v.default).map(|v| v.version.clone());
                 obj([
-                    ("id", J::from("kubernetes_versions")),
-                    ("default", J::from(default)),
+                    ("id", Json::from("kubernetes_versions")),
+                    ("default", Json::from(default)),
                     (
                         "versions",
-                        J::from(
+                        Json::from(
                             v.iter()
                                 .map(|v| {
                                     obj([
-                                        ("version", J::from(v.version.clone())),
-                                        ("minor", J::from(v.minor.clone())),
-                                        ("default", J::from(v.default)),
-                                        ("deprecated", J::from(v.deprecated)),
-                                        ("end_of_life", J::from(v.end_of_life.clone())),
-                                        ("upgradable_to", J::from(v.upgradable_to.clone())),
+                                        ("version", Json::from(v.version.clone())),
+                                        ("minor", Json::from(v.minor.clone())),
+                                        ("default", Json::from(v.default)),
+                                        ("deprecated", Json::from(v.deprecated)),
+                                        ("end_of_life", Json::from(v.end_of_life.clone())),
+                                        ("upgradable_to", Json::from(v.upgradable_to.clone())),
                                     ])
                                 })
                                 .collect::<Vec<_>>(),
@@ -218,13 +218,13 @@ impl Data {
                 ])
             }
             Data::Kubeconfig => {
-                let cluster = s(config, "cluster_id").unwrap_or_default();
+                let cluster = text(config, "cluster_id").unwrap_or_default();
                 let id =
                     parse_id(&cluster).map_err(|f| f.at(vec![Step::Attr("cluster_id".into())]))?;
-                let expiry = n(config, "expiry_seconds");
+                let expiry = number(config, "expiry_seconds");
                 let yaml = c.kubeconfig(id, expiry).await.map_err(err)?;
                 obj([
-                    ("id", J::from(cluster)),
+                    ("id", Json::from(cluster)),
                     (
                         "cluster_id",
                         config.get("cluster_id").cloned().unwrap_or_default(),
@@ -233,7 +233,7 @@ impl Data {
                         "expiry_seconds",
                         config.get("expiry_seconds").cloned().unwrap_or_default(),
                     ),
-                    ("kubeconfig", J::from(yaml)),
+                    ("kubeconfig", Json::from(yaml)),
                 ])
             }
         })

@@ -13,7 +13,7 @@ pub mod vm;
 use crate::diag::{Failure, FieldMap, Res};
 use crate::schema::Block;
 use meson_client::Client;
-use serde_json::{Map, Value as J};
+use serde_json::{Map, Value as Json};
 use std::collections::BTreeMap;
 use std::time::Duration;
 use uuid::Uuid;
@@ -59,7 +59,7 @@ impl Kind {
 
     /// Creates the resource from its planned values; meson's view of it.
     /// What meson says the user should know goes to `notes`.
-    pub async fn create(self, c: &Client, planned: &J, notes: &mut Notes) -> Res<J> {
+    pub async fn create(self, c: &Client, planned: &Json, notes: &mut Notes) -> Res<Json> {
         let t = timeout(planned, "create")?;
         match self {
             Kind::Network => network::create(c, planned).await,
@@ -70,7 +70,7 @@ impl Kind {
     }
 
     /// meson's view of the resource, `None` when it is gone.
-    pub async fn read(self, c: &Client, state: &J) -> Res<Option<J>> {
+    pub async fn read(self, c: &Client, state: &Json) -> Res<Option<Json>> {
         match self {
             Kind::Network => network::read(c, state).await,
             Kind::Vm => vm::read(c, state).await,
@@ -81,7 +81,13 @@ impl Kind {
 
     /// Changes in place what the plan changes; meson's view after.
     /// What meson says the user should know goes to `notes`.
-    pub async fn update(self, c: &Client, prior: &J, planned: &J, notes: &mut Notes) -> Res<J> {
+    pub async fn update(
+        self,
+        c: &Client,
+        prior: &Json,
+        planned: &Json,
+        notes: &mut Notes,
+    ) -> Res<Json> {
         let t = timeout(planned, "update")?;
         match self {
             Kind::Network => network::update(c, prior, planned).await,
@@ -102,7 +108,7 @@ impl Kind {
     }
 
     /// Deletes the resource and waits until it is gone.
-    pub async fn delete(self, c: &Client, prior: &J) -> Res<()> {
+    pub async fn delete(self, c: &Client, prior: &Json) -> Res<()> {
         let t = timeout(prior, "delete")?;
         let r = match self {
             Kind::Network => network::delete(c, prior, t).await,
@@ -118,7 +124,7 @@ impl Kind {
     }
 
     /// The state an import starts from: the id as `terraform import` gives it.
-    pub fn import_state(self, id: &str) -> Res<J> {
+    pub fn import_state(self, id: &str) -> Res<Json> {
         match self {
             Kind::Pool => {
                 let (cluster, pool) = id.split_once('/').ok_or_else(|| {
@@ -141,11 +147,11 @@ impl Kind {
 
 /// How long to wait on an action: the resource's `timeouts.<op>`, else 30
 /// minutes.
-pub fn timeout(state: &J, op: &str) -> Res<Duration> {
+pub fn timeout(state: &Json, op: &str) -> Res<Duration> {
     match state
         .get("timeouts")
         .and_then(|t| t.get(op))
-        .and_then(J::as_str)
+        .and_then(Json::as_str)
     {
         None => Ok(Duration::from_secs(30 * 60)),
         Some(s) => parse_duration(s).ok_or_else(|| {
@@ -189,34 +195,37 @@ pub fn parse_id(s: &str) -> Res<Uuid> {
 }
 
 /// The state's `id`.
-pub fn id(state: &J) -> Res<Uuid> {
-    parse_id(state.get("id").and_then(J::as_str).unwrap_or_default())
+pub fn id(state: &Json) -> Res<Uuid> {
+    parse_id(state.get("id").and_then(Json::as_str).unwrap_or_default())
 }
 
-pub fn s(j: &J, k: &str) -> Option<String> {
-    j.get(k).and_then(J::as_str).map(str::to_owned)
+pub fn text(j: &Json, k: &str) -> Option<String> {
+    j.get(k).and_then(Json::as_str).map(str::to_owned)
 }
 
-pub fn n(j: &J, k: &str) -> Option<u64> {
-    j.get(k).and_then(J::as_f64).map(|f| f as u64)
+pub fn number(j: &Json, k: &str) -> Option<u64> {
+    j.get(k).and_then(Json::as_f64).map(|f| f as u64)
 }
 
-pub fn n32(j: &J, k: &str) -> Option<u32> {
-    n(j, k).map(|v| v as u32)
+pub fn number_u32(j: &Json, k: &str) -> Option<u32> {
+    number(j, k).map(|v| v as u32)
 }
 
-pub fn b(j: &J, k: &str) -> Option<bool> {
-    j.get(k).and_then(J::as_bool)
+pub fn flag(j: &Json, k: &str) -> Option<bool> {
+    j.get(k).and_then(Json::as_bool)
 }
 
-pub fn strs(j: &J, k: &str) -> Option<Vec<String>> {
-    j.get(k)
-        .and_then(J::as_array)
-        .map(|a| a.iter().filter_map(J::as_str).map(str::to_owned).collect())
+pub fn texts(j: &Json, k: &str) -> Option<Vec<String>> {
+    j.get(k).and_then(Json::as_array).map(|a| {
+        a.iter()
+            .filter_map(Json::as_str)
+            .map(str::to_owned)
+            .collect()
+    })
 }
 
-pub fn labels(j: &J) -> Option<BTreeMap<String, String>> {
-    j.get("labels").and_then(J::as_object).map(|m| {
+pub fn labels(j: &Json) -> Option<BTreeMap<String, String>> {
+    j.get("labels").and_then(Json::as_object).map(|m| {
         m.iter()
             .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_owned()))
             .collect()
@@ -225,31 +234,31 @@ pub fn labels(j: &J) -> Option<BTreeMap<String, String>> {
 
 /// Labels as the state holds them: none is null (as a configuration
 /// without `labels` says).
-pub fn labels_json(l: &BTreeMap<String, String>) -> J {
+pub fn labels_json(l: &BTreeMap<String, String>) -> Json {
     if l.is_empty() {
-        J::Null
+        Json::Null
     } else {
         serde_json::to_value(l).unwrap_or_default()
     }
 }
 
 /// Whether attribute `k` differs between two states.
-pub fn changed(prior: &J, planned: &J, k: &str) -> bool {
+pub fn changed(prior: &Json, planned: &Json, k: &str) -> bool {
     prior.get(k) != planned.get(k)
 }
 
 /// The rename and/or relabel a plan makes (VMs and networks share the
 /// request), if any.
 pub fn rename_relabel(
-    prior: &J,
-    planned: &J,
+    prior: &Json,
+    planned: &Json,
 ) -> Option<meson_client::types::requests::VmUpdateRequest> {
     let (name, labels_changed) = (
         changed(prior, planned, "name"),
         changed(prior, planned, "labels"),
     );
     (name || labels_changed).then(|| meson_client::types::requests::VmUpdateRequest {
-        name: if name { s(planned, "name") } else { None },
+        name: if name { text(planned, "name") } else { None },
         labels: labels_changed.then(|| labels(planned).unwrap_or_default()),
     })
 }
@@ -267,8 +276,8 @@ pub async fn wait(c: &Client, ids: &[Uuid], limit: Duration, fields: FieldMap) -
 }
 
 /// An object of `(name, value)` pairs.
-pub fn obj<const N: usize>(pairs: [(&str, J); N]) -> J {
-    J::Object(
+pub fn obj<const N: usize>(pairs: [(&str, Json); N]) -> Json {
+    Json::Object(
         pairs
             .into_iter()
             .map(|(k, v)| (k.to_owned(), v))

@@ -1,6 +1,6 @@
 //! `meson_network`: a private network VMs attach to.
 
-use super::{J, b, id, labels, labels_json, obj, s, wait};
+use super::{Json, flag, id, labels, labels_json, obj, text, wait};
 use crate::diag::{Failure, Res, map_field};
 use crate::schema::{Attr, Block, Step, timeouts_block};
 use crate::value::Ty;
@@ -62,17 +62,17 @@ pub fn field(f: &str) -> Option<Vec<Step>> {
     )
 }
 
-fn to_json(n: &Network) -> J {
+fn to_json(n: &Network) -> Json {
     obj([
-        ("id", J::from(n.id.to_string())),
-        ("name", J::from(n.name.clone())),
-        ("cidr", J::from(n.cidr.clone())),
-        ("dhcp", J::from(n.dhcp)),
-        ("gateway", J::from(n.gateway.clone())),
-        ("start_address", J::from(n.range.start.clone())),
-        ("last_address", J::from(n.range.last.clone())),
+        ("id", Json::from(n.id.to_string())),
+        ("name", Json::from(n.name.clone())),
+        ("cidr", Json::from(n.cidr.clone())),
+        ("dhcp", Json::from(n.dhcp)),
+        ("gateway", Json::from(n.gateway.clone())),
+        ("start_address", Json::from(n.range.start.clone())),
+        ("last_address", Json::from(n.range.last.clone())),
         ("labels", labels_json(&n.labels)),
-        ("status", J::from(n.status.clone())),
+        ("status", Json::from(n.status.clone())),
     ])
 }
 
@@ -80,14 +80,14 @@ fn err(e: meson_client::Error) -> Failure {
     Failure::from_client(e, field)
 }
 
-pub async fn create(c: &Client, p: &J) -> Res<J> {
+pub async fn create(c: &Client, p: &Json) -> Res<Json> {
     let req = NetworkCreateRequest {
-        name: s(p, "name").unwrap_or_default(),
-        cidr: s(p, "cidr").unwrap_or_default(),
-        dhcp: b(p, "dhcp"),
-        gateway: s(p, "gateway"),
-        start_address: s(p, "start_address"),
-        last_address: s(p, "last_address"),
+        name: text(p, "name").unwrap_or_default(),
+        cidr: text(p, "cidr").unwrap_or_default(),
+        dhcp: flag(p, "dhcp"),
+        gateway: text(p, "gateway"),
+        start_address: text(p, "start_address"),
+        last_address: text(p, "last_address"),
         labels: labels(p),
         ..NetworkCreateRequest::default()
     };
@@ -95,7 +95,7 @@ pub async fn create(c: &Client, p: &J) -> Res<J> {
     Ok(to_json(&n))
 }
 
-pub async fn read(c: &Client, state: &J) -> Res<Option<J>> {
+pub async fn read(c: &Client, state: &Json) -> Res<Option<Json>> {
     match c.network_get(id(state)?).await {
         Ok(n) => Ok(Some(to_json(&n))),
         Err(e) if e.code() == Some("not_found") => Ok(None),
@@ -103,7 +103,7 @@ pub async fn read(c: &Client, state: &J) -> Res<Option<J>> {
     }
 }
 
-pub async fn update(c: &Client, prior: &J, p: &J) -> Res<J> {
+pub async fn update(c: &Client, prior: &Json, p: &Json) -> Res<Json> {
     let id = id(prior)?;
     if let Some(req) = super::rename_relabel(prior, p) {
         c.network_update(id, &req).await.map_err(err)?;
@@ -111,7 +111,7 @@ pub async fn update(c: &Client, prior: &J, p: &J) -> Res<J> {
     Ok(to_json(&c.network_get(id).await.map_err(err)?))
 }
 
-pub async fn delete(c: &Client, prior: &J, t: Duration) -> Res<()> {
+pub async fn delete(c: &Client, prior: &Json, t: Duration) -> Res<()> {
     let a = c.network_delete(id(prior)?).await.map_err(err)?;
     wait(c, &[a.id], t, field).await
 }

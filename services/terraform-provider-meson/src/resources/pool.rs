@@ -1,7 +1,7 @@
 //! `meson_node_pool`: a cluster's further worker pool (the first is the
 //! cluster's `default_pool`: meson makes a cluster with at least one).
 
-use super::{J, b, changed, labels, n, n32, obj, parse_id, s, strs, wait};
+use super::{Json, changed, flag, labels, number, number_u32, obj, parse_id, text, texts, wait};
 use crate::diag::{Failure, Res, map_field};
 use crate::schema::{Attr, Block, Step, timeouts_block};
 use crate::value::Ty;
@@ -79,39 +79,39 @@ fn err(e: meson_client::Error) -> Failure {
 }
 
 /// A pool as the state holds it.
-pub fn pool_json(p: &Pool) -> J {
+pub fn pool_json(p: &Pool) -> Json {
     obj([
-        ("id", J::from(p.id.to_string())),
-        ("name", J::from(p.name.clone())),
-        ("desired_nodes", J::from(p.desired_nodes)),
-        ("min_nodes", J::from(p.min_nodes)),
-        ("max_nodes", J::from(p.max_nodes)),
-        ("autoscale", J::from(p.autoscale)),
-        ("cpu", J::from(p.specs.cpu)),
-        ("ram", J::from(p.specs.ram)),
-        ("storage", J::from(p.specs.storage)),
-        ("gpu", J::from(p.specs.gpu)),
-        ("billing", J::from(p.billing.clone())),
+        ("id", Json::from(p.id.to_string())),
+        ("name", Json::from(p.name.clone())),
+        ("desired_nodes", Json::from(p.desired_nodes)),
+        ("min_nodes", Json::from(p.min_nodes)),
+        ("max_nodes", Json::from(p.max_nodes)),
+        ("autoscale", Json::from(p.autoscale)),
+        ("cpu", Json::from(p.specs.cpu)),
+        ("ram", Json::from(p.specs.ram)),
+        ("storage", Json::from(p.specs.storage)),
+        ("gpu", Json::from(p.specs.gpu)),
+        ("billing", Json::from(p.billing.clone())),
         ("labels", super::labels_json(&p.labels)),
         (
             "taints",
             if p.taints.is_empty() {
-                J::Null
+                Json::Null
             } else {
-                J::from(p.taints.clone())
+                Json::from(p.taints.clone())
             },
         ),
-        ("current_nodes", J::from(p.current_nodes)),
+        ("current_nodes", Json::from(p.current_nodes)),
     ])
 }
 
 /// The request for a pool from its planned values.
-pub fn pool_request(p: &J) -> Res<NodePoolRequest> {
-    let taints = strs(p, "taints")
+pub fn pool_request(p: &Json) -> Res<NodePoolRequest> {
+    let taints = texts(p, "taints")
         .map(|l| {
             l.into_iter()
                 .map(|t| {
-                    serde_json::from_value::<TaintRequest>(J::from(t.clone())).map_err(|e| {
+                    serde_json::from_value::<TaintRequest>(Json::from(t.clone())).map_err(|e| {
                         Failure::msg(format!("bad taint {t:?}: {e}"), "write key=value:Effect")
                     })
                 })
@@ -119,19 +119,19 @@ pub fn pool_request(p: &J) -> Res<NodePoolRequest> {
         })
         .transpose()?;
     let specs = NodeSpecsRequest {
-        cpu: n32(p, "cpu"),
-        ram: n(p, "ram"),
-        storage: n32(p, "storage"),
-        gpu: n32(p, "gpu"),
+        cpu: number_u32(p, "cpu"),
+        ram: number(p, "ram"),
+        storage: number_u32(p, "storage"),
+        gpu: number_u32(p, "gpu"),
     };
     Ok(NodePoolRequest {
-        pool_name: s(p, "name").unwrap_or_default(),
-        autoscale: b(p, "autoscale"),
-        min_nodes: n32(p, "min_nodes"),
-        max_nodes: n32(p, "max_nodes"),
-        desired_nodes: n32(p, "desired_nodes"),
+        pool_name: text(p, "name").unwrap_or_default(),
+        autoscale: flag(p, "autoscale"),
+        min_nodes: number_u32(p, "min_nodes"),
+        max_nodes: number_u32(p, "max_nodes"),
+        desired_nodes: number_u32(p, "desired_nodes"),
         specs: (specs != NodeSpecsRequest::default()).then_some(specs),
-        billing: s(p, "billing"),
+        billing: text(p, "billing"),
         labels: labels(p),
         taints,
     })
@@ -142,8 +142,8 @@ pub async fn resize(
     c: &Client,
     cluster: Uuid,
     pool: Uuid,
-    prior: &J,
-    p: &J,
+    prior: &Json,
+    p: &Json,
     t: Duration,
     fields: crate::diag::FieldMap,
 ) -> Res<()> {
@@ -153,11 +153,15 @@ pub async fn resize(
     }
     let req = NodePoolUpdateRequest {
         desired_nodes: ch("desired_nodes")
-            .then(|| n32(p, "desired_nodes"))
+            .then(|| number_u32(p, "desired_nodes"))
             .flatten(),
-        min_nodes: ch("min_nodes").then(|| n32(p, "min_nodes")).flatten(),
-        max_nodes: ch("max_nodes").then(|| n32(p, "max_nodes")).flatten(),
-        autoscale: ch("autoscale").then(|| b(p, "autoscale")).flatten(),
+        min_nodes: ch("min_nodes")
+            .then(|| number_u32(p, "min_nodes"))
+            .flatten(),
+        max_nodes: ch("max_nodes")
+            .then(|| number_u32(p, "max_nodes"))
+            .flatten(),
+        autoscale: ch("autoscale").then(|| flag(p, "autoscale")).flatten(),
     };
     let r = c
         .pool_update(cluster, pool, &req)
@@ -169,20 +173,20 @@ pub async fn resize(
     Ok(())
 }
 
-fn ids(state: &J) -> Res<(Uuid, Uuid)> {
+fn ids(state: &Json) -> Res<(Uuid, Uuid)> {
     Ok((
-        parse_id(&s(state, "cluster_id").unwrap_or_default())?,
-        parse_id(&s(state, "id").unwrap_or_default())?,
+        parse_id(&text(state, "cluster_id").unwrap_or_default())?,
+        parse_id(&text(state, "id").unwrap_or_default())?,
     ))
 }
 
-fn with_cluster(mut j: J, cluster: Uuid) -> J {
-    j["cluster_id"] = J::from(cluster.to_string());
+fn with_cluster(mut j: Json, cluster: Uuid) -> Json {
+    j["cluster_id"] = Json::from(cluster.to_string());
     j
 }
 
-pub async fn create(c: &Client, p: &J, t: Duration, notes: &mut super::Notes) -> Res<J> {
-    let cluster = parse_id(&s(p, "cluster_id").unwrap_or_default())
+pub async fn create(c: &Client, p: &Json, t: Duration, notes: &mut super::Notes) -> Res<Json> {
+    let cluster = parse_id(&text(p, "cluster_id").unwrap_or_default())
         .map_err(|f| f.at(vec![Step::Attr("cluster_id".into())]))?;
     let r = c
         .pool_create(cluster, &pool_request(p)?)
@@ -199,7 +203,7 @@ pub async fn create(c: &Client, p: &J, t: Duration, notes: &mut super::Notes) ->
     Ok(with_cluster(pool_json(&pool), cluster))
 }
 
-pub async fn read(c: &Client, state: &J) -> Res<Option<J>> {
+pub async fn read(c: &Client, state: &Json) -> Res<Option<Json>> {
     let (cluster, pool) = ids(state)?;
     match c.pool_get(cluster, pool).await {
         Ok(p) => Ok(Some(with_cluster(pool_json(&p), cluster))),
@@ -208,14 +212,14 @@ pub async fn read(c: &Client, state: &J) -> Res<Option<J>> {
     }
 }
 
-pub async fn update(c: &Client, prior: &J, p: &J, t: Duration) -> Res<J> {
+pub async fn update(c: &Client, prior: &Json, p: &Json, t: Duration) -> Res<Json> {
     let (cluster, pool) = ids(prior)?;
     resize(c, cluster, pool, prior, p, t, field).await?;
     let now = c.pool_get(cluster, pool).await.map_err(err)?;
     Ok(with_cluster(pool_json(&now), cluster))
 }
 
-pub async fn delete(c: &Client, prior: &J, t: Duration) -> Res<()> {
+pub async fn delete(c: &Client, prior: &Json, t: Duration) -> Res<()> {
     let (cluster, pool) = ids(prior)?;
     let a = c.pool_delete(cluster, pool).await.map_err(err)?;
     wait(c, &[a.id], t, field).await

@@ -1,6 +1,8 @@
 //! `meson_vm`: a virtual machine, the fields of meson's VM request typed.
 
-use super::{J, b, changed, id, labels, labels_json, n, n32, obj, s, strs, wait};
+use super::{
+    Json, changed, flag, id, labels, labels_json, number, number_u32, obj, text, texts, wait,
+};
 use crate::diag::{Failure, Res, map_field};
 use crate::schema::{Attr, Block, Nested, Nesting, Step, timeouts_block};
 use crate::value::Ty;
@@ -110,7 +112,7 @@ fn power_state(status: &str) -> &'static str {
     }
 }
 
-fn to_json(vm: &Vm) -> J {
+fn to_json(vm: &Vm) -> Json {
     let sp = &vm.specs;
     let standalone: Vec<String> = vm
         .volumes
@@ -118,31 +120,36 @@ fn to_json(vm: &Vm) -> J {
         .filter(|v| v.standalone)
         .map(|v| v.id.to_string())
         .collect();
-    let data: Vec<J> = vm
+    let data: Vec<Json> = vm
         .volumes
         .iter()
         .filter(|v| v.kind == "data" && !v.standalone)
-        .map(|v| obj([("name", J::from(v.name.clone())), ("size", J::from(v.size))]))
+        .map(|v| {
+            obj([
+                ("name", Json::from(v.name.clone())),
+                ("size", Json::from(v.size)),
+            ])
+        })
         .collect();
     obj([
-        ("id", J::from(vm.id.to_string())),
-        ("name", J::from(vm.name.clone())),
-        ("cores", J::from(sp.cores)),
-        ("memory_mib", J::from(sp.memory_mib)),
-        ("threads_per_core", J::from(sp.threads_per_core)),
-        ("smt", J::from(sp.smt)),
-        ("min_frequency", J::from(sp.min_frequency_ghz)),
-        ("arch", J::from(sp.arch.clone())),
-        ("cpu_flags", J::from(sp.flags.clone())),
-        ("require_ecc", J::from(sp.require_ecc)),
-        ("os", J::from(sp.os_distribution.clone())),
-        ("ssh_keys", J::from(sp.ssh_keys.clone())),
-        ("provider_name", J::from(sp.requested_provider.clone())),
-        ("continent", J::from(sp.requested_continent.clone())),
-        ("region", J::from(sp.requested_region.clone())),
+        ("id", Json::from(vm.id.to_string())),
+        ("name", Json::from(vm.name.clone())),
+        ("cores", Json::from(sp.cores)),
+        ("memory_mib", Json::from(sp.memory_mib)),
+        ("threads_per_core", Json::from(sp.threads_per_core)),
+        ("smt", Json::from(sp.smt)),
+        ("min_frequency", Json::from(sp.min_frequency_ghz)),
+        ("arch", Json::from(sp.arch.clone())),
+        ("cpu_flags", Json::from(sp.flags.clone())),
+        ("require_ecc", Json::from(sp.require_ecc)),
+        ("os", Json::from(sp.os_distribution.clone())),
+        ("ssh_keys", Json::from(sp.ssh_keys.clone())),
+        ("provider_name", Json::from(sp.requested_provider.clone())),
+        ("continent", Json::from(sp.requested_continent.clone())),
+        ("region", Json::from(sp.requested_region.clone())),
         (
             "networks",
-            J::from(
+            Json::from(
                 vm.private_net
                     .iter()
                     .map(|p| p.network.to_string())
@@ -152,42 +159,42 @@ fn to_json(vm: &Vm) -> J {
         (
             "attached_volumes",
             if standalone.is_empty() {
-                J::Null
+                Json::Null
             } else {
-                J::from(standalone)
+                Json::from(standalone)
             },
         ),
         ("labels", labels_json(&vm.labels)),
-        ("power_state", J::from(power_state(&vm.status))),
-        ("status", J::from(vm.status.clone())),
-        ("placed_provider", J::from(vm.provider.clone())),
-        ("placed_region", J::from(vm.region.clone())),
-        ("host", J::from(vm.host.clone())),
-        ("ipv4", J::from(vm.ipv4.clone())),
-        ("volume", J::Array(data)),
+        ("power_state", Json::from(power_state(&vm.status))),
+        ("status", Json::from(vm.status.clone())),
+        ("placed_provider", Json::from(vm.provider.clone())),
+        ("placed_region", Json::from(vm.region.clone())),
+        ("host", Json::from(vm.host.clone())),
+        ("ipv4", Json::from(vm.ipv4.clone())),
+        ("volume", Json::Array(data)),
     ])
 }
 
-fn ids(p: &J, k: &str) -> Res<Option<Vec<Uuid>>> {
-    strs(p, k)
+fn ids(p: &Json, k: &str) -> Res<Option<Vec<Uuid>>> {
+    texts(p, k)
         .map(|l| l.iter().map(|s| super::parse_id(s)).collect())
         .transpose()
 }
 
-fn request(p: &J) -> Res<VmCreateRequest> {
+fn request(p: &Json) -> Res<VmCreateRequest> {
     let volumes: Option<Vec<VolumeRequest>> = p
         .get("volume")
-        .and_then(J::as_array)
+        .and_then(Json::as_array)
         .filter(|a| !a.is_empty())
         .map(|a| {
             a.iter()
                 .map(|v| VolumeRequest {
-                    name: s(v, "name").unwrap_or_default(),
-                    size: n32(v, "size").unwrap_or_default(),
-                    private: b(v, "private"),
-                    shareable: b(v, "shareable"),
-                    bootable: b(v, "bootable"),
-                    readonly: b(v, "readonly"),
+                    name: text(v, "name").unwrap_or_default(),
+                    size: number_u32(v, "size").unwrap_or_default(),
+                    private: flag(v, "private"),
+                    shareable: flag(v, "shareable"),
+                    bootable: flag(v, "bootable"),
+                    readonly: flag(v, "readonly"),
                 })
                 .collect()
         });
@@ -195,32 +202,32 @@ fn request(p: &J) -> Res<VmCreateRequest> {
         specs: VmRequestSpecs {
             req: VmRequirements {
                 cpu: CpuRequest {
-                    smt_enabled: b(p, "smt"),
-                    number_of_cores: n32(p, "cores").unwrap_or_default(),
-                    number_of_threads: n32(p, "threads_per_core"),
-                    min_frequency: p.get("min_frequency").and_then(J::as_f64),
-                    arch: strs(p, "arch").map(CpuArch),
-                    flags: strs(p, "cpu_flags"),
+                    smt_enabled: flag(p, "smt"),
+                    number_of_cores: number_u32(p, "cores").unwrap_or_default(),
+                    number_of_threads: number_u32(p, "threads_per_core"),
+                    min_frequency: p.get("min_frequency").and_then(Json::as_f64),
+                    arch: texts(p, "arch").map(CpuArch),
+                    flags: texts(p, "cpu_flags"),
                 },
                 mem: MemRequest {
-                    capacity: n(p, "memory_mib").unwrap_or_default(),
-                    require_ecc: b(p, "require_ecc"),
+                    capacity: number(p, "memory_mib").unwrap_or_default(),
+                    require_ecc: flag(p, "require_ecc"),
                 },
                 pci: None,
-                misc: s(p, "os").map(|os| MiscRequest {
+                misc: text(p, "os").map(|os| MiscRequest {
                     os_distribution: Some(os),
                 }),
             },
             volumes,
-            authentication: strs(p, "ssh_keys").map(|keys| VmAuthentication {
+            authentication: texts(p, "ssh_keys").map(|keys| VmAuthentication {
                 ssh_key: None,
                 ssh_keys: Some(keys),
             }),
-            vm_name: s(p, "name").unwrap_or_default(),
+            vm_name: text(p, "name").unwrap_or_default(),
         },
-        provider: s(p, "provider_name"),
-        continent: s(p, "continent"),
-        region: s(p, "region"),
+        provider: text(p, "provider_name"),
+        continent: text(p, "continent"),
+        region: text(p, "region"),
         labels: labels(p),
         networks: ids(p, "networks")?,
         volumes: ids(p, "attached_volumes")?,
@@ -238,8 +245,8 @@ async fn power(c: &Client, id: Uuid, to: &str, t: Duration) -> Res<()> {
 }
 
 /// `power_state`, when given, is `running` or `stopped`.
-pub fn check_power_state(p: &J) -> Res<()> {
-    match s(p, "power_state").as_deref() {
+pub fn check_power_state(p: &Json) -> Res<()> {
+    match text(p, "power_state").as_deref() {
         None | Some("running" | "stopped") => Ok(()),
         Some(other) => Err(Failure::msg(
             format!("power_state must be running or stopped, got {other:?}"),
@@ -249,7 +256,7 @@ pub fn check_power_state(p: &J) -> Res<()> {
     }
 }
 
-pub async fn create(c: &Client, p: &J, t: Duration, notes: &mut super::Notes) -> Res<J> {
+pub async fn create(c: &Client, p: &Json, t: Duration, notes: &mut super::Notes) -> Res<Json> {
     check_power_state(p)?;
     let r = c.vm_create(&request(p)?).await.map_err(err)?;
     notes.extend(r.warnings);
@@ -259,7 +266,7 @@ pub async fn create(c: &Client, p: &J, t: Duration, notes: &mut super::Notes) ->
     wait(c, &actions, t, field)
         .await
         .map_err(|f| f.created(id))?;
-    if s(p, "power_state").as_deref() == Some("stopped") {
+    if text(p, "power_state").as_deref() == Some("stopped") {
         power(c, id, "stopped", t)
             .await
             .map_err(|f| f.created(id))?;
@@ -267,7 +274,7 @@ pub async fn create(c: &Client, p: &J, t: Duration, notes: &mut super::Notes) ->
     Ok(to_json(&c.vm_get(r.vm.id).await.map_err(err)?))
 }
 
-pub async fn read(c: &Client, state: &J) -> Res<Option<J>> {
+pub async fn read(c: &Client, state: &Json) -> Res<Option<Json>> {
     match c.vm_get(id(state)?).await {
         Ok(vm) if vm.status == "deleting" => Ok(None),
         Ok(vm) => Ok(Some(to_json(&vm))),
@@ -276,20 +283,20 @@ pub async fn read(c: &Client, state: &J) -> Res<Option<J>> {
     }
 }
 
-pub async fn update(c: &Client, prior: &J, p: &J, t: Duration) -> Res<J> {
+pub async fn update(c: &Client, prior: &Json, p: &Json, t: Duration) -> Res<Json> {
     let id = id(prior)?;
     if let Some(req) = super::rename_relabel(prior, p) {
         c.vm_update(id, &req).await.map_err(err)?;
     }
     if changed(prior, p, "power_state")
-        && let Some(to) = s(p, "power_state")
+        && let Some(to) = text(p, "power_state")
     {
         power(c, id, &to, t).await?;
     }
     Ok(to_json(&c.vm_get(id).await.map_err(err)?))
 }
 
-pub async fn delete(c: &Client, prior: &J, t: Duration) -> Res<()> {
+pub async fn delete(c: &Client, prior: &Json, t: Duration) -> Res<()> {
     let a = c.vm_delete(id(prior)?).await.map_err(err)?;
     wait(c, &[a.id], t, field).await
 }
