@@ -12,6 +12,7 @@ pub mod action;
 pub mod admin;
 pub mod catalog;
 pub mod cluster;
+pub mod common;
 pub mod dev;
 pub mod error;
 pub mod kaas;

@@ -9,6 +9,9 @@
 //! accepted. Change them with `meson-core/src/vm.rs` and `parse.rs`.
 
 use crate::action::ActionStatus;
+pub use crate::common::{
+    AbbreviatedId, ActionSort, CursorQuery, Labels, LabelsRequest, LenientBool, PageQuery, VmSort,
+};
 use crate::lenient;
 use crate::vm::VmStatus;
 use crate::volume::VolumeKind;
@@ -19,14 +22,6 @@ use utoipa::openapi::RefOr;
 use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, OneOfBuilder, Schema, Type};
 use utoipa::{IntoParams, PartialSchema, ToSchema};
 use uuid::Uuid;
-
-/// A label value: empty, or alphanumerics, `-`, `_` and `.` between alphanumerics.
-const LABEL_VALUE: &str = "^([A-Za-z0-9]([A-Za-z0-9_.-]*[A-Za-z0-9])?)?$";
-/// A label key: an optional DNS-subdomain prefix and `/`, then a name.
-const LABEL_KEY: &str = "^([a-z0-9]([a-z0-9-]*[a-z0-9])?(\\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*/)?[A-Za-z0-9]([A-Za-z0-9_.-]*[A-Za-z0-9])?$";
-
-/// Labels as a request carries them (see [`LabelsRequest`] for the rules).
-pub type Labels = BTreeMap<String, String>;
 
 /// The canonical VM payload (docs/payloads.md), with a public key that works.
 pub fn vm_create_example() -> serde_json::Value {
@@ -342,80 +337,6 @@ pub struct VmUpdateRequest {
     pub labels: Option<Labels>,
 }
 
-/// Labels: up to 64, keys `[prefix/]name` and values as in Kubernetes (63
-/// characters at most: alphanumerics, `-`, `_`, `.`); the prefix
-/// `meson.elemento.cloud/` is reserved. The schema of [`Labels`] fields.
-pub struct LabelsRequest;
-
-impl PartialSchema for LabelsRequest {
-    fn schema() -> RefOr<Schema> {
-        ObjectBuilder::new()
-            .schema_type(Type::Object)
-            .additional_properties(Some(
-                ObjectBuilder::new()
-                    .schema_type(Type::String)
-                    .max_length(Some(63))
-                    .pattern(Some(LABEL_VALUE)),
-            ))
-            .property_names(Some(
-                ObjectBuilder::new()
-                    .schema_type(Type::String)
-                    .max_length(Some(317))
-                    .pattern(Some(LABEL_KEY)),
-            ))
-            .max_properties(Some(64))
-            .examples([serde_json::json!({"env": "prod", "example.com/team": "infra"})])
-            .into()
-    }
-}
-
-impl ToSchema for LabelsRequest {}
-
-/// An id, or 8 or more of its first or last hex digits (hyphens where the
-/// id has them, or none). The schema of ids that may be abbreviated.
-pub struct AbbreviatedId;
-
-impl PartialSchema for AbbreviatedId {
-    fn schema() -> RefOr<Schema> {
-        ObjectBuilder::new()
-            .schema_type(Type::String)
-            .pattern(Some("^[0-9a-fA-F](-?[0-9a-fA-F]){7,31}$"))
-            .examples(["cf197d66", "019ad0c2-7b1e-7c3a-9f00-12cf197d66ab"])
-            .into()
-    }
-}
-
-impl ToSchema for AbbreviatedId {}
-
-/// A boolean as clients send it: a JSON boolean, the string `"true"` or
-/// `"false"` in any case (`"True"`, `"FALSE"`), or 0/1. The schema of the
-/// `Option<bool>` fields read with [`lenient::opt_bool`].
-pub struct LenientBool;
-
-impl PartialSchema for LenientBool {
-    fn schema() -> RefOr<Schema> {
-        OneOfBuilder::new()
-            .item(ObjectBuilder::new().schema_type(Type::Boolean))
-            .item(
-                ObjectBuilder::new()
-                    .schema_type(Type::String)
-                    .pattern(Some("^([Tt][Rr][Uu][Ee]|[Ff][Aa][Ll][Ss][Ee])$"))
-                    .examples(["True", "False"]),
-            )
-            .item(
-                ObjectBuilder::new()
-                    .schema_type(Type::Integer)
-                    .enum_values(Some([0, 1])),
-            )
-            .description(Some(
-                "A boolean: true/false, \"True\"/\"False\" (any case) or 0/1.",
-            ))
-            .into()
-    }
-}
-
-impl ToSchema for LenientBool {}
-
 /// Acceptable CPU architectures (`X86_64`, `ARM_8`, ...). Clients may send
 /// one as a string or a list; it serializes as a list.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -585,29 +506,6 @@ impl PartialSchema for PciDevices {
 
 impl ToSchema for PciDevices {}
 
-/// `page` and `per_page` of a list.
-#[derive(IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct PageQuery {
-    /// Page number, from 1.
-    #[param(minimum = 1, default = 1)]
-    pub page: Option<u32>,
-    /// Entries per page.
-    #[param(minimum = 1, maximum = 50, default = 25)]
-    pub per_page: Option<u32>,
-}
-
-/// `cursor` of a list that pages by keyset as well as by number.
-#[derive(IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct CursorQuery {
-    /// The page after this cursor: a `meta.pagination.next_cursor`, taken
-    /// back with the same filters and sort (not with `page`). Any page costs
-    /// the same this way, and rows created or deleted meanwhile neither
-    /// repeat nor skip the others.
-    pub cursor: Option<String>,
-}
-
 /// `GET /v1/vms` filters.
 #[derive(IntoParams)]
 #[into_params(parameter_in = Query)]
@@ -623,38 +521,6 @@ pub struct VmListQuery {
     #[param(max_items = 2, value_type = Option<Vec<VmSort>>)]
     pub sort: Option<Vec<String>>,
 }
-
-/// A sort key of `GET /v1/vms`.
-pub struct VmSort;
-
-impl PartialSchema for VmSort {
-    fn schema() -> RefOr<Schema> {
-        ObjectBuilder::new()
-            .schema_type(Type::String)
-            .pattern(Some("^(id|name|status|created)(:(asc|desc))?$"))
-            .examples(["created:desc"])
-            .into()
-    }
-}
-
-impl ToSchema for VmSort {}
-
-/// A sort key of action lists.
-pub struct ActionSort;
-
-impl PartialSchema for ActionSort {
-    fn schema() -> RefOr<Schema> {
-        ObjectBuilder::new()
-            .schema_type(Type::String)
-            .pattern(Some(
-                "^(id|command|status|progress|started|finished)(:(asc|desc))?$",
-            ))
-            .examples(["started:desc"])
-            .into()
-    }
-}
-
-impl ToSchema for ActionSort {}
 
 /// `GET /v1/actions`: the actions to read, by id.
 #[derive(IntoParams)]
