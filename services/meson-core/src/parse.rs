@@ -6,6 +6,7 @@
 //! the dotted path of every value it reads.
 
 use crate::error::FieldErrors;
+use meson_types::lenient::Integer;
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::ops::RangeInclusive;
@@ -275,31 +276,24 @@ impl Parser {
                 range.end()
             )
         };
-        let Value::Number(num) = v else {
-            self.errors
-                .add(path, format!("must be an integer, got {}", kind(v)));
-            return None;
-        };
-        if let Some(n) = num.as_i64() {
-            if range.contains(&n) {
-                return Some(n);
-            }
-            self.errors.add(path, out_of_range(&n));
-            return None;
-        }
-        // Beyond i64 (a u64 or a float): integral floats within f64's exact
-        // integers are fine, anything else integral is simply out of range.
-        match num.as_f64() {
-            Some(f) if f.fract() == 0.0 && f.abs() < 9e15 && range.contains(&(f as i64)) => {
-                Some(f as i64)
-            }
-            Some(f) if f.fract() == 0.0 || num.is_u64() => {
-                self.errors.add(path, out_of_range(num));
+        match meson_types::lenient::integer(v) {
+            Integer::Value(n) if range.contains(&n) => Some(n),
+            Integer::Value(n) => {
+                self.errors.add(path, out_of_range(&n));
                 None
             }
-            _ => {
+            Integer::TooLarge => {
+                self.errors.add(path, out_of_range(&v));
+                None
+            }
+            Integer::Fraction => {
                 self.errors
-                    .add(path, format!("must be an integer, got the fraction {num}"));
+                    .add(path, format!("must be an integer, got the fraction {v}"));
+                None
+            }
+            Integer::NotANumber => {
+                self.errors
+                    .add(path, format!("must be an integer, got {}", kind(v)));
                 None
             }
         }

@@ -45,31 +45,78 @@ pub fn opt_bool<'de, D: Deserializer<'de>>(d: D) -> Result<Option<bool>, D::Erro
     }
 }
 
-/// An integer, also written as an integral float.
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum AnyInt {
-    Int(i64),
-    Float(f64),
+/// How a JSON value reads as an integer: the one rule for integers as
+/// clients send them, which meson-core's request reader and the typed
+/// requests both apply. Any JSON number without a fraction is an integer
+/// (`4096`, `4096.0`, `4.096e3`), within f64's exact integers when written
+/// as a float.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Integer {
+    Value(i64),
+    /// A number with a fractional part.
+    Fraction,
+    /// An integral number beyond what meson counts in.
+    TooLarge,
+    /// Not a number at all.
+    NotANumber,
 }
 
-fn to_int<T: TryFrom<i64>, E: de::Error>(v: AnyInt) -> Result<T, E> {
-    let n = match v {
-        AnyInt::Int(n) => n,
-        AnyInt::Float(f) if f.fract() == 0.0 && f.abs() < 9e15 => f as i64,
-        AnyInt::Float(f) => return Err(E::invalid_value(Unexpected::Float(f), &"an integer")),
+pub fn integer(v: &serde_json::Value) -> Integer {
+    let serde_json::Value::Number(num) = v else {
+        return Integer::NotANumber;
+    };
+    if let Some(n) = num.as_i64() {
+        return Integer::Value(n);
+    }
+    // Beyond i64 (a u64 or a float): integral floats within f64's exact
+    // integers are fine, anything else integral is simply too large.
+    match num.as_f64() {
+        Some(f) if f.fract() == 0.0 && f.abs() < 9e15 => Integer::Value(f as i64),
+        Some(f) if f.fract() == 0.0 || num.is_u64() => Integer::TooLarge,
+        _ => Integer::Fraction,
+    }
+}
+
+fn to_int<T: TryFrom<i64>, E: de::Error>(v: serde_json::Value) -> Result<T, E> {
+    let n = match integer(&v) {
+        Integer::Value(n) => n,
+        Integer::Fraction => {
+            return Err(E::invalid_value(
+                Unexpected::Float(v.as_f64().unwrap_or(f64::NAN)),
+                &"an integer",
+            ));
+        }
+        Integer::TooLarge => {
+            return Err(E::invalid_value(
+                Unexpected::Other("a number too large"),
+                &"an integer in range",
+            ));
+        }
+        Integer::NotANumber => {
+            let got = match &v {
+                serde_json::Value::String(s) => Unexpected::Str(s),
+                serde_json::Value::Bool(b) => Unexpected::Bool(*b),
+                serde_json::Value::Null => Unexpected::Unit,
+                serde_json::Value::Array(_) => Unexpected::Seq,
+                _ => Unexpected::Map,
+            };
+            return Err(E::invalid_type(got, &"an integer"));
+        }
     };
     T::try_from(n).map_err(|_| E::invalid_value(Unexpected::Signed(n), &"an integer in range"))
 }
 
 /// A required lenient integer.
 pub fn int<'de, D: Deserializer<'de>, T: TryFrom<i64>>(d: D) -> Result<T, D::Error> {
-    to_int(AnyInt::deserialize(d)?)
+    to_int(serde_json::Value::deserialize(d)?)
 }
 
 /// An optional lenient integer; `null` is absent.
 pub fn opt_int<'de, D: Deserializer<'de>, T: TryFrom<i64>>(d: D) -> Result<Option<T>, D::Error> {
-    Option::<AnyInt>::deserialize(d)?.map(to_int).transpose()
+    match Option::<serde_json::Value>::deserialize(d)? {
+        None | Some(serde_json::Value::Null) => Ok(None),
+        Some(v) => to_int(v).map(Some),
+    }
 }
 
 /// A field whose `null` means something (a quota back to its default):
@@ -126,6 +173,35 @@ mod tests {
 
     fn b(v: serde_json::Value) -> Result<(Option<bool>, Option<u32>), serde_json::Error> {
         serde_json::from_value::<B>(v).map(|x| (x.b, x.n))
+    }
+
+    #[test]
+    fn one_integer_rule() {
+        use serde_json::json;
+        for (v, want) in [
+            (json!(4096), Integer::Value(4096)),
+            (json!(4096.0), Integer::Value(4096)),
+            (json!(-3), Integer::Value(-3)),
+            (json!(1.5), Integer::Fraction),
+            (json!(u64::MAX), Integer::TooLarge),
+            (json!(1e300), Integer::TooLarge),
+            (json!("4096"), Integer::NotANumber),
+            (json!(true), Integer::NotANumber),
+            (json!(null), Integer::NotANumber),
+        ] {
+            assert_eq!(integer(&v), want, "{v}");
+        }
+        // The typed requests apply it: a string is refused in serde's words
+        // about integers, not about an untagged enum.
+        let e = serde_json::from_value::<I>(json!({"n": "lots"})).unwrap_err();
+        assert!(e.to_string().contains("expected an integer"), "{e}");
+        assert_eq!(serde_json::from_value::<I>(json!({"n": 7.0})).unwrap().n, Some(7));
+    }
+
+    #[derive(Debug, serde::Deserialize)]
+    struct I {
+        #[serde(default, deserialize_with = "opt_int")]
+        n: Option<u32>,
     }
 
     #[test]
