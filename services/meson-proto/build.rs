@@ -4,22 +4,23 @@
 
 use prost::Message;
 
-const PROTOS: &[&str] = &[
-    "meson/v1/common.proto",
-    "meson/v1/actions.proto",
-    "meson/v1/vms.proto",
-    "meson/v1/volumes.proto",
-    "meson/v1/networks.proto",
-    "meson/v1/clusters.proto",
-    "meson/v1/catalog.proto",
-    "externalgrpc/externalgrpc.proto",
-    "k8s/core.proto",
-];
+/// The cluster-autoscaler's protocol and what it imports, beside meson's
+/// own `meson/v1/*.proto` (found by listing: a new resource's file needs
+/// no registration here).
+const OTHERS: &[&str] = &["externalgrpc/externalgrpc.proto", "k8s/core.proto"];
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../proto");
     println!("cargo:rerun-if-changed={}", root.display());
-    let fds = protox::compile(PROTOS, [&root])?;
+    let mut protos: Vec<String> = std::fs::read_dir(root.join("meson/v1"))?
+        .filter_map(|e| e.ok())
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|n| n.ends_with(".proto"))
+        .map(|n| format!("meson/v1/{n}"))
+        .collect();
+    protos.sort();
+    protos.extend(OTHERS.iter().map(|s| s.to_string()));
+    let fds = protox::compile(&protos, [&root])?;
     let out = std::path::PathBuf::from(std::env::var("OUT_DIR")?);
     // One descriptor set per server: each reflects only what it serves
     // (and the well-known types those files import).

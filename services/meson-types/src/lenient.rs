@@ -195,7 +195,10 @@ mod tests {
         // about integers, not about an untagged enum.
         let e = serde_json::from_value::<I>(json!({"n": "lots"})).unwrap_err();
         assert!(e.to_string().contains("expected an integer"), "{e}");
-        assert_eq!(serde_json::from_value::<I>(json!({"n": 7.0})).unwrap().n, Some(7));
+        assert_eq!(
+            serde_json::from_value::<I>(json!({"n": 7.0})).unwrap().n,
+            Some(7)
+        );
     }
 
     #[derive(Debug, serde::Deserialize)]

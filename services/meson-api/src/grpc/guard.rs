@@ -88,6 +88,43 @@ pub const METHODS: &[(&str, &str)] = &[
     ("/meson.v1.CatalogService/QuoteCluster", "quote_create"),
 ];
 
+/// The API operations gRPC does not carry, each with why: a new resource's
+/// operations go in [`METHODS`] or here (a test holds every operation of
+/// the OpenAPI document to one of the two).
+pub const REST_ONLY: &[(&str, &str)] = &[
+    ("index", "the REST API's own front page"),
+    ("healthz", "process health; gRPC serves grpc.health.v1"),
+    ("readyz", "process readiness; gRPC serves grpc.health.v1"),
+    ("metrics", "Prometheus scrapes HTTP"),
+    ("node_phone_home", "called by a node's cloud-init with curl"),
+    (
+        "kaas_create",
+        "the /v1/kaas alias of cluster_create, for KaaS clients",
+    ),
+    ("audit_list", "an operators' route; mesonctl reaches it"),
+    ("target_list", "an operators' route; mesonctl reaches it"),
+    ("target_get", "an operators' route; mesonctl reaches it"),
+    ("target_create", "an operators' route; mesonctl reaches it"),
+    ("target_update", "an operators' route; mesonctl reaches it"),
+    (
+        "tenant_quota_get",
+        "an operators' route; mesonctl reaches it",
+    ),
+    (
+        "tenant_quota_update",
+        "an operators' route; mesonctl reaches it",
+    ),
+    ("quota_get", "not carried by gRPC yet"),
+    (
+        "cluster_autoscaler_credentials",
+        "the autoscaler's own gRPC (externalgrpc) authenticates with them",
+    ),
+    (
+        "cluster_pool_delete_nodes",
+        "the autoscaler deletes nodes over externalgrpc; meson.v1 lacks it yet",
+    ),
+];
+
 /// Services anyone may call: discovery and health.
 const PUBLIC_SERVICES: &[&str] = &[
     "/grpc.health.v1.Health/",
@@ -366,5 +403,40 @@ mod tests {
             .map(|s| s.to_string())
             .collect();
         assert_eq!(services, listed);
+    }
+
+    /// Every operation of the REST API is a gRPC method's, or is named in
+    /// [`REST_ONLY`] with why: a resource cannot miss gRPC unnoticed.
+    #[test]
+    fn every_operation_is_carried_by_grpc_or_said_not_to_be() {
+        let doc = crate::http::openapi();
+        let ops: std::collections::BTreeSet<String> = doc
+            .paths
+            .paths
+            .values()
+            .flat_map(|item| {
+                [&item.get, &item.post, &item.put, &item.patch, &item.delete]
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|op| op.operation_id.clone())
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        let over_grpc: std::collections::BTreeSet<&str> =
+            METHODS.iter().map(|(_, op)| *op).collect();
+        let missing: Vec<&String> = ops
+            .iter()
+            .filter(|op| !over_grpc.contains(op.as_str()))
+            .filter(|op| !REST_ONLY.iter().any(|(o, _)| o == op))
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "operations neither in grpc::guard::METHODS nor REST_ONLY: {missing:?}"
+        );
+        for (op, why) in REST_ONLY {
+            assert!(ops.contains(*op), "REST_ONLY names no operation: {op}");
+            assert!(!over_grpc.contains(op), "{op} is over gRPC, not REST only");
+            assert!(!why.is_empty());
+        }
     }
 }
