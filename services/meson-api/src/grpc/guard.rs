@@ -91,7 +91,8 @@ pub const METHODS: &[(&str, &str)] = &[
 /// The API operations gRPC does not carry, each with why: a new resource's
 /// operations go in [`METHODS`] or here (a test holds every operation of
 /// the OpenAPI document to one of the two).
-pub const REST_ONLY: &[(&str, &str)] = &[
+#[cfg(test)]
+const REST_ONLY: &[(&str, &str)] = &[
     ("index", "the REST API's own front page"),
     ("healthz", "process health; gRPC serves grpc.health.v1"),
     ("readyz", "process readiness; gRPC serves grpc.health.v1"),
