@@ -52,6 +52,21 @@ pub struct GroupNode {
 }
 
 impl App {
+    /// Runs `f`, one of the autoscaler's calls into this layer, in the
+    /// calling cluster's tenant scope (the database's row-level security
+    /// sees only that tenant's rows), as the gate does for every other call.
+    pub async fn as_autoscaler<F: std::future::Future>(
+        &self,
+        c: &AutoscalerCaller,
+        f: F,
+    ) -> F::Output {
+        meson_db::scope::run(
+            meson_db::scope::Scope::Tenant(c.principal.tenant.clone()),
+            f,
+        )
+        .await
+    }
+
     /// meson's autoscaler CA, made (and sealed with the secrets key) on
     /// first use; replicas racing to make it agree on one.
     pub async fn autoscaler_ca(&self) -> Result<AutoscalerCa> {

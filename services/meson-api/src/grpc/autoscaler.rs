@@ -17,7 +17,6 @@ use crate::state::AppState;
 use meson_core::Error;
 use meson_core::action::Action;
 use meson_core::cluster::{NodePool, NodeStatus};
-use meson_db::scope::{self, Scope};
 use meson_proto::externalgrpc as pb;
 use meson_proto::k8s_core as k8s;
 use prost::Message;
@@ -60,11 +59,6 @@ impl CloudProvider {
         }
     }
 
-    /// Runs `f` in the calling cluster's tenant scope.
-    async fn scoped<F: Future>(c: &AutoscalerCaller, f: F) -> F::Output {
-        scope::run(Scope::Tenant(c.principal.tenant.clone()), f).await
-    }
-
     /// A resize, audited as the autoscaler's `operation` on the group.
     async fn resize<F>(
         &self,
@@ -89,7 +83,7 @@ impl CloudProvider {
                 correlation_id: uuid::Uuid::new_v4().to_string(),
             },
         );
-        let res = Self::scoped(c, f).await;
+        let res = self.0.app.as_autoscaler(c, f).await;
         let status = res.as_ref().err().map(status_of);
         if let Ok(Some(a)) = &res {
             audit.entry.action_id = Some(a.id.0);
@@ -100,7 +94,9 @@ impl CloudProvider {
     }
 
     async fn group(&self, c: &AutoscalerCaller, id: &str) -> Result<NodePool, Status> {
-        Self::scoped(c, self.0.app.autoscaler_group(c, id))
+        self.0
+            .app
+            .as_autoscaler(c, self.0.app.autoscaler_group(c, id))
             .await
             .map_err(|e| status_of(&e))
     }
@@ -208,7 +204,10 @@ impl pb::cloud_provider_server::CloudProvider for CloudProvider {
         req: Request<pb::NodeGroupsRequest>,
     ) -> Answer<pb::NodeGroupsResponse> {
         let c = self.caller(&req).await?;
-        let groups = Self::scoped(&c, self.0.app.autoscaler_groups(&c))
+        let groups = self
+            .0
+            .app
+            .as_autoscaler(&c, self.0.app.autoscaler_groups(&c))
             .await
             .map_err(|e| status_of(&e))?;
         Ok(Response::new(pb::NodeGroupsResponse {
@@ -227,7 +226,10 @@ impl pb::cloud_provider_server::CloudProvider for CloudProvider {
             .as_ref()
             .map(|n| n.provider_id.clone())
             .unwrap_or_default();
-        let group = Self::scoped(&c, self.0.app.autoscaler_group_for_node(&c, &provider_id))
+        let group = self
+            .0
+            .app
+            .as_autoscaler(&c, self.0.app.autoscaler_group_for_node(&c, &provider_id))
             .await
             .map_err(|e| status_of(&e))?;
         Ok(Response::new(pb::NodeGroupForNodeResponse {
@@ -249,12 +251,15 @@ impl pb::cloud_provider_server::CloudProvider for CloudProvider {
             .as_ref()
             .map(|n| n.provider_id.clone())
             .unwrap_or_default();
-        let price = Self::scoped(
-            &c,
-            self.0.app.autoscaler_node_price(&c, &provider_id, hours),
-        )
-        .await
-        .map_err(|e| status_of(&e))?;
+        let price = self
+            .0
+            .app
+            .as_autoscaler(
+                &c,
+                self.0.app.autoscaler_node_price(&c, &provider_id, hours),
+            )
+            .await
+            .map_err(|e| status_of(&e))?;
         Ok(Response::new(pb::PricingNodePriceResponse { price }))
     }
 
@@ -368,7 +373,10 @@ impl pb::cloud_provider_server::CloudProvider for CloudProvider {
     ) -> Answer<pb::NodeGroupNodesResponse> {
         let c = self.caller(&req).await?;
         let g = self.group(&c, &req.get_ref().id).await?;
-        let nodes = Self::scoped(&c, self.0.app.autoscaler_nodes(&c, &g))
+        let nodes = self
+            .0
+            .app
+            .as_autoscaler(&c, self.0.app.autoscaler_nodes(&c, &g))
             .await
             .map_err(|e| status_of(&e))?;
         Ok(Response::new(pb::NodeGroupNodesResponse {
