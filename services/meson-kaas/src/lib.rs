@@ -18,6 +18,7 @@ pub mod autoscaler_pki;
 pub mod bootstrap;
 mod error;
 pub mod pki;
+pub mod sealed;
 pub mod secretbox;
 mod text;
 

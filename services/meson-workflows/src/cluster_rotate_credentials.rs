@@ -71,7 +71,8 @@ async fn update_secrets(
     let changed = change(&mut secrets)?;
     if changed {
         let sealed =
-            nodes::seal(&env.config.secrets_key, cluster.id, &secrets).map_err(kaas_error)?;
+            meson_kaas::sealed::seal_secrets(&env.config.secrets_key, cluster.id, &secrets)
+                .map_err(kaas_error)?;
         meson_db::clusters::set_secrets(&env.pool, cluster.id, &sealed, false).await?;
     }
     Ok(changed)

@@ -5,7 +5,7 @@ use crate::Env;
 use crate::placement::{Offer, survey_reserved};
 use crate::provision;
 use meson_core::Code;
-use meson_core::cluster::{API_PORT, Cluster, Node, NodePool, NodeRole, NodeStatus};
+use meson_core::cluster::{API_PORT, Cluster, Node, NodeRole, NodeStatus};
 use meson_core::kaas::NodeSpecs;
 use meson_core::vm::{Vm, VmStatus};
 use meson_core::volume::VolumeStatus;
@@ -13,14 +13,9 @@ use meson_core::{ActionId, ClusterId, NodeId, TargetId, TenantId};
 use meson_jobs::{StepError, StepResult};
 use meson_kaas::{ClusterBootstrap, ClusterSecrets, NodeBootstrap};
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 use std::net::SocketAddrV4;
 
 /// Associated data binding sealed secrets to their cluster.
-fn aad(cluster: ClusterId) -> Vec<u8> {
-    format!("meson cluster secrets {cluster}").into_bytes()
-}
-
 fn kaas_error(e: meson_kaas::KaasError) -> StepError {
     StepError::internal(format!("cluster secrets: {e}"))
 }
@@ -34,9 +29,8 @@ pub async fn ensure_secrets(env: &Env, cluster: &Cluster) -> StepResult<()> {
         return Ok(());
     }
     let secrets = ClusterSecrets::generate(&cluster.name).map_err(kaas_error)?;
-    let sealed =
-        meson_kaas::secretbox::seal_json(&env.config.secrets_key, &secrets, &aad(cluster.id))
-            .map_err(kaas_error)?;
+    let sealed = meson_kaas::sealed::seal_secrets(&env.config.secrets_key, cluster.id, &secrets)
+        .map_err(kaas_error)?;
     // Two racing attempts: the first write wins and both use it.
     meson_db::clusters::set_secrets(&env.pool, cluster.id, &sealed, true).await?;
     Ok(())
@@ -51,26 +45,7 @@ pub async fn open_secrets(
     let sealed = meson_db::clusters::secrets(pool, cluster)
         .await?
         .ok_or_else(|| StepError::internal("the cluster has no secrets yet"))?;
-    meson_kaas::secretbox::open_json(&env.config.secrets_key, &sealed, &aad(cluster))
-        .map_err(kaas_error)
-}
-
-/// Opens sealed secrets outside a workflow (the API's kubeconfig).
-pub fn open_sealed(
-    key: &meson_kaas::SecretKey,
-    cluster: ClusterId,
-    sealed: &[u8],
-) -> Result<ClusterSecrets, meson_kaas::KaasError> {
-    meson_kaas::secretbox::open_json(key, sealed, &aad(cluster))
-}
-
-/// Seals secrets for storage (rotation).
-pub fn seal(
-    key: &meson_kaas::SecretKey,
-    cluster: ClusterId,
-    secrets: &ClusterSecrets,
-) -> Result<Vec<u8>, meson_kaas::KaasError> {
-    meson_kaas::secretbox::seal_json(key, secrets, &aad(cluster))
+    meson_kaas::sealed::open_secrets(&env.config.secrets_key, cluster, &sealed).map_err(kaas_error)
 }
 
 /// The phone-home URL of a node, with its secret.
@@ -79,11 +54,6 @@ fn phone_home_url(env: &Env, cluster: ClusterId, node: NodeId, secret: &str) -> 
         "{}/v1/clusters/{cluster}/nodes/{node}/phone-home?token={secret}",
         env.config.public_url.trim_end_matches('/')
     )
-}
-
-/// The hash stored for a phone-home secret.
-pub fn phone_home_hash(secret: &str) -> Vec<u8> {
-    Sha256::digest(secret.as_bytes()).to_vec()
 }
 
 /// The cloud-init files of a node: kubeadm user-data for its role, the
@@ -128,12 +98,20 @@ pub async fn cloudinit_files(
     };
     let nics = provision::static_nics(env, vm).await?;
     let secret = random_secret();
-    meson_db::clusters::set_phone_home_hash(&env.pool, node.id, &phone_home_hash(&secret)).await?;
+    meson_db::clusters::set_phone_home_hash(
+        &env.pool,
+        node.id,
+        &meson_kaas::sealed::phone_home_hash(&secret),
+    )
+    .await?;
     let bootstrap = NodeBootstrap {
         name: node.name.clone(),
         role,
         node_ip: nics.first().map(|n| n.address),
-        labels: pool.as_ref().map(node_labels).unwrap_or_default(),
+        labels: pool
+            .as_ref()
+            .map(meson_kaas::sealed::node_labels)
+            .unwrap_or_default(),
         taints: pool.map(|p| p.spec.taints).unwrap_or_default(),
         ssh_authorized_keys: vm.spec.ssh_keys.clone(),
         phone_home_url: phone_home_url(env, cluster.id, node.id, &secret),
@@ -454,21 +432,6 @@ pub async fn replace_node(
     wait_phoned_home(env, new.id).await?;
     remove_node(env, old).await?;
     Ok(meson_db::clusters::node(&env.pool, new.id).await?)
-}
-
-/// The label meson puts on every node of a pool with GPUs (what the
-/// cluster-autoscaler's `GPULabel` names), valued with the GPU's PCI model.
-pub const GPU_LABEL: &str = "meson.elemento.cloud/gpu";
-
-/// The Kubernetes labels of a pool's nodes: the pool's own, and
-/// [`GPU_LABEL`] when its nodes have GPUs.
-pub fn node_labels(pool: &NodePool) -> meson_core::labels::Labels {
-    let mut labels = pool.spec.labels.clone();
-    if pool.spec.specs.gpu > 0 {
-        let (vendor, model) = meson_core::kaas::NODE_GPU_MODEL;
-        labels.insert(GPU_LABEL.to_owned(), format!("{vendor}-{model}"));
-    }
-    labels
 }
 
 /// Parameters of every node workflow.

@@ -259,7 +259,7 @@ impl App {
                           action has progressed"
                     .to_owned(),
             })?;
-        let secrets = meson_workflows::nodes::open_sealed(key, id, &sealed)
+        let secrets = meson_kaas::sealed::open_secrets(key, id, &sealed)
             .map_err(|e| Error::internal(format!("opening cluster secrets: {e}")))?;
         let server = cluster
             .server_url()
@@ -282,7 +282,7 @@ impl App {
         node: NodeId,
         token: &str,
     ) -> Result<()> {
-        let hash = meson_workflows::nodes::phone_home_hash(token);
+        let hash = meson_kaas::sealed::phone_home_hash(token);
         // The node's tenant is not known before its secret is checked: the
         // lookup runs in the system scope, and the secret is the wall.
         let found = meson_db::scope::system(meson_db::clusters::phoned_home(

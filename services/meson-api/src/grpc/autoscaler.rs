@@ -145,9 +145,8 @@ fn instance(n: &GroupNode) -> pb::Instance {
 pub fn template_node(pool: &NodePool) -> k8s::Node {
     let s = &pool.spec.specs;
     let name = format!("template-{}", pool.spec.name);
-    let mut labels: HashMap<String, String> = meson_workflows::nodes::node_labels(pool)
-        .into_iter()
-        .collect();
+    let mut labels: HashMap<String, String> =
+        meson_kaas::sealed::node_labels(pool).into_iter().collect();
     labels.insert("kubernetes.io/os".into(), "linux".into());
     labels.insert("kubernetes.io/arch".into(), "amd64".into());
     labels.insert("kubernetes.io/hostname".into(), name.clone());
@@ -274,7 +273,7 @@ impl pb::cloud_provider_server::CloudProvider for CloudProvider {
     async fn gpu_label(&self, req: Request<pb::GpuLabelRequest>) -> Answer<pb::GpuLabelResponse> {
         self.caller(&req).await?;
         Ok(Response::new(pb::GpuLabelResponse {
-            label: meson_workflows::nodes::GPU_LABEL.into(),
+            label: meson_kaas::sealed::GPU_LABEL.into(),
         }))
     }
 

@@ -231,7 +231,7 @@ impl Scenario for RotateScenario {
             .await
             .unwrap()
             .unwrap();
-        let s = meson_workflows::nodes::open_sealed(&w.env.config.secrets_key, id, &sealed)
+        let s = meson_kaas::sealed::open_secrets(&w.env.config.secrets_key, id, &sealed)
             .expect("secrets open");
         assert!(!s.rotation_pending());
         assert_eq!(s.revoked_token_ids().len(), 1);
