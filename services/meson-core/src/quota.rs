@@ -47,6 +47,18 @@ impl<T: Copy> PerResource<T> {
         })
     }
 
+    /// One value per resource, in [`NAMES`] order.
+    pub fn from_array([vms, vcpus, ram_mib, storage_gb, clusters, nodes]: [T; 6]) -> Self {
+        PerResource {
+            vms,
+            vcpus,
+            ram_mib,
+            storage_gb,
+            clusters,
+            nodes,
+        }
+    }
+
     /// `(name, value)` for every resource, in [`NAMES`] order.
     pub fn entries(&self) -> [(&'static str, T); 6] {
         [

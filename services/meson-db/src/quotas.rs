@@ -126,17 +126,9 @@ pub async fn recount(db: impl sqlx::PgExecutor<'_>, tenant: &TenantId) -> Result
 
 /// Resources from one of the SQL usage arrays (in [`NAMES`] order).
 fn resources(u: &[i64]) -> Result<Resources, Error> {
-    match *u {
-        [vms, vcpus, ram_mib, storage_gb, clusters, nodes] => Ok(Resources {
-            vms,
-            vcpus,
-            ram_mib,
-            storage_gb,
-            clusters,
-            nodes,
-        }),
-        _ => Err(crate::corrupt("usage", format!("{u:?}"))),
-    }
+    <[i64; 6]>::try_from(u)
+        .map(Resources::from_array)
+        .map_err(|_| crate::corrupt("usage", format!("{u:?}")))
 }
 
 /// The names of the 1-based resource positions `meson_quota_over` answers.

@@ -410,19 +410,7 @@ mod tests {
     /// [`REST_ONLY`] with why: a resource cannot miss gRPC unnoticed.
     #[test]
     fn every_operation_is_carried_by_grpc_or_said_not_to_be() {
-        let doc = crate::http::openapi();
-        let ops: std::collections::BTreeSet<String> = doc
-            .paths
-            .paths
-            .values()
-            .flat_map(|item| {
-                [&item.get, &item.post, &item.put, &item.patch, &item.delete]
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|op| op.operation_id.clone())
-                    .collect::<Vec<_>>()
-            })
-            .collect();
+        let ops = crate::http::operation_ids();
         let over_grpc: std::collections::BTreeSet<&str> =
             METHODS.iter().map(|(_, op)| *op).collect();
         let missing: Vec<&String> = ops

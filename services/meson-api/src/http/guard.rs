@@ -216,18 +216,7 @@ mod tests {
         if let Err(missing) = Operations::from_openapi(&doc) {
             panic!("routes without a rule in authz::RULES: {missing:?}");
         }
-        let ids: std::collections::HashSet<String> = doc
-            .paths
-            .paths
-            .values()
-            .flat_map(|item| {
-                [&item.get, &item.post, &item.put, &item.patch, &item.delete]
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|op| op.operation_id.clone())
-                    .collect::<Vec<_>>()
-            })
-            .collect();
+        let ids = crate::http::operation_ids();
         for rule in crate::authz::RULES {
             assert!(
                 ids.contains(rule.operation),

@@ -65,6 +65,24 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
     openapi::finish(doc)
 }
 
+/// Every operation id of the REST API (each test that holds an interface
+/// to the API's operations starts from these).
+#[cfg(test)]
+pub(crate) fn operation_ids() -> std::collections::BTreeSet<String> {
+    openapi()
+        .paths
+        .paths
+        .values()
+        .flat_map(|item| {
+            [&item.get, &item.post, &item.put, &item.patch, &item.delete]
+                .into_iter()
+                .flatten()
+                .filter_map(|op| op.operation_id.clone())
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
 /// The OpenAPI document as `GET /openapi.json` serves it and
 /// `openapi/meson.json` holds it.
 pub fn openapi_json() -> String {
