@@ -29,7 +29,6 @@
 //! already replaced, and does nothing.
 
 use crate::Env;
-use crate::cluster_create::concurrency_key;
 use crate::node_replace::enqueue_replace;
 use crate::nodes::NodeParams;
 use atomos_driver::VmState;
@@ -283,7 +282,7 @@ pub async fn check_cluster(env: &Env, id: ClusterId) -> meson_core::Result<Outco
     let cfg = &env.config.repair;
     // A running action owns its nodes' state (a replace's new node booting,
     // a reboot): judge the cluster when it is done.
-    if meson_db::node_health::key_held(&env.pool, &concurrency_key(id)).await? {
+    if meson_db::node_health::key_held(&env.pool, &crate::keys::cluster(id)).await? {
         return Ok(Outcome::Skipped);
     }
     let cluster = meson_db::clusters::get_any(&env.pool, id).await?;

@@ -34,11 +34,6 @@ pub struct Params {
 
 pub struct ClusterCreate(pub Arc<Env>);
 
-/// The key that serializes every mutation of one cluster.
-pub fn concurrency_key(cluster: ClusterId) -> String {
-    format!("cluster:{cluster}")
-}
-
 /// Enqueues a cluster workflow in the caller's transaction.
 pub async fn enqueue_for_cluster<W: Workflow<Params = Params>>(
     tx: &mut meson_db::Tx<'_>,
@@ -55,7 +50,7 @@ pub async fn enqueue_for_cluster<W: Workflow<Params = Params>>(
         EnqueueOpts {
             action: Some(action),
             tenant: Some(tenant.to_string()),
-            concurrency_key: Some(concurrency_key(cluster)),
+            concurrency_key: Some(crate::keys::cluster(cluster)),
             max_attempts,
             ..EnqueueOpts::default()
         },

@@ -15,7 +15,6 @@
 //! cluster is `running` again) replaces only the nodes still on an older one.
 
 use crate::Env;
-use crate::cluster_create::concurrency_key;
 use crate::rolling;
 use meson_core::action::ActionFailure;
 use meson_core::cluster::NodeRole;
@@ -78,7 +77,7 @@ pub async fn enqueue(
         EnqueueOpts {
             action: Some(action),
             tenant: Some(tenant.to_string()),
-            concurrency_key: Some(concurrency_key(params.cluster_id)),
+            concurrency_key: Some(crate::keys::cluster(params.cluster_id)),
             max_attempts: 10,
             ..EnqueueOpts::default()
         },

@@ -9,6 +9,7 @@ pub mod cluster_placement;
 pub mod cluster_rotate_credentials;
 pub mod cluster_upgrade;
 pub mod drift;
+pub mod keys;
 pub mod network_delete;
 pub mod node_pool_create;
 pub mod node_pool_delete;
@@ -157,7 +158,7 @@ pub fn job_for_vm<W: meson_jobs::Workflow<Params = VmParams>>(
         meson_jobs::EnqueueOpts {
             action: Some(action),
             tenant: Some(tenant.to_string()),
-            concurrency_key: Some(vm_create::concurrency_key(vm)),
+            concurrency_key: Some(crate::keys::vm(vm)),
             max_attempts,
             ..meson_jobs::EnqueueOpts::default()
         },

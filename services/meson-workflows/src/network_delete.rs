@@ -18,11 +18,6 @@ pub struct Params {
 
 pub struct NetworkDelete(pub Arc<Env>);
 
-/// The key that serializes every mutation of one network.
-pub fn concurrency_key(network: NetworkId) -> String {
-    format!("network:{network}")
-}
-
 pub async fn enqueue(
     tx: &mut meson_db::Tx<'_>,
     network: NetworkId,
@@ -37,7 +32,7 @@ pub async fn enqueue(
         EnqueueOpts {
             action: Some(action),
             tenant: Some(tenant.to_string()),
-            concurrency_key: Some(concurrency_key(network)),
+            concurrency_key: Some(crate::keys::network(network)),
             // Deleting must get through transient faults; it has nothing to undo.
             max_attempts: 25,
             ..EnqueueOpts::default()

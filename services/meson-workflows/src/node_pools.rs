@@ -35,7 +35,7 @@ pub async fn enqueue<W: Workflow<Params = PoolParams>>(
         EnqueueOpts {
             action: Some(action),
             tenant: Some(tenant.to_string()),
-            concurrency_key: Some(crate::cluster_create::concurrency_key(cluster)),
+            concurrency_key: Some(crate::keys::cluster(cluster)),
             max_attempts: 10,
             ..EnqueueOpts::default()
         },

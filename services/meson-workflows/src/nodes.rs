@@ -456,7 +456,7 @@ pub async fn enqueue_for_node<W: meson_jobs::Workflow<Params = NodeParams>>(
         meson_jobs::EnqueueOpts {
             action: Some(action),
             tenant: Some(tenant.to_string()),
-            concurrency_key: Some(crate::cluster_create::concurrency_key(params.cluster_id)),
+            concurrency_key: Some(crate::keys::cluster(params.cluster_id)),
             max_attempts,
             ..meson_jobs::EnqueueOpts::default()
         },

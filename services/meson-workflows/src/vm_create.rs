@@ -31,11 +31,6 @@ meson_jobs::steps! {
     }
 }
 
-/// The key that serializes every mutation of one VM.
-pub fn concurrency_key(vm: VmId) -> String {
-    format!("vm:{vm}")
-}
-
 /// Enqueues the workflow in the caller's transaction.
 pub async fn enqueue(
     tx: &mut meson_db::Tx<'_>,

@@ -33,11 +33,6 @@ meson_jobs::steps! {
     }
 }
 
-/// The key that serializes every mutation of one volume.
-pub fn concurrency_key(volume: VolumeId) -> String {
-    format!("volume:{volume}")
-}
-
 /// Enqueues the workflow in the caller's transaction.
 pub async fn enqueue(
     tx: &mut meson_db::Tx<'_>,
@@ -51,7 +46,7 @@ pub async fn enqueue(
         EnqueueOpts {
             action: Some(action),
             tenant: Some(tenant.to_string()),
-            concurrency_key: Some(concurrency_key(params.volume_id)),
+            concurrency_key: Some(crate::keys::volume(params.volume_id)),
             ..EnqueueOpts::default()
         },
     )

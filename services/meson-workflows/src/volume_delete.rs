@@ -30,7 +30,7 @@ pub async fn enqueue(
         EnqueueOpts {
             action: Some(action),
             tenant: Some(tenant.to_string()),
-            concurrency_key: Some(crate::volume_create::concurrency_key(volume)),
+            concurrency_key: Some(crate::keys::volume(volume)),
             // Deleting must get through transient faults; it has nothing to undo.
             max_attempts: 25,
             ..EnqueueOpts::default()
