@@ -309,7 +309,7 @@ pub async fn provision_node(
     provision::register_placed(
         env,
         vm.id,
-        &provision::Owner::Node {
+        &NodeVm {
             cluster,
             node,
             init,
@@ -432,6 +432,25 @@ pub async fn replace_node(
     wait_phoned_home(env, new.id).await?;
     remove_node(env, old).await?;
     Ok(meson_db::clusters::node(&env.pool, new.id).await?)
+}
+
+/// A cluster's node as the owner of its VM: placed among its group's
+/// hosts, with the kubeadm cloud-init of its role.
+pub struct NodeVm<'a> {
+    pub cluster: &'a Cluster,
+    pub node: &'a Node,
+    /// Whether it initialises the cluster (the first control-plane node).
+    pub init: bool,
+}
+
+impl provision::Owner for NodeVm<'_> {
+    async fn place(&self, env: &Env, vm: &Vm, exclude: &[TargetId]) -> StepResult<()> {
+        place_node(env, self.cluster, self.node, vm, exclude).await
+    }
+
+    async fn cloudinit_files(&self, env: &Env, vm: &Vm) -> StepResult<Vec<(&'static str, String)>> {
+        cloudinit_files(env, self.cluster, self.node, vm, self.init).await
+    }
 }
 
 /// Parameters of every node workflow.

@@ -309,16 +309,39 @@ async fn try_register(
 /// before its create gives up.
 pub const MAX_REFUSALS: usize = 3;
 
-/// Whose VM is registered: what placing it again and its cloud-init take.
-pub enum Owner<'a> {
-    /// A plain VM (`vm_create`).
-    Vm,
-    /// A cluster's node.
-    Node {
-        cluster: &'a meson_core::cluster::Cluster,
-        node: &'a meson_core::cluster::Node,
-        init: bool,
-    },
+/// What the caller of [`register_placed`] supplies about the VM it
+/// registers: how to place it again after a refusal, and its cloud-init.
+/// A plain VM is [`PlainVm`]; a cluster's node is `nodes::NodeVm`.
+pub trait Owner: Sync {
+    /// Places the (unplaced) VM on a host, none of `exclude`.
+    fn place(
+        &self,
+        env: &Env,
+        vm: &Vm,
+        exclude: &[TargetId],
+    ) -> impl std::future::Future<Output = StepResult<()>> + Send;
+
+    /// The files of the VM's cloud-init volume.
+    fn cloudinit_files(
+        &self,
+        env: &Env,
+        vm: &Vm,
+    ) -> impl std::future::Future<Output = StepResult<Vec<(&'static str, String)>>> + Send;
+}
+
+/// A VM of its own (`vm_create`): placed as any VM, with its own cloud-init.
+pub struct PlainVm;
+
+impl Owner for PlainVm {
+    async fn place(&self, env: &Env, vm: &Vm, exclude: &[TargetId]) -> StepResult<()> {
+        crate::placement::place_vm(env, vm, exclude)
+            .await
+            .map(|_| ())
+    }
+
+    async fn cloudinit_files(&self, env: &Env, vm: &Vm) -> StepResult<Vec<(&'static str, String)>> {
+        vm_cloudinit_files(env, vm).await
+    }
 }
 
 /// What registering a VM took, recorded as the step's output.
@@ -337,7 +360,7 @@ pub struct Registered {
 /// fits (that host excluded), made there and registered, up to
 /// [`MAX_REFUSALS`] times. Only when no other host fits does it end
 /// `resource_unavailable`.
-pub async fn register_placed(env: &Env, vm_id: VmId, owner: &Owner<'_>) -> StepResult<Registered> {
+pub async fn register_placed(env: &Env, vm_id: VmId, owner: &impl Owner) -> StepResult<Registered> {
     let mut refused: Vec<Placement> = Vec::new();
     loop {
         let vm = meson_db::vms::get_any(&env.pool, vm_id).await?;
@@ -400,18 +423,11 @@ fn hosts(refused: &[Placement]) -> String {
 async fn place_again(
     env: &Env,
     vm: &Vm,
-    owner: &Owner<'_>,
+    owner: &impl Owner,
     refused: &[Placement],
 ) -> StepResult<()> {
     let exclude: Vec<TargetId> = refused.iter().map(|p| p.target_id).collect();
-    let placed = match owner {
-        Owner::Vm => crate::placement::place_vm(env, vm, &exclude)
-            .await
-            .map(|_| ()),
-        Owner::Node { cluster, node, .. } => {
-            crate::nodes::place_node(env, cluster, node, vm, &exclude).await
-        }
-    };
+    let placed = owner.place(env, vm, &exclude).await;
     match placed {
         Err(e) if !refused.is_empty() && e.code() == Code::ResourceUnavailable.as_str() => {
             Err(StepError::fatal(
@@ -428,17 +444,10 @@ async fn place_again(
 }
 
 /// Makes the VM's networks and disks on the host it is placed on.
-async fn rebuild(env: &Env, vm: &Vm, owner: &Owner<'_>) -> StepResult<()> {
+async fn rebuild(env: &Env, vm: &Vm, owner: &impl Owner) -> StepResult<()> {
     ensure_networks(env, vm).await?;
     ensure_boot_volume(env, vm).await?;
-    let files = match owner {
-        Owner::Vm => vm_cloudinit_files(env, vm).await?,
-        Owner::Node {
-            cluster,
-            node,
-            init,
-        } => crate::nodes::cloudinit_files(env, cluster, node, vm, *init).await?,
-    };
+    let files = owner.cloudinit_files(env, vm).await?;
     ensure_cloudinit_volume(env, vm, files).await?;
     ensure_data_volumes(env, vm).await?;
     Ok(())

@@ -74,7 +74,7 @@ impl Workflow for VmCreate {
             }
             VmCreateStep::DataVolumes => to_output(provision::ensure_data_volumes(env, &vm).await?),
             VmCreateStep::Register => {
-                to_output(provision::register_placed(env, vm.id, &provision::Owner::Vm).await?)
+                to_output(provision::register_placed(env, vm.id, &provision::PlainVm).await?)
             }
             VmCreateStep::WaitRunning => to_output(Created {
                 atomos_id: provision::wait_running(env, &vm).await?,
