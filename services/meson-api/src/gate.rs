@@ -1,5 +1,5 @@
 //! What every call of the API passes before its operation runs, whatever the
-//! transport (`http::guard` for REST, `grpc::guard` for gRPC): the bearer
+//! transport (`http::gate` for REST, `grpc::gate` for gRPC): the bearer
 //! token, the tenant's rate limit, the operation's rule from
 //! `authz::RULES`; then the tenant's database scope, and the audit log.
 

@@ -1,7 +1,7 @@
 //! What every REST handler, gRPC method and middleware shares: the app
 //! layer, authentication, the action feed and limits ([`AppState`]), and
 //! each API operation's authorization rule by route ([`Operations`]). The
-//! REST router, the gRPC guard and the gate all take them from here.
+//! REST router, the gRPC gate and the shared gate all take them from here.
 
 use crate::app::App;
 use crate::auth::Auth;

@@ -195,7 +195,7 @@ impl ApiServer {
             let routes = meson_api::grpc::routes(&state);
             let server = grpc_server(&conns.limits)
                 .timeout(state.config.limits.timeout)
-                .layer(meson_api::grpc::GrpcGuardLayer::new(state.clone()))
+                .layer(meson_api::grpc::GrpcGateLayer::new(state.clone()))
                 .add_routes(routes);
             let mut rx = rx.clone();
             let incoming = conns.clone().incoming(grpc_listener);

@@ -63,15 +63,15 @@ impl Principal {
     }
 }
 
-/// The caller, as the guard (`http::guard`) authenticated it before the
-/// handler runs. A handler reached without the guard refuses.
+/// The caller, as the gate (`http::gate`) authenticated it before the
+/// handler runs. A handler reached without the gate refuses.
 impl<S: Send + Sync> FromRequestParts<S> for Principal {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
         parts.extensions.get::<Principal>().cloned().ok_or_else(|| {
             tracing::error!(path = %parts.uri.path(),
-                "refused: a handler that needs a caller was reached without the guard");
+                "refused: a handler that needs a caller was reached without the gate");
             ApiError(Error::Unauthorized)
         })
     }

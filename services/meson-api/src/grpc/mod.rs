@@ -9,14 +9,14 @@ pub mod autoscaler;
 mod catalog;
 mod clusters;
 mod convert;
-mod guard;
+mod gate;
 mod idempotency;
 mod networks;
 pub mod status;
 mod vms;
 mod volumes;
 
-pub use guard::{GrpcGuardLayer, METHODS};
+pub use gate::{GrpcGateLayer, METHODS};
 
 use crate::auth::Principal;
 use crate::state::AppState;
@@ -27,7 +27,7 @@ use std::sync::{Arc, Mutex};
 use tonic::Status;
 
 /// The services of `meson.v1`, reflection and health, ready to serve behind
-/// [`GrpcGuardLayer`].
+/// [`GrpcGateLayer`].
 pub fn routes(state: &AppState) -> tonic::service::Routes {
     let max = state.config.limits.body_bytes;
     let svc = Svc(state.clone());
@@ -123,11 +123,11 @@ impl AuditSlot {
     }
 }
 
-/// The caller the guard admitted (absent only if a service were served
-/// without the guard: then nobody is).
+/// The caller the gate admitted (absent only if a service were served
+/// without the gate: then nobody is).
 pub(crate) fn principal<T>(req: &tonic::Request<T>) -> Result<Principal, Status> {
     req.extensions().get::<Principal>().cloned().ok_or_else(|| {
-        tracing::error!("refused: a gRPC method that needs a caller was reached without the guard");
+        tracing::error!("refused: a gRPC method that needs a caller was reached without the gate");
         status::status_of(&Error::Unauthorized)
     })
 }

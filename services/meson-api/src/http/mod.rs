@@ -8,7 +8,7 @@ mod cluster_nodes;
 mod cluster_pools;
 mod cluster_upgrades;
 mod clusters;
-pub mod guard;
+pub mod gate;
 mod idempotency;
 pub mod limits;
 mod networks;
@@ -98,7 +98,7 @@ pub fn router(state: AppState) -> Router {
     let (api, mut doc) = api_routes().split_for_parts();
     let (ops, ops_doc) = ops::routes().split_for_parts();
     doc.merge(ops_doc);
-    let guarded = guard::GuardState {
+    let guarded = gate::GateState {
         state: state.clone(),
         operations: crate::state::operations(),
     };
@@ -109,7 +109,7 @@ pub fn router(state: AppState) -> Router {
             state.clone(),
             idempotency::idempotency,
         ))
-        .layer(axum::middleware::from_fn_with_state(guarded, guard::guard))
+        .layer(axum::middleware::from_fn_with_state(guarded, gate::gate))
         .with_state(state.clone());
     let limits = state.config.limits;
     let edge = std::sync::Arc::new(edge(&state.config));

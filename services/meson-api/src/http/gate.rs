@@ -21,12 +21,12 @@ const MAX_AUDITED_BODY: usize = 256 * 1024;
 
 /// What the guard middleware needs.
 #[derive(Clone)]
-pub struct GuardState {
+pub struct GateState {
     pub state: AppState,
     pub operations: Operations,
 }
 
-pub async fn guard(State(g): State<GuardState>, mut req: Request, next: Next) -> Response {
+pub async fn gate(State(g): State<GateState>, mut req: Request, next: Next) -> Response {
     // Unrouted requests reach the fallback (`not_found`) unguarded.
     let Some(template) = req
         .extensions()

@@ -1,4 +1,4 @@
-//! The guard every gRPC call passes: its method's operation (in [`METHODS`],
+//! The gate every gRPC call passes: its method's operation (in [`METHODS`],
 //! the same operations as the REST routes), then [`crate::gate`] (token from
 //! the `authorization` metadata, rate limit, role), the handler in the
 //! tenant's database scope, and the audit log. Answers carry
@@ -137,16 +137,16 @@ fn operation_of(path: &str) -> Option<&'static str> {
     METHODS.iter().find(|(m, _)| *m == path).map(|(_, op)| *op)
 }
 
-/// Wraps the gRPC server's routes in the guard.
+/// Wraps the gRPC server's routes in the gate.
 #[derive(Clone)]
-pub struct GrpcGuardLayer {
+pub struct GrpcGateLayer {
     state: AppState,
     changes: Changes,
 }
 
-impl GrpcGuardLayer {
+impl GrpcGateLayer {
     pub fn new(state: AppState) -> Self {
-        GrpcGuardLayer {
+        GrpcGateLayer {
             state,
             changes: Changes(Arc::new(crate::state::operations().changing())),
         }
@@ -158,11 +158,11 @@ impl GrpcGuardLayer {
 #[derive(Clone)]
 struct Changes(Arc<HashSet<&'static str>>);
 
-impl<S> tower::Layer<S> for GrpcGuardLayer {
-    type Service = GrpcGuard<S>;
+impl<S> tower::Layer<S> for GrpcGateLayer {
+    type Service = GrpcGate<S>;
 
-    fn layer(&self, inner: S) -> GrpcGuard<S> {
-        GrpcGuard {
+    fn layer(&self, inner: S) -> GrpcGate<S> {
+        GrpcGate {
             inner,
             state: self.state.clone(),
             changes: self.changes.clone(),
@@ -171,13 +171,13 @@ impl<S> tower::Layer<S> for GrpcGuardLayer {
 }
 
 #[derive(Clone)]
-pub struct GrpcGuard<S> {
+pub struct GrpcGate<S> {
     inner: S,
     state: AppState,
     changes: Changes,
 }
 
-impl<S> tower::Service<Request<Body>> for GrpcGuard<S>
+impl<S> tower::Service<Request<Body>> for GrpcGate<S>
 where
     S: tower::Service<Request<Body>, Response = Response<Body>> + Clone + Send + 'static,
     S::Future: Send + 'static,
@@ -211,7 +211,7 @@ where
             async move {
                 let start = std::time::Instant::now();
                 let method = path_label(req.uri().path());
-                let mut res = guarded(inner, state, changes, req, correlation.clone()).await?;
+                let mut res = gated(inner, state, changes, req, correlation.clone()).await?;
                 if let Ok(v) = HeaderValue::from_str(&correlation) {
                     res.headers_mut().insert("x-correlation-id", v);
                 }
@@ -233,7 +233,7 @@ where
     }
 }
 
-async fn guarded<S>(
+async fn gated<S>(
     mut inner: S,
     state: AppState,
     changes: Changes,
@@ -420,7 +420,7 @@ mod tests {
             .collect();
         assert!(
             missing.is_empty(),
-            "operations neither in grpc::guard::METHODS nor REST_ONLY: {missing:?}"
+            "operations neither in grpc::gate::METHODS nor REST_ONLY: {missing:?}"
         );
         for (op, why) in REST_ONLY {
             assert!(ops.contains(*op), "REST_ONLY names no operation: {op}");
