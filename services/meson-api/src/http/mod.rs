@@ -203,7 +203,7 @@ async fn correlation(mut req: Request, next: Next) -> Response {
         method = %req.method(),
         path = %req.uri().path(),
         correlation_id = %id,
-        // Filled in by the guard once the caller is known.
+        // Filled in by the gate once the caller is known.
         operation = tracing::field::Empty,
         tenant = tracing::field::Empty,
         subject = tracing::field::Empty,
