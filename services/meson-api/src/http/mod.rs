@@ -92,7 +92,7 @@ pub fn openapi_json() -> String {
 /// Builds the REST router. Layers, outermost first: correlation id, the
 /// edge (`Host`, CORS, pages of other origins, a declared body's size),
 /// panics to `service_error`, request limits and timeout; then, per route,
-/// the guard (rule, token, rate limit, role, tenant scope, audit) and
+/// the gate (rule, token, rate limit, role, tenant scope, audit) and
 /// idempotency keys.
 pub fn router(state: AppState) -> Router {
     let (api, mut doc) = api_routes().split_for_parts();
