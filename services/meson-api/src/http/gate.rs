@@ -1,4 +1,4 @@
-//! The guard every `/v1` request passes: the route's operation and its rule
+//! The gate every `/v1` request passes: the route's operation and its rule
 //! (`authz::RULES`), then [`crate::gate`] (token, rate limit, role), the
 //! handler in the tenant's database scope, and the audit log.
 
@@ -19,7 +19,7 @@ use meson_core::Error;
 /// without.
 const MAX_AUDITED_BODY: usize = 256 * 1024;
 
-/// What the guard middleware needs.
+/// What the gate middleware needs.
 #[derive(Clone)]
 pub struct GateState {
     pub state: AppState,
