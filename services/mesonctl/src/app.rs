@@ -736,10 +736,13 @@ impl Ctx {
                 provider,
                 region,
                 continent,
-                compute_port,
-                storage_port,
-                network_port,
-                auth_port,
+                ports:
+                    crate::cli::TargetPorts {
+                        compute_port,
+                        storage_port,
+                        network_port,
+                        auth_port,
+                    },
                 disabled,
             } => {
                 let req = TargetCreateRequest {
@@ -761,10 +764,13 @@ impl Ctx {
             TargetCommand::Update {
                 target,
                 host,
-                compute_port,
-                storage_port,
-                network_port,
-                auth_port,
+                ports:
+                    crate::cli::TargetPorts {
+                        compute_port,
+                        storage_port,
+                        network_port,
+                        auth_port,
+                    },
                 enabled,
             } => {
                 let id = self.target_id(&target).await?;

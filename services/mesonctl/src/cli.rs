@@ -647,15 +647,8 @@ pub enum TargetCommand {
         region: String,
         #[arg(long)]
         continent: String,
-        /// Its daemons' ports, when not the usual ones.
-        #[arg(long)]
-        compute_port: Option<u16>,
-        #[arg(long)]
-        storage_port: Option<u16>,
-        #[arg(long)]
-        network_port: Option<u16>,
-        #[arg(long)]
-        auth_port: Option<u16>,
+        #[command(flatten)]
+        ports: TargetPorts,
         /// Registered but not placed on.
         #[arg(long)]
         disabled: bool,
@@ -665,18 +658,25 @@ pub enum TargetCommand {
         target: String,
         #[arg(long)]
         host: Option<String>,
-        #[arg(long)]
-        compute_port: Option<u16>,
-        #[arg(long)]
-        storage_port: Option<u16>,
-        #[arg(long)]
-        network_port: Option<u16>,
-        #[arg(long)]
-        auth_port: Option<u16>,
+        #[command(flatten)]
+        ports: TargetPorts,
         /// Place on it (`true`) or not (`false`).
         #[arg(long)]
         enabled: Option<bool>,
     },
+}
+
+/// An AtomOS target's daemons' ports, when not the usual ones.
+#[derive(Debug, clap::Args)]
+pub struct TargetPorts {
+    #[arg(long)]
+    pub compute_port: Option<u16>,
+    #[arg(long)]
+    pub storage_port: Option<u16>,
+    #[arg(long)]
+    pub network_port: Option<u16>,
+    #[arg(long)]
+    pub auth_port: Option<u16>,
 }
 
 #[derive(Debug, Subcommand)]
