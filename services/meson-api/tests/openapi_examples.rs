@@ -23,9 +23,9 @@ use meson_types::network::NetworkCreateRequest;
 use meson_types::ops::{Health, Index};
 use meson_types::pool::{NodePoolUpdateRequest, PoolDeleteNodesRequest};
 use meson_types::quote::QuoteRequest;
-use meson_types::requests::{VmCreateRequest, VmUpdateRequest};
+use meson_types::requests::{NameLabelsUpdate, VmCreateRequest};
 use meson_types::upgrade::ClusterUpgradeRequest;
-use meson_types::volume::{VolumeCreateRequest, VolumeUpdateRequest};
+use meson_types::volume::VolumeCreateRequest;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -128,15 +128,10 @@ fn request(method: &str, path: &str, ex: &Value) -> Result<(), String> {
             ex,
             &canonical::<VolumeCreateRequest>(ex)?,
         ),
-        ("patch", "/v1/vms/{id}" | "/v1/networks/{id}") => parse_alike(
+        ("patch", "/v1/vms/{id}" | "/v1/networks/{id}" | "/v1/volumes/{id}") => parse_alike(
             |v| NameLabels::parse(v, 63),
             ex,
-            &canonical::<VmUpdateRequest>(ex)?,
-        ),
-        ("patch", "/v1/volumes/{id}") => parse_alike(
-            |v| NameLabels::parse(v, 63),
-            ex,
-            &canonical::<VolumeUpdateRequest>(ex)?,
+            &canonical::<NameLabelsUpdate>(ex)?,
         ),
         ("post", "/v1/targets") => parse_alike(target, ex, &canonical::<TargetCreateRequest>(ex)?),
         // Parsed in meson-api's app layer, not by meson-core: the types only.

@@ -35,7 +35,7 @@ impl Client {
     pub async fn network_update(
         &self,
         id: Uuid,
-        req: &VmUpdateRequest,
+        req: &NameLabelsUpdate,
     ) -> Result<wire::network::Network> {
         let r: wire::network::NetworkResponse = self
             .call(Method::PATCH, &format!("/v1/networks/{id}"), Some(req))

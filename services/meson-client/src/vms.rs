@@ -39,7 +39,7 @@ impl Client {
     }
 
     /// `PATCH /v1/vms/{id}`: renames and/or relabels a VM.
-    pub async fn vm_update(&self, id: Uuid, req: &VmUpdateRequest) -> Result<wire::Vm> {
+    pub async fn vm_update(&self, id: Uuid, req: &NameLabelsUpdate) -> Result<wire::Vm> {
         let r: wire::vm::VmUpdateResponse = self
             .call(Method::PATCH, &format!("/v1/vms/{id}"), Some(req))
             .await?;

@@ -44,7 +44,7 @@ impl Client {
     pub async fn volume_update(
         &self,
         id: Uuid,
-        req: &VolumeUpdateRequest,
+        req: &NameLabelsUpdate,
     ) -> Result<wire::volume::Volume> {
         let r: wire::volume::VolumeResponse = self
             .call(Method::PATCH, &format!("/v1/volumes/{id}"), Some(req))

@@ -295,7 +295,8 @@ async fn a_retried_create_carries_the_same_idempotency_key() {
 #[tokio::test]
 async fn standalone_volumes_are_created_attached_and_deleted_typed() {
     use meson_client::VolumeFilter;
-    use meson_types::volume::{VolumeCreateRequest, VolumeUpdateRequest};
+    use meson_types::requests::NameLabelsUpdate;
+    use meson_types::volume::VolumeCreateRequest;
     let m = Meson::start().await;
     let c = client(&m);
     let created = c
@@ -316,7 +317,7 @@ async fn standalone_volumes_are_created_attached_and_deleted_typed() {
     let v = c
         .volume_update(
             id,
-            &VolumeUpdateRequest {
+            &NameLabelsUpdate {
                 name: Some("data-2".into()),
                 ..Default::default()
             },
@@ -371,7 +372,7 @@ async fn updates_pools_and_the_version_catalogue_are_typed() {
     use meson_types::kaas::{KaasCreateRequest, NodePoolRequest};
     use meson_types::network::NetworkCreateRequest;
     use meson_types::pool::NodePoolUpdateRequest;
-    use meson_types::requests::VmUpdateRequest;
+    use meson_types::requests::NameLabelsUpdate;
     let m = Meson::start().await;
     let c = client(&m);
     let labels = |k: &str, v: &str| [(k.to_owned(), v.to_owned())].into();
@@ -382,7 +383,7 @@ async fn updates_pools_and_the_version_catalogue_are_typed() {
     let renamed = c
         .vm_update(
             created.vm.id,
-            &VmUpdateRequest {
+            &NameLabelsUpdate {
                 name: Some("new".into()),
                 labels: Some(labels("env", "dev")),
             },
@@ -404,7 +405,7 @@ async fn updates_pools_and_the_version_catalogue_are_typed() {
     let relabelled = c
         .network_update(
             net.id,
-            &VmUpdateRequest {
+            &NameLabelsUpdate {
                 name: None,
                 labels: Some(labels("tier", "db")),
             },

@@ -12,7 +12,7 @@ use std::net::Ipv4Addr;
 use uuid::Uuid;
 
 #[derive(sqlx::FromRow)]
-struct ClusterRow {
+pub struct ClusterRow {
     id: Uuid,
     tenant_id: String,
     name: String,
@@ -135,30 +135,19 @@ async fn get_with(
 }
 
 /// What a cluster list draws from.
-const LISTED: crate::list::Source = crate::list::Source {
-    table: "clusters",
-    only: "",
-    columns: "c.id, c.tenant_id, c.name, c.status, c.labels, c.spec, c.kubernetes_version, \
+impl crate::Listable for Cluster {
+    type Row = ClusterRow;
+    type Filter = ListFilter;
+    const SOURCE: crate::Source = crate::Source {
+        table: "clusters",
+        only: "",
+        columns: "c.id, c.tenant_id, c.name, c.status, c.labels, c.spec, c.kubernetes_version, \
               n.id as network_id, host(c.endpoint) as endpoint, c.error_message, c.created_at",
-    joins: "join clusters c on c.id = page.id left join networks n on n.cluster_id = c.id",
-    usage: Some("clusters"),
-    listing: "listing clusters",
-    counting: "counting clusters",
-};
-
-/// A page of at most `limit` of a tenant's clusters from `start`, on
-/// `conn`; how many match in all, and where the next page starts (see
-/// [`crate::vms::page`]).
-pub async fn page(
-    conn: &mut sqlx::PgConnection,
-    tenant: &TenantId,
-    filter: &ListFilter,
-    start: &crate::Start,
-    limit: i64,
-) -> Result<crate::Listed<Cluster>, Error> {
-    LISTED
-        .page::<ClusterRow, _>(conn, tenant, filter, start, limit)
-        .await
+        joins: "join clusters c on c.id = page.id left join networks n on n.cluster_id = c.id",
+        usage: Some("clusters"),
+        listing: "listing clusters",
+        counting: "counting clusters",
+    };
 }
 
 /// Replaces a cluster's labels and/or update policy.

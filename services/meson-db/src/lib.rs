@@ -29,7 +29,7 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use std::str::FromStr;
 use std::time::Duration;
 
-pub use list::{ListFilter, Listed, Start, bad_cursor};
+pub use list::{Filter, ListFilter, Listable, Listed, Source, Start, bad_cursor, page, page_at};
 pub use sqlx::{PgConnection, PgPool};
 pub type Tx<'a> = sqlx::Transaction<'a, sqlx::Postgres>;
 

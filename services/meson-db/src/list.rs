@@ -26,7 +26,7 @@ pub struct ListFilter {
 
 /// What a list keeps of a tenant's live rows, as SQL conditions on the row
 /// `x`, and in what order.
-pub(crate) trait Filter {
+pub trait Filter {
     /// Appends ` and …` for each condition it sets.
     fn push_conditions(&self, qb: &mut QueryBuilder<'_, Postgres>) -> Result<(), Error>;
     /// Whether it lets every live resource of the tenant through.
@@ -172,6 +172,48 @@ enum Value {
     Time(chrono::DateTime<chrono::Utc>),
 }
 
+/// A resource a tenant lists: the rows it is read from and how they are
+/// filtered. [`page`] reads a page of any of them.
+pub trait Listable: TryFrom<Self::Row, Error = Error> + Send {
+    /// A row as the page's statement returns it.
+    type Row: for<'r> sqlx::FromRow<'r, PgRow> + Send + Unpin;
+    /// What narrows and orders the list.
+    type Filter: Filter + Sync;
+    /// Where the rows are read from.
+    const SOURCE: Source;
+}
+
+/// A page of at most `limit` of a tenant's `T`s that pass `filter`, from
+/// `start`, on `conn`; how many pass in all; and where the next page starts
+/// (see [`Source::page`]). The order always ends with the id, so pages are
+/// stable under inserts, and from a cursor a page costs what the first does
+/// however deep it is.
+pub async fn page<T: Listable>(
+    conn: &mut PgConnection,
+    tenant: &TenantId,
+    filter: &T::Filter,
+    start: &Start,
+    limit: i64,
+) -> Result<Listed<T>, Error> {
+    T::SOURCE
+        .page::<T::Row, T>(conn, tenant, filter, start, limit)
+        .await
+}
+
+/// [`page`] from `offset`, on a connection of `pool`: the page's items and
+/// the total.
+pub async fn page_at<T: Listable>(
+    pool: &PgPool,
+    tenant: &TenantId,
+    filter: &T::Filter,
+    limit: i64,
+    offset: i64,
+) -> Result<(Vec<T>, i64), Error> {
+    T::SOURCE
+        .page_at::<T::Row, T>(pool, tenant, filter, limit, offset)
+        .await
+}
+
 /// The error of a cursor that is not one of the list's: a list's
 /// `cursor` parameter, refused by name.
 pub fn bad_cursor() -> Error {
@@ -269,7 +311,7 @@ fn push_after(
 }
 
 /// A table lists draw from and how a page of it is read.
-pub(crate) struct Source {
+pub struct Source {
     /// The table, aliased `x` in the conditions.
     pub table: &'static str,
     /// More that a listed row must be (after a live row of the tenant),

@@ -28,7 +28,7 @@ struct NetworkRow {
 
 /// A network of a list, with the VMs attached to it.
 #[derive(sqlx::FromRow)]
-struct ListedRow {
+pub struct ListedRow {
     #[sqlx(flatten)]
     network: NetworkRow,
     vm_ids: Vec<Uuid>,
@@ -173,34 +173,22 @@ pub async fn lock(
 
 /// What a network list draws from: the tenant's own networks (not a
 /// cluster's), each with the VMs attached to it.
-const LISTED: crate::list::Source = crate::list::Source {
-    table: "networks",
-    only: "x.cluster_id is null",
-    columns: "n.id, n.tenant_id, n.name, n.status, n.labels, text(n.cidr) as cidr, \
+impl crate::Listable for (Network, Vec<VmId>) {
+    type Row = ListedRow;
+    type Filter = ListFilter;
+    const SOURCE: crate::Source = crate::Source {
+        table: "networks",
+        only: "x.cluster_id is null",
+        columns: "n.id, n.tenant_id, n.name, n.status, n.labels, text(n.cidr) as cidr, \
               host(n.gateway) as gateway, n.dhcp, host(n.range_start) as range_start, \
               host(n.range_last) as range_last, n.created_at, \
               array(select w.vm_id from vm_networks w where w.network_id = n.id \
                     order by w.vm_id) as vm_ids",
-    joins: "join networks n on n.id = page.id",
-    usage: None,
-    listing: "listing networks",
-    counting: "counting networks",
-};
-
-/// A page of at most `limit` of a tenant's networks from `start`, each
-/// with the VMs attached to it, on `conn`; how many match in all, and where
-/// the next page starts. The order always ends with the id, so pages are
-/// stable under inserts.
-pub async fn page(
-    conn: &mut sqlx::PgConnection,
-    tenant: &TenantId,
-    filter: &ListFilter,
-    start: &crate::Start,
-    limit: i64,
-) -> Result<crate::Listed<(Network, Vec<VmId>)>, Error> {
-    LISTED
-        .page::<ListedRow, _>(conn, tenant, filter, start, limit)
-        .await
+        joins: "join networks n on n.id = page.id",
+        usage: None,
+        listing: "listing networks",
+        counting: "counting networks",
+    };
 }
 
 /// Renames a network and/or replaces its labels.

@@ -11,7 +11,7 @@ use sqlx::PgPool;
 use uuid::Uuid;
 
 #[derive(sqlx::FromRow)]
-struct VmRow {
+pub struct VmRow {
     id: Uuid,
     tenant_id: String,
     name: String,
@@ -507,49 +507,21 @@ pub async fn locations(
 pub use crate::ListFilter as VmFilter;
 
 /// What a VM list draws from: the tenant's own VMs (cluster nodes apart).
-const LISTED: crate::list::Source = crate::list::Source {
-    table: "vms",
-    only: "x.cluster_id is null",
-    columns: "v.id, v.tenant_id, v.name, v.status, v.labels, v.spec, v.atomos_name, \
+impl crate::Listable for Vm {
+    type Row = VmRow;
+    type Filter = VmFilter;
+    const SOURCE: crate::Source = crate::Source {
+        table: "vms",
+        only: "x.cluster_id is null",
+        columns: "v.id, v.tenant_id, v.name, v.status, v.labels, v.spec, v.atomos_name, \
               v.atomos_id, v.target_id, t.name as target_name, v.provider, v.region, \
               host(v.ipv4) as ipv4, v.price_hourly, v.price_monthly, v.currency, \
               v.created_at, v.error_message",
-    joins: "join vms v on v.id = page.id left join atomos_targets t on t.id = v.target_id",
-    usage: Some("vms"),
-    listing: "listing vms",
-    counting: "counting vms",
-};
-
-/// One page of a tenant's VMs, and how many match in all. The order always
-/// ends with the id, so pages are stable under inserts. In the default
-/// order a page costs about the same however many VMs the tenant holds; the
-/// total comes from the page itself when it can, else from the kept usage
-/// (no filter) or a count.
-pub async fn list(
-    pool: &PgPool,
-    tenant: &TenantId,
-    filter: &VmFilter,
-    limit: i64,
-    offset: i64,
-) -> Result<(Vec<Vm>, i64), Error> {
-    LISTED
-        .page_at::<VmRow, _>(pool, tenant, filter, limit, offset)
-        .await
-}
-
-/// A page of at most `limit` from `start` (see [`list`]), on `conn`, and
-/// where the next one starts: from a cursor ([`crate::Start::After`]) it
-/// costs what the first page does however deep it is.
-pub async fn page(
-    conn: &mut sqlx::PgConnection,
-    tenant: &TenantId,
-    filter: &VmFilter,
-    start: &crate::Start,
-    limit: i64,
-) -> Result<crate::Listed<Vm>, Error> {
-    LISTED
-        .page::<VmRow, _>(conn, tenant, filter, start, limit)
-        .await
+        joins: "join vms v on v.id = page.id left join atomos_targets t on t.id = v.target_id",
+        usage: Some("vms"),
+        listing: "listing vms",
+        counting: "counting vms",
+    };
 }
 
 /// Renames a VM and/or replaces its labels.

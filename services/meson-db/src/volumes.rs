@@ -10,7 +10,7 @@ use uuid::Uuid;
 /// A volume as its queries read it (also from JSON: a VM read aggregates
 /// its volumes into one column).
 #[derive(Debug, sqlx::FromRow, serde::Deserialize)]
-pub(crate) struct VolumeRow {
+pub struct VolumeRow {
     id: Uuid,
     tenant_id: String,
     vm_id: Option<Uuid>,
@@ -312,43 +312,20 @@ impl crate::list::Filter for VolumeFilter {
 }
 
 /// What a volume list draws from.
-const LISTED: crate::list::Source = crate::list::Source {
-    table: "volumes",
-    only: "",
-    columns: "v.id, v.tenant_id, v.vm_id, v.name, v.kind, v.size_gb, v.atomos_name, \
+impl crate::Listable for Volume {
+    type Row = VolumeRow;
+    type Filter = VolumeFilter;
+    const SOURCE: crate::Source = crate::Source {
+        table: "volumes",
+        only: "",
+        columns: "v.id, v.tenant_id, v.vm_id, v.name, v.kind, v.size_gb, v.atomos_name, \
               v.atomos_id, v.status, v.labels, v.bootable, v.readonly, v.target_id, \
               t.name as host, v.provider, v.region, v.attached_vm_id, v.created_at",
-    joins: "join volumes v on v.id = page.id left join atomos_targets t on t.id = v.target_id",
-    usage: None,
-    listing: "listing volumes",
-    counting: "counting volumes",
-};
-
-/// One page of a tenant's live volumes in id order, and how many match in all.
-pub async fn list(
-    pool: &PgPool,
-    tenant: &TenantId,
-    filter: &VolumeFilter,
-    limit: i64,
-    offset: i64,
-) -> Result<(Vec<Volume>, i64), Error> {
-    LISTED
-        .page_at::<VolumeRow, _>(pool, tenant, filter, limit, offset)
-        .await
-}
-
-/// A page of at most `limit` from `start` (see [`list`]), on `conn`, and
-/// where the next one starts.
-pub async fn page(
-    conn: &mut sqlx::PgConnection,
-    tenant: &TenantId,
-    filter: &VolumeFilter,
-    start: &crate::Start,
-    limit: i64,
-) -> Result<crate::Listed<Volume>, Error> {
-    LISTED
-        .page::<VolumeRow, _>(conn, tenant, filter, start, limit)
-        .await
+        joins: "join volumes v on v.id = page.id left join atomos_targets t on t.id = v.target_id",
+        usage: None,
+        listing: "listing volumes",
+        counting: "counting volumes",
+    };
 }
 
 /// A tenant's live volume.

@@ -142,3 +142,15 @@ impl PartialSchema for ActionSort {
 }
 
 impl ToSchema for ActionSort {}
+
+/// `PATCH` of a VM, a standalone volume or a network: rename and/or
+/// relabel. Both optional; labels replace the resource's labels.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize, ToSchema)]
+pub struct NameLabelsUpdate {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(max_length = 63, pattern = "^[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?$")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<LabelsRequest>)]
+    pub labels: Option<Labels>,
+}

@@ -10,7 +10,8 @@
 
 use crate::action::ActionStatus;
 pub use crate::common::{
-    AbbreviatedId, ActionSort, CursorQuery, Labels, LabelsRequest, LenientBool, PageQuery, VmSort,
+    AbbreviatedId, ActionSort, CursorQuery, Labels, LabelsRequest, LenientBool, NameLabelsUpdate,
+    PageQuery, VmSort,
 };
 use crate::lenient;
 use crate::vm::VmStatus;
@@ -323,18 +324,6 @@ pub struct VmAuthentication {
     #[serde(rename = "ssh-keys", default, skip_serializing_if = "Option::is_none")]
     #[schema(max_items = 16)]
     pub ssh_keys: Option<Vec<String>>,
-}
-
-/// `PATCH /v1/vms/{id}`: rename and/or relabel. Both optional; labels
-/// replace the VM's labels.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
-pub struct VmUpdateRequest {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(max_length = 63, pattern = "^[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?$")]
-    pub name: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<LabelsRequest>)]
-    pub labels: Option<Labels>,
 }
 
 /// Acceptable CPU architectures (`X86_64`, `ARM_8`, ...). Clients may send

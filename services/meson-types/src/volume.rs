@@ -144,18 +144,6 @@ pub struct VolumeCreateRequest {
     pub private: Option<bool>,
 }
 
-/// `PATCH /v1/volumes/{id}`: rename and/or relabel a standalone volume.
-/// Both optional; labels replace the volume's labels.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
-pub struct VolumeUpdateRequest {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(max_length = 63, pattern = "^[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?$")]
-    pub name: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<crate::requests::LabelsRequest>)]
-    pub labels: Option<BTreeMap<String, String>>,
-}
-
 /// What a volume holds (documentation: the wire field is a string).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "lowercase")]

@@ -574,7 +574,7 @@ impl Ctx {
             }
             VmCommand::Update { vm, name, labels } => {
                 let id = self.vm_id(&vm).await?;
-                let req = meson_types::requests::VmUpdateRequest {
+                let req = meson_types::requests::NameLabelsUpdate {
                     name,
                     labels: label_map(labels),
                 };
@@ -592,7 +592,8 @@ impl Ctx {
     }
 
     async fn volume(&self, c: VolumeCommand) -> Result<()> {
-        use meson_types::volume::{VolumeCreateRequest, VolumeUpdateRequest};
+        use meson_types::requests::NameLabelsUpdate;
+        use meson_types::volume::VolumeCreateRequest;
         match c {
             VolumeCommand::Create {
                 name,
@@ -637,7 +638,7 @@ impl Ctx {
                 labels,
             } => {
                 let id = self.volume_id(&volume).await?;
-                let req = VolumeUpdateRequest {
+                let req = NameLabelsUpdate {
                     name,
                     labels: label_map(labels),
                 };
@@ -682,7 +683,7 @@ impl Ctx {
                 labels,
             } => {
                 let id = self.network_id(&network).await?;
-                let req = meson_types::requests::VmUpdateRequest {
+                let req = meson_types::requests::NameLabelsUpdate {
                     name,
                     labels: label_map(labels),
                 };

@@ -51,7 +51,15 @@ async fn standalone_volumes(pool: &meson_db::PgPool, tenant: &TenantId) -> Vec<V
         standalone: Some(true),
         ..Default::default()
     };
-    meson_db::volumes::list(pool, tenant, &filter, 1000, 0)
+    meson_db::page_at::<Volume>(pool, tenant, &filter, 1000, 0)
+        .await
+        .unwrap()
+        .0
+}
+
+/// The tenant's live VMs.
+async fn live_vms(pool: &meson_db::PgPool, tenant: &TenantId) -> Vec<meson_core::vm::Vm> {
+    meson_db::page_at::<meson_core::vm::Vm>(pool, tenant, &Default::default(), 1000, 0)
         .await
         .unwrap()
         .0
@@ -247,9 +255,7 @@ async fn chaos_loses_nothing_and_leaks_nothing() {
 
     // A create that exhausted its retries left its VM in `error` (and
     // unwound): a tenant deletes those, as the chaos deleted others.
-    let (page, _) = meson_db::vms::list(&db.pool, &who.tenant, &Default::default(), 1000, 0)
-        .await
-        .unwrap();
+    let page = live_vms(&db.pool, &who.tenant).await;
     let mut cleanup = Vec::new();
     for vm in page.iter().filter(|v| v.status == VmStatus::Error) {
         cleanup.push(
@@ -278,9 +284,7 @@ async fn chaos_loses_nothing_and_leaks_nothing() {
     );
 
     // Every surviving VM is running; AtomOS holds exactly the database's VMs and volumes.
-    let (page, _) = meson_db::vms::list(&db.pool, &who.tenant, &Default::default(), 1000, 0)
-        .await
-        .unwrap();
+    let page = live_vms(&db.pool, &who.tenant).await;
     for vm in &page {
         assert_eq!(vm.status, VmStatus::Running, "{} ({})", vm.name, vm.id);
     }

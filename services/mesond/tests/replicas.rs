@@ -395,7 +395,7 @@ async fn api_and_worker_replicas_share_one_database() {
     }
 
     // AtomOS holds exactly the database's VMs and volumes.
-    let (db_vms, _) = meson_db::vms::list(
+    let (db_vms, _) = meson_db::page_at::<meson_core::vm::Vm>(
         &db.pool,
         &TenantId(TENANT.into()),
         &Default::default(),

@@ -404,9 +404,10 @@ async fn sixteen_clients_through_atomos_errors_and_a_database_restart() {
 
     // VMs whose create failed are deleted, as a tenant would.
     let tenant = TenantId(TENANT.into());
-    let (page, _) = meson_db::vms::list(&pool, &tenant, &Default::default(), 1000, 0)
-        .await
-        .unwrap();
+    let (page, _) =
+        meson_db::page_at::<meson_core::vm::Vm>(&pool, &tenant, &Default::default(), 1000, 0)
+            .await
+            .unwrap();
     for vm in page.iter().filter(|v| v.status == VmStatus::Error) {
         let a = retrying(Duration::from_secs(30), || client.vm_delete(vm.id.0))
             .await
@@ -415,9 +416,10 @@ async fn sixteen_clients_through_atomos_errors_and_a_database_restart() {
     }
 
     // The database holds exactly what AtomOS holds.
-    let (page, _) = meson_db::vms::list(&pool, &tenant, &Default::default(), 1000, 0)
-        .await
-        .unwrap();
+    let (page, _) =
+        meson_db::page_at::<meson_core::vm::Vm>(&pool, &tenant, &Default::default(), 1000, 0)
+            .await
+            .unwrap();
     for vm in &page {
         assert_eq!(vm.status, VmStatus::Running, "{} ({})", vm.name, vm.id);
     }

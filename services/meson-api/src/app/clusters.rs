@@ -160,7 +160,7 @@ impl App {
         let at = PageStart::of(&q.page, q.bound("clusters", &p.tenant)?)?;
         let mut conn = meson_db::acquire(&self.pool).await?;
         let mut listed =
-            meson_db::clusters::page(&mut conn, &p.tenant, &q.filter(), &at.start, at.limit())
+            meson_db::page::<Cluster>(&mut conn, &p.tenant, &q.filter(), &at.start, at.limit())
                 .await?;
         let clusters = std::mem::take(&mut listed.items);
         let views = cluster_views(&mut conn, clusters).await?;

@@ -51,9 +51,14 @@ impl App {
     ) -> Result<Paged<(Network, Vec<VmId>)>> {
         let at = PageStart::of(&q.page, q.bound("networks", &p.tenant)?)?;
         let mut conn = meson_db::acquire(&self.pool).await?;
-        let listed =
-            meson_db::networks::page(&mut conn, &p.tenant, &q.filter(), &at.start, at.limit())
-                .await?;
+        let listed = meson_db::page::<(Network, Vec<VmId>)>(
+            &mut conn,
+            &p.tenant,
+            &q.filter(),
+            &at.start,
+            at.limit(),
+        )
+        .await?;
         Ok(at.paged(listed))
     }
 
@@ -63,7 +68,7 @@ impl App {
         p: &Principal,
         id: NetworkId,
         body: &serde_json::Value,
-    ) -> Result<(Network, Vec<VmId>, Vec<Warning>)> {
+    ) -> Result<((Network, Vec<VmId>), Vec<Warning>)> {
         let patch = NameLabels::parse(body, MAX_NETWORK_NAME_LEN)?;
         meson_db::networks::update(
             &self.pool,
@@ -73,8 +78,7 @@ impl App {
             patch.labels.as_ref(),
         )
         .await?;
-        let (network, vms) = self.network_get(p, id).await?;
-        Ok((network, vms, patch.warnings))
+        Ok((self.network_get(p, id).await?, patch.warnings))
     }
 
     /// Starts removing an unused network from every host it was made on.

@@ -151,7 +151,7 @@ impl App {
         let at = PageStart::of(&q.page, q.bound("vms", &p.tenant)?)?;
         let mut conn = meson_db::acquire(&self.pool).await?;
         let listed =
-            meson_db::vms::page(&mut conn, &p.tenant, &q.filter(), &at.start, at.limit()).await?;
+            meson_db::page::<Vm>(&mut conn, &p.tenant, &q.filter(), &at.start, at.limit()).await?;
         let ids: Vec<VmId> = listed.items.iter().map(|v| v.id).collect();
         Ok(VmPage {
             parts: VmParts::load(&mut conn, &ids).await?,
@@ -219,14 +219,13 @@ impl App {
         p: &Principal,
         id: VmId,
         body: &serde_json::Value,
-    ) -> Result<(Vm, VmParts, Vec<Warning>)> {
+    ) -> Result<((Vm, VmParts), Vec<Warning>)> {
         let NameLabels {
             name,
             labels,
             warnings,
         } = NameLabels::parse(body, meson_core::vm::MAX_NAME_LEN)?;
         meson_db::vms::update(&self.pool, &p.tenant, id, name.as_deref(), labels.as_ref()).await?;
-        let (vm, parts) = self.vm_get(p, id).await?;
-        Ok((vm, parts, warnings))
+        Ok((self.vm_get(p, id).await?, warnings))
     }
 }

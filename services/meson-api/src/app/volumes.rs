@@ -28,7 +28,8 @@ impl App {
         let at = PageStart::of(&q.page, q.bound(&p.tenant)?)?;
         let mut conn = meson_db::acquire(&self.pool).await?;
         let listed =
-            meson_db::volumes::page(&mut conn, &p.tenant, &q.filter, &at.start, at.limit()).await?;
+            meson_db::page::<Volume>(&mut conn, &p.tenant, &q.filter, &at.start, at.limit())
+                .await?;
         Ok(at.paged(listed))
     }
 

@@ -76,7 +76,8 @@ impl pb::network_service_server::NetworkService for Svc {
             let network_id = id("id", &req.get_ref().id)?;
             note_resource(&req, "network", network_id);
             let body = convert::name_labels(&req.get_ref().name, &req.get_ref().labels);
-            let (network, vms, warnings) = self.0.app.network_update(&p, network_id, &body).await?;
+            let ((network, vms), warnings) =
+                self.0.app.network_update(&p, network_id, &body).await?;
             Ok(pb::NetworkResponse {
                 network: Some(convert::network(views::network(&network, &vms))),
                 warnings: convert::warnings(&warnings),

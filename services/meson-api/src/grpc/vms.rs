@@ -69,7 +69,7 @@ impl pb::vm_service_server::VmService for Svc {
             let vm_id = id("id", &req.get_ref().id)?;
             note_resource(&req, "vm", vm_id);
             let body = convert::name_labels(&req.get_ref().name, &req.get_ref().labels);
-            let (vm, parts, warnings) = self.0.app.vm_update(&p, vm_id, &body).await?;
+            let ((vm, parts), warnings) = self.0.app.vm_update(&p, vm_id, &body).await?;
             Ok(pb::UpdateVmResponse {
                 vm: Some(convert::vm(views::vm(&vm, &parts))),
                 warnings: convert::warnings(&warnings),

@@ -1,11 +1,12 @@
 //! `/v1/clusters` (and its alias `POST /v1/kaas`).
 
+use super::resource::{self, Resource};
 use super::responses::{
     BadBody, BadBodyField, BadId, BadQuery, CannotDelete, CannotModify, ClusterBusy,
     ClusterOverQuota, NameTakenOrKeyReused, NoSuchCluster,
 };
-use super::{AppState, JsonBody, pagination, parse_id, query_pairs};
-use crate::app::ListQuery;
+use super::{AppState, JsonBody, parse_id, query_pairs};
+use crate::app::{App, ClusterView, ListQuery, Paged};
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::views;
@@ -14,6 +15,10 @@ use axum::extract::{Path, RawQuery, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use meson_core::Error;
+use meson_core::action::Action;
+use meson_core::cluster::ClusterStatus;
+use meson_core::parse::Warning;
+use meson_core::{ClusterId, Result};
 use meson_types as wire;
 use meson_types::ErrorResponse;
 use meson_types::cluster::{ClusterListQuery, ClusterUpdateRequest};
@@ -114,15 +119,11 @@ async fn create_kaas(
     ),
 )]
 async fn read(
-    State(s): State<AppState>,
+    s: State<AppState>,
     p: Principal,
-    Path(id): Path<String>,
+    id: Path<String>,
 ) -> ApiResult<Json<wire::cluster::ClusterResponse>> {
-    let v = s.app.cluster_get(&p, parse_id(&id)?).await?;
-    Ok(Json(wire::cluster::ClusterResponse {
-        cluster: views::cluster(&v),
-        warnings: vec![],
-    }))
+    resource::get::<Clusters>(s, p, id).await
 }
 
 /// Lists clusters.
@@ -141,22 +142,8 @@ async fn read(
         BadQuery,
     ),
 )]
-async fn list(
-    State(s): State<AppState>,
-    p: Principal,
-    RawQuery(q): RawQuery,
-) -> ApiResult<Response> {
-    let pairs = query_pairs(q.as_deref())?;
-    let q = ListQuery::parse(&pairs, |v| {
-        meson_core::cluster::ClusterStatus::parse(v).is_some()
-    })?;
-    let clusters = s.app.cluster_list(&p, &q).await?;
-    let (meta, link) = pagination("/v1/clusters", &pairs, clusters.pagination());
-    let body = wire::cluster::ClusterList {
-        clusters: clusters.items.iter().map(views::cluster).collect(),
-        meta,
-    };
-    Ok(super::paged(body, link))
+async fn list(s: State<AppState>, p: Principal, q: RawQuery) -> ApiResult<Response> {
+    resource::list::<Clusters>(s, p, q).await
 }
 
 /// Relabels a cluster or changes its update policy.
@@ -177,16 +164,12 @@ async fn list(
     ),
 )]
 async fn update(
-    State(s): State<AppState>,
+    s: State<AppState>,
     p: Principal,
-    Path(id): Path<String>,
-    JsonBody(body): JsonBody,
+    id: Path<String>,
+    body: JsonBody,
 ) -> ApiResult<Json<wire::cluster::ClusterResponse>> {
-    let (v, warnings) = s.app.cluster_update(&p, parse_id(&id)?, &body).await?;
-    Ok(Json(wire::cluster::ClusterResponse {
-        cluster: views::cluster(&v),
-        warnings: warnings.iter().map(views::warning).collect(),
-    }))
+    resource::update::<Clusters>(s, p, id, body).await
 }
 
 /// Deletes a cluster.
@@ -208,12 +191,11 @@ async fn update(
     ),
 )]
 async fn delete(
-    State(s): State<AppState>,
+    s: State<AppState>,
     p: Principal,
-    Path(id): Path<String>,
-) -> ApiResult<Json<wire::ActionResponse>> {
-    let action = s.app.cluster_delete(&p, parse_id(&id)?).await?;
-    Ok(super::action_answer(&action))
+    id: Path<String>,
+) -> ApiResult<Json<meson_types::ActionResponse>> {
+    resource::delete::<Clusters>(s, p, id).await
 }
 
 /// Lists a cluster's nodes.
@@ -336,4 +318,61 @@ async fn phone_home(
         .node_phone_home(parse_id(&id)?, parse_id(&node)?, token)
         .await?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// Clusters through the shared handlers.
+pub struct Clusters;
+
+impl Resource for Clusters {
+    type Id = ClusterId;
+    type Item = ClusterView;
+    type Got = wire::cluster::ClusterResponse;
+    type Updated = wire::cluster::ClusterResponse;
+    type Listed = Paged<ClusterView>;
+    type Page = wire::cluster::ClusterList;
+    const PATH: &'static str = "/v1/clusters";
+
+    async fn get(app: &App, p: &Principal, id: ClusterId) -> Result<ClusterView> {
+        app.cluster_get(p, id).await
+    }
+
+    async fn update(
+        app: &App,
+        p: &Principal,
+        id: ClusterId,
+        body: &serde_json::Value,
+    ) -> Result<(ClusterView, Vec<Warning>)> {
+        app.cluster_update(p, id, body).await
+    }
+
+    async fn delete(app: &App, p: &Principal, id: ClusterId) -> Result<Action> {
+        app.cluster_delete(p, id).await
+    }
+
+    async fn list(app: &App, p: &Principal, query: &[(String, String)]) -> Result<Self::Listed> {
+        let q = ListQuery::parse(query, |v| ClusterStatus::parse(v).is_some())?;
+        app.cluster_list(p, &q).await
+    }
+
+    fn got(c: &ClusterView) -> Self::Got {
+        Self::updated(c, vec![])
+    }
+
+    fn updated(c: &ClusterView, warnings: Vec<wire::Warning>) -> Self::Updated {
+        wire::cluster::ClusterResponse {
+            cluster: views::cluster(c),
+            warnings,
+        }
+    }
+
+    fn page(listed: &Self::Listed, meta: wire::Meta) -> Self::Page {
+        wire::cluster::ClusterList {
+            clusters: listed.items.iter().map(views::cluster).collect(),
+            meta,
+        }
+    }
+
+    fn pagination(listed: &Self::Listed) -> wire::Pagination {
+        listed.pagination()
+    }
 }

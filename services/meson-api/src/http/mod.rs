@@ -15,6 +15,7 @@ mod networks;
 pub mod openapi;
 mod ops;
 mod quotes;
+mod resource;
 pub mod responses;
 mod stream;
 mod vms;

@@ -1,11 +1,12 @@
 //! `/v1/networks`.
 
+use super::resource::{self, Resource};
 use super::responses::{
     BadBody, BadBodyField, BadId, BadQuery, CannotDelete, CannotModify, NameTakenOrKeyReused,
     NoSuchNetwork,
 };
-use super::{AppState, JsonBody, pagination, parse_id, query_pairs};
-use crate::app::ListQuery;
+use super::{AppState, JsonBody};
+use crate::app::{App, ListQuery, Paged};
 use crate::auth::Principal;
 use crate::error::ApiResult;
 use crate::views;
@@ -13,10 +14,14 @@ use axum::Json;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use meson_core::action::Action;
+use meson_core::network::{Network, NetworkStatus};
+use meson_core::parse::Warning;
+use meson_core::{NetworkId, Result, VmId};
 use meson_types as wire;
 use meson_types::ErrorResponse;
 use meson_types::network::{NetworkCreateRequest, NetworkListQuery};
-use meson_types::requests::{CursorQuery, PageQuery, VmUpdateRequest};
+use meson_types::requests::{CursorQuery, NameLabelsUpdate, PageQuery};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -75,15 +80,11 @@ async fn create(
     ),
 )]
 async fn read(
-    State(s): State<AppState>,
+    s: State<AppState>,
     p: Principal,
-    Path(id): Path<String>,
+    id: Path<String>,
 ) -> ApiResult<Json<wire::network::NetworkResponse>> {
-    let (network, vms) = s.app.network_get(&p, parse_id(&id)?).await?;
-    Ok(Json(wire::network::NetworkResponse {
-        network: views::network(&network, &vms),
-        warnings: vec![],
-    }))
+    resource::get::<Networks>(s, p, id).await
 }
 
 /// Lists networks.
@@ -102,26 +103,8 @@ async fn read(
         BadQuery,
     ),
 )]
-async fn list(
-    State(s): State<AppState>,
-    p: Principal,
-    RawQuery(q): RawQuery,
-) -> ApiResult<Response> {
-    let pairs = query_pairs(q.as_deref())?;
-    let q = ListQuery::parse(&pairs, |v| {
-        meson_core::network::NetworkStatus::parse(v).is_some()
-    })?;
-    let networks = s.app.network_list(&p, &q).await?;
-    let (meta, link) = pagination("/v1/networks", &pairs, networks.pagination());
-    let body = wire::network::NetworkList {
-        networks: networks
-            .items
-            .iter()
-            .map(|(n, vms)| views::network(n, vms))
-            .collect(),
-        meta,
-    };
-    Ok(super::paged(body, link))
+async fn list(s: State<AppState>, p: Principal, q: RawQuery) -> ApiResult<Response> {
+    resource::list::<Networks>(s, p, q).await
 }
 
 /// Renames and/or relabels a network.
@@ -133,7 +116,7 @@ async fn list(
     summary = "Update a network",
     description = "Changes the name and/or replaces the labels; the subnet cannot change.",
     params(("id" = uuid::Uuid, Path, description = "The network's id.")),
-    request_body(content = VmUpdateRequest, content_type = "application/json"),
+    request_body(content = NameLabelsUpdate, content_type = "application/json"),
     responses(
         (status = 200, description = "The network as it is now.",
             body = wire::network::NetworkResponse),
@@ -145,16 +128,12 @@ async fn list(
     ),
 )]
 async fn update(
-    State(s): State<AppState>,
+    s: State<AppState>,
     p: Principal,
-    Path(id): Path<String>,
-    JsonBody(body): JsonBody,
+    id: Path<String>,
+    body: JsonBody,
 ) -> ApiResult<Json<wire::network::NetworkResponse>> {
-    let (network, vms, warnings) = s.app.network_update(&p, parse_id(&id)?, &body).await?;
-    Ok(Json(wire::network::NetworkResponse {
-        network: views::network(&network, &vms),
-        warnings: warnings.iter().map(views::warning).collect(),
-    }))
+    resource::update::<Networks>(s, p, id, body).await
 }
 
 /// Deletes an unused network.
@@ -179,10 +158,70 @@ async fn update(
     ),
 )]
 async fn delete(
-    State(s): State<AppState>,
+    s: State<AppState>,
     p: Principal,
-    Path(id): Path<String>,
-) -> ApiResult<Json<wire::ActionResponse>> {
-    let action = s.app.network_delete(&p, parse_id(&id)?).await?;
-    Ok(super::action_answer(&action))
+    id: Path<String>,
+) -> ApiResult<Json<meson_types::ActionResponse>> {
+    resource::delete::<Networks>(s, p, id).await
+}
+
+/// Networks through the shared handlers.
+pub struct Networks;
+
+impl Resource for Networks {
+    type Id = NetworkId;
+    type Item = (Network, Vec<VmId>);
+    type Got = wire::network::NetworkResponse;
+    type Updated = wire::network::NetworkResponse;
+    type Listed = Paged<(Network, Vec<VmId>)>;
+    type Page = wire::network::NetworkList;
+    const PATH: &'static str = "/v1/networks";
+
+    async fn get(app: &App, p: &Principal, id: NetworkId) -> Result<Self::Item> {
+        app.network_get(p, id).await
+    }
+
+    async fn update(
+        app: &App,
+        p: &Principal,
+        id: NetworkId,
+        body: &serde_json::Value,
+    ) -> Result<(Self::Item, Vec<Warning>)> {
+        app.network_update(p, id, body).await
+    }
+
+    async fn delete(app: &App, p: &Principal, id: NetworkId) -> Result<Action> {
+        app.network_delete(p, id).await
+    }
+
+    async fn list(app: &App, p: &Principal, query: &[(String, String)]) -> Result<Self::Listed> {
+        let q = ListQuery::parse(query, |v| NetworkStatus::parse(v).is_some())?;
+        app.network_list(p, &q).await
+    }
+
+    fn got(item: &Self::Item) -> Self::Got {
+        Self::updated(item, vec![])
+    }
+
+    fn updated((n, vms): &Self::Item, warnings: Vec<wire::Warning>) -> Self::Updated {
+        wire::network::NetworkResponse {
+            network: views::network(n, vms),
+            warnings,
+        }
+    }
+
+    fn page(listed: &Self::Listed, meta: wire::Meta) -> Self::Page {
+        wire::network::NetworkList {
+            networks: listed
+                .items
+                .iter()
+                .map(|(n, vms)| views::network(n, vms))
+                .collect(),
+            meta,
+        }
+    }
+
+    fn pagination(listed: &Self::Listed) -> wire::Pagination {
+        listed.pagination()
+    }
 }

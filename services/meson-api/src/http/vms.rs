@@ -1,8 +1,9 @@
 //! `/v1/vms`.
 
+use super::resource::{self, Resource};
 use super::responses::{BadId, BadIdOrBody, BadQuery, NoSuchVm, VmBusy};
-use super::{AppState, JsonBody, pagination, parse_id, query_pairs};
-use crate::app::ListQuery;
+use super::{AppState, JsonBody, parse_id};
+use crate::app::{App, ListQuery, VmPage, VmParts};
 use crate::auth::Principal;
 use crate::error::ApiResult;
 use crate::views;
@@ -10,10 +11,14 @@ use axum::Json;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use meson_core::action::Action;
+use meson_core::parse::Warning;
+use meson_core::vm::{Vm, VmStatus};
+use meson_core::{Result, VmId};
 use meson_types as wire;
 use meson_types::ErrorResponse;
 use meson_types::requests::{
-    CursorQuery, PageQuery, VmCreateRequest, VmListQuery, VmUpdateRequest,
+    CursorQuery, NameLabelsUpdate, PageQuery, VmCreateRequest, VmListQuery,
 };
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -99,14 +104,11 @@ async fn create(
     ),
 )]
 async fn read(
-    State(s): State<AppState>,
+    s: State<AppState>,
     p: Principal,
-    Path(id): Path<String>,
+    id: Path<String>,
 ) -> ApiResult<Json<wire::VmResponse>> {
-    let (vm, parts) = s.app.vm_get(&p, parse_id(&id)?).await?;
-    Ok(Json(wire::VmResponse {
-        vm: views::vm(&vm, &parts),
-    }))
+    resource::get::<Vms>(s, p, id).await
 }
 
 /// Lists VMs.
@@ -125,25 +127,8 @@ async fn read(
         BadQuery,
     ),
 )]
-async fn list(
-    State(s): State<AppState>,
-    p: Principal,
-    RawQuery(q): RawQuery,
-) -> ApiResult<Response> {
-    let pairs = query_pairs(q.as_deref())?;
-    let q = ListQuery::parse(&pairs, |v| meson_core::vm::VmStatus::parse(v).is_some())?;
-    let res = s.app.vm_list(&p, &q).await?;
-    let (meta, link) = pagination("/v1/vms", &pairs, res.vms.pagination());
-    let body = wire::VmList {
-        vms: res
-            .vms
-            .items
-            .iter()
-            .map(|v| views::vm(v, &res.parts))
-            .collect(),
-        meta,
-    };
-    Ok(super::paged(body, link))
+async fn list(s: State<AppState>, p: Principal, q: RawQuery) -> ApiResult<Response> {
+    resource::list::<Vms>(s, p, q).await
 }
 
 /// Renames and/or relabels a VM.
@@ -155,7 +140,7 @@ async fn list(
     summary = "Rename or relabel a VM",
     description = "Sets the name and/or replaces the labels; nothing changes on AtomOS.",
     params(("id" = uuid::Uuid, Path, description = "The VM's id.")),
-    request_body(content = VmUpdateRequest, content_type = "application/json",
+    request_body(content = NameLabelsUpdate, content_type = "application/json",
         example = json!({"name": "web-1", "labels": {"env": "prod"}})),
     responses(
         (status = 200, description = "The VM as it is now; `warnings` lists ignored fields.",
@@ -169,16 +154,12 @@ async fn list(
     ),
 )]
 async fn update(
-    State(s): State<AppState>,
+    s: State<AppState>,
     p: Principal,
-    Path(id): Path<String>,
-    JsonBody(body): JsonBody,
+    id: Path<String>,
+    body: JsonBody,
 ) -> ApiResult<Json<wire::vm::VmUpdateResponse>> {
-    let (vm, parts, warnings) = s.app.vm_update(&p, parse_id(&id)?, &body).await?;
-    Ok(Json(wire::vm::VmUpdateResponse {
-        vm: views::vm(&vm, &parts),
-        warnings: warnings.iter().map(views::warning).collect(),
-    }))
+    resource::update::<Vms>(s, p, id, body).await
 }
 
 /// Deletes a VM.
@@ -203,12 +184,11 @@ async fn update(
     ),
 )]
 async fn delete(
-    State(s): State<AppState>,
+    s: State<AppState>,
     p: Principal,
-    Path(id): Path<String>,
+    id: Path<String>,
 ) -> ApiResult<Json<wire::ActionResponse>> {
-    let action = s.app.vm_delete(&p, parse_id(&id)?).await?;
-    Ok(super::action_answer(&action))
+    resource::delete::<Vms>(s, p, id).await
 }
 
 /// Powers a VM on or off, or reboots it.
@@ -253,4 +233,68 @@ async fn power(
     })?;
     let action = s.app.vm_power(&p, parse_id(&id)?, op).await?;
     Ok(super::action_created(&action))
+}
+
+/// VMs through the shared handlers.
+pub struct Vms;
+
+impl Resource for Vms {
+    type Id = VmId;
+    type Item = (Vm, VmParts);
+    type Got = wire::VmResponse;
+    type Updated = wire::vm::VmUpdateResponse;
+    type Listed = VmPage;
+    type Page = wire::VmList;
+    const PATH: &'static str = "/v1/vms";
+
+    async fn get(app: &App, p: &Principal, id: VmId) -> Result<Self::Item> {
+        app.vm_get(p, id).await
+    }
+
+    async fn update(
+        app: &App,
+        p: &Principal,
+        id: VmId,
+        body: &serde_json::Value,
+    ) -> Result<(Self::Item, Vec<Warning>)> {
+        app.vm_update(p, id, body).await
+    }
+
+    async fn delete(app: &App, p: &Principal, id: VmId) -> Result<Action> {
+        app.vm_delete(p, id).await
+    }
+
+    async fn list(app: &App, p: &Principal, query: &[(String, String)]) -> Result<VmPage> {
+        let q = ListQuery::parse(query, |v| VmStatus::parse(v).is_some())?;
+        app.vm_list(p, &q).await
+    }
+
+    fn got((vm, parts): &Self::Item) -> wire::VmResponse {
+        wire::VmResponse {
+            vm: views::vm(vm, parts),
+        }
+    }
+
+    fn updated((vm, parts): &Self::Item, warnings: Vec<wire::Warning>) -> Self::Updated {
+        wire::vm::VmUpdateResponse {
+            vm: views::vm(vm, parts),
+            warnings,
+        }
+    }
+
+    fn page(listed: &VmPage, meta: wire::Meta) -> wire::VmList {
+        wire::VmList {
+            vms: listed
+                .vms
+                .items
+                .iter()
+                .map(|v| views::vm(v, &listed.parts))
+                .collect(),
+            meta,
+        }
+    }
+
+    fn pagination(listed: &VmPage) -> wire::Pagination {
+        listed.vms.pagination()
+    }
 }

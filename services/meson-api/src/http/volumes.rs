@@ -1,8 +1,9 @@
 //! `/v1/volumes`.
 
+use super::resource::{self, Resource};
 use super::responses::{BadBody, BadId, BadQuery, CannotDelete, CannotModify, NoSuchVolume};
-use super::{AppState, JsonBody, pagination, parse_id, query_pairs};
-use crate::app::VolumeQuery;
+use super::{AppState, JsonBody};
+use crate::app::{App, Paged, VolumeQuery};
 use crate::auth::Principal;
 use crate::error::ApiResult;
 use crate::views;
@@ -10,9 +11,14 @@ use axum::Json;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use meson_core::action::Action;
+use meson_core::parse::Warning;
+use meson_core::volume::Volume;
+use meson_core::{Result, VolumeId};
 use meson_types::ErrorResponse;
+use meson_types::requests::NameLabelsUpdate;
 use meson_types::requests::{CursorQuery, PageQuery, VolumeListQuery};
-use meson_types::volume::{self as wire, VolumeCreateRequest, VolumeUpdateRequest};
+use meson_types::volume::{self as wire, VolumeCreateRequest};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -86,15 +92,11 @@ async fn create(
     ),
 )]
 async fn read(
-    State(s): State<AppState>,
+    s: State<AppState>,
     p: Principal,
-    Path(id): Path<String>,
+    id: Path<String>,
 ) -> ApiResult<Json<wire::VolumeResponse>> {
-    let v = s.app.volume_get(&p, parse_id(&id)?).await?;
-    Ok(Json(wire::VolumeResponse {
-        volume: views::volume(&v),
-        warnings: vec![],
-    }))
+    resource::get::<Volumes>(s, p, id).await
 }
 
 /// Renames and/or relabels a standalone volume.
@@ -107,7 +109,7 @@ async fn read(
     description = "Changes a standalone volume's name and/or replaces its labels (at any \
         time: nothing on AtomOS changes). A VM's own volumes are named by the VM.",
     params(("id" = uuid::Uuid, Path, description = "The volume's id.")),
-    request_body(content = VolumeUpdateRequest, content_type = "application/json"),
+    request_body(content = NameLabelsUpdate, content_type = "application/json"),
     responses(
         (status = 200, description = "The volume as it is now.", body = wire::VolumeResponse),
         BadBody,
@@ -118,16 +120,12 @@ async fn read(
     ),
 )]
 async fn update(
-    State(s): State<AppState>,
+    s: State<AppState>,
     p: Principal,
-    Path(id): Path<String>,
-    JsonBody(body): JsonBody,
+    id: Path<String>,
+    body: JsonBody,
 ) -> ApiResult<Json<wire::VolumeResponse>> {
-    let (v, warnings) = s.app.volume_update(&p, parse_id(&id)?, &body).await?;
-    Ok(Json(wire::VolumeResponse {
-        volume: views::volume(&v),
-        warnings: warnings.iter().map(views::warning).collect(),
-    }))
+    resource::update::<Volumes>(s, p, id, body).await
 }
 
 /// Deletes a standalone volume.
@@ -153,12 +151,11 @@ async fn update(
     ),
 )]
 async fn delete(
-    State(s): State<AppState>,
+    s: State<AppState>,
     p: Principal,
-    Path(id): Path<String>,
+    id: Path<String>,
 ) -> ApiResult<Json<meson_types::ActionResponse>> {
-    let action = s.app.volume_delete(&p, parse_id(&id)?).await?;
-    Ok(super::action_answer(&action))
+    resource::delete::<Volumes>(s, p, id).await
 }
 
 /// Every volume of the tenant: VMs' own and standalone ones. `vm=<id>`,
@@ -178,20 +175,62 @@ async fn delete(
         BadQuery,
     ),
 )]
-async fn list(
-    State(s): State<AppState>,
-    p: Principal,
-    RawQuery(q): RawQuery,
-) -> ApiResult<Response> {
-    let pairs = query_pairs(q.as_deref())?;
-    let q = VolumeQuery::parse(&pairs)?;
-    let volumes = s.app.volume_list(&p, &q).await?;
-    let (meta, link) = pagination("/v1/volumes", &pairs, volumes.pagination());
-    Ok(super::paged(
+async fn list(s: State<AppState>, p: Principal, q: RawQuery) -> ApiResult<Response> {
+    resource::list::<Volumes>(s, p, q).await
+}
+
+/// Volumes through the shared handlers.
+pub struct Volumes;
+
+impl Resource for Volumes {
+    type Id = VolumeId;
+    type Item = Volume;
+    type Got = wire::VolumeResponse;
+    type Updated = wire::VolumeResponse;
+    type Listed = Paged<Volume>;
+    type Page = wire::VolumeList;
+    const PATH: &'static str = "/v1/volumes";
+
+    async fn get(app: &App, p: &Principal, id: VolumeId) -> Result<Volume> {
+        app.volume_get(p, id).await
+    }
+
+    async fn update(
+        app: &App,
+        p: &Principal,
+        id: VolumeId,
+        body: &serde_json::Value,
+    ) -> Result<(Volume, Vec<Warning>)> {
+        app.volume_update(p, id, body).await
+    }
+
+    async fn delete(app: &App, p: &Principal, id: VolumeId) -> Result<Action> {
+        app.volume_delete(p, id).await
+    }
+
+    async fn list(app: &App, p: &Principal, query: &[(String, String)]) -> Result<Paged<Volume>> {
+        app.volume_list(p, &VolumeQuery::parse(query)?).await
+    }
+
+    fn got(v: &Volume) -> wire::VolumeResponse {
+        Self::updated(v, vec![])
+    }
+
+    fn updated(v: &Volume, warnings: Vec<meson_types::Warning>) -> wire::VolumeResponse {
+        wire::VolumeResponse {
+            volume: views::volume(v),
+            warnings,
+        }
+    }
+
+    fn page(listed: &Paged<Volume>, meta: meson_types::Meta) -> wire::VolumeList {
         wire::VolumeList {
-            volumes: volumes.items.iter().map(views::volume).collect(),
+            volumes: listed.items.iter().map(views::volume).collect(),
             meta,
-        },
-        link,
-    ))
+        }
+    }
+
+    fn pagination(listed: &Paged<Volume>) -> meson_types::Pagination {
+        listed.pagination()
+    }
 }

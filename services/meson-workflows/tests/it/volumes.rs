@@ -320,7 +320,7 @@ impl Scenario for DetachScenario {
         assert!(meson_db::vms::get_any(&w.db.pool, vm).await.is_err());
         assert_eq!(w.on_atomos(vm), (0, 0));
         // The delete action names the VM only: find the volume that was attached.
-        let (all, _) = meson_db::volumes::list(
+        let (all, _) = meson_db::page_at::<meson_core::volume::Volume>(
             &w.db.pool,
             &w.who.tenant,
             &meson_db::volumes::VolumeFilter {

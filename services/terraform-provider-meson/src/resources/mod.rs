@@ -252,12 +252,12 @@ pub fn changed(prior: &Json, planned: &Json, k: &str) -> bool {
 pub fn rename_relabel(
     prior: &Json,
     planned: &Json,
-) -> Option<meson_client::types::requests::VmUpdateRequest> {
+) -> Option<meson_client::types::requests::NameLabelsUpdate> {
     let (name, labels_changed) = (
         changed(prior, planned, "name"),
         changed(prior, planned, "labels"),
     );
-    (name || labels_changed).then(|| meson_client::types::requests::VmUpdateRequest {
+    (name || labels_changed).then(|| meson_client::types::requests::NameLabelsUpdate {
         name: if name { text(planned, "name") } else { None },
         labels: labels_changed.then(|| labels(planned).unwrap_or_default()),
     })

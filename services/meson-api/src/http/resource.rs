@@ -1,0 +1,119 @@
+//! The handlers that read, list, change and delete a resource, written once.
+//!
+//! A resource implements [`Resource`]: which app calls read, list, update
+//! and delete it, and how its answers are made. Its module keeps the
+//! OpenAPI description of each operation (what differs between resources),
+//! whose body is one call of the handler here.
+
+use super::{AppState, JsonBody, action_answer, paged, pagination, parse_id, query_pairs};
+use crate::app::App;
+use crate::auth::Principal;
+use crate::error::ApiResult;
+use axum::Json;
+use axum::extract::{Path, RawQuery, State};
+use axum::response::Response;
+use meson_core::Result;
+use meson_core::action::Action;
+use meson_core::parse::Warning;
+use serde::Serialize;
+use std::future::Future;
+
+/// A resource with the REST operations every resource has.
+pub trait Resource: 'static {
+    /// The id in its path (`/v1/<collection>/{id}`).
+    type Id: std::str::FromStr + Send;
+    /// What the app reads of one: the row and what its view shows with it.
+    type Item: Send;
+    /// The answer of `GET`.
+    type Got: Serialize;
+    /// The answer of `PATCH`.
+    type Updated: Serialize;
+    /// A page as the app reads it.
+    type Listed: Send;
+    /// A page as it is answered.
+    type Page: Serialize;
+    /// The collection's path, for the list's `Link` header.
+    const PATH: &'static str;
+
+    fn get(
+        app: &App,
+        p: &Principal,
+        id: Self::Id,
+    ) -> impl Future<Output = Result<Self::Item>> + Send;
+
+    fn update(
+        app: &App,
+        p: &Principal,
+        id: Self::Id,
+        body: &serde_json::Value,
+    ) -> impl Future<Output = Result<(Self::Item, Vec<Warning>)>> + Send;
+
+    fn delete(
+        app: &App,
+        p: &Principal,
+        id: Self::Id,
+    ) -> impl Future<Output = Result<Action>> + Send;
+
+    /// Reads the page the query pairs ask for (filters, sort, page).
+    fn list(
+        app: &App,
+        p: &Principal,
+        query: &[(String, String)],
+    ) -> impl Future<Output = Result<Self::Listed>> + Send;
+
+    fn got(item: &Self::Item) -> Self::Got;
+
+    fn updated(item: &Self::Item, warnings: Vec<meson_types::Warning>) -> Self::Updated;
+
+    /// The page's answer and where it stands in the list.
+    fn page(listed: &Self::Listed, meta: meson_types::Meta) -> Self::Page;
+
+    fn pagination(listed: &Self::Listed) -> meson_types::Pagination;
+}
+
+/// `GET /v1/<collection>/{id}`.
+pub async fn get<R: Resource>(
+    State(s): State<AppState>,
+    p: Principal,
+    Path(id): Path<String>,
+) -> ApiResult<Json<R::Got>> {
+    let item = R::get(&s.app, &p, parse_id(&id)?).await?;
+    Ok(Json(R::got(&item)))
+}
+
+/// `GET /v1/<collection>`: a page, with its `Link` header.
+pub async fn list<R: Resource>(
+    State(s): State<AppState>,
+    p: Principal,
+    RawQuery(q): RawQuery,
+) -> ApiResult<Response> {
+    let pairs = query_pairs(q.as_deref())?;
+    let listed = R::list(&s.app, &p, &pairs).await?;
+    let (meta, link) = pagination(R::PATH, &pairs, R::pagination(&listed));
+    Ok(paged(R::page(&listed, meta), link))
+}
+
+/// `PATCH /v1/<collection>/{id}`: the resource as it is now, with the
+/// request's warnings.
+pub async fn update<R: Resource>(
+    State(s): State<AppState>,
+    p: Principal,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Json<R::Updated>> {
+    let (item, warnings) = R::update(&s.app, &p, parse_id(&id)?, &body).await?;
+    Ok(Json(R::updated(
+        &item,
+        warnings.iter().map(crate::views::warning).collect(),
+    )))
+}
+
+/// `DELETE /v1/<collection>/{id}`: the delete action.
+pub async fn delete<R: Resource>(
+    State(s): State<AppState>,
+    p: Principal,
+    Path(id): Path<String>,
+) -> ApiResult<Json<meson_types::ActionResponse>> {
+    let action = R::delete(&s.app, &p, parse_id(&id)?).await?;
+    Ok(action_answer(&action))
+}
