@@ -64,7 +64,13 @@ fn unshare_args() -> Vec<&'static str> {
     }
 }
 
+/// One namespace's test at a time: elemento-cli keeps its login cookie in
+/// its own installation, which every test of a binary shares, so two flows
+/// at once log each other in and out.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 async fn outside(test: &str) {
+    let _turn = ONE_AT_A_TIME.lock().await;
     let args = unshare_args();
     let probe = tokio::process::Command::new("unshare")
         .args(&args)
