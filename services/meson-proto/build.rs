@@ -1,6 +1,7 @@
 //! Compiles `proto/` with protox (pure Rust: no protoc to install) into
-//! prost messages and tonic clients and servers, and writes the descriptor
-//! set the server's reflection serves.
+//! prost messages and tonic clients and servers, writes the descriptor
+//! set the server's reflection serves, and the table of each `meson.v1`
+//! method's API operation (its `(meson.v1.operation)` option).
 
 use prost::Message;
 
@@ -20,8 +21,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .collect();
     protos.sort();
     protos.extend(OTHERS.iter().map(|s| s.to_string()));
-    let fds = protox::compile(&protos, [&root])?;
+    let mut compiler = protox::Compiler::new([&root])?;
+    compiler.include_imports(true).open_files(&protos)?;
+    let fds = compiler.file_descriptor_set();
     let out = std::path::PathBuf::from(std::env::var("OUT_DIR")?);
+    std::fs::write(
+        out.join("operations.rs"),
+        operations(&compiler.descriptor_pool())?,
+    )?;
     // One descriptor set per server: each reflects only what it serves
     // (and the well-known types those files import).
     let subset = |packages: &[&str]| {
@@ -45,4 +52,38 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .build_server(true)
         .compile_fds(fds)?;
     Ok(())
+}
+
+/// `SERVICES`, the `meson.v1` services by their full names, and
+/// `OPERATIONS`: each of their methods' paths and the operation its
+/// `(meson.v1.operation)` option names, sorted by path. A method without
+/// one fails the build.
+fn operations(pool: &prost_reflect::DescriptorPool) -> Result<String, Box<dyn std::error::Error>> {
+    let option = pool
+        .get_extension_by_name("meson.v1.operation")
+        .ok_or("proto/meson/v1/options.proto does not define meson.v1.operation")?;
+    let mut rows = Vec::new();
+    let mut services = Vec::new();
+    for service in pool.services().filter(|s| s.package_name() == "meson.v1") {
+        services.push(format!("    {:?},\n", service.full_name()));
+        for method in service.methods() {
+            let path = format!("/{}/{}", service.full_name(), method.name());
+            let options = method.options();
+            let op = match options.get_extension(&option).as_str() {
+                Some(op) if !op.is_empty() => op.to_owned(),
+                _ => return Err(format!("{path} has no (meson.v1.operation) option").into()),
+            };
+            rows.push(format!("    ({path:?}, {op:?}),\n"));
+        }
+    }
+    rows.sort();
+    services.sort();
+    Ok(format!(
+        "/// The `meson.v1` services by their full names.\n\
+         pub const SERVICES: &[&str] = &[\n{}];\n\n\
+         /// Each `meson.v1` method's path and the API operation it is.\n\
+         pub const OPERATIONS: &[(&str, &str)] = &[\n{}];\n",
+        services.concat(),
+        rows.concat()
+    ))
 }

@@ -36,6 +36,8 @@ pub mod k8s {
 pub use clusterautoscaler::cloudprovider::v1::externalgrpc;
 pub use k8s::io::api::core::v1 as k8s_core;
 
+include!(concat!(env!("OUT_DIR"), "/operations.rs"));
+
 /// The descriptors of `meson.v1`, for gRPC server reflection.
 pub const FILE_DESCRIPTOR_SET: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/meson.bin"));
 

@@ -1,5 +1,7 @@
-//! The gate every gRPC call passes: its method's operation (in [`METHODS`],
-//! the same operations as the REST routes), then [`crate::gate`] (token from
+//! The gate every gRPC call passes: its method's operation (the
+//! `(meson.v1.operation)` option each method carries in `proto/meson/v1/`,
+//! read into [`OPERATIONS`] at build time: the same operations as the REST
+//! routes), then [`crate::gate`] (token from
 //! the `authorization` metadata, rate limit, role), the handler in the
 //! tenant's database scope, and the audit log. Answers carry
 //! `x-correlation-id` and the `ratelimit-*` metadata.
@@ -18,78 +20,10 @@ use std::task::{Context, Poll};
 use tonic::body::Body;
 use tracing::Instrument;
 
-/// Each `meson.v1` method and the API operation it is: its rule in
-/// `authz::RULES` governs it, as it governs the REST route.
-pub const METHODS: &[(&str, &str)] = &[
-    ("/meson.v1.VmService/CreateVm", "vm_create"),
-    ("/meson.v1.VmService/GetVm", "vm_get"),
-    ("/meson.v1.VmService/ListVms", "vm_list"),
-    ("/meson.v1.VmService/UpdateVm", "vm_update"),
-    ("/meson.v1.VmService/DeleteVm", "vm_delete"),
-    ("/meson.v1.VmService/PowerVm", "vm_power"),
-    ("/meson.v1.VmService/ListVmActions", "vm_action_list"),
-    ("/meson.v1.VolumeService/CreateVolume", "volume_create"),
-    ("/meson.v1.VolumeService/GetVolume", "volume_get"),
-    ("/meson.v1.VolumeService/UpdateVolume", "volume_update"),
-    ("/meson.v1.VolumeService/DeleteVolume", "volume_delete"),
-    ("/meson.v1.VolumeService/ListVolumes", "volume_list"),
-    (
-        "/meson.v1.VolumeService/ListVolumeActions",
-        "volume_action_list",
-    ),
-    ("/meson.v1.NetworkService/CreateNetwork", "network_create"),
-    ("/meson.v1.NetworkService/GetNetwork", "network_get"),
-    ("/meson.v1.NetworkService/ListNetworks", "network_list"),
-    ("/meson.v1.NetworkService/UpdateNetwork", "network_update"),
-    ("/meson.v1.NetworkService/DeleteNetwork", "network_delete"),
-    (
-        "/meson.v1.NetworkService/ListNetworkActions",
-        "network_action_list",
-    ),
-    ("/meson.v1.ClusterService/CreateCluster", "cluster_create"),
-    ("/meson.v1.ClusterService/GetCluster", "cluster_get"),
-    ("/meson.v1.ClusterService/ListClusters", "cluster_list"),
-    ("/meson.v1.ClusterService/UpdateCluster", "cluster_update"),
-    ("/meson.v1.ClusterService/DeleteCluster", "cluster_delete"),
-    (
-        "/meson.v1.ClusterService/ListClusterActions",
-        "cluster_action_list",
-    ),
-    ("/meson.v1.ClusterService/ListNodes", "cluster_nodes"),
-    (
-        "/meson.v1.ClusterService/GetKubeconfig",
-        "cluster_kubeconfig",
-    ),
-    ("/meson.v1.ClusterService/UpgradeCluster", "cluster_upgrade"),
-    (
-        "/meson.v1.ClusterService/RotateCredentials",
-        "cluster_rotate_credentials",
-    ),
-    ("/meson.v1.ClusterService/CreatePool", "cluster_pool_create"),
-    ("/meson.v1.ClusterService/GetPool", "cluster_pool_get"),
-    ("/meson.v1.ClusterService/ListPools", "cluster_pool_list"),
-    ("/meson.v1.ClusterService/UpdatePool", "cluster_pool_update"),
-    ("/meson.v1.ClusterService/DeletePool", "cluster_pool_delete"),
-    (
-        "/meson.v1.ClusterService/ReplaceNode",
-        "cluster_node_replace",
-    ),
-    ("/meson.v1.ClusterService/RebootNode", "cluster_node_reboot"),
-    ("/meson.v1.ActionService/GetAction", "action_get"),
-    ("/meson.v1.ActionService/ListActions", "action_list"),
-    ("/meson.v1.ActionService/WatchActions", "action_stream"),
-    ("/meson.v1.CatalogService/ListFlavors", "flavor_list"),
-    ("/meson.v1.CatalogService/ListProviders", "provider_list"),
-    (
-        "/meson.v1.CatalogService/ListKubernetesVersions",
-        "kubernetes_version_list",
-    ),
-    ("/meson.v1.CatalogService/QuoteVm", "quote_create"),
-    ("/meson.v1.CatalogService/QuoteCluster", "quote_create"),
-];
+pub use meson_proto::OPERATIONS;
 
 /// The API operations gRPC does not carry, each with why: a new resource's
-/// operations go in [`METHODS`] or here (a test holds every operation of
+/// operations are carried by a method (its `(meson.v1.operation)` option) or named here (a test holds every operation of
 /// the OpenAPI document to one of the two).
 #[cfg(test)]
 const REST_ONLY: &[(&str, &str)] = &[
@@ -134,7 +68,10 @@ const PUBLIC_SERVICES: &[&str] = &[
 ];
 
 fn operation_of(path: &str) -> Option<&'static str> {
-    METHODS.iter().find(|(m, _)| *m == path).map(|(_, op)| *op)
+    OPERATIONS
+        .iter()
+        .find(|(m, _)| *m == path)
+        .map(|(_, op)| *op)
 }
 
 /// Wraps the gRPC server's routes in the gate.
@@ -329,7 +266,7 @@ where
 /// A method's metrics label: known methods by name, anything else as one
 /// label (so random paths make no new series).
 fn path_label(path: &str) -> String {
-    let known = METHODS.iter().any(|(m, _)| *m == path)
+    let known = OPERATIONS.iter().any(|(m, _)| *m == path)
         || PUBLIC_SERVICES.iter().any(|p| path.starts_with(p));
     if known {
         path.to_owned()
@@ -386,7 +323,7 @@ mod tests {
             let op = operation_of(m).unwrap_or_else(|| panic!("{m} has no operation"));
             assert!(authz::rule_of(op).is_some(), "{m}: no rule for {op}");
         }
-        for (m, _) in METHODS {
+        for (m, _) in OPERATIONS {
             assert!(methods.iter().any(|x| x == m), "{m} is not a method");
         }
         let services: std::collections::BTreeSet<String> = methods
@@ -412,7 +349,7 @@ mod tests {
     fn every_operation_is_carried_by_grpc_or_said_not_to_be() {
         let ops = crate::http::operation_ids();
         let over_grpc: std::collections::BTreeSet<&str> =
-            METHODS.iter().map(|(_, op)| *op).collect();
+            OPERATIONS.iter().map(|(_, op)| *op).collect();
         let missing: Vec<&String> = ops
             .iter()
             .filter(|op| !over_grpc.contains(op.as_str()))
@@ -420,7 +357,7 @@ mod tests {
             .collect();
         assert!(
             missing.is_empty(),
-            "operations neither in grpc::gate::METHODS nor REST_ONLY: {missing:?}"
+            "operations neither in grpc::gate::OPERATIONS nor REST_ONLY: {missing:?}"
         );
         for (op, why) in REST_ONLY {
             assert!(ops.contains(*op), "REST_ONLY names no operation: {op}");

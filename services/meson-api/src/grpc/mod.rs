@@ -16,7 +16,8 @@ pub mod status;
 mod vms;
 mod volumes;
 
-pub use gate::{GrpcGateLayer, METHODS};
+pub use gate::{GrpcGateLayer, OPERATIONS};
+pub use meson_proto::SERVICES;
 
 use crate::auth::Principal;
 use crate::state::AppState;
@@ -91,16 +92,6 @@ pub(crate) fn with_reflection(
     }
     routes
 }
-
-/// The `meson.v1` services by their full names.
-pub const SERVICES: &[&str] = &[
-    "meson.v1.VmService",
-    "meson.v1.VolumeService",
-    "meson.v1.NetworkService",
-    "meson.v1.ClusterService",
-    "meson.v1.ActionService",
-    "meson.v1.CatalogService",
-];
 
 /// Implements every `meson.v1` service over the app layer.
 #[derive(Clone)]
