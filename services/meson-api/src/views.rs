@@ -356,7 +356,7 @@ pub fn kubernetes_version(
 }
 
 /// A VM's price on one host.
-pub fn quote(o: &meson_workflows::placement::Offer) -> wire::quote::Quote {
+pub fn quote(o: &meson_placement::Offer) -> wire::quote::Quote {
     let p = &o.placement;
     wire::quote::Quote {
         provider: p.provider.clone(),
@@ -379,7 +379,7 @@ fn price(hourly: f64, monthly: f64, currency: &str) -> wire::Price {
     }
 }
 
-fn group_quote(g: &meson_workflows::cluster_placement::GroupOffer) -> wire::quote::NodeGroupQuote {
+fn group_quote(g: &meson_placement::cluster::GroupOffer) -> wire::quote::NodeGroupQuote {
     let p = &g.offer.placement;
     let (hourly, monthly) = g.price(g.group.nodes);
     let s = &g.group.specs;
@@ -400,14 +400,12 @@ fn group_quote(g: &meson_workflows::cluster_placement::GroupOffer) -> wire::quot
 }
 
 /// A cluster's price in one region: the control plane and each pool.
-pub fn cluster_quote(
-    o: &meson_workflows::cluster_placement::ClusterOffer,
-) -> wire::quote::ClusterQuote {
+pub fn cluster_quote(o: &meson_placement::cluster::ClusterOffer) -> wire::quote::ClusterQuote {
     let mut groups = o.groups.iter().map(group_quote);
     let control_plane = groups
         .next()
         .unwrap_or_else(|| wire::quote::NodeGroupQuote {
-            name: meson_workflows::cluster_placement::CONTROL_PLANE.to_owned(),
+            name: meson_placement::cluster::CONTROL_PLANE.to_owned(),
             nodes: 0,
             max_nodes: 0,
             specs: wire::quote::NodeSpecs {

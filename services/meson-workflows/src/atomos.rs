@@ -1,7 +1,7 @@
 //! AtomOS as the workflows see it: one driver client per registered target,
 //! the mapping of driver errors to step errors, and idempotent helpers.
 
-use atomos_driver::{AtomosClient, ClientOptions, DriverError, ErrorKind, Ports};
+use atomos_driver::{AtomosClient, ClientOptions, DriverError, ErrorKind};
 use meson_core::Code;
 use meson_core::TargetId;
 use meson_core::target::Target;
@@ -75,22 +75,6 @@ pub struct Atomos {
     epoch: Instant,
 }
 
-pub fn driver_target(t: &Target) -> atomos_driver::Target {
-    atomos_driver::Target {
-        name: t.name.clone(),
-        host: t.host.clone(),
-        ports: Ports {
-            compute: t.compute_port,
-            storage: t.storage_port,
-            network: t.network_port,
-            auth: t.auth_port,
-        },
-        provider: t.provider.clone(),
-        region: t.region.clone(),
-        continent: t.continent.clone(),
-    }
-}
-
 impl Atomos {
     pub fn new(pool: PgPool, options: ClientOptions) -> Self {
         Atomos {
@@ -155,8 +139,8 @@ impl Atomos {
     }
 
     fn build(&self, t: &Target) -> Result<AtomosClient, StepError> {
-        let client =
-            AtomosClient::new(driver_target(t), self.options.clone()).map_err(step_error)?;
+        let client = AtomosClient::new(meson_placement::driver_target(t), self.options.clone())
+            .map_err(step_error)?;
         if let Ok(mut map) = self.clients.write() {
             map.insert(t.id, client.clone());
         }
@@ -171,7 +155,7 @@ impl Atomos {
             let cached = self.clients.read().ok().and_then(|m| m.get(&t.id).cloned());
             let client = match cached {
                 // Rebuild when the target's endpoints changed in the database.
-                Some(c) if c.target() == &driver_target(&t) => c,
+                Some(c) if c.target() == &meson_placement::driver_target(&t) => c,
                 _ => self.build(&t)?,
             };
             out.push((t, client));

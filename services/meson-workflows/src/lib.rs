@@ -5,7 +5,6 @@ pub mod auto_repair;
 pub mod auto_upgrade;
 pub mod cluster_create;
 pub mod cluster_delete;
-pub mod cluster_placement;
 pub mod cluster_rotate_credentials;
 pub mod cluster_upgrade;
 pub mod drift;
@@ -33,6 +32,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use atomos::Atomos;
+pub use meson_placement::cluster as cluster_placement;
 
 /// Tunables of the workflows.
 #[derive(Clone, Debug)]

@@ -2,7 +2,7 @@
 //! node goes, and bringing one up or down. Shared by the cluster workflows.
 
 use crate::Env;
-use crate::placement::{Offer, survey_reserved};
+use crate::placement::{Offer, StepFailure, survey_reserved};
 use crate::provision;
 use meson_core::Code;
 use meson_core::cluster::{API_PORT, Cluster, Node, NodeRole, NodeStatus};

@@ -4,6 +4,7 @@
 
 use crate::Env;
 use crate::atomos::{destroy_volume, step_error};
+use crate::placement::StepFailure;
 use atomos_driver::VolumeCreate as DriverVolumeCreate;
 use meson_core::action::ActionFailure;
 use meson_core::volume::{Volume, VolumePlacement, VolumeStatus};

@@ -8,8 +8,8 @@ use meson_core::kaas::KaasCreate;
 use meson_core::parse::Warning;
 use meson_core::vm::VmCreate;
 use meson_core::{Error, Result};
-use meson_workflows::cluster_placement::{self, ClusterOffer};
-use meson_workflows::placement::{self, Offer};
+use meson_placement::cluster::{self as cluster_placement, ClusterOffer};
+use meson_placement::{self as placement, Offer};
 
 /// The offers for a VM payload, cheapest first (never empty).
 pub struct VmQuotes {

@@ -7,7 +7,7 @@
 //! candidate when every group fits there. Capacity is checked per node
 //! (AtomOS's `canallocate` answers for one VM), not for the group as a whole.
 
-use crate::placement::{Offer, interactive_clients, survey};
+use crate::{Offer, interactive_clients, survey};
 use atomos_driver::AtomosClient;
 use meson_core::kaas::{KaasSpec, NodeSpecs};
 use meson_core::target::Target;
