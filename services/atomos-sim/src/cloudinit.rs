@@ -5,7 +5,7 @@
 //! else (block scalars, anchors, tags) is skipped, never an error: the
 //! input is whatever a client uploaded.
 
-use crate::host::SimFile;
+use crate::state::{PhoneHome, SimFile};
 
 /// A parsed YAML value.
 #[derive(Clone, Debug, PartialEq)]
@@ -331,16 +331,6 @@ fn flow(text: &str, pos: &mut usize, depth: usize) -> Option<Node> {
             Some(Node::Scalar(text[start..*pos].trim().to_owned()))
         }
     }
-}
-
-/// What the guest's cloud-init `phone_home` module would post, and where.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub(crate) struct PhoneHome {
-    pub url: String,
-    /// Form fields in the order of the `post` list.
-    pub form: Vec<(String, String)>,
-    /// Attempts in all, 1..=10.
-    pub tries: u32,
 }
 
 /// cloud-init's `post: all`.

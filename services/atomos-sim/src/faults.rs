@@ -1,6 +1,6 @@
 //! Fault injection for one host: failed, slow, hung and randomly failing requests, a host that is down, crashed and lost VMs, a full host.
 
-use crate::host::{HostState, Power, lock};
+use crate::state::{HostState, Power, lock};
 use crate::store::Store;
 use serde::{Deserialize, Deserializer, Serialize};
 use std::collections::HashMap;
@@ -384,7 +384,7 @@ impl Faults {
     }
 }
 
-fn matches(vm: &crate::host::VmRec, name: &str) -> bool {
+fn matches(vm: &crate::state::VmRec, name: &str) -> bool {
     vm.name == name || vm.id == name
 }
 

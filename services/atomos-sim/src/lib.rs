@@ -27,18 +27,20 @@ mod http;
 mod listener;
 mod multipart;
 mod phonehome;
+mod state;
 mod store;
 mod templates;
 
 pub use config::{HostConfig, SimConfig, dev_hosts};
 pub use faults::{ANY_ROUTE, ErrorRate, FailNext, FaultError, FaultSpec, Faults, HangNext};
-pub use host::{Inventory, SimFile, SimHost, SimNetwork, SimVm, SimVolume};
+pub use host::SimHost;
+pub use state::{Inventory, SimFile, SimNetwork, SimVm, SimVolume};
 
 use atomos_driver::{Ports, Target};
 use axum::response::IntoResponse;
-use host::lock;
 use http::Daemon;
 use serde::{Deserialize, Serialize};
+use state::lock;
 use std::collections::HashSet;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering};

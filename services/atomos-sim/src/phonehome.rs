@@ -1,7 +1,7 @@
 //! The guest side of cloud-init's `phone_home`: once a VM first runs, POST its form to the URL from its user-data.
 
-use crate::cloudinit::PhoneHome;
 use crate::host::SimHost;
+use crate::state::PhoneHome;
 use std::time::{Duration, Instant};
 
 /// Per attempt; a phone-home target is a small HTTP endpoint.

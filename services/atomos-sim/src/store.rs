@@ -3,7 +3,7 @@
 //! simulator started again on it (even after `kill -9`) finds every VM,
 //! volume and network where it was.
 
-use crate::host::{HostState, lock};
+use crate::state::{HostState, lock};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::fs::File;

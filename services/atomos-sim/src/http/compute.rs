@@ -2,8 +2,9 @@
 
 use super::{ApiError, ApiResult, ok, parse};
 use crate::cloudinit::{phone_home, seed_files, static_addresses};
-use crate::host::{Demand, HostState, Power, SimHost, VmRec};
+use crate::host::SimHost;
 use crate::http::storage::volume_to_wire;
+use crate::state::{Demand, HostState, Power, VmRec};
 use atomos_driver::VmState;
 use atomos_driver::schema::compute::{
     CanAllocateResponse, LocalIndex, MesosQuote, Misc, NetworkConfig, Price, RegisterBody, ReqJson,

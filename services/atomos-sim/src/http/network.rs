@@ -1,7 +1,8 @@
 //! Network routes: list, info, create, delete.
 
 use super::{ApiError, ApiResult, ok, parse};
-use crate::host::{SimHost, SimNetwork};
+use crate::host::SimHost;
+use crate::state::SimNetwork;
 use atomos_driver::schema::network::{
     Dhcp, IpConfig, NetworkCreateBody, NetworkInfoResponse, NetworkObject, NetworkUidBody,
 };

@@ -1,8 +1,9 @@
 //! Storage routes: list, info, cancreate, create, image clones, cloud-init uploads, destroy.
 
 use super::{ApiError, ApiResult, ok, parse};
-use crate::host::{HostState, SimFile, SimHost, SimVolume};
+use crate::host::SimHost;
 use crate::multipart::file_part;
+use crate::state::{HostState, SimFile, SimVolume};
 use atomos_driver::schema::storage::{
     CanCreateBody, CloudinitCreateBody, CloudinitMetadata, CloudinitMetadataResponse, CreateBody,
     CreateResponse, VolumeIdBody, VolumeInfoResponse, VolumeObject,
