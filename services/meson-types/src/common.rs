@@ -154,3 +154,35 @@ pub struct NameLabelsUpdate {
     #[schema(value_type = Option<LabelsRequest>)]
     pub labels: Option<Labels>,
 }
+
+/// Declares a create request with the placement fields every one carries
+/// (`provider`, `continent`, `region`) after its own, so that their names,
+/// docs and schema are written once. The fields stay the struct's own (not
+/// a `#[serde(flatten)]`ed struct, which would hide a bad field's path from
+/// the error that names it).
+macro_rules! placed {
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident {
+            $($fields:tt)*
+        }
+    ) => {
+        $(#[$meta])*
+        pub struct $name {
+            $($fields)*
+            /// Place it with this provider (`ovh`, `ionos`, `gigas`,
+            /// `arubacloud`, `atomos`, ...; trimmed and lowercased). Without
+            /// placement fields meson picks the cheapest placement that fits.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            #[schema(example = "ionos")]
+            pub provider: Option<String>,
+            /// Place it on this continent (`europe`, `north-america`, ...).
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub continent: Option<String>,
+            /// Place it in this region.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub region: Option<String>,
+        }
+    };
+}
+pub(crate) use placed;

@@ -34,29 +34,20 @@ pub fn kaas_create_example() -> serde_json::Value {
     })
 }
 
-/// A KaaS request: a Kubernetes cluster with one or more node pools.
-///
-/// Fields not described here are ignored and reported in the response's
-/// `warnings`; a `null` value counts as absent. Every rejected field is named
-/// in the `invalid_input` error by its path (`req.nodepool[0].min_nodes`).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
-pub struct KaasCreateRequest {
-    pub req: KaasRequestSpec,
-    /// Place the cluster with this provider; without it meson picks the
-    /// cheapest region that fits every node.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(example = "arubacloud")]
-    pub provider: Option<String>,
-    /// Place the cluster on this continent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub continent: Option<String>,
-    /// Place the cluster in this region.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub region: Option<String>,
-    /// The cluster's labels (or give them as `req.labels`, not both).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<LabelsRequest>)]
-    pub labels: Option<Labels>,
+crate::common::placed! {
+    /// A KaaS request: a Kubernetes cluster with one or more node pools.
+    ///
+    /// Fields not described here are ignored and reported in the response's
+    /// `warnings`; a `null` value counts as absent. Every rejected field is named
+    /// in the `invalid_input` error by its path (`req.nodepool[0].min_nodes`).
+    #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+    pub struct KaasCreateRequest {
+        pub req: KaasRequestSpec,
+        /// The cluster's labels (or give them as `req.labels`, not both).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[schema(value_type = Option<LabelsRequest>)]
+        pub labels: Option<Labels>,
+    }
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
@@ -107,61 +98,33 @@ pub struct KaasRequestSpec {
     pub labels: Option<Labels>,
 }
 
-/// Identical worker nodes. `min_nodes` and `max_nodes` default to
-/// `desired_nodes`, `desired_nodes` to `min_nodes`; `min <= desired <= max`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
-pub struct NodePoolRequest {
-    /// Unique in the cluster; a leading digit is fine.
-    #[schema(
-        example = "1poolname",
-        max_length = 24,
-        pattern = "^[a-z0-9]([a-z0-9-]*[a-z0-9])?$"
-    )]
-    pub pool_name: String,
-    /// Let the cluster-autoscaler move `desired_nodes` between the bounds;
-    /// default false.
-    #[serde(
-        default,
-        deserialize_with = "lenient::opt_bool",
-        skip_serializing_if = "Option::is_none"
-    )]
-    #[schema(value_type = Option<LenientBool>)]
-    pub autoscale: Option<bool>,
-    #[serde(
-        default,
-        deserialize_with = "lenient::opt_int",
-        skip_serializing_if = "Option::is_none"
-    )]
-    #[schema(minimum = 0, maximum = 100)]
-    pub min_nodes: Option<u32>,
-    #[serde(
-        default,
-        deserialize_with = "lenient::opt_int",
-        skip_serializing_if = "Option::is_none"
-    )]
-    #[schema(minimum = 1, maximum = 100)]
-    pub max_nodes: Option<u32>,
-    #[serde(
-        default,
-        deserialize_with = "lenient::opt_int",
-        skip_serializing_if = "Option::is_none"
-    )]
-    #[schema(minimum = 0, maximum = 100)]
-    pub desired_nodes: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub specs: Option<NodeSpecsRequest>,
-    /// `HOURLY` (the default) or `MONTHLY`, any case.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(example = "HOURLY")]
-    pub billing: Option<String>,
-    /// Kubernetes labels for the pool's nodes; the `kubernetes.io` and
-    /// `k8s.io` prefixes are reserved.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<LabelsRequest>)]
-    pub labels: Option<Labels>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(max_items = 32)]
-    pub taints: Option<Vec<TaintRequest>>,
+counted! {
+    /// Identical worker nodes. `min_nodes` and `max_nodes` default to
+    /// `desired_nodes`, `desired_nodes` to `min_nodes`; `min <= desired <= max`.
+    #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+    pub struct NodePoolRequest {
+        /// Unique in the cluster; a leading digit is fine.
+        #[schema(
+            example = "1poolname",
+            max_length = 24,
+            pattern = "^[a-z0-9]([a-z0-9-]*[a-z0-9])?$"
+        )]
+        pub pool_name: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub specs: Option<NodeSpecsRequest>,
+        /// `HOURLY` (the default) or `MONTHLY`, any case.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[schema(example = "HOURLY")]
+        pub billing: Option<String>,
+        /// Kubernetes labels for the pool's nodes; the `kubernetes.io` and
+        /// `k8s.io` prefixes are reserved.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[schema(value_type = Option<LabelsRequest>)]
+        pub labels: Option<Labels>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[schema(max_items = 32)]
+        pub taints: Option<Vec<TaintRequest>>,
+    }
 }
 
 /// A node's size. Worker defaults: 2 vCPUs, 2048 MiB, 40 GB, no GPU;
@@ -347,3 +310,56 @@ impl From<crate::quote::NodeSpecs> for NodeSpecsRequest {
         }
     }
 }
+
+/// Declares a pool request with the node-count fields a pool is created
+/// and resized with (`autoscale`, `min_nodes`, `max_nodes`,
+/// `desired_nodes`) after its own, so that their names, docs, lenient
+/// reading and schema are written once (see [`crate::common::placed`] for
+/// why not a flattened struct).
+macro_rules! counted {
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident {
+            $($fields:tt)*
+        }
+    ) => {
+        $(#[$meta])*
+        pub struct $name {
+            $($fields)*
+            /// Let the cluster-autoscaler move `desired_nodes` between the
+            /// bounds (false for a pool created without it).
+            #[serde(
+                default,
+                deserialize_with = "crate::lenient::opt_bool",
+                skip_serializing_if = "Option::is_none"
+            )]
+            #[schema(value_type = Option<crate::requests::LenientBool>)]
+            pub autoscale: Option<bool>,
+            #[serde(
+                default,
+                deserialize_with = "crate::lenient::opt_int",
+                skip_serializing_if = "Option::is_none"
+            )]
+            #[schema(minimum = 0, maximum = 100)]
+            pub min_nodes: Option<u32>,
+            /// Without DHCP, the cluster network must hold every node at
+            /// its maximum plus the API endpoint.
+            #[serde(
+                default,
+                deserialize_with = "crate::lenient::opt_int",
+                skip_serializing_if = "Option::is_none"
+            )]
+            #[schema(minimum = 1, maximum = 100)]
+            pub max_nodes: Option<u32>,
+            /// The node count to converge to.
+            #[serde(
+                default,
+                deserialize_with = "crate::lenient::opt_int",
+                skip_serializing_if = "Option::is_none"
+            )]
+            #[schema(minimum = 0, maximum = 100)]
+            pub desired_nodes: Option<u32>,
+        }
+    };
+}
+pub(crate) use counted;

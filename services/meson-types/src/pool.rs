@@ -3,8 +3,6 @@
 //! [`crate::kaas::NodePoolRequest`].
 
 use crate::cluster::Pool;
-use crate::lenient;
-use crate::requests::LenientBool;
 use crate::{Action, Warning};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -45,45 +43,14 @@ pub struct PoolUpdateResponse {
     pub warnings: Vec<Warning>,
 }
 
-/// `PATCH /v1/clusters/{id}/pools/{pool_id}`: the
-/// fields given change, the others keep their value; afterwards
-/// `min_nodes <= desired_nodes <= max_nodes`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
-pub struct NodePoolUpdateRequest {
-    /// The node count to converge to. Given, and different from the pool's
-    /// nodes now, it starts a `scale_node_pool` action (given again after a
+crate::kaas::counted! {
+    /// `PATCH /v1/clusters/{id}/pools/{pool_id}`: the fields given change,
+    /// the others keep their value; afterwards `min_nodes <= desired_nodes
+    /// <= max_nodes`. A `desired_nodes` given, and different from the pool's
+    /// nodes now, starts a `scale_node_pool` action (given again after a
     /// failed one, it retries).
-    #[serde(
-        default,
-        deserialize_with = "lenient::opt_int",
-        skip_serializing_if = "Option::is_none"
-    )]
-    #[schema(minimum = 0, maximum = 100)]
-    pub desired_nodes: Option<u32>,
-    #[serde(
-        default,
-        deserialize_with = "lenient::opt_int",
-        skip_serializing_if = "Option::is_none"
-    )]
-    #[schema(minimum = 0, maximum = 100)]
-    pub min_nodes: Option<u32>,
-    /// Without DHCP, the cluster network must hold every node at its
-    /// maximum plus the API endpoint.
-    #[serde(
-        default,
-        deserialize_with = "lenient::opt_int",
-        skip_serializing_if = "Option::is_none"
-    )]
-    #[schema(minimum = 1, maximum = 100)]
-    pub max_nodes: Option<u32>,
-    /// Let the cluster-autoscaler move `desired_nodes` between the bounds.
-    #[serde(
-        default,
-        deserialize_with = "lenient::opt_bool",
-        skip_serializing_if = "Option::is_none"
-    )]
-    #[schema(value_type = Option<LenientBool>)]
-    pub autoscale: Option<bool>,
+    #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+    pub struct NodePoolUpdateRequest {}
 }
 
 /// `POST /v1/clusters/{id}/pools/{pool_id}/actions/delete-nodes`.

@@ -44,42 +44,32 @@ pub fn vm_create_example() -> serde_json::Value {
     })
 }
 
-/// `POST /v1/vms` (and `POST /v1/quotes`): a VM request.
-///
-/// Fields not described here are ignored and reported in the response's
-/// `warnings`; a `null` value counts as absent. Every rejected field is named
-/// in the `invalid_input` error.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
-pub struct VmCreateRequest {
-    pub specs: VmRequestSpecs,
-    /// Place the VM with this provider (`ovh`, `ionos`, `gigas`, `arubacloud`,
-    /// `atomos`, ...; trimmed and lowercased). Without it meson picks the
-    /// cheapest placement that fits.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(example = "ionos")]
-    pub provider: Option<String>,
-    /// Place the VM on this continent (`europe`, `north-america`, ...).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub continent: Option<String>,
-    /// Place the VM in this region.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub region: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<LabelsRequest>)]
-    pub labels: Option<Labels>,
-    /// Private networks to attach (ids, in NIC order, at most 4). On a
-    /// network without DHCP meson hands the VM an address.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(max_items = 4)]
-    pub networks: Option<Vec<Uuid>>,
-    /// Standalone volumes to attach (ids, at most 8): the tenant's,
-    /// `available`, all on one AtomOS host. They pin the VM to that host (a
-    /// VM that does not fit there fails with `resource_unavailable`), are
-    /// `attached` from this request on, and become `available` again, with
-    /// their data, when the VM is deleted.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(max_items = 8)]
-    pub volumes: Option<Vec<Uuid>>,
+crate::common::placed! {
+    /// `POST /v1/vms` (and `POST /v1/quotes`): a VM request.
+    ///
+    /// Fields not described here are ignored and reported in the response's
+    /// `warnings`; a `null` value counts as absent. Every rejected field is named
+    /// in the `invalid_input` error.
+    #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+    pub struct VmCreateRequest {
+        pub specs: VmRequestSpecs,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[schema(value_type = Option<LabelsRequest>)]
+        pub labels: Option<Labels>,
+        /// Private networks to attach (ids, in NIC order, at most 4). On a
+        /// network without DHCP meson hands the VM an address.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[schema(max_items = 4)]
+        pub networks: Option<Vec<Uuid>>,
+        /// Standalone volumes to attach (ids, at most 8): the tenant's,
+        /// `available`, all on one AtomOS host. They pin the VM to that host (a
+        /// VM that does not fit there fails with `resource_unavailable`), are
+        /// `attached` from this request on, and become `available` again, with
+        /// their data, when the VM is deleted.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[schema(max_items = 8)]
+        pub volumes: Option<Vec<Uuid>>,
+    }
 }
 
 impl VmCreateRequest {

@@ -82,66 +82,59 @@ pub struct VolumeList {
     pub meta: Meta,
 }
 
-/// `POST /v1/volumes`: a standalone volume. The server reads the body
-/// leniently (booleans may also be `"True"`/`"False"` strings or 0/1, as
-/// this type reads them; unknown fields are ignored and reported in
-/// `warnings`).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
-pub struct VolumeCreateRequest {
-    /// Unique among the tenant's standalone volumes.
-    #[schema(
-        example = "data-1",
-        max_length = 63,
-        pattern = "^[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?$"
-    )]
-    pub name: String,
-    /// GB.
-    #[schema(minimum = 1, maximum = 10_240, example = 50)]
-    pub size: u32,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<crate::requests::LabelsRequest>)]
-    pub labels: Option<BTreeMap<String, String>>,
-    /// Place it with this provider (trimmed, lowercased).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub provider: Option<String>,
-    /// Place it on this continent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub continent: Option<String>,
-    /// Place it in this region.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub region: Option<String>,
-    /// Default false; passed to AtomOS.
-    #[serde(
-        default,
-        deserialize_with = "crate::lenient::opt_bool",
-        skip_serializing_if = "Option::is_none"
-    )]
-    #[schema(value_type = Option<crate::requests::LenientBool>)]
-    pub bootable: Option<bool>,
-    /// Default false; passed to AtomOS.
-    #[serde(
-        default,
-        deserialize_with = "crate::lenient::opt_bool",
-        skip_serializing_if = "Option::is_none"
-    )]
-    #[schema(value_type = Option<crate::requests::LenientBool>)]
-    pub readonly: Option<bool>,
-    /// Only false (the default): meson attaches a volume to one VM at a time.
-    #[serde(
-        default,
-        deserialize_with = "crate::lenient::opt_bool",
-        skip_serializing_if = "Option::is_none"
-    )]
-    #[schema(value_type = Option<crate::requests::LenientBool>)]
-    pub shareable: Option<bool>,
-    /// Only true (the default): a volume is private to its tenant.
-    #[serde(
-        default,
-        deserialize_with = "crate::lenient::opt_bool",
-        skip_serializing_if = "Option::is_none"
-    )]
-    #[schema(value_type = Option<crate::requests::LenientBool>)]
-    pub private: Option<bool>,
+crate::common::placed! {
+    /// `POST /v1/volumes`: a standalone volume. The server reads the body
+    /// leniently (booleans may also be `"True"`/`"False"` strings or 0/1, as
+    /// this type reads them; unknown fields are ignored and reported in
+    /// `warnings`).
+    #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+    pub struct VolumeCreateRequest {
+        /// Unique among the tenant's standalone volumes.
+        #[schema(
+            example = "data-1",
+            max_length = 63,
+            pattern = "^[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?$"
+        )]
+        pub name: String,
+        /// GB.
+        #[schema(minimum = 1, maximum = 10_240, example = 50)]
+        pub size: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[schema(value_type = Option<crate::requests::LabelsRequest>)]
+        pub labels: Option<BTreeMap<String, String>>,
+        /// Default false; passed to AtomOS.
+        #[serde(
+            default,
+            deserialize_with = "crate::lenient::opt_bool",
+            skip_serializing_if = "Option::is_none"
+        )]
+        #[schema(value_type = Option<crate::requests::LenientBool>)]
+        pub bootable: Option<bool>,
+        /// Default false; passed to AtomOS.
+        #[serde(
+            default,
+            deserialize_with = "crate::lenient::opt_bool",
+            skip_serializing_if = "Option::is_none"
+        )]
+        #[schema(value_type = Option<crate::requests::LenientBool>)]
+        pub readonly: Option<bool>,
+        /// Only false (the default): meson attaches a volume to one VM at a time.
+        #[serde(
+            default,
+            deserialize_with = "crate::lenient::opt_bool",
+            skip_serializing_if = "Option::is_none"
+        )]
+        #[schema(value_type = Option<crate::requests::LenientBool>)]
+        pub shareable: Option<bool>,
+        /// Only true (the default): a volume is private to its tenant.
+        #[serde(
+            default,
+            deserialize_with = "crate::lenient::opt_bool",
+            skip_serializing_if = "Option::is_none"
+        )]
+        #[schema(value_type = Option<crate::requests::LenientBool>)]
+        pub private: Option<bool>,
+    }
 }
 
 /// What a volume holds (documentation: the wire field is a string).
