@@ -155,13 +155,14 @@ pub struct NameLabelsUpdate {
     pub labels: Option<Labels>,
 }
 
-/// Declares a create request with the placement fields every one carries
-/// (`provider`, `continent`, `region`) after its own, so that their names,
-/// docs and schema are written once. The fields stay the struct's own (not
-/// a `#[serde(flatten)]`ed struct, which would hide a bad field's path from
-/// the error that names it).
-macro_rules! placed {
+/// Declares `$(#[meta])* pub struct Name { fields }` with more fields
+/// (`[...]`, written once by the macro that calls this one) after its own.
+/// The fields stay the struct's own, not a `#[serde(flatten)]`ed struct:
+/// serde reads a flattened struct from a buffer that serde_path_to_error
+/// cannot see into, so an error would name the struct instead of the field.
+macro_rules! extended {
     (
+        [$($more:tt)*]
         $(#[$meta:meta])*
         pub struct $name:ident {
             $($fields:tt)*
@@ -170,18 +171,33 @@ macro_rules! placed {
         $(#[$meta])*
         pub struct $name {
             $($fields)*
-            /// Place it with this provider (`ovh`, `ionos`, `gigas`,
-            /// `arubacloud`, `atomos`, ...; trimmed and lowercased). Without
-            /// placement fields meson picks the cheapest placement that fits.
-            #[serde(default, skip_serializing_if = "Option::is_none")]
-            #[schema(example = "ionos")]
-            pub provider: Option<String>,
-            /// Place it on this continent (`europe`, `north-america`, ...).
-            #[serde(default, skip_serializing_if = "Option::is_none")]
-            pub continent: Option<String>,
-            /// Place it in this region.
-            #[serde(default, skip_serializing_if = "Option::is_none")]
-            pub region: Option<String>,
+            $($more)*
+        }
+    };
+}
+pub(crate) use extended;
+
+/// Declares a create request with the placement fields every one carries
+/// (`provider`, `continent`, `region`) after its own, so that their names,
+/// docs and schema are written once.
+macro_rules! placed {
+    ($($request:tt)*) => {
+        $crate::common::extended! {
+            [
+                /// Place it with this provider (`ovh`, `ionos`, `gigas`,
+                /// `arubacloud`, `atomos`, ...; trimmed and lowercased). Without
+                /// placement fields meson picks the cheapest placement that fits.
+                #[serde(default, skip_serializing_if = "Option::is_none")]
+                #[schema(example = "ionos")]
+                pub provider: Option<String>,
+                /// Place it on this continent (`europe`, `north-america`, ...).
+                #[serde(default, skip_serializing_if = "Option::is_none")]
+                pub continent: Option<String>,
+                /// Place it in this region.
+                #[serde(default, skip_serializing_if = "Option::is_none")]
+                pub region: Option<String>,
+            ]
+            $($request)*
         }
     };
 }

@@ -314,51 +314,46 @@ impl From<crate::quote::NodeSpecs> for NodeSpecsRequest {
 /// Declares a pool request with the node-count fields a pool is created
 /// and resized with (`autoscale`, `min_nodes`, `max_nodes`,
 /// `desired_nodes`) after its own, so that their names, docs, lenient
-/// reading and schema are written once (see [`crate::common::placed`] for
-/// why not a flattened struct).
+/// reading and schema are written once.
 macro_rules! counted {
-    (
-        $(#[$meta:meta])*
-        pub struct $name:ident {
-            $($fields:tt)*
-        }
-    ) => {
-        $(#[$meta])*
-        pub struct $name {
-            $($fields)*
-            /// Let the cluster-autoscaler move `desired_nodes` between the
-            /// bounds (false for a pool created without it).
-            #[serde(
-                default,
-                deserialize_with = "crate::lenient::opt_bool",
-                skip_serializing_if = "Option::is_none"
-            )]
-            #[schema(value_type = Option<crate::requests::LenientBool>)]
-            pub autoscale: Option<bool>,
-            #[serde(
-                default,
-                deserialize_with = "crate::lenient::opt_int",
-                skip_serializing_if = "Option::is_none"
-            )]
-            #[schema(minimum = 0, maximum = 100)]
-            pub min_nodes: Option<u32>,
-            /// Without DHCP, the cluster network must hold every node at
-            /// its maximum plus the API endpoint.
-            #[serde(
-                default,
-                deserialize_with = "crate::lenient::opt_int",
-                skip_serializing_if = "Option::is_none"
-            )]
-            #[schema(minimum = 1, maximum = 100)]
-            pub max_nodes: Option<u32>,
-            /// The node count to converge to.
-            #[serde(
-                default,
-                deserialize_with = "crate::lenient::opt_int",
-                skip_serializing_if = "Option::is_none"
-            )]
-            #[schema(minimum = 0, maximum = 100)]
-            pub desired_nodes: Option<u32>,
+    ($($request:tt)*) => {
+        $crate::common::extended! {
+            [
+                /// Let the cluster-autoscaler move `desired_nodes` between the
+                /// bounds (false for a pool created without it).
+                #[serde(
+                    default,
+                    deserialize_with = "crate::lenient::opt_bool",
+                    skip_serializing_if = "Option::is_none"
+                )]
+                #[schema(value_type = Option<crate::requests::LenientBool>)]
+                pub autoscale: Option<bool>,
+                #[serde(
+                    default,
+                    deserialize_with = "crate::lenient::opt_int",
+                    skip_serializing_if = "Option::is_none"
+                )]
+                #[schema(minimum = 0, maximum = 100)]
+                pub min_nodes: Option<u32>,
+                /// Without DHCP, the cluster network must hold every node at
+                /// its maximum plus the API endpoint.
+                #[serde(
+                    default,
+                    deserialize_with = "crate::lenient::opt_int",
+                    skip_serializing_if = "Option::is_none"
+                )]
+                #[schema(minimum = 1, maximum = 100)]
+                pub max_nodes: Option<u32>,
+                /// The node count to converge to.
+                #[serde(
+                    default,
+                    deserialize_with = "crate::lenient::opt_int",
+                    skip_serializing_if = "Option::is_none"
+                )]
+                #[schema(minimum = 0, maximum = 100)]
+                pub desired_nodes: Option<u32>,
+            ]
+            $($request)*
         }
     };
 }
