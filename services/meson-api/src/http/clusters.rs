@@ -2,8 +2,8 @@
 
 use super::resource::{self, Resource};
 use super::responses::{
-    BadBody, BadBodyField, BadId, BadQuery, CannotDelete, CannotModify, ClusterBusy,
-    ClusterOverQuota, NameTakenOrKeyReused, NoSuchCluster,
+    BadBody, BadBodyField, BadId, CannotDelete, CannotModify, ClusterBusy, ClusterOverQuota,
+    NameTakenOrKeyReused, NoSuchCluster,
 };
 use super::{AppState, JsonBody, parse_id, query_pairs};
 use crate::app::{App, ClusterView, ListQuery, Paged};
@@ -23,7 +23,6 @@ use meson_types as wire;
 use meson_types::ErrorResponse;
 use meson_types::cluster::{ClusterListQuery, ClusterUpdateRequest};
 use meson_types::kaas::KaasCreateRequest;
-use meson_types::requests::{CursorQuery, PageQuery};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -104,98 +103,64 @@ async fn create_kaas(
     created(&s, &p, &body).await
 }
 
-/// Reads a cluster.
-#[utoipa::path(
-    get,
-    path = "/v1/clusters/{id}",
-    tag = "clusters",
-    operation_id = "cluster_get",
-    summary = "Get a cluster",
-    params(("id" = uuid::Uuid, Path, description = "The cluster's id.")),
-    responses(
-        (status = 200, description = "The cluster.", body = wire::cluster::ClusterResponse),
-        BadId,
-        NoSuchCluster,
-    ),
-)]
-async fn read(
-    s: State<AppState>,
-    p: Principal,
-    id: Path<String>,
-) -> ApiResult<Json<wire::cluster::ClusterResponse>> {
-    resource::get::<Clusters>(s, p, id).await
+resource::get_operation! {
+    Clusters => wire::cluster::ClusterResponse,
+    doc: "Reads a cluster.",
+    path: "/v1/clusters/{id}",
+    tag: "clusters",
+    operation_id: "cluster_get",
+    summary: "Get a cluster",
+    id: "The cluster's id.",
+    found: "The cluster.",
+    missing: NoSuchCluster,
 }
 
-/// Lists clusters.
-#[utoipa::path(
-    get,
-    path = "/v1/clusters",
-    tag = "clusters",
-    operation_id = "cluster_list",
-    summary = "List clusters",
-    params(PageQuery, CursorQuery, ClusterListQuery),
-    responses(
-        (status = 200, description = "A page of clusters.", body = wire::cluster::ClusterList,
-            headers(("Link" = String, description = "RFC 8288 links to the `next` page \
-                (by cursor) and the `prev` and `last` pages (by number), with the call's \
-                filters and sort."))),
-        BadQuery,
-    ),
-)]
-async fn list(s: State<AppState>, p: Principal, q: RawQuery) -> ApiResult<Response> {
-    resource::list::<Clusters>(s, p, q).await
+resource::list_operation! {
+    Clusters => wire::cluster::ClusterList,
+    doc: "Lists clusters.",
+    path: "/v1/clusters",
+    tag: "clusters",
+    operation_id: "cluster_list",
+    summary: "List clusters",
+    query: ClusterListQuery,
+    found: "A page of clusters.",
 }
 
-/// Relabels a cluster or changes its update policy.
-#[utoipa::path(
-    patch,
-    path = "/v1/clusters/{id}",
-    tag = "clusters",
-    operation_id = "cluster_update",
-    summary = "Update a cluster",
-    params(("id" = uuid::Uuid, Path, description = "The cluster's id.")),
-    request_body(content = ClusterUpdateRequest, content_type = "application/json"),
-    responses(
+resource::update_operation! {
+    Clusters => wire::cluster::ClusterResponse,
+    doc: "Relabels a cluster or changes its update policy.",
+    path: "/v1/clusters/{id}",
+    tag: "clusters",
+    operation_id: "cluster_update",
+    summary: "Update a cluster",
+    id: "The cluster's id.",
+    request: (content = ClusterUpdateRequest, content_type = "application/json"),
+    responses: (
         (status = 200, description = "The cluster as it is now.",
             body = wire::cluster::ClusterResponse),
         BadBody,
         CannotModify,
         NoSuchCluster,
     ),
-)]
-async fn update(
-    s: State<AppState>,
-    p: Principal,
-    id: Path<String>,
-    body: JsonBody,
-) -> ApiResult<Json<wire::cluster::ClusterResponse>> {
-    resource::update::<Clusters>(s, p, id, body).await
 }
 
-/// Deletes a cluster.
-#[utoipa::path(
-    delete,
-    path = "/v1/clusters/{id}",
-    tag = "clusters",
-    operation_id = "cluster_delete",
-    summary = "Delete a cluster",
-    description = "Starts its `delete_cluster` action: every node's VM and volumes and the \
+resource::delete_operation! {
+    Clusters,
+    doc: "Deletes a cluster.",
+    path: "/v1/clusters/{id}",
+    tag: "clusters",
+    operation_id: "cluster_delete",
+    summary: "Delete a cluster",
+    description: "Starts its `delete_cluster` action: every node's VM and volumes and the \
         nodes' network leave every AtomOS host, then the cluster is gone.",
-    params(("id" = uuid::Uuid, Path, description = "The cluster's id.")),
-    responses(
+    id: "The cluster's id.",
+    responses: (
         (status = 200, description = "Accepted: the delete action.", body = wire::ActionResponse),
         BadId,
         CannotDelete,
         NoSuchCluster,
         ClusterBusy,
     ),
-)]
-async fn delete(
-    s: State<AppState>,
-    p: Principal,
-    id: Path<String>,
-) -> ApiResult<Json<meson_types::ActionResponse>> {
-    resource::delete::<Clusters>(s, p, id).await
 }
 
 /// Lists a cluster's nodes.

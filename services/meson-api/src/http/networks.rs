@@ -2,8 +2,7 @@
 
 use super::resource::{self, Resource};
 use super::responses::{
-    BadBody, BadBodyField, BadId, BadQuery, CannotDelete, CannotModify, NameTakenOrKeyReused,
-    NoSuchNetwork,
+    BadBody, BadBodyField, BadId, CannotDelete, CannotModify, NameTakenOrKeyReused, NoSuchNetwork,
 };
 use super::{AppState, JsonBody};
 use crate::app::{App, ListQuery, Paged};
@@ -11,7 +10,7 @@ use crate::auth::Principal;
 use crate::error::ApiResult;
 use crate::views;
 use axum::Json;
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use meson_core::action::Action;
@@ -21,7 +20,7 @@ use meson_core::{NetworkId, Result, VmId};
 use meson_types as wire;
 use meson_types::ErrorResponse;
 use meson_types::network::{NetworkCreateRequest, NetworkListQuery};
-use meson_types::requests::{CursorQuery, NameLabelsUpdate, PageQuery};
+use meson_types::requests::NameLabelsUpdate;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -65,59 +64,40 @@ async fn create(
     Ok((StatusCode::CREATED, Json(res)).into_response())
 }
 
-/// Reads a network.
-#[utoipa::path(
-    get,
-    path = "/v1/networks/{id}",
-    tag = "networks",
-    operation_id = "network_get",
-    summary = "Get a network",
-    params(("id" = uuid::Uuid, Path, description = "The network's id.")),
-    responses(
-        (status = 200, description = "The network.", body = wire::network::NetworkResponse),
-        BadId,
-        NoSuchNetwork,
-    ),
-)]
-async fn read(
-    s: State<AppState>,
-    p: Principal,
-    id: Path<String>,
-) -> ApiResult<Json<wire::network::NetworkResponse>> {
-    resource::get::<Networks>(s, p, id).await
+resource::get_operation! {
+    Networks => wire::network::NetworkResponse,
+    doc: "Reads a network.",
+    path: "/v1/networks/{id}",
+    tag: "networks",
+    operation_id: "network_get",
+    summary: "Get a network",
+    id: "The network's id.",
+    found: "The network.",
+    missing: NoSuchNetwork,
 }
 
-/// Lists networks.
-#[utoipa::path(
-    get,
-    path = "/v1/networks",
-    tag = "networks",
-    operation_id = "network_list",
-    summary = "List networks",
-    params(PageQuery, CursorQuery, NetworkListQuery),
-    responses(
-        (status = 200, description = "A page of networks.", body = wire::network::NetworkList,
-            headers(("Link" = String, description = "RFC 8288 links to the `next` page \
-                (by cursor) and the `prev` and `last` pages (by number), with the call's \
-                filters and sort."))),
-        BadQuery,
-    ),
-)]
-async fn list(s: State<AppState>, p: Principal, q: RawQuery) -> ApiResult<Response> {
-    resource::list::<Networks>(s, p, q).await
+resource::list_operation! {
+    Networks => wire::network::NetworkList,
+    doc: "Lists networks.",
+    path: "/v1/networks",
+    tag: "networks",
+    operation_id: "network_list",
+    summary: "List networks",
+    query: NetworkListQuery,
+    found: "A page of networks.",
 }
 
-/// Renames and/or relabels a network.
-#[utoipa::path(
-    patch,
-    path = "/v1/networks/{id}",
-    tag = "networks",
-    operation_id = "network_update",
-    summary = "Update a network",
-    description = "Changes the name and/or replaces the labels; the subnet cannot change.",
-    params(("id" = uuid::Uuid, Path, description = "The network's id.")),
-    request_body(content = NameLabelsUpdate, content_type = "application/json"),
-    responses(
+resource::update_operation! {
+    Networks => wire::network::NetworkResponse,
+    doc: "Renames and/or relabels a network.",
+    path: "/v1/networks/{id}",
+    tag: "networks",
+    operation_id: "network_update",
+    summary: "Update a network",
+    description: "Changes the name and/or replaces the labels; the subnet cannot change.",
+    id: "The network's id.",
+    request: (content = NameLabelsUpdate, content_type = "application/json"),
+    responses: (
         (status = 200, description = "The network as it is now.",
             body = wire::network::NetworkResponse),
         BadBody,
@@ -126,27 +106,19 @@ async fn list(s: State<AppState>, p: Principal, q: RawQuery) -> ApiResult<Respon
         (status = 409, description = "The name is taken (`uniqueness_error`).",
             body = ErrorResponse),
     ),
-)]
-async fn update(
-    s: State<AppState>,
-    p: Principal,
-    id: Path<String>,
-    body: JsonBody,
-) -> ApiResult<Json<wire::network::NetworkResponse>> {
-    resource::update::<Networks>(s, p, id, body).await
 }
 
-/// Deletes an unused network.
-#[utoipa::path(
-    delete,
-    path = "/v1/networks/{id}",
-    tag = "networks",
-    operation_id = "network_delete",
-    summary = "Delete a network",
-    description = "Starts its `delete_network` action, which removes the network from every \
+resource::delete_operation! {
+    Networks,
+    doc: "Deletes an unused network.",
+    path: "/v1/networks/{id}",
+    tag: "networks",
+    operation_id: "network_delete",
+    summary: "Delete a network",
+    description: "Starts its `delete_network` action, which removes the network from every \
         AtomOS host it was made on. Refused while VMs are attached.",
-    params(("id" = uuid::Uuid, Path, description = "The network's id.")),
-    responses(
+    id: "The network's id.",
+    responses: (
         (status = 200, description = "Accepted: the delete action.", body = wire::ActionResponse),
         BadId,
         CannotDelete,
@@ -156,13 +128,6 @@ async fn update(
         (status = 423, description = "It is already being deleted (`locked`; the action id \
             in `details.action_id`).", body = ErrorResponse),
     ),
-)]
-async fn delete(
-    s: State<AppState>,
-    p: Principal,
-    id: Path<String>,
-) -> ApiResult<Json<meson_types::ActionResponse>> {
-    resource::delete::<Networks>(s, p, id).await
 }
 
 /// Networks through the shared handlers.

@@ -117,3 +117,165 @@ pub async fn delete<R: Resource>(
     let action = R::delete(&s.app, &p, parse_id(&id)?).await?;
     Ok(action_answer(&action))
 }
+
+/// Declares `read`, a resource's `GET /v1/<collection>/{id}` through
+/// [`get`], with its OpenAPI description: only what differs between
+/// resources is written at the call.
+macro_rules! get_operation {
+    (
+        $res:ty => $body:ty,
+        $(doc: $doc:literal,)+
+        path: $path:tt,
+        tag: $tag:tt,
+        operation_id: $op:tt,
+        summary: $summary:tt,
+        id: $id:tt,
+        found: $found:tt,
+        missing: $missing:ident $(,)?
+    ) => {
+        $(#[doc = $doc])+
+        #[utoipa::path(
+            get,
+            path = $path,
+            tag = $tag,
+            operation_id = $op,
+            summary = $summary,
+            params(("id" = uuid::Uuid, Path, description = $id)),
+            responses(
+                (status = 200, description = $found, body = $body),
+                $crate::http::responses::BadId,
+                $missing,
+            ),
+        )]
+        async fn read(
+            s: axum::extract::State<AppState>,
+            p: crate::auth::Principal,
+            id: axum::extract::Path<String>,
+        ) -> crate::error::ApiResult<axum::Json<$body>> {
+            $crate::http::resource::get::<$res>(s, p, id).await
+        }
+    };
+}
+pub(crate) use get_operation;
+
+/// Declares `list`, a resource's `GET /v1/<collection>` through [`list`]
+/// (paged by number or cursor, with a `Link` header), with its OpenAPI
+/// description: only what differs between resources is written at the call.
+macro_rules! list_operation {
+    (
+        $res:ty => $body:ty,
+        $(doc: $doc:literal,)+
+        path: $path:tt,
+        tag: $tag:tt,
+        operation_id: $op:tt,
+        summary: $summary:tt,
+        query: $query:ty,
+        found: $found:tt $(,)?
+    ) => {
+        $(#[doc = $doc])+
+        #[utoipa::path(
+            get,
+            path = $path,
+            tag = $tag,
+            operation_id = $op,
+            summary = $summary,
+            params(
+                meson_types::requests::PageQuery,
+                meson_types::requests::CursorQuery,
+                $query,
+            ),
+            responses(
+                (status = 200, description = $found, body = $body,
+                    headers(("Link" = String, description = "RFC 8288 links to the `next` page \
+                        (by cursor) and the `prev` and `last` pages (by number), with the call's \
+                        filters and sort."))),
+                $crate::http::responses::BadQuery,
+            ),
+        )]
+        async fn list(
+            s: axum::extract::State<AppState>,
+            p: crate::auth::Principal,
+            q: axum::extract::RawQuery,
+        ) -> crate::error::ApiResult<axum::response::Response> {
+            $crate::http::resource::list::<$res>(s, p, q).await
+        }
+    };
+}
+pub(crate) use list_operation;
+
+/// Declares `update`, a resource's `PATCH /v1/<collection>/{id}` through
+/// [`update`], with its OpenAPI description: its request body and answers
+/// are the call's, the rest is written here.
+macro_rules! update_operation {
+    (
+        $res:ty => $body:ty,
+        $(doc: $doc:literal,)+
+        path: $path:tt,
+        tag: $tag:tt,
+        operation_id: $op:tt,
+        summary: $summary:tt,
+        $(description: $description:tt,)?
+        id: $id:tt,
+        request: ($($request:tt)*),
+        responses: ($($responses:tt)*) $(,)?
+    ) => {
+        $(#[doc = $doc])+
+        #[utoipa::path(
+            patch,
+            path = $path,
+            tag = $tag,
+            operation_id = $op,
+            summary = $summary,
+            $(description = $description,)?
+            params(("id" = uuid::Uuid, Path, description = $id)),
+            request_body($($request)*),
+            responses($($responses)*),
+        )]
+        async fn update(
+            s: axum::extract::State<AppState>,
+            p: crate::auth::Principal,
+            id: axum::extract::Path<String>,
+            body: $crate::http::JsonBody,
+        ) -> crate::error::ApiResult<axum::Json<$body>> {
+            $crate::http::resource::update::<$res>(s, p, id, body).await
+        }
+    };
+}
+pub(crate) use update_operation;
+
+/// Declares `delete`, a resource's `DELETE /v1/<collection>/{id}` through
+/// [`delete`], with its OpenAPI description: its answers are the call's,
+/// the rest is written here.
+macro_rules! delete_operation {
+    (
+        $res:ty,
+        $(doc: $doc:literal,)+
+        path: $path:tt,
+        tag: $tag:tt,
+        operation_id: $op:tt,
+        summary: $summary:tt,
+        description: $description:tt,
+        id: $id:tt,
+        responses: ($($responses:tt)*) $(,)?
+    ) => {
+        $(#[doc = $doc])+
+        #[utoipa::path(
+            delete,
+            path = $path,
+            tag = $tag,
+            operation_id = $op,
+            summary = $summary,
+            description = $description,
+            params(("id" = uuid::Uuid, Path, description = $id)),
+            responses($($responses)*),
+        )]
+        async fn delete(
+            s: axum::extract::State<AppState>,
+            p: crate::auth::Principal,
+            id: axum::extract::Path<String>,
+        ) -> crate::error::ApiResult<axum::Json<meson_types::ActionResponse>> {
+            $crate::http::resource::delete::<$res>(s, p, id).await
+        }
+    };
+}
+pub(crate) use delete_operation;

@@ -1,14 +1,14 @@
 //! `/v1/vms`.
 
 use super::resource::{self, Resource};
-use super::responses::{BadId, BadIdOrBody, BadQuery, NoSuchVm, VmBusy};
+use super::responses::{BadId, BadIdOrBody, NoSuchVm, VmBusy};
 use super::{AppState, JsonBody, parse_id};
 use crate::app::{App, ListQuery, VmPage, VmParts};
 use crate::auth::Principal;
 use crate::error::ApiResult;
 use crate::views;
 use axum::Json;
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use meson_core::action::Action;
@@ -17,9 +17,7 @@ use meson_core::vm::{Vm, VmStatus};
 use meson_core::{Result, VmId};
 use meson_types as wire;
 use meson_types::ErrorResponse;
-use meson_types::requests::{
-    CursorQuery, NameLabelsUpdate, PageQuery, VmCreateRequest, VmListQuery,
-};
+use meson_types::requests::{NameLabelsUpdate, VmCreateRequest, VmListQuery};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -89,60 +87,41 @@ async fn create(
     Ok((StatusCode::CREATED, Json(res)).into_response())
 }
 
-/// Reads a VM.
-#[utoipa::path(
-    get,
-    path = "/v1/vms/{id}",
-    tag = "vms",
-    operation_id = "vm_get",
-    summary = "Get a VM",
-    params(("id" = uuid::Uuid, Path, description = "The VM's id.")),
-    responses(
-        (status = 200, description = "The VM.", body = wire::VmResponse),
-        BadId,
-        NoSuchVm,
-    ),
-)]
-async fn read(
-    s: State<AppState>,
-    p: Principal,
-    id: Path<String>,
-) -> ApiResult<Json<wire::VmResponse>> {
-    resource::get::<Vms>(s, p, id).await
+resource::get_operation! {
+    Vms => wire::VmResponse,
+    doc: "Reads a VM.",
+    path: "/v1/vms/{id}",
+    tag: "vms",
+    operation_id: "vm_get",
+    summary: "Get a VM",
+    id: "The VM's id.",
+    found: "The VM.",
+    missing: NoSuchVm,
 }
 
-/// Lists VMs.
-#[utoipa::path(
-    get,
-    path = "/v1/vms",
-    tag = "vms",
-    operation_id = "vm_list",
-    summary = "List VMs",
-    params(PageQuery, CursorQuery, VmListQuery),
-    responses(
-        (status = 200, description = "A page of VMs.", body = wire::VmList,
-            headers(("Link" = String, description = "RFC 8288 links to the `next` page \
-                (by cursor) and the `prev` and `last` pages (by number), with the call's \
-                filters and sort."))),
-        BadQuery,
-    ),
-)]
-async fn list(s: State<AppState>, p: Principal, q: RawQuery) -> ApiResult<Response> {
-    resource::list::<Vms>(s, p, q).await
+resource::list_operation! {
+    Vms => wire::VmList,
+    doc: "Lists VMs.",
+    path: "/v1/vms",
+    tag: "vms",
+    operation_id: "vm_list",
+    summary: "List VMs",
+    query: VmListQuery,
+    found: "A page of VMs.",
 }
 
-/// Renames and/or relabels a VM.
-#[utoipa::path(
-    patch,
-    path = "/v1/vms/{id}",
-    tag = "vms",
-    operation_id = "vm_update",
-    summary = "Rename or relabel a VM",
-    description = "Sets the name and/or replaces the labels; nothing changes on AtomOS.",
-    params(("id" = uuid::Uuid, Path, description = "The VM's id.")),
-    request_body(content = NameLabelsUpdate, content_type = "application/json",
+resource::update_operation! {
+    Vms => wire::vm::VmUpdateResponse,
+    doc: "Renames and/or relabels a VM.",
+    path: "/v1/vms/{id}",
+    tag: "vms",
+    operation_id: "vm_update",
+    summary: "Rename or relabel a VM",
+    description: "Sets the name and/or replaces the labels; nothing changes on AtomOS.",
+    id: "The VM's id.",
+    request: (content = NameLabelsUpdate, content_type = "application/json",
         example = json!({"name": "web-1", "labels": {"env": "prod"}})),
-    responses(
+    responses: (
         (status = 200, description = "The VM as it is now; `warnings` lists ignored fields.",
             body = wire::vm::VmUpdateResponse),
         BadIdOrBody,
@@ -152,27 +131,19 @@ async fn list(s: State<AppState>, p: Principal, q: RawQuery) -> ApiResult<Respon
         (status = 409, description = "The tenant has another VM with this name \
             (`uniqueness_error`).", body = ErrorResponse),
     ),
-)]
-async fn update(
-    s: State<AppState>,
-    p: Principal,
-    id: Path<String>,
-    body: JsonBody,
-) -> ApiResult<Json<wire::vm::VmUpdateResponse>> {
-    resource::update::<Vms>(s, p, id, body).await
 }
 
-/// Deletes a VM.
-#[utoipa::path(
-    delete,
-    path = "/v1/vms/{id}",
-    tag = "vms",
-    operation_id = "vm_delete",
-    summary = "Delete a VM",
-    description = "Starts its `delete_vm` action, which removes the VM and the volumes it \
+resource::delete_operation! {
+    Vms,
+    doc: "Deletes a VM.",
+    path: "/v1/vms/{id}",
+    tag: "vms",
+    operation_id: "vm_delete",
+    summary: "Delete a VM",
+    description: "Starts its `delete_vm` action, which removes the VM and the volumes it \
         owns from AtomOS; the VM is `deleting` until then, and gone after.",
-    params(("id" = uuid::Uuid, Path, description = "The VM's id.")),
-    responses(
+    id: "The VM's id.",
+    responses: (
         (status = 200, description = "Accepted: the delete action.", body = wire::ActionResponse,
             links(("GetAction" = (operation_id = "action_get",
                 parameters(("id" = "$response.body#/action/id")))))),
@@ -182,13 +153,6 @@ async fn update(
         NoSuchVm,
         VmBusy,
     ),
-)]
-async fn delete(
-    s: State<AppState>,
-    p: Principal,
-    id: Path<String>,
-) -> ApiResult<Json<wire::ActionResponse>> {
-    resource::delete::<Vms>(s, p, id).await
 }
 
 /// Powers a VM on or off, or reboots it.

@@ -1,14 +1,14 @@
 //! `/v1/volumes`.
 
 use super::resource::{self, Resource};
-use super::responses::{BadBody, BadId, BadQuery, CannotDelete, CannotModify, NoSuchVolume};
+use super::responses::{BadBody, BadId, CannotDelete, CannotModify, NoSuchVolume};
 use super::{AppState, JsonBody};
 use crate::app::{App, Paged, VolumeQuery};
 use crate::auth::Principal;
 use crate::error::ApiResult;
 use crate::views;
 use axum::Json;
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use meson_core::action::Action;
@@ -17,7 +17,7 @@ use meson_core::volume::Volume;
 use meson_core::{Result, VolumeId};
 use meson_types::ErrorResponse;
 use meson_types::requests::NameLabelsUpdate;
-use meson_types::requests::{CursorQuery, PageQuery, VolumeListQuery};
+use meson_types::requests::VolumeListQuery;
 use meson_types::volume::{self as wire, VolumeCreateRequest};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -77,40 +77,30 @@ async fn create(
     Ok((StatusCode::CREATED, Json(res)).into_response())
 }
 
-/// Reads a volume.
-#[utoipa::path(
-    get,
-    path = "/v1/volumes/{id}",
-    tag = "volumes",
-    operation_id = "volume_get",
-    summary = "Get a volume",
-    params(("id" = uuid::Uuid, Path, description = "The volume's id.")),
-    responses(
-        (status = 200, description = "The volume.", body = wire::VolumeResponse),
-        BadId,
-        NoSuchVolume,
-    ),
-)]
-async fn read(
-    s: State<AppState>,
-    p: Principal,
-    id: Path<String>,
-) -> ApiResult<Json<wire::VolumeResponse>> {
-    resource::get::<Volumes>(s, p, id).await
+resource::get_operation! {
+    Volumes => wire::VolumeResponse,
+    doc: "Reads a volume.",
+    path: "/v1/volumes/{id}",
+    tag: "volumes",
+    operation_id: "volume_get",
+    summary: "Get a volume",
+    id: "The volume's id.",
+    found: "The volume.",
+    missing: NoSuchVolume,
 }
 
-/// Renames and/or relabels a standalone volume.
-#[utoipa::path(
-    patch,
-    path = "/v1/volumes/{id}",
-    tag = "volumes",
-    operation_id = "volume_update",
-    summary = "Update a volume",
-    description = "Changes a standalone volume's name and/or replaces its labels (at any \
+resource::update_operation! {
+    Volumes => wire::VolumeResponse,
+    doc: "Renames and/or relabels a standalone volume.",
+    path: "/v1/volumes/{id}",
+    tag: "volumes",
+    operation_id: "volume_update",
+    summary: "Update a volume",
+    description: "Changes a standalone volume's name and/or replaces its labels (at any \
         time: nothing on AtomOS changes). A VM's own volumes are named by the VM.",
-    params(("id" = uuid::Uuid, Path, description = "The volume's id.")),
-    request_body(content = NameLabelsUpdate, content_type = "application/json"),
-    responses(
+    id: "The volume's id.",
+    request: (content = NameLabelsUpdate, content_type = "application/json"),
+    responses: (
         (status = 200, description = "The volume as it is now.", body = wire::VolumeResponse),
         BadBody,
         CannotModify,
@@ -118,28 +108,20 @@ async fn read(
         (status = 409, description = "The name is taken (`uniqueness_error`), or the volume \
             is a VM's own (`conflict`).", body = ErrorResponse),
     ),
-)]
-async fn update(
-    s: State<AppState>,
-    p: Principal,
-    id: Path<String>,
-    body: JsonBody,
-) -> ApiResult<Json<wire::VolumeResponse>> {
-    resource::update::<Volumes>(s, p, id, body).await
 }
 
-/// Deletes a standalone volume.
-#[utoipa::path(
-    delete,
-    path = "/v1/volumes/{id}",
-    tag = "volumes",
-    operation_id = "volume_delete",
-    summary = "Delete a volume",
-    description = "Starts its `delete_volume` action, which destroys the volume (and its \
+resource::delete_operation! {
+    Volumes,
+    doc: "Deletes a standalone volume.",
+    path: "/v1/volumes/{id}",
+    tag: "volumes",
+    operation_id: "volume_delete",
+    summary: "Delete a volume",
+    description: "Starts its `delete_volume` action, which destroys the volume (and its \
         data) on its AtomOS host. Refused while a VM has it attached (delete the VM: the \
         volume stays, `available`) and for a VM's own volumes, which go with the VM.",
-    params(("id" = uuid::Uuid, Path, description = "The volume's id.")),
-    responses(
+    id: "The volume's id.",
+    responses: (
         (status = 200, description = "Accepted: the delete action.", body = meson_types::ActionResponse),
         BadId,
         CannotDelete,
@@ -149,34 +131,18 @@ async fn update(
         (status = 423, description = "An action runs on it: its create or delete (`locked`; \
             the action id in `details.action_id`).", body = ErrorResponse),
     ),
-)]
-async fn delete(
-    s: State<AppState>,
-    p: Principal,
-    id: Path<String>,
-) -> ApiResult<Json<meson_types::ActionResponse>> {
-    resource::delete::<Volumes>(s, p, id).await
 }
 
-/// Every volume of the tenant: VMs' own and standalone ones. `vm=<id>`,
-/// `kind=boot|cloudinit|data` and `standalone=true|false` filter the list.
-#[utoipa::path(
-    get,
-    path = "/v1/volumes",
-    tag = "volumes",
-    operation_id = "volume_list",
-    summary = "List volumes",
-    params(PageQuery, CursorQuery, VolumeListQuery),
-    responses(
-        (status = 200, description = "A page of volumes.", body = wire::VolumeList,
-            headers(("Link" = String, description = "RFC 8288 links to the `next` page \
-                (by cursor) and the `prev` and `last` pages (by number), with the call's \
-                filters and sort."))),
-        BadQuery,
-    ),
-)]
-async fn list(s: State<AppState>, p: Principal, q: RawQuery) -> ApiResult<Response> {
-    resource::list::<Volumes>(s, p, q).await
+resource::list_operation! {
+    Volumes => wire::VolumeList,
+    doc: "Every volume of the tenant: VMs' own and standalone ones. `vm=<id>`,",
+    doc: "`kind=boot|cloudinit|data` and `standalone=true|false` filter the list.",
+    path: "/v1/volumes",
+    tag: "volumes",
+    operation_id: "volume_list",
+    summary: "List volumes",
+    query: VolumeListQuery,
+    found: "A page of volumes.",
 }
 
 /// Volumes through the shared handlers.
