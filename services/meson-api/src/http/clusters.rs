@@ -127,40 +127,46 @@ resource::list_operation! {
 }
 
 resource::update_operation! {
-    Clusters => wire::cluster::ClusterResponse,
-    doc: "Relabels a cluster or changes its update policy.",
-    path: "/v1/clusters/{id}",
-    tag: "clusters",
-    operation_id: "cluster_update",
-    summary: "Update a cluster",
-    id: "The cluster's id.",
-    request: (content = ClusterUpdateRequest, content_type = "application/json"),
-    responses: (
-        (status = 200, description = "The cluster as it is now.",
-            body = wire::cluster::ClusterResponse),
-        BadBody,
-        CannotModify,
-        NoSuchCluster,
-    ),
+    Clusters => wire::cluster::ClusterResponse;
+    /// Relabels a cluster or changes its update policy.
+    #[utoipa::path(
+        patch,
+        path = "/v1/clusters/{id}",
+        tag = "clusters",
+        operation_id = "cluster_update",
+        summary = "Update a cluster",
+        params(("id" = uuid::Uuid, Path, description = "The cluster's id.")),
+        request_body(content = ClusterUpdateRequest, content_type = "application/json"),
+        responses(
+            (status = 200, description = "The cluster as it is now.",
+                body = wire::cluster::ClusterResponse),
+            BadBody,
+            CannotModify,
+            NoSuchCluster,
+        ),
+    )]
 }
 
 resource::delete_operation! {
-    Clusters,
-    doc: "Deletes a cluster.",
-    path: "/v1/clusters/{id}",
-    tag: "clusters",
-    operation_id: "cluster_delete",
-    summary: "Delete a cluster",
-    description: "Starts its `delete_cluster` action: every node's VM and volumes and the \
-        nodes' network leave every AtomOS host, then the cluster is gone.",
-    id: "The cluster's id.",
-    responses: (
-        (status = 200, description = "Accepted: the delete action.", body = wire::ActionResponse),
-        BadId,
-        CannotDelete,
-        NoSuchCluster,
-        ClusterBusy,
-    ),
+    Clusters;
+    /// Deletes a cluster.
+    #[utoipa::path(
+        delete,
+        path = "/v1/clusters/{id}",
+        tag = "clusters",
+        operation_id = "cluster_delete",
+        summary = "Delete a cluster",
+        description = "Starts its `delete_cluster` action: every node's VM and volumes and the \
+            nodes' network leave every AtomOS host, then the cluster is gone.",
+        params(("id" = uuid::Uuid, Path, description = "The cluster's id.")),
+        responses(
+            (status = 200, description = "Accepted: the delete action.", body = wire::ActionResponse),
+            BadId,
+            CannotDelete,
+            NoSuchCluster,
+            ClusterBusy,
+        ),
+    )]
 }
 
 /// Lists a cluster's nodes.

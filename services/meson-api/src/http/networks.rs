@@ -88,46 +88,52 @@ resource::list_operation! {
 }
 
 resource::update_operation! {
-    Networks => wire::network::NetworkResponse,
-    doc: "Renames and/or relabels a network.",
-    path: "/v1/networks/{id}",
-    tag: "networks",
-    operation_id: "network_update",
-    summary: "Update a network",
-    description: "Changes the name and/or replaces the labels; the subnet cannot change.",
-    id: "The network's id.",
-    request: (content = NameLabelsUpdate, content_type = "application/json"),
-    responses: (
-        (status = 200, description = "The network as it is now.",
-            body = wire::network::NetworkResponse),
-        BadBody,
-        CannotModify,
-        NoSuchNetwork,
-        (status = 409, description = "The name is taken (`uniqueness_error`).",
-            body = ErrorResponse),
-    ),
+    Networks => wire::network::NetworkResponse;
+    /// Renames and/or relabels a network.
+    #[utoipa::path(
+        patch,
+        path = "/v1/networks/{id}",
+        tag = "networks",
+        operation_id = "network_update",
+        summary = "Update a network",
+        description = "Changes the name and/or replaces the labels; the subnet cannot change.",
+        params(("id" = uuid::Uuid, Path, description = "The network's id.")),
+        request_body(content = NameLabelsUpdate, content_type = "application/json"),
+        responses(
+            (status = 200, description = "The network as it is now.",
+                body = wire::network::NetworkResponse),
+            BadBody,
+            CannotModify,
+            NoSuchNetwork,
+            (status = 409, description = "The name is taken (`uniqueness_error`).",
+                body = ErrorResponse),
+        ),
+    )]
 }
 
 resource::delete_operation! {
-    Networks,
-    doc: "Deletes an unused network.",
-    path: "/v1/networks/{id}",
-    tag: "networks",
-    operation_id: "network_delete",
-    summary: "Delete a network",
-    description: "Starts its `delete_network` action, which removes the network from every \
-        AtomOS host it was made on. Refused while VMs are attached.",
-    id: "The network's id.",
-    responses: (
-        (status = 200, description = "Accepted: the delete action.", body = wire::ActionResponse),
-        BadId,
-        CannotDelete,
-        NoSuchNetwork,
-        (status = 409, description = "VMs are attached to it (`conflict`).",
-            body = ErrorResponse),
-        (status = 423, description = "It is already being deleted (`locked`; the action id \
-            in `details.action_id`).", body = ErrorResponse),
-    ),
+    Networks;
+    /// Deletes an unused network.
+    #[utoipa::path(
+        delete,
+        path = "/v1/networks/{id}",
+        tag = "networks",
+        operation_id = "network_delete",
+        summary = "Delete a network",
+        description = "Starts its `delete_network` action, which removes the network from every \
+            AtomOS host it was made on. Refused while VMs are attached.",
+        params(("id" = uuid::Uuid, Path, description = "The network's id.")),
+        responses(
+            (status = 200, description = "Accepted: the delete action.", body = wire::ActionResponse),
+            BadId,
+            CannotDelete,
+            NoSuchNetwork,
+            (status = 409, description = "VMs are attached to it (`conflict`).",
+                body = ErrorResponse),
+            (status = 423, description = "It is already being deleted (`locked`; the action id \
+                in `details.action_id`).", body = ErrorResponse),
+        ),
+    )]
 }
 
 /// Networks through the shared handlers.

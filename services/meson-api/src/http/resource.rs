@@ -204,33 +204,17 @@ macro_rules! list_operation {
 pub(crate) use list_operation;
 
 /// Declares `update`, a resource's `PATCH /v1/<collection>/{id}` through
-/// [`update`], with its OpenAPI description: its request body and answers
-/// are the call's, the rest is written here.
+/// [`update`]: the handler is the shared one, the `#[utoipa::path]`
+/// description (request body, answers) is the call's, as it is written on
+/// any handler.
 macro_rules! update_operation {
     (
-        $res:ty => $body:ty,
-        $(doc: $doc:literal,)+
-        path: $path:tt,
-        tag: $tag:tt,
-        operation_id: $op:tt,
-        summary: $summary:tt,
-        $(description: $description:tt,)?
-        id: $id:tt,
-        request: ($($request:tt)*),
-        responses: ($($responses:tt)*) $(,)?
+        $res:ty => $body:ty;
+        $(#[doc = $doc:literal])*
+        #[utoipa::path($($path:tt)*)]
     ) => {
-        $(#[doc = $doc])+
-        #[utoipa::path(
-            patch,
-            path = $path,
-            tag = $tag,
-            operation_id = $op,
-            summary = $summary,
-            $(description = $description,)?
-            params(("id" = uuid::Uuid, Path, description = $id)),
-            request_body($($request)*),
-            responses($($responses)*),
-        )]
+        $(#[doc = $doc])*
+        #[utoipa::path($($path)*)]
         async fn update(
             s: axum::extract::State<AppState>,
             p: crate::auth::Principal,
@@ -244,31 +228,15 @@ macro_rules! update_operation {
 pub(crate) use update_operation;
 
 /// Declares `delete`, a resource's `DELETE /v1/<collection>/{id}` through
-/// [`delete`], with its OpenAPI description: its answers are the call's,
-/// the rest is written here.
+/// [`delete`], as [`update_operation`] declares `update`.
 macro_rules! delete_operation {
     (
-        $res:ty,
-        $(doc: $doc:literal,)+
-        path: $path:tt,
-        tag: $tag:tt,
-        operation_id: $op:tt,
-        summary: $summary:tt,
-        description: $description:tt,
-        id: $id:tt,
-        responses: ($($responses:tt)*) $(,)?
+        $res:ty;
+        $(#[doc = $doc:literal])*
+        #[utoipa::path($($path:tt)*)]
     ) => {
-        $(#[doc = $doc])+
-        #[utoipa::path(
-            delete,
-            path = $path,
-            tag = $tag,
-            operation_id = $op,
-            summary = $summary,
-            description = $description,
-            params(("id" = uuid::Uuid, Path, description = $id)),
-            responses($($responses)*),
-        )]
+        $(#[doc = $doc])*
+        #[utoipa::path($($path)*)]
         async fn delete(
             s: axum::extract::State<AppState>,
             p: crate::auth::Principal,

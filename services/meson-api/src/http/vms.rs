@@ -111,48 +111,54 @@ resource::list_operation! {
 }
 
 resource::update_operation! {
-    Vms => wire::vm::VmUpdateResponse,
-    doc: "Renames and/or relabels a VM.",
-    path: "/v1/vms/{id}",
-    tag: "vms",
-    operation_id: "vm_update",
-    summary: "Rename or relabel a VM",
-    description: "Sets the name and/or replaces the labels; nothing changes on AtomOS.",
-    id: "The VM's id.",
-    request: (content = NameLabelsUpdate, content_type = "application/json",
-        example = json!({"name": "web-1", "labels": {"env": "prod"}})),
-    responses: (
-        (status = 200, description = "The VM as it is now; `warnings` lists ignored fields.",
-            body = wire::vm::VmUpdateResponse),
-        BadIdOrBody,
-        (status = 403, description = "The token's role cannot change VMs (`forbidden`).",
-            body = ErrorResponse),
-        NoSuchVm,
-        (status = 409, description = "The tenant has another VM with this name \
-            (`uniqueness_error`).", body = ErrorResponse),
-    ),
+    Vms => wire::vm::VmUpdateResponse;
+    /// Renames and/or relabels a VM.
+    #[utoipa::path(
+        patch,
+        path = "/v1/vms/{id}",
+        tag = "vms",
+        operation_id = "vm_update",
+        summary = "Rename or relabel a VM",
+        description = "Sets the name and/or replaces the labels; nothing changes on AtomOS.",
+        params(("id" = uuid::Uuid, Path, description = "The VM's id.")),
+        request_body(content = NameLabelsUpdate, content_type = "application/json",
+            example = json!({"name": "web-1", "labels": {"env": "prod"}})),
+        responses(
+            (status = 200, description = "The VM as it is now; `warnings` lists ignored fields.",
+                body = wire::vm::VmUpdateResponse),
+            BadIdOrBody,
+            (status = 403, description = "The token's role cannot change VMs (`forbidden`).",
+                body = ErrorResponse),
+            NoSuchVm,
+            (status = 409, description = "The tenant has another VM with this name \
+                (`uniqueness_error`).", body = ErrorResponse),
+        ),
+    )]
 }
 
 resource::delete_operation! {
-    Vms,
-    doc: "Deletes a VM.",
-    path: "/v1/vms/{id}",
-    tag: "vms",
-    operation_id: "vm_delete",
-    summary: "Delete a VM",
-    description: "Starts its `delete_vm` action, which removes the VM and the volumes it \
-        owns from AtomOS; the VM is `deleting` until then, and gone after.",
-    id: "The VM's id.",
-    responses: (
-        (status = 200, description = "Accepted: the delete action.", body = wire::ActionResponse,
-            links(("GetAction" = (operation_id = "action_get",
-                parameters(("id" = "$response.body#/action/id")))))),
-        BadId,
-        (status = 403, description = "The token's role cannot delete VMs (`forbidden`).",
-            body = ErrorResponse),
-        NoSuchVm,
-        VmBusy,
-    ),
+    Vms;
+    /// Deletes a VM.
+    #[utoipa::path(
+        delete,
+        path = "/v1/vms/{id}",
+        tag = "vms",
+        operation_id = "vm_delete",
+        summary = "Delete a VM",
+        description = "Starts its `delete_vm` action, which removes the VM and the volumes it \
+            owns from AtomOS; the VM is `deleting` until then, and gone after.",
+        params(("id" = uuid::Uuid, Path, description = "The VM's id.")),
+        responses(
+            (status = 200, description = "Accepted: the delete action.", body = wire::ActionResponse,
+                links(("GetAction" = (operation_id = "action_get",
+                    parameters(("id" = "$response.body#/action/id")))))),
+            BadId,
+            (status = 403, description = "The token's role cannot delete VMs (`forbidden`).",
+                body = ErrorResponse),
+            NoSuchVm,
+            VmBusy,
+        ),
+    )]
 }
 
 /// Powers a VM on or off, or reboots it.

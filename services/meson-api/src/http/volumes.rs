@@ -90,47 +90,53 @@ resource::get_operation! {
 }
 
 resource::update_operation! {
-    Volumes => wire::VolumeResponse,
-    doc: "Renames and/or relabels a standalone volume.",
-    path: "/v1/volumes/{id}",
-    tag: "volumes",
-    operation_id: "volume_update",
-    summary: "Update a volume",
-    description: "Changes a standalone volume's name and/or replaces its labels (at any \
-        time: nothing on AtomOS changes). A VM's own volumes are named by the VM.",
-    id: "The volume's id.",
-    request: (content = NameLabelsUpdate, content_type = "application/json"),
-    responses: (
-        (status = 200, description = "The volume as it is now.", body = wire::VolumeResponse),
-        BadBody,
-        CannotModify,
-        NoSuchVolume,
-        (status = 409, description = "The name is taken (`uniqueness_error`), or the volume \
-            is a VM's own (`conflict`).", body = ErrorResponse),
-    ),
+    Volumes => wire::VolumeResponse;
+    /// Renames and/or relabels a standalone volume.
+    #[utoipa::path(
+        patch,
+        path = "/v1/volumes/{id}",
+        tag = "volumes",
+        operation_id = "volume_update",
+        summary = "Update a volume",
+        description = "Changes a standalone volume's name and/or replaces its labels (at any \
+            time: nothing on AtomOS changes). A VM's own volumes are named by the VM.",
+        params(("id" = uuid::Uuid, Path, description = "The volume's id.")),
+        request_body(content = NameLabelsUpdate, content_type = "application/json"),
+        responses(
+            (status = 200, description = "The volume as it is now.", body = wire::VolumeResponse),
+            BadBody,
+            CannotModify,
+            NoSuchVolume,
+            (status = 409, description = "The name is taken (`uniqueness_error`), or the volume \
+                is a VM's own (`conflict`).", body = ErrorResponse),
+        ),
+    )]
 }
 
 resource::delete_operation! {
-    Volumes,
-    doc: "Deletes a standalone volume.",
-    path: "/v1/volumes/{id}",
-    tag: "volumes",
-    operation_id: "volume_delete",
-    summary: "Delete a volume",
-    description: "Starts its `delete_volume` action, which destroys the volume (and its \
-        data) on its AtomOS host. Refused while a VM has it attached (delete the VM: the \
-        volume stays, `available`) and for a VM's own volumes, which go with the VM.",
-    id: "The volume's id.",
-    responses: (
-        (status = 200, description = "Accepted: the delete action.", body = meson_types::ActionResponse),
-        BadId,
-        CannotDelete,
-        NoSuchVolume,
-        (status = 409, description = "A VM has it attached, or it is a VM's own volume \
-            (`conflict`).", body = ErrorResponse),
-        (status = 423, description = "An action runs on it: its create or delete (`locked`; \
-            the action id in `details.action_id`).", body = ErrorResponse),
-    ),
+    Volumes;
+    /// Deletes a standalone volume.
+    #[utoipa::path(
+        delete,
+        path = "/v1/volumes/{id}",
+        tag = "volumes",
+        operation_id = "volume_delete",
+        summary = "Delete a volume",
+        description = "Starts its `delete_volume` action, which destroys the volume (and its \
+            data) on its AtomOS host. Refused while a VM has it attached (delete the VM: the \
+            volume stays, `available`) and for a VM's own volumes, which go with the VM.",
+        params(("id" = uuid::Uuid, Path, description = "The volume's id.")),
+        responses(
+            (status = 200, description = "Accepted: the delete action.", body = meson_types::ActionResponse),
+            BadId,
+            CannotDelete,
+            NoSuchVolume,
+            (status = 409, description = "A VM has it attached, or it is a VM's own volume \
+                (`conflict`).", body = ErrorResponse),
+            (status = 423, description = "An action runs on it: its create or delete (`locked`; \
+                the action id in `details.action_id`).", body = ErrorResponse),
+        ),
+    )]
 }
 
 resource::list_operation! {
