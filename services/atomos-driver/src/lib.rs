@@ -19,4 +19,4 @@ pub use client::{AtomosClient, ClientOptions, Ports, Target};
 pub use compute::{PciDevice, Quote, Register, Template, Vm, VmSpec, VmState, pci_from_wire};
 pub use error::{DriverError, ErrorKind};
 pub use network::{Network, NetworkCreate};
-pub use storage::{ImageVolumeCreate, Volume, VolumeCreate};
+pub use storage::{ImageVolumeCreate, UrlVolume, UrlVolumeCreate, Volume, VolumeCreate};

@@ -5,8 +5,8 @@ use crate::compute::refusal_is_capacity;
 use crate::error::{DriverError, ErrorKind};
 use crate::schema::ListOf;
 use crate::schema::storage::{
-    CanCreateBody, CloudinitCreateBody, CloudinitMetadata, CloudinitMetadataResponse, CreateBody,
-    CreateResponse, VolumeIdBody, VolumeInfoResponse, VolumeObject,
+    CanCreateBody, CloneBody, CloudinitCreateBody, CloudinitMetadata, CloudinitMetadataResponse,
+    CreateBody, CreateResponse, CreateUrlBody, VolumeIdBody, VolumeInfoResponse, VolumeObject,
 };
 use base64::Engine;
 use reqwest::multipart::{Form, Part};
@@ -43,6 +43,25 @@ pub struct ImageVolumeCreate {
     pub name: String,
     pub size_gb: u32,
     pub url: String,
+}
+
+/// A volume the host downloads from `url` (http or https): `size_gb` GB,
+/// refused when the file is larger or, given `sha256`, differs.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UrlVolumeCreate {
+    pub name: String,
+    pub url: String,
+    pub size_gb: u32,
+    /// Lowercase hex.
+    pub sha256: Option<String>,
+}
+
+/// A volume made by [`AtomosClient::volume_create_from_url`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UrlVolume {
+    pub id: String,
+    /// sha256 (hex) of the download, when the daemon reports it.
+    pub sha256: Option<String>,
 }
 
 /// Route label of the metadata uploads: the path carries the payload, which
@@ -127,6 +146,42 @@ impl AtomosClient {
         };
         let answer: CreateResponse = self.send_json(&call, &body).await?.json(&call.route)?;
         Ok(answer.vid)
+    }
+
+    /// Copies a volume on its host (`/clone`; allowed while a running VM has
+    /// it attached) and returns the copy's id. Never retried automatically.
+    pub async fn volume_clone(&self, source_id: &str, name: &str) -> Result<String, DriverError> {
+        let call = Call::post(Daemon::Storage, "/clone");
+        let body = CloneBody {
+            volume_id: source_id.to_owned(),
+            name: name.to_owned(),
+        };
+        let answer: CreateResponse = self.send_json(&call, &body).await?.json(&call.route)?;
+        Ok(answer.vid)
+    }
+
+    /// Makes a volume holding the file at `req.url`, downloaded by the host
+    /// (`/create/url`). A download the host refuses (unreachable, too large,
+    /// another sha256) is [`ErrorKind::Invalid`] with the daemon's words.
+    /// Never retried automatically.
+    pub async fn volume_create_from_url(
+        &self,
+        req: &UrlVolumeCreate,
+    ) -> Result<UrlVolume, DriverError> {
+        let call = Call::post(Daemon::Storage, "/create/url");
+        let body = CreateUrlBody {
+            name: req.name.clone(),
+            url: req.url.clone(),
+            size: req.size_gb,
+            sha256: req.sha256.clone(),
+            format: None,
+            bootable: Some(true),
+        };
+        let answer: CreateResponse = self.send_json(&call, &body).await?.json(&call.route)?;
+        Ok(UrlVolume {
+            id: answer.vid,
+            sha256: answer.sha256,
+        })
     }
 
     /// Builds a cloud-init ISO volume from two uploads (user-data, then

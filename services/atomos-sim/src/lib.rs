@@ -34,7 +34,7 @@ mod templates;
 pub use config::{HostConfig, SimConfig, dev_hosts};
 pub use faults::{ANY_ROUTE, ErrorRate, FailNext, FaultError, FaultSpec, Faults, HangNext};
 pub use host::SimHost;
-pub use state::{Inventory, SimFile, SimNetwork, SimVm, SimVolume};
+pub use state::{Inventory, SimFile, SimNetwork, SimVm, SimVolume, content_hash};
 
 use atomos_driver::{Ports, Target};
 use axum::response::IntoResponse;

@@ -261,6 +261,19 @@ pub struct SimVolume {
     pub files: Vec<SimFile>,
     /// VMs this volume is attached to (filled in snapshots).
     pub attached_to: Vec<String>,
+    /// sha256 (hex) standing for the volume's bytes: of what a `/create/url`
+    /// downloaded, its source's for a clone, of a description of what the
+    /// simulator does not hold (an empty disk, a cloud image it does not
+    /// download, a cloud-init ISO's files). Tests compare them to prove
+    /// bytes moved.
+    #[serde(default)]
+    pub content: String,
+}
+
+/// sha256 of `bytes`, lowercase hex.
+pub fn content_hash(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    format!("{:x}", Sha256::digest(bytes))
 }
 
 impl SimVolume {

@@ -129,6 +129,35 @@ pub struct CloudinitCreateBody {
     pub private: bool,
 }
 
+/// `POST /clone`: a copy of `volume_id` named `name` (meson's shape: the
+/// upstream body is undocumented).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CloneBody {
+    #[serde(default)]
+    pub volume_id: String,
+    #[serde(default)]
+    pub name: String,
+}
+
+/// `POST /create/url`: a volume of `size` GB holding the file at `url`,
+/// which must have `sha256` when given (meson's shape: the upstream body is
+/// undocumented).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CreateUrlBody {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub url: String,
+    #[serde(default)]
+    pub size: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub format: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bootable: Option<bool>,
+}
+
 /// Answer of `/create` and `/cloudinit/create`; only `vid` is relied upon.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct CreateResponse {
@@ -158,6 +187,9 @@ pub struct CreateResponse {
     pub bootable: Option<bool>,
     #[serde(rename = "creatorID", default, skip_serializing_if = "Option::is_none")]
     pub creator_id: Option<String>,
+    /// sha256 (hex) of what `/create/url` downloaded, when the daemon says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
 }
 
 /// The JSON that travels base64-encoded in `/cloudinit/metadata/{data}`:

@@ -3,10 +3,10 @@
 use super::{ApiError, ApiResult, ok, parse};
 use crate::host::SimHost;
 use crate::multipart::file_part;
-use crate::state::{HostState, SimFile, SimVolume};
+use crate::state::{HostState, SimFile, SimVolume, content_hash};
 use atomos_driver::schema::storage::{
-    CanCreateBody, CloudinitCreateBody, CloudinitMetadata, CloudinitMetadataResponse, CreateBody,
-    CreateResponse, VolumeIdBody, VolumeInfoResponse, VolumeObject,
+    CanCreateBody, CloneBody, CloudinitCreateBody, CloudinitMetadata, CloudinitMetadataResponse,
+    CreateBody, CreateResponse, CreateUrlBody, VolumeIdBody, VolumeInfoResponse, VolumeObject,
 };
 use axum::Router;
 use axum::body::Bytes;
@@ -26,6 +26,8 @@ pub(super) fn routes() -> Router<SimHost> {
         .route("/create", post(create))
         .route("/cloudinit/create", post(cloudinit_create))
         .route("/cloudinit/metadata/{data}", post(cloudinit_metadata))
+        .route("/clone", post(clone))
+        .route("/create/url", post(create_url))
         .route("/destroy", post(destroy))
 }
 
@@ -78,6 +80,7 @@ fn create_answer(v: &SimVolume) -> CreateResponse {
         readonly: Some(v.readonly),
         bootable: Some(v.bootable),
         creator_id: Some("sim".to_owned()),
+        sha256: None,
     }
 }
 
@@ -178,6 +181,7 @@ async fn create(State(host): State<SimHost>, body: Bytes) -> ApiResult {
         expected_files: 0,
         files: Vec::new(),
         attached_to: Vec::new(),
+        content: content_hash(format!("empty:{}", body.size).as_bytes()),
     };
     let answer = create_answer(&volume);
     tracing::info!(host = host.name(), volume = %volume.name, id = %volume.id, "volume created");
@@ -212,6 +216,7 @@ async fn cloudinit_create(State(host): State<SimHost>, body: Bytes) -> ApiResult
         format: or(body.format, "qcow2"),
         bus: or(body.bus, "virtio"),
         alg: or(body.alg, "cp"),
+        content: content_hash(format!("url:{}", body.url).as_bytes()),
         url: Some(body.url),
         expected_files: 0,
         files: Vec::new(),
@@ -301,12 +306,19 @@ async fn cloudinit_metadata(
                 alg: meta.alg.unwrap_or_else(|| "no".to_owned()),
                 url: None,
                 expected_files: expected,
+                content: String::new(),
                 files: vec![file],
                 attached_to: Vec::new(),
             });
             state.volumes.len() - 1
         }
     };
+    let all: Vec<u8> = state.volumes[index]
+        .files
+        .iter()
+        .flat_map(|f| [f.name.as_bytes(), b"\0", f.content.as_bytes(), b"\0"].concat())
+        .collect();
+    state.volumes[index].content = content_hash(&all);
     let volume = &state.volumes[index];
     let status = if volume.is_complete() {
         StatusCode::OK
@@ -317,6 +329,147 @@ async fn cloudinit_metadata(
         vid: Some(volume.id.clone()),
     };
     Ok((status, axum::Json(answer)).into_response())
+}
+
+/// `POST /clone {"volume_id", "name"}`: a copy of a volume on the same
+/// host, allowed while a running VM has the source attached (a
+/// crash-consistent copy). The upstream body is undocumented; this is the
+/// shape meson sends (docs/atomos.md).
+async fn clone(State(host): State<SimHost>, body: Bytes) -> ApiResult {
+    let body: CloneBody = parse(&body)?;
+    require_name(&body.name)?;
+    let mut state = host.state();
+    let i = find_volume(
+        &state,
+        &VolumeIdBody {
+            volume_id: Some(body.volume_id.clone()),
+            name: None,
+        },
+    )?;
+    let source = &state.volumes[i];
+    if !source.is_complete() || source.shareable {
+        return Err(ApiError::bad_request(format!(
+            "[VolumeCannotBeCloned] volume {} is {}",
+            source.id,
+            if source.shareable {
+                "shareable"
+            } else {
+                "waiting for its cloud-init files"
+            }
+        )));
+    }
+    host.fit_disk(&state, source.size_gb).map_err(refuse)?;
+    let volume = SimVolume {
+        id: new_volume_id(),
+        name: body.name,
+        clonable: true,
+        private: true,
+        attached_to: Vec::new(),
+        ..source.clone()
+    };
+    let answer = create_answer(&volume);
+    tracing::info!(host = host.name(), volume = %volume.name, id = %volume.id, "volume cloned");
+    state.volumes.push(volume);
+    ok(answer)
+}
+
+/// How long a `/create/url` download may take.
+const DOWNLOAD_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// `POST /create/url {"name", "url", "size", "sha256"?}`: a volume of
+/// `size` GB holding the file at `url`, downloaded by the host. A file
+/// larger than `size` GB (10^9 bytes each), an answer other than 2xx, or
+/// bytes whose sha256 differs from `sha256` are refused (400); the answer
+/// carries the download's `sha256`. The upstream body is undocumented;
+/// this is the shape meson sends (docs/atomos.md).
+async fn create_url(State(host): State<SimHost>, body: Bytes) -> ApiResult {
+    let body: CreateUrlBody = parse(&body)?;
+    require_name(&body.name)?;
+    require_size(body.size)?;
+    if !(body.url.starts_with("http://") || body.url.starts_with("https://")) {
+        return Err(download_failed(&body.url, "not an http(s) URL"));
+    }
+    host.fit_disk(&host.state(), f64::from(body.size))
+        .map_err(refuse)?;
+    let cap = u64::from(body.size) * 1_000_000_000;
+    let bytes = download(&body.url, cap).await?;
+    let sha256 = content_hash(&bytes);
+    if let Some(expected) = body.sha256.as_deref()
+        && !expected.eq_ignore_ascii_case(&sha256)
+    {
+        return Err(ApiError::bad_request(format!(
+            "[ChecksumMismatch] {} has sha256 {sha256}, not {expected}",
+            body.url
+        )));
+    }
+    let mut state = host.state();
+    host.fit_disk(&state, f64::from(body.size))
+        .map_err(refuse)?;
+    let volume = SimVolume {
+        id: new_volume_id(),
+        name: body.name,
+        size_gb: f64::from(body.size),
+        bootable: body.bootable.unwrap_or(true),
+        readonly: false,
+        shareable: false,
+        private: true,
+        clonable: true,
+        cloudinit: false,
+        format: body.format.unwrap_or_else(|| "qcow2".to_owned()),
+        bus: "virtio".to_owned(),
+        alg: "cp".to_owned(),
+        url: Some(body.url),
+        expected_files: 0,
+        files: Vec::new(),
+        attached_to: Vec::new(),
+        content: sha256.clone(),
+    };
+    let answer = CreateResponse {
+        sha256: Some(sha256),
+        ..create_answer(&volume)
+    };
+    tracing::info!(host = host.name(), volume = %volume.name, id = %volume.id, "volume downloaded");
+    state.volumes.push(volume);
+    ok(answer)
+}
+
+fn download_failed(url: &str, why: impl std::fmt::Display) -> ApiError {
+    ApiError::bad_request(format!(
+        "[CreateImageDownloadFailed] cannot download {url}: {why}"
+    ))
+}
+
+/// The body at `url`, refused past `cap` bytes (by its Content-Length
+/// before reading, and while reading).
+async fn download(url: &str, cap: u64) -> Result<Vec<u8>, ApiError> {
+    let too_large = || {
+        ApiError::bad_request(format!(
+            "[ImageTooLarge] {url} is larger than the volume ({cap} bytes)"
+        ))
+    };
+    let client = reqwest::Client::builder()
+        .timeout(DOWNLOAD_TIMEOUT)
+        .build()
+        .map_err(|e| download_failed(url, e))?;
+    let mut answer = client
+        .get(url)
+        .send()
+        .await
+        .map_err(|e| download_failed(url, e))?;
+    if !answer.status().is_success() {
+        return Err(download_failed(url, answer.status()));
+    }
+    if answer.content_length().is_some_and(|n| n > cap) {
+        return Err(too_large());
+    }
+    let mut bytes = Vec::new();
+    while let Some(chunk) = answer.chunk().await.map_err(|e| download_failed(url, e))? {
+        if bytes.len() as u64 + chunk.len() as u64 > cap {
+            return Err(too_large());
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok(bytes)
 }
 
 async fn destroy(State(host): State<SimHost>, body: Bytes) -> ApiResult {

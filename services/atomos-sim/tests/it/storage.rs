@@ -155,3 +155,104 @@ async fn cloudinit_uploads_answer_206_then_200() {
 
     c.register(&req).await.unwrap();
 }
+
+/// Serves `bytes` at `/disk.img` (and 404 elsewhere) on a loopback port.
+async fn serve(bytes: Vec<u8>) -> String {
+    let app = axum::Router::new().route(
+        "/disk.img",
+        axum::routing::get(move || {
+            let bytes = bytes.clone();
+            async move { bytes }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    format!("http://{addr}")
+}
+
+fn content(sim: &atomos_sim::Simulator, host: &str, id: &str) -> Option<String> {
+    sim.host(host)?
+        .inventory()
+        .volumes
+        .into_iter()
+        .find(|v| v.id == id)
+        .map(|v| v.content)
+}
+
+#[tokio::test]
+async fn a_clone_copies_size_and_content_and_outlives_its_source() {
+    let sim = sim(Duration::from_millis(50)).await;
+    let c = client(&sim, "small");
+    let bytes = b"a disk".repeat(1000);
+    let base = serve(bytes.clone()).await;
+    let source = c
+        .volume_create_from_url(&atomos_driver::UrlVolumeCreate {
+            name: "golden".into(),
+            url: format!("{base}/disk.img"),
+            size_gb: 3,
+            sha256: None,
+        })
+        .await
+        .unwrap();
+    let sum = atomos_sim::content_hash(&bytes);
+    assert_eq!(source.sha256.as_deref(), Some(sum.as_str()));
+    assert_eq!(content(&sim, "small", &source.id), Some(sum.clone()));
+
+    let copy = c.volume_clone(&source.id, "copy").await.unwrap();
+    let info = c.volume_info(&copy).await.unwrap();
+    assert_eq!((info.size_gb, info.bootable), (3.0, true));
+    assert_eq!(content(&sim, "small", &copy), Some(sum.clone()));
+    c.volume_destroy(&source.id).await.unwrap();
+    assert_eq!(content(&sim, "small", &copy), Some(sum));
+
+    let missing = c.volume_clone(&source.id, "again").await.unwrap_err();
+    assert_eq!(missing.kind, ErrorKind::NotFound, "{missing}");
+    // A clone needs room like any volume: 100 GB of disk, 3 used.
+    let big = c.volume_create(&data_volume("big", 96)).await.unwrap();
+    let full = c.volume_clone(&big, "big-copy").await.unwrap_err();
+    assert_eq!(full.kind, ErrorKind::Capacity, "{full}");
+    c.volume_destroy(&big).await.unwrap();
+    // An injected fault on the route fails it, transiently.
+    sim.host("small")
+        .unwrap()
+        .faults()
+        .fail_next("volume/clone", 503, 1);
+    let err = c.volume_clone(&copy, "faulty").await.unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Transient, "{err}");
+    c.volume_clone(&copy, "after").await.unwrap();
+}
+
+#[tokio::test]
+async fn a_download_is_refused_when_missing_too_large_or_not_the_checksum() {
+    let sim = sim(Duration::from_millis(50)).await;
+    let c = client(&sim, "small");
+    let base = serve(vec![7u8; 4096]).await;
+    let req = |url: String, sha256: Option<String>| atomos_driver::UrlVolumeCreate {
+        name: "img".into(),
+        url,
+        size_gb: 1,
+        sha256,
+    };
+    let missing = c
+        .volume_create_from_url(&req(format!("{base}/nope"), None))
+        .await
+        .unwrap_err();
+    assert_eq!(missing.kind, ErrorKind::Invalid, "{missing}");
+    assert!(
+        missing.message.contains("CreateImageDownloadFailed"),
+        "{missing}"
+    );
+    let wrong = c
+        .volume_create_from_url(&req(format!("{base}/disk.img"), Some("0".repeat(64))))
+        .await
+        .unwrap_err();
+    assert_eq!(wrong.kind, ErrorKind::Invalid, "{wrong}");
+    assert!(wrong.message.contains("ChecksumMismatch"), "{wrong}");
+    let right = atomos_sim::content_hash(&[7u8; 4096]);
+    c.volume_create_from_url(&req(format!("{base}/disk.img"), Some(right)))
+        .await
+        .unwrap();
+    // Nothing was kept of the refused downloads.
+    assert_eq!(sim.host("small").unwrap().inventory().volumes.len(), 1);
+}
