@@ -16,6 +16,7 @@ mod grpc;
 mod grpc_resources;
 mod harness;
 mod idempotency;
+mod images;
 mod limits;
 mod metrics;
 mod networks;

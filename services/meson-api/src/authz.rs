@@ -131,6 +131,14 @@ pub const RULES: &[Rule] = &[
     write("volume_update"),
     write("volume_delete"),
     read("volume_action_list"),
+    // Images
+    read("image_list"),
+    read("image_get"),
+    write("image_import"),
+    write("vm_create_image"),
+    write("image_update"),
+    write("image_delete"),
+    read("image_action_list"),
     // Networks
     read("network_list"),
     read("network_get"),

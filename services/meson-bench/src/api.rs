@@ -55,7 +55,8 @@ pub const ISSUER: &str = "meson-bench";
 
 /// Every tenant's quotas (`MESON_DEFAULT_QUOTAS`): out of a load test's way.
 const QUOTAS: &str = "vms=100000000,vcpus=1000000000,ram_mib=1000000000000,\
-                      storage_gb=1000000000000,clusters=10000000,nodes=100000000";
+                      storage_gb=1000000000000,clusters=10000000,nodes=100000000,\
+                      images_gb=1000000000000";
 
 impl MesondSetup {
     pub fn new(targets_file: &std::path::Path) -> MesondSetup {

@@ -23,6 +23,7 @@ mod admin;
 mod catalog;
 mod clusters;
 pub mod config;
+mod images;
 mod networks;
 mod ops;
 mod vms;

@@ -55,6 +55,8 @@ pub enum Command {
     RotateCredentials,
     CreateVolume,
     DeleteVolume,
+    CreateImage,
+    DeleteImage,
 }
 
 impl Command {
@@ -78,6 +80,8 @@ impl Command {
             Command::RotateCredentials => "rotate_credentials",
             Command::CreateVolume => "create_volume",
             Command::DeleteVolume => "delete_volume",
+            Command::CreateImage => "create_image",
+            Command::DeleteImage => "delete_image",
         }
     }
 }
@@ -98,6 +102,7 @@ pub enum ResourceType {
     Cluster,
     NodePool,
     Node,
+    Image,
 }
 
 impl ResourceType {
@@ -109,6 +114,7 @@ impl ResourceType {
             ResourceType::Cluster => "cluster",
             ResourceType::NodePool => "node_pool",
             ResourceType::Node => "node",
+            ResourceType::Image => "image",
         }
     }
 
@@ -120,6 +126,7 @@ impl ResourceType {
             "cluster" => Some(Self::Cluster),
             "node_pool" => Some(Self::NodePool),
             "node" => Some(Self::Node),
+            "image" => Some(Self::Image),
             _ => None,
         }
     }

@@ -54,6 +54,10 @@ uuid_id!(
     VolumeId
 );
 uuid_id!(
+    /// A tenant's image: a boot disk to create VMs from.
+    ImageId
+);
+uuid_id!(
     /// An action: the user's view of a workflow.
     ActionId
 );

@@ -10,6 +10,7 @@ pub mod cluster;
 pub mod error;
 pub mod flavor;
 pub mod id;
+pub mod image;
 pub mod kaas;
 pub mod kubernetes;
 pub mod labels;
@@ -27,5 +28,6 @@ pub mod volume;
 
 pub use error::{Code, Error, FieldError, Result};
 pub use id::{
-    ActionId, ClusterId, JobId, NetworkId, NodeId, PoolId, TargetId, TenantId, VmId, VolumeId,
+    ActionId, ClusterId, ImageId, JobId, NetworkId, NodeId, PoolId, TargetId, TenantId, VmId,
+    VolumeId,
 };

@@ -68,6 +68,12 @@ pub fn volume_atomos_name(id: crate::VolumeId) -> String {
     format!("vol-{}", id.0.simple())
 }
 
+/// An image's name on AtomOS: `img-<id without dashes>` (never a VM's or
+/// a standalone volume's prefix).
+pub fn image_atomos_name(id: crate::ImageId) -> String {
+    format!("img-{}", id.0.simple())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,8 +2,9 @@
 //! holds.
 //!
 //! Usage is counted on the desired state: a tenant's VMs (cluster nodes
-//! apart), its standalone volumes, its clusters, and each cluster's nodes at
-//! the control plane's size plus every pool's `desired_nodes`. A request is
+//! apart), its standalone volumes, its clusters, each cluster's nodes at
+//! the control plane's size plus every pool's `desired_nodes`, and its
+//! images by their size. A request is
 //! refused when it would take any counter it raises above its quota; a
 //! request that raises nothing (a pool scaled down, say) passes even over a
 //! quota lowered since. What each row counts and that rule are SQL, written
@@ -26,6 +27,8 @@ pub struct PerResource<T> {
     pub clusters: T,
     /// Cluster nodes, control planes included.
     pub nodes: T,
+    /// Images, by their size.
+    pub images_gb: T,
 }
 
 /// An amount of every resource.
@@ -43,12 +46,15 @@ impl<T: Copy> PerResource<T> {
             "storage_gb" => &mut self.storage_gb,
             "clusters" => &mut self.clusters,
             "nodes" => &mut self.nodes,
+            "images_gb" => &mut self.images_gb,
             _ => return None,
         })
     }
 
     /// One value per resource, in [`NAMES`] order.
-    pub fn from_array([vms, vcpus, ram_mib, storage_gb, clusters, nodes]: [T; 6]) -> Self {
+    pub fn from_array(
+        [vms, vcpus, ram_mib, storage_gb, clusters, nodes, images_gb]: [T; 7],
+    ) -> Self {
         PerResource {
             vms,
             vcpus,
@@ -56,11 +62,12 @@ impl<T: Copy> PerResource<T> {
             storage_gb,
             clusters,
             nodes,
+            images_gb,
         }
     }
 
     /// `(name, value)` for every resource, in [`NAMES`] order.
-    pub fn entries(&self) -> [(&'static str, T); 6] {
+    pub fn entries(&self) -> [(&'static str, T); 7] {
         [
             ("vms", self.vms),
             ("vcpus", self.vcpus),
@@ -68,12 +75,21 @@ impl<T: Copy> PerResource<T> {
             ("storage_gb", self.storage_gb),
             ("clusters", self.clusters),
             ("nodes", self.nodes),
+            ("images_gb", self.images_gb),
         ]
     }
 }
 
 /// The resources' names, as the API shows them, in order.
-pub const NAMES: [&str; 6] = ["vms", "vcpus", "ram_mib", "storage_gb", "clusters", "nodes"];
+pub const NAMES: [&str; 7] = [
+    "vms",
+    "vcpus",
+    "ram_mib",
+    "storage_gb",
+    "clusters",
+    "nodes",
+    "images_gb",
+];
 
 impl PerResource<i64> {
     /// The defaults of a fresh deployment: room for real work, a stop for
@@ -85,6 +101,7 @@ impl PerResource<i64> {
         storage_gb: 20_000,
         clusters: 20,
         nodes: 200,
+        images_gb: 1_000,
     };
 
     /// Parses `vms=100,vcpus=512,...` (`MESON_DEFAULT_QUOTAS`); resources
@@ -123,6 +140,7 @@ impl PerResource<Option<i64>> {
             storage_gb: self.storage_gb.unwrap_or(defaults.storage_gb),
             clusters: self.clusters.unwrap_or(defaults.clusters),
             nodes: self.nodes.unwrap_or(defaults.nodes),
+            images_gb: self.images_gb.unwrap_or(defaults.images_gb),
         }
     }
 

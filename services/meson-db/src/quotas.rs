@@ -17,6 +17,7 @@ macro_rules! overrides_and_usage {
                 storage_gb: $r.q_storage_gb,
                 clusters: $r.q_clusters,
                 nodes: $r.q_nodes,
+                images_gb: $r.q_images_gb,
             },
             meson_core::quota::Resources {
                 vms: $r.vms,
@@ -25,6 +26,7 @@ macro_rules! overrides_and_usage {
                 storage_gb: $r.storage_gb,
                 clusters: $r.clusters,
                 nodes: $r.nodes,
+                images_gb: $r.images_gb,
             },
         )
     };
@@ -37,7 +39,7 @@ pub async fn get(
     tenant: &TenantId,
 ) -> Result<QuotaOverrides, Error> {
     let row = sqlx::query!(
-        r#"select vms, vcpus, ram_mib, storage_gb, clusters, nodes
+        r#"select vms, vcpus, ram_mib, storage_gb, clusters, nodes, images_gb
            from tenant_quotas where tenant_id = $1"#,
         tenant.as_str()
     )
@@ -52,6 +54,7 @@ pub async fn get(
             storage_gb: r.storage_gb,
             clusters: r.clusters,
             nodes: r.nodes,
+            images_gb: r.images_gb,
         })
         .unwrap_or_default())
 }
@@ -65,12 +68,13 @@ pub async fn set(
 ) -> Result<(), Error> {
     sqlx::query!(
         r#"insert into tenant_quotas
-             (tenant_id, vms, vcpus, ram_mib, storage_gb, clusters, nodes, updated_by)
-           values ($1, $2, $3, $4, $5, $6, $7, $8)
+             (tenant_id, vms, vcpus, ram_mib, storage_gb, clusters, nodes, images_gb, updated_by)
+           values ($1, $2, $3, $4, $5, $6, $7, $8, $9)
            on conflict (tenant_id) do update set
              vms = excluded.vms, vcpus = excluded.vcpus, ram_mib = excluded.ram_mib,
              storage_gb = excluded.storage_gb, clusters = excluded.clusters,
-             nodes = excluded.nodes, updated_by = excluded.updated_by"#,
+             nodes = excluded.nodes, images_gb = excluded.images_gb,
+             updated_by = excluded.updated_by"#,
         tenant.as_str(),
         o.vms,
         o.vcpus,
@@ -78,6 +82,7 @@ pub async fn set(
         o.storage_gb,
         o.clusters,
         o.nodes,
+        o.images_gb,
         by,
     )
     .execute(db)
@@ -89,7 +94,7 @@ pub async fn set(
 /// What a tenant holds, as the `tenant_usage` triggers keep it.
 pub async fn usage(db: impl sqlx::PgExecutor<'_>, tenant: &TenantId) -> Result<Resources, Error> {
     let r = sqlx::query!(
-        r#"select vms, vcpus, ram_mib, storage_gb, clusters, nodes
+        r#"select vms, vcpus, ram_mib, storage_gb, clusters, nodes, images_gb
            from tenant_usage where tenant_id = $1"#,
         tenant.as_str()
     )
@@ -103,6 +108,7 @@ pub async fn usage(db: impl sqlx::PgExecutor<'_>, tenant: &TenantId) -> Result<R
         storage_gb: r.storage_gb,
         clusters: r.clusters,
         nodes: r.nodes,
+        images_gb: r.images_gb,
     })
     .unwrap_or_default())
 }
@@ -126,7 +132,7 @@ pub async fn recount(db: impl sqlx::PgExecutor<'_>, tenant: &TenantId) -> Result
 
 /// Resources from one of the SQL usage arrays (in [`NAMES`] order).
 fn resources(u: &[i64]) -> Result<Resources, Error> {
-    <[i64; 6]>::try_from(u)
+    <[i64; 7]>::try_from(u)
         .map(Resources::from_array)
         .map_err(|_| crate::corrupt("usage", format!("{u:?}")))
 }
@@ -163,10 +169,12 @@ pub async fn over(
     let defaults_v: Vec<i64> = defaults.entries().iter().map(|(_, v)| *v).collect();
     let r = sqlx::query!(
         r#"with s as (
-             select array[u.vms, u.vcpus, u.ram_mib, u.storage_gb, u.clusters, u.nodes] as now,
+             select array[u.vms, u.vcpus, u.ram_mib, u.storage_gb, u.clusters, u.nodes,
+                          u.images_gb] as now,
                     array[coalesce(q.vms, ($3::int8[])[1]), coalesce(q.vcpus, ($3::int8[])[2]),
                           coalesce(q.ram_mib, ($3::int8[])[3]), coalesce(q.storage_gb, ($3::int8[])[4]),
-                          coalesce(q.clusters, ($3::int8[])[5]), coalesce(q.nodes, ($3::int8[])[6])] as quota
+                          coalesce(q.clusters, ($3::int8[])[5]), coalesce(q.nodes, ($3::int8[])[6]),
+                          coalesce(q.images_gb, ($3::int8[])[7])] as quota
              from tenant_usage u left join tenant_quotas q on q.tenant_id = u.tenant_id
              where u.tenant_id = $1
            )
@@ -202,13 +210,14 @@ pub async fn lock(
         r#"with u as (
              insert into tenant_usage as u (tenant_id) values ($1)
              on conflict (tenant_id) do update set tenant_id = u.tenant_id
-             returning vms, vcpus, ram_mib, storage_gb, clusters, nodes
+             returning vms, vcpus, ram_mib, storage_gb, clusters, nodes, images_gb
            )
            select u.vms as "vms!", u.vcpus as "vcpus!", u.ram_mib as "ram_mib!",
                   u.storage_gb as "storage_gb!", u.clusters as "clusters!", u.nodes as "nodes!",
+                  u.images_gb as "images_gb!",
                   q.vms as "q_vms?", q.vcpus as "q_vcpus?", q.ram_mib as "q_ram_mib?",
                   q.storage_gb as "q_storage_gb?", q.clusters as "q_clusters?",
-                  q.nodes as "q_nodes?"
+                  q.nodes as "q_nodes?", q.images_gb as "q_images_gb?"
            from u left join tenant_quotas q on q.tenant_id = $1"#,
         tenant.as_str()
     )
@@ -221,11 +230,11 @@ pub async fn lock(
 #[cfg(test)]
 mod tests {
     /// `meson_quota_over` on (held, quota, more), as resource names.
-    async fn over(
+    async fn over<const N: usize>(
         pool: &sqlx::PgPool,
-        held: [i64; 6],
-        quota: [i64; 6],
-        more: [i64; 6],
+        held: [i64; N],
+        quota: [i64; N],
+        more: [i64; N],
     ) -> Vec<&'static str> {
         let v = sqlx::query_scalar!(
             r#"select meson_quota_over($1, $2, $3) as "over!""#,
@@ -280,6 +289,11 @@ mod tests {
         assert_eq!(
             over(p, [0, 0, 0, 0, 0, 0], q, [0, 0, 0, 0, 0, i64::MAX]).await,
             ["nodes"]
+        );
+        // The seventh resource is named too.
+        assert_eq!(
+            over(p, [0; 7], [1; 7], [0, 0, 0, 0, 0, 0, 2]).await,
+            ["images_gb"]
         );
     }
 }

@@ -188,19 +188,22 @@ pub async fn create(pool: &PgPool, new: &NewVm<'_>) -> Result<Created, Error> {
            ), usage as (
              insert into tenant_usage as u (tenant_id) select $2::text from scope
              on conflict (tenant_id) do update set tenant_id = u.tenant_id
-             returning u.tenant_id, u.vms, u.vcpus, u.ram_mib, u.storage_gb, u.clusters, u.nodes
+             returning u.tenant_id, u.vms, u.vcpus, u.ram_mib, u.storage_gb, u.clusters, u.nodes,
+                       u.images_gb
            ), state as (
              select u.*, q.vms as q_vms, q.vcpus as q_vcpus, q.ram_mib as q_ram_mib,
-                    q.storage_gb as q_storage_gb, q.clusters as q_clusters, q.nodes as q_nodes
+                    q.storage_gb as q_storage_gb, q.clusters as q_clusters, q.nodes as q_nodes,
+                    q.images_gb as q_images_gb
              from usage u
              left join lateral (select * from tenant_quotas q where q.tenant_id = u.tenant_id) q
                on true
            ), over as (
              select meson_quota_over(
-                      array[s.vms, s.vcpus, s.ram_mib, s.storage_gb, s.clusters, s.nodes],
+                      array[s.vms, s.vcpus, s.ram_mib, s.storage_gb, s.clusters, s.nodes, s.images_gb],
                       array[coalesce(s.q_vms, ($3::int8[])[1]), coalesce(s.q_vcpus, ($3::int8[])[2]),
                             coalesce(s.q_ram_mib, ($3::int8[])[3]), coalesce(s.q_storage_gb, ($3::int8[])[4]),
-                            coalesce(s.q_clusters, ($3::int8[])[5]), coalesce(s.q_nodes, ($3::int8[])[6])],
+                            coalesce(s.q_clusters, ($3::int8[])[5]), coalesce(s.q_nodes, ($3::int8[])[6]),
+                            coalesce(s.q_images_gb, ($3::int8[])[7])],
                       meson_vm_spec_usage($8::jsonb)) as over
              from state s
            ), ok as (
@@ -245,7 +248,9 @@ pub async fn create(pool: &PgPool, new: &NewVm<'_>) -> Result<Created, Error> {
            )
            select s.vms as "vms!", s.vcpus as "vcpus!", s.ram_mib as "ram_mib!",
                   s.storage_gb as "storage_gb!", s.clusters as "clusters!", s.nodes as "nodes!",
+                  s.images_gb as "images_gb!",
                   s.q_vms, s.q_vcpus, s.q_ram_mib, s.q_storage_gb, s.q_clusters, s.q_nodes,
+                  s.q_images_gb,
                   (select over from over) as "over!",
                   exists (select 1 from ok) as "written!",
                   (select id from job) as "job?"

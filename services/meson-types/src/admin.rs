@@ -13,7 +13,7 @@ pub struct Quota {
     pub tenant: String,
     /// One entry per resource: `vms` (cluster nodes apart), `vcpus`,
     /// `ram_mib`, `storage_gb`, `clusters`, `nodes` (control planes
-    /// included, pools at `desired_nodes`).
+    /// included, pools at `desired_nodes`), `images_gb`.
     pub limits: Vec<QuotaLimit>,
 }
 
@@ -82,6 +82,13 @@ pub struct QuotaUpdateRequest {
     )]
     #[schema(value_type = Option<i64>, minimum = 0)]
     pub nodes: Option<Option<i64>>,
+    #[serde(
+        default,
+        deserialize_with = "crate::lenient::present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(value_type = Option<i64>, minimum = 0)]
+    pub images_gb: Option<Option<i64>>,
 }
 
 /// An AtomOS target: one host's daemons, where it is and who runs it.

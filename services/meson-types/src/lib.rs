@@ -15,6 +15,7 @@ pub mod cluster;
 pub mod common;
 pub mod dev;
 pub mod error;
+pub mod image;
 pub mod kaas;
 pub mod lenient;
 pub mod meta;

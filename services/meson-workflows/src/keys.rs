@@ -3,7 +3,7 @@
 //! (a VM's create, power and delete; a cluster's create, scale, upgrade,
 //! node repairs and delete; ...). Every workflow takes its key from here.
 
-use meson_core::{ClusterId, NetworkId, VmId, VolumeId};
+use meson_core::{ClusterId, ImageId, NetworkId, VmId, VolumeId};
 
 /// Serializes every mutation of one VM.
 pub fn vm(id: VmId) -> String {
@@ -23,4 +23,10 @@ pub fn network(id: NetworkId) -> String {
 /// Serializes every mutation of one cluster: its pools and nodes included.
 pub fn cluster(id: ClusterId) -> String {
     format!("cluster:{id}")
+}
+
+/// Serializes every mutation of one image (an import's create, a delete; a
+/// snapshot's create holds its VM's key).
+pub fn image(id: ImageId) -> String {
+    format!("image:{id}")
 }

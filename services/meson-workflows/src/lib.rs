@@ -8,6 +8,8 @@ pub mod cluster_delete;
 pub mod cluster_rotate_credentials;
 pub mod cluster_upgrade;
 pub mod drift;
+pub mod image_create;
+pub mod image_delete;
 pub mod keys;
 pub mod network_delete;
 pub mod node_pool_create;
@@ -78,6 +80,8 @@ pub fn register_all(worker: meson_jobs::Worker, env: Arc<Env>) -> meson_jobs::Wo
     worker
         .register(vm_create::VmCreate(env.clone()))
         .register(vm_delete::VmDelete(env.clone()))
+        .register(image_create::ImageCreate(env.clone()))
+        .register(image_delete::ImageDelete(env.clone()))
         .register(network_delete::NetworkDelete(env.clone()))
         .register(cluster_create::ClusterCreate(env.clone()))
         .register(cluster_delete::ClusterDelete(env.clone()))

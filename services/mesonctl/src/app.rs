@@ -5,9 +5,9 @@
 //! go to stderr.
 
 use crate::cli::{
-    ActionCommand, AuditCommand, Cli, ClusterCommand, Command, KopsCommand, KubeconfigCommand,
-    KubernetesCommand, NetworkCommand, NodeCommand, PoolCommand, QuotaCommand, TargetCommand,
-    TenantCommand, TenantQuotaCommand, VmCommand, VolumeCommand, WaitArgs,
+    ActionCommand, AuditCommand, Cli, ClusterCommand, Command, ImageCommand, KopsCommand,
+    KubeconfigCommand, KubernetesCommand, NetworkCommand, NodeCommand, PoolCommand, QuotaCommand,
+    TargetCommand, TenantCommand, TenantQuotaCommand, VmCommand, VolumeCommand, WaitArgs,
 };
 use crate::config::{self, Settings};
 use crate::error::Failure;
@@ -455,6 +455,7 @@ impl Ctx {
                 out(&yaml)
             }
             Command::Volume(c) => self.volume(c).await,
+            Command::Image(c) => self.image(c).await,
             Command::Network(c) => self.network(c).await,
             Command::Quota(QuotaCommand::Get) => self.show(&self.client.quotas().await?),
             Command::Tenant(TenantCommand::Quota(TenantQuotaCommand::Get { tenant })) => {
@@ -468,6 +469,7 @@ impl Ctx {
                 storage_gb,
                 clusters,
                 nodes,
+                images_gb,
             })) => {
                 let v = |q: Option<crate::cli::QuotaValue>| q.map(|q| q.0);
                 let req = meson_types::admin::QuotaUpdateRequest {
@@ -477,6 +479,7 @@ impl Ctx {
                     storage_gb: v(storage_gb),
                     clusters: v(clusters),
                     nodes: v(nodes),
+                    images_gb: v(images_gb),
                 };
                 self.show(&self.client.tenant_quota_update(&tenant, &req).await?)
             }
@@ -652,6 +655,78 @@ impl Ctx {
         }
     }
 
+    async fn image(&self, c: ImageCommand) -> Result<()> {
+        use meson_types::image::{ImageImportRequest, ImageSnapshotRequest};
+        use meson_types::requests::NameLabelsUpdate;
+        let (created, wait) = match c {
+            ImageCommand::Import {
+                name,
+                from,
+                checksum,
+                size,
+                labels,
+                provider,
+                region,
+                continent,
+                wait,
+            } => {
+                let req = ImageImportRequest {
+                    name,
+                    url: from,
+                    checksum,
+                    size,
+                    labels: label_map(labels),
+                    provider,
+                    region,
+                    continent,
+                };
+                (self.client.image_import(&req).await?, wait)
+            }
+            ImageCommand::Create {
+                vm,
+                name,
+                labels,
+                wait,
+            } => {
+                let vm = self.vm_id(&vm).await?;
+                let req = ImageSnapshotRequest {
+                    name,
+                    labels: label_map(labels),
+                };
+                (self.client.vm_create_image(vm, &req).await?, wait)
+            }
+            ImageCommand::List(args) => {
+                return self.show(&self.client.image_list_all(&args.filter()).await?);
+            }
+            ImageCommand::Get { image } => {
+                let id = self.image_id(&image).await?;
+                return self.show(&self.client.image_get(id).await?);
+            }
+            ImageCommand::Update {
+                image,
+                name,
+                labels,
+            } => {
+                let id = self.image_id(&image).await?;
+                let req = NameLabelsUpdate {
+                    name,
+                    labels: label_map(labels),
+                };
+                return self.show(&self.client.image_update(id, &req).await?);
+            }
+            ImageCommand::Delete { image, wait } => {
+                let id = self.image_id(&image).await?;
+                let action = self.client.image_delete(id).await?;
+                return self.finish_action(action, wait).await;
+            }
+        };
+        if !wait.waits() {
+            return self.show(&created);
+        }
+        self.wait(std::slice::from_ref(&created.action)).await?;
+        self.show(&self.client.image_get(created.image.id).await?)
+    }
+
     async fn network(&self, c: NetworkCommand) -> Result<()> {
         use meson_types::network::NetworkCreateRequest;
         match c {
@@ -812,6 +887,18 @@ impl Ctx {
         pick("volume", s, all.iter().map(|v| (v.id, v.name.as_str())))
     }
 
+    /// An image's id from its id, an abbreviation of it, or its name.
+    async fn image_id(&self, s: &str) -> Result<Uuid> {
+        if let Some(id) = whole_id(s) {
+            return Ok(id);
+        }
+        let all = self
+            .client
+            .image_list_all(&meson_client::ListFilter::default())
+            .await?;
+        pick("image", s, all.iter().map(|i| (i.id, i.name.as_str())))
+    }
+
     /// A network's id from its id, an abbreviation of it, or its name.
     async fn network_id(&self, s: &str) -> Result<Uuid> {
         if let Some(id) = whole_id(s) {
@@ -932,10 +1019,12 @@ impl Ctx {
                     "vm" | "vms" => "vms",
                     "cluster" | "clusters" => "clusters",
                     "volume" | "volumes" => "volumes",
+                    "image" | "images" => "images",
                     "network" | "networks" => "networks",
                     other => {
                         return Err(Failure::Usage(format!(
-                            "unknown resource kind {other:?}: vm, cluster, volume or network"
+                            "unknown resource kind {other:?}: vm, cluster, volume, image or \
+                             network"
                         )));
                     }
                 };
@@ -943,6 +1032,7 @@ impl Ctx {
                     "vms" => self.vm_id(&id).await?,
                     "clusters" => self.cluster_id(&id).await?,
                     "volumes" => self.volume_id(&id).await?,
+                    "images" => self.image_id(&id).await?,
                     _ => self.network_id(&id).await?,
                 };
                 self.show(&self.client.resource_actions(collection, id).await?)

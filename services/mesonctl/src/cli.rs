@@ -52,6 +52,9 @@ pub enum Command {
     /// Volumes: standalone ones, and the VMs' own.
     #[command(subcommand)]
     Volume(VolumeCommand),
+    /// Images: boot disks made from a VM or imported from a URL.
+    #[command(subcommand)]
+    Image(ImageCommand),
     /// Private networks.
     #[command(subcommand)]
     Network(NetworkCommand),
@@ -460,7 +463,7 @@ pub enum KubeconfigCommand {
 pub enum ActionCommand {
     /// Lists a resource's actions, newest first.
     List {
-        /// vm, cluster, volume or network (or their plurals).
+        /// vm, cluster, volume, image or network (or their plurals).
         kind: String,
         /// The resource: its id, 8 or more of the id's first or last hex
         /// digits, or its name.
@@ -542,6 +545,75 @@ pub enum VolumeCommand {
 }
 
 #[derive(Debug, Subcommand)]
+pub enum ImageCommand {
+    /// Imports an image from an http(s) URL: the host it is placed on
+    /// downloads it.
+    Import {
+        /// Its name, unique among the tenant's images.
+        #[arg(long)]
+        name: String,
+        /// Where the disk image (qcow2 or raw) is: an http(s) URL.
+        #[arg(long, value_name = "URL")]
+        from: String,
+        /// The file's sha256: the import fails when the download differs.
+        #[arg(long)]
+        checksum: Option<String>,
+        /// Its size, in GB (default 10): the file must fit.
+        #[arg(long)]
+        size: Option<u32>,
+        /// A label, `key=value`; repeat it for more.
+        #[arg(short = 'l', long = "label", value_name = "KEY=VALUE", value_parser = label)]
+        labels: Vec<(String, String)>,
+        /// Place it with this provider.
+        #[arg(long)]
+        provider: Option<String>,
+        /// Place it in this region.
+        #[arg(long)]
+        region: Option<String>,
+        /// Place it on this continent.
+        #[arg(long)]
+        continent: Option<String>,
+        #[command(flatten)]
+        wait: WaitArgs,
+    },
+    /// Makes an image of a VM's boot volume (crash-consistent: power the
+    /// VM off first for a clean one).
+    Create {
+        /// The VM: its id, an abbreviation of it, or its name.
+        #[arg(long)]
+        vm: String,
+        /// Its name, unique among the tenant's images.
+        #[arg(long)]
+        name: String,
+        /// A label, `key=value`; repeat it for more.
+        #[arg(short = 'l', long = "label", value_name = "KEY=VALUE", value_parser = label)]
+        labels: Vec<(String, String)>,
+        #[command(flatten)]
+        wait: WaitArgs,
+    },
+    /// Lists the tenant's images.
+    List(ListArgs),
+    /// Shows an image (by id or name).
+    Get { image: String },
+    /// Renames and/or relabels an image.
+    Update {
+        image: String,
+        /// Its new name.
+        #[arg(long)]
+        name: Option<String>,
+        /// Its labels, all of them (`key=value`, repeated).
+        #[arg(short = 'l', long = "label", value_name = "KEY=VALUE", value_parser = label)]
+        labels: Vec<(String, String)>,
+    },
+    /// Deletes an image (VMs made from it stay).
+    Delete {
+        image: String,
+        #[command(flatten)]
+        wait: WaitArgs,
+    },
+}
+
+#[derive(Debug, Subcommand)]
 pub enum NetworkCommand {
     /// Makes a private network (on each host when its first VM there joins).
     Create {
@@ -611,6 +683,8 @@ pub enum TenantQuotaCommand {
         clusters: Option<QuotaValue>,
         #[arg(long, value_parser = quota_value)]
         nodes: Option<QuotaValue>,
+        #[arg(long, value_parser = quota_value)]
+        images_gb: Option<QuotaValue>,
     },
 }
 

@@ -12,6 +12,7 @@ use meson_types::action::Action;
 use meson_types::admin::{AuditEntry, Quota, Target};
 use meson_types::catalog::{Flavor, KubernetesVersion, Provider};
 use meson_types::cluster::{AutoscalerCredentials, Cluster, ClusterCreateResponse, Node, Pool};
+use meson_types::image::{Image, ImageCreateResponse};
 use meson_types::network::Network;
 use meson_types::pool::PoolUpdateResponse;
 use meson_types::quote::QuoteAnswer;
@@ -674,6 +675,57 @@ impl Show for VolumeCreateResponse {
     fn view(&self, width: Width) -> View {
         View::Sections(vec![
             ("Volume", self.volume.view(width)),
+            ("Actions", vec![self.action.clone()].view(width)),
+        ])
+    }
+}
+
+impl Show for Image {
+    fn view(&self, _: Width) -> View {
+        let source = match (&self.source.vm, &self.source.url) {
+            (Some(vm), _) => format!("snapshot of VM {vm}"),
+            (None, Some(url)) => url.clone(),
+            (None, None) => self.source.kind.clone(),
+        };
+        View::Fields(vec![
+            ("ID", self.id.to_string()),
+            ("Name", self.name.clone()),
+            ("Status", self.status.clone()),
+            ("Source", source),
+            ("Size", format!("{} GB", self.size)),
+            ("SHA-256", opt(&self.sha256)),
+            ("Host", opt(&self.host)),
+            ("Labels", labels(&self.labels)),
+            ("Error", opt(&self.error)),
+        ])
+    }
+}
+
+impl Show for Vec<Image> {
+    fn view(&self, width: Width) -> View {
+        View::Table {
+            headers: vec!["ID", "NAME", "STATUS", "SOURCE", "SIZE", "HOST"],
+            rows: self
+                .iter()
+                .map(|i| {
+                    vec![
+                        width.id(&i.id),
+                        i.name.clone(),
+                        i.status.clone(),
+                        i.source.kind.clone(),
+                        format!("{} GB", i.size),
+                        opt(&i.host),
+                    ]
+                })
+                .collect(),
+        }
+    }
+}
+
+impl Show for ImageCreateResponse {
+    fn view(&self, width: Width) -> View {
+        View::Sections(vec![
+            ("Image", self.image.view(width)),
             ("Actions", vec![self.action.clone()].view(width)),
         ])
     }

@@ -12,6 +12,8 @@ mod cluster_pools;
 mod cluster_upgrades;
 mod clusters;
 pub mod idempotency;
+mod images;
+pub use images::ImageCreated;
 pub mod list;
 mod networks;
 mod quotas;

@@ -11,6 +11,7 @@ mod clusters;
 mod convert;
 mod gate;
 mod idempotency;
+mod images;
 mod networks;
 pub mod status;
 mod vms;
@@ -51,6 +52,10 @@ pub fn routes(state: &AppState) -> tonic::service::Routes {
         )
         .add_service(
             pb::volume_service_server::VolumeServiceServer::new(svc.clone())
+                .max_decoding_message_size(max),
+        )
+        .add_service(
+            pb::image_service_server::ImageServiceServer::new(svc.clone())
                 .max_decoding_message_size(max),
         )
         .add_service(

@@ -27,6 +27,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(list_for_vm))
         .routes(routes!(list_for_volume))
         .routes(routes!(list_for_network))
+        .routes(routes!(list_for_image))
         .routes(routes!(list_for_cluster))
 }
 
@@ -132,6 +133,13 @@ list_for!(
     "clusters",
     "cluster_action_list",
     "cluster"
+);
+list_for!(
+    list_for_image,
+    ResourceType::Image,
+    "images",
+    "image_action_list",
+    "image"
 );
 list_for!(
     list_for_network,

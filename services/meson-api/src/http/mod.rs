@@ -10,6 +10,7 @@ mod cluster_upgrades;
 mod clusters;
 pub mod gate;
 mod idempotency;
+mod images;
 pub mod limits;
 mod networks;
 pub mod openapi;
@@ -50,6 +51,7 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .merge(catalog::routes())
         .merge(quotes::routes())
         .merge(volumes::routes())
+        .merge(images::routes())
         .merge(networks::routes())
         .merge(clusters::routes())
         .merge(cluster_nodes::routes())

@@ -58,6 +58,7 @@ pub fn base() -> OpenApi {
             tag("vms", "Virtual machines"),
             tag("actions", "Progress of asynchronous work"),
             tag("volumes", "Volumes meson created for VMs"),
+            tag("images", "Boot disks to create VMs from"),
             tag("catalog", "Flavours, providers and prices"),
             tag("ops", "Index, liveness, readiness and metrics"),
             tag("quotas", "What each tenant may hold"),

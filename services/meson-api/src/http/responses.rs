@@ -31,6 +31,14 @@ pub struct NoSuchVm(pub ErrorResponse);
 )]
 pub struct NoSuchVolume(pub ErrorResponse);
 
+/// The image the path names is not the tenant's.
+#[derive(IntoResponses)]
+#[response(
+    status = 404,
+    description = "No such image for this tenant (`not_found`)."
+)]
+pub struct NoSuchImage(pub ErrorResponse);
+
 /// The network the path names is not the tenant's.
 #[derive(IntoResponses)]
 #[response(

@@ -3,6 +3,7 @@
 //! after every step, every undo twice, a worker killed before every step.
 
 mod clusters;
+mod images;
 mod networks;
 mod nodes;
 mod pools;

@@ -70,6 +70,7 @@ impl World {
             storage_gb: 1 << 40,
             clusters: 1 << 20,
             nodes: 1 << 20,
+            images_gb: 1 << 40,
         };
         let who = Principal {
             tenant: TenantId("harness".into()),

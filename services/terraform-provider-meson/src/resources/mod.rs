@@ -6,6 +6,7 @@
 
 pub mod cluster;
 pub mod data;
+pub mod image;
 pub mod network;
 pub mod pool;
 pub mod vm;
@@ -30,10 +31,17 @@ pub enum Kind {
     Vm,
     Cluster,
     Pool,
+    Image,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 4] = [Kind::Network, Kind::Vm, Kind::Cluster, Kind::Pool];
+    pub const ALL: [Kind; 5] = [
+        Kind::Network,
+        Kind::Vm,
+        Kind::Cluster,
+        Kind::Pool,
+        Kind::Image,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -41,6 +49,7 @@ impl Kind {
             Kind::Vm => "meson_vm",
             Kind::Cluster => "meson_cluster",
             Kind::Pool => "meson_node_pool",
+            Kind::Image => "meson_image",
         }
     }
 
@@ -54,6 +63,7 @@ impl Kind {
             Kind::Vm => vm::block(),
             Kind::Cluster => cluster::block(),
             Kind::Pool => pool::block(),
+            Kind::Image => image::block(),
         }
     }
 
@@ -66,6 +76,7 @@ impl Kind {
             Kind::Vm => vm::create(c, planned, t, notes).await,
             Kind::Cluster => cluster::create(c, planned, t, notes).await,
             Kind::Pool => pool::create(c, planned, t, notes).await,
+            Kind::Image => image::create(c, planned, t).await,
         }
     }
 
@@ -76,6 +87,7 @@ impl Kind {
             Kind::Vm => vm::read(c, state).await,
             Kind::Cluster => cluster::read(c, state).await,
             Kind::Pool => pool::read(c, state).await,
+            Kind::Image => image::read(c, state).await,
         }
     }
 
@@ -94,6 +106,7 @@ impl Kind {
             Kind::Vm => vm::update(c, prior, planned, t).await,
             Kind::Cluster => cluster::update(c, prior, planned, t, notes).await,
             Kind::Pool => pool::update(c, prior, planned, t).await,
+            Kind::Image => image::update(c, prior, planned).await,
         }
     }
 
@@ -104,6 +117,7 @@ impl Kind {
             Kind::Vm => vm::field(f),
             Kind::Cluster => cluster::field(f),
             Kind::Pool => pool::field(f),
+            Kind::Image => image::field(f),
         }
     }
 
@@ -115,6 +129,7 @@ impl Kind {
             Kind::Vm => vm::delete(c, prior, t).await,
             Kind::Cluster => cluster::delete(c, prior, t).await,
             Kind::Pool => pool::delete(c, prior, t).await,
+            Kind::Image => image::delete(c, prior, t).await,
         };
         match r {
             // Already gone: what a delete wants.

@@ -10,6 +10,7 @@
 mod action;
 mod catalog;
 mod cluster;
+mod image;
 mod json;
 mod meta;
 mod network;
@@ -20,6 +21,7 @@ mod volume;
 pub use action::action;
 pub use catalog::{cluster_quotes, flavor, kubernetes_version, provider, vm_quotes};
 pub use cluster::{cluster, cluster_create, cluster_update, cluster_upgrade, node};
+pub use image::{image, image_import, image_snapshot};
 pub use meta::{list_query, name_labels, page_query, pagination, warnings};
 pub use network::{network, network_create};
 pub use pool::{pool, pool_create, pool_update};

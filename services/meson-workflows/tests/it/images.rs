@@ -1,0 +1,197 @@
+//! The workflow harness (meson_jobs::testing) run against the image
+//! workflows: a snapshot of a running VM's boot volume, and a delete.
+
+use crate::world::{HasWorld, World, harness};
+use meson_core::action::ResourceType;
+use meson_core::image::ImageStatus;
+use meson_core::{ActionId, ImageId, VmId};
+use meson_jobs::testing::Scenario;
+use meson_workflows::image_create::ImageCreate;
+use meson_workflows::image_delete::ImageDelete;
+use meson_workflows::vm_create::VmCreate;
+use std::sync::atomic::Ordering;
+
+impl World {
+    /// A running VM.
+    async fn running_vm(&self) -> VmId {
+        let (vm, action) = self.create_request().await;
+        assert_eq!(
+            self.run_plain(VmCreate(self.env.clone()), action)
+                .await
+                .error,
+            None
+        );
+        vm
+    }
+
+    /// Accepts an image of a new running VM.
+    async fn snapshot_request(&self) -> (VmId, ActionId) {
+        let vm = self.running_vm().await;
+        let n = self.names.fetch_add(1, Ordering::SeqCst);
+        let c = self
+            .app
+            .vm_create_image(
+                &self.who,
+                vm,
+                &serde_json::json!({"name": format!("img-{n}")}),
+            )
+            .await
+            .expect("image create accepted");
+        (vm, c.action.id)
+    }
+
+    async fn image_of(&self, action: ActionId) -> ImageId {
+        let a = meson_db::actions::get(&self.db.pool, None, action)
+            .await
+            .unwrap();
+        a.resources
+            .iter()
+            .find(|(t, _)| *t == ResourceType::Image)
+            .map(|(_, id)| ImageId(*id))
+            .expect("the action names its image")
+    }
+
+    /// The image's copies on AtomOS, as content hashes.
+    fn image_on_atomos(&self, id: ImageId) -> Vec<String> {
+        let name = meson_core::naming::image_atomos_name(id);
+        self.sim
+            .hosts()
+            .iter()
+            .flat_map(|h| h.inventory().volumes)
+            .filter(|v| v.name == name)
+            .map(|v| v.content)
+            .collect()
+    }
+
+    /// The content hash of a VM's boot volume on AtomOS.
+    fn boot_content(&self, vm: VmId) -> String {
+        let prefix = meson_core::naming::vm_atomos_name(vm);
+        self.sim
+            .hosts()
+            .iter()
+            .flat_map(|h| h.inventory().volumes)
+            .find(|v| v.name.starts_with(&prefix) && v.bootable && !v.cloudinit)
+            .map(|v| v.content)
+            .expect("the VM's boot volume is on AtomOS")
+    }
+}
+
+struct SnapshotScenario(World);
+
+impl HasWorld for SnapshotScenario {
+    fn world(&self) -> &World {
+        &self.0
+    }
+}
+
+impl Scenario for SnapshotScenario {
+    type W = ImageCreate;
+
+    fn workflow(&self) -> ImageCreate {
+        ImageCreate(self.0.env.clone())
+    }
+
+    async fn start(&self) -> ActionId {
+        self.0.snapshot_request().await.1
+    }
+
+    /// One copy of the VM's boot volume, recorded, `available`.
+    async fn assert_done(&self, action: ActionId) {
+        let w = &self.0;
+        let id = w.image_of(action).await;
+        let i = meson_db::images::get_including_deleted(&w.db.pool, id)
+            .await
+            .unwrap();
+        assert_eq!(i.status, ImageStatus::Available, "{i:?}");
+        assert!(i.atomos_id.is_some());
+        let meson_core::image::ImageSource::Snapshot { vm } = i.source else {
+            panic!("{i:?}")
+        };
+        assert_eq!(w.image_on_atomos(id), [w.boot_content(vm)], "one copy");
+    }
+
+    /// Nothing left on AtomOS; the image is `error` with why.
+    async fn assert_clean(&self, action: ActionId) {
+        let w = &self.0;
+        let id = w.image_of(action).await;
+        let i = meson_db::images::get_including_deleted(&w.db.pool, id)
+            .await
+            .unwrap();
+        assert_eq!(i.status, ImageStatus::Error, "{i:?}");
+        assert!(i.error_message.is_some() && i.atomos_id.is_none(), "{i:?}");
+        assert!(w.image_on_atomos(id).is_empty(), "leaked on AtomOS");
+    }
+}
+
+struct ImageDeleteScenario(World);
+
+impl HasWorld for ImageDeleteScenario {
+    fn world(&self) -> &World {
+        &self.0
+    }
+}
+
+impl Scenario for ImageDeleteScenario {
+    type W = ImageDelete;
+
+    fn workflow(&self) -> ImageDelete {
+        ImageDelete(self.0.env.clone())
+    }
+
+    async fn start(&self) -> ActionId {
+        let w = &self.0;
+        let (_, create) = w.snapshot_request().await;
+        assert_eq!(
+            w.run_plain(ImageCreate(w.env.clone()), create).await.error,
+            None
+        );
+        let id = w.image_of(create).await;
+        w.app
+            .image_delete(&w.who, id)
+            .await
+            .expect("delete accepted")
+            .id
+    }
+
+    async fn assert_done(&self, action: ActionId) {
+        let w = &self.0;
+        let id = w.image_of(action).await;
+        assert!(w.app.image_get(&w.who, id).await.is_err(), "gone");
+        assert!(w.image_on_atomos(id).is_empty());
+    }
+
+    /// A failed delete leaves the image usable or in error; deleting again
+    /// cleans up.
+    async fn assert_clean(&self, action: ActionId) {
+        let w = &self.0;
+        let id = w.image_of(action).await;
+        if let Ok(i) = w.app.image_get(&w.who, id).await {
+            assert!(
+                matches!(i.status, ImageStatus::Available | ImageStatus::Error),
+                "{i:?}"
+            );
+            let again = w
+                .app
+                .image_delete(&w.who, id)
+                .await
+                .expect("delete accepted again");
+            assert_eq!(
+                w.run_plain(ImageDelete(w.env.clone()), again.id)
+                    .await
+                    .error,
+                None
+            );
+        }
+        self.assert_done(action).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn image_create_passes_the_workflow_harness() {
+    harness(SnapshotScenario(World::new().await)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn image_delete_passes_the_workflow_harness() {
+    harness(ImageDeleteScenario(World::new().await)).await;
+}
