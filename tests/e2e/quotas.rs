@@ -271,7 +271,15 @@ async fn operators_set_a_tenants_quotas_and_tenants_read_their_own() {
     let names: Vec<&str> = limits.iter().map(|l| l["name"].as_str().unwrap()).collect();
     assert_eq!(
         names,
-        ["vms", "vcpus", "ram_mib", "storage_gb", "clusters", "nodes"]
+        [
+            "vms",
+            "vcpus",
+            "ram_mib",
+            "storage_gb",
+            "clusters",
+            "nodes",
+            "images_gb"
+        ]
     );
     assert!(
         limits

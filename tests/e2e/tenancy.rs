@@ -64,6 +64,19 @@ async fn one_of_everything(m: &Meson) -> Owned {
     let action = r.body["action"]["id"].as_str().unwrap().to_owned();
     assert_eq!(m.wait_action(&action).await["status"], "success");
     ids.insert("action", action);
+    // An image of the VM.
+    let r = m
+        .post(
+            &format!("/v1/vms/{}/actions/create-image", ids["vm"]),
+            &json!({"name": "owned"}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    ids.insert("image", r.body["image"]["id"].as_str().unwrap().to_owned());
+    let made = m
+        .wait_action(r.body["action"]["id"].as_str().unwrap())
+        .await;
+    assert_eq!(made["status"], "success", "{made}");
 
     let mut kaas = seed_kaas();
     kaas["req"]["nodepool"][0]["desired_nodes"] = 1.into();
@@ -89,6 +102,7 @@ fn fill(path: &str, owned: &Owned) -> (String, bool) {
                 let kind = match before {
                     "vms" => "vm",
                     "volumes" => "volume",
+                    "images" => "image",
                     "networks" => "network",
                     "clusters" => "cluster",
                     "actions" => "action",
@@ -119,10 +133,12 @@ fn body_for(operation: &str, owned: &Owned) -> Option<Value> {
             vm["volumes"] = json!([owned.ids["volume"]]);
             vm
         }
-        "vm_update" | "network_update" | "cluster_update" | "volume_update" => {
+        "vm_update" | "network_update" | "cluster_update" | "volume_update" | "image_update" => {
             json!({"labels": {"owned": "no"}})
         }
         "volume_create" => json!({"name": "mine", "size": 1}),
+        "vm_create_image" => json!({"name": "stolen"}),
+        "image_import" => json!({"name": "mine", "url": "http://127.0.0.1:9/x.img"}),
         "cluster_pool_create" => json!({"pool_name": "stolen", "desired_nodes": 1}),
         "cluster_pool_update" => json!({"desired_nodes": 2}),
         "cluster_pool_delete_nodes" => json!({"nodes": [owned.ids["node"]]}),
@@ -252,10 +268,11 @@ async fn another_tenants_token_never_reveals_a_tenants_resources_on_any_route() 
     let vm = m.get(&format!("/v1/vms/{}", owned.ids["vm"])).await;
     assert_eq!(vm.body["vm"]["status"], "running", "{}", vm.body);
     assert_eq!(vm.body["vm"]["labels"], json!({}));
+    // Its create and the owner's image of it: nothing the intruder started.
     let actions = m.get(&format!("/v1/vms/{}/actions", owned.ids["vm"])).await;
     assert_eq!(
         actions.body["actions"].as_array().unwrap().len(),
-        1,
+        2,
         "{}",
         actions.body
     );

@@ -56,7 +56,7 @@ pub struct Config {
     pub jwt_tenant_claim: String,
     pub jwt_roles_claim: String,
     /// `MESON_DEFAULT_QUOTAS`: every tenant's quotas unless set for it, as
-    /// `vms=100,vcpus=512,ram_mib=1048576,storage_gb=20000,clusters=20,nodes=200`
+    /// `vms=100,vcpus=512,ram_mib=1048576,storage_gb=20000,clusters=20,nodes=200,images_gb=1000`
     /// (names left out keep these defaults).
     pub default_quotas: meson_core::quota::Resources,
     /// `MESON_RATE_LIMIT_PER_MIN` / `MESON_RATE_LIMIT_POLL_PER_MIN`: requests a
