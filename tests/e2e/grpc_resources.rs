@@ -8,6 +8,7 @@ use meson_proto::meson::v1 as pb;
 use pb::action_service_client::ActionServiceClient;
 use pb::catalog_service_client::CatalogServiceClient;
 use pb::cluster_service_client::ClusterServiceClient;
+use pb::image_service_client::ImageServiceClient;
 use pb::network_service_client::NetworkServiceClient;
 use pb::volume_service_client::VolumeServiceClient;
 use serde_json::Value;
@@ -266,6 +267,121 @@ async fn a_standalone_volume_is_created_attached_and_deleted_over_grpc() {
     )
     .await;
     m.stop().await;
+}
+
+#[tokio::test]
+async fn an_image_of_a_vm_is_made_listed_renamed_and_deleted_over_grpc() {
+    let m = Meson::start().await;
+    let ch = channel(&m).await;
+    let mut images = ImageServiceClient::new(ch.clone());
+    let mut vms = pb::vm_service_client::VmServiceClient::new(ch.clone());
+    let created = vms
+        .create_vm(authed(crate::grpc::seed_vm("imaged"), &m.token))
+        .await
+        .unwrap()
+        .into_inner();
+    let vm = created.vm.unwrap().id;
+    succeeded(
+        &ch,
+        &m.token,
+        &created.action.unwrap().id,
+        Duration::from_secs(30),
+    )
+    .await;
+
+    // Bad input is named by the REST field paths.
+    let e = refused(
+        images.import_image(authed(
+            pb::ImportImageRequest {
+                name: "a b".into(),
+                url: "ftp://x".into(),
+                ..Default::default()
+            },
+            &m.token,
+        )),
+        Code::InvalidArgument,
+    )
+    .await;
+    assert_eq!(rejected_fields(&e), ["name", "url"]);
+
+    let made = images
+        .create_image_from_vm(authed(
+            pb::CreateImageFromVmRequest {
+                vm: vm.clone(),
+                name: "golden".into(),
+                labels: [("os".to_owned(), "ubuntu".to_owned())].into(),
+            },
+            &m.token,
+        ))
+        .await
+        .expect("create")
+        .into_inner();
+    let i = made.image.expect("image");
+    assert_eq!(
+        (
+            i.status.as_str(),
+            i.source_type.as_str(),
+            i.source_vm.as_deref()
+        ),
+        ("creating", "snapshot", Some(vm.as_str()))
+    );
+    succeeded(
+        &ch,
+        &m.token,
+        &made.action.unwrap().id,
+        Duration::from_secs(30),
+    )
+    .await;
+    let got = images
+        .get_image(authed(pb::GetImageRequest { id: i.id.clone() }, &m.token))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(got.status, "available");
+    assert!(got.host.is_some(), "{got:?}");
+    let listed = images
+        .list_images(authed(
+            pb::ListImagesRequest {
+                options: Some(pb::ListOptions {
+                    label_selector: "os=ubuntu".into(),
+                    ..Default::default()
+                }),
+            },
+            &m.token,
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(listed.images.len(), 1);
+    assert_eq!(listed.images[0].id, i.id);
+    let renamed = images
+        .update_image(authed(
+            pb::UpdateImageRequest {
+                id: i.id.clone(),
+                name: Some("golden-2".into()),
+                labels: None,
+            },
+            &m.token,
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(renamed.image.unwrap().name, "golden-2");
+    let deleted = images
+        .delete_image(authed(
+            pb::DeleteImageRequest { id: i.id.clone() },
+            &m.token,
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(deleted.command, "delete_image");
+    succeeded(&ch, &m.token, &deleted.id, Duration::from_secs(30)).await;
+    refused(
+        images.get_image(authed(pb::GetImageRequest { id: i.id }, &m.token)),
+        Code::NotFound,
+    )
+    .await;
 }
 
 #[tokio::test]
