@@ -162,8 +162,10 @@ impl AtomosClient {
 
     /// Makes a volume holding the file at `req.url`, downloaded by the host
     /// (`/create/url`). A download the host refuses (unreachable, too large,
-    /// another sha256) is [`ErrorKind::Invalid`] with the daemon's words.
-    /// Never retried automatically.
+    /// another sha256) is [`ErrorKind::Invalid`] with the daemon's words in
+    /// its message, whatever the URL in them says; no room on the host is
+    /// [`ErrorKind::Capacity`], as for [`Self::volume_create`]. Never
+    /// retried automatically.
     pub async fn volume_create_from_url(
         &self,
         req: &UrlVolumeCreate,
@@ -177,7 +179,11 @@ impl AtomosClient {
             format: None,
             bootable: Some(true),
         };
-        let answer: CreateResponse = self.send_json(&call, &body).await?.json(&call.route)?;
+        let answer: CreateResponse = self
+            .send_json(&call, &body)
+            .await
+            .map_err(download_refusal)?
+            .json(&call.route)?;
         Ok(UrlVolume {
             id: answer.vid,
             sha256: answer.sha256,
@@ -297,6 +303,27 @@ impl AtomosClient {
     }
 }
 
+/// How the storage daemon names its refusals of a `/create/url` download
+/// (`[ClassName] message`, docs/atomos.md).
+const DOWNLOAD_REFUSALS: &[&str] = &[
+    "[CreateImageDownloadFailed]",
+    "[ImageTooLarge]",
+    "[ChecksumMismatch]",
+];
+
+/// A 400/422 naming a download refusal is the request's fault
+/// ([`ErrorKind::Invalid`]), even when the URL or reason quoted in it reads
+/// like a capacity problem (`.../not-enough-room.img`), which would
+/// otherwise send the caller to another host.
+fn download_refusal(mut err: DriverError) -> DriverError {
+    if matches!(err.status, Some(400 | 422))
+        && DOWNLOAD_REFUSALS.iter().any(|m| err.message.contains(m))
+    {
+        err.kind = ErrorKind::Invalid;
+    }
+    err
+}
+
 /// Standard base64 of the JSON, as the daemon decodes it (docs/atomos.md). A `/` in it
 /// would split the path segment, so it is percent-encoded; `+` and `=` are
 /// legal in a segment and left alone.
@@ -355,6 +382,34 @@ mod tests {
         assert_eq!(v.id, "a8");
         assert_eq!(v.format.as_deref(), Some("qcow2"));
         assert!(v.bootable && !v.private);
+    }
+
+    #[test]
+    fn download_refusals_are_invalid_whatever_the_url_says() {
+        let refused = |status, message: &str| {
+            download_refusal(DriverError::new(
+                crate::error::classify(status, message),
+                "volume/create/url",
+                Some(status),
+                message,
+            ))
+        };
+        let e = refused(
+            400,
+            "[CreateImageDownloadFailed] cannot download http://x/not-enough-room.img: 404 Not Found",
+        );
+        assert_eq!(e.kind, ErrorKind::Invalid);
+        assert!(e.message.contains("404 Not Found"), "{e}");
+        let e = refused(
+            400,
+            "[ImageTooLarge] http://x/a.img is larger than the volume",
+        );
+        assert_eq!(e.kind, ErrorKind::Invalid);
+        // No room on the host stays a capacity problem.
+        let e = refused(507, "[VolumeNotAllocable] 40 GB free, 50 asked");
+        assert_eq!(e.kind, ErrorKind::Capacity);
+        let e = refused(503, "[CreateImageDownloadFailed] busy");
+        assert_eq!(e.kind, ErrorKind::Transient);
     }
 
     #[test]

@@ -10,13 +10,14 @@
 //! | `ATOMOS_CONFORMANCE_VOLUME_GB` | size of the volumes it creates | 1 |
 //! | `ATOMOS_CONFORMANCE_CIDR` | the test network, gateway/prefix | `192.168.213.1/24` |
 //! | `ATOMOS_CONFORMANCE_BOOT_TIMEOUT_S` | how long a VM may take to run | 600 |
+//! | `ATOMOS_CONFORMANCE_IMAGE_URL` | a file the host can download (`/create/url`), at most `..._VOLUME_GB` | unset: that case is skipped |
 //!
 //! Everything it creates is named `meson-conformance-<run>-...` and is
 //! deleted after every case, passed or failed.
 
 use atomos_driver::{
     AtomosClient, ClientOptions, DriverError, ErrorKind, NetworkCreate, Ports, Register, Target,
-    VmSpec, VmState, VolumeCreate,
+    UrlVolumeCreate, VmSpec, VmState, VolumeCreate,
 };
 use atomos_sim::{SimConfig, Simulator};
 use std::future::Future;
@@ -38,6 +39,9 @@ struct Endpoint {
     boot_timeout: Duration,
     poll: Duration,
     credentials: Option<(String, String)>,
+    /// A file the host can download, and its bytes when known (the
+    /// simulator's own file server).
+    image: Option<(String, Option<Vec<u8>>)>,
     /// Keeps the simulated host alive for the run.
     sim: Option<Simulator>,
 }
@@ -69,6 +73,7 @@ impl Endpoint {
             },
         )
         .expect("client");
+        let image = (serve_image().await, Some(IMAGE.to_vec()));
         Endpoint {
             label: "the simulator".into(),
             client,
@@ -79,6 +84,7 @@ impl Endpoint {
             boot_timeout: Duration::from_secs(5),
             poll: Duration::from_millis(10),
             credentials: Some(("conformance".into(), "secret".into())),
+            image: Some(image),
             sim: Some(sim),
         }
     }
@@ -156,6 +162,7 @@ impl Endpoint {
             boot_timeout,
             poll: Duration::from_secs(2),
             credentials,
+            image: var("ATOMOS_CONFORMANCE_IMAGE_URL").map(|url| (url, None)),
             sim: None,
         })
     }
@@ -230,6 +237,48 @@ impl Endpoint {
         }
         left
     }
+}
+
+/// What the simulator's file server serves at `/disk.img`.
+const IMAGE: &[u8] = b"not really qcow2, but bytes all the same\n";
+
+/// A file server on a loopback port for the simulated host to download
+/// from: [`IMAGE`] at `/disk.img`, 404 elsewhere. Raw HTTP/1.1 over tokio
+/// (this crate has no server framework). Returns the image's URL.
+async fn serve_image() -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("file server binds");
+    let addr = listener.local_addr().expect("file server address");
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut head = Vec::new();
+                let mut buf = [0u8; 1024];
+                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match stream.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => head.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let found = head.starts_with(b"GET /disk.img ");
+                let (status, body) = if found {
+                    ("200 OK", IMAGE)
+                } else {
+                    ("404 Not Found", &b"not found"[..])
+                };
+                let head = format!(
+                    "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                    body.len()
+                );
+                let _ = stream.write_all(head.as_bytes()).await;
+                let _ = stream.write_all(body).await;
+                let _ = stream.shutdown().await;
+            });
+        }
+    });
+    format!("http://{addr}/disk.img")
 }
 
 fn small_spec() -> VmSpec {
@@ -338,6 +387,91 @@ async fn volume_lifecycle(ep: Arc<Endpoint>) {
         ErrorKind::NotFound,
         "destroy twice",
     );
+}
+
+/// The simulator's content hash of volume `id`; `None` on a real host.
+fn sim_content(ep: &Endpoint, id: &str) -> Option<String> {
+    let sim = ep.sim.as_ref()?;
+    sim.hosts()
+        .iter()
+        .flat_map(|h| h.inventory().volumes)
+        .find(|v| v.id == id)
+        .map(|v| v.content)
+}
+
+async fn volume_clone(ep: Arc<Endpoint>) {
+    let c = &ep.client;
+    let source = c
+        .volume_create(&VolumeCreate {
+            name: ep.name("clone-source"),
+            size_gb: ep.volume_gb,
+            bootable: true,
+            readonly: false,
+            shareable: false,
+            private: true,
+        })
+        .await
+        .unwrap();
+    let name = ep.name("clone");
+    let copy = c.volume_clone(&source, &name).await.unwrap();
+    assert_ne!(copy, source);
+    let info = c.volume_info(&copy).await.unwrap();
+    assert_eq!(info.name, name);
+    assert!(
+        (info.size_gb - f64::from(ep.volume_gb)).abs() < 0.01,
+        "{info:?}"
+    );
+    assert!(info.bootable, "{info:?}");
+    if !ep.real {
+        assert_eq!(sim_content(&ep, &copy), sim_content(&ep, &source));
+    }
+    // The copy is its own volume.
+    c.volume_destroy(&source).await.unwrap();
+    assert_eq!(c.volume_info(&copy).await.unwrap().id, copy);
+    assert_kind(
+        c.volume_clone(&source, &ep.name("clone-again")).await,
+        ErrorKind::NotFound,
+        "clone of a destroyed volume",
+    );
+    c.volume_destroy(&copy).await.unwrap();
+}
+
+async fn volume_from_url(ep: Arc<Endpoint>) {
+    let Some((url, bytes)) = &ep.image else {
+        let _ = std::io::stderr()
+            .write_all(b"conformance: volume from URL skipped: set ATOMOS_CONFORMANCE_IMAGE_URL\n");
+        return;
+    };
+    let c = &ep.client;
+    let req = UrlVolumeCreate {
+        name: ep.name("download"),
+        url: url.clone(),
+        size_gb: ep.volume_gb,
+        sha256: None,
+    };
+    let made = c.volume_create_from_url(&req).await.unwrap();
+    let info = c.volume_info(&made.id).await.unwrap();
+    assert_eq!(info.name, req.name);
+    assert!(info.bootable, "{info:?}");
+    if let Some(bytes) = bytes {
+        let sum = atomos_sim::content_hash(bytes);
+        assert_eq!(made.sha256.as_deref(), Some(sum.as_str()));
+        assert_eq!(sim_content(&ep, &made.id), Some(sum));
+        // The file server's 404 is the request's fault, in the host's words.
+        let missing = UrlVolumeCreate {
+            name: ep.name("download-missing"),
+            url: url.replace("/disk.img", "/missing.img"),
+            ..req.clone()
+        };
+        match c.volume_create_from_url(&missing).await {
+            Err(e) => {
+                assert_eq!(e.kind, ErrorKind::Invalid, "{e}");
+                assert!(e.message.contains("[CreateImageDownloadFailed]"), "{e}");
+            }
+            Ok(v) => panic!("a missing file was downloaded: {v:?}"),
+        }
+    }
+    c.volume_destroy(&made.id).await.unwrap();
 }
 
 async fn cloudinit_upload(ep: Arc<Endpoint>) {
@@ -523,6 +657,8 @@ const CASES: &[(&str, CaseFn)] = &[
     ("canallocate", |ep| Box::pin(canallocate_quotes(ep))),
     ("volume lifecycle", |ep| Box::pin(volume_lifecycle(ep))),
     ("cloud-init upload", |ep| Box::pin(cloudinit_upload(ep))),
+    ("volume clone", |ep| Box::pin(volume_clone(ep))),
+    ("volume from URL", |ep| Box::pin(volume_from_url(ep))),
     ("network lifecycle", |ep| Box::pin(network_lifecycle(ep))),
     ("VM lifecycle", |ep| Box::pin(vm_lifecycle(ep))),
     ("error classes", |ep| Box::pin(errors_are_classified(ep))),

@@ -373,8 +373,11 @@ async fn clone(State(host): State<SimHost>, body: Bytes) -> ApiResult {
     ok(answer)
 }
 
-/// How long a `/create/url` download may take.
+/// How long a `/create/url` download may take, from connecting to the last byte.
 const DOWNLOAD_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// A `/create/url` volume of `size` GB holds at most `size` × 10^9 bytes.
+const BYTES_PER_GB: u64 = 1_000_000_000;
 
 /// `POST /create/url {"name", "url", "size", "sha256"?}`: a volume of
 /// `size` GB holding the file at `url`, downloaded by the host. A file
@@ -389,11 +392,12 @@ async fn create_url(State(host): State<SimHost>, body: Bytes) -> ApiResult {
     if !(body.url.starts_with("http://") || body.url.starts_with("https://")) {
         return Err(download_failed(&body.url, "not an http(s) URL"));
     }
+    // Checked before the download (no point fetching what cannot be kept)
+    // and again after it: the lock is not held while the bytes arrive, so
+    // other volumes may have taken the room meanwhile.
     host.fit_disk(&host.state(), f64::from(body.size))
         .map_err(refuse)?;
-    let cap = u64::from(body.size) * 1_000_000_000;
-    let bytes = download(&body.url, cap).await?;
-    let sha256 = content_hash(&bytes);
+    let sha256 = download(&body.url, u64::from(body.size) * BYTES_PER_GB).await?;
     if let Some(expected) = body.sha256.as_deref()
         && !expected.eq_ignore_ascii_case(&sha256)
     {
@@ -439,9 +443,26 @@ fn download_failed(url: &str, why: impl std::fmt::Display) -> ApiError {
     ))
 }
 
-/// The body at `url`, refused past `cap` bytes (by its Content-Length
-/// before reading, and while reading).
-async fn download(url: &str, cap: u64) -> Result<Vec<u8>, ApiError> {
+/// A transport error with its causes (`error sending request: ...:
+/// Connection refused`), the URL left out: the message names it already.
+fn transport(e: reqwest::Error) -> String {
+    let e = e.without_url();
+    let mut text = e.to_string();
+    let mut cause = std::error::Error::source(&e);
+    while let Some(c) = cause {
+        text.push_str(": ");
+        text.push_str(&c.to_string());
+        cause = c.source();
+    }
+    text
+}
+
+/// The sha256 (lowercase hex) of the body at `url`, refused past `cap`
+/// bytes: on its Content-Length before reading, and while reading (a
+/// chunked body has none). The bytes are hashed as they arrive and not
+/// kept, so memory does not grow with the file.
+async fn download(url: &str, cap: u64) -> Result<String, ApiError> {
+    use sha2::{Digest, Sha256};
     let too_large = || {
         ApiError::bad_request(format!(
             "[ImageTooLarge] {url} is larger than the volume ({cap} bytes)"
@@ -450,26 +471,32 @@ async fn download(url: &str, cap: u64) -> Result<Vec<u8>, ApiError> {
     let client = reqwest::Client::builder()
         .timeout(DOWNLOAD_TIMEOUT)
         .build()
-        .map_err(|e| download_failed(url, e))?;
+        .map_err(|e| download_failed(url, transport(e)))?;
     let mut answer = client
         .get(url)
         .send()
         .await
-        .map_err(|e| download_failed(url, e))?;
+        .map_err(|e| download_failed(url, transport(e)))?;
     if !answer.status().is_success() {
         return Err(download_failed(url, answer.status()));
     }
     if answer.content_length().is_some_and(|n| n > cap) {
         return Err(too_large());
     }
-    let mut bytes = Vec::new();
-    while let Some(chunk) = answer.chunk().await.map_err(|e| download_failed(url, e))? {
-        if bytes.len() as u64 + chunk.len() as u64 > cap {
+    let mut hasher = Sha256::new();
+    let mut read: u64 = 0;
+    while let Some(chunk) = answer
+        .chunk()
+        .await
+        .map_err(|e| download_failed(url, transport(e)))?
+    {
+        read = read.saturating_add(chunk.len() as u64);
+        if read > cap {
             return Err(too_large());
         }
-        bytes.extend_from_slice(&chunk);
+        hasher.update(&chunk);
     }
-    Ok(bytes)
+    Ok(format!("{:x}", hasher.finalize()))
 }
 
 async fn destroy(State(host): State<SimHost>, body: Bytes) -> ApiResult {
@@ -505,6 +532,69 @@ mod tests {
         }
         assert!(decode_metadata("!!!").is_err());
         assert!(decode_metadata(&base64::engine::general_purpose::STANDARD.encode("42")).is_err());
+    }
+
+    /// Serves `response` raw on a loopback port to every request.
+    async fn serve_raw(response: Vec<u8>) -> String {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                let response = response.clone();
+                tokio::spawn(async move {
+                    let mut head = Vec::new();
+                    let mut buf = [0u8; 1024];
+                    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                        match stream.read(&mut buf).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => head.extend_from_slice(&buf[..n]),
+                        }
+                    }
+                    let _ = stream.write_all(&response).await;
+                    let _ = stream.shutdown().await;
+                });
+            }
+        });
+        format!("http://{addr}/disk.img")
+    }
+
+    /// A body without a Content-Length is cut off as it streams past the cap.
+    #[tokio::test]
+    async fn downloads_stop_at_the_cap_while_streaming() {
+        let mut response = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+        for i in 0..5u8 {
+            response.extend_from_slice(b"a\r\n");
+            response.extend_from_slice(&[b'0' + i; 10]);
+            response.extend_from_slice(b"\r\n");
+        }
+        response.extend_from_slice(b"0\r\n\r\n");
+        let url = serve_raw(response).await;
+        let all: Vec<u8> = (0..5u8).flat_map(|i| [b'0' + i; 10]).collect();
+        assert_eq!(download(&url, 50).await.unwrap(), content_hash(&all));
+        let err = download(&url, 49).await.unwrap_err();
+        assert_eq!(err.status, StatusCode::BAD_REQUEST);
+        assert!(err.detail.starts_with("[ImageTooLarge]"), "{err:?}");
+    }
+
+    #[tokio::test]
+    async fn downloads_are_refused_on_a_large_content_length() {
+        let url =
+            serve_raw(b"HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\nhello world".to_vec()).await;
+        assert_eq!(
+            download(&url, 11).await.unwrap(),
+            content_hash(b"hello world")
+        );
+        let err = download(&url, 10).await.unwrap_err();
+        assert!(err.detail.starts_with("[ImageTooLarge]"), "{err:?}");
+        let url =
+            serve_raw(b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\n\r\n".to_vec())
+                .await;
+        let err = download(&url, 10).await.unwrap_err();
+        assert_eq!(
+            err.detail,
+            format!("[CreateImageDownloadFailed] cannot download {url}: 500 Internal Server Error")
+        );
     }
 
     #[test]

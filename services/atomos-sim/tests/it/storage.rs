@@ -1,6 +1,8 @@
-//! Storage capacity, validation and the cloud-init upload protocol at the HTTP level.
+//! Storage capacity, validation, the cloud-init upload protocol, clones and
+//! downloads (`/clone`, `/create/url`) at the HTTP level, and the content
+//! hash every volume shows in the inventory.
 
-use crate::common::{client, sim};
+use crate::common::{client, control, register, sim, wait_running};
 use atomos_driver::{ErrorKind, VolumeCreate};
 use base64::Engine;
 use std::time::Duration;
@@ -255,4 +257,407 @@ async fn a_download_is_refused_when_missing_too_large_or_not_the_checksum() {
         .unwrap();
     // Nothing was kept of the refused downloads.
     assert_eq!(sim.host("small").unwrap().inventory().volumes.len(), 1);
+}
+
+/// A server on a loopback port answering every request with `response`,
+/// written raw (so it may lie about its length), then hanging up.
+async fn serve_raw(response: &'static [u8]) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                // The request head; a GET has no body.
+                let mut head = Vec::new();
+                let mut buf = [0u8; 1024];
+                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match stream.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => head.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let _ = stream.write_all(response).await;
+                let _ = stream.shutdown().await;
+            });
+        }
+    });
+    format!("http://{addr}")
+}
+
+/// A loopback URL nothing listens on.
+async fn closed_url() -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    drop(listener);
+    format!("http://{addr}/disk.img")
+}
+
+/// `POST` to `host`'s storage daemon by hand: status and JSON body.
+async fn storage_post(
+    sim: &atomos_sim::Simulator,
+    host: &str,
+    path: &str,
+    body: serde_json::Value,
+) -> (u16, serde_json::Value) {
+    let target = sim.host(host).unwrap().target().clone();
+    let answer = reqwest::Client::new()
+        .post(format!(
+            "http://{}:{}/api/v1.0/client/volume{path}",
+            target.host, target.ports.storage
+        ))
+        .json(&body)
+        .timeout(Duration::from_secs(10))
+        .send()
+        .await
+        .unwrap();
+    (answer.status().as_u16(), answer.json().await.unwrap())
+}
+
+/// Volume `id`'s entry in the control endpoint's `GET /inventory/{host}`.
+async fn inventory_volume(
+    sim: &atomos_sim::Simulator,
+    host: &str,
+    id: &str,
+) -> Option<serde_json::Value> {
+    let (status, inv) = control(
+        sim,
+        reqwest::Method::GET,
+        &format!("/inventory/{host}"),
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{inv}");
+    inv["volumes"]
+        .as_array()?
+        .iter()
+        .find(|v| v["id"] == id)
+        .cloned()
+}
+
+#[tokio::test]
+async fn every_volume_shows_a_content_hash_in_the_control_inventory() {
+    let sim = sim(Duration::from_millis(50)).await;
+    let c = client(&sim, "small");
+    let empty = c.volume_create(&data_volume("empty", 5)).await.unwrap();
+    let image_url = "https://images.example/jammy.qcow2";
+    let image = c
+        .volume_create_from_image(&atomos_driver::ImageVolumeCreate {
+            name: "boot".into(),
+            size_gb: 10,
+            url: image_url.into(),
+        })
+        .await
+        .unwrap();
+    let ci = c
+        .cloudinit_create("ci", "#cloud-config\n", "instance-id: a\n")
+        .await
+        .unwrap();
+    let same = c
+        .cloudinit_create("ci2", "#cloud-config\n", "instance-id: a\n")
+        .await
+        .unwrap();
+    let other = c
+        .cloudinit_create("ci3", "#cloud-config\n", "instance-id: b\n")
+        .await
+        .unwrap();
+    let bytes = b"qcow2 or not".repeat(100);
+    let base = serve(bytes.clone()).await;
+    let downloaded = c
+        .volume_create_from_url(&atomos_driver::UrlVolumeCreate {
+            name: "import".into(),
+            url: format!("{base}/disk.img"),
+            size_gb: 1,
+            sha256: None,
+        })
+        .await
+        .unwrap();
+
+    let hash_of = |id: String| {
+        let sim = &sim;
+        async move {
+            inventory_volume(sim, "small", &id).await.unwrap()["content"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        }
+    };
+    // An empty disk and a cloud image the simulator does not fetch stand
+    // for their bytes by a description of them.
+    assert_eq!(hash_of(empty).await, atomos_sim::content_hash(b"empty:5"));
+    assert_eq!(
+        hash_of(image).await,
+        atomos_sim::content_hash(format!("url:{image_url}").as_bytes())
+    );
+    // A cloud-init ISO's hash follows its files.
+    let ci = hash_of(ci).await;
+    assert_eq!(ci.len(), 64);
+    assert!(
+        ci.bytes()
+            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+    );
+    assert_eq!(ci, hash_of(same).await);
+    assert_ne!(ci, hash_of(other).await);
+    // A download's is the sha256 of the bytes served.
+    assert_eq!(
+        hash_of(downloaded.id.clone()).await,
+        atomos_sim::content_hash(&bytes)
+    );
+    // The fleet-wide inventory shows the same.
+    let (_, all) = control(&sim, reqwest::Method::GET, "/inventory", None).await;
+    let small = all["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|h| h["name"] == "small")
+        .unwrap();
+    let entry = small["volumes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["id"] == downloaded.id.as_str())
+        .unwrap();
+    assert_eq!(entry["content"], atomos_sim::content_hash(&bytes).as_str());
+}
+
+#[tokio::test]
+async fn a_clone_is_a_private_detached_copy_even_of_a_running_vms_disk() {
+    let sim = sim(Duration::from_millis(50)).await;
+    let c = client(&sim, "small");
+    let bytes = vec![42u8; 10_000];
+    let base = serve(bytes.clone()).await;
+    let boot = c
+        .volume_create_from_url(&atomos_driver::UrlVolumeCreate {
+            name: "boot".into(),
+            url: format!("{base}/disk.img"),
+            size_gb: 4,
+            sha256: None,
+        })
+        .await
+        .unwrap()
+        .id;
+    let mut req = register("vm", 1, 512);
+    req.volume_ids = vec![boot.clone()];
+    c.register(&req).await.unwrap();
+    wait_running(&c, "vm").await;
+
+    let (status, answer) = storage_post(
+        &sim,
+        "small",
+        "/clone",
+        serde_json::json!({"volume_id": boot, "name": "snap"}),
+    )
+    .await;
+    assert_eq!(status, 200, "{answer}");
+    let snap = answer["vid"].as_str().unwrap().to_owned();
+    assert_eq!(snap.len(), 32);
+    assert_ne!(snap, boot);
+    assert_eq!(answer["name"], "snap");
+    let source = inventory_volume(&sim, "small", &boot).await.unwrap();
+    let copy = inventory_volume(&sim, "small", &snap).await.unwrap();
+    assert_eq!(source["attached_to"].as_array().unwrap().len(), 1);
+    assert_eq!(copy["attached_to"], serde_json::json!([]));
+    for field in ["size_gb", "format", "bus", "bootable", "content"] {
+        assert_eq!(copy[field], source[field], "{field}");
+    }
+    assert_eq!(copy["content"], atomos_sim::content_hash(&bytes).as_str());
+    assert_eq!(
+        (&copy["clonable"], &copy["private"]),
+        (&true.into(), &true.into())
+    );
+}
+
+#[tokio::test]
+async fn clones_of_missing_unfinished_or_shareable_volumes_are_refused() {
+    let sim = sim(Duration::from_millis(50)).await;
+    let c = client(&sim, "small");
+    let (status, body) = storage_post(
+        &sim,
+        "small",
+        "/clone",
+        serde_json::json!({"volume_id": "0123456789abcdef0123456789abcdef", "name": "x"}),
+    )
+    .await;
+    assert_eq!(status, 404, "{body}");
+    assert!(
+        body["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("[VolumeNotFound]"),
+        "{body}"
+    );
+
+    let data = c.volume_create(&data_volume("data", 1)).await.unwrap();
+    let (status, body) = storage_post(
+        &sim,
+        "small",
+        "/clone",
+        serde_json::json!({"volume_id": data, "name": " "}),
+    )
+    .await;
+    assert_eq!(status, 400, "{body}");
+    let (status, _) = storage_post(&sim, "small", "/clone", serde_json::json!([data])).await;
+    assert_eq!(status, 400);
+
+    let mut shared = data_volume("shared", 1);
+    shared.shareable = true;
+    let shared = c.volume_create(&shared).await.unwrap();
+    let err = c.volume_clone(&shared, "copy").await.unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Invalid, "{err}");
+    assert!(err.message.starts_with("[VolumeCannotBeCloned]"), "{err}");
+
+    // A cloud-init ISO with one of its two files.
+    let target = sim.host("small").unwrap().target().clone();
+    let meta = base64::engine::general_purpose::STANDARD
+        .encode(serde_json::json!({"name": "ci", "expectedFiles": 2}).to_string());
+    let form = reqwest::multipart::Form::new().part(
+        "file",
+        reqwest::multipart::Part::text("x").file_name("user-data"),
+    );
+    let first = reqwest::Client::new()
+        .post(format!(
+            "http://{}:{}/api/v1.0/client/volume/cloudinit/metadata/{meta}",
+            target.host, target.ports.storage
+        ))
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(first.status(), 206);
+    let unfinished = first.json::<serde_json::Value>().await.unwrap()["vid"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let err = c.volume_clone(&unfinished, "copy").await.unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Invalid, "{err}");
+    assert!(err.message.starts_with("[VolumeCannotBeCloned]"), "{err}");
+    // Nothing was made by the refusals.
+    assert_eq!(sim.host("small").unwrap().inventory().volumes.len(), 3);
+}
+
+#[tokio::test]
+async fn a_download_refuses_what_it_cannot_fetch_or_keep() {
+    let sim = sim(Duration::from_millis(50)).await;
+    let c = client(&sim, "small");
+    let body =
+        |url: String, size: u32| serde_json::json!({"name": "img", "url": url, "size": size});
+
+    // A 404 from the file server, and nothing listening at all.
+    let base = serve(vec![1u8; 16]).await;
+    let (status, answer) = storage_post(
+        &sim,
+        "small",
+        "/create/url",
+        body(format!("{base}/nope"), 1),
+    )
+    .await;
+    assert_eq!(status, 400, "{answer}");
+    let detail = answer["detail"].as_str().unwrap();
+    assert!(
+        detail.starts_with(&format!(
+            "[CreateImageDownloadFailed] cannot download {base}/nope: 404"
+        )),
+        "{detail}"
+    );
+    let closed = closed_url().await;
+    let (status, answer) =
+        storage_post(&sim, "small", "/create/url", body(closed.clone(), 1)).await;
+    assert_eq!(status, 400, "{answer}");
+    let detail = answer["detail"].as_str().unwrap();
+    assert!(
+        detail.starts_with(&format!(
+            "[CreateImageDownloadFailed] cannot download {closed}: "
+        )),
+        "{detail}"
+    );
+    let (status, _) = storage_post(
+        &sim,
+        "small",
+        "/create/url",
+        body("ftp://x/y.img".into(), 1),
+    )
+    .await;
+    assert_eq!(status, 400);
+
+    // A file announcing more than 1 GB (10^9 bytes) is refused on its
+    // Content-Length, before a byte of it is read.
+    let huge =
+        serve_raw(b"HTTP/1.1 200 OK\r\nContent-Length: 1000000001\r\nConnection: close\r\n\r\nabc")
+            .await;
+    let (status, answer) = storage_post(
+        &sim,
+        "small",
+        "/create/url",
+        body(format!("{huge}/disk.img"), 1),
+    )
+    .await;
+    assert_eq!(status, 400, "{answer}");
+    assert!(
+        answer["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("[ImageTooLarge]"),
+        "{answer}"
+    );
+    let err = c
+        .volume_create_from_url(&atomos_driver::UrlVolumeCreate {
+            name: "img".into(),
+            url: format!("{huge}/disk.img"),
+            size_gb: 1,
+            sha256: None,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Invalid, "{err}");
+    assert!(err.message.contains("ImageTooLarge"), "{err}");
+
+    // No room: refused before downloading (nothing listens at the URL, so
+    // a download would have failed otherwise). 100 GB of disk.
+    let err = c
+        .volume_create_from_url(&atomos_driver::UrlVolumeCreate {
+            name: "img".into(),
+            url: closed,
+            size_gb: 101,
+            sha256: None,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Capacity, "{err}");
+    assert!(err.message.contains("VolumeNotAllocable"), "{err}");
+
+    // Bad bodies.
+    for bad in [
+        body(format!("{base}/disk.img"), 0),
+        serde_json::json!({"name": "", "url": format!("{base}/disk.img"), "size": 1}),
+        serde_json::json!({"name": "img", "url": format!("{base}/disk.img"), "size": "big"}),
+    ] {
+        let (status, answer) = storage_post(&sim, "small", "/create/url", bad.clone()).await;
+        assert_eq!(status, 400, "{bad}: {answer}");
+    }
+
+    // An injected fault on the route fails the call once: it is not retried.
+    sim.host("small")
+        .unwrap()
+        .faults()
+        .fail_next("volume/create/url", 503, 1);
+    let req = atomos_driver::UrlVolumeCreate {
+        name: "img".into(),
+        url: format!("{base}/disk.img"),
+        size_gb: 1,
+        sha256: None,
+    };
+    let err = c.volume_create_from_url(&req).await.unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Transient, "{err}");
+    assert!(sim.host("small").unwrap().inventory().volumes.is_empty());
+    let made = c.volume_create_from_url(&req).await.unwrap();
+    let entry = inventory_volume(&sim, "small", &made.id).await.unwrap();
+    assert_eq!(
+        entry["content"],
+        atomos_sim::content_hash(&[1u8; 16]).as_str()
+    );
+    assert_eq!(entry["url"], req.url.as_str());
+    assert_eq!(
+        (&entry["bootable"], &entry["clonable"]),
+        (&true.into(), &true.into())
+    );
 }
