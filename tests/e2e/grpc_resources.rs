@@ -269,6 +269,146 @@ async fn a_standalone_volume_is_created_attached_and_deleted_over_grpc() {
     m.stop().await;
 }
 
+/// The simulator's volume named `name`: the VMs it is attached to, its size.
+fn sim_volume(m: &Meson, name: &str) -> (Vec<String>, f64) {
+    m.sim()
+        .hosts()
+        .iter()
+        .flat_map(|h| h.inventory().volumes)
+        .find(|v| v.name == name)
+        .map(|v| (v.attached_to, v.size_gb))
+        .expect("the volume is on AtomOS")
+}
+
+#[tokio::test]
+async fn a_volume_is_attached_to_a_running_vm_grown_and_detached_over_grpc() {
+    let m = Meson::start().await;
+    let ch = channel(&m).await;
+    let mut volumes = VolumeServiceClient::new(ch.clone());
+    let mut vms = pb::vm_service_client::VmServiceClient::new(ch.clone());
+    let mut made = Vec::new();
+    for name in ["anchor", "hot"] {
+        let c = volumes
+            .create_volume(authed(
+                pb::CreateVolumeRequest {
+                    name: name.into(),
+                    size: 4,
+                    provider: "ionos".into(),
+                    ..Default::default()
+                },
+                &m.token,
+            ))
+            .await
+            .unwrap()
+            .into_inner();
+        succeeded(
+            &ch,
+            &m.token,
+            &c.action.unwrap().id,
+            Duration::from_secs(30),
+        )
+        .await;
+        made.push(c.volume.unwrap().id);
+    }
+    // The VM runs on the volumes' host: it attaches the first at its create.
+    let mut req = seed_vm("living");
+    req.volumes = vec![made[0].clone()];
+    let vm = vms
+        .create_vm(authed(req, &m.token))
+        .await
+        .unwrap()
+        .into_inner();
+    succeeded(
+        &ch,
+        &m.token,
+        &vm.action.unwrap().id,
+        Duration::from_secs(30),
+    )
+    .await;
+    let vm = vm.vm.unwrap();
+    let sim_vm = m
+        .sim()
+        .hosts()
+        .iter()
+        .flat_map(|h| h.inventory().vms)
+        .find(|v| v.name == format!("vm-{}", vm.id.replace('-', "")))
+        .unwrap()
+        .id;
+    let atomos_name = format!("vol-{}", made[1].replace('-', ""));
+
+    let attach = |id: &str, vm: &str| pb::AttachVolumeRequest {
+        id: id.into(),
+        vm: vm.into(),
+    };
+    let a = volumes
+        .attach_volume(authed(attach(&made[1], &vm.id), &m.token))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(a.command, "attach_volume");
+    succeeded(&ch, &m.token, &a.id, Duration::from_secs(30)).await;
+    assert_eq!(sim_volume(&m, &atomos_name).0, std::slice::from_ref(&sim_vm));
+    let e = refused(
+        volumes.attach_volume(authed(attach(&made[1], &vm.id), &m.token)),
+        Code::FailedPrecondition,
+    )
+    .await;
+    assert!(e.message().contains(&vm.id), "{e:?}");
+
+    let resize = |size| pb::ResizeVolumeRequest {
+        id: made[1].clone(),
+        size,
+    };
+    let a = volumes
+        .resize_volume(authed(resize(9), &m.token))
+        .await
+        .unwrap()
+        .into_inner();
+    succeeded(&ch, &m.token, &a.id, Duration::from_secs(30)).await;
+    assert_eq!(sim_volume(&m, &atomos_name).1, 9.0);
+    let e = refused(
+        volumes.resize_volume(authed(resize(3), &m.token)),
+        Code::InvalidArgument,
+    )
+    .await;
+    assert_eq!(rejected_fields(&e), ["size"]);
+    let e = refused(
+        volumes.attach_volume(authed(attach(&made[1], ""), &m.token)),
+        Code::InvalidArgument,
+    )
+    .await;
+    assert_eq!(rejected_fields(&e), ["vm"]);
+
+    let a = volumes
+        .detach_volume(authed(
+            pb::DetachVolumeRequest {
+                id: made[1].clone(),
+            },
+            &m.token,
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(a.command, "detach_volume");
+    succeeded(&ch, &m.token, &a.id, Duration::from_secs(30)).await;
+    assert!(sim_volume(&m, &atomos_name).0.is_empty());
+    let v = volumes
+        .get_volume(authed(
+            pb::GetVolumeRequest {
+                id: made[1].clone(),
+            },
+            &m.token,
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        (v.status.as_str(), v.size, v.attached_to),
+        ("available", 9, None)
+    );
+    m.stop().await;
+}
+
 #[tokio::test]
 async fn an_image_of_a_vm_is_made_listed_renamed_and_deleted_over_grpc() {
     let m = Meson::start().await;

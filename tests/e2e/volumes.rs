@@ -427,3 +427,236 @@ async fn a_volume_is_locked_while_its_create_runs() {
     assert_eq!(volume(&m, &id).await["host"], "gigas-mad-1");
     m.stop().await;
 }
+
+/// Starts a volume action (`attach`, `detach`, `resize`) and waits for it.
+async fn volume_action(m: &Meson, id: &str, action: &str, body: Value) -> Value {
+    let r = m
+        .post(&format!("/v1/volumes/{id}/actions/{action}"), &body)
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{action}: {}", r.body);
+    assert_eq!(r.body["action"]["command"], format!("{action}_volume"));
+    wait_ok(m, &r).await
+}
+
+/// A running VM on the first ionos host (where ionos volumes go): it is
+/// created attaching a volume of that host, which is returned too.
+async fn vm_on_the_volumes_host(m: &Meson) -> (String, String) {
+    let anchor = create_volume(m, json!({"name": "anchor", "size": 1, "provider": "ionos"})).await;
+    let anchor = anchor["id"].as_str().unwrap().to_owned();
+    let mut body = seed_vm();
+    body["volumes"] = json!([anchor]);
+    body["specs"]["vm_name"] = "living".into();
+    let r = m.post("/v1/vms", &body).await;
+    wait_ok(m, &r).await;
+    (r.body["vm"]["id"].as_str().unwrap().to_owned(), anchor)
+}
+
+#[tokio::test]
+async fn a_volume_attaches_to_a_running_vm_grows_and_detaches() {
+    let m = Meson::start().await;
+    let (vm, _) = vm_on_the_volumes_host(&m).await;
+    let sim_vm = sim_vm_id(&m, &vm);
+    let v = create_volume(&m, json!({"name": "hot", "size": 10, "provider": "ionos"})).await;
+    let id = v["id"].as_str().unwrap().to_owned();
+
+    // Attached while the VM runs: the host lists it on the VM, which still runs.
+    volume_action(&m, &id, "attach", json!({"vm": vm})).await;
+    let v = volume(&m, &id).await;
+    assert_eq!(
+        (v["status"].as_str(), v["attached_to"].as_str()),
+        (Some("attached"), Some(vm.as_str()))
+    );
+    let (_, sim) = on_atomos(&m, &id).unwrap();
+    assert_eq!(sim.attached_to, std::slice::from_ref(&sim_vm));
+    let got = m.get(&format!("/v1/vms/{vm}")).await.body["vm"].clone();
+    assert_eq!(got["status"], "running");
+    assert!(
+        got["volumes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|x| x["id"] == id.as_str()),
+        "{got}"
+    );
+    // Twice is a conflict naming the VM; deleting it while attached too.
+    let again = m
+        .post(
+            &format!("/v1/volumes/{id}/actions/attach"),
+            &json!({"vm": vm}),
+        )
+        .await;
+    assert_eq!(again.status, StatusCode::CONFLICT, "{}", again.body);
+    assert!(
+        again.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains(&vm)
+    );
+    assert_eq!(
+        m.delete(&format!("/v1/volumes/{id}")).await.status,
+        StatusCode::CONFLICT
+    );
+
+    // Grown while attached and running: the host's copy has the new size
+    // and the same bytes; the quota counts it.
+    let before = sim.content.clone();
+    volume_action(&m, &id, "resize", json!({"size": 25})).await;
+    assert_eq!(volume(&m, &id).await["size"], 25);
+    let (_, sim) = on_atomos(&m, &id).unwrap();
+    assert_eq!((sim.size_gb, sim.content), (25.0, before));
+    assert_eq!(usage_matches_recount(&m).await.storage_gb, 50 + 1 + 25);
+    let shrink = m
+        .post(
+            &format!("/v1/volumes/{id}/actions/resize"),
+            &json!({"size": 24}),
+        )
+        .await;
+    assert_eq!(shrink.rejected_fields(), ["size"], "{}", shrink.body);
+
+    // Detached: free on the host and in meson, and deletable.
+    volume_action(&m, &id, "detach", json!({})).await;
+    let v = volume(&m, &id).await;
+    assert_eq!(
+        (v["status"].as_str(), &v["attached_to"]),
+        (Some("available"), &Value::Null)
+    );
+    assert!(on_atomos(&m, &id).unwrap().1.attached_to.is_empty());
+    let not = m
+        .post(&format!("/v1/volumes/{id}/actions/detach"), &json!({}))
+        .await;
+    assert_eq!(not.status, StatusCode::CONFLICT, "{}", not.body);
+    // Attached again to the same VM, now off.
+    let off = m
+        .post(&format!("/v1/vms/{vm}/actions/poweroff"), &json!({}))
+        .await;
+    wait_ok(&m, &off).await;
+    volume_action(&m, &id, "attach", json!({"vm": vm})).await;
+    assert_eq!(on_atomos(&m, &id).unwrap().1.attached_to, [sim_vm]);
+    let actions = m.get(&format!("/v1/volumes/{id}/actions")).await.body;
+    let commands: Vec<&str> = actions["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|a| a["command"].as_str())
+        .collect();
+    for c in ["attach_volume", "resize_volume", "detach_volume"] {
+        assert!(commands.contains(&c), "{c} in {commands:?}");
+    }
+    m.stop().await;
+}
+
+#[tokio::test]
+async fn attach_refusals_name_the_vm_the_host_and_the_field() {
+    let m = Meson::start_with(|o| o.quotas.storage_gb = 200).await;
+    let (vm, anchor) = vm_on_the_volumes_host(&m).await;
+    // On another host: refused naming both hosts, nothing attached.
+    let far = create_volume(&m, json!({"name": "far", "size": 1, "provider": "ovh"})).await;
+    let far_id = far["id"].as_str().unwrap();
+    let r = m
+        .post(
+            &format!("/v1/volumes/{far_id}/actions/attach"),
+            &json!({"vm": vm}),
+        )
+        .await;
+    assert_eq!(r.rejected_fields(), ["vm"], "{}", r.body);
+    let msg = r.body["error"]["details"]["fields"][0]["messages"][0]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let vm_host = m.get(&format!("/v1/vms/{vm}")).await.body["vm"]["host"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(msg.contains("ovh-bhs-1") && msg.contains(&vm_host), "{msg}");
+    assert_eq!(volume(&m, far_id).await["status"], "available");
+
+    // Already attached (the anchor, at the VM's create): a conflict naming it.
+    let r = m
+        .post(
+            &format!("/v1/volumes/{anchor}/actions/attach"),
+            &json!({"vm": vm}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.body);
+    assert!(r.body["error"]["message"].as_str().unwrap().contains(&vm));
+
+    // Bad bodies and ids name the field.
+    let free = create_volume(&m, json!({"name": "free", "size": 2, "provider": "ionos"})).await;
+    let free = free["id"].as_str().unwrap().to_owned();
+    for bad in [json!({}), json!({"vm": "nope"}), json!({"vm": 7})] {
+        let r = m
+            .post(&format!("/v1/volumes/{free}/actions/attach"), &bad)
+            .await;
+        assert_eq!(r.rejected_fields(), ["vm"], "{bad}: {}", r.body);
+    }
+    for bad in [
+        json!({}),
+        json!({"size": 0}),
+        json!({"size": 1}),
+        json!({"size": "x"}),
+    ] {
+        let r = m
+            .post(&format!("/v1/volumes/{free}/actions/resize"), &bad)
+            .await;
+        assert_eq!(r.rejected_fields(), ["size"], "{bad}: {}", r.body);
+    }
+    let r = m.post("/v1/volumes/nope/actions/detach", &json!({})).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
+    let r = m
+        .post(
+            &format!("/v1/volumes/{free}/actions/attach"),
+            &json!({"vm": uuid::Uuid::new_v4()}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.body);
+
+    // Another tenant's VM is not found, and its volume neither: nothing leaks.
+    let other = m.token("other", "eve", meson_api::Role::Editor);
+    let r = m
+        .call(
+            Method::POST,
+            &format!("/v1/volumes/{free}/actions/attach"),
+            &other,
+            Some(&json!({"vm": vm})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.body);
+    let mine = m
+        .call(
+            Method::POST,
+            "/v1/volumes",
+            &other,
+            Some(&json!({"name": "eves", "size": 1, "provider": "ionos"})),
+        )
+        .await;
+    assert_eq!(mine.status, StatusCode::CREATED, "{}", mine.body);
+    let eves = mine.body["volume"]["id"].as_str().unwrap();
+    let r = m
+        .call(
+            Method::POST,
+            &format!("/v1/volumes/{eves}/actions/attach"),
+            &other,
+            Some(&json!({"vm": vm})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.body);
+    assert!(!r.body.to_string().contains("living"), "{}", r.body);
+    assert_eq!(volume(&m, &free).await["status"], "available");
+
+    // A resize past the storage quota is refused naming it, the size unchanged.
+    let r = m
+        .post(
+            &format!("/v1/volumes/{free}/actions/resize"),
+            &json!({"size": 10_240}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN, "{}", r.body);
+    assert_eq!(
+        r.body["error"]["code"], "resource_limit_exceeded",
+        "{}",
+        r.body
+    );
+    assert!(r.body.to_string().contains("storage_gb"), "{}", r.body);
+    assert_eq!(volume(&m, &free).await["size"], 2);
+    m.stop().await;
+}

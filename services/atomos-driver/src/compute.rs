@@ -4,7 +4,7 @@ use crate::client::{AtomosClient, Call, Daemon};
 use crate::error::{DriverError, ErrorKind};
 use crate::schema::compute::{
     CanAllocateResponse, LocalIndex, Misc, NetworkRef, RegisterBody, RegisterInfo, SpecFile,
-    TemplateWire, VmStatus, VolumeRef,
+    TemplateWire, VmStatus, VolumeAttachBody, VolumeRef,
 };
 use crate::schema::{PciEntry, PciObject};
 use serde::{Deserialize, Serialize};
@@ -174,6 +174,32 @@ impl AtomosClient {
     pub async fn templates(&self) -> Result<Vec<Template>, DriverError> {
         let rows: Vec<TemplateWire> = self.get_json(Daemon::Compute, "/templates").await?;
         Ok(rows.into_iter().map(template_from_wire).collect())
+    }
+
+    /// Attaches a volume of this host to a VM, running or off; a volume
+    /// attached elsewhere (unless shareable) or already on the VM is refused.
+    pub async fn volume_attach(&self, vm_id: &str, volume_id: &str) -> Result<(), DriverError> {
+        self.volume_action("/volume/attach", vm_id, volume_id).await
+    }
+
+    /// Detaches a volume from a VM; a VM's boot volume stays while it runs.
+    pub async fn volume_detach(&self, vm_id: &str, volume_id: &str) -> Result<(), DriverError> {
+        self.volume_action("/volume/detach", vm_id, volume_id).await
+    }
+
+    async fn volume_action(
+        &self,
+        path: &str,
+        vm_id: &str,
+        volume_id: &str,
+    ) -> Result<(), DriverError> {
+        let call = Call::post(Daemon::Compute, path);
+        let body = VolumeAttachBody {
+            local_index: vm_id.to_owned(),
+            volume_id: volume_id.to_owned(),
+        };
+        self.send_json(&call, &body).await?;
+        Ok(())
     }
 
     async fn vm_action(&self, path: &str, vm_id: &str) -> Result<(), DriverError> {

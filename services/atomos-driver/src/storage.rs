@@ -6,7 +6,8 @@ use crate::error::{DriverError, ErrorKind};
 use crate::schema::ListOf;
 use crate::schema::storage::{
     CanCreateBody, CloneBody, CloudinitCreateBody, CloudinitMetadata, CloudinitMetadataResponse,
-    CreateBody, CreateResponse, CreateUrlBody, VolumeIdBody, VolumeInfoResponse, VolumeObject,
+    CreateBody, CreateResponse, CreateUrlBody, ResizeBody, VolumeIdBody, VolumeInfoResponse,
+    VolumeObject,
 };
 use base64::Engine;
 use reqwest::multipart::{Form, Part};
@@ -256,6 +257,18 @@ impl AtomosClient {
             ));
         }
         Ok(vid)
+    }
+
+    /// Grows a volume to `size_gb`; a smaller size, or more than the host
+    /// has free, is refused (`Invalid`, `Capacity`).
+    pub async fn volume_resize(&self, id: &str, size_gb: u32) -> Result<(), DriverError> {
+        let call = Call::post(Daemon::Storage, "/update/resize");
+        let body = ResizeBody {
+            volume_id: id.to_owned(),
+            size: size_gb,
+        };
+        self.send_json(&call, &body).await?;
+        Ok(())
     }
 
     /// Destroys a volume; a volume attached to a registered VM is refused.

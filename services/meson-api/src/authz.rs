@@ -130,6 +130,9 @@ pub const RULES: &[Rule] = &[
     write("volume_create"),
     write("volume_update"),
     write("volume_delete"),
+    write("volume_attach"),
+    write("volume_detach"),
+    write("volume_resize"),
     read("volume_action_list"),
     // Images
     read("image_list"),

@@ -59,4 +59,37 @@ impl Client {
             .await?;
         Ok(r.action)
     }
+
+    /// Starts attaching a standalone volume to a VM of its host.
+    pub async fn volume_attach(&self, id: Uuid, vm: Uuid) -> Result<wire::Action> {
+        let req = wire::volume::VolumeAttachRequest { vm };
+        self.volume_action(id, "attach", Some(&req)).await
+    }
+
+    /// Starts detaching a standalone volume from its VM.
+    pub async fn volume_detach(&self, id: Uuid) -> Result<wire::Action> {
+        self.volume_action(id, "detach", None::<&()>).await
+    }
+
+    /// Starts growing a standalone volume to `size` GB.
+    pub async fn volume_resize(&self, id: Uuid, size: u32) -> Result<wire::Action> {
+        let req = wire::volume::VolumeResizeRequest { size };
+        self.volume_action(id, "resize", Some(&req)).await
+    }
+
+    async fn volume_action(
+        &self,
+        id: Uuid,
+        action: &str,
+        body: Option<&impl serde::Serialize>,
+    ) -> Result<wire::Action> {
+        let r: wire::ActionResponse = self
+            .call(
+                Method::POST,
+                &format!("/v1/volumes/{id}/actions/{action}"),
+                body,
+            )
+            .await?;
+        Ok(r.action)
+    }
 }

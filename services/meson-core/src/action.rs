@@ -57,6 +57,9 @@ pub enum Command {
     DeleteVolume,
     CreateImage,
     DeleteImage,
+    AttachVolume,
+    DetachVolume,
+    ResizeVolume,
 }
 
 impl Command {
@@ -82,6 +85,9 @@ impl Command {
             Command::DeleteVolume => "delete_volume",
             Command::CreateImage => "create_image",
             Command::DeleteImage => "delete_image",
+            Command::AttachVolume => "attach_volume",
+            Command::DetachVolume => "detach_volume",
+            Command::ResizeVolume => "resize_volume",
         }
     }
 }

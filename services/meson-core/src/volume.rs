@@ -206,6 +206,80 @@ impl VolumeCreate {
     }
 }
 
+/// A parsed `POST /v1/volumes/{id}/actions/attach`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct VolumeAttach {
+    pub vm: VmId,
+    pub warnings: Vec<Warning>,
+}
+
+impl VolumeAttach {
+    /// `{"vm": "<uuid>"}`; unknown fields are warnings.
+    pub fn parse(body: &Value) -> crate::Result<VolumeAttach> {
+        let mut p = Parser::default();
+        let mut root = p.body(body)?;
+        let vm = match p.string(&mut root, "vm", true) {
+            Some((path, s)) => match s.parse::<VmId>() {
+                Ok(id) => Some(id),
+                Err(_) => {
+                    p.errors.add(path, "must be a VM id (a UUID)");
+                    None
+                }
+            },
+            None => None,
+        };
+        p.done(root);
+        let Parser { errors, warnings } = p;
+        match vm {
+            Some(vm) if errors.is_empty() => Ok(VolumeAttach { vm, warnings }),
+            _ => Err(errors
+                .into_error()
+                .unwrap_or_else(|| crate::Error::invalid("vm", "invalid request"))),
+        }
+    }
+}
+
+/// A parsed `POST /v1/volumes/{id}/actions/resize`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct VolumeResize {
+    /// GB; not checked against the volume's current size here.
+    pub size_gb: u32,
+    pub warnings: Vec<Warning>,
+}
+
+impl VolumeResize {
+    /// `{"size": GB}` within [`VOLUME_GB`]; unknown fields are warnings.
+    pub fn parse(body: &Value) -> crate::Result<VolumeResize> {
+        let mut p = Parser::default();
+        let mut root = p.body(body)?;
+        let size = p.int(&mut root, "size", VOLUME_GB, true);
+        p.done(root);
+        let Parser { errors, warnings } = p;
+        match size {
+            Some(size) if errors.is_empty() => Ok(VolumeResize {
+                size_gb: size as u32,
+                warnings,
+            }),
+            _ => Err(errors
+                .into_error()
+                .unwrap_or_else(|| crate::Error::invalid("size", "invalid request"))),
+        }
+    }
+
+    /// Volumes only grow: a filesystem may use every byte it was given.
+    pub fn check_grows(&self, from_gb: u32) -> crate::Result<()> {
+        if self.size_gb < from_gb {
+            return Err(crate::Error::invalid(
+                "size",
+                format!(
+                    "the volume has {from_gb} GB and volumes only grow: give at least {from_gb}"
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -274,5 +348,33 @@ mod tests {
         };
         let names: Vec<&str> = fields.iter().map(|f| f.name.as_str()).collect();
         assert_eq!(names, ["name", "size"]);
+    }
+
+    #[test]
+    fn attach_and_resize_bodies_name_their_fields() {
+        let vm = VmId::new();
+        let a = VolumeAttach::parse(&json!({"vm": vm.to_string(), "x": 1})).unwrap();
+        assert_eq!((a.vm, a.warnings.len()), (vm, 1));
+        for bad in [json!({}), json!({"vm": "nope"}), json!({"vm": 3})] {
+            let crate::Error::InvalidInput { fields } = VolumeAttach::parse(&bad).unwrap_err()
+            else {
+                panic!("{bad}")
+            };
+            assert_eq!(fields[0].name, "vm", "{bad}");
+        }
+        let r = VolumeResize::parse(&json!({"size": 20})).unwrap();
+        assert_eq!(r.size_gb, 20);
+        assert!(r.check_grows(20).is_ok() && r.check_grows(10).is_ok());
+        let crate::Error::InvalidInput { fields } = r.check_grows(21).unwrap_err() else {
+            panic!()
+        };
+        assert_eq!(fields[0].name, "size");
+        for bad in [json!({}), json!({"size": 0}), json!({"size": "big"})] {
+            let crate::Error::InvalidInput { fields } = VolumeResize::parse(&bad).unwrap_err()
+            else {
+                panic!("{bad}")
+            };
+            assert_eq!(fields[0].name, "size", "{bad}");
+        }
     }
 }

@@ -408,6 +408,38 @@ pub async fn attach(tx: &mut Tx<'_>, id: VolumeId, vm: VmId) -> Result<(), Error
     Ok(())
 }
 
+/// Detaches a standalone volume from `vm` (if still attached to it): it is
+/// available again.
+pub async fn detach(db: impl sqlx::PgExecutor<'_>, id: VolumeId, vm: VmId) -> Result<(), Error> {
+    sqlx::query!(
+        r#"update volumes set attached_vm_id = null, status = 'available'
+           where id = $1 and attached_vm_id = $2 and deleted_at is null"#,
+        id.0,
+        vm.0
+    )
+    .execute(db)
+    .await
+    .ctx("detaching a volume")?;
+    Ok(())
+}
+
+/// Records a volume's size (a resize's, or AtomOS's after a failed one).
+pub async fn set_size(
+    db: impl sqlx::PgExecutor<'_>,
+    id: VolumeId,
+    size_gb: u32,
+) -> Result<(), Error> {
+    sqlx::query!(
+        "update volumes set size_gb = $2 where id = $1",
+        id.0,
+        size_gb as i32
+    )
+    .execute(db)
+    .await
+    .ctx("resizing a volume")?;
+    Ok(())
+}
+
 /// Detaches every standalone volume attached to a VM: they are available again.
 pub async fn detach_all(db: impl sqlx::PgExecutor<'_>, vm: VmId) -> Result<(), Error> {
     sqlx::query!(

@@ -487,6 +487,40 @@ async fn power(a: Authed, b: Value, command: PowerCommand) -> DResult<Json<Value
     Ok(Json(json!({"uniqueID": id, "action_id": action.id})))
 }
 
+/// `POST /volume/attach` `{local_index, volume_id}`: attaches a standalone
+/// volume to the VM (meson's `attach_volume`, answered once accepted, as
+/// the power routes).
+async fn volume_attach(a: Authed, Body(b): Body) -> DResult<Json<Value>> {
+    let vm = id_field(&b, &["local_index", "vm_uid"])?;
+    let volume = id_field(&b, &["volume_id", "vid", "volumeID"])?;
+    let action = a
+        .meson
+        .volume_attach(volume, vm)
+        .await
+        .map_err(Detail::meson)?;
+    Ok(Json(
+        json!({"uniqueID": vm, "volume_id": volume, "action_id": action.id}),
+    ))
+}
+
+/// `POST /volume/detach` `{local_index, volume_id}`: detaches the volume
+/// from that VM; one attached elsewhere (or nowhere) is a `409`.
+async fn volume_detach(a: Authed, Body(b): Body) -> DResult<Json<Value>> {
+    let vm = id_field(&b, &["local_index", "vm_uid"])?;
+    let volume = id_field(&b, &["volume_id", "vid", "volumeID"])?;
+    let v = a.meson.volume_get(volume).await.map_err(Detail::meson)?;
+    if v.attached_to != Some(vm) {
+        return Err(Detail::new(
+            StatusCode::CONFLICT,
+            format!("volume {volume} is not attached to VM {vm}"),
+        ));
+    }
+    let action = a.meson.volume_detach(volume).await.map_err(Detail::meson)?;
+    Ok(Json(
+        json!({"uniqueID": vm, "volume_id": volume, "action_id": action.id}),
+    ))
+}
+
 fn compute_routes() -> Router<AppState> {
     use axum::routing::{get, post};
     let b = Daemon::Compute.base();
@@ -512,6 +546,8 @@ fn compute_routes() -> Router<AppState> {
             &format!("{b}/reboot"),
             post(|a: Authed, Body(b): Body| power(a, b, PowerCommand::Reboot)),
         )
+        .route(&format!("{b}/volume/attach"), post(volume_attach))
+        .route(&format!("{b}/volume/detach"), post(volume_detach))
 }
 
 // --- network daemon
@@ -831,6 +867,8 @@ fn served(d: Daemon) -> Vec<(&'static str, String)> {
             rel("POST", "/start"),
             rel("POST", "/stop"),
             rel("POST", "/reboot"),
+            rel("POST", "/volume/attach"),
+            rel("POST", "/volume/detach"),
         ],
         Daemon::Storage => crate::storage::served(),
         Daemon::Network => vec![

@@ -43,6 +43,7 @@ pub fn served() -> Vec<(&'static str, String)> {
         ("POST", "/info"),
         // elemento-cli POSTs; a GET with `?volume_id=` serves a browser.
         ("GET", "/info"),
+        ("POST", "/update/resize"),
     ]
     .into_iter()
     .map(|(m, p)| (m, format!("{b}{p}")))
@@ -58,6 +59,7 @@ pub fn routes() -> Router<AppState> {
         .route(&format!("{b}/create"), post(create))
         .route(&format!("{b}/destroy"), post(destroy))
         .route(&format!("{b}/info"), post(info).get(info))
+        .route(&format!("{b}/update/resize"), post(resize))
 }
 
 /// `GET /accessible`: the tenant's standalone volumes (a VM's own disks go
@@ -246,6 +248,22 @@ async fn destroy(a: Authed, Body(b): Body) -> DResult<Json<Value>> {
     let id = volume_id(&b)?;
     let action = a.meson.volume_delete(id).await.map_err(Detail::meson)?;
     Ok(Json(json!({"volume_id": id, "action_id": action.id})))
+}
+
+/// `POST /update/resize` `{volume_id, size}` (GB, as `create`): starts
+/// growing the volume; a smaller size is refused naming `size`.
+async fn resize(a: Authed, Body(b): Body) -> DResult<Json<Value>> {
+    let id = volume_id(&b)?;
+    let size = size_gb(&b)?.ok_or_else(|| Detail::field("size", "is required (GB)"))?;
+    let size = u32::try_from(size).map_err(|_| Detail::field("size", "is too large"))?;
+    let action = a
+        .meson
+        .volume_resize(id, size)
+        .await
+        .map_err(Detail::meson)?;
+    Ok(Json(
+        json!({"volume_id": id, "size": size, "action_id": action.id}),
+    ))
 }
 
 /// `info` `{volume_id}` in the body (POST) or the query (GET): the volume,

@@ -137,6 +137,20 @@ crate::common::placed! {
     }
 }
 
+/// `POST /v1/volumes/{id}/actions/attach`: the VM to attach the volume to
+/// (the tenant's, on the volume's host, running or off).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct VolumeAttachRequest {
+    pub vm: Uuid,
+}
+
+/// `POST /v1/volumes/{id}/actions/resize`: the new size, GB (volumes only grow).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct VolumeResizeRequest {
+    #[schema(minimum = 1, maximum = 10_240, example = 100)]
+    pub size: u32,
+}
+
 /// What a volume holds (documentation: the wire field is a string).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "lowercase")]

@@ -26,8 +26,10 @@ pub mod rolling;
 pub mod vm_create;
 pub mod vm_delete;
 pub mod vm_power;
+pub mod volume_attach;
 pub mod volume_create;
 pub mod volume_delete;
+pub mod volume_resize;
 
 use meson_db::PgPool;
 use std::sync::Arc;
@@ -98,7 +100,10 @@ pub fn register_all(worker: meson_jobs::Worker, env: Arc<Env>) -> meson_jobs::Wo
         .register(vm_power::VmPower::<vm_power::PowerOff>::new(env.clone()))
         .register(vm_power::VmPower::<vm_power::Reboot>::new(env.clone()))
         .register(volume_create::VolumeCreate(env.clone()))
-        .register(volume_delete::VolumeDelete(env))
+        .register(volume_delete::VolumeDelete(env.clone()))
+        .register(volume_attach::VolumeAttach(env.clone()))
+        .register(volume_attach::VolumeDetach(env.clone()))
+        .register(volume_resize::VolumeResize(env))
 }
 
 meson_jobs::steps! {

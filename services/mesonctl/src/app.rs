@@ -652,7 +652,33 @@ impl Ctx {
                 let action = self.client.volume_delete(id).await?;
                 self.finish_action(action, wait).await
             }
+            VolumeCommand::Attach { volume, vm, wait } => {
+                let id = self.volume_id(&volume).await?;
+                let vm = self.vm_id(&vm).await?;
+                let action = self.client.volume_attach(id, vm).await?;
+                self.volume_after(id, action, wait).await
+            }
+            VolumeCommand::Detach { volume, wait } => {
+                let id = self.volume_id(&volume).await?;
+                let action = self.client.volume_detach(id).await?;
+                self.volume_after(id, action, wait).await
+            }
+            VolumeCommand::Resize { volume, size, wait } => {
+                let id = self.volume_id(&volume).await?;
+                let action = self.client.volume_resize(id, size).await?;
+                self.volume_after(id, action, wait).await
+            }
         }
+    }
+
+    /// Waits for a volume's action (with progress) and shows the volume as
+    /// it is then; without waiting, shows the action.
+    async fn volume_after(&self, id: Uuid, action: Action, wait: WaitArgs) -> Result<()> {
+        if !wait.waits() {
+            return self.show(&action);
+        }
+        self.wait(std::slice::from_ref(&action)).await?;
+        self.show(&self.client.volume_get(id).await?)
     }
 
     async fn image(&self, c: ImageCommand) -> Result<()> {

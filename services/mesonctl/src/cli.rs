@@ -542,6 +542,30 @@ pub enum VolumeCommand {
         #[command(flatten)]
         wait: WaitArgs,
     },
+    /// Attaches a standalone volume to a VM of its host, running or off.
+    Attach {
+        volume: String,
+        /// The VM, by id or name.
+        #[arg(long)]
+        vm: String,
+        #[command(flatten)]
+        wait: WaitArgs,
+    },
+    /// Detaches a standalone volume from its VM.
+    Detach {
+        volume: String,
+        #[command(flatten)]
+        wait: WaitArgs,
+    },
+    /// Grows a standalone volume, attached or not (volumes only grow).
+    Resize {
+        volume: String,
+        /// Its new size, in GB.
+        #[arg(long)]
+        size: u32,
+        #[command(flatten)]
+        wait: WaitArgs,
+    },
 }
 
 #[derive(Debug, Subcommand)]

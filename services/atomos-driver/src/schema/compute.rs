@@ -124,6 +124,18 @@ pub struct LocalIndex {
     pub local_index: String,
 }
 
+/// `POST /volume/attach` and `/volume/detach`: a volume on the VM's host
+/// attached to (or detached from) the VM (meson's shape: the upstream body
+/// is undocumented; `local_index` as the power routes, `volume_id` as the
+/// storage routes).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct VolumeAttachBody {
+    #[serde(alias = "vm_uid")]
+    pub local_index: String,
+    #[serde(alias = "vid", alias = "volumeID")]
+    pub volume_id: String,
+}
+
 /// `network_config`: inside `req_json` (GUI) or at the top level (thesis).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct NetworkConfig {

@@ -139,6 +139,16 @@ pub struct CloneBody {
     pub name: String,
 }
 
+/// `POST /update/resize`: `volume_id` grown to `size` GB (meson's shape:
+/// the upstream body is undocumented).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ResizeBody {
+    #[serde(default)]
+    pub volume_id: String,
+    #[serde(default)]
+    pub size: u32,
+}
+
 /// `POST /create/url`: a volume of `size` GB holding the file at `url`,
 /// which must have `sha256` when given (meson's shape: the upstream body is
 /// undocumented).

@@ -8,7 +8,7 @@ use crate::state::{Demand, HostState, Power, VmRec};
 use atomos_driver::VmState;
 use atomos_driver::schema::compute::{
     CanAllocateResponse, LocalIndex, MesosQuote, Misc, NetworkConfig, Price, RegisterBody, ReqJson,
-    SpecFile, VmStatus,
+    SpecFile, VmStatus, VolumeAttachBody,
 };
 use axum::Router;
 use axum::body::Bytes;
@@ -25,6 +25,8 @@ pub(super) fn routes() -> Router<SimHost> {
         .route("/start", post(start))
         .route("/stop", post(stop))
         .route("/reboot", post(reboot))
+        .route("/volume/attach", post(volume_attach))
+        .route("/volume/detach", post(volume_detach))
         .route("/status", get(status))
         .route("/templates", get(templates))
 }
@@ -259,6 +261,80 @@ async fn reboot(State(host): State<SimHost>, body: Bytes) -> ApiResult {
             vm.name
         ))),
     })
+}
+
+/// `POST /volume/attach {"local_index", "volume_id"}`: hot-plugs a volume
+/// of this host into a VM, running or off (Hetzner's rule: the daemons'
+/// is undocumented). The volume must be complete and free (unless
+/// shareable); attaching it again to the same VM is refused (409) rather
+/// than ignored, as libvirt refuses a second device on the same target.
+async fn volume_attach(State(host): State<SimHost>, body: Bytes) -> ApiResult {
+    let VolumeAttachBody {
+        local_index,
+        volume_id,
+    } = parse(&body)?;
+    let mut state = host.state();
+    let vm = state
+        .vms
+        .iter()
+        .find(|vm| vm.id == local_index)
+        .ok_or_else(|| ApiError::not_found(format!("VM {local_index} does not exist")))?;
+    if vm.volume_ids.contains(&volume_id) {
+        return Err(ApiError::conflict(format!(
+            "[VolumeAlreadyAttached] volume {volume_id} is attached to VM {}",
+            vm.name
+        )));
+    }
+    check_volumes(&state, std::slice::from_ref(&volume_id))?;
+    let vm = state
+        .vms
+        .iter_mut()
+        .find(|vm| vm.id == local_index)
+        .expect("found above, under the same lock");
+    vm.volume_ids.push(volume_id.clone());
+    tracing::info!(host = host.name(), vm = %vm.name, volume = %volume_id, "volume attached");
+    ok(json!({ "local_index": local_index, "volume_id": volume_id }))
+}
+
+/// `POST /volume/detach {"local_index", "volume_id"}`: unplugs a volume
+/// from a VM. A running VM keeps its boot volume (the first bootable one):
+/// the guest would lose its root disk.
+async fn volume_detach(State(host): State<SimHost>, body: Bytes) -> ApiResult {
+    let VolumeAttachBody {
+        local_index,
+        volume_id,
+    } = parse(&body)?;
+    let mut state = host.state();
+    let boot = state
+        .vms
+        .iter()
+        .find(|vm| vm.id == local_index)
+        .and_then(|vm| {
+            vm.volume_ids
+                .iter()
+                .find(|id| state.volume(id).is_some_and(|v| v.bootable && !v.cloudinit))
+                .cloned()
+        });
+    let vm = state
+        .vms
+        .iter_mut()
+        .find(|vm| vm.id == local_index)
+        .ok_or_else(|| ApiError::not_found(format!("VM {local_index} does not exist")))?;
+    let Some(at) = vm.volume_ids.iter().position(|id| *id == volume_id) else {
+        return Err(ApiError::not_found(format!(
+            "[VolumeNotAttached] volume {volume_id} is not attached to VM {}",
+            vm.name
+        )));
+    };
+    if vm.power != Power::Off && boot.as_deref() == Some(volume_id.as_str()) {
+        return Err(ApiError::bad_request(format!(
+            "[VmNotStopped] volume {volume_id} is VM {}'s boot volume; stop the VM first",
+            vm.name
+        )));
+    }
+    vm.volume_ids.remove(at);
+    tracing::info!(host = host.name(), vm = %vm.name, volume = %volume_id, "volume detached");
+    ok(json!({ "local_index": local_index, "volume_id": volume_id }))
 }
 
 async fn status(State(host): State<SimHost>) -> ApiResult {

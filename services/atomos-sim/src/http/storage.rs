@@ -6,7 +6,8 @@ use crate::multipart::file_part;
 use crate::state::{HostState, SimFile, SimVolume, content_hash};
 use atomos_driver::schema::storage::{
     CanCreateBody, CloneBody, CloudinitCreateBody, CloudinitMetadata, CloudinitMetadataResponse,
-    CreateBody, CreateResponse, CreateUrlBody, VolumeIdBody, VolumeInfoResponse, VolumeObject,
+    CreateBody, CreateResponse, CreateUrlBody, ResizeBody, VolumeIdBody, VolumeInfoResponse,
+    VolumeObject,
 };
 use axum::Router;
 use axum::body::Bytes;
@@ -29,6 +30,7 @@ pub(super) fn routes() -> Router<SimHost> {
         .route("/clone", post(clone))
         .route("/create/url", post(create_url))
         .route("/destroy", post(destroy))
+        .route("/update/resize", post(resize))
 }
 
 /// Size given to a cloud-init ISO; real ones are a few hundred KiB.
@@ -497,6 +499,41 @@ async fn download(url: &str, cap: u64) -> Result<String, ApiError> {
         hasher.update(&chunk);
     }
     Ok(format!("{:x}", hasher.finalize()))
+}
+
+/// `POST /update/resize {"volume_id", "size"}`: grows a volume to `size`
+/// GB, attached or not and its VM running or off (Hetzner's rule; the
+/// daemons' is undocumented). A smaller size is refused (a disk cannot give
+/// back bytes its filesystem may use), the same size is a no-op, and the
+/// growth must fit the host's free disk. A cloud-init ISO cannot grow.
+async fn resize(State(host): State<SimHost>, body: Bytes) -> ApiResult {
+    let ResizeBody { volume_id, size } = parse(&body)?;
+    require_size(size)?;
+    let mut state = host.state();
+    let i = find_volume(
+        &state,
+        &VolumeIdBody {
+            volume_id: Some(volume_id),
+            name: None,
+        },
+    )?;
+    let v = &state.volumes[i];
+    let (id, was) = (v.id.clone(), v.size_gb);
+    if v.cloudinit || v.format == "iso" {
+        return Err(ApiError::bad_request(format!(
+            "[VolumeResizeFailed] volume {id} is an ISO"
+        )));
+    }
+    let to = f64::from(size);
+    if to < was - 1e-9 {
+        return Err(ApiError::bad_request(format!(
+            "[VolumeResizeFailed] volume {id} has {was} GB; volumes only grow"
+        )));
+    }
+    host.fit_disk(&state, to - was).map_err(refuse)?;
+    state.volumes[i].size_gb = to;
+    tracing::info!(host = host.name(), %id, from = was, to, "volume resized");
+    ok(json!({ "volume_id": id, "size": to }))
 }
 
 async fn destroy(State(host): State<SimHost>, body: Bytes) -> ApiResult {

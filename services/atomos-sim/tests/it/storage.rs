@@ -661,3 +661,105 @@ async fn a_download_refuses_what_it_cannot_fetch_or_keep() {
         (&true.into(), &true.into())
     );
 }
+
+/// `/volume/attach` and `/volume/detach` on a running VM (a hot-plug), and
+/// their refusals: twice on the same VM, on a second VM, not attached, a
+/// running VM's boot volume, an unknown VM or volume.
+#[tokio::test]
+async fn volumes_attach_and_detach_on_a_running_vm() {
+    let sim = sim(Duration::from_millis(50)).await;
+    let c = client(&sim, "small");
+    let boot = c
+        .volume_create(&VolumeCreate {
+            bootable: true,
+            ..data_volume("boot", 2)
+        })
+        .await
+        .unwrap();
+    let mut req = register("hot", 1, 512);
+    req.volume_ids = vec![boot.clone()];
+    c.register(&req).await.unwrap();
+    let vm = wait_running(&c, "hot").await;
+    c.register(&register("other", 1, 512)).await.unwrap();
+    let other = c.vm_by_name("other").await.unwrap().unwrap();
+
+    let data = c.volume_create(&data_volume("data", 3)).await.unwrap();
+    c.volume_attach(&vm.id, &data).await.unwrap();
+    let on = c.vm_by_name("hot").await.unwrap().unwrap();
+    assert_eq!(on.volume_ids, [boot.clone(), data.clone()]);
+    assert_eq!(on.state, atomos_driver::VmState::Running, "still running");
+
+    let again = c.volume_attach(&vm.id, &data).await.unwrap_err();
+    assert_eq!(again.kind, ErrorKind::AlreadyExists, "{again}");
+    assert!(again.message.contains("VolumeAlreadyAttached"), "{again}");
+    let elsewhere = c.volume_attach(&other.id, &data).await.unwrap_err();
+    assert_eq!(elsewhere.kind, ErrorKind::Invalid, "{elsewhere}");
+    assert!(elsewhere.message.contains("hot"), "{elsewhere}");
+    let boot_out = c.volume_detach(&vm.id, &boot).await.unwrap_err();
+    assert!(boot_out.message.contains("VmNotStopped"), "{boot_out}");
+    assert!(
+        c.volume_attach("no-such-vm", &data)
+            .await
+            .unwrap_err()
+            .is_not_found()
+    );
+    assert!(
+        c.volume_attach(&vm.id, "0123456789abcdef0123456789abcdef")
+            .await
+            .unwrap_err()
+            .is_not_found()
+    );
+
+    c.volume_detach(&vm.id, &data).await.unwrap();
+    let off = c.vm_by_name("hot").await.unwrap().unwrap();
+    assert_eq!(off.volume_ids, std::slice::from_ref(&boot));
+    assert!(
+        c.volume_detach(&vm.id, &data)
+            .await
+            .unwrap_err()
+            .is_not_found()
+    );
+    // Free again: another VM takes it, and it can be destroyed once detached.
+    c.volume_attach(&other.id, &data).await.unwrap();
+    assert_eq!(
+        c.volume_destroy(&data).await.unwrap_err().kind,
+        ErrorKind::Invalid
+    );
+    c.volume_detach(&other.id, &data).await.unwrap();
+    c.volume_destroy(&data).await.unwrap();
+    // A stopped VM gives its boot volume up.
+    c.stop(&vm.id).await.unwrap();
+    c.volume_detach(&vm.id, &boot).await.unwrap();
+}
+
+/// `/update/resize` grows a volume (attached or not) within the host's
+/// disk, keeps its content, and refuses a smaller size or an ISO.
+#[tokio::test]
+async fn volumes_grow_but_never_shrink() {
+    let sim = sim(Duration::from_millis(50)).await;
+    let c = client(&sim, "small");
+    let id = c.volume_create(&data_volume("grow", 10)).await.unwrap();
+    let before = content(&sim, "small", &id);
+    c.register(&register("holder", 1, 512)).await.unwrap();
+    let vm = c.vm_by_name("holder").await.unwrap().unwrap();
+    c.volume_attach(&vm.id, &id).await.unwrap();
+
+    c.volume_resize(&id, 25).await.unwrap();
+    assert_eq!(c.volume_info(&id).await.unwrap().size_gb, 25.0);
+    assert_eq!(content(&sim, "small", &id), before, "the bytes stay");
+    c.volume_resize(&id, 25).await.unwrap();
+
+    let shrink = c.volume_resize(&id, 24).await.unwrap_err();
+    assert_eq!(shrink.kind, ErrorKind::Invalid, "{shrink}");
+    assert!(shrink.message.contains("only grow"), "{shrink}");
+    // 100 GB of disk, 25 used: growing by 76 does not fit.
+    let full = c.volume_resize(&id, 101).await.unwrap_err();
+    assert_eq!(full.kind, ErrorKind::Capacity, "{full}");
+    assert_eq!(c.volume_info(&id).await.unwrap().size_gb, 25.0);
+    assert!(
+        c.volume_resize("0123456789abcdef0123456789abcdef", 5)
+            .await
+            .unwrap_err()
+            .is_not_found()
+    );
+}

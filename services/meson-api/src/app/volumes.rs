@@ -9,9 +9,12 @@ use meson_core::parse::Warning;
 use meson_core::patch::NameLabels;
 use meson_core::target::Target;
 use meson_core::vm::VmSpec;
-use meson_core::volume::{MAX_VOLUME_NAME_LEN, Volume, VolumeCreate, VolumeStatus};
+use meson_core::vm::VmStatus;
+use meson_core::volume::{
+    MAX_VOLUME_NAME_LEN, Volume, VolumeAttach, VolumeCreate, VolumeResize, VolumeStatus,
+};
 use meson_core::{Error, Result, TenantId, VmId, VolumeId};
-use meson_workflows::{volume_create, volume_delete};
+use meson_workflows::{volume_attach, volume_create, volume_delete, volume_resize};
 
 pub struct VolumeCreated {
     pub volume: Volume,
@@ -120,6 +123,175 @@ impl App {
         meson_db::commit(tx).await?;
         tracing::info!(volume = %id, action = %action.id, "volume delete accepted");
         Ok(action)
+    }
+}
+
+impl App {
+    /// Starts attaching a standalone volume to a living VM of the tenant
+    /// (running or off) on the volume's host; the attachment is recorded
+    /// at once, so no other VM or delete takes the volume meanwhile. A VM
+    /// of another tenant is `not_found`, like a missing one.
+    pub async fn volume_attach(
+        &self,
+        p: &Principal,
+        id: VolumeId,
+        body: &serde_json::Value,
+    ) -> Result<(Action, Vec<Warning>)> {
+        let req = VolumeAttach::parse(body)?;
+        if let Some(vm) = self.volume_get(p, id).await?.vm_id {
+            return Err(owned_by(vm));
+        }
+        let (vm, parts) = self.vm_get(p, req.vm).await?;
+        let mut tx = meson_db::begin(&self.pool).await?;
+        let v = meson_db::volumes::lock_standalone(&mut tx, &p.tenant, id).await?;
+        match v.attached_to {
+            Some(to) if to == vm.id => {
+                return Err(Error::Conflict {
+                    message: format!("the volume is already attached to VM {to}"),
+                });
+            }
+            Some(to) => {
+                return Err(Error::Conflict {
+                    message: format!(
+                        "the volume is attached to VM {to}; detach it first \
+                         (POST /v1/volumes/{id}/actions/detach)"
+                    ),
+                });
+            }
+            None => {}
+        }
+        if v.status != VolumeStatus::Available {
+            return Err(Error::Conflict {
+                message: format!(
+                    "the volume is {}; only an available volume can be attached",
+                    v.status.as_str()
+                ),
+            });
+        }
+        let (Some(at), VmStatus::Running | VmStatus::Off) = (&vm.placement, vm.status) else {
+            return Err(Error::Conflict {
+                message: format!(
+                    "the VM is {}: a volume can be attached to a placed VM that is running or off",
+                    vm.status.as_str()
+                ),
+            });
+        };
+        let here = v
+            .placement
+            .as_ref()
+            .ok_or_else(|| Error::internal("an available volume has no placement"))?;
+        if here.target_id != at.target_id {
+            return Err(Error::invalid(
+                "vm",
+                format!(
+                    "the volume is on host {}, the VM on host {}: AtomOS attaches a volume \
+                     to VMs of its own host only",
+                    here.host, at.host
+                ),
+            ));
+        }
+        let attached = parts
+            .volumes
+            .iter()
+            .filter(|o| o.attached_to == Some(vm.id))
+            .count();
+        if attached >= meson_core::vm::MAX_ATTACHED_VOLUMES {
+            return Err(Error::Conflict {
+                message: format!(
+                    "the VM has {attached} standalone volumes attached, the most it can have"
+                ),
+            });
+        }
+        meson_db::volumes::attach(&mut tx, id, vm.id).await?;
+        let action = new_action(
+            p,
+            Command::AttachVolume,
+            vec![(ResourceType::Volume, id.0), (ResourceType::Vm, vm.id.0)],
+        );
+        meson_db::actions::insert(&mut tx, &action).await?;
+        let params = volume_attach::Params {
+            volume_id: id,
+            vm_id: vm.id,
+        };
+        volume_attach::enqueue_attach(&mut tx, &params, action.id, &p.tenant)
+            .await?
+            .or_locked("vm", vm.id)?;
+        meson_db::commit(tx).await?;
+        tracing::info!(volume = %id, vm = %vm.id, action = %action.id, "volume attach accepted");
+        Ok((action, req.warnings))
+    }
+
+    /// Starts detaching a standalone volume from its VM; it stays
+    /// `attached` until its host has let it go, then is `available`.
+    pub async fn volume_detach(&self, p: &Principal, id: VolumeId) -> Result<Action> {
+        if let Some(vm) = self.volume_get(p, id).await?.vm_id {
+            return Err(owned_by(vm));
+        }
+        let mut tx = meson_db::begin(&self.pool).await?;
+        let v = meson_db::volumes::lock_standalone(&mut tx, &p.tenant, id).await?;
+        let Some(vm) = v.attached_to else {
+            return Err(Error::Conflict {
+                message: "the volume is not attached to a VM".into(),
+            });
+        };
+        let action = new_action(
+            p,
+            Command::DetachVolume,
+            vec![(ResourceType::Volume, id.0), (ResourceType::Vm, vm.0)],
+        );
+        meson_db::actions::insert(&mut tx, &action).await?;
+        let params = volume_attach::Params {
+            volume_id: id,
+            vm_id: vm,
+        };
+        volume_attach::enqueue_detach(&mut tx, &params, action.id, &p.tenant)
+            .await?
+            .or_locked("vm", vm)?;
+        meson_db::commit(tx).await?;
+        tracing::info!(volume = %id, %vm, action = %action.id, "volume detach accepted");
+        Ok(action)
+    }
+
+    /// Starts growing a standalone volume (attached or not). The new size
+    /// is recorded and counted against `storage_gb` at once, in the same
+    /// transaction as the quota check.
+    pub async fn volume_resize(
+        &self,
+        p: &Principal,
+        id: VolumeId,
+        body: &serde_json::Value,
+    ) -> Result<(Action, Vec<Warning>)> {
+        let req = VolumeResize::parse(body)?;
+        if let Some(vm) = self.volume_get(p, id).await?.vm_id {
+            return Err(owned_by(vm));
+        }
+        let mut tx = meson_db::begin(&self.pool).await?;
+        let held = self.hold_usage(&mut tx, &p.tenant).await?;
+        let v = meson_db::volumes::lock_standalone(&mut tx, &p.tenant, id).await?;
+        if !matches!(v.status, VolumeStatus::Available | VolumeStatus::Attached) {
+            return Err(Error::Conflict {
+                message: format!(
+                    "the volume is {}; only an available or attached volume can be resized",
+                    v.status.as_str()
+                ),
+            });
+        }
+        req.check_grows(v.size_gb)?;
+        meson_db::volumes::set_size(&mut *tx, id, req.size_gb).await?;
+        self.within_quotas(&mut tx, &p.tenant, &held).await?;
+        let action = new_action(p, Command::ResizeVolume, vec![(ResourceType::Volume, id.0)]);
+        meson_db::actions::insert(&mut tx, &action).await?;
+        let params = volume_resize::Params {
+            volume_id: id,
+            from_gb: v.size_gb,
+            to_gb: req.size_gb,
+        };
+        volume_resize::enqueue(&mut tx, &params, action.id, &p.tenant)
+            .await?
+            .or_locked("volume", id)?;
+        meson_db::commit(tx).await?;
+        tracing::info!(volume = %id, from = v.size_gb, to = req.size_gb, action = %action.id, "volume resize accepted");
+        Ok((action, req.warnings))
     }
 }
 

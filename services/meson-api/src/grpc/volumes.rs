@@ -91,6 +91,38 @@ impl pb::volume_service_server::VolumeService for Svc {
         answer(r.await)
     }
 
+    async fn attach_volume(
+        &self,
+        req: Request<pb::AttachVolumeRequest>,
+    ) -> Result<Response<pb::Action>, Status> {
+        let body = convert::volume_attach(req.get_ref());
+        action_on(&req, "volume", &req.get_ref().id, |p, id| async move {
+            Ok(self.0.app.volume_attach(&p, id, &body).await?.0)
+        })
+        .await
+    }
+
+    async fn detach_volume(
+        &self,
+        req: Request<pb::DetachVolumeRequest>,
+    ) -> Result<Response<pb::Action>, Status> {
+        action_on(&req, "volume", &req.get_ref().id, |p, id| async move {
+            self.0.app.volume_detach(&p, id).await
+        })
+        .await
+    }
+
+    async fn resize_volume(
+        &self,
+        req: Request<pb::ResizeVolumeRequest>,
+    ) -> Result<Response<pb::Action>, Status> {
+        let body = convert::volume_resize(req.get_ref());
+        action_on(&req, "volume", &req.get_ref().id, |p, id| async move {
+            Ok(self.0.app.volume_resize(&p, id, &body).await?.0)
+        })
+        .await
+    }
+
     async fn list_volume_actions(
         &self,
         req: Request<pb::ResourceActionsRequest>,

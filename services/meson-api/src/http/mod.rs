@@ -319,7 +319,21 @@ pub fn query_pairs(query: Option<&str>) -> ApiResult<Vec<(String, String)>> {
 pub fn action_answer(a: &meson_core::action::Action) -> axum::Json<meson_types::ActionResponse> {
     axum::Json(meson_types::ActionResponse {
         action: crate::views::action(a),
+        warnings: vec![],
     })
+}
+
+/// A started action as its `201 Created` answer, with the request's
+/// ignored fields.
+pub fn action_created_warned(
+    a: &meson_core::action::Action,
+    warnings: &[meson_core::parse::Warning],
+) -> Response {
+    let body = meson_types::ActionResponse {
+        action: crate::views::action(a),
+        warnings: warnings.iter().map(crate::views::warning).collect(),
+    };
+    (StatusCode::CREATED, axum::Json(body)).into_response()
 }
 
 /// A started action as its `201 Created` answer.

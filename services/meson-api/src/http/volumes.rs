@@ -1,14 +1,14 @@
 //! `/v1/volumes`.
 
 use super::resource::{self, Resource};
-use super::responses::{BadBody, BadId, CannotDelete, CannotModify, NoSuchVolume};
-use super::{AppState, JsonBody};
+use super::responses::{BadBody, BadId, CannotDelete, CannotModify, NoSuchVolume, VmBusy};
+use super::{AppState, JsonBody, action_created, action_created_warned, parse_id};
 use crate::app::{App, Paged, VolumeQuery};
 use crate::auth::Principal;
 use crate::error::ApiResult;
 use crate::views;
 use axum::Json;
-use axum::extract::State;
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use meson_core::action::Action;
@@ -16,9 +16,12 @@ use meson_core::parse::Warning;
 use meson_core::volume::Volume;
 use meson_core::{Result, VolumeId};
 use meson_types::ErrorResponse;
+use meson_types::action as wire_action;
 use meson_types::requests::NameLabelsUpdate;
 use meson_types::requests::VolumeListQuery;
-use meson_types::volume::{self as wire, VolumeCreateRequest};
+use meson_types::volume::{
+    self as wire, VolumeAttachRequest, VolumeCreateRequest, VolumeResizeRequest,
+};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -26,6 +29,9 @@ pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(list, create))
         .routes(routes!(read, update, delete))
+        .routes(routes!(attach))
+        .routes(routes!(detach))
+        .routes(routes!(resize))
 }
 
 /// Creates a standalone volume.
@@ -149,6 +155,122 @@ resource::list_operation! {
     summary: "List volumes",
     query: VolumeListQuery,
     found: "A page of volumes.",
+}
+
+/// Attaches a standalone volume to a VM.
+#[utoipa::path(
+    post,
+    path = "/v1/volumes/{id}/actions/attach",
+    tag = "volumes",
+    operation_id = "volume_attach",
+    summary = "Attach a volume to a VM",
+    description = "Records the volume as attached to `vm` (`attached`) and starts its \
+        `attach_volume` action, which hot-plugs it on the VM's AtomOS host; the VM may be \
+        `running` or `off` and keeps running (as Hetzner's attach). The volume must be \
+        `available` and on the VM's host: a volume on another host is refused naming both. \
+        The action holds the VM: no other action runs on the VM until it ends. If it fails, \
+        the volume is `available` again.",
+    params(("id" = uuid::Uuid, Path, description = "The volume's id.")),
+    request_body(content = VolumeAttachRequest, content_type = "application/json"),
+    responses(
+        (status = 201, description = "Accepted: the action.", body = wire_action::ActionResponse,
+            links(("GetAction" = (operation_id = "action_get",
+                parameters(("id" = "$response.body#/action/id")))))),
+        (status = 400, description = "A bad field (`invalid_input`: `vm` is not a UUID, or \
+            the VM is on another host than the volume), malformed JSON (`json_error`), the id \
+            is not a UUID, or a bad `Idempotency-Key`.", body = ErrorResponse),
+        CannotModify,
+        (status = 404, description = "No such volume, or no such VM, for this tenant \
+            (`not_found`).", body = ErrorResponse),
+        (status = 409, description = "The volume is attached already (to the VM named in the \
+            message), not `available`, or a VM's own; the VM is neither `running` nor `off`, or \
+            has the most volumes it can (`conflict`).", body = ErrorResponse),
+        VmBusy,
+    ),
+)]
+async fn attach(
+    State(s): State<AppState>,
+    p: Principal,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
+    let (action, warnings) = s.app.volume_attach(&p, parse_id(&id)?, &body).await?;
+    Ok(action_created_warned(&action, &warnings))
+}
+
+/// Detaches a standalone volume from its VM.
+#[utoipa::path(
+    post,
+    path = "/v1/volumes/{id}/actions/detach",
+    tag = "volumes",
+    operation_id = "volume_detach",
+    summary = "Detach a volume from its VM",
+    description = "Starts a `detach_volume` action, which unplugs the volume on its VM's \
+        AtomOS host (running or off); the volume stays `attached` until the host has let it \
+        go, then is `available`. The action holds the VM. Takes no body.",
+    params(("id" = uuid::Uuid, Path, description = "The volume's id.")),
+    responses(
+        (status = 201, description = "Accepted: the action.", body = wire_action::ActionResponse,
+            links(("GetAction" = (operation_id = "action_get",
+                parameters(("id" = "$response.body#/action/id")))))),
+        BadId,
+        CannotModify,
+        NoSuchVolume,
+        (status = 409, description = "The volume is not attached, or is a VM's own \
+            (`conflict`).", body = ErrorResponse),
+        VmBusy,
+    ),
+)]
+async fn detach(
+    State(s): State<AppState>,
+    p: Principal,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
+    Ok(action_created(
+        &s.app.volume_detach(&p, parse_id(&id)?).await?,
+    ))
+}
+
+/// Grows a standalone volume.
+#[utoipa::path(
+    post,
+    path = "/v1/volumes/{id}/actions/resize",
+    tag = "volumes",
+    operation_id = "volume_resize",
+    summary = "Resize a volume",
+    description = "Records the volume's new `size` (counted against `storage_gb` at once) and \
+        starts its `resize_volume` action, which grows it on its AtomOS host, attached or not, \
+        its VM running or off (as Hetzner's resize); the guest's filesystem is not grown. \
+        Volumes only grow: a smaller size is refused. If the action fails, the volume keeps \
+        the size its host has.",
+    params(("id" = uuid::Uuid, Path, description = "The volume's id.")),
+    request_body(content = VolumeResizeRequest, content_type = "application/json"),
+    responses(
+        (status = 201, description = "Accepted: the action.", body = wire_action::ActionResponse,
+            links(("GetAction" = (operation_id = "action_get",
+                parameters(("id" = "$response.body#/action/id")))))),
+        (status = 400, description = "A bad field (`invalid_input`: `size` out of range or \
+            smaller than the volume), malformed JSON (`json_error`), the id is not a UUID, or a \
+            bad `Idempotency-Key`.", body = ErrorResponse),
+        (status = 403, description = "The token's role cannot modify (`forbidden`), or the \
+            new size would take the tenant over its `storage_gb` quota \
+            (`resource_limit_exceeded`).", body = ErrorResponse),
+        NoSuchVolume,
+        (status = 409, description = "The volume is neither `available` nor `attached`, or is \
+            a VM's own (`conflict`).", body = ErrorResponse),
+        (status = 423, description = "An action runs on the volume: its create, delete or \
+            another resize (`locked`; the action id in `details.action_id`).",
+            body = ErrorResponse),
+    ),
+)]
+async fn resize(
+    State(s): State<AppState>,
+    p: Principal,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
+    let (action, warnings) = s.app.volume_resize(&p, parse_id(&id)?, &body).await?;
+    Ok(action_created_warned(&action, &warnings))
 }
 
 /// Volumes through the shared handlers.

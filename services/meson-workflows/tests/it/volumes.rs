@@ -9,8 +9,10 @@ use meson_core::{ActionId, VmId, VolumeId};
 use meson_jobs::testing::Scenario;
 use meson_workflows::vm_create::VmCreate;
 use meson_workflows::vm_delete::VmDelete;
+use meson_workflows::volume_attach::{VolumeAttach, VolumeDetach};
 use meson_workflows::volume_create::VolumeCreate;
 use meson_workflows::volume_delete::VolumeDelete;
+use meson_workflows::volume_resize::VolumeResize;
 use std::sync::atomic::Ordering;
 
 impl World {
@@ -81,6 +83,43 @@ impl World {
             .filter(|v| v.name == name)
             .map(|v| v.attached_to)
             .collect()
+    }
+
+    /// The sizes of a standalone volume's copies on AtomOS, GB.
+    fn volume_sizes_on_atomos(&self, id: VolumeId) -> Vec<f64> {
+        let name = meson_core::naming::volume_atomos_name(id);
+        self.sim
+            .hosts()
+            .iter()
+            .flat_map(|h| h.inventory().volumes)
+            .filter(|v| v.name == name)
+            .map(|v| v.size_gb)
+            .collect()
+    }
+
+    /// A running VM (attaching a volume of its own so that it runs on the
+    /// host standalone volumes go to) and an available standalone volume on
+    /// the same host.
+    async fn vm_and_free_volume(&self) -> (VmId, VolumeId) {
+        let anchor = self.available_volume().await;
+        let (vm, create) = self.vm_request_attaching(anchor).await;
+        assert_eq!(
+            self.run_plain(VmCreate(self.env.clone()), create)
+                .await
+                .error,
+            None
+        );
+        let volume = self.available_volume().await;
+        let host = |id| async move {
+            meson_db::volumes::get_including_deleted(&self.db.pool, id)
+                .await
+                .unwrap()
+                .placement
+                .unwrap()
+                .target_id
+        };
+        assert_eq!(host(anchor).await, host(volume).await, "one host");
+        (vm, volume)
     }
 
     /// The simulator's id of a VM, if AtomOS has it.
@@ -354,6 +393,180 @@ impl Scenario for DetachScenario {
         }
         self.assert_done(action).await;
     }
+}
+
+/// Attaching a standalone volume to a running VM.
+struct LiveAttachScenario(World);
+
+impl HasWorld for LiveAttachScenario {
+    fn world(&self) -> &World {
+        &self.0
+    }
+}
+
+impl Scenario for LiveAttachScenario {
+    type W = VolumeAttach;
+
+    fn workflow(&self) -> VolumeAttach {
+        VolumeAttach(self.0.env.clone())
+    }
+
+    async fn start(&self) -> ActionId {
+        let w = &self.0;
+        let (vm, volume) = w.vm_and_free_volume().await;
+        let body = serde_json::json!({"vm": vm.to_string()});
+        let (action, _) = w
+            .app
+            .volume_attach(&w.who, volume, &body)
+            .await
+            .expect("attach accepted");
+        action.id
+    }
+
+    /// Attached on AtomOS and in its row, the VM still running.
+    async fn assert_done(&self, action: ActionId) {
+        let w = &self.0;
+        let vm = w.vm_named(action).await;
+        let volume = w.volume_of(action).await;
+        let v = meson_db::volumes::get_including_deleted(&w.db.pool, volume)
+            .await
+            .unwrap();
+        assert_eq!(
+            (v.status, v.attached_to),
+            (VolumeStatus::Attached, Some(vm))
+        );
+        let sim_vm = w.sim_vm(vm).expect("on AtomOS");
+        assert_eq!(w.volume_on_atomos(volume), [vec![sim_vm]]);
+        assert_eq!(w.vm(vm).await.status, VmStatus::Running);
+    }
+
+    /// Free on AtomOS and in its row.
+    async fn assert_clean(&self, action: ActionId) {
+        let w = &self.0;
+        w.assert_free(w.volume_of(action).await).await;
+    }
+}
+
+/// Detaching a standalone volume from a running VM.
+struct LiveDetachScenario(World);
+
+impl HasWorld for LiveDetachScenario {
+    fn world(&self) -> &World {
+        &self.0
+    }
+}
+
+impl Scenario for LiveDetachScenario {
+    type W = VolumeDetach;
+
+    fn workflow(&self) -> VolumeDetach {
+        VolumeDetach(self.0.env.clone())
+    }
+
+    async fn start(&self) -> ActionId {
+        let w = &self.0;
+        let (vm, volume) = w.vm_and_free_volume().await;
+        let body = serde_json::json!({"vm": vm.to_string()});
+        let (attach, _) = w.app.volume_attach(&w.who, volume, &body).await.unwrap();
+        assert_eq!(
+            w.run_plain(VolumeAttach(w.env.clone()), attach.id)
+                .await
+                .error,
+            None
+        );
+        w.app
+            .volume_detach(&w.who, volume)
+            .await
+            .expect("detach accepted")
+            .id
+    }
+
+    async fn assert_done(&self, action: ActionId) {
+        let w = &self.0;
+        w.assert_free(w.volume_of(action).await).await;
+    }
+
+    /// A failed detach: the row follows AtomOS; detaching again frees it.
+    async fn assert_clean(&self, action: ActionId) {
+        let w = &self.0;
+        let vm = w.vm_named(action).await;
+        let volume = w.volume_of(action).await;
+        let v = meson_db::volumes::get_including_deleted(&w.db.pool, volume)
+            .await
+            .unwrap();
+        let on_host = w.volume_on_atomos(volume);
+        if v.attached_to == Some(vm) {
+            assert_eq!(on_host, [vec![w.sim_vm(vm).unwrap()]], "{v:?}");
+            let again = w.app.volume_detach(&w.who, volume).await.unwrap();
+            assert_eq!(
+                w.run_plain(VolumeDetach(w.env.clone()), again.id)
+                    .await
+                    .error,
+                None
+            );
+        }
+        w.assert_free(volume).await;
+    }
+}
+
+/// Growing a standalone volume.
+struct ResizeScenario(World);
+
+impl HasWorld for ResizeScenario {
+    fn world(&self) -> &World {
+        &self.0
+    }
+}
+
+impl Scenario for ResizeScenario {
+    type W = VolumeResize;
+
+    fn workflow(&self) -> VolumeResize {
+        VolumeResize(self.0.env.clone())
+    }
+
+    async fn start(&self) -> ActionId {
+        let w = &self.0;
+        let id = w.available_volume().await;
+        let (action, _) = w
+            .app
+            .volume_resize(&w.who, id, &serde_json::json!({"size": 7}))
+            .await
+            .expect("resize accepted");
+        action.id
+    }
+
+    async fn assert_done(&self, action: ActionId) {
+        let w = &self.0;
+        let id = w.volume_of(action).await;
+        let v = w.app.volume_get(&w.who, id).await.unwrap();
+        assert_eq!((v.size_gb, v.status), (7, VolumeStatus::Available));
+        assert_eq!(w.volume_sizes_on_atomos(id), [7.0]);
+    }
+
+    /// A failed resize: the row says the size the host has.
+    async fn assert_clean(&self, action: ActionId) {
+        let w = &self.0;
+        let id = w.volume_of(action).await;
+        let v = w.app.volume_get(&w.who, id).await.unwrap();
+        assert_eq!(w.volume_sizes_on_atomos(id), [f64::from(v.size_gb)]);
+        assert_eq!(v.status, VolumeStatus::Available);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn volume_attach_to_a_running_vm_passes_the_workflow_harness() {
+    harness(LiveAttachScenario(World::new().await)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn volume_detach_from_a_running_vm_passes_the_workflow_harness() {
+    harness(LiveDetachScenario(World::new().await)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn volume_resize_passes_the_workflow_harness() {
+    harness(ResizeScenario(World::new().await)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

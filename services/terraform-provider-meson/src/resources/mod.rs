@@ -10,6 +10,7 @@ pub mod image;
 pub mod network;
 pub mod pool;
 pub mod vm;
+pub mod volume;
 
 use crate::diag::{Failure, FieldMap, Res};
 use crate::schema::Block;
@@ -32,15 +33,19 @@ pub enum Kind {
     Cluster,
     Pool,
     Image,
+    Volume,
+    VolumeAttachment,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 5] = [
+    pub const ALL: [Kind; 7] = [
         Kind::Network,
         Kind::Vm,
         Kind::Cluster,
         Kind::Pool,
         Kind::Image,
+        Kind::Volume,
+        Kind::VolumeAttachment,
     ];
 
     pub fn name(self) -> &'static str {
@@ -50,6 +55,8 @@ impl Kind {
             Kind::Cluster => "meson_cluster",
             Kind::Pool => "meson_node_pool",
             Kind::Image => "meson_image",
+            Kind::Volume => "meson_volume",
+            Kind::VolumeAttachment => "meson_volume_attachment",
         }
     }
 
@@ -64,6 +71,8 @@ impl Kind {
             Kind::Cluster => cluster::block(),
             Kind::Pool => pool::block(),
             Kind::Image => image::block(),
+            Kind::Volume => volume::block(),
+            Kind::VolumeAttachment => volume::attachment::block(),
         }
     }
 
@@ -77,6 +86,8 @@ impl Kind {
             Kind::Cluster => cluster::create(c, planned, t, notes).await,
             Kind::Pool => pool::create(c, planned, t, notes).await,
             Kind::Image => image::create(c, planned, t).await,
+            Kind::Volume => volume::create(c, planned, t).await,
+            Kind::VolumeAttachment => volume::attachment::create(c, planned, t).await,
         }
     }
 
@@ -88,6 +99,8 @@ impl Kind {
             Kind::Cluster => cluster::read(c, state).await,
             Kind::Pool => pool::read(c, state).await,
             Kind::Image => image::read(c, state).await,
+            Kind::Volume => volume::read(c, state).await,
+            Kind::VolumeAttachment => volume::attachment::read(c, state).await,
         }
     }
 
@@ -107,6 +120,9 @@ impl Kind {
             Kind::Cluster => cluster::update(c, prior, planned, t, notes).await,
             Kind::Pool => pool::update(c, prior, planned, t).await,
             Kind::Image => image::update(c, prior, planned).await,
+            Kind::Volume => volume::update(c, prior, planned, t).await,
+            // Every attribute replaces it: nothing changes in place.
+            Kind::VolumeAttachment => Ok(planned.clone()),
         }
     }
 
@@ -118,6 +134,8 @@ impl Kind {
             Kind::Cluster => cluster::field(f),
             Kind::Pool => pool::field(f),
             Kind::Image => image::field(f),
+            Kind::Volume => volume::field(f),
+            Kind::VolumeAttachment => volume::attachment::field(f),
         }
     }
 
@@ -130,6 +148,8 @@ impl Kind {
             Kind::Cluster => cluster::delete(c, prior, t).await,
             Kind::Pool => pool::delete(c, prior, t).await,
             Kind::Image => image::delete(c, prior, t).await,
+            Kind::Volume => volume::delete(c, prior, t).await,
+            Kind::VolumeAttachment => volume::attachment::delete(c, prior, t).await,
         };
         match r {
             // Already gone: what a delete wants.
@@ -151,6 +171,17 @@ impl Kind {
                 parse_id(cluster)?;
                 parse_id(pool)?;
                 Ok(serde_json::json!({"id": pool, "cluster_id": cluster}))
+            }
+            Kind::VolumeAttachment => {
+                let (volume, vm) = id.split_once('/').ok_or_else(|| {
+                    Failure::msg(
+                        "import a volume attachment as VOLUME_ID/VM_ID",
+                        format!("got {id:?}"),
+                    )
+                })?;
+                parse_id(volume)?;
+                parse_id(vm)?;
+                Ok(serde_json::json!({"id": volume, "volume_id": volume, "vm_id": vm}))
             }
             _ => {
                 parse_id(id)?;

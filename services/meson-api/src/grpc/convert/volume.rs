@@ -40,6 +40,16 @@ pub fn volume_create(r: &pb::CreateVolumeRequest) -> Value {
         .value()
 }
 
+/// An `AttachVolumeRequest` as the REST body of its attach action.
+pub fn volume_attach(r: &pb::AttachVolumeRequest) -> Value {
+    Obj::new().str("vm", &r.vm).value()
+}
+
+/// A `ResizeVolumeRequest` as the REST body of its resize action.
+pub fn volume_resize(r: &pb::ResizeVolumeRequest) -> Value {
+    Obj::new().num("size", r.size).value()
+}
+
 /// `ListVolumesRequest` as the REST list's query pairs: an empty field
 /// filters nothing.
 pub fn volume_list_query(r: &pb::ListVolumesRequest) -> Vec<(String, String)> {
