@@ -347,7 +347,10 @@ async fn a_volume_is_attached_to_a_running_vm_grown_and_detached_over_grpc() {
         .into_inner();
     assert_eq!(a.command, "attach_volume");
     succeeded(&ch, &m.token, &a.id, Duration::from_secs(30)).await;
-    assert_eq!(sim_volume(&m, &atomos_name).0, std::slice::from_ref(&sim_vm));
+    assert_eq!(
+        sim_volume(&m, &atomos_name).0,
+        std::slice::from_ref(&sim_vm)
+    );
     let e = refused(
         volumes.attach_volume(authed(attach(&made[1], &vm.id), &m.token)),
         Code::FailedPrecondition,

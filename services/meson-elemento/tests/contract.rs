@@ -755,6 +755,133 @@ async fn storage_volumes_from_create_to_destroy() {
     m.stop().await;
 }
 
+/// `compute /volume/attach`, `/volume/detach` and `storage /update/resize`
+/// (Electros' and elemento-cli's calls) over meson's volume actions: the
+/// volume really is on the VM, really grows, and really leaves it.
+#[tokio::test]
+async fn volumes_attach_grow_and_detach_through_the_daemon_routes() {
+    let m = Meson::start().await;
+    let gw = gateway(&m).await;
+    let me = Caller::bearer(&m.token);
+    let storage = |p: &str| url(&gw, Daemon::Storage, p);
+    let compute = |p: &str| url(&gw, Daemon::Compute, p);
+    let mut made = Vec::new();
+    for name in ["boot-data", "hot"] {
+        let r = me
+            .post(&storage("/create"), &json!({"name": name, "size": 10}))
+            .await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+        made.push(r.json()["vid"].as_str().unwrap().to_owned());
+    }
+    let (v1, v2) = (made[0].clone(), made[1].clone());
+    let mut spec = neon();
+    spec["volumes"] = json!([{"vid": v1}]);
+    let r = me.post(&compute("/register"), &spec).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    let vm = r.json()["uniqueID"].as_str().unwrap().to_owned();
+    let info = |id: String| {
+        let me = &me;
+        let storage = &storage;
+        async move {
+            me.post(&storage("/info"), &json!({"volume_id": id}))
+                .await
+                .json()
+        }
+    };
+    until("the VM runs", Duration::from_secs(60), || async {
+        let rows = me.get(&compute("/status")).await.json();
+        let row = rows
+            .as_array()?
+            .iter()
+            .find(|r| r["uniqueID"] == vm.as_str())?
+            .clone();
+        (row["states"] == "running").then_some(())
+    })
+    .await;
+
+    // Bad bodies name the daemon's fields.
+    for (body, field) in [
+        (json!({"volume_id": v2}), "local_index"),
+        (json!({"local_index": vm}), "volume_id"),
+        (json!({"local_index": vm, "volume_id": "nope"}), "volume_id"),
+    ] {
+        let r = me.post(&compute("/volume/attach"), &body).await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{body}: {}", r.text);
+        assert_eq!(r.json()["fields"][0]["name"], field, "{}", r.text);
+    }
+    let r = me
+        .post(
+            &compute("/volume/attach"),
+            &json!({"local_index": vm, "volume_id": v2}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    assert!(r.json()["action_id"].is_string(), "{}", r.text);
+    until("attached", Duration::from_secs(60), || async {
+        let i = info(v2.clone()).await;
+        (i["status"] == "attached" && i["vm"] == vm.as_str()).then_some(())
+    })
+    .await;
+    let atomos = |id: &str| {
+        let name = format!("vol-{}", id.replace('-', ""));
+        m.sim()
+            .hosts()
+            .iter()
+            .flat_map(|h| h.inventory().volumes)
+            .find(|v| v.name == name)
+            .expect("on AtomOS")
+    };
+    until("attached on AtomOS", Duration::from_secs(60), || async {
+        (atomos(&v2).attached_to.len() == 1).then_some(())
+    })
+    .await;
+
+    // Grown (GB in, as `create`); a smaller size names `size`.
+    let r = me
+        .post(
+            &storage("/update/resize"),
+            &json!({"volume_id": v2, "size": 30}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    until("grown on AtomOS", Duration::from_secs(60), || async {
+        (atomos(&v2).size_gb == 30.0).then_some(())
+    })
+    .await;
+    assert_eq!(info(v2.clone()).await["size"], 30_000_000_000u64, "bytes");
+    let r = me
+        .post(
+            &storage("/update/resize"),
+            &json!({"volume_id": v2, "size": "5"}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.text);
+    assert_eq!(r.json()["fields"][0]["name"], "size", "{}", r.text);
+
+    // Detached from that VM only.
+    let r = me
+        .post(
+            &compute("/volume/detach"),
+            &json!({"local_index": uuid::Uuid::new_v4(), "volume_id": v2}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.text);
+    let r = me
+        .post(
+            &compute("/volume/detach"),
+            &json!({"vm_uid": vm, "vid": v2}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    until("detached", Duration::from_secs(60), || async {
+        (info(v2.clone()).await["status"] == "available").then_some(())
+    })
+    .await;
+    assert!(atomos(&v2).attached_to.is_empty());
+    gw.shutdown().await;
+    m.stop().await;
+}
+
 /// The Electros KaaS form, nested as its slash-separated keys say.
 fn kaas_form(name: &str) -> Value {
     json!({"name": name, "nodepools": [{"pool_name": "p1", "autoscale": false, "min_nodes": 1,

@@ -960,6 +960,52 @@ async fn volumes_networks_and_kubernetes_versions() {
         .await;
     assert_eq!(r.code, Some(1), "{r:#?}");
     assert!(r.stderr.contains("size"), "{r:#?}");
+    // Attached to a running VM on its host (made attaching a volume of
+    // that host), grown, detached; by names, waiting with progress.
+    let r = m
+        .ctl(&[
+            "volume", "create", "--name", "anchor", "--size", "1", "-o", "json",
+        ])
+        .await;
+    r.ok();
+    let anchor = r.json()["id"].as_str().unwrap().to_owned();
+    let mut body = harness::seed_vm();
+    body["specs"]["vm_name"] = "holder".into();
+    body.as_object_mut().unwrap().remove("provider");
+    body["volumes"] = json!([anchor]);
+    let made = m.m.post("/v1/vms", &body).await;
+    assert_eq!(made.status, reqwest::StatusCode::CREATED, "{}", made.body);
+    m.m.wait_action(made.body["action"]["id"].as_str().unwrap())
+        .await;
+    let vm = made.body["vm"]["id"].as_str().unwrap().to_owned();
+    let r = m
+        .ctl(&["volume", "attach", "data-2", "--vm", "holder", "-o", "json"])
+        .await;
+    r.ok();
+    assert_eq!(
+        (
+            r.json()["status"].as_str(),
+            r.json()["attached_to"].as_str()
+        ),
+        (Some("attached"), Some(vm.as_str())),
+        "{r:#?}"
+    );
+    let r = m
+        .ctl(&["volume", "resize", "data-2", "--size", "8", "-o", "json"])
+        .await;
+    r.ok();
+    assert_eq!(r.json()["size"], 8, "{r:#?}");
+    let r = m.ctl(&["volume", "resize", "data-2", "--size", "2"]).await;
+    assert_eq!(r.code, Some(1), "{r:#?}");
+    assert!(
+        r.stderr.contains("size") && r.stderr.contains("only grow"),
+        "{r:#?}"
+    );
+    let r = m.ctl(&["volume", "detach", "data-2", "-o", "json"]).await;
+    r.ok();
+    assert_eq!(r.json()["status"], "available", "{r:#?}");
+    let r = m.ctl(&["volume", "detach", "data-2"]).await;
+    assert_eq!(r.code, Some(1), "{r:#?}");
     m.ctl(&["volume", "delete", "data-2"]).await.ok();
     assert_eq!(
         m.get(&format!("/v1/volumes/{id}")).await.status,
@@ -1054,7 +1100,9 @@ async fn completions_for_bash_zsh_and_fish() {
     };
     assert_eq!(complete("mesonctl vol", 1), "volume");
     let sub = complete("mesonctl volume ''", 2);
-    for word in ["create", "list", "get", "update", "delete"] {
+    for word in [
+        "create", "list", "get", "update", "delete", "attach", "detach", "resize",
+    ] {
         assert!(sub.split_whitespace().any(|w| w == word), "{sub}");
     }
     let _ = std::fs::remove_file(&script);

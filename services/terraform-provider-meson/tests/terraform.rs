@@ -157,6 +157,156 @@ impl Dev {
     }
 }
 
+impl Dev {
+    /// A standalone volume on the simulated hosts (their state files): its
+    /// size, GB, and the AtomOS ids of the VMs it is attached to.
+    fn atomos_volume(&self, id: &str) -> Option<(f64, Vec<String>)> {
+        let name = format!("vol-{}", id.replace('-', ""));
+        for f in std::fs::read_dir(self.dir.join(".meson/atomos")).unwrap() {
+            let p = f.unwrap().path();
+            if p.extension().is_none_or(|e| e != "json") {
+                continue;
+            }
+            let host: Value = serde_json::from_slice(&std::fs::read(&p).unwrap()).unwrap();
+            let Some(v) = host["volumes"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|v| v["name"] == name.as_str())
+            else {
+                continue;
+            };
+            let on: Vec<String> = host["vms"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|vm| {
+                    vm["volume_ids"]
+                        .as_array()
+                        .is_some_and(|ids| ids.contains(&v["id"]))
+                })
+                .filter_map(|vm| vm["id"].as_str().map(str::to_owned))
+                .collect();
+            return Some((v["size_gb"].as_f64().unwrap(), on));
+        }
+        None
+    }
+
+    /// The AtomOS id of the VM named `name` in meson.
+    async fn atomos_vm(&self, name: &str) -> String {
+        let vm = vm_by_name(self, name).await.expect("the VM");
+        let atomos = format!("vm-{}", vm["id"].as_str().unwrap().replace('-', ""));
+        for f in std::fs::read_dir(self.dir.join(".meson/atomos")).unwrap() {
+            let p = f.unwrap().path();
+            if p.extension().is_none_or(|e| e != "json") {
+                continue;
+            }
+            let host: Value = serde_json::from_slice(&std::fs::read(&p).unwrap()).unwrap();
+            if let Some(id) = host["vms"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|v| v["name"] == atomos.as_str())
+                .and_then(|v| v["id"].as_str())
+            {
+                return id.to_owned();
+            }
+        }
+        panic!("{name} is not on AtomOS")
+    }
+}
+
+/// Volumes by plan: a VM attaching one at its create (which puts it on the
+/// volumes' host), a second attached by `meson_volume_attachment` without
+/// the VM seeing drift, grown in place, then detached by removing the
+/// attachment; a shrink is refused naming `size`.
+fn volumes_tf(size: u32, attached: bool) -> String {
+    let mut tf = format!(
+        r#"
+resource "meson_volume" "anchor" {{
+  name          = "anchor"
+  size          = 1
+  provider_name = "ionos"
+}}
+resource "meson_volume" "data" {{
+  name          = "data"
+  size          = {size}
+  provider_name = "ionos"
+}}
+resource "meson_vm" "holder" {{
+  name             = "holder"
+  cores            = 1
+  memory_mib       = 1024
+  attached_volumes = [meson_volume.anchor.id]
+}}
+"#
+    );
+    if attached {
+        tf.push_str(
+            r#"
+resource "meson_volume_attachment" "data" {
+  volume_id = meson_volume.data.id
+  vm_id     = meson_vm.holder.id
+}
+"#,
+        );
+    }
+    tf
+}
+
+async fn volumes_by_plan(dev: &Dev, tf: &Tf) {
+    std::fs::write(tf.dir.join("volumes.tf"), volumes_tf(10, true)).unwrap();
+    let out = tf.ok(&["apply", "-auto-approve", "-no-color"], 0);
+    assert!(
+        out.contains("Resources: 4 added, 0 changed, 0 destroyed"),
+        "{out}"
+    );
+    let data = dev
+        .list("volumes")
+        .await
+        .into_iter()
+        .find(|v| v["name"] == "data")
+        .expect("the data volume");
+    let id = data["id"].as_str().unwrap().to_owned();
+    let holder = dev.atomos_vm("holder").await;
+    assert_eq!(dev.atomos_volume(&id), Some((10.0, vec![holder.clone()])));
+    let out = tf.ok(&["plan", "-detailed-exitcode", "-no-color"], 0);
+    assert!(out.contains("No changes"), "{out}");
+
+    std::fs::write(tf.dir.join("volumes.tf"), volumes_tf(20, true)).unwrap();
+    let out = tf.ok(&["plan", "-no-color"], 0);
+    assert!(out.contains("0 to add, 1 to change, 0 to destroy"), "{out}");
+    tf.ok(&["apply", "-auto-approve", "-no-color"], 0);
+    assert_eq!(dev.atomos_volume(&id), Some((20.0, vec![holder])));
+    assert_eq!(
+        dev.get(&format!("/v1/volumes/{id}")).await["volume"]["size"],
+        20
+    );
+
+    std::fs::write(tf.dir.join("volumes.tf"), volumes_tf(20, false)).unwrap();
+    let out = tf.ok(&["plan", "-no-color"], 0);
+    assert!(out.contains("0 to add, 0 to change, 1 to destroy"), "{out}");
+    tf.ok(&["apply", "-auto-approve", "-no-color"], 0);
+    assert_eq!(dev.atomos_volume(&id), Some((20.0, vec![])));
+    assert_eq!(
+        dev.get(&format!("/v1/volumes/{id}")).await["volume"]["status"],
+        "available"
+    );
+    tf.ok(&["plan", "-detailed-exitcode", "-no-color"], 0);
+
+    std::fs::write(tf.dir.join("volumes.tf"), volumes_tf(5, false)).unwrap();
+    let out = tf.run(&["apply", "-auto-approve", "-no-color"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("(invalid_input)") && err.contains("only grow"),
+        "{err}"
+    );
+    assert!(err.contains("size"), "{err}");
+    std::fs::write(tf.dir.join("volumes.tf"), volumes_tf(20, false)).unwrap();
+    tf.ok(&["plan", "-detailed-exitcode", "-no-color"], 0);
+}
+
 impl Drop for Dev {
     fn drop(&mut self) {
         // SIGTERM: mesond dev finishes, stops its private PostgreSQL and
@@ -455,6 +605,8 @@ output "default_kubernetes_version" {
     assert_eq!(stopped["labels"]["team"], "infra", "{stopped}");
     tf.ok(&["plan", "-detailed-exitcode", "-no-color"], 0);
 
+    volumes_by_plan(&dev, &tf).await;
+
     // A request meson refuses: its error code, and the attribute it names.
     std::fs::write(
         tf.dir.join("bad.tf"),
@@ -478,5 +630,6 @@ output "default_kubernetes_version" {
     assert_eq!(dev.list("vms").await, Vec::<Value>::new());
     assert_eq!(dev.list("clusters").await, Vec::<Value>::new());
     assert_eq!(dev.list("networks").await, Vec::<Value>::new());
+    assert_eq!(dev.list("volumes").await, Vec::<Value>::new());
     assert_eq!(dev.atomos(), (0, 0), "VMs and networks left on AtomOS");
 }

@@ -41,9 +41,13 @@ pub fn block() -> Block {
             )
             .force_new()
             .tracked(),
-            Attr::optional("provider", Ty::Str, "Place an import with this provider.")
-                .force_new()
-                .tracked(),
+            Attr::optional(
+                "provider_name",
+                Ty::Str,
+                "Place an import with this provider.",
+            )
+            .force_new()
+            .tracked(),
             Attr::optional("region", Ty::Str, "Place an import in this region.")
                 .force_new()
                 .tracked(),
@@ -63,7 +67,7 @@ pub fn field(f: &str) -> Option<Vec<Step>> {
             ("url", &["url"]),
             ("checksum", &["checksum"]),
             ("size", &["size"]),
-            ("provider", &["provider"]),
+            ("provider", &["provider_name"]),
             ("region", &["region"]),
             ("labels", &["labels"]),
         ],
@@ -85,7 +89,7 @@ fn to_json(i: &Image, prior: &Json) -> Json {
                 .map_or(Json::Null, |v| Json::from(v.to_string())),
         ),
         ("size", Json::from(i.size)),
-        ("provider", keep("provider")),
+        ("provider_name", keep("provider_name")),
         ("region", keep("region")),
         ("labels", labels_json(&i.labels)),
         ("status", Json::from(i.status.clone())),
@@ -121,7 +125,7 @@ pub async fn create(c: &Client, p: &Json, t: Duration) -> Res<Json> {
                 checksum: text(p, "checksum"),
                 size: number_u32(p, "size"),
                 labels: labels(p),
-                provider: text(p, "provider"),
+                provider: text(p, "provider_name"),
                 region: text(p, "region"),
                 continent: None,
             };

@@ -350,4 +350,24 @@ mod tests {
         );
         assert!(Kind::Vm.import_state("x").is_err());
     }
+
+    /// Terraform's meta-arguments cannot be attribute names: a resource
+    /// with `provider` fails every configuration that sets it.
+    #[test]
+    fn no_attribute_is_a_meta_argument() {
+        const META: [&str; 7] = [
+            "provider",
+            "count",
+            "for_each",
+            "depends_on",
+            "lifecycle",
+            "provisioner",
+            "connection",
+        ];
+        for k in Kind::ALL {
+            for a in k.block().attrs {
+                assert!(!META.contains(&a.name), "{}.{}", k.name(), a.name);
+            }
+        }
+    }
 }

@@ -112,14 +112,27 @@ fn power_state(status: &str) -> &'static str {
     }
 }
 
-fn to_json(vm: &Vm) -> Json {
+/// meson's view of the VM in the schema's attributes. `known` is the
+/// configuration or state it refreshes: `attached_volumes` are the volumes
+/// it names that are still attached (a `meson_volume_attachment` attaches
+/// others, which are not this resource's), or every standalone volume
+/// attached when it names none at all (an import).
+fn to_json(vm: &Vm, known: &Json) -> Json {
     let sp = &vm.specs;
-    let standalone: Vec<String> = vm
+    let attached: Vec<String> = vm
         .volumes
         .iter()
         .filter(|v| v.standalone)
         .map(|v| v.id.to_string())
         .collect();
+    let standalone: Vec<String> = match known.get("attached_volumes") {
+        None => attached,
+        Some(named) => texts(&serde_json::json!({"v": named}), "v")
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|id| attached.contains(id))
+            .collect(),
+    };
     let data: Vec<Json> = vm
         .volumes
         .iter()
@@ -271,13 +284,13 @@ pub async fn create(c: &Client, p: &Json, t: Duration, notes: &mut super::Notes)
             .await
             .map_err(|f| f.created(id))?;
     }
-    Ok(to_json(&c.vm_get(r.vm.id).await.map_err(err)?))
+    Ok(to_json(&c.vm_get(r.vm.id).await.map_err(err)?, p))
 }
 
 pub async fn read(c: &Client, state: &Json) -> Res<Option<Json>> {
     match c.vm_get(id(state)?).await {
         Ok(vm) if vm.status == "deleting" => Ok(None),
-        Ok(vm) => Ok(Some(to_json(&vm))),
+        Ok(vm) => Ok(Some(to_json(&vm, state))),
         Err(e) if e.code() == Some("not_found") => Ok(None),
         Err(e) => Err(err(e)),
     }
@@ -293,7 +306,7 @@ pub async fn update(c: &Client, prior: &Json, p: &Json, t: Duration) -> Res<Json
     {
         power(c, id, &to, t).await?;
     }
-    Ok(to_json(&c.vm_get(id).await.map_err(err)?))
+    Ok(to_json(&c.vm_get(id).await.map_err(err)?, p))
 }
 
 pub async fn delete(c: &Client, prior: &Json, t: Duration) -> Res<()> {

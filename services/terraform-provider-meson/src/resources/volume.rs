@@ -19,7 +19,7 @@ pub fn block() -> Block {
             Attr::computed("id", Ty::Str, "The volume's id."),
             Attr::required("name", Ty::Str, "The volume's name (in place).").tracked(),
             Attr::required("size", Ty::Num, "GB (in place, grow only).").tracked(),
-            Attr::optional("provider", Ty::Str, "Place it with this provider.")
+            Attr::optional("provider_name", Ty::Str, "Place it with this provider.")
                 .force_new()
                 .tracked(),
             Attr::optional("region", Ty::Str, "Place it in this region.")
@@ -50,7 +50,7 @@ pub fn field(f: &str) -> Option<Vec<Step>> {
         &[
             ("name", &["name"]),
             ("size", &["size"]),
-            ("provider", &["provider"]),
+            ("provider", &["provider_name"]),
             ("region", &["region"]),
             ("bootable", &["bootable"]),
             ("readonly", &["readonly"]),
@@ -72,7 +72,7 @@ fn to_json(v: &Volume, prior: &Json) -> Json {
         ("id", Json::from(v.id.to_string())),
         ("name", Json::from(v.name.clone())),
         ("size", Json::from(v.size)),
-        ("provider", kept("provider", &v.provider)),
+        ("provider_name", kept("provider_name", &v.provider)),
         ("region", kept("region", &v.region)),
         ("bootable", Json::from(v.bootable)),
         ("readonly", Json::from(v.readonly)),
@@ -96,7 +96,7 @@ pub async fn create(c: &Client, p: &Json, t: Duration) -> Res<Json> {
         name: text(p, "name").unwrap_or_default(),
         size: number_u32(p, "size").unwrap_or_default(),
         labels: labels(p),
-        provider: text(p, "provider"),
+        provider: text(p, "provider_name"),
         region: text(p, "region"),
         bootable: flag(p, "bootable"),
         readonly: flag(p, "readonly"),
