@@ -510,6 +510,39 @@ async fn an_image_of_a_vm_is_made_listed_renamed_and_deleted_over_grpc() {
         .unwrap()
         .into_inner();
     assert_eq!(renamed.image.unwrap().name, "golden-2");
+    // A VM booted from it: its specs name the image.
+    let mut req = seed_vm("from-golden");
+    req.image = i.id.clone();
+    let from = vms
+        .create_vm(authed(req, &m.token))
+        .await
+        .unwrap()
+        .into_inner();
+    succeeded(
+        &ch,
+        &m.token,
+        &from.action.unwrap().id,
+        Duration::from_secs(30),
+    )
+    .await;
+    let from = vms
+        .get_vm(authed(
+            pb::GetVmRequest {
+                id: from.vm.unwrap().id,
+            },
+            &m.token,
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        from.specs.and_then(|s| s.image).as_deref(),
+        Some(i.id.as_str())
+    );
+    let mut bad = seed_vm("bad-image");
+    bad.image = "nope".into();
+    let e = refused(vms.create_vm(authed(bad, &m.token)), Code::InvalidArgument).await;
+    assert_eq!(rejected_fields(&e), ["image"]);
     let deleted = images
         .delete_image(authed(
             pb::DeleteImageRequest { id: i.id.clone() },

@@ -367,3 +367,157 @@ async fn bad_image_requests_name_their_fields_and_locks_and_quotas_hold() {
     assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.body);
     usage_matches_recount(&m).await;
 }
+
+/// The content hash of the boot volume of `vm` on AtomOS, and its size.
+fn boot_on_atomos(m: &Meson, vm: &str) -> (String, f64) {
+    let prefix = format!("vm-{}", vm.replace('-', ""));
+    m.sim()
+        .hosts()
+        .iter()
+        .flat_map(|h| h.inventory().volumes)
+        .find(|v| v.name.starts_with(&prefix) && v.bootable && !v.cloudinit)
+        .map(|v| (v.content, v.size_gb))
+        .expect("the VM's boot volume is on AtomOS")
+}
+
+#[tokio::test]
+async fn a_vm_boots_from_a_copy_of_an_image() {
+    let m = Meson::start().await;
+    // A golden image of a running VM, and one imported from a URL.
+    let source = running_vm(&m).await;
+    let (golden, done) = create(
+        &m,
+        &format!("/v1/vms/{source}/actions/create-image"),
+        json!({"name": "golden"}),
+    )
+    .await;
+    assert_eq!(done["status"], "success", "{done}");
+    let (golden_bytes, _) = boot_on_atomos(&m, &source);
+    let bytes = b"a small raw disk".repeat(64);
+    let base = file_server(vec![("disk.img", bytes.clone())]).await;
+    let (imported, done) = create(
+        &m,
+        "/v1/images",
+        json!({"name": "tiny", "url": format!("{base}/disk.img"), "size": 1}),
+    )
+    .await;
+    assert_eq!(done["status"], "success", "{done}");
+    let imported_host = image(&m, &imported).await["host"].clone();
+
+    // A VM from the snapshot: its boot volume holds the image's bytes, on
+    // the image's host; the image records where it came from.
+    // A slow boot keeps the create running while the image is deleted.
+    m.set_boot_time(std::time::Duration::from_secs(2));
+    let mut body = seed_vm();
+    body["specs"]["vm_name"] = "from-golden".into();
+    body["image"] = golden.clone().into();
+    let r = m.post("/v1/vms", &body).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let vm = r.body["vm"]["id"].as_str().unwrap().to_owned();
+    let action = r.body["action"]["id"].as_str().unwrap().to_owned();
+    // Deleting the image while the create runs: 423 naming the create.
+    let busy = m.delete(&format!("/v1/images/{golden}")).await;
+    assert_eq!(busy.status, StatusCode::LOCKED, "{}", busy.body);
+    assert_eq!(busy.body["error"]["details"]["action_id"], action.as_str());
+    assert_eq!(image(&m, &golden).await["status"], "available");
+    let done = m.wait_action(&action).await;
+    m.set_boot_time(std::time::Duration::from_millis(100));
+    assert_eq!(done["status"], "success", "{done}");
+    let got = m.get(&format!("/v1/vms/{vm}")).await.body["vm"].clone();
+    assert_eq!(got["specs"]["image"], golden.as_str(), "{got}");
+    assert_eq!(got["host"], image(&m, &golden).await["host"]);
+    assert_eq!(boot_on_atomos(&m, &vm).0, golden_bytes, "the image's bytes");
+    let resources: Vec<&str> = done["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["type"].as_str().unwrap())
+        .collect();
+    assert!(resources.contains(&"image"), "{resources:?}");
+
+    // From the 1 GB import: on its host, grown to the flavour's boot size.
+    let mut body = seed_vm();
+    body["specs"]["vm_name"] = "from-tiny".into();
+    body["image"] = imported.clone().into();
+    body.as_object_mut().unwrap().remove("provider");
+    let r = m.post("/v1/vms", &body).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let tiny_vm = r.body["vm"]["id"].as_str().unwrap().to_owned();
+    let done = m
+        .wait_action(r.body["action"]["id"].as_str().unwrap())
+        .await;
+    assert_eq!(done["status"], "success", "{done}");
+    let got = m.get(&format!("/v1/vms/{tiny_vm}")).await.body["vm"].clone();
+    assert_eq!(got["host"], imported_host);
+    let boot_size = got["volumes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["kind"] == "boot")
+        .unwrap()["size"]
+        .as_f64()
+        .unwrap();
+    let (content, size) = boot_on_atomos(&m, &tiny_vm);
+    assert_eq!(content, sha256_hex(&bytes), "the downloaded bytes");
+    assert_eq!(size, boot_size);
+    assert!(size > 1.0, "grown past the image's 1 GB");
+    usage_matches_recount(&m).await;
+
+    // The image can go once no create copies it; the VMs keep their disks.
+    let del = m.delete(&format!("/v1/images/{golden}")).await;
+    assert_eq!(del.status, StatusCode::OK, "{}", del.body);
+    let done = m
+        .wait_action(del.body["action"]["id"].as_str().unwrap())
+        .await;
+    assert_eq!(done["status"], "success", "{done}");
+    assert_eq!(boot_on_atomos(&m, &vm).0, golden_bytes);
+    m.stop().await;
+}
+
+#[tokio::test]
+async fn a_vm_from_an_image_is_refused_naming_the_image() {
+    let m = Meson::start().await;
+    let mut body = seed_vm();
+    for (bad, why) in [
+        (json!("nope"), "UUID"),
+        (json!(7), "string"),
+        (json!(uuid::Uuid::new_v4()), "no such image"),
+    ] {
+        body["image"] = bad.clone();
+        let r = m.post("/v1/vms", &body).await;
+        assert_eq!(r.rejected_fields(), ["image"], "{bad}: {}", r.body);
+        assert!(r.body.to_string().contains(why), "{bad}: {}", r.body);
+    }
+    // Another tenant's image is not found either.
+    let source = running_vm(&m).await;
+    let (golden, _) = create(
+        &m,
+        &format!("/v1/vms/{source}/actions/create-image"),
+        json!({"name": "golden"}),
+    )
+    .await;
+    let other = m.token("other", "eve", meson_api::Role::Editor);
+    body["image"] = golden.clone().into();
+    let r = m
+        .call(reqwest::Method::POST, "/v1/vms", &other, Some(&body))
+        .await;
+    assert_eq!(r.rejected_fields(), ["image"], "{}", r.body);
+    // A provider the image's host is not: named, nothing written.
+    let host_provider = image(&m, &golden).await["provider"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    body["provider"] = if host_provider == "ovh" {
+        "ionos"
+    } else {
+        "ovh"
+    }
+    .into();
+    body["specs"]["vm_name"] = "elsewhere".into();
+    let r = m.post("/v1/vms", &body).await;
+    assert_eq!(r.rejected_fields(), ["image"], "{}", r.body);
+    assert!(r.body.to_string().contains("exclude"), "{}", r.body);
+    let vms = m.get("/v1/vms").await.body["vms"].as_array().unwrap().len();
+    assert_eq!(vms, 1, "only the source VM");
+    m.stop().await;
+}

@@ -69,6 +69,7 @@ pub fn vm(vm: &Vm, parts: &VmParts) -> wire::Vm {
             requested_provider: s.provider.clone(),
             requested_continent: s.continent.clone(),
             requested_region: s.region.clone(),
+            image: s.image.map(|id| id.0),
         },
         volumes: volumes
             .iter()

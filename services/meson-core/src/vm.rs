@@ -70,6 +70,10 @@ pub struct VmSpec {
     /// Requested region, if any.
     #[serde(default)]
     pub region: Option<String>,
+    /// The tenant's image the boot volume is a copy of (instead of the
+    /// OS's cloud image); the VM runs on the image's host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<crate::ImageId>,
 }
 
 impl VmSpec {
@@ -91,6 +95,7 @@ impl VmSpec {
             provider,
             continent,
             region,
+            image,
         } = self;
         *cpu == other.cpu
             && *memory_mib == other.memory_mib
@@ -102,6 +107,7 @@ impl VmSpec {
             && *provider == other.provider
             && *continent == other.continent
             && *region == other.region
+            && *image == other.image
     }
 }
 
@@ -254,6 +260,7 @@ impl VmCreate {
         };
         let networks = parse_networks(&mut p, &mut root);
         let attach = parse_attached_volumes(&mut p, &mut root);
+        let image = parse_image(&mut p, &mut root);
 
         let mut specs = p.object(&mut root, "specs", true);
         let mut name = None;
@@ -275,7 +282,9 @@ impl VmCreate {
         p.done(root);
 
         let Parser { errors, warnings } = p;
-        match (name, volumes, ssh_keys, req_parts, labels, networks, attach) {
+        match (
+            name, volumes, ssh_keys, req_parts, labels, networks, attach, image,
+        ) {
             (
                 Some(name),
                 Some(volumes),
@@ -284,6 +293,7 @@ impl VmCreate {
                 Some(labels),
                 Some(networks),
                 Some(attach),
+                Some(image),
             ) if errors.is_empty() => {
                 let (cpu, memory_mib, require_ecc, pci, os) = req;
                 let spec = VmSpec {
@@ -299,6 +309,7 @@ impl VmCreate {
                     provider,
                     continent,
                     region,
+                    image,
                 };
                 Ok(VmCreate {
                     spec,
@@ -396,6 +407,22 @@ fn parse_attached_volumes(
     root: &mut crate::parse::Obj<'_>,
 ) -> Option<Vec<crate::VolumeId>> {
     parse_ids(p, root, "volumes", MAX_ATTACHED_VOLUMES, "volume")
+}
+
+/// `image`: the tenant's image to copy the boot volume from; `Some(None)`
+/// when absent, `None` when malformed (named).
+fn parse_image(p: &mut Parser, root: &mut crate::parse::Obj<'_>) -> Option<Option<crate::ImageId>> {
+    match p.string(root, "image", false) {
+        None if p.errors.has(&crate::parse::join(root.path(), "image")) => None,
+        None => Some(None),
+        Some((path, s)) => match s.parse::<crate::ImageId>() {
+            Ok(id) => Some(Some(id)),
+            Err(_) => {
+                p.errors.add(path, "must be an image id (a UUID)");
+                None
+            }
+        },
+    }
 }
 
 /// A list of at most `max` distinct resource ids (UUIDs) at `key`.

@@ -522,6 +522,7 @@ mod tests {
             provider: None,
             continent: None,
             region: None,
+            image: None,
         };
         let answered = Survey {
             offers: Vec::new(),

@@ -69,6 +69,13 @@ crate::common::placed! {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         #[schema(max_items = 8)]
         pub volumes: Option<Vec<Uuid>>,
+        /// The tenant's `available` image to copy the boot volume from, in
+        /// place of the OS's cloud image (`os_distribution` then names what
+        /// the image holds, for its cloud-init; default Debian). The VM runs
+        /// on the image's AtomOS host; its boot volume has the image's size,
+        /// or the flavour's when larger (grown after the copy).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub image: Option<Uuid>,
     }
 }
 
@@ -99,6 +106,12 @@ impl VmCreateRequest {
     /// Places the VM with `provider`.
     pub fn provider(mut self, provider: impl Into<String>) -> Self {
         self.provider = Some(provider.into());
+        self
+    }
+
+    /// Boots from a copy of the tenant's image `id`.
+    pub fn image(mut self, id: Uuid) -> Self {
+        self.image = Some(id);
         self
     }
 

@@ -119,6 +119,10 @@ pub struct VmSpecs {
     pub requested_continent: Option<String>,
     #[schema(required = true)]
     pub requested_region: Option<String>,
+    /// The image the boot volume was copied from (`null`: the OS's cloud image).
+    #[serde(default)]
+    #[schema(required = true)]
+    pub image: Option<Uuid>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]

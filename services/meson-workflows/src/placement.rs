@@ -209,19 +209,31 @@ pub async fn claim_group(
 pub async fn place_vm(env: &Env, vm: &Vm, exclude: &[TargetId]) -> StepResult<Placement> {
     let mut clients = candidates(env, exclude).await?;
     let attached = meson_db::volumes::attached_to_vms(&env.pool, &[vm.id]).await?;
-    let pin = match attached.first() {
-        Some(v) => {
+    let pin = match (attached.first(), vm.spec.image) {
+        (Some(v), _) => {
             let p = v
                 .placement
                 .as_ref()
                 .ok_or_else(|| StepError::internal("an attached volume has no placement"))?;
             Some(Pin {
-                volume: v.name.clone(),
+                what: format!("volume {}", v.name),
                 host: p.host.clone(),
                 target: p.target_id,
             })
         }
-        None => None,
+        (None, Some(image)) => {
+            let i = meson_db::images::get_including_deleted(&env.pool, image).await?;
+            let p = i
+                .placement
+                .as_ref()
+                .ok_or_else(|| StepError::internal("the VM's image has no placement"))?;
+            Some(Pin {
+                what: format!("image {}", i.name),
+                host: p.host.clone(),
+                target: p.target_id,
+            })
+        }
+        (None, None) => None,
     };
     if let Some(pin) = &pin {
         clients.retain(|(t, _)| t.id == pin.target);
@@ -238,9 +250,10 @@ pub async fn place_vm(env: &Env, vm: &Vm, exclude: &[TargetId]) -> StepResult<Pl
     Ok(placement)
 }
 
-/// The host a VM's attached volume holds it to.
+/// The host a VM's attached volume, or its image, holds it to.
 struct Pin {
-    volume: String,
+    /// `volume <name>` or `image <name>`.
+    what: String,
     host: String,
     target: TargetId,
 }
@@ -250,14 +263,14 @@ fn pinned(pin: Option<&Pin>, e: NoPlacement) -> NoPlacement {
     match (pin, e) {
         (Some(p), NoPlacement::NoCandidates { constraints }) => NoPlacement::NoFit {
             reason: format!(
-                "volume {} pins the VM to host {}, which is not available{constraints}",
-                p.volume, p.host
+                "{} pins the VM to host {}, which is not available{constraints}",
+                p.what, p.host
             ),
         },
         (Some(p), NoPlacement::NoFit { reason }) => NoPlacement::NoFit {
             reason: format!(
-                "volume {} pins the VM to host {}, which cannot host it: {reason}",
-                p.volume, p.host
+                "{} pins the VM to host {}, which cannot host it: {reason}",
+                p.what, p.host
             ),
         },
         (_, e) => e,

@@ -177,9 +177,41 @@ where
     Ok(ids)
 }
 
-/// The boot disk, cloned from the OS image.
+/// The boot disk: cloned from the OS's cloud image, or a copy of the
+/// tenant's image (on its host, where the VM is placed), grown to the
+/// boot volume's size when the image is smaller.
 pub async fn ensure_boot_volume(env: &Env, vm: &Vm) -> StepResult<Vec<String>> {
     let c = client(env, vm).await?;
+    if let Some(image) = vm.spec.image {
+        let image = meson_db::images::get_including_deleted(&env.pool, image).await?;
+        let (Some(source), Some(at)) = (image.atomos_id.clone(), &image.placement) else {
+            return Err(StepError::fatal(
+                Code::Conflict,
+                format!("image {} is not on AtomOS", image.name),
+            ));
+        };
+        if at.target_id != placed(vm)?.target_id {
+            return Err(StepError::fatal(
+                Code::Conflict,
+                format!("image {} is on host {}, not the VM's", image.name, at.host),
+            ));
+        }
+        let ids = ensure_volumes(env, &c, vm, VolumeKind::Boot, false, |v| {
+            let (c, source) = (c.clone(), source.clone());
+            async move { c.volume_clone(&source, &v.atomos_name).await }
+        })
+        .await?;
+        for (id, v) in ids
+            .iter()
+            .zip(volumes_of(env, vm.id, VolumeKind::Boot).await?)
+        {
+            let has = c.volume_info(id).await.map_err(step_error)?.size_gb;
+            if has + 1e-9 < f64::from(v.size_gb) {
+                c.volume_resize(id, v.size_gb).await.map_err(step_error)?;
+            }
+        }
+        return Ok(ids);
+    }
     let url = &vm.spec.os.image_url;
     ensure_volumes(env, &c, vm, VolumeKind::Boot, false, |v| {
         let req = ImageVolumeCreate {

@@ -558,8 +558,19 @@ impl Ctx {
 
     async fn vm(&self, c: VmCommand) -> Result<()> {
         match c {
-            VmCommand::Create { file, wait } => {
-                let req = read_request(&file)?;
+            VmCommand::Create { file, image, wait } => {
+                let mut req = read_request(&file)?;
+                if let Some(image) = image {
+                    let id = self.image_id(&image).await?;
+                    match req.as_object_mut() {
+                        Some(body) => body.insert("image".into(), id.to_string().into()),
+                        None => {
+                            return Err(Failure::Usage(
+                                "--image needs the VM request to be a JSON object".into(),
+                            ));
+                        }
+                    };
+                }
                 let created = self.client.vm_create_as_written(&req).await?;
                 warn(&created.warnings);
                 if !wait.waits() {

@@ -234,6 +234,10 @@ pub enum VmCommand {
         /// The VM request (JSON), `-` for stdin.
         #[arg(short = 'f', long = "file", value_name = "FILE")]
         file: PathBuf,
+        /// Boots from a copy of this image (id or name), in place of the
+        /// payload's OS image; the VM runs on the image's host.
+        #[arg(long)]
+        image: Option<String>,
         #[command(flatten)]
         wait: WaitArgs,
     },

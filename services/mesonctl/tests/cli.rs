@@ -912,6 +912,48 @@ async fn url_and_token_from_the_environment_and_config_files() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_image_of_a_vm_and_a_vm_from_the_image() {
+    let m = Meson::start().await;
+    let mut body = harness::seed_vm();
+    body["specs"]["vm_name"] = "source".into();
+    let file = m.file("source.json", &body);
+    m.ctl(&["vm", "create", "-f", &file]).await.ok();
+    // Made with progress, listed and shown by name.
+    let r = m
+        .ctl(&[
+            "image", "create", "--vm", "source", "--name", "golden", "-o", "json",
+        ])
+        .await;
+    r.ok();
+    assert_eq!(r.json()["status"], "available", "{r:#?}");
+    let image = r.json()["id"].as_str().unwrap().to_owned();
+    let r = m.ctl(&["image", "list"]).await;
+    r.ok();
+    assert!(r.stdout.contains("golden"), "{r:#?}");
+    // A VM from it, by the image's name.
+    body["specs"]["vm_name"] = "copy".into();
+    let file = m.file("copy.json", &body);
+    let r = m
+        .ctl(&[
+            "vm", "create", "-f", &file, "--image", "golden", "-o", "json",
+        ])
+        .await;
+    r.ok();
+    assert_eq!(r.json()["specs"]["image"], image.as_str(), "{r:#?}");
+    assert_eq!(r.json()["status"], "running", "{r:#?}");
+    let r = m
+        .ctl(&["vm", "create", "-f", &file, "--image", "no-such-image"])
+        .await;
+    assert_ne!(r.code, Some(0), "{r:#?}");
+    assert!(r.stderr.contains("no-such-image"), "{r:#?}");
+    m.ctl(&["image", "delete", "golden"]).await.ok();
+    let r = m.ctl(&["image", "list", "-o", "json"]).await;
+    r.ok();
+    assert_eq!(r.json(), json!([]), "{r:#?}");
+    m.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn volumes_networks_and_kubernetes_versions() {
     let m = Meson::start().await;
 

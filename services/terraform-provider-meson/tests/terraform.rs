@@ -607,6 +607,37 @@ output "default_kubernetes_version" {
 
     volumes_by_plan(&dev, &tf).await;
 
+    // A golden image of the holder VM, and a VM booted from it.
+    std::fs::write(
+        tf.dir.join("images.tf"),
+        r#"
+resource "meson_image" "golden" {
+  name  = "golden"
+  vm_id = meson_vm.holder.id
+}
+resource "meson_vm" "copy" {
+  name       = "copy"
+  cores      = 1
+  memory_mib = 1024
+  image_id   = meson_image.golden.id
+}
+"#,
+    )
+    .unwrap();
+    let out = tf.ok(&["apply", "-auto-approve", "-no-color"], 0);
+    assert!(
+        out.contains("Resources: 2 added, 0 changed, 0 destroyed"),
+        "{out}"
+    );
+    let golden = dev.list("images").await;
+    assert_eq!(golden.len(), 1, "{golden:?}");
+    let copy = vm_by_name(&dev, "copy").await.expect("the copy");
+    assert_eq!(copy["specs"]["image"], golden[0]["id"], "{copy}");
+    assert_eq!(copy["host"], golden[0]["host"], "{copy}");
+    assert_eq!(copy["status"], "running", "{copy}");
+    let out = tf.ok(&["plan", "-detailed-exitcode", "-no-color"], 0);
+    assert!(out.contains("No changes"), "{out}");
+
     // A request meson refuses: its error code, and the attribute it names.
     std::fs::write(
         tf.dir.join("bad.tf"),
@@ -631,5 +662,6 @@ output "default_kubernetes_version" {
     assert_eq!(dev.list("clusters").await, Vec::<Value>::new());
     assert_eq!(dev.list("networks").await, Vec::<Value>::new());
     assert_eq!(dev.list("volumes").await, Vec::<Value>::new());
+    assert_eq!(dev.list("images").await, Vec::<Value>::new());
     assert_eq!(dev.atomos(), (0, 0), "VMs and networks left on AtomOS");
 }

@@ -175,12 +175,15 @@ impl App {
     pub async fn image_delete(&self, p: &Principal, id: ImageId) -> Result<Action> {
         let mut tx = meson_db::begin(&self.pool).await?;
         let image = meson_db::images::lock(&mut tx, &p.tenant, id).await?;
-        if image.status == ImageStatus::Creating {
-            let creating = meson_db::images::running_action(&mut tx, id).await?;
+        // Its own create, or a VM's create copying it (which names it).
+        let running = meson_db::images::running_action(&mut tx, id).await?;
+        if image.status == ImageStatus::Creating
+            || (image.status != ImageStatus::Deleting && running.is_some())
+        {
             return Err(Error::Locked {
                 kind: "image",
                 id: id.to_string(),
-                action_id: creating.map(|a| a.0).unwrap_or_default(),
+                action_id: running.map(|a| a.0).unwrap_or_default(),
             });
         }
         let action = new_action(p, Command::DeleteImage, vec![(ResourceType::Image, id.0)]);

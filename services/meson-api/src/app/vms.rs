@@ -57,7 +57,18 @@ impl App {
     pub async fn vm_create(&self, p: &Principal, body: &serde_json::Value) -> Result<VmCreated> {
         // The hosts are no tenant's rows: the unscoped pool reads them.
         let targets = meson_db::targets::list(&self.own).await?;
-        let req = VmCreate::parse_placed(body, &targets)?;
+        let mut req = VmCreate::parse_placed(body, &targets)?;
+        let image = req.spec.image;
+        if let Some(image) = image {
+            let found = match meson_db::images::get(&self.pool, &p.tenant, image).await {
+                Err(Error::NotFound { .. }) => {
+                    return Err(Error::invalid("image", "no such image"));
+                }
+                other => other?,
+            };
+            // The copy has the image's size; a larger flavour disk grows it.
+            req.spec.boot_volume_gb = req.spec.boot_volume_gb.max(found.size_gb);
+        }
 
         let id = VmId::new();
         let (vm, volumes) = Vm::new_with_volumes(
@@ -70,13 +81,18 @@ impl App {
         let mut resources = vec![(ResourceType::Vm, id.0)];
         resources.extend(volumes.iter().map(|v| (ResourceType::Volume, v.id.0)));
         resources.extend(req.volumes.iter().map(|v| (ResourceType::Volume, v.0)));
+        // Named, so that deleting the image waits for the copy (423).
+        resources.extend(image.map(|i| (ResourceType::Image, i.0)));
         let action = new_action(p, Command::CreateVm, resources);
         let offer = super::audit::take_offer();
         let audit = offer
             .as_ref()
             .map(|o| o.entry("vm", id.to_string(), action.id.0));
 
-        let (volumes, nics) = if req.networks.is_empty() && req.volumes.is_empty() {
+        let (volumes, nics) = if req.networks.is_empty()
+            && req.volumes.is_empty()
+            && image.is_none()
+        {
             let job = vm_create::job(id, action.id, &p.tenant)?;
             let created = meson_db::vms::create(
                 &self.own,
@@ -115,6 +131,9 @@ impl App {
                 &req.volumes,
             )
             .await?;
+            if let Some(image) = image {
+                image_for_new_vm(&mut tx, &p.tenant, image, &vm.spec, &targets, &attached).await?;
+            }
             meson_db::actions::insert(&mut tx, &action).await?;
             vm_create::enqueue(&mut tx, id, action.id, &p.tenant)
                 .await?
@@ -228,4 +247,64 @@ impl App {
         meson_db::vms::update(&self.pool, &p.tenant, id, name.as_deref(), labels.as_ref()).await?;
         Ok((self.vm_get(p, id).await?, warnings))
     }
+}
+
+/// Checks, in a VM create's transaction, the image its boot volume is
+/// copied from: the tenant's, `available` (locked, so a delete waits for
+/// this create and then sees its running action), on a host the VM's
+/// provider/continent/region allow, and the host of the volumes it
+/// attaches, if any.
+async fn image_for_new_vm(
+    tx: &mut meson_db::Tx<'_>,
+    tenant: &meson_core::TenantId,
+    id: meson_core::ImageId,
+    spec: &meson_core::vm::VmSpec,
+    targets: &[meson_core::target::Target],
+    attached: &[meson_core::volume::Volume],
+) -> Result<()> {
+    let image = match meson_db::images::lock(tx, tenant, id).await {
+        Err(Error::NotFound { .. }) => return Err(Error::invalid("image", "no such image")),
+        other => other?,
+    };
+    if image.status != meson_core::image::ImageStatus::Available {
+        return Err(Error::invalid(
+            "image",
+            format!(
+                "the image is {}; only an available image can be copied",
+                image.status.as_str()
+            ),
+        ));
+    }
+    let at = image
+        .placement
+        .as_ref()
+        .ok_or_else(|| Error::internal("an available image has no placement"))?;
+    let meets = targets
+        .iter()
+        .find(|t| t.id == at.target_id)
+        .is_some_and(|t| t.meets([&spec.provider, &spec.continent, &spec.region]));
+    if !meets {
+        return Err(Error::invalid(
+            "image",
+            format!(
+                "the image is on host {} (provider {}, region {}), which the VM's \
+                 provider/continent/region exclude",
+                at.host, at.provider, at.region
+            ),
+        ));
+    }
+    if let Some(v) = attached.first()
+        && let Some(vp) = &v.placement
+        && vp.target_id != at.target_id
+    {
+        return Err(Error::invalid(
+            "image",
+            format!(
+                "the image is on host {}, volume {} on host {}: a VM's image and volumes \
+                 must share its host",
+                at.host, v.name, vp.host
+            ),
+        ));
+    }
+    Ok(())
 }

@@ -249,6 +249,7 @@ impl KaasSpec {
             provider: self.provider.clone(),
             continent: self.continent.clone(),
             region: self.region.clone(),
+            image: None,
         }
     }
 }

@@ -186,6 +186,87 @@ impl Scenario for ImageDeleteScenario {
     }
 }
 
+/// A VM created from an image (made once, before the harness's faulty
+/// workers run: they would take the source VM's create too): its boot
+/// volume is a copy of the image's.
+struct FromImageScenario(World, ImageId);
+
+impl FromImageScenario {
+    async fn new() -> FromImageScenario {
+        let w = World::new().await;
+        let (_, snapshot) = w.snapshot_request().await;
+        assert_eq!(
+            w.run_plain(ImageCreate(w.env.clone()), snapshot)
+                .await
+                .error,
+            None
+        );
+        let image = w.image_of(snapshot).await;
+        FromImageScenario(w, image)
+    }
+}
+
+impl HasWorld for FromImageScenario {
+    fn world(&self) -> &World {
+        &self.0
+    }
+}
+
+impl FromImageScenario {
+    async fn image_of_vm(&self, action: ActionId) -> ImageId {
+        let w = &self.0;
+        let vm = w.vm_of(action).await;
+        w.vm(vm).await.spec.image.expect("made from an image")
+    }
+}
+
+impl Scenario for FromImageScenario {
+    type W = VmCreate;
+
+    fn workflow(&self) -> VmCreate {
+        VmCreate(self.0.env.clone())
+    }
+
+    async fn start(&self) -> ActionId {
+        let (w, image) = (&self.0, self.1);
+        let mut body = crate::seeds::seed_vm();
+        let n = w.names.fetch_add(1, Ordering::SeqCst);
+        body["specs"]["vm_name"] = format!("from-{n}").into();
+        body["image"] = image.to_string().into();
+        body["networks"] = serde_json::json!([w.network.to_string()]);
+        w.app
+            .vm_create(&w.who, &body)
+            .await
+            .expect("create accepted")
+            .action
+            .id
+    }
+
+    /// Running, its boot volume holding the image's bytes, the image intact.
+    async fn assert_done(&self, action: ActionId) {
+        let w = &self.0;
+        let vm = w.vm_of(action).await;
+        w.assert_running(vm).await;
+        let image = self.image_of_vm(action).await;
+        assert_eq!(w.image_on_atomos(image), [w.boot_content(vm)]);
+    }
+
+    /// Nothing of the VM left; the image still there, once.
+    async fn assert_clean(&self, action: ActionId) {
+        let w = &self.0;
+        let vm = w.vm_of(action).await;
+        assert_eq!(w.vm(vm).await.status, meson_core::vm::VmStatus::Error);
+        assert_eq!(w.on_atomos(vm), (0, 0), "leaked on AtomOS");
+        let image = self.image_of_vm(action).await;
+        assert_eq!(w.image_on_atomos(image).len(), 1, "the image stays");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vm_create_from_an_image_passes_the_workflow_harness() {
+    harness(FromImageScenario::new().await).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn image_create_passes_the_workflow_harness() {
     harness(SnapshotScenario(World::new().await)).await;

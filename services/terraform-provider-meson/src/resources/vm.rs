@@ -41,6 +41,7 @@ pub fn block() -> Block {
             fixed(Attr::defaulted("region", Ty::Str, "Place the VM in this region.")),
             fixed(Attr::defaulted("networks", Ty::list(Ty::Str), "Private networks to attach (ids, in NIC order, at most 4).")),
             fixed(Attr::optional("attached_volumes", Ty::list(Ty::Str), "Standalone volumes to attach (ids, at most 8).")),
+            fixed(Attr::optional("image_id", Ty::Str, "An image (`meson_image`) to copy the boot volume from, in place of `os`'s cloud image; the VM runs on the image's host.")),
             Attr::optional("labels", Ty::map(Ty::Str), "Labels (in place).").tracked(),
             Attr::defaulted("power_state", Ty::Str, "`running` (the default) or `stopped` (in place, through the power API).")
                 .tracked(),
@@ -94,6 +95,7 @@ pub fn field(f: &str) -> Option<Vec<Step>> {
             ("region", &["region"]),
             ("networks", &["networks"]),
             ("volumes", &["attached_volumes"]),
+            ("image", &["image_id"]),
             ("labels", &["labels"]),
             ("name", &["name"]),
         ],
@@ -177,6 +179,10 @@ fn to_json(vm: &Vm, known: &Json) -> Json {
                 Json::from(standalone)
             },
         ),
+        (
+            "image_id",
+            sp.image.map_or(Json::Null, |id| Json::from(id.to_string())),
+        ),
         ("labels", labels_json(&vm.labels)),
         ("power_state", Json::from(power_state(&vm.status))),
         ("status", Json::from(vm.status.clone())),
@@ -244,6 +250,9 @@ fn request(p: &Json) -> Res<VmCreateRequest> {
         labels: labels(p),
         networks: ids(p, "networks")?,
         volumes: ids(p, "attached_volumes")?,
+        image: text(p, "image_id")
+            .map(|s| super::parse_id(&s))
+            .transpose()?,
     })
 }
 

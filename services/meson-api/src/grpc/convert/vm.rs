@@ -44,6 +44,7 @@ pub fn vm(v: wire::Vm) -> pb::Vm {
             requested_provider: s.requested_provider,
             requested_continent: s.requested_continent,
             requested_region: s.requested_region,
+            image: s.image.map(|id| id.to_string()),
         }),
         volumes: v
             .volumes
@@ -140,6 +141,7 @@ pub fn vm_create(r: &pb::CreateVmRequest) -> Value {
         .labels("labels", &r.labels)
         .list("networks", &r.networks)
         .list("volumes", &r.volumes)
+        .str("image", &r.image)
         .value()
 }
 
