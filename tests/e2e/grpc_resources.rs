@@ -1378,3 +1378,64 @@ async fn an_idempotency_key_replays_a_create_and_refuses_another_request_over_gr
     assert_eq!(e.code(), Code::InvalidArgument, "{e:?}");
     assert_eq!(rejected_fields(&e), ["Idempotency-Key"]);
 }
+
+#[tokio::test]
+async fn a_vm_is_resized_over_grpc() {
+    let m = Meson::start().await;
+    let ch = channel(&m).await;
+    let mut vms = pb::vm_service_client::VmServiceClient::new(ch.clone());
+    let vm = vms
+        .create_vm(authed(seed_vm("grows"), &m.token))
+        .await
+        .unwrap()
+        .into_inner();
+    succeeded(
+        &ch,
+        &m.token,
+        &vm.action.unwrap().id,
+        Duration::from_secs(30),
+    )
+    .await;
+    let id = vm.vm.unwrap().id;
+    let resize = |cores, stop| pb::ResizeVmRequest {
+        id: id.clone(),
+        cores,
+        memory_mib: None,
+        stop,
+    };
+    refused(
+        vms.resize_vm(authed(resize(Some(3), false), &m.token)),
+        Code::FailedPrecondition,
+    )
+    .await;
+    let e = refused(
+        vms.resize_vm(authed(resize(None, true), &m.token)),
+        Code::InvalidArgument,
+    )
+    .await;
+    assert_eq!(rejected_fields(&e), ["cores"]);
+    let a = vms
+        .resize_vm(authed(resize(Some(3), true), &m.token))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(a.command, "resize_vm");
+    succeeded(&ch, &m.token, &a.id, Duration::from_secs(30)).await;
+    let got = vms
+        .get_vm(authed(pb::GetVmRequest { id: id.clone() }, &m.token))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(got.status, "running");
+    assert_eq!(got.specs.unwrap().cores, 3);
+    let slots = m
+        .sim()
+        .hosts()
+        .iter()
+        .flat_map(|h| h.inventory().vms)
+        .find(|v| v.name == format!("vm-{}", id.replace('-', "")))
+        .unwrap()
+        .slots;
+    assert_eq!(slots, 3);
+    m.stop().await;
+}

@@ -967,3 +967,135 @@ async fn volumes_are_listed_with_their_vm_and_go_with_it() {
     );
     m.stop().await;
 }
+
+/// The VM as the simulated host has it: (vCPUs, RAM MiB, state).
+fn sim_size(m: &Meson, vm: &str) -> (u32, u64, atomos_driver::VmState) {
+    let name = format!("vm-{}", vm.replace('-', ""));
+    m.sim()
+        .hosts()
+        .iter()
+        .flat_map(|h| h.inventory().vms)
+        .find(|v| v.name == name)
+        .map(|v| (v.slots, v.ram_mib, v.state))
+        .expect("the VM is on AtomOS")
+}
+
+#[tokio::test]
+async fn a_vm_is_resized_off_or_stopped_for_it_within_its_quota() {
+    let m = Meson::start_with(|o| o.quotas.vcpus = 6).await;
+    let r = m.post("/v1/vms", &seed_vm()).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let id = r.body["vm"]["id"].as_str().unwrap().to_owned();
+    let done = m
+        .wait_action(r.body["action"]["id"].as_str().unwrap())
+        .await;
+    assert_eq!(done["status"], "success", "{done}");
+    let resize = |body| {
+        let m = &m;
+        let id = &id;
+        async move { m.post(&format!("/v1/vms/{id}/actions/resize"), &body).await }
+    };
+
+    // Running and no `stop`: refused, saying how; nothing changed.
+    let r = resize(json!({"cores": 3})).await;
+    assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.body);
+    assert!(
+        r.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("\"stop\": true")
+    );
+    assert_eq!(sim_size(&m, &id).0, 2);
+
+    // With `stop`: stopped, resized and running again with the new size.
+    let r = resize(json!({"cores": 3, "memory_mib": 6144, "stop": true})).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    assert_eq!(r.body["action"]["command"], "resize_vm");
+    let done = m
+        .wait_action(r.body["action"]["id"].as_str().unwrap())
+        .await;
+    assert_eq!(done["status"], "success", "{done}");
+    let got = m.get(&format!("/v1/vms/{id}")).await.body["vm"].clone();
+    assert_eq!(got["status"], "running", "{got}");
+    assert_eq!(
+        (
+            got["specs"]["cores"].as_u64(),
+            got["specs"]["memory_mib"].as_u64()
+        ),
+        (Some(3), Some(6144))
+    );
+    assert_eq!(
+        sim_size(&m, &id),
+        (3, 6144, atomos_driver::VmState::Running)
+    );
+    let q = crate::quotas::usage_matches_recount(&m).await;
+    assert_eq!((q.vcpus, q.ram_mib), (3, 6144));
+
+    // Off: resized in place, and it stays off.
+    let off = m
+        .post(&format!("/v1/vms/{id}/actions/poweroff"), &json!({}))
+        .await;
+    m.wait_action(off.body["action"]["id"].as_str().unwrap())
+        .await;
+    let r = resize(json!({"memory_mib": 2048})).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let done = m
+        .wait_action(r.body["action"]["id"].as_str().unwrap())
+        .await;
+    assert_eq!(done["status"], "success", "{done}");
+    assert_eq!(sim_size(&m, &id), (3, 2048, atomos_driver::VmState::Off));
+    assert_eq!(
+        m.get(&format!("/v1/vms/{id}")).await.body["vm"]["status"],
+        "off"
+    );
+
+    // Past the vcpus quota (6): refused naming it, the size unchanged.
+    let r = resize(json!({"cores": 7})).await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN, "{}", r.body);
+    assert_eq!(r.body["error"]["code"], "resource_limit_exceeded");
+    assert!(r.body.to_string().contains("vcpus"), "{}", r.body);
+    assert_eq!(
+        m.get(&format!("/v1/vms/{id}")).await.body["vm"]["specs"]["cores"],
+        3
+    );
+
+    // Bigger than the host: the action fails saying so, and the old size is back.
+    let r = resize(json!({"memory_mib": 1_048_576})).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let done = m
+        .wait_action(r.body["action"]["id"].as_str().unwrap())
+        .await;
+    assert_eq!(done["status"], "error", "{done}");
+    assert_eq!(done["error"]["code"], "resource_unavailable", "{done}");
+    assert_eq!(
+        m.get(&format!("/v1/vms/{id}")).await.body["vm"]["specs"]["memory_mib"],
+        2048
+    );
+    assert_eq!(sim_size(&m, &id), (3, 2048, atomos_driver::VmState::Off));
+    let q = crate::quotas::usage_matches_recount(&m).await;
+    assert_eq!((q.vcpus, q.ram_mib), (3, 2048));
+
+    // Bad bodies name the field; another tenant's VM is not found.
+    for (bad, field) in [
+        (json!({}), "cores"),
+        (json!({"cores": 0}), "cores"),
+        (json!({"memory_mib": 1}), "memory_mib"),
+    ] {
+        assert_eq!(
+            resize(bad.clone()).await.rejected_fields(),
+            [field],
+            "{bad}"
+        );
+    }
+    let other = m.token("other", "eve", meson_api::Role::Editor);
+    let r = m
+        .call(
+            reqwest::Method::POST,
+            &format!("/v1/vms/{id}/actions/resize"),
+            &other,
+            Some(&json!({"cores": 1})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.body);
+    m.stop().await;
+}

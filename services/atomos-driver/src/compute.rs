@@ -4,7 +4,7 @@ use crate::client::{AtomosClient, Call, Daemon};
 use crate::error::{DriverError, ErrorKind};
 use crate::schema::compute::{
     CanAllocateResponse, LocalIndex, Misc, NetworkRef, RegisterBody, RegisterInfo, SpecFile,
-    TemplateWire, VmStatus, VolumeAttachBody, VolumeRef,
+    TemplateWire, VmStatus, VmUpdateBody, VolumeAttachBody, VolumeRef,
 };
 use crate::schema::{PciEntry, PciObject};
 use serde::{Deserialize, Serialize};
@@ -174,6 +174,24 @@ impl AtomosClient {
     pub async fn templates(&self) -> Result<Vec<Template>, DriverError> {
         let rows: Vec<TemplateWire> = self.get_json(Daemon::Compute, "/templates").await?;
         Ok(rows.into_iter().map(template_from_wire).collect())
+    }
+
+    /// Changes a stopped VM's vCPUs and RAM (MiB); a running VM, or more
+    /// than the host has free, is refused (`Invalid`, `Capacity`).
+    pub async fn vm_update(
+        &self,
+        vm_id: &str,
+        slots: u32,
+        ram_mib: u64,
+    ) -> Result<(), DriverError> {
+        let call = Call::post(Daemon::Compute, "/update");
+        let body = VmUpdateBody {
+            local_index: vm_id.to_owned(),
+            slots: Some(slots),
+            ramsize: Some(ram_mib),
+        };
+        self.send_json(&call, &body).await?;
+        Ok(())
     }
 
     /// Attaches a volume of this host to a VM, running or off; a volume

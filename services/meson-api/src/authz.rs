@@ -130,6 +130,7 @@ pub const RULES: &[Rule] = &[
     write("volume_create"),
     write("volume_update"),
     write("volume_delete"),
+    write("vm_resize"),
     write("volume_attach"),
     write("volume_detach"),
     write("volume_resize"),

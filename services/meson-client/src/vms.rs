@@ -58,6 +58,23 @@ impl Client {
         Ok(r.action)
     }
 
+    /// Starts resizing a VM (`stop` to have meson stop a running one for
+    /// the change and start it again).
+    pub async fn vm_resize(
+        &self,
+        id: Uuid,
+        req: &wire::vm::VmResizeRequest,
+    ) -> Result<wire::Action> {
+        let r: wire::ActionResponse = self
+            .call(
+                Method::POST,
+                &format!("/v1/vms/{id}/actions/resize"),
+                Some(req),
+            )
+            .await?;
+        Ok(r.action)
+    }
+
     /// Every VM of the caller's tenant, page after page.
     pub async fn vm_list_all(&self) -> Result<Vec<wire::Vm>> {
         self.vm_list_matching(&ListFilter::default()).await

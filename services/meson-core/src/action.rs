@@ -60,6 +60,7 @@ pub enum Command {
     AttachVolume,
     DetachVolume,
     ResizeVolume,
+    ResizeVm,
 }
 
 impl Command {
@@ -88,6 +89,7 @@ impl Command {
             Command::AttachVolume => "attach_volume",
             Command::DetachVolume => "detach_volume",
             Command::ResizeVolume => "resize_volume",
+            Command::ResizeVm => "resize_vm",
         }
     }
 }

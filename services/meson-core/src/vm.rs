@@ -399,6 +399,62 @@ fn parse_networks(
 }
 
 /// Most standalone volumes one VM attaches.
+/// A VM's cores, and its memory in MiB (its create's and its resize's rule).
+pub const CORES: std::ops::RangeInclusive<i64> = 1..=128;
+pub const MEMORY_MIB: std::ops::RangeInclusive<i64> = 128..=1_048_576;
+
+/// A parsed `POST /v1/vms/{id}/actions/resize`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct VmResize {
+    pub cores: Option<u32>,
+    pub memory_mib: Option<u64>,
+    /// Stop a running VM for the change and start it again after.
+    pub stop: bool,
+    pub warnings: Vec<Warning>,
+}
+
+impl VmResize {
+    /// `{"cores"?, "memory_mib"?, "stop"?}`, at least one of the sizes;
+    /// unknown fields are warnings.
+    pub fn parse(body: &Value) -> Result<VmResize> {
+        let mut p = Parser::default();
+        let mut root = p.body(body)?;
+        let cores = p.int(&mut root, "cores", CORES, false);
+        let memory = p.int(&mut root, "memory_mib", MEMORY_MIB, false);
+        let stop = p.bool(&mut root, "stop").unwrap_or(false);
+        let named = root.get("cores").1.is_some() || root.get("memory_mib").1.is_some();
+        if !named {
+            p.errors
+                .add("cores", "give cores and/or memory_mib: the VM's new size");
+        }
+        p.done(root);
+        let Parser { errors, warnings } = p;
+        if !errors.is_empty() {
+            return Err(errors
+                .into_error()
+                .unwrap_or_else(|| crate::Error::invalid("cores", "invalid request")));
+        }
+        Ok(VmResize {
+            cores: cores.map(|c| c as u32),
+            memory_mib: memory.map(|m| m as u64),
+            stop,
+            warnings,
+        })
+    }
+
+    /// `spec` with this resize's sizes.
+    pub fn apply(&self, spec: &VmSpec) -> VmSpec {
+        let mut to = spec.clone();
+        if let Some(c) = self.cores {
+            to.cpu.cores = c;
+        }
+        if let Some(m) = self.memory_mib {
+            to.memory_mib = m;
+        }
+        to
+    }
+}
+
 pub const MAX_ATTACHED_VOLUMES: usize = 8;
 
 /// `volumes`: ids of the tenant's standalone volumes to attach, no repeats.
@@ -465,7 +521,7 @@ type ReqParts = (CpuSpec, u64, bool, Vec<PciRequest>, OsImage);
 fn parse_req(p: &mut Parser, req: &mut crate::parse::Obj<'_>) -> Option<ReqParts> {
     let cpu = p.object(req, "cpu", true).and_then(|mut cpu| {
         let smt = p.bool(&mut cpu, "smtEnabled").unwrap_or(false);
-        let cores = p.int(&mut cpu, "numberOfCores", 1..=128, true);
+        let cores = p.int(&mut cpu, "numberOfCores", CORES, true);
         let threads = p
             .int(&mut cpu, "numberOfThreads", 1..=8, false)
             .unwrap_or(1);
@@ -530,7 +586,7 @@ fn parse_req(p: &mut Parser, req: &mut crate::parse::Obj<'_>) -> Option<ReqParts
     });
 
     let mem = p.object(req, "mem", true).and_then(|mut mem| {
-        let capacity = p.int(&mut mem, "capacity", 128..=1_048_576, true);
+        let capacity = p.int(&mut mem, "capacity", MEMORY_MIB, true);
         let ecc = p.bool(&mut mem, "requireECC");
         let ecc_bad = p.errors.has(&crate::parse::join(mem.path(), "requireECC"));
         p.done(mem);
@@ -910,6 +966,31 @@ pub(crate) mod tests {
     use super::*;
     use crate::Error;
     use serde_json::json;
+
+    #[test]
+    fn a_resize_names_its_fields_and_keeps_the_rest() {
+        let r = VmResize::parse(&json!({"cores": 4, "stop": "True", "x": 1})).unwrap();
+        assert_eq!(
+            (r.cores, r.memory_mib, r.stop, r.warnings.len()),
+            (Some(4), None, true, 1)
+        );
+        let spec = VmCreate::parse(&seed()).unwrap().spec;
+        let to = r.apply(&spec);
+        assert_eq!((to.cpu.cores, to.memory_mib), (4, spec.memory_mib));
+        assert_eq!(to.cpu.threads_per_core, spec.cpu.threads_per_core);
+        for (bad, field) in [
+            (json!({}), "cores"),
+            (json!({"stop": true}), "cores"),
+            (json!({"cores": 0}), "cores"),
+            (json!({"cores": 129}), "cores"),
+            (json!({"memory_mib": 64}), "memory_mib"),
+            (json!({"memory_mib": "lots"}), "memory_mib"),
+            (json!({"cores": 2, "stop": "maybe"}), "stop"),
+        ] {
+            let e = VmResize::parse(&bad).unwrap_err();
+            assert_eq!(fields(e), [field], "{bad}");
+        }
+    }
 
     pub const KEY: &str = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMLavtiPfhiG3t6TAxHosXoVh7Pc/lSD8L9SNPyAzp1d user@host";
 

@@ -551,6 +551,21 @@ pub async fn update(
     crate::updated(name_taken(res)?, "vm", id, "updating a vm")
 }
 
+/// Records a VM's spec (a resize's new size, or the old one back after a
+/// failed resize); the usage triggers count it.
+pub async fn set_spec(
+    db: impl sqlx::PgExecutor<'_>,
+    id: VmId,
+    spec: &meson_core::vm::VmSpec,
+) -> Result<(), Error> {
+    let spec = serde_json::to_value(spec).map_err(|e| Error::internal_from("spec", e))?;
+    sqlx::query!("update vms set spec = $2 where id = $1", id.0, spec)
+        .execute(db)
+        .await
+        .ctx("recording a vm's spec")?;
+    Ok(())
+}
+
 pub async fn set_status(
     db: impl sqlx::PgExecutor<'_>,
     id: VmId,

@@ -487,6 +487,40 @@ async fn power(a: Authed, b: Value, command: PowerCommand) -> DResult<Json<Value
     Ok(Json(json!({"uniqueID": id, "action_id": action.id})))
 }
 
+/// `POST /update` `{local_index, slots?, ramsize?}` (vCPUs, MiB as in
+/// `register`): meson's `resize_vm`. Like the daemon, it resizes a VM that
+/// is off; a running one is a `409`.
+async fn vm_update(a: Authed, Body(b): Body) -> DResult<Json<Value>> {
+    let vm = id_field(&b, &["local_index", "vm_uid"])?;
+    let whole = |key: &str| -> DResult<Option<u64>> {
+        match b.get(key).filter(|v| !v.is_null()) {
+            None => Ok(None),
+            Some(v) => v
+                .as_u64()
+                .or_else(|| {
+                    v.as_f64()
+                        .filter(|f| f.fract() == 0.0 && *f >= 0.0)
+                        .map(|f| f as u64)
+                })
+                .map(Some)
+                .ok_or_else(|| Detail::field(key, format!("must be a whole number, not {v}"))),
+        }
+    };
+    let req = meson_types::vm::VmResizeRequest {
+        cores: whole("slots")?
+            .map(|s| u32::try_from(s).map_err(|_| Detail::field("slots", "is too large")))
+            .transpose()?,
+        memory_mib: whole("ramsize")?,
+        stop: None,
+    };
+    let action = a
+        .meson
+        .vm_resize(vm, &req)
+        .await
+        .map_err(|e| Detail::from_meson(e, &wire::resize_field))?;
+    Ok(Json(json!({"uniqueID": vm, "action_id": action.id})))
+}
+
 /// `POST /volume/attach` `{local_index, volume_id}`: attaches a standalone
 /// volume to the VM (meson's `attach_volume`, answered once accepted, as
 /// the power routes).
@@ -546,6 +580,7 @@ fn compute_routes() -> Router<AppState> {
             &format!("{b}/reboot"),
             post(|a: Authed, Body(b): Body| power(a, b, PowerCommand::Reboot)),
         )
+        .route(&format!("{b}/update"), post(vm_update))
         .route(&format!("{b}/volume/attach"), post(volume_attach))
         .route(&format!("{b}/volume/detach"), post(volume_detach))
 }
@@ -867,6 +902,7 @@ fn served(d: Daemon) -> Vec<(&'static str, String)> {
             rel("POST", "/start"),
             rel("POST", "/stop"),
             rel("POST", "/reboot"),
+            rel("POST", "/update"),
             rel("POST", "/volume/attach"),
             rel("POST", "/volume/detach"),
         ],

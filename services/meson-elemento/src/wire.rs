@@ -432,6 +432,15 @@ pub fn network_field(meson: &str) -> String {
     }
 }
 
+/// A resize's field as the daemon's `/update` names it.
+pub fn resize_field(meson: &str) -> String {
+    match meson {
+        "cores" => "slots".into(),
+        "memory_mib" => "ramsize".into(),
+        m => m.to_owned(),
+    }
+}
+
 // --- KaaS
 
 /// The KaaS row (`running`): `provisioning` while meson creates.

@@ -878,6 +878,49 @@ async fn volumes_attach_grow_and_detach_through_the_daemon_routes() {
     })
     .await;
     assert!(atomos(&v2).attached_to.is_empty());
+
+    // `/update`: a running VM is refused as the daemon does; stopped, it
+    // takes the new vCPUs and RAM (MiB); bad values name the daemon's fields.
+    let update = |body: Value| {
+        let me = &me;
+        let compute = &compute;
+        async move { me.post(&compute("/update"), &body).await }
+    };
+    let r = update(json!({"local_index": vm, "slots": 2})).await;
+    assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.text);
+    let r = update(json!({"local_index": vm, "slots": "two"})).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.text);
+    assert_eq!(r.json()["fields"][0]["name"], "slots", "{}", r.text);
+    let r = update(json!({"local_index": vm, "ramsize": 1})).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.text);
+    assert_eq!(r.json()["fields"][0]["name"], "ramsize", "{}", r.text);
+    let r = me
+        .post(&compute("/stop"), &json!({"local_index": vm}))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    until("stopped", Duration::from_secs(60), || async {
+        let rows = me.get(&compute("/status")).await.json();
+        let row = rows
+            .as_array()?
+            .iter()
+            .find(|r| r["uniqueID"] == vm.as_str())?
+            .clone();
+        (row["states"] == "shut off").then_some(())
+    })
+    .await;
+    let r = update(json!({"local_index": vm, "slots": 2, "ramsize": 3072})).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    let name = format!("vm-{}", vm.replace('-', ""));
+    until("resized on AtomOS", Duration::from_secs(60), || async {
+        let on = m
+            .sim()
+            .hosts()
+            .iter()
+            .flat_map(|h| h.inventory().vms)
+            .find(|v| v.name == name)?;
+        (on.slots == 2 && on.ram_mib == 3072).then_some(())
+    })
+    .await;
     gw.shutdown().await;
     m.stop().await;
 }

@@ -59,6 +59,26 @@ pub enum VmStatus {
     Error,
 }
 
+/// `POST /v1/vms/{id}/actions/resize`: a VM's new size (give at least one).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct VmResizeRequest {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 1, maximum = 128, example = 4)]
+    pub cores: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 128, maximum = 1_048_576, example = 8192)]
+    pub memory_mib: Option<u64>,
+    /// A running VM is stopped, resized and started again (default false:
+    /// a running VM is refused, as AtomOS resizes a VM that is off).
+    #[serde(
+        default,
+        deserialize_with = "crate::lenient::opt_bool",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(value_type = Option<crate::requests::LenientBool>)]
+    pub stop: Option<bool>,
+}
+
 /// What `POST /v1/vms/{id}/actions/{command}` (and gRPC `PowerVm`) does to
 /// a VM.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]

@@ -594,6 +594,26 @@ impl Ctx {
                 };
                 self.show(&self.client.vm_update(id, &req).await?)
             }
+            VmCommand::Resize {
+                vm,
+                cores,
+                memory_mib,
+                stop,
+                wait,
+            } => {
+                let id = self.vm_id(&vm).await?;
+                let req = meson_types::vm::VmResizeRequest {
+                    cores,
+                    memory_mib,
+                    stop: stop.then_some(true),
+                };
+                let action = self.client.vm_resize(id, &req).await?;
+                if !wait.waits() {
+                    return self.show(&action);
+                }
+                self.wait(std::slice::from_ref(&action)).await?;
+                self.show(&self.client.vm_get(id).await?)
+            }
             VmCommand::Delete { vm, wait } => {
                 let id = self.vm_id(&vm).await?;
                 let action = self.client.vm_delete(id).await?;

@@ -261,6 +261,20 @@ pub enum VmCommand {
         #[command(flatten)]
         wait: WaitArgs,
     },
+    /// Changes a VM's cores and/or memory. AtomOS resizes a VM that is
+    /// off: `--stop` stops a running one, resizes it and starts it again.
+    Resize {
+        vm: String,
+        #[arg(long)]
+        cores: Option<u32>,
+        #[arg(long)]
+        memory_mib: Option<u64>,
+        /// Stop a running VM for the change, and start it again after.
+        #[arg(long)]
+        stop: bool,
+        #[command(flatten)]
+        wait: WaitArgs,
+    },
     /// Powers a VM on.
     Poweron {
         vm: String,

@@ -941,6 +941,18 @@ async fn an_image_of_a_vm_and_a_vm_from_the_image() {
     r.ok();
     assert_eq!(r.json()["specs"]["image"], image.as_str(), "{r:#?}");
     assert_eq!(r.json()["status"], "running", "{r:#?}");
+    // Resized: refused while running, then stopped for it with --stop.
+    let r = m.ctl(&["vm", "resize", "copy", "--cores", "3"]).await;
+    assert_eq!(r.code, Some(1), "{r:#?}");
+    assert!(r.stderr.contains("stop"), "{r:#?}");
+    let r = m
+        .ctl(&[
+            "vm", "resize", "copy", "--cores", "3", "--stop", "-o", "json",
+        ])
+        .await;
+    r.ok();
+    assert_eq!(r.json()["specs"]["cores"], 3, "{r:#?}");
+    assert_eq!(r.json()["status"], "running", "{r:#?}");
     let r = m
         .ctl(&["vm", "create", "-f", &file, "--image", "no-such-image"])
         .await;

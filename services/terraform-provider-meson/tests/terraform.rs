@@ -605,6 +605,28 @@ output "default_kubernetes_version" {
     assert_eq!(stopped["labels"]["team"], "infra", "{stopped}");
     tf.ok(&["plan", "-detailed-exitcode", "-no-color"], 0);
 
+    // A new size is planned in place, not as a replacement; the VM keeps
+    // its id and stays off.
+    std::fs::write(
+        tf.dir.join("imported.tf"),
+        "resource \"meson_vm\" \"imported\" {\n  name        = \"imported\"\n  cores       = 2\n  memory_mib  = 2048\n  power_state = \"stopped\"\n  labels      = { team = \"infra\" }\n}\n",
+    )
+    .unwrap();
+    let out = tf.ok(&["plan", "-no-color"], 0);
+    assert!(out.contains("0 to add, 1 to change, 0 to destroy"), "{out}");
+    tf.ok(&["apply", "-auto-approve", "-no-color"], 0);
+    let resized = dev.get(&format!("/v1/vms/{imported_id}")).await["vm"].clone();
+    assert_eq!(
+        (
+            resized["specs"]["cores"].as_u64(),
+            resized["specs"]["memory_mib"].as_u64()
+        ),
+        (Some(2), Some(2048)),
+        "{resized}"
+    );
+    assert_eq!(resized["status"], "off", "{resized}");
+    tf.ok(&["plan", "-detailed-exitcode", "-no-color"], 0);
+
     volumes_by_plan(&dev, &tf).await;
 
     // A golden image of the holder VM, and a VM booted from it.

@@ -136,6 +136,19 @@ pub struct VolumeAttachBody {
     pub volume_id: String,
 }
 
+/// `POST /update`: a stopped VM's vCPUs (`slots`) and RAM (`ramsize`,
+/// MiB as in the specfile), each kept when absent (meson's shape: the
+/// upstream body is undocumented).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct VmUpdateBody {
+    #[serde(alias = "vm_uid")]
+    pub local_index: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slots: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ramsize: Option<u64>,
+}
+
 /// `network_config`: inside `req_json` (GUI) or at the top level (thesis).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct NetworkConfig {

@@ -8,7 +8,7 @@ use crate::state::{Demand, HostState, Power, VmRec};
 use atomos_driver::VmState;
 use atomos_driver::schema::compute::{
     CanAllocateResponse, LocalIndex, MesosQuote, Misc, NetworkConfig, Price, RegisterBody, ReqJson,
-    SpecFile, VmStatus, VolumeAttachBody,
+    SpecFile, VmStatus, VmUpdateBody, VolumeAttachBody,
 };
 use axum::Router;
 use axum::body::Bytes;
@@ -25,6 +25,7 @@ pub(super) fn routes() -> Router<SimHost> {
         .route("/start", post(start))
         .route("/stop", post(stop))
         .route("/reboot", post(reboot))
+        .route("/update", post(update))
         .route("/volume/attach", post(volume_attach))
         .route("/volume/detach", post(volume_detach))
         .route("/status", get(status))
@@ -261,6 +262,48 @@ async fn reboot(State(host): State<SimHost>, body: Bytes) -> ApiResult {
             vm.name
         ))),
     })
+}
+
+/// `POST /update {"local_index", "slots"?, "ramsize"?}`: changes a VM's
+/// vCPUs and RAM (MiB). The VM must be shut off (Hetzner's rule for a
+/// server type change; the daemons' is undocumented), and the new size
+/// must fit the host beside its other VMs (`[VmNotAllocable]`, 507).
+async fn update(State(host): State<SimHost>, body: Bytes) -> ApiResult {
+    let VmUpdateBody {
+        local_index,
+        slots,
+        ramsize,
+    } = parse(&body)?;
+    if slots == Some(0) || ramsize == Some(0) {
+        return Err(ApiError::bad_request(
+            "slots and ramsize must be at least 1",
+        ));
+    }
+    let mut state = host.state();
+    let at = state
+        .vms
+        .iter()
+        .position(|vm| vm.id == local_index)
+        .ok_or_else(|| ApiError::not_found(format!("VM {local_index} does not exist")))?;
+    if state.vms[at].power != Power::Off {
+        return Err(ApiError::bad_request(format!(
+            "[VmNotStopped] VM {} is running; stop it first",
+            state.vms[at].name
+        )));
+    }
+    let mut demand = state.vms[at].demand.clone();
+    demand.slots = slots.unwrap_or(demand.slots);
+    demand.ram_mib = ramsize.unwrap_or(demand.ram_mib);
+    // The VM's own share does not count against it.
+    let vm = state.vms.remove(at);
+    let fits = host.fit(&state, &demand);
+    state.vms.insert(at, vm);
+    fits.map_err(|why| ApiError::no_capacity(format!("[VmNotAllocable] {why}")))?;
+    let vm = &mut state.vms[at];
+    vm.demand = demand;
+    tracing::info!(host = host.name(), vm = %vm.name, slots = vm.demand.slots,
+        ram_mib = vm.demand.ram_mib, "updated");
+    ok(json!({ "local_index": local_index }))
 }
 
 /// `POST /volume/attach {"local_index", "volume_id"}`: hot-plugs a volume

@@ -161,3 +161,35 @@ async fn templates_are_the_official_flavours() {
     assert_eq!((argon.slots, argon.ram_mib), (4, 4096));
     assert_eq!(argon.pci, vec![p4000(1)]);
 }
+
+/// `/update` resizes a shut-off VM within the host's room (its own share
+/// freed first), and refuses a running VM or more than the host has.
+#[tokio::test]
+async fn update_resizes_a_stopped_vm_within_the_host() {
+    let sim = sim(Duration::from_millis(50)).await;
+    let c = client(&sim, "small");
+    c.register(&crate::common::register("grow", 2, 2048))
+        .await
+        .unwrap();
+    let vm = c.vm_by_name("grow").await.unwrap().unwrap();
+    let running = c.vm_update(&vm.id, 4, 4096).await.unwrap_err();
+    assert_eq!(running.kind, ErrorKind::Invalid, "{running}");
+    assert!(running.message.contains("VmNotStopped"), "{running}");
+    c.stop(&vm.id).await.unwrap();
+    // 4 cores and 8 GiB on the host: all of it, the VM's own 2 freed first.
+    c.vm_update(&vm.id, 4, 8192).await.unwrap();
+    let got = c.vm_by_name("grow").await.unwrap().unwrap();
+    assert_eq!((got.slots, got.ram_mib), (4, 8192));
+    let full = c.vm_update(&vm.id, 5, 8192).await.unwrap_err();
+    assert_eq!(full.kind, ErrorKind::Capacity, "{full}");
+    assert!(
+        c.vm_update("no-such-vm", 1, 512)
+            .await
+            .unwrap_err()
+            .is_not_found()
+    );
+    c.vm_update(&vm.id, 1, 1024).await.unwrap();
+    c.start(&vm.id).await.unwrap();
+    let got = crate::common::wait_running(&c, "grow").await;
+    assert_eq!((got.slots, got.ram_mib), (1, 1024));
+}

@@ -8,12 +8,12 @@ use meson_core::naming;
 use meson_core::network::Attachment;
 use meson_core::parse::Warning;
 use meson_core::patch::NameLabels;
-use meson_core::vm::{Vm, VmCreate, VmStatus};
+use meson_core::vm::{Vm, VmCreate, VmResize, VmStatus};
 use meson_core::volume::Volume;
 use meson_core::{Error, Result, VmId};
 use meson_types::vm::PowerCommand;
 use meson_workflows::vm_power::{PowerOff, PowerOn, Reboot};
-use meson_workflows::{vm_create, vm_delete, vm_power};
+use meson_workflows::{vm_create, vm_delete, vm_power, vm_resize};
 
 /// What a VM view shows besides the VM row: its volumes and NICs (for one
 /// VM, or for every VM of a page).
@@ -229,6 +229,63 @@ impl App {
         meson_db::commit(tx).await?;
         tracing::info!(vm = %id, action = %action.id, ?op, "vm power action accepted");
         Ok(action)
+    }
+
+    /// Starts resizing a VM (cores, memory). AtomOS changes a VM's size
+    /// while it is off: a running VM is a `conflict` unless the request
+    /// says `stop` (stopped, resized, started again). The new size is
+    /// recorded and counted against the quotas at once, like a create's.
+    pub async fn vm_resize(
+        &self,
+        p: &Principal,
+        id: VmId,
+        body: &serde_json::Value,
+    ) -> Result<(Action, Vec<Warning>)> {
+        let req = VmResize::parse(body)?;
+        let mut tx = meson_db::begin(&self.pool).await?;
+        let held = self.hold_usage(&mut tx, &p.tenant).await?;
+        let vm = meson_db::vms::get(&mut *tx, &p.tenant, id).await?;
+        let action = new_action(p, Command::ResizeVm, vec![(ResourceType::Vm, id.0)]);
+        meson_db::actions::insert(&mut tx, &action).await?;
+        let from = vm_resize::Size::of(&vm);
+        let spec = req.apply(&vm.spec);
+        let params = vm_resize::Params {
+            vm_id: id,
+            from,
+            to: vm_resize::Size {
+                cores: spec.cpu.cores,
+                memory_mib: spec.memory_mib,
+            },
+            restart: vm.status == VmStatus::Running,
+        };
+        vm_resize::enqueue(&mut tx, &params, action.id, &p.tenant)
+            .await?
+            .or_locked("vm", id)?;
+        // Checked after taking the lock: no other action can change it now.
+        match (vm.status, vm.placement.is_some(), req.stop) {
+            (VmStatus::Off, true, _) | (VmStatus::Running, true, true) => {}
+            (VmStatus::Running, true, false) => {
+                return Err(Error::Conflict {
+                    message: "the VM is running, and AtomOS resizes a VM that is off: power it \
+                              off first, or send \"stop\": true to have meson stop it, resize \
+                              it and start it again"
+                        .into(),
+                });
+            }
+            (status, ..) => {
+                return Err(Error::Conflict {
+                    message: format!(
+                        "the VM is {}; only a VM that is running or off can be resized",
+                        status.as_str()
+                    ),
+                });
+            }
+        }
+        meson_db::vms::set_spec(&mut *tx, id, &spec).await?;
+        self.within_quotas(&mut tx, &p.tenant, &held).await?;
+        meson_db::commit(tx).await?;
+        tracing::info!(vm = %id, action = %action.id, ?from, to = ?params.to, "vm resize accepted");
+        Ok((action, req.warnings))
     }
 
     /// Renames a VM and/or replaces its labels (`{"name", "labels"}`); the

@@ -26,6 +26,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(list, create))
         .routes(routes!(read, delete, update))
         .routes(routes!(power))
+        .routes(routes!(resize))
 }
 
 /// Creates a VM.
@@ -203,6 +204,48 @@ async fn power(
     })?;
     let action = s.app.vm_power(&p, parse_id(&id)?, op).await?;
     Ok(super::action_created(&action))
+}
+
+/// Resizes a VM.
+#[utoipa::path(
+    post,
+    path = "/v1/vms/{id}/actions/resize",
+    tag = "vms",
+    operation_id = "vm_resize",
+    summary = "Resize a VM",
+    description = "Records the VM's new `cores` and/or `memory_mib` (counted against the \
+        `vcpus` and `ram_mib` quotas at once, as a create's) and starts its `resize_vm` action, \
+        which changes them on the VM's AtomOS host. AtomOS resizes a VM that is off (as \
+        Hetzner's server type change): a running VM is refused unless `stop` is true, when it \
+        is stopped, resized and started again. The new size must fit the VM's host (the action \
+        fails, saying so, when it does not). A failed resize puts the VM back as it was: its old \
+        size, running again if it was stopped for the change.",
+    params(("id" = uuid::Uuid, Path, description = "The VM's id.")),
+    request_body(content = wire::vm::VmResizeRequest, content_type = "application/json"),
+    responses(
+        (status = 201, description = "Accepted: the action.", body = wire::ActionResponse,
+            links(("GetAction" = (operation_id = "action_get",
+                parameters(("id" = "$response.body#/action/id")))))),
+        (status = 400, description = "A bad field (`invalid_input`: `cores` or `memory_mib` \
+            out of range, or neither given), malformed JSON (`json_error`), the id is not a \
+            UUID, or a bad `Idempotency-Key`.", body = ErrorResponse),
+        (status = 403, description = "The token's role cannot modify VMs (`forbidden`), or the \
+            new size would take the tenant over a quota (`resource_limit_exceeded`, each in \
+            `details.limits`).", body = ErrorResponse),
+        NoSuchVm,
+        (status = 409, description = "The VM is running and `stop` is not true, or it is \
+            neither `running` nor `off` (`conflict`).", body = ErrorResponse),
+        VmBusy,
+    ),
+)]
+async fn resize(
+    State(s): State<AppState>,
+    p: Principal,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
+    let (action, warnings) = s.app.vm_resize(&p, parse_id(&id)?, &body).await?;
+    Ok(super::action_created_warned(&action, &warnings))
 }
 
 /// VMs through the shared handlers.

@@ -215,3 +215,79 @@ impl<O> HasWorld for PowerScenario<O> {
         &self.0
     }
 }
+
+/// Resizing a running VM with `stop`: stopped, resized, started again.
+struct ResizeScenario(World);
+
+impl HasWorld for ResizeScenario {
+    fn world(&self) -> &World {
+        &self.0
+    }
+}
+
+impl ResizeScenario {
+    /// The VM as AtomOS has it: (state, vCPUs, RAM MiB).
+    fn on_host(&self, vm: VmId) -> (atomos_driver::VmState, u32, u64) {
+        let name = meson_core::naming::vm_atomos_name(vm);
+        self.0
+            .sim
+            .hosts()
+            .iter()
+            .flat_map(|h| h.inventory().vms)
+            .find(|v| v.name == name)
+            .map(|v| (v.state, v.slots, v.ram_mib))
+            .expect("the VM is on AtomOS")
+    }
+
+    /// Running, on the host and in its row, with `cores` and `memory_mib`.
+    async fn assert_sized(&self, action: ActionId, cores: u32, memory_mib: u64) {
+        let w = &self.0;
+        let vm = w.vm_of(action).await;
+        let v = w.vm(vm).await;
+        assert_eq!(v.status, VmStatus::Running, "{v:?}");
+        assert_eq!((v.spec.cpu.cores, v.spec.memory_mib), (cores, memory_mib));
+        assert_eq!(
+            self.on_host(vm),
+            (atomos_driver::VmState::Running, cores, memory_mib)
+        );
+        assert_eq!(w.on_atomos(vm), (1, 3), "nothing made or lost");
+    }
+}
+
+impl Scenario for ResizeScenario {
+    type W = meson_workflows::vm_resize::VmResize;
+
+    fn workflow(&self) -> Self::W {
+        meson_workflows::vm_resize::VmResize(self.0.env.clone())
+    }
+
+    async fn start(&self) -> ActionId {
+        let w = &self.0;
+        let (vm, create) = w.create_request().await;
+        assert_eq!(
+            w.run_plain(VmCreate(w.env.clone()), create).await.error,
+            None
+        );
+        let body = serde_json::json!({"cores": 3, "memory_mib": 6144, "stop": true});
+        w.app
+            .vm_resize(&w.who, vm, &body)
+            .await
+            .expect("resize accepted")
+            .0
+            .id
+    }
+
+    async fn assert_done(&self, action: ActionId) {
+        self.assert_sized(action, 3, 6144).await;
+    }
+
+    /// Undone: the old size, running again.
+    async fn assert_clean(&self, action: ActionId) {
+        self.assert_sized(action, 2, 4096).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vm_resize_passes_the_workflow_harness() {
+    harness(ResizeScenario(World::new().await)).await;
+}

@@ -19,14 +19,15 @@ use uuid::Uuid;
 pub fn block() -> Block {
     let fixed = |a: Attr| a.force_new().tracked();
     Block {
-        description: "A virtual machine. Its name, labels and power state change in place; \
-                      everything else replaces it.",
+        description: "A virtual machine. Its name, labels, power state, cores and memory \
+                      change in place (a running VM is stopped for a new size and started \
+                      again); everything else replaces it.",
         attrs: vec![
             Attr::computed("id", Ty::Str, "The VM's id."),
             Attr::required("name", Ty::Str, "The VM's name and hostname, unique per tenant (in place).")
                 .tracked(),
-            fixed(Attr::required("cores", Ty::Num, "CPU cores.")),
-            fixed(Attr::required("memory_mib", Ty::Num, "Memory, MiB.")),
+            Attr::required("cores", Ty::Num, "CPU cores (in place: a running VM is stopped, resized and started again).").tracked(),
+            Attr::required("memory_mib", Ty::Num, "Memory, MiB (in place, as `cores`).").tracked(),
             fixed(Attr::defaulted("threads_per_core", Ty::Num, "Threads per core (1 unless `smt`).")),
             fixed(Attr::defaulted("smt", Ty::Bool, "Simultaneous multithreading (default false).")),
             fixed(Attr::defaulted("min_frequency", Ty::Num, "The lowest acceptable clock, GHz.")),
@@ -80,6 +81,8 @@ pub fn field(f: &str) -> Option<Vec<Step>> {
         &[
             ("specs.vm_name", &["name"]),
             ("specs.req.cpu.numberOfCores", &["cores"]),
+            ("cores", &["cores"]),
+            ("memory_mib", &["memory_mib"]),
             ("specs.req.cpu.numberOfThreads", &["threads_per_core"]),
             ("specs.req.cpu.smtEnabled", &["smt"]),
             ("specs.req.cpu.min_frequency", &["min_frequency"]),
@@ -309,6 +312,21 @@ pub async fn update(c: &Client, prior: &Json, p: &Json, t: Duration) -> Res<Json
     let id = id(prior)?;
     if let Some(req) = super::rename_relabel(prior, p) {
         c.vm_update(id, &req).await.map_err(err)?;
+    }
+    if changed(prior, p, "cores") || changed(prior, p, "memory_mib") {
+        let req = meson_client::types::vm::VmResizeRequest {
+            cores: changed(prior, p, "cores")
+                .then(|| number_u32(p, "cores"))
+                .flatten(),
+            memory_mib: changed(prior, p, "memory_mib")
+                .then(|| number(p, "memory_mib"))
+                .flatten(),
+            // Running now: stopped for the change, started again after (a
+            // change to `stopped` in the same plan follows).
+            stop: Some(true),
+        };
+        let a = c.vm_resize(id, &req).await.map_err(err)?;
+        wait(c, &[a.id], t, field).await?;
     }
     if changed(prior, p, "power_state")
         && let Some(to) = text(p, "power_state")

@@ -145,6 +145,15 @@ pub fn vm_create(r: &pb::CreateVmRequest) -> Value {
         .value()
 }
 
+/// A `ResizeVmRequest` as the REST body of its resize action.
+pub fn vm_resize(r: &pb::ResizeVmRequest) -> Value {
+    Obj::new()
+        .opt("cores", r.cores)
+        .opt("memory_mib", r.memory_mib)
+        .flag("stop", r.stop)
+        .value()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
