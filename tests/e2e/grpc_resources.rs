@@ -1380,7 +1380,7 @@ async fn an_idempotency_key_replays_a_create_and_refuses_another_request_over_gr
 }
 
 #[tokio::test]
-async fn a_vm_is_resized_over_grpc() {
+async fn a_vm_is_resized_and_rebuilt_over_grpc() {
     let m = Meson::start().await;
     let ch = channel(&m).await;
     let mut vms = pb::vm_service_client::VmServiceClient::new(ch.clone());
@@ -1437,5 +1437,32 @@ async fn a_vm_is_resized_over_grpc() {
         .unwrap()
         .slots;
     assert_eq!(slots, 3);
+
+    // Rebuilt from another distribution; neither source names `image`.
+    let rebuild = |image: &str, os: &str| pb::RebuildVmRequest {
+        id: id.clone(),
+        image: image.into(),
+        os: os.into(),
+    };
+    let e = refused(
+        vms.rebuild_vm(authed(rebuild("", ""), &m.token)),
+        Code::InvalidArgument,
+    )
+    .await;
+    assert_eq!(rejected_fields(&e), ["image"]);
+    let a = vms
+        .rebuild_vm(authed(rebuild("", "Ubuntu"), &m.token))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(a.command, "rebuild_vm");
+    succeeded(&ch, &m.token, &a.id, Duration::from_secs(30)).await;
+    let got = vms
+        .get_vm(authed(pb::GetVmRequest { id: id.clone() }, &m.token))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(got.status, "running");
+    assert_eq!(got.specs.unwrap().os_distribution, "ubuntu");
     m.stop().await;
 }

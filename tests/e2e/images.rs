@@ -521,3 +521,107 @@ async fn a_vm_from_an_image_is_refused_naming_the_image() {
     assert_eq!(vms, 1, "only the source VM");
     m.stop().await;
 }
+
+#[tokio::test]
+async fn a_vm_is_rebuilt_from_an_image_keeping_its_address_and_data() {
+    let m = Meson::start().await;
+    let source = running_vm(&m).await;
+    let (golden, _) = create(
+        &m,
+        &format!("/v1/vms/{source}/actions/create-image"),
+        json!({"name": "golden"}),
+    )
+    .await;
+    let (golden_bytes, _) = boot_on_atomos(&m, &source);
+    // A second VM on the image's host, from the OS's cloud image.
+    let mut body = seed_vm();
+    body["specs"]["vm_name"] = "target".into();
+    body["specs"]["req"]["misc"]["osDistribution"] = "Ubuntu".into();
+    let r = m.post("/v1/vms", &body).await;
+    let vm = r.body["vm"]["id"].as_str().unwrap().to_owned();
+    let done = m
+        .wait_action(r.body["action"]["id"].as_str().unwrap())
+        .await;
+    assert_eq!(done["status"], "success", "{done}");
+    let before = m.get(&format!("/v1/vms/{vm}")).await.body["vm"].clone();
+    let (old_bytes, _) = boot_on_atomos(&m, &vm);
+    assert_ne!(old_bytes, golden_bytes);
+    let data_of = |v: &Value| -> Vec<Value> {
+        v["volumes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|x| x["kind"] != "boot")
+            .map(|x| x["id"].clone())
+            .collect()
+    };
+    // The cheapest host for both seed VMs: the image's.
+    assert_eq!(before["host"], image(&m, &golden).await["host"]);
+
+    let r = m
+        .post(
+            &format!("/v1/vms/{vm}/actions/rebuild"),
+            &json!({"image": golden}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    assert_eq!(r.body["action"]["command"], "rebuild_vm");
+    let done = m
+        .wait_action(r.body["action"]["id"].as_str().unwrap())
+        .await;
+    assert_eq!(done["status"], "success", "{done}");
+    let after = m.get(&format!("/v1/vms/{vm}")).await.body["vm"].clone();
+    assert_eq!(after["status"], "running", "{after}");
+    assert_eq!(after["id"], before["id"]);
+    assert_eq!(after["ipv4"], before["ipv4"], "the address is kept");
+    assert_eq!(after["specs"]["image"], golden.as_str());
+    assert_eq!(
+        data_of(&after),
+        data_of(&before),
+        "cloud-init and data volumes kept"
+    );
+    // The world changed: the VM boots the image's bytes, the old disk is gone.
+    assert_eq!(boot_on_atomos(&m, &vm).0, golden_bytes);
+    let prefix = format!("vm-{}", vm.replace('-', ""));
+    let boots = m
+        .sim()
+        .hosts()
+        .iter()
+        .flat_map(|h| h.inventory().volumes)
+        .filter(|v| v.name.starts_with(&prefix) && v.bootable && !v.cloudinit)
+        .count();
+    assert_eq!(boots, 1, "the old boot volume is destroyed");
+
+    // From a distribution again; bad bodies name the field.
+    let r = m
+        .post(
+            &format!("/v1/vms/{vm}/actions/rebuild"),
+            &json!({"os": "Debian"}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let done = m
+        .wait_action(r.body["action"]["id"].as_str().unwrap())
+        .await;
+    assert_eq!(done["status"], "success", "{done}");
+    let after = m.get(&format!("/v1/vms/{vm}")).await.body["vm"].clone();
+    assert_eq!(after["specs"]["image"], Value::Null);
+    assert_eq!(after["specs"]["os_distribution"], "debian");
+    for bad in [
+        json!({}),
+        json!({"image": golden, "os": "Debian"}),
+        json!({"image": "nope"}),
+        json!({"image": uuid::Uuid::new_v4()}),
+    ] {
+        let r = m.post(&format!("/v1/vms/{vm}/actions/rebuild"), &bad).await;
+        assert_eq!(r.rejected_fields(), ["image"], "{bad}: {}", r.body);
+    }
+    let r = m
+        .post(
+            &format!("/v1/vms/{vm}/actions/rebuild"),
+            &json!({"os": "Plan9"}),
+        )
+        .await;
+    assert_eq!(r.rejected_fields(), ["os"], "{}", r.body);
+    m.stop().await;
+}

@@ -131,6 +131,7 @@ pub const RULES: &[Rule] = &[
     write("volume_update"),
     write("volume_delete"),
     write("vm_resize"),
+    write("vm_rebuild"),
     write("volume_attach"),
     write("volume_detach"),
     write("volume_resize"),

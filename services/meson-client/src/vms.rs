@@ -75,6 +75,22 @@ impl Client {
         Ok(r.action)
     }
 
+    /// Starts rebuilding a VM from an image or a distribution.
+    pub async fn vm_rebuild(
+        &self,
+        id: Uuid,
+        req: &wire::vm::VmRebuildRequest,
+    ) -> Result<wire::Action> {
+        let r: wire::ActionResponse = self
+            .call(
+                Method::POST,
+                &format!("/v1/vms/{id}/actions/rebuild"),
+                Some(req),
+            )
+            .await?;
+        Ok(r.action)
+    }
+
     /// Every VM of the caller's tenant, page after page.
     pub async fn vm_list_all(&self) -> Result<Vec<wire::Vm>> {
         self.vm_list_matching(&ListFilter::default()).await

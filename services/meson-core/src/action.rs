@@ -61,6 +61,7 @@ pub enum Command {
     DetachVolume,
     ResizeVolume,
     ResizeVm,
+    RebuildVm,
 }
 
 impl Command {
@@ -90,6 +91,7 @@ impl Command {
             Command::DetachVolume => "detach_volume",
             Command::ResizeVolume => "resize_volume",
             Command::ResizeVm => "resize_vm",
+            Command::RebuildVm => "rebuild_vm",
         }
     }
 }

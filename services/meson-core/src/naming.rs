@@ -54,6 +54,14 @@ pub fn vm_boot_volume_name(id: VmId) -> String {
     format!("{}boot", vm_volume_prefix(id))
 }
 
+/// A rebuilt VM's new boot volume: the boot volume's name and the new
+/// volume's last 12 hex digits, its random part (ids are UUIDv7: the first
+/// digits are a time), as the old one is still there while it is made.
+pub fn vm_rebuilt_boot_volume_name(id: VmId, volume: crate::VolumeId) -> String {
+    let hex = volume.0.simple().to_string();
+    format!("{}-{}", vm_boot_volume_name(id), &hex[hex.len() - 12..])
+}
+
 pub fn vm_cloudinit_volume_name(id: VmId) -> String {
     format!("{}cloudinit", vm_volume_prefix(id))
 }

@@ -399,6 +399,70 @@ fn parse_networks(
 }
 
 /// Most standalone volumes one VM attaches.
+/// The distribution `name` (at `path`), or an error naming the supported ones.
+fn distribution(p: &mut Parser, path: String, name: &str) -> Option<OsImage> {
+    OsImage::lookup(name).or_else(|| {
+        p.errors.add(
+            path,
+            format!(
+                "unsupported distribution '{name}'; supported: {}",
+                OsImage::supported().join(", ")
+            ),
+        );
+        None
+    })
+}
+
+/// What a rebuilt VM's new boot volume is made from.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RebuildSource {
+    /// A copy of the tenant's image.
+    Image(crate::ImageId),
+    /// The distribution's cloud image.
+    Os(OsImage),
+}
+
+/// A parsed `POST /v1/vms/{id}/actions/rebuild`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct VmRebuild {
+    pub source: RebuildSource,
+    pub warnings: Vec<Warning>,
+}
+
+impl VmRebuild {
+    /// `{"image": "<id>"}` or `{"os": "<distribution>"}`, one of them.
+    pub fn parse(body: &Value) -> Result<VmRebuild> {
+        let mut p = Parser::default();
+        let mut root = p.body(body)?;
+        let image = parse_image(&mut p, &mut root);
+        let os = p
+            .string(&mut root, "os", false)
+            .map(|(path, name)| distribution(&mut p, path, name));
+        let source = match (image, os) {
+            (Some(Some(id)), None) => Some(RebuildSource::Image(id)),
+            (Some(None), Some(Some(os))) => Some(RebuildSource::Os(os)),
+            (Some(None), None) => {
+                p.errors
+                    .add("image", "give image (an image id) or os (a distribution)");
+                None
+            }
+            (Some(Some(_)), Some(_)) => {
+                p.errors.add("image", "give image or os, not both");
+                None
+            }
+            _ => None,
+        };
+        p.done(root);
+        let Parser { errors, warnings } = p;
+        match source {
+            Some(source) if errors.is_empty() => Ok(VmRebuild { source, warnings }),
+            _ => Err(errors
+                .into_error()
+                .unwrap_or_else(|| crate::Error::invalid("image", "invalid request"))),
+        }
+    }
+}
+
 /// A VM's cores, and its memory in MiB (its create's and its resize's rule).
 pub const CORES: std::ops::RangeInclusive<i64> = 1..=128;
 pub const MEMORY_MIB: std::ops::RangeInclusive<i64> = 128..=1_048_576;
@@ -608,16 +672,7 @@ fn parse_req(p: &mut Parser, req: &mut crate::parse::Obj<'_>) -> Option<ReqParts
     let os = match p.object(req, "misc", false) {
         Some(mut misc) => {
             let os = match p.string(&mut misc, "osDistribution", false) {
-                Some((path, name)) => OsImage::lookup(name).or_else(|| {
-                    p.errors.add(
-                        path,
-                        format!(
-                            "unsupported distribution '{name}'; supported: {}",
-                            OsImage::supported().join(", ")
-                        ),
-                    );
-                    None
-                }),
+                Some((path, name)) => distribution(p, path, name),
                 None => OsImage::lookup(DEFAULT_DISTRIBUTION),
             };
             p.done(misc);

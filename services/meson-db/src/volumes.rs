@@ -476,13 +476,13 @@ pub async fn update(
 }
 
 /// Forgets a standalone volume (it no longer counts against the quota).
-pub async fn mark_deleted(pool: &PgPool, id: VolumeId) -> Result<(), Error> {
+pub async fn mark_deleted(db: impl sqlx::PgExecutor<'_>, id: VolumeId) -> Result<(), Error> {
     sqlx::query!(
         r#"update volumes set deleted_at = now(), status = 'deleting'
            where id = $1 and deleted_at is null"#,
         id.0
     )
-    .execute(pool)
+    .execute(db)
     .await
     .ctx("deleting a volume")?;
     Ok(())

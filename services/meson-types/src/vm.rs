@@ -79,6 +79,19 @@ pub struct VmResizeRequest {
     pub stop: Option<bool>,
 }
 
+/// `POST /v1/vms/{id}/actions/rebuild`: what the new boot volume is made
+/// from, one of them.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct VmRebuildRequest {
+    /// The tenant's `available` image on the VM's host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<Uuid>,
+    /// A distribution (`Debian`, `Ubuntu 22.04`, ...): its cloud image.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(example = "Debian")]
+    pub os: Option<String>,
+}
+
 /// What `POST /v1/vms/{id}/actions/{command}` (and gRPC `PowerVm`) does to
 /// a VM.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]

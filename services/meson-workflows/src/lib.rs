@@ -26,6 +26,7 @@ pub mod rolling;
 pub mod vm_create;
 pub mod vm_delete;
 pub mod vm_power;
+pub mod vm_rebuild;
 pub mod vm_resize;
 pub mod volume_attach;
 pub mod volume_create;
@@ -101,6 +102,7 @@ pub fn register_all(worker: meson_jobs::Worker, env: Arc<Env>) -> meson_jobs::Wo
         .register(vm_power::VmPower::<vm_power::PowerOff>::new(env.clone()))
         .register(vm_power::VmPower::<vm_power::Reboot>::new(env.clone()))
         .register(vm_resize::VmResize(env.clone()))
+        .register(vm_rebuild::VmRebuild(env.clone()))
         .register(volume_create::VolumeCreate(env.clone()))
         .register(volume_delete::VolumeDelete(env.clone()))
         .register(volume_attach::VolumeAttach(env.clone()))

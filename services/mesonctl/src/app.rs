@@ -614,6 +614,25 @@ impl Ctx {
                 self.wait(std::slice::from_ref(&action)).await?;
                 self.show(&self.client.vm_get(id).await?)
             }
+            VmCommand::Rebuild {
+                vm,
+                image,
+                os,
+                wait,
+            } => {
+                let id = self.vm_id(&vm).await?;
+                let image = match image {
+                    Some(i) => Some(self.image_id(&i).await?),
+                    None => None,
+                };
+                let req = meson_types::vm::VmRebuildRequest { image, os };
+                let action = self.client.vm_rebuild(id, &req).await?;
+                if !wait.waits() {
+                    return self.show(&action);
+                }
+                self.wait(std::slice::from_ref(&action)).await?;
+                self.show(&self.client.vm_get(id).await?)
+            }
             VmCommand::Delete { vm, wait } => {
                 let id = self.vm_id(&vm).await?;
                 let action = self.client.vm_delete(id).await?;

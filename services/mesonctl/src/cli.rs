@@ -275,6 +275,19 @@ pub enum VmCommand {
         #[command(flatten)]
         wait: WaitArgs,
     },
+    /// Rebuilds a VM: a new boot disk from an image or a distribution (the
+    /// old one's data is lost); its address, keys and data volumes stay.
+    Rebuild {
+        vm: String,
+        /// The image (id or name) to copy.
+        #[arg(long, conflicts_with = "os", required_unless_present = "os")]
+        image: Option<String>,
+        /// The distribution (`Debian`, `Ubuntu 22.04`, ...).
+        #[arg(long)]
+        os: Option<String>,
+        #[command(flatten)]
+        wait: WaitArgs,
+    },
     /// Powers a VM on.
     Poweron {
         vm: String,

@@ -45,6 +45,7 @@ fn commands() -> Vec<Vec<String>> {
         format!("vm delete {A} --no-wait"),
         format!("vm reboot {A} --no-wait"),
         format!("vm resize {A} --cores 2 --no-wait"),
+        format!("vm rebuild {A} --os Debian --no-wait"),
         format!("action list vm {A}"),
         "volume create --name x --size 1 --no-wait".into(),
         "volume list".into(),

@@ -953,6 +953,20 @@ async fn an_image_of_a_vm_and_a_vm_from_the_image() {
     r.ok();
     assert_eq!(r.json()["specs"]["cores"], 3, "{r:#?}");
     assert_eq!(r.json()["status"], "running", "{r:#?}");
+    // Rebuilt from a distribution, then from the image again.
+    let r = m
+        .ctl(&["vm", "rebuild", "copy", "--os", "Ubuntu", "-o", "json"])
+        .await;
+    r.ok();
+    assert_eq!(r.json()["specs"]["image"], Value::Null, "{r:#?}");
+    assert_eq!(r.json()["specs"]["os_distribution"], "ubuntu", "{r:#?}");
+    let r = m
+        .ctl(&["vm", "rebuild", "copy", "--image", "golden", "-o", "json"])
+        .await;
+    r.ok();
+    assert_eq!(r.json()["specs"]["image"], image.as_str(), "{r:#?}");
+    let r = m.ctl(&["vm", "rebuild", "copy"]).await;
+    assert_eq!(r.code, Some(2), "a usage error: {r:#?}");
     let r = m
         .ctl(&["vm", "create", "-f", &file, "--image", "no-such-image"])
         .await;

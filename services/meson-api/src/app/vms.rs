@@ -8,12 +8,12 @@ use meson_core::naming;
 use meson_core::network::Attachment;
 use meson_core::parse::Warning;
 use meson_core::patch::NameLabels;
-use meson_core::vm::{Vm, VmCreate, VmResize, VmStatus};
+use meson_core::vm::{RebuildSource, Vm, VmCreate, VmRebuild, VmResize, VmStatus};
 use meson_core::volume::Volume;
 use meson_core::{Error, Result, VmId};
 use meson_types::vm::PowerCommand;
 use meson_workflows::vm_power::{PowerOff, PowerOn, Reboot};
-use meson_workflows::{vm_create, vm_delete, vm_power, vm_resize};
+use meson_workflows::{vm_create, vm_delete, vm_power, vm_rebuild, vm_resize};
 
 /// What a VM view shows besides the VM row: its volumes and NICs (for one
 /// VM, or for every VM of a page).
@@ -285,6 +285,105 @@ impl App {
         self.within_quotas(&mut tx, &p.tenant, &held).await?;
         meson_db::commit(tx).await?;
         tracing::info!(vm = %id, action = %action.id, ?from, to = ?params.to, "vm resize accepted");
+        Ok((action, req.warnings))
+    }
+
+    /// Starts rebuilding a VM from an image or a distribution: a new boot
+    /// volume in place of the old one (the VM keeps its id, address,
+    /// cloud-init and data volumes; a running VM is stopped for the swap
+    /// and started again). The new boot volume's row and the VM's new spec
+    /// are written at once; a larger boot volume counts at once too.
+    pub async fn vm_rebuild(
+        &self,
+        p: &Principal,
+        id: VmId,
+        body: &serde_json::Value,
+    ) -> Result<(Action, Vec<Warning>)> {
+        let req = VmRebuild::parse(body)?;
+        let mut tx = meson_db::begin(&self.pool).await?;
+        let held = self.hold_usage(&mut tx, &p.tenant).await?;
+        let vm = meson_db::vms::get(&mut *tx, &p.tenant, id).await?;
+        let mut resources = vec![(ResourceType::Vm, id.0)];
+        let mut spec = vm.spec.clone();
+        match &req.source {
+            RebuildSource::Os(os) => {
+                spec.os = os.clone();
+                spec.image = None;
+            }
+            RebuildSource::Image(image) => {
+                let i = match meson_db::images::lock(&mut tx, &p.tenant, *image).await {
+                    Err(Error::NotFound { .. }) => {
+                        return Err(Error::invalid("image", "no such image"));
+                    }
+                    other => other?,
+                };
+                if i.status != meson_core::image::ImageStatus::Available {
+                    return Err(Error::invalid(
+                        "image",
+                        format!(
+                            "the image is {}; only an available image can be copied",
+                            i.status.as_str()
+                        ),
+                    ));
+                }
+                if let (Some(at), Some(here)) = (&i.placement, &vm.placement)
+                    && at.target_id != here.target_id
+                {
+                    return Err(Error::invalid(
+                        "image",
+                        format!(
+                            "the image is on host {}, the VM on host {}: a VM is rebuilt from \
+                             an image of its own host",
+                            at.host, here.host
+                        ),
+                    ));
+                }
+                spec.image = Some(*image);
+                spec.boot_volume_gb = spec.boot_volume_gb.max(i.size_gb);
+                resources.push((ResourceType::Image, image.0));
+            }
+        }
+        let parts = meson_db::volumes::list_for_vms(&mut *tx, &[id]).await?;
+        let old = parts
+            .iter()
+            .find(|v| v.vm_id == Some(id) && v.kind == meson_core::volume::VolumeKind::Boot)
+            .ok_or_else(|| Error::Conflict {
+                message: "the VM has no boot volume to replace".into(),
+            })?;
+        let mut new = old.clone();
+        new.id = meson_core::VolumeId::new();
+        new.atomos_name = naming::vm_rebuilt_boot_volume_name(id, new.id);
+        new.atomos_id = None;
+        new.size_gb = spec.boot_volume_gb;
+        new.status = meson_core::volume::VolumeStatus::Creating;
+        new.created = chrono::Utc::now();
+        resources.push((ResourceType::Volume, new.id.0));
+        let action = new_action(p, Command::RebuildVm, resources);
+        meson_db::actions::insert(&mut tx, &action).await?;
+        let params = vm_rebuild::Params {
+            vm_id: id,
+            old_boot: old.id,
+            new_boot: new.id,
+            restart: vm.status == VmStatus::Running,
+            from: vm.spec.clone(),
+        };
+        vm_rebuild::enqueue(&mut tx, &params, action.id, &p.tenant)
+            .await?
+            .or_locked("vm", id)?;
+        // Checked after taking the lock: no other action can change it now.
+        if !matches!(vm.status, VmStatus::Running | VmStatus::Off) || vm.placement.is_none() {
+            return Err(Error::Conflict {
+                message: format!(
+                    "the VM is {}; only a VM that is running or off can be rebuilt",
+                    vm.status.as_str()
+                ),
+            });
+        }
+        meson_db::volumes::insert(&mut tx, &new).await?;
+        meson_db::vms::set_spec(&mut *tx, id, &spec).await?;
+        self.within_quotas(&mut tx, &p.tenant, &held).await?;
+        meson_db::commit(tx).await?;
+        tracing::info!(vm = %id, action = %action.id, "vm rebuild accepted");
         Ok((action, req.warnings))
     }
 

@@ -27,6 +27,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(read, delete, update))
         .routes(routes!(power))
         .routes(routes!(resize))
+        .routes(routes!(rebuild))
 }
 
 /// Creates a VM.
@@ -245,6 +246,48 @@ async fn resize(
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
     let (action, warnings) = s.app.vm_resize(&p, parse_id(&id)?, &body).await?;
+    Ok(super::action_created_warned(&action, &warnings))
+}
+
+/// Rebuilds a VM from an image or a distribution.
+#[utoipa::path(
+    post,
+    path = "/v1/vms/{id}/actions/rebuild",
+    tag = "vms",
+    operation_id = "vm_rebuild",
+    summary = "Rebuild a VM",
+    description = "Starts a `rebuild_vm` action, which makes a new boot volume on the VM's \
+        AtomOS host (a copy of `image`, or `os`'s cloud image), swaps it for the old one and \
+        destroys the old one: the boot disk's data is lost. The VM keeps its id, address, \
+        cloud-init volume (name, keys, network config) and data volumes; a running VM is \
+        stopped for the swap and started again (as Hetzner's rebuild). The VM's spec names the \
+        new source at once; a failed rebuild puts the old boot volume and spec back.",
+    params(("id" = uuid::Uuid, Path, description = "The VM's id.")),
+    request_body(content = wire::vm::VmRebuildRequest, content_type = "application/json"),
+    responses(
+        (status = 201, description = "Accepted: the action.", body = wire::ActionResponse,
+            links(("GetAction" = (operation_id = "action_get",
+                parameters(("id" = "$response.body#/action/id")))))),
+        (status = 400, description = "A bad field (`invalid_input`: neither or both of `image` \
+            and `os`, an unknown distribution, no such image or one on another host), \
+            malformed JSON (`json_error`), the id is not a UUID, or a bad `Idempotency-Key`.",
+            body = ErrorResponse),
+        (status = 403, description = "The token's role cannot modify VMs (`forbidden`), or a \
+            larger boot volume would take the tenant over its `storage_gb` quota \
+            (`resource_limit_exceeded`).", body = ErrorResponse),
+        NoSuchVm,
+        (status = 409, description = "The VM is neither `running` nor `off` (`conflict`).",
+            body = ErrorResponse),
+        VmBusy,
+    ),
+)]
+async fn rebuild(
+    State(s): State<AppState>,
+    p: Principal,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
+    let (action, warnings) = s.app.vm_rebuild(&p, parse_id(&id)?, &body).await?;
     Ok(super::action_created_warned(&action, &warnings))
 }
 

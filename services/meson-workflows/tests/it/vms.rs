@@ -291,3 +291,132 @@ impl Scenario for ResizeScenario {
 async fn vm_resize_passes_the_workflow_harness() {
     harness(ResizeScenario(World::new().await)).await;
 }
+
+/// Rebuilding a running VM from another distribution.
+struct RebuildScenario(World);
+
+impl HasWorld for RebuildScenario {
+    fn world(&self) -> &World {
+        &self.0
+    }
+}
+
+impl RebuildScenario {
+    /// The content of the VM's boot volumes on AtomOS.
+    fn boots(&self, vm: VmId) -> Vec<String> {
+        let prefix = meson_core::naming::vm_atomos_name(vm);
+        self.0
+            .sim
+            .hosts()
+            .iter()
+            .flat_map(|h| h.inventory().volumes)
+            .filter(|v| v.name.starts_with(&prefix) && v.bootable && !v.cloudinit)
+            .map(|v| v.content)
+            .collect()
+    }
+
+    /// Running with one boot volume from `os`'s cloud image, on the host
+    /// and in its rows and spec; nothing else made or lost.
+    async fn assert_boots(&self, action: ActionId, os: &str) {
+        let w = &self.0;
+        let vm = w.vm_of(action).await;
+        let v = w.vm(vm).await;
+        let a = meson_db::actions::get(&w.db.pool, None, action)
+            .await
+            .unwrap();
+        assert_eq!(v.status, VmStatus::Running, "{:?}", a.error);
+        assert_eq!(v.spec.os.distribution, os);
+        let url = meson_core::os::OsImage::lookup(os).unwrap().image_url;
+        assert_eq!(
+            self.boots(vm),
+            [atomos_sim::content_hash(format!("url:{url}").as_bytes())]
+        );
+        assert_eq!(w.on_atomos(vm), (1, 3), "one VM, its three volumes");
+        let rows = meson_db::volumes::list_for_vms(&w.db.pool, &[vm])
+            .await
+            .unwrap();
+        let boots: Vec<_> = rows
+            .iter()
+            .filter(|r| r.kind == meson_core::volume::VolumeKind::Boot)
+            .collect();
+        assert_eq!(boots.len(), 1, "{rows:?}");
+        let on_host = w
+            .sim
+            .hosts()
+            .iter()
+            .flat_map(|h| h.inventory().vms)
+            .find(|x| x.name == v.atomos_name)
+            .unwrap();
+        assert!(
+            on_host
+                .volume_ids
+                .contains(boots[0].atomos_id.as_ref().unwrap()),
+            "the row's boot volume is the one on the VM"
+        );
+    }
+}
+
+impl Scenario for RebuildScenario {
+    type W = meson_workflows::vm_rebuild::VmRebuild;
+
+    fn workflow(&self) -> Self::W {
+        meson_workflows::vm_rebuild::VmRebuild(self.0.env.clone())
+    }
+
+    async fn start(&self) -> ActionId {
+        let w = &self.0;
+        let (vm, create) = w.create_request().await;
+        assert_eq!(
+            w.run_plain(VmCreate(w.env.clone()), create).await.error,
+            None
+        );
+        w.app
+            .vm_rebuild(&w.who, vm, &serde_json::json!({"os": "Ubuntu"}))
+            .await
+            .expect("rebuild accepted")
+            .0
+            .id
+    }
+
+    async fn assert_done(&self, action: ActionId) {
+        self.assert_boots(action, "ubuntu").await;
+    }
+
+    /// Undone (the old boot volume, running again), or, failing after its
+    /// commit point, rebuilt: never half of each.
+    async fn assert_clean(&self, action: ActionId) {
+        let w = &self.0;
+        let vm = w.vm(w.vm_of(action).await).await;
+        let os = vm.spec.os.distribution.clone();
+        assert!(os == "debian" || os == "ubuntu", "{os}");
+        self.assert_boots(action, &os).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vm_rebuild_passes_the_workflow_harness() {
+    harness(RebuildScenario(World::new().await)).await;
+}
+
+/// A VM rebuilt twice within a minute: each new boot volume has a name of
+/// its own on AtomOS (their ids share their time prefix).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_vm_is_rebuilt_twice_in_a_row() {
+    let w = World::new().await;
+    let (vm, create) = w.create_request().await;
+    w.run_plain(VmCreate(w.env.clone()), create).await;
+    for os in ["Ubuntu", "Debian"] {
+        let a = w
+            .app
+            .vm_rebuild(&w.who, vm, &serde_json::json!({"os": os}))
+            .await;
+        let a = match a {
+            Ok(a) => a.0,
+            Err(e) => panic!("{e:?}"),
+        };
+        let done = w
+            .run_plain(meson_workflows::vm_rebuild::VmRebuild(w.env.clone()), a.id)
+            .await;
+        assert_eq!(done.error, None);
+    }
+}

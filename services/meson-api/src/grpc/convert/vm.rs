@@ -145,6 +145,11 @@ pub fn vm_create(r: &pb::CreateVmRequest) -> Value {
         .value()
 }
 
+/// A `RebuildVmRequest` as the REST body of its rebuild action.
+pub fn vm_rebuild(r: &pb::RebuildVmRequest) -> Value {
+    Obj::new().str("image", &r.image).str("os", &r.os).value()
+}
+
 /// A `ResizeVmRequest` as the REST body of its resize action.
 pub fn vm_resize(r: &pb::ResizeVmRequest) -> Value {
     Obj::new()
