@@ -1380,7 +1380,7 @@ async fn an_idempotency_key_replays_a_create_and_refuses_another_request_over_gr
 }
 
 #[tokio::test]
-async fn a_vm_is_resized_and_rebuilt_over_grpc() {
+async fn a_vm_is_resized_rebuilt_and_migrated_over_grpc() {
     let m = Meson::start().await;
     let ch = channel(&m).await;
     let mut vms = pb::vm_service_client::VmServiceClient::new(ch.clone());
@@ -1464,5 +1464,32 @@ async fn a_vm_is_resized_and_rebuilt_over_grpc() {
         .into_inner();
     assert_eq!(got.status, "running");
     assert_eq!(got.specs.unwrap().os_distribution, "ubuntu");
+
+    // Migrated to the other host of its provider; a host of another is refused.
+    let migrate = |host: &str| pb::MigrateVmRequest {
+        id: id.clone(),
+        host: host.into(),
+    };
+    let e = refused(
+        vms.migrate_vm(authed(migrate("ovh-gra-1"), &m.token)),
+        Code::InvalidArgument,
+    )
+    .await;
+    assert_eq!(rejected_fields(&e), ["host"]);
+    let from = got.host.clone();
+    let a = vms
+        .migrate_vm(authed(migrate(""), &m.token))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(a.command, "migrate_vm");
+    succeeded(&ch, &m.token, &a.id, Duration::from_secs(30)).await;
+    let moved = vms
+        .get_vm(authed(pb::GetVmRequest { id: id.clone() }, &m.token))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(moved.status, "running");
+    assert_ne!(moved.host, from);
     m.stop().await;
 }

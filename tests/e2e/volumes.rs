@@ -660,3 +660,257 @@ async fn attach_refusals_name_the_vm_the_host_and_the_field() {
     assert_eq!(volume(&m, &free).await["size"], 2);
     m.stop().await;
 }
+
+/// The simulated hosts holding a copy named `name`, with its content.
+fn copies(m: &Meson, name: &str) -> Vec<(String, String)> {
+    m.sim()
+        .hosts()
+        .iter()
+        .flat_map(|h| {
+            h.inventory()
+                .volumes
+                .into_iter()
+                .filter(|v| v.name == name)
+                .map(|v| (h.name().to_owned(), v.content))
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_vm_migrates_with_its_volumes_to_another_host_of_its_provider() {
+    let m = Meson::start().await;
+    let (vm, anchor) = vm_on_the_volumes_host(&m).await;
+    let before = m.get(&format!("/v1/vms/{vm}")).await.body["vm"].clone();
+    assert_eq!(before["host"], "ionos-fra-1", "{before}");
+    let boot = format!("vm-{}-boot", vm.replace('-', ""));
+    let data = format!("vol-{}", anchor.replace('-', ""));
+    let (boot_bytes, data_bytes) = (
+        copies(&m, &boot)[0].1.clone(),
+        copies(&m, &data)[0].1.clone(),
+    );
+
+    // Refused: no such host, the VM's own, another provider's; nothing moves.
+    for (host, why) in [
+        ("nowhere", "no host"),
+        ("ionos-fra-1", "already"),
+        ("ovh-gra-1", "provider"),
+    ] {
+        let r = m
+            .post(
+                &format!("/v1/vms/{vm}/actions/migrate"),
+                &json!({"host": host}),
+            )
+            .await;
+        assert_eq!(r.rejected_fields(), ["host"], "{host}: {}", r.body);
+        assert!(r.body.to_string().contains(why), "{host}: {}", r.body);
+    }
+
+    // A slow boot on the new host keeps the migration running a while.
+    m.set_boot_time(std::time::Duration::from_secs(1));
+    let r = m
+        .post(&format!("/v1/vms/{vm}/actions/migrate"), &json!({}))
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    assert_eq!(r.body["action"]["command"], "migrate_vm");
+    // The attached volume cannot be resized meanwhile: 423 naming the move.
+    let busy = m
+        .post(
+            &format!("/v1/volumes/{anchor}/actions/resize"),
+            &json!({"size": 3}),
+        )
+        .await;
+    assert_eq!(busy.status, StatusCode::LOCKED, "{}", busy.body);
+    assert_eq!(
+        busy.body["error"]["details"]["action_id"],
+        r.body["action"]["id"]
+    );
+    let done = m
+        .wait_action(r.body["action"]["id"].as_str().unwrap())
+        .await;
+    assert_eq!(done["status"], "success", "{done}");
+    m.set_boot_time(std::time::Duration::from_millis(100));
+    let after = m.get(&format!("/v1/vms/{vm}")).await.body["vm"].clone();
+    assert_eq!(after["host"], "ionos-las-1", "{after}");
+    assert_eq!(after["status"], "running", "{after}");
+    assert_eq!(after["id"], before["id"]);
+    // The world changed: one copy of each volume, on the new host, with the
+    // same bytes; the VM on the new host only.
+    assert_eq!(copies(&m, &boot), [("ionos-las-1".to_owned(), boot_bytes)]);
+    assert_eq!(copies(&m, &data), [("ionos-las-1".to_owned(), data_bytes)]);
+    let on: Vec<String> = m
+        .sim()
+        .hosts()
+        .iter()
+        .filter(|h| {
+            h.inventory()
+                .vms
+                .iter()
+                .any(|v| v.name == format!("vm-{}", vm.replace('-', "")))
+        })
+        .map(|h| h.name().to_owned())
+        .collect();
+    assert_eq!(on, ["ionos-las-1"]);
+    assert_eq!(volume(&m, &anchor).await["host"], "ionos-las-1");
+
+    // Another tenant's VM is not found; a VM on a private network is refused.
+    let other = m.token("other", "eve", meson_api::Role::Editor);
+    let r = m
+        .call(
+            Method::POST,
+            &format!("/v1/vms/{vm}/actions/migrate"),
+            &other,
+            Some(&json!({})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.body);
+    let net = m
+        .post(
+            "/v1/networks",
+            &json!({"name": "lan", "cidr": "192.168.50.0/24"}),
+        )
+        .await;
+    let mut body = seed_vm();
+    body["specs"]["vm_name"] = "on-lan".into();
+    body["networks"] = json!([net.body["network"]["id"]]);
+    let r = m.post("/v1/vms", &body).await;
+    let lan_vm = r.body["vm"]["id"].as_str().unwrap().to_owned();
+    wait_ok(&m, &r).await;
+    let r = m
+        .post(&format!("/v1/vms/{lan_vm}/actions/migrate"), &json!({}))
+        .await;
+    assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.body);
+    assert!(
+        r.body.to_string().contains("private networks"),
+        "{}",
+        r.body
+    );
+    m.stop().await;
+}
+
+#[tokio::test]
+async fn a_drained_host_empties_and_takes_no_new_vms_until_undrained() {
+    let m = Meson::start().await;
+    let mut vms = Vec::new();
+    for i in 0..3 {
+        let mut body = seed_vm();
+        body["specs"]["vm_name"] = format!("d{i}").into();
+        let r = m.post("/v1/vms", &body).await;
+        wait_ok(&m, &r).await;
+        vms.push(r.body["vm"]["id"].as_str().unwrap().to_owned());
+    }
+    let net = m
+        .post(
+            "/v1/networks",
+            &json!({"name": "lan", "cidr": "192.168.60.0/24"}),
+        )
+        .await;
+    let mut body = seed_vm();
+    body["specs"]["vm_name"] = "on-lan".into();
+    body["networks"] = json!([net.body["network"]["id"]]);
+    let r = m.post("/v1/vms", &body).await;
+    wait_ok(&m, &r).await;
+    let stuck = r.body["vm"]["id"].as_str().unwrap().to_owned();
+    let targets = m.get("/v1/targets").await.body["targets"].clone();
+    let fra = targets
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "ionos-fra-1")
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for vm in vms.iter().chain([&stuck]) {
+        let got = m.get(&format!("/v1/vms/{vm}")).await.body["vm"].clone();
+        assert_eq!(got["host"], "ionos-fra-1", "{got}");
+    }
+
+    // A tenant's editor cannot drain.
+    let editor = m.token("dev", "ed", meson_api::Role::Editor);
+    let r = m
+        .call(
+            Method::POST,
+            &format!("/v1/targets/{fra}/actions/drain"),
+            &editor,
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN, "{}", r.body);
+
+    let r = m
+        .post(&format!("/v1/targets/{fra}/actions/drain"), &json!({}))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.body["target"]["enabled"], false);
+    let actions = r.body["actions"].as_array().unwrap().clone();
+    assert_eq!(actions.len(), 3, "{}", r.body);
+    let left = r.body["left"].as_array().unwrap();
+    assert_eq!(left.len(), 1, "{}", r.body);
+    assert_eq!(left[0]["vm"], stuck.as_str());
+    assert!(
+        left[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("private networks")
+    );
+    for a in &actions {
+        assert_eq!(a["command"], "migrate_vm");
+        let done = m.wait_action(a["id"].as_str().unwrap()).await;
+        assert_eq!(done["status"], "success", "{done}");
+    }
+    for vm in &vms {
+        let got = m.get(&format!("/v1/vms/{vm}")).await.body["vm"].clone();
+        assert_eq!(
+            (got["host"].as_str(), got["status"].as_str()),
+            (Some("ionos-las-1"), Some("running"))
+        );
+    }
+    let on_fra = m
+        .sim()
+        .hosts()
+        .iter()
+        .find(|h| h.name() == "ionos-fra-1")
+        .unwrap()
+        .inventory()
+        .vms
+        .len();
+    assert_eq!(on_fra, 1, "only the VM on a private network is left");
+
+    // Drained, it takes no new VM, nor a migration to it.
+    let mut body = seed_vm();
+    body["specs"]["vm_name"] = "new".into();
+    let r = m.post("/v1/vms", &body).await;
+    wait_ok(&m, &r).await;
+    let new = r.body["vm"]["id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        m.get(&format!("/v1/vms/{new}")).await.body["vm"]["host"],
+        "ionos-las-1"
+    );
+    let r = m
+        .post(
+            &format!("/v1/vms/{new}/actions/migrate"),
+            &json!({"host": "ionos-fra-1"}),
+        )
+        .await;
+    assert_eq!(r.rejected_fields(), ["host"], "{}", r.body);
+
+    // Undrained, it does again.
+    let r = m
+        .post(&format!("/v1/targets/{fra}/actions/undrain"), &json!({}))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.body["target"]["enabled"], true);
+    let r = m
+        .post(
+            &format!("/v1/vms/{new}/actions/migrate"),
+            &json!({"host": "ionos-fra-1"}),
+        )
+        .await;
+    wait_ok(&m, &r).await;
+    assert_eq!(
+        m.get(&format!("/v1/vms/{new}")).await.body["vm"]["host"],
+        "ionos-fra-1"
+    );
+    m.stop().await;
+}

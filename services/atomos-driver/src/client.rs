@@ -44,6 +44,14 @@ pub struct Target {
     pub continent: String,
 }
 
+impl Target {
+    /// Where its storage daemon listens, `http://host:port`: what another
+    /// host's `/update/transfer` sends a volume to.
+    pub fn storage_origin(&self) -> String {
+        format!("http://{}:{}", self.host, self.ports.storage)
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct ClientOptions {
     /// Per HTTP attempt, connect to last body byte.

@@ -6,8 +6,8 @@ use crate::error::{DriverError, ErrorKind};
 use crate::schema::ListOf;
 use crate::schema::storage::{
     CanCreateBody, CloneBody, CloudinitCreateBody, CloudinitMetadata, CloudinitMetadataResponse,
-    CreateBody, CreateResponse, CreateUrlBody, ResizeBody, VolumeIdBody, VolumeInfoResponse,
-    VolumeObject,
+    CreateBody, CreateResponse, CreateUrlBody, ResizeBody, TransferBody, VolumeIdBody,
+    VolumeInfoResponse, VolumeObject,
 };
 use base64::Engine;
 use reqwest::multipart::{Form, Part};
@@ -257,6 +257,19 @@ impl AtomosClient {
             ));
         }
         Ok(vid)
+    }
+
+    /// Sends a copy of a volume to another host's storage daemon (its base
+    /// URL, `http://host:port`); the copy's id there. The copy keeps the
+    /// volume's name, so a repeated transfer is found by name first.
+    pub async fn volume_transfer(&self, id: &str, target: &str) -> Result<String, DriverError> {
+        let call = Call::post(Daemon::Storage, "/update/transfer");
+        let body = TransferBody {
+            volume_id: id.to_owned(),
+            target: target.to_owned(),
+        };
+        let answer: CreateResponse = self.send_json(&call, &body).await?.json(&call.route)?;
+        Ok(answer.vid)
     }
 
     /// Grows a volume to `size_gb`; a smaller size, or more than the host

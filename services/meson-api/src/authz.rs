@@ -132,6 +132,7 @@ pub const RULES: &[Rule] = &[
     write("volume_delete"),
     write("vm_resize"),
     write("vm_rebuild"),
+    write("vm_migrate"),
     write("volume_attach"),
     write("volume_detach"),
     write("volume_resize"),
@@ -196,6 +197,8 @@ pub const RULES: &[Rule] = &[
     admin_read("target_get"),
     admin_write("target_create"),
     admin_write("target_update"),
+    admin_write("target_drain"),
+    admin_write("target_undrain"),
     // The audit log: an owner reads its tenant's, an operator anyone's.
     owner_read("audit_list"),
 ];

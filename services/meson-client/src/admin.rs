@@ -51,6 +51,26 @@ impl Client {
             .await
     }
 
+    /// Drains a target: no new VMs, and its VMs start migrating off it.
+    pub async fn target_drain(&self, id: Uuid) -> Result<wire::admin::TargetDrainResponse> {
+        self.call(
+            Method::POST,
+            &format!("/v1/targets/{id}/actions/drain"),
+            None::<&()>,
+        )
+        .await
+    }
+
+    /// Undrains a target: it takes new VMs again.
+    pub async fn target_undrain(&self, id: Uuid) -> Result<wire::admin::TargetResponse> {
+        self.call(
+            Method::POST,
+            &format!("/v1/targets/{id}/actions/undrain"),
+            None::<&()>,
+        )
+        .await
+    }
+
     /// A page of the audit log (a tenant's own for an owner, anyone's for an
     /// operator), newest first.
     pub async fn audit_list(

@@ -91,6 +91,20 @@ impl Client {
         Ok(r.action)
     }
 
+    /// Starts migrating a VM to `host` (of its provider), or to the
+    /// cheapest other host with room.
+    pub async fn vm_migrate(&self, id: Uuid, host: Option<String>) -> Result<wire::Action> {
+        let req = wire::vm::VmMigrateRequest { host };
+        let r: wire::ActionResponse = self
+            .call(
+                Method::POST,
+                &format!("/v1/vms/{id}/actions/migrate"),
+                Some(&req),
+            )
+            .await?;
+        Ok(r.action)
+    }
+
     /// Every VM of the caller's tenant, page after page.
     pub async fn vm_list_all(&self) -> Result<Vec<wire::Vm>> {
         self.vm_list_matching(&ListFilter::default()).await

@@ -62,6 +62,7 @@ pub enum Command {
     ResizeVolume,
     ResizeVm,
     RebuildVm,
+    MigrateVm,
 }
 
 impl Command {
@@ -92,6 +93,7 @@ impl Command {
             Command::ResizeVolume => "resize_volume",
             Command::ResizeVm => "resize_vm",
             Command::RebuildVm => "rebuild_vm",
+            Command::MigrateVm => "migrate_vm",
         }
     }
 }

@@ -413,6 +413,36 @@ fn distribution(p: &mut Parser, path: String, name: &str) -> Option<OsImage> {
     })
 }
 
+/// A parsed `POST /v1/vms/{id}/actions/migrate`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct VmMigrate {
+    /// The host to move to (a target's name); placement picks one otherwise.
+    pub host: Option<String>,
+    pub warnings: Vec<Warning>,
+}
+
+impl VmMigrate {
+    /// `{"host"?}`; an empty body is fine.
+    pub fn parse(body: &Value) -> Result<VmMigrate> {
+        let mut p = Parser::default();
+        let mut root = p.body(body)?;
+        let host = p.string(&mut root, "host", false).and_then(|(path, s)| {
+            let s = s.trim();
+            if s.is_empty() {
+                p.errors.add(path, "must name a host");
+                return None;
+            }
+            Some(s.to_owned())
+        });
+        p.done(root);
+        let Parser { errors, warnings } = p;
+        match errors.into_error() {
+            Some(e) => Err(e),
+            None => Ok(VmMigrate { host, warnings }),
+        }
+    }
+}
+
 /// What a rebuilt VM's new boot volume is made from.
 #[derive(Clone, Debug, PartialEq)]
 pub enum RebuildSource {

@@ -106,16 +106,26 @@ pub async fn enqueue(tx: &mut Tx<'_>, job: &NewJob) -> Result<Enqueued, Error> {
     if let Some(id) = id {
         return Ok(Enqueued::Job(JobId(id)));
     }
-    let blocking = sqlx::query_scalar!(
+    let key = job.concurrency_key.as_deref().unwrap_or_default();
+    let blocking = live_on_key(&mut **tx, key).await?.flatten();
+    Ok(Enqueued::Locked(blocking))
+}
+
+/// The action of the live job holding `key`, if one does (a job without an
+/// action holds it as `Some(None)`).
+pub async fn live_on_key(
+    db: impl sqlx::PgExecutor<'_>,
+    key: &str,
+) -> Result<Option<Option<ActionId>>, Error> {
+    let found = sqlx::query_scalar!(
         r#"select action_id from jobs
            where concurrency_key = $1 and state in ('available', 'running')"#,
-        job.concurrency_key,
+        key,
     )
-    .fetch_optional(&mut **tx)
+    .fetch_optional(db)
     .await
-    .ctx("finding the blocking job")?
-    .flatten();
-    Ok(Enqueued::Locked(blocking.map(ActionId)))
+    .ctx("finding a live job")?;
+    Ok(found.map(|a| a.map(ActionId)))
 }
 
 /// Claims up to `limit` jobs in one statement: running jobs whose lease

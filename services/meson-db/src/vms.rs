@@ -551,6 +551,26 @@ pub async fn update(
     crate::updated(name_taken(res)?, "vm", id, "updating a vm")
 }
 
+/// Every tenant's live VMs placed on `target` (cluster nodes included,
+/// with whether each is one), oldest first.
+pub async fn on_target(
+    db: impl sqlx::PgExecutor<'_>,
+    target: meson_core::TargetId,
+) -> Result<Vec<(VmId, TenantId, bool)>, Error> {
+    let rows = sqlx::query!(
+        r#"select id, tenant_id, cluster_id is not null as "node!" from vms
+           where target_id = $1 and deleted_at is null order by created_at, id"#,
+        target.0
+    )
+    .fetch_all(db)
+    .await
+    .ctx("listing a target's vms")?;
+    Ok(rows
+        .into_iter()
+        .map(|r| (VmId(r.id), TenantId(r.tenant_id), r.node))
+        .collect())
+}
+
 /// Records a VM's spec (a resize's new size, or the old one back after a
 /// failed resize); the usage triggers count it.
 pub async fn set_spec(

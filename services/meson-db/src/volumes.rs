@@ -423,6 +423,32 @@ pub async fn detach(db: impl sqlx::PgExecutor<'_>, id: VolumeId, vm: VmId) -> Re
     Ok(())
 }
 
+/// Records where a volume is now after its VM moved host: its AtomOS id
+/// there and, for a standalone volume, its placement (a VM's own volumes
+/// live on their VM's host). Its status stays.
+pub async fn moved(
+    db: impl sqlx::PgExecutor<'_>,
+    id: VolumeId,
+    atomos_id: &str,
+    placement: Option<&VolumePlacement>,
+) -> Result<(), Error> {
+    sqlx::query!(
+        r#"update volumes set atomos_id = $2,
+                  target_id = coalesce($3, target_id), provider = coalesce($4, provider),
+                  region = coalesce($5, region)
+           where id = $1"#,
+        id.0,
+        atomos_id,
+        placement.map(|p| p.target_id.0),
+        placement.map(|p| p.provider.as_str()),
+        placement.map(|p| p.region.as_str()),
+    )
+    .execute(db)
+    .await
+    .ctx("moving a volume")?;
+    Ok(())
+}
+
 /// Records a volume's size (a resize's, or AtomOS's after a failed one).
 pub async fn set_size(
     db: impl sqlx::PgExecutor<'_>,

@@ -127,6 +127,24 @@ pub struct TargetResponse {
     pub warnings: Vec<Warning>,
 }
 
+/// `POST /v1/targets/{id}/actions/drain`: the target (now taking no new
+/// VMs), the migrations started, and the VMs left where they are, with why.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct TargetDrainResponse {
+    pub target: Target,
+    /// One `migrate_vm` action per VM moved (each in its VM's tenant).
+    pub actions: Vec<crate::Action>,
+    #[serde(default)]
+    pub left: Vec<DrainLeft>,
+}
+
+/// A VM a drain does not move.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct DrainLeft {
+    pub vm: Uuid,
+    pub reason: String,
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct TargetList {
     pub targets: Vec<Target>,

@@ -92,6 +92,16 @@ pub struct VmRebuildRequest {
     pub os: Option<String>,
 }
 
+/// `POST /v1/vms/{id}/actions/migrate`: where to (optional).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct VmMigrateRequest {
+    /// A host of the VM's provider (an AtomOS target's name); default: the
+    /// cheapest other one with room.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(example = "ionos-fra-2")]
+    pub host: Option<String>,
+}
+
 /// What `POST /v1/vms/{id}/actions/{command}` (and gRPC `PowerVm`) does to
 /// a VM.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]

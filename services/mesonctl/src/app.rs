@@ -633,6 +633,15 @@ impl Ctx {
                 self.wait(std::slice::from_ref(&action)).await?;
                 self.show(&self.client.vm_get(id).await?)
             }
+            VmCommand::Migrate { vm, host, wait } => {
+                let id = self.vm_id(&vm).await?;
+                let action = self.client.vm_migrate(id, host).await?;
+                if !wait.waits() {
+                    return self.show(&action);
+                }
+                self.wait(std::slice::from_ref(&action)).await?;
+                self.show(&self.client.vm_get(id).await?)
+            }
             VmCommand::Delete { vm, wait } => {
                 let id = self.vm_id(&vm).await?;
                 let action = self.client.vm_delete(id).await?;
@@ -937,6 +946,21 @@ impl Ctx {
                 let r = self.client.target_update(id, &req).await?;
                 warn(&r.warnings);
                 self.show(&r.target)
+            }
+            TargetCommand::Drain { target, wait } => {
+                let id = self.target_id(&target).await?;
+                let r = self.client.target_drain(id).await?;
+                for left in &r.left {
+                    eprintln!("left VM {}: {}", left.vm, left.reason);
+                }
+                if wait.waits() && !r.actions.is_empty() {
+                    self.wait(&r.actions).await?;
+                }
+                self.show(&r)
+            }
+            TargetCommand::Undrain { target } => {
+                let id = self.target_id(&target).await?;
+                self.show(&self.client.target_undrain(id).await?.target)
             }
         }
     }

@@ -288,6 +288,16 @@ pub enum VmCommand {
         #[command(flatten)]
         wait: WaitArgs,
     },
+    /// Moves a VM to another host of its provider (cold: a running VM is
+    /// stopped, moved with its volumes, and started again).
+    Migrate {
+        vm: String,
+        /// The host; default: the cheapest other one with room.
+        #[arg(long)]
+        host: Option<String>,
+        #[command(flatten)]
+        wait: WaitArgs,
+    },
     /// Powers a VM on.
     Poweron {
         vm: String,
@@ -793,6 +803,15 @@ pub enum TargetCommand {
         #[arg(long)]
         enabled: Option<bool>,
     },
+    /// Takes a target out of placement and migrates its VMs off it (with
+    /// progress; `--no-wait` to leave them moving).
+    Drain {
+        target: String,
+        #[command(flatten)]
+        wait: WaitArgs,
+    },
+    /// Puts a drained target back into placement.
+    Undrain { target: String },
 }
 
 /// An AtomOS target's daemons' ports, when not the usual ones.

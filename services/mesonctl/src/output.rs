@@ -615,6 +615,15 @@ impl Show for ClusterCreateResponse {
     }
 }
 
+impl Show for meson_types::admin::TargetDrainResponse {
+    fn view(&self, width: Width) -> View {
+        View::Sections(vec![
+            ("Target", self.target.view(width)),
+            ("Migrations", self.actions.view(width)),
+        ])
+    }
+}
+
 impl Show for PoolUpdateResponse {
     fn view(&self, width: Width) -> View {
         match &self.action {

@@ -967,6 +967,18 @@ async fn an_image_of_a_vm_and_a_vm_from_the_image() {
     assert_eq!(r.json()["specs"]["image"], image.as_str(), "{r:#?}");
     let r = m.ctl(&["vm", "rebuild", "copy"]).await;
     assert_eq!(r.code, Some(2), "a usage error: {r:#?}");
+    // Migrated to the other host of its provider, then drained back.
+    let r = m.ctl(&["vm", "migrate", "copy", "-o", "json"]).await;
+    r.ok();
+    let moved_to = r.json()["host"].as_str().unwrap().to_owned();
+    assert_ne!(moved_to, "ionos-fra-1", "{r:#?}");
+    let r = m.ctl(&["target", "drain", &moved_to]).await;
+    r.ok();
+    assert!(r.stdout.contains("migrate_vm"), "{r:#?}");
+    let r = m.ctl(&["vm", "get", "copy", "-o", "json"]).await;
+    r.ok();
+    assert_eq!(r.json()["host"], "ionos-fra-1", "{r:#?}");
+    m.ctl(&["target", "undrain", &moved_to]).await.ok();
     let r = m
         .ctl(&["vm", "create", "-f", &file, "--image", "no-such-image"])
         .await;

@@ -139,6 +139,58 @@ pub struct CloneBody {
     pub name: String,
 }
 
+/// `POST /update/transfer`: a copy of `volume_id` sent to the storage daemon
+/// of another host at `target` (`http://host:port`), which answers the
+/// copy's id (meson's shape: the upstream body is undocumented).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TransferBody {
+    #[serde(default)]
+    pub volume_id: String,
+    #[serde(default)]
+    pub target: String,
+}
+
+/// `POST /import`: a volume another host sends (its `/update/transfer`):
+/// its name, flags, size, bytes (as a content hash) and cloud-init files.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ImportBody {
+    pub name: String,
+    pub size: f64,
+    #[serde(default)]
+    pub bootable: bool,
+    #[serde(default)]
+    pub readonly: bool,
+    #[serde(default)]
+    pub shareable: bool,
+    #[serde(default)]
+    pub private: bool,
+    #[serde(default)]
+    pub clonable: bool,
+    #[serde(default)]
+    pub cloudinit: bool,
+    #[serde(default)]
+    pub format: String,
+    #[serde(default)]
+    pub bus: String,
+    #[serde(default)]
+    pub alg: String,
+    #[serde(default)]
+    pub url: Option<String>,
+    #[serde(default)]
+    pub expected_files: u32,
+    #[serde(default)]
+    pub files: Vec<ImportFile>,
+    /// sha256 standing for the volume's bytes.
+    #[serde(default)]
+    pub content: String,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ImportFile {
+    pub name: String,
+    pub content: String,
+}
+
 /// `POST /update/resize`: `volume_id` grown to `size` GB (meson's shape:
 /// the upstream body is undocumented).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

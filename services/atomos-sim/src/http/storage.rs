@@ -6,8 +6,8 @@ use crate::multipart::file_part;
 use crate::state::{HostState, SimFile, SimVolume, content_hash};
 use atomos_driver::schema::storage::{
     CanCreateBody, CloneBody, CloudinitCreateBody, CloudinitMetadata, CloudinitMetadataResponse,
-    CreateBody, CreateResponse, CreateUrlBody, ResizeBody, VolumeIdBody, VolumeInfoResponse,
-    VolumeObject,
+    CreateBody, CreateResponse, CreateUrlBody, ImportBody, ImportFile, ResizeBody, TransferBody,
+    VolumeIdBody, VolumeInfoResponse, VolumeObject,
 };
 use axum::Router;
 use axum::body::Bytes;
@@ -31,6 +31,8 @@ pub(super) fn routes() -> Router<SimHost> {
         .route("/create/url", post(create_url))
         .route("/destroy", post(destroy))
         .route("/update/resize", post(resize))
+        .route("/update/transfer", post(transfer))
+        .route("/import", post(import))
 }
 
 /// Size given to a cloud-init ISO; real ones are a few hundred KiB.
@@ -534,6 +536,130 @@ async fn resize(State(host): State<SimHost>, body: Bytes) -> ApiResult {
     state.volumes[i].size_gb = to;
     tracing::info!(host = host.name(), %id, from = was, to, "volume resized");
     ok(json!({ "volume_id": id, "size": to }))
+}
+
+/// How long a `/update/transfer` may take to hand a volume over.
+const TRANSFER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// `POST /update/transfer {"volume_id", "target"}`: sends a copy of the
+/// volume (its bytes, as their content hash, and a cloud-init ISO's files)
+/// to the storage daemon at `target` (`http://host:port`, another host's),
+/// through that daemon's `/import`; answers the copy's id there. The volume
+/// stays here, attached or not (a VM moving to another host is stopped by
+/// its caller first). A target that refuses (no room) or cannot be reached
+/// is a 502 naming why; nothing is kept here.
+async fn transfer(State(host): State<SimHost>, body: Bytes) -> ApiResult {
+    let TransferBody { volume_id, target } = parse(&body)?;
+    let target = reqwest::Url::parse(&target)
+        .ok()
+        .filter(|u| u.scheme() == "http" || u.scheme() == "https")
+        .ok_or_else(|| ApiError::bad_request(format!("target {target:?} is not an http(s) URL")))?;
+    let sent = {
+        let state = host.state();
+        let i = find_volume(
+            &state,
+            &VolumeIdBody {
+                volume_id: Some(volume_id),
+                name: None,
+            },
+        )?;
+        let v = &state.volumes[i];
+        ImportBody {
+            name: v.name.clone(),
+            size: v.size_gb,
+            bootable: v.bootable,
+            readonly: v.readonly,
+            shareable: v.shareable,
+            private: v.private,
+            clonable: v.clonable,
+            cloudinit: v.cloudinit,
+            format: v.format.clone(),
+            bus: v.bus.clone(),
+            alg: v.alg.clone(),
+            url: v.url.clone(),
+            expected_files: v.expected_files,
+            files: v
+                .files
+                .iter()
+                .map(|f| ImportFile {
+                    name: f.name.clone(),
+                    content: f.content.clone(),
+                })
+                .collect(),
+            content: v.content.clone(),
+        }
+    };
+    let to = format!(
+        "{}/api/v1.0/client/volume/import",
+        target.as_str().trim_end_matches('/')
+    );
+    let failed = |why: String| {
+        ApiError::new(
+            StatusCode::BAD_GATEWAY,
+            format!("[VolumeTransferFailed] {to}: {why}"),
+        )
+    };
+    let answer = reqwest::Client::new()
+        .post(&to)
+        .json(&sent)
+        .timeout(TRANSFER_TIMEOUT)
+        .send()
+        .await
+        .map_err(|e| failed(e.to_string()))?;
+    let status = answer.status();
+    let text = answer.text().await.map_err(|e| failed(e.to_string()))?;
+    if !status.is_success() {
+        return Err(if status == StatusCode::INSUFFICIENT_STORAGE {
+            refuse(format!("the target has no room: {text}"))
+        } else {
+            failed(format!("{status}: {text}"))
+        });
+    }
+    let made: CreateResponse = serde_json::from_str(&text).map_err(|e| failed(e.to_string()))?;
+    tracing::info!(host = host.name(), volume = %sent.name, %to, vid = %made.vid, "volume transferred");
+    ok(made)
+}
+
+/// `POST /import`: takes a volume another host's `/update/transfer` sends
+/// (see there); it needs room like any volume.
+async fn import(State(host): State<SimHost>, body: Bytes) -> ApiResult {
+    let body: ImportBody = parse(&body)?;
+    require_name(&body.name)?;
+    if body.size.is_nan() || body.size <= 0.0 {
+        return Err(ApiError::bad_request("size (GB) must be more than 0"));
+    }
+    let mut state = host.state();
+    host.fit_disk(&state, body.size).map_err(refuse)?;
+    let volume = SimVolume {
+        id: new_volume_id(),
+        name: body.name,
+        size_gb: body.size,
+        bootable: body.bootable,
+        readonly: body.readonly,
+        shareable: body.shareable,
+        private: body.private,
+        clonable: body.clonable,
+        cloudinit: body.cloudinit,
+        format: body.format,
+        bus: body.bus,
+        alg: body.alg,
+        url: body.url,
+        expected_files: body.expected_files,
+        files: body
+            .files
+            .into_iter()
+            .map(|f| SimFile {
+                name: f.name,
+                content: f.content,
+            })
+            .collect(),
+        attached_to: Vec::new(),
+        content: body.content,
+    };
+    let answer = create_answer(&volume);
+    tracing::info!(host = host.name(), volume = %volume.name, id = %volume.id, "volume imported");
+    state.volumes.push(volume);
+    ok(answer)
 }
 
 async fn destroy(State(host): State<SimHost>, body: Bytes) -> ApiResult {

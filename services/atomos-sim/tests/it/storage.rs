@@ -763,3 +763,45 @@ async fn volumes_grow_but_never_shrink() {
             .is_not_found()
     );
 }
+
+/// `/update/transfer` hands a copy (name, bytes as content hash) to another
+/// host's `/import`; a target without room or out of reach is refused and
+/// leaves nothing there.
+#[tokio::test]
+async fn a_transfer_copies_a_volume_to_another_host() {
+    let sim = sim(Duration::from_millis(50)).await;
+    let (small, gpu) = (client(&sim, "small"), client(&sim, "gpu"));
+    let id = small
+        .volume_create(&data_volume("moving", 5))
+        .await
+        .unwrap();
+    let sum = content(&sim, "small", &id).unwrap();
+    let copy = small
+        .volume_transfer(&id, &gpu.target().storage_origin())
+        .await
+        .unwrap();
+    assert_ne!(copy, id);
+    assert_eq!(content(&sim, "gpu", &copy), Some(sum), "the same bytes");
+    let got = gpu.volume_info(&copy).await.unwrap();
+    assert_eq!((got.name.as_str(), got.size_gb), ("moving", 5.0));
+    assert!(small.volume_info(&id).await.is_ok(), "the source stays");
+
+    // No room there: a capacity refusal; out of reach: named, not capacity.
+    let big = small.volume_create(&data_volume("big", 90)).await.unwrap();
+    let before = gpu.volumes().await.unwrap().len();
+    // 100 GB of disk, 95 used: another 90 do not fit.
+    let full = small
+        .volume_transfer(&big, &sim.host("small").unwrap().target().storage_origin())
+        .await
+        .unwrap_err();
+    assert_eq!(full.kind, ErrorKind::Capacity, "{full}");
+    let closed = closed_url().await;
+    let gone = small.volume_transfer(&id, &closed).await.unwrap_err();
+    assert!(gone.message.contains("VolumeTransferFailed"), "{gone}");
+    assert_eq!(
+        gpu.volumes().await.unwrap().len(),
+        before,
+        "nothing half-made"
+    );
+    assert_eq!(small.volumes().await.unwrap().len(), 2);
+}

@@ -35,6 +35,7 @@ pub use clusters::{ClusterCreated, ClusterView};
 pub use list::{ActionQuery, ListQuery, Page, Paged, VolumeQuery};
 pub use quotas::{QuotaView, parse_tenant};
 pub use quotes::{KaasQuotes, Quotes, VmQuotes};
+pub use targets::Drained;
 pub use vms::{VmCreated, VmPage, VmParts};
 pub use volumes::VolumeCreated;
 

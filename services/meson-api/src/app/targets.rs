@@ -2,9 +2,17 @@
 
 use super::App;
 use crate::auth::Principal;
+use meson_core::action::Action;
 use meson_core::parse::Warning;
 use meson_core::target::Target;
-use meson_core::{Result, TargetId};
+use meson_core::{Result, TargetId, VmId};
+
+/// What a drain did: the migrations it started, and the VMs it left.
+pub struct Drained {
+    pub target: Target,
+    pub actions: Vec<Action>,
+    pub left: Vec<(VmId, String)>,
+}
 
 impl App {
     pub async fn target_list(&self, _p: &Principal) -> Result<Vec<Target>> {
@@ -26,6 +34,54 @@ impl App {
         meson_db::targets::insert(&self.pool, &target).await?;
         tracing::info!(target = %target.name, by = %p.subject, "AtomOS target registered");
         Ok((target, warnings))
+    }
+
+    /// Drains a target: it takes no new VMs, and every tenant's VM on it
+    /// (running or off) starts migrating to another host of its provider.
+    /// A VM that cannot move (a cluster's node, one on private networks,
+    /// one busy with another action) is left, with why; undrain and drain
+    /// again once it is free.
+    pub async fn target_drain(&self, p: &Principal, id: TargetId) -> Result<Drained> {
+        let mut target = meson_db::targets::get(&self.pool, id).await?;
+        if target.enabled {
+            target.enabled = false;
+            meson_db::targets::update(&self.pool, &target).await?;
+        }
+        let mut drained = Drained {
+            target,
+            actions: Vec::new(),
+            left: Vec::new(),
+        };
+        for (vm, tenant, node) in meson_db::vms::on_target(&self.pool, id).await? {
+            if node {
+                drained.left.push((
+                    vm,
+                    "a cluster's node: replace it (its pool places the new one)".into(),
+                ));
+                continue;
+            }
+            let owner = Principal {
+                tenant,
+                subject: p.subject.clone(),
+                role: p.role,
+            };
+            match self.vm_migrate(&owner, vm, &serde_json::json!({})).await {
+                Ok((action, _)) => drained.actions.push(action),
+                Err(e) => drained.left.push((vm, e.to_string())),
+            }
+        }
+        tracing::info!(target = %drained.target.name, moving = drained.actions.len(),
+            left = drained.left.len(), by = %p.subject, "AtomOS target drained");
+        Ok(drained)
+    }
+
+    /// Undrains a target: it takes new VMs again (those moved off stay put).
+    pub async fn target_undrain(&self, p: &Principal, id: TargetId) -> Result<Target> {
+        let mut target = meson_db::targets::get(&self.pool, id).await?;
+        target.enabled = true;
+        meson_db::targets::update(&self.pool, &target).await?;
+        tracing::info!(target = %target.name, by = %p.subject, "AtomOS target undrained");
+        Ok(target)
     }
 
     /// Changes a target's endpoint, or enables or disables it.

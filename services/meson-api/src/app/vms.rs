@@ -8,12 +8,12 @@ use meson_core::naming;
 use meson_core::network::Attachment;
 use meson_core::parse::Warning;
 use meson_core::patch::NameLabels;
-use meson_core::vm::{RebuildSource, Vm, VmCreate, VmRebuild, VmResize, VmStatus};
+use meson_core::vm::{RebuildSource, Vm, VmCreate, VmMigrate, VmRebuild, VmResize, VmStatus};
 use meson_core::volume::Volume;
 use meson_core::{Error, Result, VmId};
 use meson_types::vm::PowerCommand;
 use meson_workflows::vm_power::{PowerOff, PowerOn, Reboot};
-use meson_workflows::{vm_create, vm_delete, vm_power, vm_rebuild, vm_resize};
+use meson_workflows::{vm_create, vm_delete, vm_migrate, vm_power, vm_rebuild, vm_resize};
 
 /// What a VM view shows besides the VM row: its volumes and NICs (for one
 /// VM, or for every VM of a page).
@@ -384,6 +384,89 @@ impl App {
         self.within_quotas(&mut tx, &p.tenant, &held).await?;
         meson_db::commit(tx).await?;
         tracing::info!(vm = %id, action = %action.id, "vm rebuild accepted");
+        Ok((action, req.warnings))
+    }
+
+    /// Starts migrating a VM to another host of its provider (`host`, or
+    /// the cheapest other one with room), its volumes with it; a running VM
+    /// is stopped for the move and started again on the new host.
+    pub async fn vm_migrate(
+        &self,
+        p: &Principal,
+        id: VmId,
+        body: &serde_json::Value,
+    ) -> Result<(Action, Vec<Warning>)> {
+        let req = VmMigrate::parse(body)?;
+        let targets = meson_db::targets::list(&self.own).await?;
+        let mut tx = meson_db::begin(&self.pool).await?;
+        let vm = meson_db::vms::get(&mut *tx, &p.tenant, id).await?;
+        let attached = meson_db::volumes::attached_to_vms(&mut *tx, &[id]).await?;
+        let mut resources = vec![(ResourceType::Vm, id.0)];
+        resources.extend(attached.iter().map(|v| (ResourceType::Volume, v.id.0)));
+        let action = new_action(p, Command::MigrateVm, resources);
+        meson_db::actions::insert(&mut tx, &action).await?;
+        let params = vm_migrate::Params {
+            vm_id: id,
+            host: req.host.clone(),
+            restart: vm.status == VmStatus::Running,
+        };
+        vm_migrate::enqueue(&mut tx, &params, action.id, &p.tenant)
+            .await?
+            .or_locked("vm", id)?;
+        // Checked after taking the lock: no other action can change it now.
+        let (Some(from), VmStatus::Running | VmStatus::Off) = (&vm.placement, vm.status) else {
+            return Err(Error::Conflict {
+                message: format!(
+                    "the VM is {}; only a placed VM that is running or off can be migrated",
+                    vm.status.as_str()
+                ),
+            });
+        };
+        if let Some(host) = &req.host {
+            let t = targets
+                .iter()
+                .find(|t| &t.name == host)
+                .ok_or_else(|| Error::invalid("host", format!("no host is named {host}")))?;
+            let why = if t.id == from.target_id {
+                Some(format!("the VM is on host {host} already"))
+            } else if t.provider != from.provider {
+                Some(format!(
+                    "host {host} is provider {}'s; a VM migrates within its provider, {}",
+                    t.provider, from.provider
+                ))
+            } else if !t.enabled {
+                Some(format!(
+                    "host {host} takes no new VMs (drained or disabled)"
+                ))
+            } else {
+                None
+            };
+            if let Some(why) = why {
+                return Err(Error::invalid("host", why));
+            }
+        }
+        if !meson_db::networks::attachments_of(&mut *tx, &[id])
+            .await?
+            .is_empty()
+        {
+            return Err(Error::Conflict {
+                message: "the VM is on private networks, which meson defines per host: it \
+                          cannot be migrated yet"
+                    .into(),
+            });
+        }
+        for v in &attached {
+            let key = meson_workflows::keys::volume(v.id);
+            if let Some(blocking) = meson_db::jobs::live_on_key(&mut *tx, &key).await? {
+                return Err(Error::Locked {
+                    kind: "volume",
+                    id: v.id.to_string(),
+                    action_id: blocking.map(|a| a.0).unwrap_or_default(),
+                });
+            }
+        }
+        meson_db::commit(tx).await?;
+        tracing::info!(vm = %id, action = %action.id, host = ?req.host, "vm migrate accepted");
         Ok((action, req.warnings))
     }
 

@@ -277,6 +277,17 @@ impl App {
             });
         }
         req.check_grows(v.size_gb)?;
+        // Its VM's actions move or copy it (a migration): they go first.
+        if let Some(vm) = v.attached_to
+            && let Some(blocking) =
+                meson_db::jobs::live_on_key(&mut *tx, &meson_workflows::keys::vm(vm)).await?
+        {
+            return Err(Error::Locked {
+                kind: "vm",
+                id: vm.to_string(),
+                action_id: blocking.map(|a| a.0).unwrap_or_default(),
+            });
+        }
         meson_db::volumes::set_size(&mut *tx, id, req.size_gb).await?;
         self.within_quotas(&mut tx, &p.tenant, &held).await?;
         let action = new_action(p, Command::ResizeVolume, vec![(ResourceType::Volume, id.0)]);

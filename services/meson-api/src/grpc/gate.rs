@@ -41,6 +41,8 @@ const REST_ONLY: &[(&str, &str)] = &[
     ("target_get", "an operators' route; mesonctl reaches it"),
     ("target_create", "an operators' route; mesonctl reaches it"),
     ("target_update", "an operators' route; mesonctl reaches it"),
+    ("target_drain", "an operators' route; mesonctl reaches it"),
+    ("target_undrain", "an operators' route; mesonctl reaches it"),
     (
         "tenant_quota_get",
         "an operators' route; mesonctl reaches it",

@@ -125,6 +125,17 @@ impl pb::vm_service_server::VmService for Svc {
         .await
     }
 
+    async fn migrate_vm(
+        &self,
+        req: Request<pb::MigrateVmRequest>,
+    ) -> Result<Response<pb::Action>, Status> {
+        let body = convert::vm_migrate(req.get_ref());
+        action_on(&req, "vm", &req.get_ref().id, |p, id| async move {
+            Ok(self.0.app.vm_migrate(&p, id, &body).await?.0)
+        })
+        .await
+    }
+
     async fn list_vm_actions(
         &self,
         req: Request<pb::ResourceActionsRequest>,

@@ -25,6 +25,8 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(tenant_quota_get, tenant_quota_update))
         .routes(routes!(target_list, target_create))
         .routes(routes!(target_get, target_update))
+        .routes(routes!(target_drain))
+        .routes(routes!(target_undrain))
         .routes(routes!(audit_list))
 }
 
@@ -204,6 +206,69 @@ async fn target_update(
 ) -> ApiResult<Json<wire::TargetResponse>> {
     let (t, warnings) = s.app.target_update(&p, parse_id(&id)?, &body).await?;
     Ok(target(&t, &warnings))
+}
+
+/// Drains an AtomOS target: no new VMs, and its VMs migrate off it.
+#[utoipa::path(
+    post,
+    path = "/v1/targets/{id}/actions/drain",
+    tag = "targets",
+    operation_id = "target_drain",
+    summary = "Drain an AtomOS target (admin)",
+    description = "Marks the target unschedulable (`enabled: false`: placement puts nothing \
+        new there) and starts a `migrate_vm` action for every tenant's VM on it, each to the \
+        cheapest other host of its provider with room (in its own tenant, with the admin as \
+        its subject). VMs that cannot move are listed in `left` with why: a cluster's nodes \
+        (replace them through their pool), VMs on private networks, VMs busy with another \
+        action. Draining again retries those.",
+    params(("id" = uuid::Uuid, Path, description = "The target's id.")),
+    responses(
+        (status = 200, description = "The target, the migrations started, the VMs left.",
+            body = wire::TargetDrainResponse),
+        BadId,
+        NoSuchTarget,
+    ),
+)]
+async fn target_drain(
+    State(s): State<AppState>,
+    p: Principal,
+    Path(id): Path<String>,
+) -> ApiResult<Json<wire::TargetDrainResponse>> {
+    let d = s.app.target_drain(&p, parse_id(&id)?).await?;
+    Ok(Json(wire::TargetDrainResponse {
+        target: views::target(&d.target),
+        actions: d.actions.iter().map(views::action).collect(),
+        left: d
+            .left
+            .into_iter()
+            .map(|(vm, reason)| wire::DrainLeft { vm: vm.0, reason })
+            .collect(),
+    }))
+}
+
+/// Undrains an AtomOS target: it takes new VMs again.
+#[utoipa::path(
+    post,
+    path = "/v1/targets/{id}/actions/undrain",
+    tag = "targets",
+    operation_id = "target_undrain",
+    summary = "Undrain an AtomOS target (admin)",
+    description = "Marks the target schedulable again (`enabled: true`). VMs a drain moved \
+        off stay where they went.",
+    params(("id" = uuid::Uuid, Path, description = "The target's id.")),
+    responses(
+        (status = 200, description = "The target as it is now.", body = wire::TargetResponse),
+        BadId,
+        NoSuchTarget,
+    ),
+)]
+async fn target_undrain(
+    State(s): State<AppState>,
+    p: Principal,
+    Path(id): Path<String>,
+) -> ApiResult<Json<wire::TargetResponse>> {
+    let t = s.app.target_undrain(&p, parse_id(&id)?).await?;
+    Ok(target(&t, &[]))
 }
 
 /// Reads the audit log (operators: every tenant's; owners: their own).

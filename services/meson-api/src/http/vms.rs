@@ -28,6 +28,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(power))
         .routes(routes!(resize))
         .routes(routes!(rebuild))
+        .routes(routes!(migrate))
 }
 
 /// Creates a VM.
@@ -288,6 +289,49 @@ async fn rebuild(
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
     let (action, warnings) = s.app.vm_rebuild(&p, parse_id(&id)?, &body).await?;
+    Ok(super::action_created_warned(&action, &warnings))
+}
+
+/// Migrates a VM to another host of its provider.
+#[utoipa::path(
+    post,
+    path = "/v1/vms/{id}/actions/migrate",
+    tag = "vms",
+    operation_id = "vm_migrate",
+    summary = "Migrate a VM to another host",
+    description = "Starts a `migrate_vm` action, which moves the VM to `host` (an AtomOS host \
+        of its provider) or, without one, to the cheapest other host of its provider with room \
+        for it. The move is cold: a running VM is stopped, its volumes (its own and the \
+        standalone ones attached to it) are copied to the new host, where it is registered and \
+        started again, and only then is it taken off the old host. A failure before that last \
+        step puts it back, running where it was. A VM on private networks cannot be migrated \
+        yet. The VM's address on its host's own network is the new host's.",
+    params(("id" = uuid::Uuid, Path, description = "The VM's id.")),
+    request_body(content = wire::vm::VmMigrateRequest, content_type = "application/json"),
+    responses(
+        (status = 201, description = "Accepted: the action.", body = wire::ActionResponse,
+            links(("GetAction" = (operation_id = "action_get",
+                parameters(("id" = "$response.body#/action/id")))))),
+        (status = 400, description = "A bad field (`invalid_input`: `host` names no host, the \
+            VM's own, one of another provider or one taking no new VMs), malformed JSON \
+            (`json_error`), the id is not a UUID, or a bad `Idempotency-Key`.",
+            body = ErrorResponse),
+        (status = 403, description = "The token's role cannot modify VMs (`forbidden`).",
+            body = ErrorResponse),
+        NoSuchVm,
+        (status = 409, description = "The VM is neither `running` nor `off`, or is on private \
+            networks (`conflict`).", body = ErrorResponse),
+        (status = 423, description = "An action runs on the VM or on a volume attached to it \
+            (`locked`; the action id in `details.action_id`).", body = ErrorResponse),
+    ),
+)]
+async fn migrate(
+    State(s): State<AppState>,
+    p: Principal,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
+    let (action, warnings) = s.app.vm_migrate(&p, parse_id(&id)?, &body).await?;
     Ok(super::action_created_warned(&action, &warnings))
 }
 

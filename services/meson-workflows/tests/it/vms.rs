@@ -420,3 +420,122 @@ async fn a_vm_is_rebuilt_twice_in_a_row() {
         assert_eq!(done.error, None);
     }
 }
+
+/// Migrating a running VM (with a standalone volume attached) to the other
+/// host of its provider.
+struct MigrateScenario(World);
+
+impl HasWorld for MigrateScenario {
+    fn world(&self) -> &World {
+        &self.0
+    }
+}
+
+impl MigrateScenario {
+    /// Running on exactly one host, the one its row names, with its three
+    /// volumes and the attached one there and nowhere else; `moved` says
+    /// whether that host is not where it started.
+    async fn assert_whole(&self, action: ActionId) -> bool {
+        let w = &self.0;
+        let vm = w.vm_of(action).await;
+        let v = w.vm(vm).await;
+        let a = meson_db::actions::get(&w.db.pool, None, action)
+            .await
+            .unwrap();
+        assert_eq!(v.status, VmStatus::Running, "{:?}", a.error);
+        let host = v.placement.as_ref().unwrap().host.clone();
+        let prefix = meson_core::naming::vm_atomos_name(vm);
+        let standalone: Vec<String> = meson_db::volumes::attached_to_vms(&w.db.pool, &[vm])
+            .await
+            .unwrap()
+            .iter()
+            .map(|s| s.atomos_name.clone())
+            .collect();
+        assert_eq!(standalone.len(), 1);
+        for h in w.sim.hosts() {
+            let inv = h.inventory();
+            let vms = inv.vms.iter().filter(|x| x.name == v.atomos_name).count();
+            let vols = inv
+                .volumes
+                .iter()
+                .filter(|x| x.name.starts_with(&prefix) || standalone.contains(&x.name))
+                .count();
+            if h.name() == host {
+                assert_eq!((vms, vols), (1, 4), "on {host}, its host");
+                let on = inv.vms.iter().find(|x| x.name == v.atomos_name).unwrap();
+                assert_eq!(on.volume_ids.len(), 4, "registered with its volumes");
+                assert_eq!(on.state, atomos_driver::VmState::Running);
+            } else {
+                assert_eq!((vms, vols), (0, 0), "nothing left on {}", h.name());
+            }
+        }
+        let s = meson_db::volumes::attached_to_vms(&w.db.pool, &[vm])
+            .await
+            .unwrap();
+        assert_eq!(
+            s[0].placement.as_ref().unwrap().host,
+            host,
+            "the volume moved with it"
+        );
+        host != "ionos-fra-1"
+    }
+}
+
+impl Scenario for MigrateScenario {
+    type W = meson_workflows::vm_migrate::VmMigrate;
+
+    fn workflow(&self) -> Self::W {
+        meson_workflows::vm_migrate::VmMigrate(self.0.env.clone())
+    }
+
+    async fn start(&self) -> ActionId {
+        let w = &self.0;
+        let n = w.names.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let c = w
+            .app
+            .volume_create(
+                &w.who,
+                &serde_json::json!({"name": format!("m-{n}"), "size": 2, "provider": "ionos"}),
+            )
+            .await
+            .unwrap();
+        let done = w
+            .run_plain(
+                meson_workflows::volume_create::VolumeCreate(w.env.clone()),
+                c.action.id,
+            )
+            .await;
+        assert_eq!(done.error, None);
+        let mut body = crate::seeds::seed_vm();
+        body["specs"]["vm_name"] = format!("m-{n}").into();
+        body["volumes"] = serde_json::json!([c.volume.id.to_string()]);
+        let created = w.app.vm_create(&w.who, &body).await.unwrap();
+        let done = w
+            .run_plain(VmCreate(w.env.clone()), created.action.id)
+            .await;
+        assert_eq!(done.error, None);
+        let vm = created.vm.id;
+        assert_eq!(w.vm(vm).await.placement.unwrap().host, "ionos-fra-1");
+        w.app
+            .vm_migrate(&w.who, vm, &serde_json::json!({}))
+            .await
+            .expect("migrate accepted")
+            .0
+            .id
+    }
+
+    async fn assert_done(&self, action: ActionId) {
+        assert!(self.assert_whole(action).await, "moved");
+    }
+
+    /// Back where it was, or (failing past the commit point) moved: whole
+    /// either way, on exactly one host.
+    async fn assert_clean(&self, action: ActionId) {
+        self.assert_whole(action).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vm_migrate_passes_the_workflow_harness() {
+    harness(MigrateScenario(World::new().await)).await;
+}

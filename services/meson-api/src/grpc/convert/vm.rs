@@ -145,6 +145,11 @@ pub fn vm_create(r: &pb::CreateVmRequest) -> Value {
         .value()
 }
 
+/// A `MigrateVmRequest` as the REST body of its migrate action.
+pub fn vm_migrate(r: &pb::MigrateVmRequest) -> Value {
+    Obj::new().str("host", &r.host).value()
+}
+
 /// A `RebuildVmRequest` as the REST body of its rebuild action.
 pub fn vm_rebuild(r: &pb::RebuildVmRequest) -> Value {
     Obj::new().str("image", &r.image).str("os", &r.os).value()
