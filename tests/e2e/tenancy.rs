@@ -149,6 +149,11 @@ fn body_for(operation: &str, owned: &Owned) -> Option<Value> {
         // as invalid, its answer still must not name the owner's resources.
         "cluster_create" | "kaas_create" | "target_create" => json!({}),
         "tenant_quota_update" => json!({"vms": 1}),
+        "vm_resize" => json!({"cores": 1, "stop": true}),
+        "vm_rebuild" => json!({"os": "Debian"}),
+        "vm_migrate" => json!({}),
+        "volume_attach" => json!({"vm": owned.ids["vm"]}),
+        "volume_resize" => json!({"size": 10_000}),
         _ => return None,
     })
 }

@@ -521,6 +521,25 @@ async fn vm_update(a: Authed, Body(b): Body) -> DResult<Json<Value>> {
     Ok(Json(json!({"uniqueID": vm, "action_id": action.id})))
 }
 
+/// `POST /migrate` `{local_index, host?}`: meson's `migrate_vm`, to `host`
+/// (an AtomOS host of the VM's provider, also read as `target`) or the
+/// cheapest other one with room; answered once accepted.
+async fn vm_migrate(a: Authed, Body(b): Body) -> DResult<Json<Value>> {
+    let vm = id_field(&b, &["local_index", "vm_uid"])?;
+    let host = match b.get("host").or_else(|| b.get("target")) {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) if !s.trim().is_empty() => Some(s.trim().to_owned()),
+        Some(other) => {
+            return Err(Detail::field(
+                "host",
+                format!("must name a host, not {other}"),
+            ));
+        }
+    };
+    let action = a.meson.vm_migrate(vm, host).await.map_err(Detail::meson)?;
+    Ok(Json(json!({"uniqueID": vm, "action_id": action.id})))
+}
+
 /// `POST /volume/attach` `{local_index, volume_id}`: attaches a standalone
 /// volume to the VM (meson's `attach_volume`, answered once accepted, as
 /// the power routes).
@@ -581,6 +600,7 @@ fn compute_routes() -> Router<AppState> {
             post(|a: Authed, Body(b): Body| power(a, b, PowerCommand::Reboot)),
         )
         .route(&format!("{b}/update"), post(vm_update))
+        .route(&format!("{b}/migrate"), post(vm_migrate))
         .route(&format!("{b}/volume/attach"), post(volume_attach))
         .route(&format!("{b}/volume/detach"), post(volume_detach))
 }
@@ -903,6 +923,7 @@ fn served(d: Daemon) -> Vec<(&'static str, String)> {
             rel("POST", "/stop"),
             rel("POST", "/reboot"),
             rel("POST", "/update"),
+            rel("POST", "/migrate"),
             rel("POST", "/volume/attach"),
             rel("POST", "/volume/detach"),
         ],

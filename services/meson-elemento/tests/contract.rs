@@ -816,7 +816,9 @@ async fn volumes_attach_grow_and_detach_through_the_daemon_routes() {
         )
         .await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.text);
-    assert!(r.json()["action_id"].is_string(), "{}", r.text);
+    let attach = r.json()["action_id"].as_str().unwrap().to_owned();
+    let done = m.wait_action(&attach).await;
+    assert_eq!(done["status"], "success", "{done}");
     until("attached", Duration::from_secs(60), || async {
         let i = info(v2.clone()).await;
         (i["status"] == "attached" && i["vm"] == vm.as_str()).then_some(())
@@ -844,6 +846,8 @@ async fn volumes_attach_grow_and_detach_through_the_daemon_routes() {
         )
         .await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    let done = m.wait_action(r.json()["action_id"].as_str().unwrap()).await;
+    assert_eq!(done["status"], "success", "{done}");
     until("grown on AtomOS", Duration::from_secs(60), || async {
         (atomos(&v2).size_gb == 30.0).then_some(())
     })
@@ -908,8 +912,17 @@ async fn volumes_attach_grow_and_detach_through_the_daemon_routes() {
         (row["states"] == "shut off").then_some(())
     })
     .await;
-    let r = update(json!({"local_index": vm, "slots": 2, "ramsize": 3072})).await;
-    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    // The stop action may still be recording: a 423 until it has.
+    until("resized", Duration::from_secs(60), || async {
+        let r = update(json!({"local_index": vm, "slots": 2, "ramsize": 3072})).await;
+        assert!(
+            matches!(r.status, StatusCode::OK | StatusCode::LOCKED),
+            "{}",
+            r.text
+        );
+        (r.status == StatusCode::OK).then_some(())
+    })
+    .await;
     let name = format!("vm-{}", vm.replace('-', ""));
     until("resized on AtomOS", Duration::from_secs(60), || async {
         let on = m
@@ -919,6 +932,44 @@ async fn volumes_attach_grow_and_detach_through_the_daemon_routes() {
             .flat_map(|h| h.inventory().vms)
             .find(|v| v.name == name)?;
         (on.slots == 2 && on.ram_mib == 3072).then_some(())
+    })
+    .await;
+
+    // `/migrate`: to the other host of its provider, its volume with it.
+    let r = me
+        .post(&compute("/migrate"), &json!({"local_index": vm, "host": 7}))
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.text);
+    assert_eq!(r.json()["fields"][0]["name"], "host", "{}", r.text);
+    let from = m
+        .sim()
+        .hosts()
+        .iter()
+        .find(|h| h.inventory().vms.iter().any(|v| v.name == name))
+        .map(|h| h.name().to_owned())
+        .unwrap();
+    // The resize may still run: a 423 until it has ended.
+    until("migrating", Duration::from_secs(60), || async {
+        let r = me
+            .post(&compute("/migrate"), &json!({"local_index": vm}))
+            .await;
+        assert!(
+            matches!(r.status, StatusCode::OK | StatusCode::LOCKED),
+            "{}",
+            r.text
+        );
+        (r.status == StatusCode::OK).then_some(())
+    })
+    .await;
+    until("moved on AtomOS", Duration::from_secs(60), || async {
+        let on: Vec<String> = m
+            .sim()
+            .hosts()
+            .iter()
+            .filter(|h| h.inventory().vms.iter().any(|v| v.name == name))
+            .map(|h| h.name().to_owned())
+            .collect();
+        (on.len() == 1 && on[0] != from).then_some(())
     })
     .await;
     gw.shutdown().await;
