@@ -143,6 +143,29 @@ pub async fn cluster_failed(
     Ok(())
 }
 
+/// Enqueues workflow `W` on `action` in the caller's transaction, holding
+/// concurrency key `key` (from [`keys`]): the shape of every day-two
+/// action's enqueue.
+pub async fn enqueue_keyed<W: meson_jobs::Workflow>(
+    tx: &mut meson_db::Tx<'_>,
+    params: &W::Params,
+    key: String,
+    action: meson_core::ActionId,
+    tenant: &meson_core::TenantId,
+) -> Result<meson_jobs::Enqueued, meson_core::Error> {
+    meson_jobs::enqueue::<W>(
+        tx,
+        params,
+        meson_jobs::EnqueueOpts {
+            action: Some(action),
+            tenant: Some(tenant.to_string()),
+            concurrency_key: Some(key),
+            ..meson_jobs::EnqueueOpts::default()
+        },
+    )
+    .await
+}
+
 /// Parameters of every VM workflow.
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct VmParams {

@@ -16,7 +16,7 @@ use meson_core::action::ActionFailure;
 use meson_core::vm::{Placement, Vm};
 use meson_core::volume::{Volume, VolumePlacement};
 use meson_core::{ActionId, Code, TargetId, TenantId, VmId, VolumeId};
-use meson_jobs::{EnqueueOpts, Enqueued, StepCtx, StepError, StepResult, Workflow, to_output};
+use meson_jobs::{Enqueued, StepCtx, StepError, StepResult, Workflow, to_output};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
@@ -73,17 +73,8 @@ pub async fn enqueue(
     action: ActionId,
     tenant: &TenantId,
 ) -> Result<Enqueued, meson_core::Error> {
-    meson_jobs::enqueue::<VmMigrate>(
-        tx,
-        params,
-        EnqueueOpts {
-            action: Some(action),
-            tenant: Some(tenant.to_string()),
-            concurrency_key: Some(crate::keys::vm(params.vm_id)),
-            ..EnqueueOpts::default()
-        },
-    )
-    .await
+    crate::enqueue_keyed::<VmMigrate>(tx, params, crate::keys::vm(params.vm_id), action, tenant)
+        .await
 }
 
 /// The VM's volumes in the order it was registered with them: its own
@@ -238,10 +229,11 @@ async fn record(
     Ok(())
 }
 
+/// Power operation `O` on the VM as it is recorded now (on the host the
+/// last step left it).
 async fn power<O: vm_power::PowerOp>(env: &Env, vm_id: VmId) -> StepResult<()> {
     let vm = meson_db::vms::get_any(&env.pool, vm_id).await?;
-    vm_power::request::<O>(env, &vm).await?;
-    vm_power::wait::<O>(env, &vm).await
+    vm_power::power::<O>(env, &vm).await
 }
 
 impl Workflow for VmMigrate {

@@ -161,6 +161,14 @@ pub async fn wait<O: PowerOp>(env: &Env, vm: &Vm) -> StepResult<()> {
     }
 }
 
+/// Asks for power operation `O` and waits until the VM is where it leads:
+/// the power step of a workflow that stops or starts a VM around a change
+/// (resize, rebuild, migrate).
+pub async fn power<O: PowerOp>(env: &Env, vm: &Vm) -> StepResult<()> {
+    request::<O>(env, vm).await?;
+    wait::<O>(env, vm).await
+}
+
 /// After a failed power operation: waits (bounded) until the VM settles
 /// running or off and records that status, not `starting`/`stopping`
 /// (nothing else would update it later). Returns the status recorded.

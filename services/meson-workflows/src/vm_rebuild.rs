@@ -15,7 +15,7 @@ use atomos_driver::ImageVolumeCreate;
 use meson_core::action::ActionFailure;
 use meson_core::volume::{Volume, VolumeStatus};
 use meson_core::{ActionId, Code, ImageId, TenantId, VmId, VolumeId};
-use meson_jobs::{EnqueueOpts, Enqueued, StepCtx, StepError, StepResult, Workflow, to_output};
+use meson_jobs::{Enqueued, StepCtx, StepError, StepResult, Workflow, to_output};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
@@ -55,17 +55,8 @@ pub async fn enqueue(
     action: ActionId,
     tenant: &TenantId,
 ) -> Result<Enqueued, meson_core::Error> {
-    meson_jobs::enqueue::<VmRebuild>(
-        tx,
-        params,
-        EnqueueOpts {
-            action: Some(action),
-            tenant: Some(tenant.to_string()),
-            concurrency_key: Some(crate::keys::vm(params.vm_id)),
-            ..EnqueueOpts::default()
-        },
-    )
-    .await
+    crate::enqueue_keyed::<VmRebuild>(tx, params, crate::keys::vm(params.vm_id), action, tenant)
+        .await
 }
 
 async fn volume(env: &Env, id: VolumeId) -> StepResult<Volume> {
@@ -76,11 +67,6 @@ async fn volume(env: &Env, id: VolumeId) -> StepResult<Volume> {
 /// (`Clean` does it first): it is not undone after that.
 fn committed(old: &Volume) -> bool {
     old.status == VolumeStatus::Deleting
-}
-
-async fn power<O: vm_power::PowerOp>(env: &Env, vm: &meson_core::vm::Vm) -> StepResult<()> {
-    vm_power::request::<O>(env, vm).await?;
-    vm_power::wait::<O>(env, vm).await
 }
 
 /// Makes the new boot volume on the VM's host (found by name after a
@@ -171,14 +157,14 @@ impl Workflow for VmRebuild {
             volume(env, p.new_boot).await?,
         );
         match step {
-            RebuildStep::Stop if p.restart => power::<PowerOff>(env, &vm).await?,
+            RebuildStep::Stop if p.restart => vm_power::power::<PowerOff>(env, &vm).await?,
             RebuildStep::Make => {
                 make(env, &vm, &new).await?;
             }
             RebuildStep::Swap => {
                 swap(env, &vm, old.atomos_id.as_deref(), new.atomos_id.as_deref()).await?
             }
-            RebuildStep::Start if p.restart => power::<PowerOn>(env, &vm).await?,
+            RebuildStep::Start if p.restart => vm_power::power::<PowerOn>(env, &vm).await?,
             RebuildStep::Clean => {
                 // The commit point, recorded before the old disk goes: from
                 // here on a failure rolls forward (see `committed`).
@@ -217,7 +203,7 @@ impl Workflow for VmRebuild {
             return Ok(());
         }
         match step {
-            RebuildStep::Start if p.restart => power::<PowerOff>(env, &vm).await,
+            RebuildStep::Start if p.restart => vm_power::power::<PowerOff>(env, &vm).await,
             RebuildStep::Swap => {
                 swap(env, &vm, new.atomos_id.as_deref(), old.atomos_id.as_deref()).await
             }
@@ -239,7 +225,7 @@ impl Workflow for VmRebuild {
                     .await?;
                 Ok(())
             }
-            RebuildStep::Stop if p.restart => power::<PowerOn>(env, &vm).await,
+            RebuildStep::Stop if p.restart => vm_power::power::<PowerOn>(env, &vm).await,
             RebuildStep::Stop | RebuildStep::Start | RebuildStep::Clean => Ok(()),
         }
     }

@@ -11,7 +11,7 @@ use crate::vm_power::{self, PowerOff, PowerOn, locate};
 use meson_core::action::ActionFailure;
 use meson_core::vm::Vm;
 use meson_core::{ActionId, TenantId, VmId};
-use meson_jobs::{EnqueueOpts, Enqueued, StepCtx, StepResult, Workflow, to_output};
+use meson_jobs::{Enqueued, StepCtx, StepResult, Workflow, to_output};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
@@ -62,17 +62,8 @@ pub async fn enqueue(
     action: ActionId,
     tenant: &TenantId,
 ) -> Result<Enqueued, meson_core::Error> {
-    meson_jobs::enqueue::<VmResize>(
-        tx,
-        params,
-        EnqueueOpts {
-            action: Some(action),
-            tenant: Some(tenant.to_string()),
-            concurrency_key: Some(crate::keys::vm(params.vm_id)),
-            ..EnqueueOpts::default()
-        },
-    )
-    .await
+    crate::enqueue_keyed::<VmResize>(tx, params, crate::keys::vm(params.vm_id), action, tenant)
+        .await
 }
 
 /// Gives the VM `size` on its host, unless it has it already.
@@ -87,11 +78,6 @@ async fn ensure_size(env: &Env, vm: &Vm, size: Size) -> StepResult<()> {
         .map_err(step_error)
 }
 
-async fn power<O: vm_power::PowerOp>(env: &Env, vm: &Vm) -> StepResult<()> {
-    vm_power::request::<O>(env, vm).await?;
-    vm_power::wait::<O>(env, vm).await
-}
-
 impl Workflow for VmResize {
     const KIND: &'static str = "vm_resize";
     type Params = Params;
@@ -102,9 +88,9 @@ impl Workflow for VmResize {
         let p = cx.params;
         let vm = meson_db::vms::get_any(&env.pool, p.vm_id).await?;
         match step {
-            ResizeStep::Stop if p.restart => power::<PowerOff>(env, &vm).await?,
+            ResizeStep::Stop if p.restart => vm_power::power::<PowerOff>(env, &vm).await?,
             ResizeStep::Resize => ensure_size(env, &vm, p.to).await?,
-            ResizeStep::Start if p.restart => power::<PowerOn>(env, &vm).await?,
+            ResizeStep::Start if p.restart => vm_power::power::<PowerOn>(env, &vm).await?,
             ResizeStep::Stop | ResizeStep::Start => {}
         }
         to_output(())
@@ -117,9 +103,9 @@ impl Workflow for VmResize {
         let p = cx.params;
         let vm = meson_db::vms::get_any(&env.pool, p.vm_id).await?;
         match step {
-            ResizeStep::Start if p.restart => power::<PowerOff>(env, &vm).await,
+            ResizeStep::Start if p.restart => vm_power::power::<PowerOff>(env, &vm).await,
             ResizeStep::Resize => ensure_size(env, &vm, p.from).await,
-            ResizeStep::Stop if p.restart => power::<PowerOn>(env, &vm).await,
+            ResizeStep::Stop if p.restart => vm_power::power::<PowerOn>(env, &vm).await,
             ResizeStep::Stop | ResizeStep::Start => Ok(()),
         }
     }

@@ -11,7 +11,7 @@ use crate::vm_power::locate;
 use meson_core::action::ActionFailure;
 use meson_core::volume::Volume;
 use meson_core::{ActionId, Code, TenantId, VmId, VolumeId};
-use meson_jobs::{EnqueueOpts, Enqueued, StepCtx, StepError, StepResult, Workflow, to_output};
+use meson_jobs::{Enqueued, StepCtx, StepError, StepResult, Workflow, to_output};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
@@ -48,17 +48,7 @@ async fn enqueue<W: Workflow<Params = Params>>(
     action: ActionId,
     tenant: &TenantId,
 ) -> Result<Enqueued, meson_core::Error> {
-    meson_jobs::enqueue::<W>(
-        tx,
-        params,
-        EnqueueOpts {
-            action: Some(action),
-            tenant: Some(tenant.to_string()),
-            concurrency_key: Some(crate::keys::vm(params.vm_id)),
-            ..EnqueueOpts::default()
-        },
-    )
-    .await
+    crate::enqueue_keyed::<W>(tx, params, crate::keys::vm(params.vm_id), action, tenant).await
 }
 
 /// Enqueues an attach in the caller's transaction (which recorded it).

@@ -9,7 +9,7 @@ use crate::atomos::step_error;
 use meson_core::action::ActionFailure;
 use meson_core::volume::Volume;
 use meson_core::{ActionId, Code, TenantId, VolumeId};
-use meson_jobs::{EnqueueOpts, Enqueued, StepCtx, StepError, StepResult, Workflow, to_output};
+use meson_jobs::{Enqueued, StepCtx, StepError, StepResult, Workflow, to_output};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
@@ -40,15 +40,12 @@ pub async fn enqueue(
     action: ActionId,
     tenant: &TenantId,
 ) -> Result<Enqueued, meson_core::Error> {
-    meson_jobs::enqueue::<VolumeResize>(
+    crate::enqueue_keyed::<VolumeResize>(
         tx,
         params,
-        EnqueueOpts {
-            action: Some(action),
-            tenant: Some(tenant.to_string()),
-            concurrency_key: Some(crate::keys::volume(params.volume_id)),
-            ..EnqueueOpts::default()
-        },
+        crate::keys::volume(params.volume_id),
+        action,
+        tenant,
     )
     .await
 }
