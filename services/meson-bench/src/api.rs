@@ -82,10 +82,15 @@ impl MesondSetup {
 
     /// An editor's token for `tenant`.
     pub fn token(&self, tenant: &str) -> String {
+        self.token_as(tenant, meson_api::Role::Editor)
+    }
+
+    /// A token of `role` for `tenant` (an admin's for the operators' routes).
+    pub fn token_as(&self, tenant: &str, role: meson_api::Role) -> String {
         meson_api::Auth::hs256(self.secret.as_bytes(), ISSUER).issue(
             tenant,
             "bench",
-            meson_api::Role::Editor,
+            role,
             chrono::Duration::hours(6),
         )
     }

@@ -158,18 +158,38 @@ impl Client {
     /// the time from the request to the success being seen (polled every 20 ms).
     async fn provision(&self, path: &str, body: &Value) -> anyhow::Result<Duration> {
         let started = Instant::now();
-        let r = self
-            .http
-            .post(format!("http://{}{path}", self.addr))
-            .bearer_auth(&self.token)
-            .json(body)
-            .send()
+        let created = self
+            .call(reqwest::Method::POST, path, Some(body), 201)
             .await?;
-        let created: Value = serde_json::from_slice(&expect(r, 201).await?)?;
         let action = created["action"]["id"]
             .as_str()
             .context("no action in the answer")?
             .to_owned();
+        self.wait(&action, started).await
+    }
+
+    /// A call answering `status`, its JSON.
+    async fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<&Value>,
+        status: u16,
+    ) -> anyhow::Result<Value> {
+        let mut r = self
+            .http
+            .request(method, format!("http://{}{path}", self.addr))
+            .bearer_auth(&self.token);
+        if let Some(body) = body {
+            r = r.json(body);
+        }
+        Ok(serde_json::from_slice(
+            &expect(r.send().await?, status).await?,
+        )?)
+    }
+
+    /// Waits for `action`'s success; the time since `started`.
+    async fn wait(&self, action: &str, started: Instant) -> anyhow::Result<Duration> {
         let deadline = started + Duration::from_secs(600);
         loop {
             let r = self
@@ -268,6 +288,7 @@ pub async fn provision(env: &Env, boot: Duration, shapes: &[Shape]) -> anyhow::R
         row(shape.describe(), boot * 2, took);
         by_shape.push((shape, name, took));
     }
+    drain_row(&setup, &client, boot, &mut t).await?;
     mesond.alive()?;
     let rss = env.stop(mesond).await?;
     sim.shutdown().await;
@@ -296,6 +317,120 @@ pub async fn provision(env: &Env, boot: Duration, shapes: &[Shape]) -> anyhow::R
         rss as f64 / 1048576.0
     ));
     Ok(t)
+}
+
+/// VMs on the host a drain empties.
+const DRAINED_VMS: usize = 20;
+
+/// A host drained of [`DRAINED_VMS`] running VMs: from the drain's `POST`
+/// to the last migration's success, every VM then running elsewhere. Each
+/// VM's critical path is one boot on its new host (the simulator stops a
+/// VM and copies its volumes at once); they move at once.
+async fn drain_row(
+    setup: &MesondSetup,
+    client: &Client,
+    boot: Duration,
+    t: &mut Table,
+) -> anyhow::Result<()> {
+    let admin = Client {
+        http: client.http.clone(),
+        addr: client.addr,
+        token: setup.token_as("bench", meson_api::Role::Admin),
+    };
+    let targets = admin
+        .call(reqwest::Method::GET, "/v1/targets", None, 200)
+        .await?;
+    let ids: Vec<(String, String)> = targets["targets"]
+        .as_array()
+        .context("no targets")?
+        .iter()
+        .filter_map(|t| Some((t["name"].as_str()?.to_owned(), t["id"].as_str()?.to_owned())))
+        .collect();
+    let (_, drained) = ids.first().context("no target")?.clone();
+    let enable = |on: bool| {
+        let admin = &admin;
+        let ids = &ids;
+        async move {
+            for (_, id) in ids.iter().skip(1) {
+                let body = json!({"enabled": on});
+                admin
+                    .call(
+                        reqwest::Method::PATCH,
+                        &format!("/v1/targets/{id}"),
+                        Some(&body),
+                        200,
+                    )
+                    .await?;
+            }
+            anyhow::Ok(())
+        }
+    };
+    // Every VM on the first host: the others take none meanwhile.
+    enable(false).await?;
+    let bodies: Vec<Value> = (0..DRAINED_VMS)
+        .map(|i| vm_body_on(&format!("drained-{i}")))
+        .collect();
+    let made =
+        futures::future::join_all(bodies.iter().map(|b| client.provision("/v1/vms", b))).await;
+    for m in made {
+        m.context("a VM to drain")?;
+    }
+    enable(true).await?;
+    let started = Instant::now();
+    let r = admin
+        .call(
+            reqwest::Method::POST,
+            &format!("/v1/targets/{drained}/actions/drain"),
+            Some(&json!({})),
+            200,
+        )
+        .await?;
+    let actions: Vec<String> = r["actions"]
+        .as_array()
+        .context("no actions")?
+        .iter()
+        .filter_map(|a| a["id"].as_str().map(str::to_owned))
+        .collect();
+    // The section's earlier VMs may be there too (its clusters' nodes are
+    // left: a pool replaces its nodes).
+    if actions.len() < DRAINED_VMS {
+        bail!(
+            "the drain moved {} VMs, fewer than {DRAINED_VMS}: {r}",
+            actions.len()
+        );
+    }
+    let waited = futures::future::join_all(actions.iter().map(|a| client.wait(a, started))).await;
+    let mut took = Duration::ZERO;
+    for w in waited {
+        took = took.max(w.context("a migration")?);
+    }
+    let vms = client
+        .call(reqwest::Method::GET, "/v1/vms?per_page=50", None, 200)
+        .await?;
+    let moved = vms["vms"]
+        .as_array()
+        .context("no vms")?
+        .iter()
+        .filter(|v| {
+            v["name"]
+                .as_str()
+                .is_some_and(|n| n.starts_with("drained-"))
+                && v["status"] == "running"
+                && v["host"] != ids[0].0.as_str()
+        })
+        .count();
+    if moved != DRAINED_VMS {
+        bail!("{moved} of {DRAINED_VMS} drained VMs run on another host");
+    }
+    let limit = boot.mul_f64(1.05) + Duration::from_secs(1);
+    t.row(vec![
+        format!("drain of a host: {} running VMs moved", actions.len()),
+        secs(boot),
+        secs(took),
+        secs(took.saturating_sub(boot)),
+        verdict(took <= limit).to_owned(),
+    ]);
+    Ok(())
 }
 
 /// The seed VM on the bench's provider.
