@@ -1491,5 +1491,71 @@ async fn a_vm_is_resized_rebuilt_and_migrated_over_grpc() {
         .into_inner();
     assert_eq!(moved.status, "running");
     assert_ne!(moved.host, from);
+
+    // Attached to a private network and detached again, running.
+    let net = NetworkServiceClient::new(ch.clone())
+        .create_network(authed(
+            pb::CreateNetworkRequest {
+                name: "late".into(),
+                cidr: "192.168.40.0/24".into(),
+                dhcp: Some(false),
+                ..Default::default()
+            },
+            &m.token,
+        ))
+        .await
+        .unwrap()
+        .into_inner()
+        .network
+        .unwrap()
+        .id;
+    let change = |network: &str| pb::VmNetworkRequest {
+        id: id.clone(),
+        network: network.into(),
+    };
+    let e = refused(
+        vms.attach_vm_network(authed(change(""), &m.token)),
+        Code::InvalidArgument,
+    )
+    .await;
+    assert_eq!(rejected_fields(&e), ["network"]);
+    let a = vms
+        .attach_vm_network(authed(change(&net), &m.token))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(a.command, "attach_network");
+    succeeded(&ch, &m.token, &a.id, Duration::from_secs(30)).await;
+    let got = vms
+        .get_vm(authed(pb::GetVmRequest { id: id.clone() }, &m.token))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(got.private_net.len(), 1);
+    assert_eq!(got.private_net[0].network, net);
+    let on_host = |m: &Meson| {
+        m.sim()
+            .hosts()
+            .iter()
+            .flat_map(|h| h.inventory().vms)
+            .find(|v| v.name == format!("vm-{}", id.replace('-', "")))
+            .unwrap()
+            .network_ids
+            .len()
+    };
+    assert_eq!(on_host(&m), 1, "plugged in on its host");
+    refused(
+        vms.attach_vm_network(authed(change(&net), &m.token)),
+        Code::FailedPrecondition,
+    )
+    .await;
+    let a = vms
+        .detach_vm_network(authed(change(&net), &m.token))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(a.command, "detach_network");
+    succeeded(&ch, &m.token, &a.id, Duration::from_secs(30)).await;
+    assert_eq!(on_host(&m), 0, "unplugged");
     m.stop().await;
 }

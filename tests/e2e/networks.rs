@@ -314,3 +314,168 @@ async fn bad_networks_are_named() {
     assert_eq!(m.get("/v1/networks").await.body["networks"], json!([]));
     m.stop().await;
 }
+
+/// Where the simulator has this meson VM: its host, and the AtomOS ids of
+/// the networks its NICs are on there.
+fn sim_vm(m: &Meson, vm: &str) -> (String, Vec<String>) {
+    let name = format!("vm-{}", vm.replace('-', ""));
+    m.sim()
+        .hosts()
+        .iter()
+        .find_map(|h| {
+            let found = h.inventory().vms.into_iter().find(|v| v.name == name)?;
+            Some((h.name().to_owned(), found.network_ids))
+        })
+        .expect("the VM is on a host")
+}
+
+/// The AtomOS id of meson network `name`'s copy on `host`.
+fn host_network(m: &Meson, host: &str, net: &str) -> Option<String> {
+    let name = format!("net-{}", net.replace('-', ""));
+    m.host_networks()
+        .into_iter()
+        .find(|(h, n)| h == host && n.name == name)
+        .map(|(_, n)| n.id)
+}
+
+/// Starts a VM action and waits for it to succeed.
+async fn vm_action(m: &Meson, vm: &str, action: &str, body: Value) -> Value {
+    let r = m
+        .post(&format!("/v1/vms/{vm}/actions/{action}"), &body)
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{action}: {}", r.body);
+    let done = m
+        .wait_action(r.body["action"]["id"].as_str().unwrap())
+        .await;
+    assert_eq!(done["status"], "success", "{action}: {done}");
+    done
+}
+
+#[tokio::test]
+async fn a_running_vm_joins_and_leaves_a_network_and_migrates_with_it() {
+    let m = Meson::start().await;
+    let net = create_network(
+        &m,
+        json!({"name": "late", "cidr": "192.168.30.0/24", "dhcp": false}),
+    )
+    .await;
+    let vm = create_vm(&m, &seed_vm()).await;
+    let id = vm["id"].as_str().unwrap().to_owned();
+    assert_eq!(vm["private_net"], json!([]));
+    let (host, nets) = sim_vm(&m, &id);
+    assert!(nets.is_empty());
+    assert!(
+        host_network(&m, &host, &net).is_none(),
+        "not made before a VM needs it"
+    );
+
+    // Attached while it runs: made on its host, plugged in there, the
+    // address meson's; the VM kept running.
+    let done = vm_action(&m, &id, "attach-network", json!({"network": net})).await;
+    assert_eq!(done["command"], "attach_network");
+    let got = m.get(&format!("/v1/vms/{id}")).await.body["vm"].clone();
+    assert_eq!(got["status"], "running");
+    assert_eq!(got["private_net"][0]["network"], net.as_str());
+    assert_eq!(got["private_net"][0]["ip"], "192.168.30.2");
+    let mac = got["private_net"][0]["mac_address"].clone();
+    let on_host = host_network(&m, &host, &net).expect("made on the VM's host");
+    assert_eq!(sim_vm(&m, &id).1, [on_host]);
+    let listed = m.get(&format!("/v1/networks/{net}")).await.body["network"].clone();
+    assert_eq!(listed["vms"], json!([id]));
+
+    // Refusals: twice (409 naming it), a network that is not the tenant's
+    // (404), a bad id (400 naming the field); an attached network cannot go.
+    let twice = m
+        .post(
+            &format!("/v1/vms/{id}/actions/attach-network"),
+            &json!({"network": net}),
+        )
+        .await;
+    assert_eq!(twice.status, StatusCode::CONFLICT, "{}", twice.body);
+    assert!(
+        twice.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains(&net)
+    );
+    let theirs = m
+        .call(
+            reqwest::Method::POST,
+            "/v1/networks",
+            &m.token("other", "eve", meson_api::Role::Editor),
+            Some(&json!({"name": "theirs", "cidr": "10.2.0.0/16"})),
+        )
+        .await;
+    let theirs = theirs.body["network"]["id"].as_str().unwrap().to_owned();
+    for unknown in [theirs.clone(), uuid::Uuid::new_v4().to_string()] {
+        let r = m
+            .post(
+                &format!("/v1/vms/{id}/actions/attach-network"),
+                &json!({"network": unknown}),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.body);
+    }
+    let bad = m
+        .post(
+            &format!("/v1/vms/{id}/actions/attach-network"),
+            &json!({"network": "lan"}),
+        )
+        .await;
+    assert_eq!(bad.rejected_fields(), ["network"], "{}", bad.body);
+    let missing = m
+        .post(&format!("/v1/vms/{id}/actions/detach-network"), &json!({}))
+        .await;
+    assert_eq!(missing.rejected_fields(), ["network"], "{}", missing.body);
+    assert_eq!(
+        m.delete(&format!("/v1/networks/{net}")).await.status,
+        StatusCode::CONFLICT
+    );
+    // Another tenant cannot attach the VM (it is not found for them).
+    let r = m
+        .call(
+            reqwest::Method::POST,
+            &format!("/v1/vms/{id}/actions/attach-network"),
+            &m.token("other", "eve", meson_api::Role::Editor),
+            Some(&json!({"network": theirs})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.body);
+
+    // Migrated with it: the network made on the new host, the NIC keeping
+    // its MAC and address there, nothing left on the old host.
+    vm_action(&m, &id, "migrate", json!({})).await;
+    let moved = m.get(&format!("/v1/vms/{id}")).await.body["vm"].clone();
+    let (new_host, nets) = sim_vm(&m, &id);
+    assert_ne!(new_host, host);
+    assert_eq!(moved["host"], new_host.as_str());
+    let there = host_network(&m, &new_host, &net).expect("made on the new host");
+    assert_eq!(nets, [there]);
+    assert_eq!(moved["private_net"][0]["ip"], "192.168.30.2");
+    assert_eq!(moved["private_net"][0]["mac_address"], mac);
+    assert_eq!(moved["status"], "running");
+
+    // Detached, off and running alike: gone from the host and from meson,
+    // its address free; detaching again names the field.
+    vm_action(&m, &id, "detach-network", json!({"network": net})).await;
+    let got = m.get(&format!("/v1/vms/{id}")).await.body["vm"].clone();
+    assert_eq!(got["private_net"], json!([]));
+    assert!(sim_vm(&m, &id).1.is_empty());
+    let again = m
+        .post(
+            &format!("/v1/vms/{id}/actions/detach-network"),
+            &json!({"network": net}),
+        )
+        .await;
+    assert_eq!(again.rejected_fields(), ["network"], "{}", again.body);
+    vm_action(&m, &id, "poweroff", json!({})).await;
+    vm_action(&m, &id, "attach-network", json!({"network": net})).await;
+    assert_eq!(sim_vm(&m, &id).1.len(), 1);
+    vm_action(&m, &id, "detach-network", json!({"network": net})).await;
+
+    // The network is free: it goes, from every host it was made on.
+    delete_and_wait(&m, &format!("/v1/networks/{net}")).await;
+    assert!(host_network(&m, &host, &net).is_none());
+    assert!(host_network(&m, &new_host, &net).is_none());
+    m.stop().await;
+}

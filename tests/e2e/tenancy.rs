@@ -152,6 +152,7 @@ fn body_for(operation: &str, owned: &Owned) -> Option<Value> {
         "vm_resize" => json!({"cores": 1, "stop": true}),
         "vm_rebuild" => json!({"os": "Debian"}),
         "vm_migrate" => json!({}),
+        "vm_attach_network" | "vm_detach_network" => json!({"network": owned.ids["network"]}),
         "volume_attach" => json!({"vm": owned.ids["vm"]}),
         "volume_resize" => json!({"size": 10_000}),
         _ => return None,

@@ -753,7 +753,7 @@ async fn a_vm_migrates_with_its_volumes_to_another_host_of_its_provider() {
     assert_eq!(on, ["ionos-las-1"]);
     assert_eq!(volume(&m, &anchor).await["host"], "ionos-las-1");
 
-    // Another tenant's VM is not found; a VM on a private network is refused.
+    // Another tenant's VM is not found.
     let other = m.token("other", "eve", meson_api::Role::Editor);
     let r = m
         .call(
@@ -764,27 +764,6 @@ async fn a_vm_migrates_with_its_volumes_to_another_host_of_its_provider() {
         )
         .await;
     assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.body);
-    let net = m
-        .post(
-            "/v1/networks",
-            &json!({"name": "lan", "cidr": "192.168.50.0/24"}),
-        )
-        .await;
-    let mut body = seed_vm();
-    body["specs"]["vm_name"] = "on-lan".into();
-    body["networks"] = json!([net.body["network"]["id"]]);
-    let r = m.post("/v1/vms", &body).await;
-    let lan_vm = r.body["vm"]["id"].as_str().unwrap().to_owned();
-    wait_ok(&m, &r).await;
-    let r = m
-        .post(&format!("/v1/vms/{lan_vm}/actions/migrate"), &json!({}))
-        .await;
-    assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.body);
-    assert!(
-        r.body.to_string().contains("private networks"),
-        "{}",
-        r.body
-    );
     m.stop().await;
 }
 
@@ -802,7 +781,7 @@ async fn a_drained_host_empties_and_takes_no_new_vms_until_undrained() {
     let net = m
         .post(
             "/v1/networks",
-            &json!({"name": "lan", "cidr": "192.168.60.0/24"}),
+            &json!({"name": "lan", "cidr": "192.168.60.0/24", "dhcp": false}),
         )
         .await;
     let mut body = seed_vm();
@@ -810,7 +789,21 @@ async fn a_drained_host_empties_and_takes_no_new_vms_until_undrained() {
     body["networks"] = json!([net.body["network"]["id"]]);
     let r = m.post("/v1/vms", &body).await;
     wait_ok(&m, &r).await;
+    vms.push(r.body["vm"]["id"].as_str().unwrap().to_owned());
+    // One still booting: its create holds it, so the drain leaves it.
+    let fra1 = m.sim().host("ionos-fra-1").unwrap();
+    fra1.set_boot_time(std::time::Duration::from_secs(120));
+    let mut body = seed_vm();
+    body["specs"]["vm_name"] = "booting".into();
+    let r = m.post("/v1/vms", &body).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
     let stuck = r.body["vm"]["id"].as_str().unwrap().to_owned();
+    let creating = r.body["action"]["id"].as_str().unwrap().to_owned();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while m.get(&format!("/v1/vms/{stuck}")).await.body["vm"]["host"] != "ionos-fra-1" {
+        assert!(std::time::Instant::now() < deadline, "never placed");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
     let targets = m.get("/v1/targets").await.body["targets"].clone();
     let fra = targets
         .as_array()
@@ -844,15 +837,14 @@ async fn a_drained_host_empties_and_takes_no_new_vms_until_undrained() {
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     assert_eq!(r.body["target"]["enabled"], false);
     let actions = r.body["actions"].as_array().unwrap().clone();
-    assert_eq!(actions.len(), 3, "{}", r.body);
+    assert_eq!(actions.len(), 4, "{}", r.body);
     let left = r.body["left"].as_array().unwrap();
     assert_eq!(left.len(), 1, "{}", r.body);
     assert_eq!(left[0]["vm"], stuck.as_str());
     assert!(
-        left[0]["reason"]
-            .as_str()
-            .unwrap()
-            .contains("private networks")
+        left[0]["reason"].as_str().unwrap().contains("locked"),
+        "{}",
+        r.body
     );
     for a in &actions {
         assert_eq!(a["command"], "migrate_vm");
@@ -875,7 +867,14 @@ async fn a_drained_host_empties_and_takes_no_new_vms_until_undrained() {
         .inventory()
         .vms
         .len();
-    assert_eq!(on_fra, 1, "only the VM on a private network is left");
+    assert_eq!(on_fra, 1, "only the booting VM is left");
+    let lan = m.get(&format!("/v1/vms/{}", vms[3])).await.body["vm"].clone();
+    assert_eq!(
+        lan["private_net"][0]["ip"], "192.168.60.2",
+        "kept its address: {lan}"
+    );
+    fra1.set_boot_time(std::time::Duration::from_millis(100));
+    assert_eq!(m.wait_action(&creating).await["status"], "success");
 
     // Drained, it takes no new VM, nor a migration to it.
     let mut body = seed_vm();

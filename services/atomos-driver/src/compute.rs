@@ -3,8 +3,8 @@
 use crate::client::{AtomosClient, Call, Daemon};
 use crate::error::{DriverError, ErrorKind};
 use crate::schema::compute::{
-    CanAllocateResponse, LocalIndex, Misc, NetworkRef, RegisterBody, RegisterInfo, SpecFile,
-    TemplateWire, VmStatus, VmUpdateBody, VolumeAttachBody, VolumeRef,
+    CanAllocateResponse, LocalIndex, Misc, NetworkAttachBody, NetworkRef, RegisterBody,
+    RegisterInfo, SpecFile, TemplateWire, VmStatus, VmUpdateBody, VolumeAttachBody, VolumeRef,
 };
 use crate::schema::{PciEntry, PciObject};
 use serde::{Deserialize, Serialize};
@@ -98,6 +98,8 @@ pub struct Vm {
     pub slots: u32,
     pub ram_mib: u64,
     pub volume_ids: Vec<String>,
+    /// The AtomOS networks its NICs are on (`netdevs[].network_uid`).
+    pub network_ids: Vec<String>,
     pub server_url: Option<String>,
 }
 
@@ -203,6 +205,43 @@ impl AtomosClient {
     /// Detaches a volume from a VM; a VM's boot volume stays while it runs.
     pub async fn volume_detach(&self, vm_id: &str, volume_id: &str) -> Result<(), DriverError> {
         self.volume_action("/volume/detach", vm_id, volume_id).await
+    }
+
+    /// Plugs a NIC on one of this host's networks into a VM, running or
+    /// off, with the MAC meson chose for it.
+    pub async fn network_attach(
+        &self,
+        vm_id: &str,
+        network_id: &str,
+        mac: &str,
+    ) -> Result<(), DriverError> {
+        self.network_action("/network/attach", vm_id, network_id, Some(mac))
+            .await
+    }
+
+    /// Unplugs a VM's NIC on a network.
+    pub async fn network_detach(&self, vm_id: &str, network_id: &str) -> Result<(), DriverError> {
+        self.network_action("/network/detach", vm_id, network_id, None)
+            .await
+    }
+
+    async fn network_action(
+        &self,
+        path: &str,
+        vm_id: &str,
+        network_id: &str,
+        mac: Option<&str>,
+    ) -> Result<(), DriverError> {
+        let call = Call::post(Daemon::Compute, path);
+        let body = NetworkAttachBody {
+            local_index: vm_id.to_owned(),
+            network: NetworkRef {
+                network_uid: network_id.to_owned(),
+                mac: mac.map(str::to_owned),
+            },
+        };
+        self.send_json(&call, &body).await?;
+        Ok(())
     }
 
     async fn volume_action(
@@ -384,6 +423,11 @@ fn vm_from_wire(row: VmStatus) -> Vm {
         slots: req.slots.unwrap_or_default(),
         ram_mib: req.ramsize.map(gib_to_mib).unwrap_or_default(),
         volume_ids: req.volumes.into_iter().map(|v| v.volume_id).collect(),
+        network_ids: req
+            .netdevs
+            .iter()
+            .filter_map(|n| n.get("network_uid")?.as_str().map(str::to_owned))
+            .collect(),
         server_url: row.serverurl,
     }
 }

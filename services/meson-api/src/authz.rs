@@ -133,6 +133,8 @@ pub const RULES: &[Rule] = &[
     write("vm_resize"),
     write("vm_rebuild"),
     write("vm_migrate"),
+    write("vm_attach_network"),
+    write("vm_detach_network"),
     write("volume_attach"),
     write("volume_detach"),
     write("volume_resize"),

@@ -105,6 +105,28 @@ impl Client {
         Ok(r.action)
     }
 
+    /// Starts attaching a VM to one of the tenant's private networks.
+    pub async fn vm_attach_network(&self, id: Uuid, network: Uuid) -> Result<wire::Action> {
+        self.vm_network(id, "attach-network", network).await
+    }
+
+    /// Starts detaching a VM from one of its private networks.
+    pub async fn vm_detach_network(&self, id: Uuid, network: Uuid) -> Result<wire::Action> {
+        self.vm_network(id, "detach-network", network).await
+    }
+
+    async fn vm_network(&self, id: Uuid, action: &str, network: Uuid) -> Result<wire::Action> {
+        let req = wire::vm::VmNetworkRequest { network };
+        let r: wire::ActionResponse = self
+            .call(
+                Method::POST,
+                &format!("/v1/vms/{id}/actions/{action}"),
+                Some(&req),
+            )
+            .await?;
+        Ok(r.action)
+    }
+
     /// Every VM of the caller's tenant, page after page.
     pub async fn vm_list_all(&self) -> Result<Vec<wire::Vm>> {
         self.vm_list_matching(&ListFilter::default()).await

@@ -63,6 +63,8 @@ pub enum Command {
     ResizeVm,
     RebuildVm,
     MigrateVm,
+    AttachNetwork,
+    DetachNetwork,
 }
 
 impl Command {
@@ -94,6 +96,8 @@ impl Command {
             Command::ResizeVm => "resize_vm",
             Command::RebuildVm => "rebuild_vm",
             Command::MigrateVm => "migrate_vm",
+            Command::AttachNetwork => "attach_network",
+            Command::DetachNetwork => "detach_network",
         }
     }
 }

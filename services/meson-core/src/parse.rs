@@ -352,6 +352,30 @@ impl Parser {
         }
     }
 
+    /// A resource id (a UUID) at `key`, `what` naming the resource in the
+    /// error: `Some(None)` when absent (and not required), `None` when
+    /// malformed or missing (named).
+    pub fn id<T: std::str::FromStr>(
+        &mut self,
+        o: &mut Obj<'_>,
+        key: &'static str,
+        what: &str,
+        required: bool,
+    ) -> Option<Option<T>> {
+        let path = join(o.path(), key);
+        match self.string(o, key, required) {
+            None if required || self.errors.has(&path) => None,
+            None => Some(None),
+            Some((path, s)) => match s.parse::<T>() {
+                Ok(id) => Some(Some(id)),
+                Err(_) => {
+                    self.errors.add(path, format!("must be {what} id (a UUID)"));
+                    None
+                }
+            },
+        }
+    }
+
     /// A name AtomOS can hold, at most `max_len` long.
     pub fn atomos_name(
         &mut self,

@@ -443,6 +443,31 @@ impl VmMigrate {
     }
 }
 
+/// A parsed `POST /v1/vms/{id}/actions/attach-network` or
+/// `.../detach-network`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct VmNetworkChange {
+    pub network: crate::NetworkId,
+    pub warnings: Vec<Warning>,
+}
+
+impl VmNetworkChange {
+    /// `{"network": "<id>"}`; unknown fields are warnings.
+    pub fn parse(body: &Value) -> Result<VmNetworkChange> {
+        let mut p = Parser::default();
+        let mut root = p.body(body)?;
+        let network = p.id(&mut root, "network", "a network", true).flatten();
+        p.done(root);
+        let Parser { errors, warnings } = p;
+        match network {
+            Some(network) if errors.is_empty() => Ok(VmNetworkChange { network, warnings }),
+            _ => Err(errors
+                .into_error()
+                .unwrap_or_else(|| crate::Error::invalid("network", "invalid request"))),
+        }
+    }
+}
+
 /// What a rebuilt VM's new boot volume is made from.
 #[derive(Clone, Debug, PartialEq)]
 pub enum RebuildSource {
@@ -562,17 +587,7 @@ fn parse_attached_volumes(
 /// `image`: the tenant's image to copy the boot volume from; `Some(None)`
 /// when absent, `None` when malformed (named).
 fn parse_image(p: &mut Parser, root: &mut crate::parse::Obj<'_>) -> Option<Option<crate::ImageId>> {
-    match p.string(root, "image", false) {
-        None if p.errors.has(&crate::parse::join(root.path(), "image")) => None,
-        None => Some(None),
-        Some((path, s)) => match s.parse::<crate::ImageId>() {
-            Ok(id) => Some(Some(id)),
-            Err(_) => {
-                p.errors.add(path, "must be an image id (a UUID)");
-                None
-            }
-        },
-    }
+    p.id(root, "image", "an image", false)
 }
 
 /// A list of at most `max` distinct resource ids (UUIDs) at `key`.
@@ -1051,6 +1066,33 @@ pub(crate) mod tests {
     use super::*;
     use crate::Error;
     use serde_json::json;
+
+    #[test]
+    fn a_network_change_names_the_network_field() {
+        let id = uuid::Uuid::new_v4();
+        let r = VmNetworkChange::parse(&json!({"network": id.to_string(), "x": 1})).unwrap();
+        assert_eq!(r.network.0, id);
+        assert_eq!(r.warnings[0].field, "x");
+        for (bad, why) in [
+            (json!({}), "is required"),
+            (json!({"network": 3}), "must be a string"),
+            (json!({"network": "net-1"}), "must be a network id"),
+        ] {
+            match VmNetworkChange::parse(&bad).unwrap_err() {
+                Error::InvalidInput { fields } => {
+                    assert_eq!(fields.len(), 1, "{bad}");
+                    assert_eq!(fields[0].name, "network", "{bad}");
+                    assert!(
+                        fields[0].messages[0].contains(why),
+                        "{bad}: {:?}",
+                        fields[0]
+                    );
+                }
+                other => panic!("{bad}: {other:?}"),
+            }
+        }
+        assert!(VmNetworkChange::parse(&json!([])).is_err());
+    }
 
     #[test]
     fn a_resize_names_its_fields_and_keeps_the_rest() {

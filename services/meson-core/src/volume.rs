@@ -218,16 +218,7 @@ impl VolumeAttach {
     pub fn parse(body: &Value) -> crate::Result<VolumeAttach> {
         let mut p = Parser::default();
         let mut root = p.body(body)?;
-        let vm = match p.string(&mut root, "vm", true) {
-            Some((path, s)) => match s.parse::<VmId>() {
-                Ok(id) => Some(id),
-                Err(_) => {
-                    p.errors.add(path, "must be a VM id (a UUID)");
-                    None
-                }
-            },
-            None => None,
-        };
+        let vm = p.id::<VmId>(&mut root, "vm", "a VM", true).flatten();
         p.done(root);
         let Parser { errors, warnings } = p;
         match vm {

@@ -489,11 +489,8 @@ pub async fn forget_host_network(
     Ok(())
 }
 
-/// Attaches a VM being created to its networks, in its create transaction:
-/// each must be the tenant's and not being deleted; on a network without
-/// DHCP, and on a cluster's network always, the VM gets the lowest free
-/// address of the range (the row lock serializes concurrent creates), and
-/// none left is `resource_unavailable`.
+/// Attaches a VM being created to its networks, in its create transaction
+/// (see [`attach_network`]; an unknown network is a `400` naming it).
 pub async fn attach_networks(
     tx: &mut Tx<'_>,
     tenant: &meson_core::TenantId,
@@ -504,46 +501,88 @@ pub async fn attach_networks(
     let mut out = Vec::with_capacity(networks.len());
     for (position, &network_id) in networks.iter().enumerate() {
         let field = format!("networks[{position}]");
-        let network = match lock(tx, tenant, network_id, cluster_owned).await {
+        match attach_network(
+            tx,
+            tenant,
+            vm,
+            network_id,
+            position as u16,
+            &field,
+            cluster_owned,
+        )
+        .await
+        {
             Err(meson_core::Error::NotFound { .. }) => {
                 return Err(meson_core::Error::invalid(field, "no such network"));
             }
-            other => other?,
-        };
-        if network.status == meson_core::network::NetworkStatus::Deleting {
-            return Err(meson_core::Error::invalid(
-                field,
-                "the network is being deleted",
-            ));
+            other => out.push(other?),
         }
-        // A cluster's nodes are addressed by meson even on a DHCP network:
-        // the network exists once per host, each with its own DHCP server,
-        // so leases from two hosts could collide.
-        let address = if network.subnet.dhcp && !cluster_owned {
-            None
-        } else {
-            let taken = taken_addresses(tx, network_id).await?;
-            Some(network.subnet.next_free(&taken).ok_or_else(|| {
-                meson_core::Error::InsufficientCapacity {
-                    reason: format!(
-                        "network {} ({}) has no free address left in {}..{}",
-                        network.name,
-                        network_id,
-                        network.subnet.range.start,
-                        network.subnet.range.last
-                    ),
-                }
-            })?)
-        };
-        let attachment = meson_core::network::Attachment {
-            vm_id: vm,
-            network_id,
-            position: position as u16,
-            mac: meson_core::network::random_mac(),
-            address,
-        };
-        attach(tx, &attachment).await?;
-        out.push(attachment);
     }
     Ok(out)
+}
+
+/// Attaches a VM to one network as its NIC at `position` (a create's, or
+/// a live VM's attach): the network must be the tenant's (else
+/// `not_found`) and not being deleted (a `400` naming `field`); on a
+/// network without DHCP, and on a cluster's network always, the VM gets
+/// the lowest free address of the range (the row lock serializes
+/// concurrent attaches), and none left is `resource_unavailable`.
+pub async fn attach_network(
+    tx: &mut Tx<'_>,
+    tenant: &meson_core::TenantId,
+    vm: VmId,
+    network_id: NetworkId,
+    position: u16,
+    field: &str,
+    cluster_owned: bool,
+) -> meson_core::Result<meson_core::network::Attachment> {
+    let network = lock(tx, tenant, network_id, cluster_owned).await?;
+    if network.status == meson_core::network::NetworkStatus::Deleting {
+        return Err(meson_core::Error::invalid(
+            field,
+            "the network is being deleted",
+        ));
+    }
+    // A cluster's nodes are addressed by meson even on a DHCP network:
+    // the network exists once per host, each with its own DHCP server,
+    // so leases from two hosts could collide.
+    let address = if network.subnet.dhcp && !cluster_owned {
+        None
+    } else {
+        let taken = taken_addresses(tx, network_id).await?;
+        Some(network.subnet.next_free(&taken).ok_or_else(|| {
+            meson_core::Error::InsufficientCapacity {
+                reason: format!(
+                    "network {} ({}) has no free address left in {}..{}",
+                    network.name, network_id, network.subnet.range.start, network.subnet.range.last
+                ),
+            }
+        })?)
+    };
+    let attachment = meson_core::network::Attachment {
+        vm_id: vm,
+        network_id,
+        position,
+        mac: meson_core::network::random_mac(),
+        address,
+    };
+    attach(tx, &attachment).await?;
+    Ok(attachment)
+}
+
+/// Releases one NIC of a VM (its address becomes free).
+pub async fn detach_network(
+    db: impl sqlx::PgExecutor<'_>,
+    vm: VmId,
+    network: NetworkId,
+) -> Result<(), Error> {
+    sqlx::query!(
+        "delete from vm_networks where vm_id = $1 and network_id = $2",
+        vm.0,
+        network.0
+    )
+    .execute(db)
+    .await
+    .ctx("detaching a vm from a network")?;
+    Ok(())
 }

@@ -574,6 +574,43 @@ async fn volume_detach(a: Authed, Body(b): Body) -> DResult<Json<Value>> {
     ))
 }
 
+/// `POST /network/attach` `{local_index, network_uid}`: meson's
+/// `attach_network` (a new NIC on the tenant's private network), answered
+/// once accepted; the VM's `netdevs` list it at once.
+async fn network_attach(a: Authed, Body(b): Body) -> DResult<Json<Value>> {
+    let (vm, network) = vm_network(&b)?;
+    let action = a
+        .meson
+        .vm_attach_network(vm, network)
+        .await
+        .map_err(Detail::meson)?;
+    Ok(Json(
+        json!({"uniqueID": vm, "network_uid": network, "action_id": action.id}),
+    ))
+}
+
+/// `POST /network/detach` `{local_index, network_uid}`: meson's
+/// `detach_network`.
+async fn network_detach(a: Authed, Body(b): Body) -> DResult<Json<Value>> {
+    let (vm, network) = vm_network(&b)?;
+    let action = a
+        .meson
+        .vm_detach_network(vm, network)
+        .await
+        .map_err(Detail::meson)?;
+    Ok(Json(
+        json!({"uniqueID": vm, "network_uid": network, "action_id": action.id}),
+    ))
+}
+
+/// The VM and the network a network attach or detach names.
+fn vm_network(b: &Value) -> DResult<(Uuid, Uuid)> {
+    Ok((
+        id_field(b, &["local_index", "vm_uid"])?,
+        id_field(b, &["network_uid"])?,
+    ))
+}
+
 fn compute_routes() -> Router<AppState> {
     use axum::routing::{get, post};
     let b = Daemon::Compute.base();
@@ -603,6 +640,8 @@ fn compute_routes() -> Router<AppState> {
         .route(&format!("{b}/migrate"), post(vm_migrate))
         .route(&format!("{b}/volume/attach"), post(volume_attach))
         .route(&format!("{b}/volume/detach"), post(volume_detach))
+        .route(&format!("{b}/network/attach"), post(network_attach))
+        .route(&format!("{b}/network/detach"), post(network_detach))
 }
 
 // --- network daemon
@@ -926,6 +965,8 @@ fn served(d: Daemon) -> Vec<(&'static str, String)> {
             rel("POST", "/migrate"),
             rel("POST", "/volume/attach"),
             rel("POST", "/volume/detach"),
+            rel("POST", "/network/attach"),
+            rel("POST", "/network/detach"),
         ],
         Daemon::Storage => crate::storage::served(),
         Daemon::Network => vec![

@@ -188,7 +188,11 @@ pub fn vm_row(vm: &mt::Vm) -> Value {
             "reqECC": s.require_ecc,
             "volumes": volumes,
             "pcidevs": pcidevs,
-            "netdevs": [],
+            "netdevs": vm.private_net.iter().map(|n| json!({
+                "network_uid": n.network,
+                "mac": n.mac_address,
+                "ip": n.ip,
+            })).collect::<Vec<_>>(),
             "os_family": "linux",
             "os_flavour": s.os_distribution.to_lowercase(),
             "creation_date": daemon_date(&vm.created),

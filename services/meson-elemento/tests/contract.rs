@@ -972,6 +972,90 @@ async fn volumes_attach_grow_and_detach_through_the_daemon_routes() {
         (on.len() == 1 && on[0] != from).then_some(())
     })
     .await;
+
+    // `/network/attach` and `/network/detach`: a NIC on the tenant's
+    // network, listed in the VM's `netdevs` at once and plugged in on its
+    // host; a VM or network that is not the caller's is a 404.
+    let body = json!({"network_name": "late", "type": "libvirt", "mode": "nat", "private": true,
+        "ip": {"address": "192.168.102.1/24", "dhcp": null}});
+    let r = me.post(&url(&gw, Daemon::Network, "/create"), &body).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    let net = r.json()["network_uid"].as_str().unwrap().to_owned();
+    let r = me
+        .post(
+            &compute("/network/attach"),
+            &json!({"local_index": vm, "network_uid": uuid::Uuid::new_v4()}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.text);
+    let r = me
+        .post(&compute("/network/attach"), &json!({"local_index": vm}))
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.text);
+    // The migration may still be recording: a 423 until it has.
+    until("attaching", Duration::from_secs(60), || async {
+        let r = me
+            .post(
+                &compute("/network/attach"),
+                &json!({"local_index": vm, "network_uid": net}),
+            )
+            .await;
+        assert!(
+            matches!(r.status, StatusCode::OK | StatusCode::LOCKED),
+            "{}",
+            r.text
+        );
+        (r.status == StatusCode::OK).then_some(())
+    })
+    .await;
+    let rows = me.get(&compute("/status")).await.json();
+    let row = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["uniqueID"] == vm.as_str())
+        .unwrap()
+        .clone();
+    assert_eq!(
+        row["req_json"]["netdevs"][0]["network_uid"],
+        net.as_str(),
+        "{row}"
+    );
+    assert_eq!(
+        row["req_json"]["netdevs"][0]["ip"], "192.168.102.2",
+        "{row}"
+    );
+    let nics = || {
+        m.sim()
+            .hosts()
+            .iter()
+            .flat_map(|h| h.inventory().vms)
+            .find(|v| v.name == name)
+            .map(|v| v.network_ids.len())
+    };
+    until("plugged in on AtomOS", Duration::from_secs(60), || async {
+        (nics() == Some(1)).then_some(())
+    })
+    .await;
+    until("detaching", Duration::from_secs(60), || async {
+        let r = me
+            .post(
+                &compute("/network/detach"),
+                &json!({"vm_uid": vm, "network_uid": net}),
+            )
+            .await;
+        assert!(
+            matches!(r.status, StatusCode::OK | StatusCode::LOCKED),
+            "{}",
+            r.text
+        );
+        (r.status == StatusCode::OK).then_some(())
+    })
+    .await;
+    until("unplugged on AtomOS", Duration::from_secs(60), || async {
+        (nics() == Some(0)).then_some(())
+    })
+    .await;
     gw.shutdown().await;
     m.stop().await;
 }

@@ -102,6 +102,14 @@ pub struct VmMigrateRequest {
     pub host: Option<String>,
 }
 
+/// `POST /v1/vms/{id}/actions/attach-network` and `.../detach-network`:
+/// the private network to join or leave.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct VmNetworkRequest {
+    /// The tenant's private network (`POST /v1/networks`).
+    pub network: Uuid,
+}
+
 /// What `POST /v1/vms/{id}/actions/{command}` (and gRPC `PowerVm`) does to
 /// a VM.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]

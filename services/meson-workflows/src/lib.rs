@@ -26,6 +26,7 @@ pub mod rolling;
 pub mod vm_create;
 pub mod vm_delete;
 pub mod vm_migrate;
+pub mod vm_network;
 pub mod vm_power;
 pub mod vm_rebuild;
 pub mod vm_resize;
@@ -105,6 +106,8 @@ pub fn register_all(worker: meson_jobs::Worker, env: Arc<Env>) -> meson_jobs::Wo
         .register(vm_resize::VmResize(env.clone()))
         .register(vm_rebuild::VmRebuild(env.clone()))
         .register(vm_migrate::VmMigrate(env.clone()))
+        .register(vm_network::VmAttachNetwork(env.clone()))
+        .register(vm_network::VmDetachNetwork(env.clone()))
         .register(volume_create::VolumeCreate(env.clone()))
         .register(volume_delete::VolumeDelete(env.clone()))
         .register(volume_attach::VolumeAttach(env.clone()))

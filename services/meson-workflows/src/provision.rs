@@ -45,15 +45,23 @@ pub async fn volumes_of(env: &Env, vm: VmId, kind: VolumeKind) -> StepResult<Vec
 /// returns their AtomOS ids, in NIC order. A network made on a host stays
 /// there for the next VM and goes with the network.
 pub async fn ensure_networks(env: &Env, vm: &Vm) -> StepResult<Vec<String>> {
-    let nics = meson_db::networks::attachments_of(&env.pool, &[vm.id]).await?;
-    if nics.is_empty() {
-        return Ok(Vec::new());
-    }
     let target = placed(vm)?.target_id;
     let c = client(env, vm).await?;
+    ensure_networks_on(env, vm.id, target, &c).await
+}
+
+/// The AtomOS ids of the VM's networks on `target` (the new host of a
+/// migration too), each made there first if need be, in NIC order.
+pub async fn ensure_networks_on(
+    env: &Env,
+    vm: VmId,
+    target: TargetId,
+    c: &AtomosClient,
+) -> StepResult<Vec<String>> {
+    let nics = meson_db::networks::attachments_of(&env.pool, &[vm]).await?;
     let mut ids = Vec::with_capacity(nics.len());
     for nic in &nics {
-        ids.push(ensure_host_network(env, &c, target, nic.network_id).await?);
+        ids.push(ensure_host_network(env, c, target, nic.network_id).await?);
     }
     Ok(ids)
 }
@@ -61,7 +69,7 @@ pub async fn ensure_networks(env: &Env, vm: &Vm) -> StepResult<Vec<String>> {
 /// The network's AtomOS id on a target, made there first if need be. The
 /// host row is claimed before the create, so a crash in between is found by
 /// name (here on retry, or by the network's delete).
-async fn ensure_host_network(
+pub async fn ensure_host_network(
     env: &Env,
     c: &AtomosClient,
     target: TargetId,

@@ -6,7 +6,9 @@
 //! off the old host. Until that last step a failure undoes everything, the
 //! VM running on its old host again; from it (the old host's copy is being
 //! given up) the migration rolls forward. Either way the VM ends on exactly
-//! one host.
+//! one host. Its private networks are made on the new host when it has
+//! none of them yet (meson defines a network per host); its NICs keep
+//! their MACs and meson's addresses.
 
 use crate::Env;
 use crate::atomos::{destroy_volume, step_error};
@@ -260,12 +262,21 @@ impl Workflow for VmMigrate {
                     .await?
                     .is_none()
                 {
+                    // Its private networks, made on the new host if need be,
+                    // its NICs keeping their MACs (and so their addresses).
+                    let nics = meson_db::networks::attachments_of(&env.pool, &[vm.id]).await?;
                     let req = Register {
                         vm_name: vm.atomos_name.clone(),
                         spec: crate::placement::driver_spec(&vm.spec),
                         volume_ids: moved.iter().map(|m| m.to.clone()).collect(),
-                        network_ids: Vec::new(),
-                        nic_macs: Vec::new(),
+                        network_ids: crate::provision::ensure_networks_on(
+                            env,
+                            vm.id,
+                            route.to.target_id,
+                            &c,
+                        )
+                        .await?,
+                        nic_macs: nics.into_iter().map(|n| n.mac).collect(),
                     };
                     match c.register(&req).await {
                         Ok(()) => {}

@@ -280,6 +280,15 @@ impl Ctx {
         }
     }
 
+    /// Shows the action, or with `--wait` waits for it and shows the VM.
+    async fn vm_after(&self, id: Uuid, action: Action, wait: WaitArgs) -> Result<()> {
+        if !wait.waits() {
+            return self.show(&action);
+        }
+        self.wait(std::slice::from_ref(&action)).await?;
+        self.show(&self.client.vm_get(id).await?)
+    }
+
     /// A VM's id from its id, an abbreviation of it, or its name.
     async fn vm_id(&self, s: &str) -> Result<Uuid> {
         if let Some(id) = whole_id(s) {
@@ -608,11 +617,7 @@ impl Ctx {
                     stop: stop.then_some(true),
                 };
                 let action = self.client.vm_resize(id, &req).await?;
-                if !wait.waits() {
-                    return self.show(&action);
-                }
-                self.wait(std::slice::from_ref(&action)).await?;
-                self.show(&self.client.vm_get(id).await?)
+                self.vm_after(id, action, wait).await
             }
             VmCommand::Rebuild {
                 vm,
@@ -627,20 +632,22 @@ impl Ctx {
                 };
                 let req = meson_types::vm::VmRebuildRequest { image, os };
                 let action = self.client.vm_rebuild(id, &req).await?;
-                if !wait.waits() {
-                    return self.show(&action);
-                }
-                self.wait(std::slice::from_ref(&action)).await?;
-                self.show(&self.client.vm_get(id).await?)
+                self.vm_after(id, action, wait).await
             }
             VmCommand::Migrate { vm, host, wait } => {
                 let id = self.vm_id(&vm).await?;
                 let action = self.client.vm_migrate(id, host).await?;
-                if !wait.waits() {
-                    return self.show(&action);
-                }
-                self.wait(std::slice::from_ref(&action)).await?;
-                self.show(&self.client.vm_get(id).await?)
+                self.vm_after(id, action, wait).await
+            }
+            VmCommand::AttachNetwork { vm, network, wait } => {
+                let (id, network) = (self.vm_id(&vm).await?, self.network_id(&network).await?);
+                let action = self.client.vm_attach_network(id, network).await?;
+                self.vm_after(id, action, wait).await
+            }
+            VmCommand::DetachNetwork { vm, network, wait } => {
+                let (id, network) = (self.vm_id(&vm).await?, self.network_id(&network).await?);
+                let action = self.client.vm_detach_network(id, network).await?;
+                self.vm_after(id, action, wait).await
             }
             VmCommand::Delete { vm, wait } => {
                 let id = self.vm_id(&vm).await?;

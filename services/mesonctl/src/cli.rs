@@ -298,6 +298,22 @@ pub enum VmCommand {
         #[command(flatten)]
         wait: WaitArgs,
     },
+    /// Attaches a VM to a private network (a new NIC; running or off).
+    AttachNetwork {
+        vm: String,
+        /// The network (id, abbreviation or name).
+        network: String,
+        #[command(flatten)]
+        wait: WaitArgs,
+    },
+    /// Detaches a VM from one of its private networks.
+    DetachNetwork {
+        vm: String,
+        /// The network (id, abbreviation or name).
+        network: String,
+        #[command(flatten)]
+        wait: WaitArgs,
+    },
     /// Powers a VM on.
     Poweron {
         vm: String,

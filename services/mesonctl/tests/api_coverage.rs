@@ -47,6 +47,8 @@ fn commands() -> Vec<Vec<String>> {
         format!("vm resize {A} --cores 2 --no-wait"),
         format!("vm rebuild {A} --os Debian --no-wait"),
         format!("vm migrate {A} --no-wait"),
+        format!("vm attach-network {A} {B} --no-wait"),
+        format!("vm detach-network {A} {B} --no-wait"),
         format!("action list vm {A}"),
         "volume create --name x --size 1 --no-wait".into(),
         "volume list".into(),

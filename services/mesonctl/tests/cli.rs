@@ -979,6 +979,30 @@ async fn an_image_of_a_vm_and_a_vm_from_the_image() {
     r.ok();
     assert_eq!(r.json()["host"], "ionos-fra-1", "{r:#?}");
     m.ctl(&["target", "undrain", &moved_to]).await.ok();
+    // Joins a network by name, running, and leaves it.
+    m.ctl(&[
+        "network",
+        "create",
+        "--name",
+        "late",
+        "--cidr",
+        "192.168.71.0/24",
+        "--no-dhcp",
+    ])
+    .await
+    .ok();
+    let r = m
+        .ctl(&["vm", "attach-network", "copy", "late", "-o", "json"])
+        .await;
+    r.ok();
+    assert_eq!(r.json()["private_net"][0]["ip"], "192.168.71.2", "{r:#?}");
+    assert_eq!(r.json()["status"], "running", "{r:#?}");
+    let r = m
+        .ctl(&["vm", "detach-network", "copy", "late", "-o", "json"])
+        .await;
+    r.ok();
+    assert_eq!(r.json()["private_net"], json!([]), "{r:#?}");
+    m.ctl(&["network", "delete", "late"]).await.ok();
     let r = m
         .ctl(&["vm", "create", "-f", &file, "--image", "no-such-image"])
         .await;

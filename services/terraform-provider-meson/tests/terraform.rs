@@ -307,6 +307,68 @@ async fn volumes_by_plan(dev: &Dev, tf: &Tf) {
     tf.ok(&["plan", "-detailed-exitcode", "-no-color"], 0);
 }
 
+/// The imported VM's `networks`, changed in place: joined, reordered (the
+/// NICs from the first change of order re-attached), left.
+async fn networks_by_plan(dev: &Dev, tf: &Tf, vm: &str) {
+    let vm_tf = |networks: &str| {
+        format!(
+            r#"
+resource "meson_network" "a" {{
+  name = "nic-a"
+  cidr = "192.168.61.0/24"
+  dhcp = false
+}}
+resource "meson_network" "b" {{
+  name = "nic-b"
+  cidr = "192.168.62.0/24"
+  dhcp = false
+}}
+resource "meson_vm" "imported" {{
+  name        = "imported"
+  cores       = 2
+  memory_mib  = 2048
+  power_state = "stopped"
+  labels      = {{ team = "infra" }}
+  networks    = [{networks}]
+}}
+"#
+        )
+    };
+    let nics = || async {
+        let vm = dev.get(&format!("/v1/vms/{vm}")).await["vm"].clone();
+        let nets: Vec<String> = vm["private_net"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n["ip"].as_str().unwrap().to_owned())
+            .collect();
+        nets
+    };
+    for (networks, want, change) in [
+        (
+            "meson_network.a.id",
+            vec!["192.168.61.2"],
+            "2 to add, 1 to change",
+        ),
+        (
+            "meson_network.b.id, meson_network.a.id",
+            vec!["192.168.62.2", "192.168.61.2"],
+            "0 to add, 1 to change",
+        ),
+        ("", vec![], "0 to add, 1 to change"),
+    ] {
+        std::fs::write(tf.dir.join("imported.tf"), vm_tf(networks)).unwrap();
+        let out = tf.ok(&["plan", "-no-color"], 0);
+        assert!(
+            out.contains(&format!("{change}, 0 to destroy")),
+            "{networks}: {out}"
+        );
+        tf.ok(&["apply", "-auto-approve", "-no-color"], 0);
+        assert_eq!(nics().await, want, "{networks}");
+        tf.ok(&["plan", "-detailed-exitcode", "-no-color"], 0);
+    }
+}
+
 impl Drop for Dev {
     fn drop(&mut self) {
         // SIGTERM: mesond dev finishes, stops its private PostgreSQL and
@@ -626,6 +688,8 @@ output "default_kubernetes_version" {
     );
     assert_eq!(resized["status"], "off", "{resized}");
     tf.ok(&["plan", "-detailed-exitcode", "-no-color"], 0);
+
+    networks_by_plan(&dev, &tf, imported_id).await;
 
     volumes_by_plan(&dev, &tf).await;
 

@@ -136,6 +136,18 @@ pub struct VolumeAttachBody {
     pub volume_id: String,
 }
 
+/// `POST /network/attach` and `/network/detach`: a NIC on one of the VM's
+/// host's networks (meson's shape: the upstream body is undocumented;
+/// `local_index` as the power routes, the network as a register body's
+/// `networks` entry, its `mac` ignored by a detach).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct NetworkAttachBody {
+    #[serde(alias = "vm_uid")]
+    pub local_index: String,
+    #[serde(flatten)]
+    pub network: NetworkRef,
+}
+
 /// `POST /update`: a stopped VM's vCPUs (`slots`) and RAM (`ramsize`,
 /// MiB as in the specfile), each kept when absent (meson's shape: the
 /// upstream body is undocumented).

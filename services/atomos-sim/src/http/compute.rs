@@ -1,4 +1,5 @@
-//! Compute (matcher) routes: canallocate, register, unregister, power, status, templates.
+//! Compute (matcher) routes: canallocate, register, unregister, power,
+//! update, volume and network attach/detach, status, templates.
 
 use super::{ApiError, ApiResult, ok, parse};
 use crate::cloudinit::{phone_home, seed_files, static_addresses};
@@ -7,8 +8,8 @@ use crate::http::storage::volume_to_wire;
 use crate::state::{Demand, HostState, Power, VmRec};
 use atomos_driver::VmState;
 use atomos_driver::schema::compute::{
-    CanAllocateResponse, LocalIndex, MesosQuote, Misc, NetworkConfig, Price, RegisterBody, ReqJson,
-    SpecFile, VmStatus, VmUpdateBody, VolumeAttachBody,
+    CanAllocateResponse, LocalIndex, MesosQuote, Misc, NetworkAttachBody, NetworkConfig, Price,
+    RegisterBody, ReqJson, SpecFile, VmStatus, VmUpdateBody, VolumeAttachBody,
 };
 use axum::Router;
 use axum::body::Bytes;
@@ -28,6 +29,8 @@ pub(super) fn routes() -> Router<SimHost> {
         .route("/update", post(update))
         .route("/volume/attach", post(volume_attach))
         .route("/volume/detach", post(volume_detach))
+        .route("/network/attach", post(network_attach))
+        .route("/network/detach", post(network_detach))
         .route("/status", get(status))
         .route("/templates", get(templates))
 }
@@ -378,6 +381,72 @@ async fn volume_detach(State(host): State<SimHost>, body: Bytes) -> ApiResult {
     vm.volume_ids.remove(at);
     tracing::info!(host = host.name(), vm = %vm.name, volume = %volume_id, "volume detached");
     ok(json!({ "local_index": local_index, "volume_id": volume_id }))
+}
+
+/// `POST /network/attach {"local_index", "network_uid", "mac"?}`: plugs a
+/// NIC on one of this host's networks into a VM, running or off (as
+/// libvirt hot-plugs an interface). A second NIC on the same network is
+/// refused (409). The guest's address does not change: a new NIC brings
+/// no new primary address.
+async fn network_attach(State(host): State<SimHost>, body: Bytes) -> ApiResult {
+    let NetworkAttachBody {
+        local_index,
+        network,
+    } = parse(&body)?;
+    let network_uid = network.network_uid;
+    let mut state = host.state();
+    if !state.networks.iter().any(|n| n.id == network_uid) {
+        return Err(ApiError::not_found(format!(
+            "network {network_uid} does not exist"
+        )));
+    }
+    let vm = state
+        .vms
+        .iter_mut()
+        .find(|vm| vm.id == local_index)
+        .ok_or_else(|| ApiError::not_found(format!("VM {local_index} does not exist")))?;
+    if vm.network_ids.contains(&network_uid) {
+        return Err(ApiError::conflict(format!(
+            "[NetworkAlreadyAttached] VM {} is on network {network_uid}",
+            vm.name
+        )));
+    }
+    vm.network_ids.push(network_uid.clone());
+    tracing::info!(host = host.name(), vm = %vm.name, network = %network_uid, "network attached");
+    ok(json!({ "local_index": local_index, "network_uid": network_uid }))
+}
+
+/// `POST /network/detach {"local_index", "network_uid"}`: unplugs a VM's
+/// NIC on a network. A guest whose address came from that network falls
+/// back to one of the host's own block (its default NAT network).
+async fn network_detach(State(host): State<SimHost>, body: Bytes) -> ApiResult {
+    let NetworkAttachBody {
+        local_index,
+        network,
+    } = parse(&body)?;
+    let network_uid = network.network_uid;
+    let mut state = host.state();
+    let i = state
+        .vms
+        .iter()
+        .position(|vm| vm.id == local_index)
+        .ok_or_else(|| ApiError::not_found(format!("VM {local_index} does not exist")))?;
+    let fallback = (state.vms[i].ip_network.as_deref() == Some(network_uid.as_str()))
+        .then(|| host.allocate_ip(&mut state));
+    let vm = &mut state.vms[i];
+    let Some(at) = vm.network_ids.iter().position(|id| *id == network_uid) else {
+        return Err(ApiError::not_found(format!(
+            "[NetworkNotAttached] VM {} is not on network {network_uid}",
+            vm.name
+        )));
+    };
+    vm.network_ids.remove(at);
+    if let Some(ip) = fallback {
+        vm.ipv4 = ip;
+        vm.ip_network = None;
+    }
+    tracing::info!(host = host.name(), vm = %vm.name, network = %network_uid, "network detached");
+    ok(json!({ "local_index": local_index, "network_uid": network_uid }))
 }
 
 async fn status(State(host): State<SimHost>) -> ApiResult {

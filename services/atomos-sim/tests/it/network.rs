@@ -240,3 +240,80 @@ async fn a_static_address_from_network_config_is_what_the_vm_reports() {
     let t = wait_running(&c, "t").await;
     assert_eq!(t.ipv4.unwrap().octets()[0], 10);
 }
+
+#[tokio::test]
+async fn a_nic_is_hot_plugged_and_unplugged_on_a_running_vm() {
+    let sim = sim(Duration::from_millis(20)).await;
+    let c = client(&sim, "small");
+    let net = c
+        .network_create(&lan("hot", "192.168.50.2", "192.168.50.9"))
+        .await
+        .unwrap();
+    c.register(&crate::common::register("vm", 1, 512))
+        .await
+        .unwrap();
+    let vm = wait_running(&c, "vm").await;
+    assert!(vm.network_ids.is_empty());
+    let own = vm.ipv4;
+
+    c.network_attach(&vm.id, &net.id, "52:54:00:00:00:01")
+        .await
+        .unwrap();
+    let on = c.vm_by_name("vm").await.unwrap().unwrap();
+    assert_eq!(on.network_ids, vec![net.id.clone()], "status lists the NIC");
+    assert_eq!(on.ipv4, own, "a new NIC brings no new primary address");
+    assert_eq!(on.state, atomos_driver::VmState::Running, "it kept running");
+    let again = c
+        .network_attach(&vm.id, &net.id, "52:54:00:00:00:02")
+        .await
+        .unwrap_err();
+    assert_eq!(again.kind, ErrorKind::AlreadyExists, "{again}");
+    assert!(again.message.contains("NetworkAlreadyAttached"), "{again}");
+    // The network is in use: it cannot be deleted.
+    assert_eq!(
+        c.network_delete(&net.id).await.unwrap_err().kind,
+        ErrorKind::Invalid
+    );
+    let nowhere = c
+        .network_attach(&vm.id, "no-such-net", "52:54:00:00:00:03")
+        .await
+        .unwrap_err();
+    assert!(nowhere.is_not_found(), "{nowhere}");
+    let no_vm = c
+        .network_attach("no-such-vm", &net.id, "52:54:00:00:00:03")
+        .await
+        .unwrap_err();
+    assert!(no_vm.is_not_found(), "{no_vm}");
+
+    c.network_detach(&vm.id, &net.id).await.unwrap();
+    let off = c.vm_by_name("vm").await.unwrap().unwrap();
+    assert!(off.network_ids.is_empty());
+    let twice = c.network_detach(&vm.id, &net.id).await.unwrap_err();
+    assert!(
+        twice.is_not_found() && twice.message.contains("NetworkNotAttached"),
+        "{twice}"
+    );
+    c.network_delete(&net.id).await.unwrap();
+}
+
+#[tokio::test]
+async fn unplugging_the_nic_a_lease_came_from_falls_back_to_the_hosts_block() {
+    let sim = sim(Duration::from_millis(20)).await;
+    let c = client(&sim, "small");
+    let net = c
+        .network_create(&lan("lease", "192.168.50.2", "192.168.50.9"))
+        .await
+        .unwrap();
+    c.register(&Register {
+        network_ids: vec![net.id.clone()],
+        nic_macs: vec![],
+        ..crate::common::register("leased", 1, 512)
+    })
+    .await
+    .unwrap();
+    let vm = wait_running(&c, "leased").await;
+    assert_eq!(vm.ipv4, Some(Ipv4Addr::new(192, 168, 50, 2)));
+    c.network_detach(&vm.id, &net.id).await.unwrap();
+    let after = c.vm_by_name("leased").await.unwrap().unwrap();
+    assert_eq!(after.ipv4.unwrap().octets()[0], 10, "{after:?}");
+}

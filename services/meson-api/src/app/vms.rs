@@ -8,12 +8,16 @@ use meson_core::naming;
 use meson_core::network::Attachment;
 use meson_core::parse::Warning;
 use meson_core::patch::NameLabels;
-use meson_core::vm::{RebuildSource, Vm, VmCreate, VmMigrate, VmRebuild, VmResize, VmStatus};
+use meson_core::vm::{
+    RebuildSource, Vm, VmCreate, VmMigrate, VmNetworkChange, VmRebuild, VmResize, VmStatus,
+};
 use meson_core::volume::Volume;
 use meson_core::{Error, Result, VmId};
 use meson_types::vm::PowerCommand;
 use meson_workflows::vm_power::{PowerOff, PowerOn, Reboot};
-use meson_workflows::{vm_create, vm_delete, vm_migrate, vm_power, vm_rebuild, vm_resize};
+use meson_workflows::{
+    vm_create, vm_delete, vm_migrate, vm_network, vm_power, vm_rebuild, vm_resize,
+};
 
 /// What a VM view shows besides the VM row: its volumes and NICs (for one
 /// VM, or for every VM of a page).
@@ -445,16 +449,6 @@ impl App {
                 return Err(Error::invalid("host", why));
             }
         }
-        if !meson_db::networks::attachments_of(&mut *tx, &[id])
-            .await?
-            .is_empty()
-        {
-            return Err(Error::Conflict {
-                message: "the VM is on private networks, which meson defines per host: it \
-                          cannot be migrated yet"
-                    .into(),
-            });
-        }
         for v in &attached {
             let key = meson_workflows::keys::volume(v.id);
             if let Some(blocking) = meson_db::jobs::live_on_key(&mut *tx, &key).await? {
@@ -467,6 +461,110 @@ impl App {
         }
         meson_db::commit(tx).await?;
         tracing::info!(vm = %id, action = %action.id, host = ?req.host, "vm migrate accepted");
+        Ok((action, req.warnings))
+    }
+
+    /// Starts attaching a running or off VM to one of the tenant's private
+    /// networks: the NIC (its MAC, and its address on a network without
+    /// DHCP) is recorded at once, so the address is the VM's while the
+    /// host plugs it in.
+    pub async fn vm_attach_network(
+        &self,
+        p: &Principal,
+        id: VmId,
+        body: &serde_json::Value,
+    ) -> Result<(Action, Vec<Warning>)> {
+        let req = VmNetworkChange::parse(body)?;
+        let mut tx = meson_db::begin(&self.pool).await?;
+        let vm = meson_db::vms::get(&mut *tx, &p.tenant, id).await?;
+        let action = new_action(
+            p,
+            Command::AttachNetwork,
+            vec![
+                (ResourceType::Vm, id.0),
+                (ResourceType::Network, req.network.0),
+            ],
+        );
+        meson_db::actions::insert(&mut tx, &action).await?;
+        let params = vm_network::Params {
+            vm_id: id,
+            network_id: req.network,
+        };
+        vm_network::enqueue_attach(&mut tx, &params, action.id, &p.tenant)
+            .await?
+            .or_locked("vm", id)?;
+        // Checked after taking the lock: no other action can change it now.
+        live_on_host(&vm, "attached to a network")?;
+        let nics = meson_db::networks::attachments_of(&mut *tx, &[id]).await?;
+        if nics.iter().any(|n| n.network_id == req.network) {
+            return Err(Error::Conflict {
+                message: format!("the VM is on network {} already", req.network),
+            });
+        }
+        if nics.len() >= meson_core::vm::MAX_NETWORKS {
+            return Err(Error::Conflict {
+                message: format!(
+                    "the VM is on {} private networks, the most it can join",
+                    nics.len()
+                ),
+            });
+        }
+        let position = nics.iter().map(|n| n.position + 1).max().unwrap_or(0);
+        meson_db::networks::attach_network(
+            &mut tx,
+            &p.tenant,
+            id,
+            req.network,
+            position,
+            "network",
+            false,
+        )
+        .await?;
+        meson_db::commit(tx).await?;
+        tracing::info!(vm = %id, network = %req.network, action = %action.id,
+            "vm network attach accepted");
+        Ok((action, req.warnings))
+    }
+
+    /// Starts taking a running or off VM off one of its private networks;
+    /// the NIC (and its address) stays the VM's until the host has
+    /// unplugged it.
+    pub async fn vm_detach_network(
+        &self,
+        p: &Principal,
+        id: VmId,
+        body: &serde_json::Value,
+    ) -> Result<(Action, Vec<Warning>)> {
+        let req = VmNetworkChange::parse(body)?;
+        let mut tx = meson_db::begin(&self.pool).await?;
+        let vm = meson_db::vms::get(&mut *tx, &p.tenant, id).await?;
+        let action = new_action(
+            p,
+            Command::DetachNetwork,
+            vec![
+                (ResourceType::Vm, id.0),
+                (ResourceType::Network, req.network.0),
+            ],
+        );
+        meson_db::actions::insert(&mut tx, &action).await?;
+        let params = vm_network::Params {
+            vm_id: id,
+            network_id: req.network,
+        };
+        vm_network::enqueue_detach(&mut tx, &params, action.id, &p.tenant)
+            .await?
+            .or_locked("vm", id)?;
+        live_on_host(&vm, "detached from a network")?;
+        let nics = meson_db::networks::attachments_of(&mut *tx, &[id]).await?;
+        if !nics.iter().any(|n| n.network_id == req.network) {
+            return Err(Error::invalid(
+                "network",
+                format!("the VM is not on network {}", req.network),
+            ));
+        }
+        meson_db::commit(tx).await?;
+        tracing::info!(vm = %id, network = %req.network, action = %action.id,
+            "vm network detach accepted");
         Ok((action, req.warnings))
     }
 
@@ -546,4 +644,18 @@ async fn image_for_new_vm(
         ));
     }
     Ok(())
+}
+
+/// A VM that is placed and running or off; else a `409` saying what it is
+/// and that only such a VM can be `what`.
+fn live_on_host(vm: &Vm, what: &str) -> Result<()> {
+    match (&vm.placement, vm.status) {
+        (Some(_), VmStatus::Running | VmStatus::Off) => Ok(()),
+        _ => Err(Error::Conflict {
+            message: format!(
+                "the VM is {}; only a placed VM that is running or off can be {what}",
+                vm.status.as_str()
+            ),
+        }),
+    }
 }

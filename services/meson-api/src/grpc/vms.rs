@@ -136,6 +136,28 @@ impl pb::vm_service_server::VmService for Svc {
         .await
     }
 
+    async fn attach_vm_network(
+        &self,
+        req: Request<pb::VmNetworkRequest>,
+    ) -> Result<Response<pb::Action>, Status> {
+        let body = convert::vm_network(req.get_ref());
+        action_on(&req, "vm", &req.get_ref().id, |p, id| async move {
+            Ok(self.0.app.vm_attach_network(&p, id, &body).await?.0)
+        })
+        .await
+    }
+
+    async fn detach_vm_network(
+        &self,
+        req: Request<pb::VmNetworkRequest>,
+    ) -> Result<Response<pb::Action>, Status> {
+        let body = convert::vm_network(req.get_ref());
+        action_on(&req, "vm", &req.get_ref().id, |p, id| async move {
+            Ok(self.0.app.vm_detach_network(&p, id, &body).await?.0)
+        })
+        .await
+    }
+
     async fn list_vm_actions(
         &self,
         req: Request<pb::ResourceActionsRequest>,

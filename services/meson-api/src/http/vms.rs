@@ -29,6 +29,8 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(resize))
         .routes(routes!(rebuild))
         .routes(routes!(migrate))
+        .routes(routes!(attach_network))
+        .routes(routes!(detach_network))
 }
 
 /// Creates a VM.
@@ -304,8 +306,9 @@ async fn rebuild(
         for it. The move is cold: a running VM is stopped, its volumes (its own and the \
         standalone ones attached to it) are copied to the new host, where it is registered and \
         started again, and only then is it taken off the old host. A failure before that last \
-        step puts it back, running where it was. A VM on private networks cannot be migrated \
-        yet. The VM's address on its host's own network is the new host's.",
+        step puts it back, running where it was. Its private networks are made on the new host \
+        if it has none of them yet, and its NICs keep their MACs and meson's addresses; its \
+        address on its host's own network (and a DHCP lease) is the new host's.",
     params(("id" = uuid::Uuid, Path, description = "The VM's id.")),
     request_body(content = wire::vm::VmMigrateRequest, content_type = "application/json"),
     responses(
@@ -319,8 +322,8 @@ async fn rebuild(
         (status = 403, description = "The token's role cannot modify VMs (`forbidden`).",
             body = ErrorResponse),
         NoSuchVm,
-        (status = 409, description = "The VM is neither `running` nor `off`, or is on private \
-            networks (`conflict`).", body = ErrorResponse),
+        (status = 409, description = "The VM is neither `running` nor `off` (`conflict`).",
+            body = ErrorResponse),
         (status = 423, description = "An action runs on the VM or on a volume attached to it \
             (`locked`; the action id in `details.action_id`).", body = ErrorResponse),
     ),
@@ -332,6 +335,87 @@ async fn migrate(
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
     let (action, warnings) = s.app.vm_migrate(&p, parse_id(&id)?, &body).await?;
+    Ok(super::action_created_warned(&action, &warnings))
+}
+
+/// Attaches a VM to a private network.
+#[utoipa::path(
+    post,
+    path = "/v1/vms/{id}/actions/attach-network",
+    tag = "vms",
+    operation_id = "vm_attach_network",
+    summary = "Attach a VM to a private network",
+    description = "Records the VM's new NIC on `network` (a MAC, and on a network without DHCP \
+        the lowest free address of its range, shown in the VM's `private_net` at once) and \
+        starts an `attach_network` action, which makes the network on the VM's AtomOS host if \
+        it has none of it yet and hot-plugs the NIC there. The VM may be `running` or `off` and \
+        keeps running (as Hetzner's attach to network). On a network without DHCP the guest \
+        configures the new address itself (cloud-init configured the NICs it booted with). If \
+        the action fails, the NIC and its address are released.",
+    params(("id" = uuid::Uuid, Path, description = "The VM's id.")),
+    request_body(content = wire::vm::VmNetworkRequest, content_type = "application/json"),
+    responses(
+        (status = 201, description = "Accepted: the action.", body = wire::ActionResponse,
+            links(("GetAction" = (operation_id = "action_get",
+                parameters(("id" = "$response.body#/action/id")))))),
+        (status = 400, description = "A bad field (`invalid_input`: `network` is not a UUID or \
+            is being deleted), malformed JSON (`json_error`), the id is not a UUID, or a bad \
+            `Idempotency-Key`.", body = ErrorResponse),
+        (status = 403, description = "The token's role cannot modify VMs (`forbidden`).",
+            body = ErrorResponse),
+        (status = 404, description = "No such VM, or no such network, for this tenant \
+            (`not_found`).", body = ErrorResponse),
+        (status = 409, description = "The VM is on the network already, on the most networks it \
+            can join (4), or neither `running` nor `off` (`conflict`).", body = ErrorResponse),
+        VmBusy,
+        (status = 503, description = "The network has no free address left \
+            (`resource_unavailable`).", body = ErrorResponse),
+    ),
+)]
+async fn attach_network(
+    State(s): State<AppState>,
+    p: Principal,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
+    let (action, warnings) = s.app.vm_attach_network(&p, parse_id(&id)?, &body).await?;
+    Ok(super::action_created_warned(&action, &warnings))
+}
+
+/// Detaches a VM from a private network.
+#[utoipa::path(
+    post,
+    path = "/v1/vms/{id}/actions/detach-network",
+    tag = "vms",
+    operation_id = "vm_detach_network",
+    summary = "Detach a VM from a private network",
+    description = "Starts a `detach_network` action, which unplugs the VM's NIC on `network` on \
+        its AtomOS host, running or off; the NIC (and its address) stays in the VM's \
+        `private_net` until then, and is released when it is done.",
+    params(("id" = uuid::Uuid, Path, description = "The VM's id.")),
+    request_body(content = wire::vm::VmNetworkRequest, content_type = "application/json"),
+    responses(
+        (status = 201, description = "Accepted: the action.", body = wire::ActionResponse,
+            links(("GetAction" = (operation_id = "action_get",
+                parameters(("id" = "$response.body#/action/id")))))),
+        (status = 400, description = "A bad field (`invalid_input`: `network` is not a UUID or \
+            not one the VM is on), malformed JSON (`json_error`), the id is not a UUID, or a bad \
+            `Idempotency-Key`.", body = ErrorResponse),
+        (status = 403, description = "The token's role cannot modify VMs (`forbidden`).",
+            body = ErrorResponse),
+        NoSuchVm,
+        (status = 409, description = "The VM is neither `running` nor `off` (`conflict`).",
+            body = ErrorResponse),
+        VmBusy,
+    ),
+)]
+async fn detach_network(
+    State(s): State<AppState>,
+    p: Principal,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
+    let (action, warnings) = s.app.vm_detach_network(&p, parse_id(&id)?, &body).await?;
     Ok(super::action_created_warned(&action, &warnings))
 }
 

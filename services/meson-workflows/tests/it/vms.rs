@@ -421,8 +421,8 @@ async fn a_vm_is_rebuilt_twice_in_a_row() {
     }
 }
 
-/// Migrating a running VM (with a standalone volume attached) to the other
-/// host of its provider.
+/// Migrating a running VM (with a standalone volume attached, on a private
+/// network) to the other host of its provider.
 struct MigrateScenario(World);
 
 impl HasWorld for MigrateScenario {
@@ -464,6 +464,7 @@ impl MigrateScenario {
                 assert_eq!((vms, vols), (1, 4), "on {host}, its host");
                 let on = inv.vms.iter().find(|x| x.name == v.atomos_name).unwrap();
                 assert_eq!(on.volume_ids.len(), 4, "registered with its volumes");
+                assert_eq!(on.network_ids.len(), 1, "and its private network");
                 assert_eq!(on.state, atomos_driver::VmState::Running);
             } else {
                 assert_eq!((vms, vols), (0, 0), "nothing left on {}", h.name());
@@ -477,6 +478,7 @@ impl MigrateScenario {
             host,
             "the volume moved with it"
         );
+        assert_eq!(nic_of(w, vm, w.network).await, (true, true), "its NIC kept");
         host != "ionos-fra-1"
     }
 }
@@ -509,6 +511,7 @@ impl Scenario for MigrateScenario {
         let mut body = crate::seeds::seed_vm();
         body["specs"]["vm_name"] = format!("m-{n}").into();
         body["volumes"] = serde_json::json!([c.volume.id.to_string()]);
+        body["networks"] = serde_json::json!([w.network.to_string()]);
         let created = w.app.vm_create(&w.who, &body).await.unwrap();
         let done = w
             .run_plain(VmCreate(w.env.clone()), created.action.id)
@@ -538,4 +541,181 @@ impl Scenario for MigrateScenario {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn vm_migrate_passes_the_workflow_harness() {
     harness(MigrateScenario(World::new().await)).await;
+}
+
+/// Where a VM's NIC on a network is: recorded by meson, and plugged in on
+/// the VM's host.
+async fn nic_of(w: &World, vm: VmId, net: meson_core::NetworkId) -> (bool, bool) {
+    let recorded = meson_db::networks::attachments_of(&w.db.pool, &[vm])
+        .await
+        .unwrap()
+        .iter()
+        .any(|n| n.network_id == net);
+    let v = w.vm(vm).await;
+    let at = v.placement.as_ref().unwrap();
+    let host_net = meson_db::networks::host_networks(&w.db.pool, net)
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|h| h.target == at.target_id)
+        .and_then(|h| h.atomos_id);
+    let host = w
+        .sim
+        .hosts()
+        .into_iter()
+        .find(|h| h.name() == at.host)
+        .unwrap();
+    let on = host.inventory().vms.iter().any(|x| {
+        x.name == v.atomos_name && host_net.as_ref().is_some_and(|n| x.network_ids.contains(n))
+    });
+    (recorded, on)
+}
+
+/// A new private network (without DHCP: meson hands out its addresses).
+async fn new_network(w: &World, prefix: &str) -> meson_core::NetworkId {
+    let n = w.names.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    w.app
+        .network_create(
+            &w.who,
+            &serde_json::json!({"name": format!("{prefix}-{n}"), "cidr": "10.8.0.0/24", "dhcp": false}),
+        )
+        .await
+        .expect("network")
+        .0
+        .id
+}
+
+/// Attaching a running VM to a network its host does not have yet.
+struct NetworkAttachScenario(World);
+
+impl HasWorld for NetworkAttachScenario {
+    fn world(&self) -> &World {
+        &self.0
+    }
+}
+
+impl NetworkAttachScenario {
+    async fn network_of(&self, action: ActionId) -> meson_core::NetworkId {
+        let a = meson_db::actions::get(&self.0.db.pool, None, action)
+            .await
+            .unwrap();
+        a.resources
+            .iter()
+            .find(|(t, _)| *t == meson_core::action::ResourceType::Network)
+            .map(|(_, id)| meson_core::NetworkId(*id))
+            .unwrap()
+    }
+}
+
+impl Scenario for NetworkAttachScenario {
+    type W = meson_workflows::vm_network::VmAttachNetwork;
+
+    fn workflow(&self) -> Self::W {
+        meson_workflows::vm_network::VmAttachNetwork(self.0.env.clone())
+    }
+
+    async fn start(&self) -> ActionId {
+        let w = &self.0;
+        let net = new_network(w, "na").await;
+        let (vm, create) = w.create_request().await;
+        assert_eq!(
+            w.run_plain(VmCreate(w.env.clone()), create).await.error,
+            None
+        );
+        let body = serde_json::json!({"network": net.to_string()});
+        let (a, _) = w
+            .app
+            .vm_attach_network(&w.who, vm, &body)
+            .await
+            .expect("attach accepted");
+        a.id
+    }
+
+    async fn assert_done(&self, action: ActionId) {
+        let w = &self.0;
+        let (vm, net) = (w.vm_of(action).await, self.network_of(action).await);
+        assert_eq!(nic_of(w, vm, net).await, (true, true));
+        let nics = meson_db::networks::attachments_of(&w.db.pool, &[vm])
+            .await
+            .unwrap();
+        let nic = nics.iter().find(|n| n.network_id == net).unwrap();
+        assert_eq!(
+            nic.address.unwrap().to_string(),
+            "10.8.0.2",
+            "meson's address"
+        );
+        assert_eq!(nic.position, 1, "after the NIC it was created with");
+        assert_eq!(w.vm(vm).await.status, VmStatus::Running, "it kept running");
+    }
+
+    /// Not on the network, on the host or in meson: its address is free.
+    async fn assert_clean(&self, action: ActionId) {
+        let w = &self.0;
+        let (vm, net) = (w.vm_of(action).await, self.network_of(action).await);
+        assert_eq!(nic_of(w, vm, net).await, (false, false));
+        assert_eq!(w.vm(vm).await.status, VmStatus::Running);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vm_attach_network_passes_the_workflow_harness() {
+    harness(NetworkAttachScenario(World::new().await)).await;
+}
+
+/// Detaching a running VM from the network it was created on.
+struct NetworkDetachScenario(NetworkAttachScenario);
+
+impl HasWorld for NetworkDetachScenario {
+    fn world(&self) -> &World {
+        &self.0.0
+    }
+}
+
+impl Scenario for NetworkDetachScenario {
+    type W = meson_workflows::vm_network::VmDetachNetwork;
+
+    fn workflow(&self) -> Self::W {
+        meson_workflows::vm_network::VmDetachNetwork(self.0.0.env.clone())
+    }
+
+    async fn start(&self) -> ActionId {
+        let w = &self.0.0;
+        let net = new_network(w, "nd").await;
+        let (vm, create) = w.create_request_on(net).await;
+        assert_eq!(
+            w.run_plain(VmCreate(w.env.clone()), create).await.error,
+            None
+        );
+        assert_eq!(nic_of(w, vm, net).await, (true, true));
+        let body = serde_json::json!({"network": net.to_string()});
+        let (a, _) = w
+            .app
+            .vm_detach_network(&w.who, vm, &body)
+            .await
+            .expect("detach accepted");
+        a.id
+    }
+
+    async fn assert_done(&self, action: ActionId) {
+        let w = &self.0.0;
+        let (vm, net) = (w.vm_of(action).await, self.0.network_of(action).await);
+        assert_eq!(nic_of(w, vm, net).await, (false, false));
+        assert_eq!(w.vm(vm).await.status, VmStatus::Running);
+    }
+
+    /// A detach only goes forward: meson's record follows the host.
+    async fn assert_clean(&self, action: ActionId) {
+        let w = &self.0.0;
+        let (vm, net) = (w.vm_of(action).await, self.0.network_of(action).await);
+        let (recorded, on) = nic_of(w, vm, net).await;
+        assert_eq!(recorded, on, "meson and the host agree");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vm_detach_network_passes_the_workflow_harness() {
+    harness(NetworkDetachScenario(NetworkAttachScenario(
+        World::new().await,
+    )))
+    .await;
 }

@@ -40,7 +40,8 @@ pub fn block() -> Block {
             fixed(Attr::defaulted("provider_name", Ty::Str, "Place the VM with this provider (`ionos`, `ovh`, `atomos`, ...); default: the cheapest that fits.")),
             fixed(Attr::defaulted("continent", Ty::Str, "Place the VM on this continent.")),
             fixed(Attr::defaulted("region", Ty::Str, "Place the VM in this region.")),
-            fixed(Attr::defaulted("networks", Ty::list(Ty::Str), "Private networks to attach (ids, in NIC order, at most 4).")),
+            Attr::defaulted("networks", Ty::list(Ty::Str), "Private networks to attach (ids, in NIC order, at most 4; in place: NICs are attached and detached on the running VM, those after the first change of order re-attached).")
+                .tracked(),
             fixed(Attr::optional("attached_volumes", Ty::list(Ty::Str), "Standalone volumes to attach (ids, at most 8).")),
             fixed(Attr::optional("image_id", Ty::Str, "An image (`meson_image`) to copy the boot volume from, in place of `os`'s cloud image; the VM runs on the image's host.")),
             Attr::optional("labels", Ty::map(Ty::Str), "Labels (in place).").tracked(),
@@ -97,6 +98,7 @@ pub fn field(f: &str) -> Option<Vec<Step>> {
             ("continent", &["continent"]),
             ("region", &["region"]),
             ("networks", &["networks"]),
+            ("network", &["networks"]),
             ("volumes", &["attached_volumes"]),
             ("image", &["image_id"]),
             ("labels", &["labels"]),
@@ -328,12 +330,36 @@ pub async fn update(c: &Client, prior: &Json, p: &Json, t: Duration) -> Res<Json
         let a = c.vm_resize(id, &req).await.map_err(err)?;
         wait(c, &[a.id], t, field).await?;
     }
+    if changed(prior, p, "networks") {
+        renetwork(c, id, prior, p, t).await?;
+    }
     if changed(prior, p, "power_state")
         && let Some(to) = text(p, "power_state")
     {
         power(c, id, &to, t).await?;
     }
     Ok(to_json(&c.vm_get(id).await.map_err(err)?, p))
+}
+
+/// Brings the VM's NICs to the planned list, in order: the NICs from the
+/// first place where the VM's order (without the dropped networks) and the
+/// plan's part are detached, then the plan's from there attached in order.
+/// A network kept in place keeps its NIC and address.
+async fn renetwork(c: &Client, id: Uuid, prior: &Json, p: &Json, t: Duration) -> Res<()> {
+    let had = ids(prior, "networks")?.unwrap_or_default();
+    let want = ids(p, "networks")?.unwrap_or_default();
+    let kept: Vec<Uuid> = had.iter().copied().filter(|n| want.contains(n)).collect();
+    let same = kept.iter().zip(&want).take_while(|(a, b)| a == b).count();
+    let detach = had.iter().filter(|n| !kept[..same].contains(n));
+    for &n in detach {
+        let a = c.vm_detach_network(id, n).await.map_err(err)?;
+        wait(c, &[a.id], t, field).await?;
+    }
+    for &n in &want[same..] {
+        let a = c.vm_attach_network(id, n).await.map_err(err)?;
+        wait(c, &[a.id], t, field).await?;
+    }
+    Ok(())
 }
 
 pub async fn delete(c: &Client, prior: &Json, t: Duration) -> Res<()> {

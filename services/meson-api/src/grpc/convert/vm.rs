@@ -150,6 +150,11 @@ pub fn vm_migrate(r: &pb::MigrateVmRequest) -> Value {
     Obj::new().str("host", &r.host).value()
 }
 
+/// A `VmNetworkRequest` as the REST body of its attach or detach action.
+pub fn vm_network(r: &pb::VmNetworkRequest) -> Value {
+    Obj::new().str("network", &r.network).value()
+}
+
 /// A `RebuildVmRequest` as the REST body of its rebuild action.
 pub fn vm_rebuild(r: &pb::RebuildVmRequest) -> Value {
     Obj::new().str("image", &r.image).str("os", &r.os).value()
