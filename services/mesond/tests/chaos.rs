@@ -3,7 +3,9 @@
 //! random and AtomOS injects errors and hangs. Afterwards every action is
 //! final, no job is stuck, every surviving VM is running, every standalone
 //! volume is available or attached to a surviving VM, and AtomOS holds
-//! exactly what the database says: no leak, no duplicate.
+//! exactly what the database says: no leak, no duplicate. And day two:
+//! VMs migrated and resized while the worker running them is SIGKILLed
+//! again and again, each ending in one consistent state.
 
 mod support;
 
@@ -25,6 +27,11 @@ const KEY: &str =
     "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMLavtiPfhiG3t6TAxHosXoVh7Pc/lSD8L9SNPyAzp1d user@host";
 
 fn spawn_worker(db_url: &str) -> Process {
+    spawn_worker_leasing(db_url, "1500")
+}
+
+/// A worker whose jobs are reclaimed `lease_ms` after it dies.
+fn spawn_worker_leasing(db_url: &str, lease_ms: &str) -> Process {
     let mut worker = support::mesond_on(
         "worker",
         db_url,
@@ -34,7 +41,7 @@ fn spawn_worker(db_url: &str) -> Process {
                 "MESON_SECRETS_KEY",
                 "bWVzb24tY2hhb3MtdGVzdC1rZXktMzItYnl0ZXMhISE=",
             ),
-            ("MESON_JOB_LEASE_MS", "1500"),
+            ("MESON_JOB_LEASE_MS", lease_ms),
             ("MESON_VM_POLL_MS", "20"),
             ("MESON_ATOMOS_TIMEOUT_MS", "700"),
             ("MESON_WORKER_CONCURRENCY", "8"),
@@ -335,4 +342,190 @@ async fn chaos_loses_nothing_and_leaks_nothing() {
             "a worker shut down cleanly on SIGTERM: {status}"
         );
     }
+}
+
+/// Migrations and resizes (a running VM stopped, resized and started) while
+/// the one worker running them is killed with SIGKILL again and again, at
+/// random points of their workflows: each is resumed by the next worker and
+/// ends in one consistent state. A migrated VM runs on exactly one host, a
+/// new one, with its volumes there and nowhere else and its NIC on its
+/// private network; a resized VM runs with
+/// its new size on its host and in meson; AtomOS holds exactly what the
+/// database says.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn day_two_actions_survive_their_worker_killed_mid_workflow() {
+    let seed: u64 = std::env::var("MESON_CHAOS_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(rand::random);
+    eprintln!("day-two kill seed {seed} (set MESON_CHAOS_SEED to replay)");
+    let mut rng = StdRng::seed_from_u64(seed);
+    let db = TestDatabase::new().await;
+    let sim = support::simulator(Duration::from_millis(500)).await;
+    mesond::server::register_targets(&db.pool, &sim.targets())
+        .await
+        .unwrap();
+    let app = App::new(db.pool.clone());
+    let who = Principal {
+        tenant: TenantId("dayTwo".into()),
+        subject: "ops".into(),
+        role: Role::Admin,
+    };
+    const LEASE_MS: u64 = 600;
+    let lease = LEASE_MS.to_string();
+    let mut worker = spawn_worker_leasing(&db.url, &lease);
+
+    // Six running VMs of one provider (two hosts), each with a data volume
+    // and on a private network.
+    let (net, _) = app
+        .network_create(
+            &who,
+            &serde_json::json!({"name": "lan", "cidr": "10.77.0.0/24", "dhcp": false}),
+        )
+        .await
+        .expect("network");
+    let mut creates = Vec::new();
+    let mut vms = Vec::new();
+    for i in 0..6 {
+        let mut body = vm_body(&format!("d2-{i}"));
+        body["provider"] = "ionos".into();
+        body["networks"] = serde_json::json!([net.id.to_string()]);
+        let c = app.vm_create(&who, &body).await.expect("create accepted");
+        creates.push(c.action.id);
+        vms.push(c.vm.id);
+    }
+    settle(&db.pool, &creates).await;
+    let mut from = BTreeMap::new();
+    for &id in &vms {
+        let vm = meson_db::vms::get_any(&db.pool, id).await.unwrap();
+        assert_eq!(vm.status, VmStatus::Running, "{vm:?}");
+        from.insert(id, vm.placement.unwrap().host);
+    }
+
+    // Every AtomOS call now takes a while, so each workflow spans many
+    // lease periods and the kills land all along it.
+    for h in sim.hosts() {
+        h.faults().set_latency(Duration::from_millis(120));
+    }
+    // Half migrate, half grow to 2 cores.
+    let mut actions = Vec::new();
+    for (i, &id) in vms.iter().enumerate() {
+        let action = if i % 2 == 0 {
+            app.vm_migrate(&who, id, &serde_json::json!({})).await
+        } else {
+            app.vm_resize(&who, id, &serde_json::json!({"cores": 2, "stop": true}))
+                .await
+        };
+        actions.push(action.expect("accepted").0.id);
+    }
+
+    // The worker dies mid-workflow, again and again; each time a new one
+    // takes over once the dead one's leases run out.
+    let mut kills = Vec::new();
+    while kills.len() < 10 {
+        // The new worker takes the jobs over once the dead one's leases
+        // end, then gets a random slice of progress before it dies too.
+        let takeover = if kills.is_empty() { 0 } else { LEASE_MS };
+        let wait = takeover + rng.gen_range(50..500);
+        tokio::time::sleep(Duration::from_millis(wait)).await;
+        let now = meson_db::actions::get_many(&db.pool, None, &actions)
+            .await
+            .unwrap();
+        let running: Vec<(String, u8)> = now
+            .iter()
+            .filter(|a| a.status == ActionStatus::Running)
+            .map(|a| (a.command.to_string(), a.progress))
+            .collect();
+        if running.is_empty() {
+            break;
+        }
+        worker.kill();
+        worker = spawn_worker_leasing(&db.url, &lease);
+        kills.push(running);
+    }
+    eprintln!("day-two kills, with the actions each interrupted: {kills:?}");
+    assert!(
+        kills.len() >= 3,
+        "the worker was killed mid-workflow: {kills:?}"
+    );
+
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let finals = loop {
+        let all = meson_db::actions::get_many(&db.pool, None, &actions)
+            .await
+            .unwrap();
+        if all.iter().all(|a| a.status != ActionStatus::Running) {
+            break all;
+        }
+        assert!(Instant::now() < deadline, "day-two actions still running");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    for a in &finals {
+        assert_eq!(a.status, ActionStatus::Success, "{a:?} (seed {seed})");
+    }
+    assert_eq!(meson_db::jobs::unfinished(&db.pool).await.unwrap(), 0);
+
+    for (i, &id) in vms.iter().enumerate() {
+        let vm = meson_db::vms::get_any(&db.pool, id).await.unwrap();
+        assert_eq!(vm.status, VmStatus::Running, "{vm:?}");
+        let host = vm.placement.as_ref().unwrap().host.clone();
+        let own = meson_db::volumes::list_for_vms(&db.pool, &[id])
+            .await
+            .unwrap();
+        let mut copies = 0;
+        for h in sim.hosts() {
+            let inv = h.inventory();
+            let on: Vec<_> = inv
+                .vms
+                .iter()
+                .filter(|v| v.name == vm.atomos_name)
+                .collect();
+            let vols = inv
+                .volumes
+                .iter()
+                .filter(|v| own.iter().any(|o| o.atomos_name == v.name))
+                .count();
+            if h.name() == host {
+                assert_eq!(on.len(), 1, "{} on its host {host}", vm.name);
+                assert_eq!(vols, own.len(), "{}'s volumes on {host}", vm.name);
+                assert_eq!(on[0].state, atomos_driver::VmState::Running);
+                assert_eq!(on[0].network_ids.len(), 1, "{} on its network", vm.name);
+                let cores = if i % 2 == 0 { 1 } else { 2 };
+                assert_eq!(on[0].slots, cores, "{} on AtomOS", vm.name);
+                assert_eq!(vm.spec.cpu.cores, cores, "{} in meson", vm.name);
+                copies += 1;
+            } else {
+                assert!(on.is_empty(), "{} also on {}", vm.name, h.name());
+                assert_eq!(vols, 0, "{}'s volumes left on {}", vm.name, h.name());
+            }
+        }
+        assert_eq!(copies, 1);
+        if i % 2 == 0 {
+            assert_ne!(host, from[&id], "{} moved", vm.name);
+        } else {
+            assert_eq!(host, from[&id], "{} stayed", vm.name);
+        }
+    }
+    let ids: Vec<VmId> = vms.clone();
+    let volumes = meson_db::volumes::list_for_vms(&db.pool, &ids)
+        .await
+        .unwrap();
+    let mut want_vms: Vec<String> = Vec::new();
+    for &id in &vms {
+        want_vms.push(
+            meson_db::vms::get_any(&db.pool, id)
+                .await
+                .unwrap()
+                .atomos_name,
+        );
+    }
+    let mut want_vols: Vec<String> = volumes.iter().map(|v| v.atomos_name.clone()).collect();
+    want_vms.sort();
+    want_vols.sort();
+    assert_eq!(
+        support::atomos_names(&sim),
+        (want_vms, want_vols),
+        "seed {seed}"
+    );
+    assert!(worker.stop().success(), "the last worker stops cleanly");
 }
