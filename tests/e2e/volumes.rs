@@ -913,3 +913,82 @@ async fn a_drained_host_empties_and_takes_no_new_vms_until_undrained() {
     );
     m.stop().await;
 }
+
+#[tokio::test]
+async fn a_vms_own_data_volume_grows_while_it_runs() {
+    let m = Meson::start_with(|o| o.quotas.storage_gb = 100).await;
+    let r = m.post("/v1/vms", &seed_vm()).await;
+    wait_ok(&m, &r).await;
+    let vm = r.body["vm"]["id"].as_str().unwrap().to_owned();
+    let got = m.get(&format!("/v1/vms/{vm}")).await.body["vm"].clone();
+    let of_kind = |vm: &Value, kind: &str| -> Value {
+        vm["volumes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|v| v["kind"] == kind)
+            .unwrap()
+            .clone()
+    };
+    let data = of_kind(&got, "data");
+    let id = data["id"].as_str().unwrap().to_owned();
+    assert_eq!(data["size"], 30);
+    let atomos = format!("vm-{}-data0", vm.replace('-', ""));
+    let sim = |m: &Meson| {
+        m.sim()
+            .hosts()
+            .iter()
+            .flat_map(|h| h.inventory().volumes)
+            .find(|v| v.name.starts_with(&atomos))
+            .map(|v| (v.size_gb, v.content))
+            .expect("the data volume on AtomOS")
+    };
+    let (_, bytes) = sim(&m);
+    let used = usage_matches_recount(&m).await.storage_gb;
+
+    // Grown while the VM runs: the host's copy has the new size and the
+    // same bytes, the VM shows it, the quota counts it.
+    let done = volume_action(&m, &id, "resize", json!({"size": 40})).await;
+    assert!(
+        done["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["type"] == "vm" && r["id"] == vm.as_str()),
+        "{done}"
+    );
+    assert_eq!(sim(&m), (40.0, bytes));
+    let got = m.get(&format!("/v1/vms/{vm}")).await.body["vm"].clone();
+    assert_eq!(of_kind(&got, "data")["size"], 40);
+    assert_eq!(got["status"], "running");
+    assert_eq!(usage_matches_recount(&m).await.storage_gb, used + 10);
+
+    // Refused: shrinking (naming `size`), past the quota (naming it), the
+    // boot volume (a rebuild's), and what only standalone volumes do.
+    let resize = |id: String, size: u32| {
+        let m = &m;
+        async move {
+            m.post(
+                &format!("/v1/volumes/{id}/actions/resize"),
+                &json!({"size": size}),
+            )
+            .await
+        }
+    };
+    let r = resize(id.clone(), 39).await;
+    assert_eq!(r.rejected_fields(), ["size"], "{}", r.body);
+    let r = resize(id.clone(), 500).await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN, "{}", r.body);
+    assert!(r.body.to_string().contains("storage_gb"), "{}", r.body);
+    let boot = of_kind(&got, "boot")["id"].as_str().unwrap().to_owned();
+    let r = resize(boot, 50).await;
+    assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.body);
+    assert!(r.body.to_string().contains("boot"), "{}", r.body);
+    let r = m
+        .post(&format!("/v1/volumes/{id}/actions/detach"), &json!({}))
+        .await;
+    assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.body);
+    assert_eq!(sim(&m).0, 40.0, "nothing changed by the refusals");
+    assert_eq!(usage_matches_recount(&m).await.storage_gb, used + 10);
+    m.stop().await;
+}

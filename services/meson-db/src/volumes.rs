@@ -449,14 +449,25 @@ pub async fn moved(
     Ok(())
 }
 
-/// Records a volume's size (a resize's, or AtomOS's after a failed one).
+/// Records a volume's size (a resize's, or AtomOS's after a failed one);
+/// a VM's data volume's size in the VM's spec too (its entry of the same
+/// name), so placement and the spec say what the VM has.
 pub async fn set_size(
     db: impl sqlx::PgExecutor<'_>,
     id: VolumeId,
     size_gb: u32,
 ) -> Result<(), Error> {
     sqlx::query!(
-        "update volumes set size_gb = $2 where id = $1",
+        r#"with v as (
+               update volumes set size_gb = $2 where id = $1
+               returning vm_id, name, kind)
+           update vms set spec = jsonb_set(vms.spec, array['volumes', (
+                   select (x.ord - 1)::text
+                   from jsonb_array_elements(vms.spec -> 'volumes') with ordinality as x(e, ord)
+                   where x.e ->> 'name' = v.name limit 1), 'size_gb'], to_jsonb($2::int))
+           from v
+           where vms.id = v.vm_id and v.kind = 'data'
+             and vms.spec -> 'volumes' @> jsonb_build_array(jsonb_build_object('name', v.name))"#,
         id.0,
         size_gb as i32
     )

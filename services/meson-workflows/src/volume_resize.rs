@@ -1,5 +1,5 @@
-//! Grow a standalone volume: AtomOS's `/update/resize` on its host,
-//! attached or not, its VM running or off. The API records the new size
+//! Grow a volume, standalone or a VM's data volume: AtomOS's
+//! `/update/resize` on its host, attached or not, its VM running or off. The API records the new size
 //! when it accepts (so the `storage_gb` quota counts it at once); a resize
 //! that fails puts back the size the host really has. Nothing is undone:
 //! a volume cannot shrink, and a grown one loses nothing.
@@ -8,7 +8,7 @@ use crate::Env;
 use crate::atomos::step_error;
 use meson_core::action::ActionFailure;
 use meson_core::volume::Volume;
-use meson_core::{ActionId, Code, TenantId, VolumeId};
+use meson_core::{ActionId, Code, TenantId, VmId, VolumeId};
 use meson_jobs::{Enqueued, StepCtx, StepError, StepResult, Workflow, to_output};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -33,32 +33,40 @@ meson_jobs::steps! {
 pub struct VolumeResize(pub Arc<Env>);
 
 /// Enqueues the resize in the caller's transaction (which recorded the
-/// new size), under the volume's concurrency key.
+/// new size), under the volume's concurrency key, or its VM's for a VM's
+/// own volume (`owner`).
 pub async fn enqueue(
     tx: &mut meson_db::Tx<'_>,
     params: &Params,
+    owner: Option<VmId>,
     action: ActionId,
     tenant: &TenantId,
 ) -> Result<Enqueued, meson_core::Error> {
-    crate::enqueue_keyed::<VolumeResize>(
-        tx,
-        params,
-        crate::keys::volume(params.volume_id),
-        action,
-        tenant,
-    )
-    .await
+    let key = match owner {
+        Some(vm) => crate::keys::vm(vm),
+        None => crate::keys::volume(params.volume_id),
+    };
+    crate::enqueue_keyed::<VolumeResize>(tx, params, key, action, tenant).await
 }
 
-/// The client of the volume's host and the size the host reports, GB.
+/// The client of the volume's host (a VM's volume is on its VM's) and the
+/// size the host reports, GB.
 async fn on_host(env: &Env, v: &Volume) -> StepResult<(atomos_driver::AtomosClient, String, f64)> {
-    let (Some(placement), Some(id)) = (&v.placement, &v.atomos_id) else {
+    let target = match (&v.placement, v.vm_id) {
+        (Some(p), _) => Some(p.target_id),
+        (None, Some(vm)) => meson_db::vms::get_including_deleted(&env.pool, vm)
+            .await?
+            .placement
+            .map(|p| p.target_id),
+        (None, None) => None,
+    };
+    let (Some(target), Some(id)) = (target, &v.atomos_id) else {
         return Err(StepError::fatal(
             Code::Conflict,
             "the volume is not on AtomOS",
         ));
     };
-    let c = env.atomos.client(placement.target_id).await?;
+    let c = env.atomos.client(target).await?;
     let found = c.volume_info(id).await.map_err(step_error)?;
     Ok((c, found.id, found.size_gb))
 }

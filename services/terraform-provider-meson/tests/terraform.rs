@@ -221,6 +221,11 @@ impl Dev {
 /// the VM seeing drift, grown in place, then detached by removing the
 /// attachment; a shrink is refused naming `size`.
 fn volumes_tf(size: u32, attached: bool) -> String {
+    volumes_tf_with(size, attached, 5)
+}
+
+/// As [`volumes_tf`], the holder VM's own data volume `scratch` of `scratch` GB.
+fn volumes_tf_with(size: u32, attached: bool, scratch: u32) -> String {
     let mut tf = format!(
         r#"
 resource "meson_volume" "anchor" {{
@@ -238,6 +243,10 @@ resource "meson_vm" "holder" {{
   cores            = 1
   memory_mib       = 1024
   attached_volumes = [meson_volume.anchor.id]
+  volume {{
+    name = "scratch"
+    size = {scratch}
+  }}
 }}
 "#
     );
@@ -283,7 +292,28 @@ async fn volumes_by_plan(dev: &Dev, tf: &Tf) {
         20
     );
 
-    std::fs::write(tf.dir.join("volumes.tf"), volumes_tf(20, false)).unwrap();
+    // The VM's own data volume grows in place too.
+    std::fs::write(tf.dir.join("volumes.tf"), volumes_tf_with(20, true, 8)).unwrap();
+    let out = tf.ok(&["plan", "-no-color"], 0);
+    assert!(out.contains("0 to add, 1 to change, 0 to destroy"), "{out}");
+    tf.ok(&["apply", "-auto-approve", "-no-color"], 0);
+    let holder = vm_by_name(dev, "holder").await.expect("the holder VM");
+    let scratch = holder["volumes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["name"] == "scratch")
+        .cloned()
+        .expect("its scratch volume");
+    assert_eq!(scratch["size"], 8, "{holder}");
+    tf.ok(&["plan", "-detailed-exitcode", "-no-color"], 0);
+    std::fs::write(tf.dir.join("volumes.tf"), volumes_tf_with(20, true, 5)).unwrap();
+    let out = tf.run(&["apply", "-auto-approve", "-no-color"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("only grow") && err.contains("size"), "{err}");
+
+    std::fs::write(tf.dir.join("volumes.tf"), volumes_tf_with(20, false, 8)).unwrap();
     let out = tf.ok(&["plan", "-no-color"], 0);
     assert!(out.contains("0 to add, 0 to change, 1 to destroy"), "{out}");
     tf.ok(&["apply", "-auto-approve", "-no-color"], 0);
@@ -294,7 +324,7 @@ async fn volumes_by_plan(dev: &Dev, tf: &Tf) {
     );
     tf.ok(&["plan", "-detailed-exitcode", "-no-color"], 0);
 
-    std::fs::write(tf.dir.join("volumes.tf"), volumes_tf(5, false)).unwrap();
+    std::fs::write(tf.dir.join("volumes.tf"), volumes_tf_with(5, false, 8)).unwrap();
     let out = tf.run(&["apply", "-auto-approve", "-no-color"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
@@ -303,7 +333,7 @@ async fn volumes_by_plan(dev: &Dev, tf: &Tf) {
         "{err}"
     );
     assert!(err.contains("size"), "{err}");
-    std::fs::write(tf.dir.join("volumes.tf"), volumes_tf(20, false)).unwrap();
+    std::fs::write(tf.dir.join("volumes.tf"), volumes_tf_with(20, false, 8)).unwrap();
     tf.ok(&["plan", "-detailed-exitcode", "-no-color"], 0);
 }
 

@@ -11,7 +11,7 @@ use meson_core::target::Target;
 use meson_core::vm::VmSpec;
 use meson_core::vm::VmStatus;
 use meson_core::volume::{
-    MAX_VOLUME_NAME_LEN, Volume, VolumeAttach, VolumeCreate, VolumeResize, VolumeStatus,
+    MAX_VOLUME_NAME_LEN, Volume, VolumeAttach, VolumeCreate, VolumeKind, VolumeResize, VolumeStatus,
 };
 use meson_core::{Error, Result, TenantId, VmId, VolumeId};
 use meson_workflows::{volume_attach, volume_create, volume_delete, volume_resize};
@@ -263,7 +263,7 @@ impl App {
     ) -> Result<(Action, Vec<Warning>)> {
         let req = VolumeResize::parse(body)?;
         if let Some(vm) = self.volume_get(p, id).await?.vm_id {
-            return Err(owned_by(vm));
+            return self.vm_volume_resize(p, vm, id, req).await;
         }
         let mut tx = meson_db::begin(&self.pool).await?;
         let held = self.hold_usage(&mut tx, &p.tenant).await?;
@@ -297,11 +297,67 @@ impl App {
             from_gb: v.size_gb,
             to_gb: req.size_gb,
         };
-        volume_resize::enqueue(&mut tx, &params, action.id, &p.tenant)
+        volume_resize::enqueue(&mut tx, &params, None, action.id, &p.tenant)
             .await?
             .or_locked("volume", id)?;
         meson_db::commit(tx).await?;
         tracing::info!(volume = %id, from = v.size_gb, to = req.size_gb, action = %action.id, "volume resize accepted");
+        Ok((action, req.warnings))
+    }
+
+    /// Grows one of a VM's own data volumes (the VM running or off), as
+    /// one of the VM's actions: it runs alone with the VM's others (a
+    /// migration copies it, a delete destroys it), and the VM's spec
+    /// records the new size with the volume.
+    async fn vm_volume_resize(
+        &self,
+        p: &Principal,
+        vm: VmId,
+        id: VolumeId,
+        req: VolumeResize,
+    ) -> Result<(Action, Vec<Warning>)> {
+        let mut tx = meson_db::begin(&self.pool).await?;
+        let held = self.hold_usage(&mut tx, &p.tenant).await?;
+        let owner = meson_db::vms::get(&mut *tx, &p.tenant, vm).await?;
+        let action = new_action(
+            p,
+            Command::ResizeVolume,
+            vec![(ResourceType::Volume, id.0), (ResourceType::Vm, vm.0)],
+        );
+        meson_db::actions::insert(&mut tx, &action).await?;
+        let v = meson_db::volumes::get(&mut *tx, &p.tenant, id).await?;
+        let params = volume_resize::Params {
+            volume_id: id,
+            from_gb: v.size_gb,
+            to_gb: req.size_gb,
+        };
+        volume_resize::enqueue(&mut tx, &params, Some(vm), action.id, &p.tenant)
+            .await?
+            .or_locked("vm", vm)?;
+        // Checked with the VM's key held: no other action changes it now.
+        if v.kind != VolumeKind::Data {
+            return Err(Error::Conflict {
+                message: format!(
+                    "this is VM {vm}'s {} volume; of a VM's own volumes only its data volumes \
+                     can be resized",
+                    v.kind.as_str()
+                ),
+            });
+        }
+        if !matches!(owner.status, VmStatus::Running | VmStatus::Off) || owner.placement.is_none() {
+            return Err(Error::Conflict {
+                message: format!(
+                    "VM {vm} is {}; its volumes can be resized while it is running or off",
+                    owner.status.as_str()
+                ),
+            });
+        }
+        req.check_grows(v.size_gb)?;
+        meson_db::volumes::set_size(&mut *tx, id, req.size_gb).await?;
+        self.within_quotas(&mut tx, &p.tenant, &held).await?;
+        meson_db::commit(tx).await?;
+        tracing::info!(volume = %id, %vm, from = v.size_gb, to = req.size_gb, action = %action.id,
+            "vm volume resize accepted");
         Ok((action, req.warnings))
     }
 }

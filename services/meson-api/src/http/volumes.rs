@@ -242,7 +242,9 @@ async fn detach(
         starts its `resize_volume` action, which grows it on its AtomOS host, attached or not, \
         its VM running or off (as Hetzner's resize); the guest's filesystem is not grown. \
         Volumes only grow: a smaller size is refused. If the action fails, the volume keeps \
-        the size its host has.",
+        the size its host has. A VM's own data volume grows the same way, as one of its VM's \
+        actions (the VM running or off, no other action on it); a VM's boot and cloud-init \
+        volumes do not.",
     params(("id" = uuid::Uuid, Path, description = "The volume's id.")),
     request_body(content = VolumeResizeRequest, content_type = "application/json"),
     responses(
@@ -256,10 +258,11 @@ async fn detach(
             new size would take the tenant over its `storage_gb` quota \
             (`resource_limit_exceeded`).", body = ErrorResponse),
         NoSuchVolume,
-        (status = 409, description = "The volume is neither `available` nor `attached`, or is \
-            a VM's own (`conflict`).", body = ErrorResponse),
-        (status = 423, description = "An action runs on the volume: its create, delete or \
-            another resize (`locked`; the action id in `details.action_id`).",
+        (status = 409, description = "The volume is neither `available` nor `attached`, is a \
+            VM's boot or cloud-init volume, or its VM is neither `running` nor `off` \
+            (`conflict`).", body = ErrorResponse),
+        (status = 423, description = "An action runs on the volume (its create, delete or \
+            another resize) or on its VM (`locked`; the action id in `details.action_id`).",
             body = ErrorResponse),
     ),
 )]

@@ -588,3 +588,84 @@ async fn vm_create_attaching_a_volume_passes_the_workflow_harness() {
 async fn vm_delete_detaching_a_volume_passes_the_workflow_harness() {
     harness(DetachScenario(World::new().await)).await;
 }
+
+/// Growing a running VM's own data volume (30 GB in the seed) to 35 GB: the
+/// VM's spec records the size with the volume.
+struct OwnResizeScenario(World);
+
+impl HasWorld for OwnResizeScenario {
+    fn world(&self) -> &World {
+        &self.0
+    }
+}
+
+impl OwnResizeScenario {
+    /// The VM's data volume: its row's size, its spec's, and its host's.
+    async fn sizes(&self, action: ActionId) -> (u32, u32, Vec<f64>) {
+        let w = &self.0;
+        let vm = w.vm_of(action).await;
+        let v = meson_db::volumes::list_for_vms(&w.db.pool, &[vm])
+            .await
+            .unwrap()
+            .into_iter()
+            .find(|v| v.kind == meson_core::volume::VolumeKind::Data)
+            .unwrap();
+        let spec = w.vm(vm).await.spec.volumes[0].size_gb;
+        let on_host = w
+            .sim
+            .hosts()
+            .iter()
+            .flat_map(|h| h.inventory().volumes)
+            .filter(|x| x.name == v.atomos_name)
+            .map(|x| x.size_gb)
+            .collect();
+        (v.size_gb, spec, on_host)
+    }
+}
+
+impl Scenario for OwnResizeScenario {
+    type W = VolumeResize;
+
+    fn workflow(&self) -> VolumeResize {
+        VolumeResize(self.0.env.clone())
+    }
+
+    async fn start(&self) -> ActionId {
+        let w = &self.0;
+        let (vm, create) = w.create_request().await;
+        assert_eq!(
+            w.run_plain(VmCreate(w.env.clone()), create).await.error,
+            None
+        );
+        let data = meson_db::volumes::list_for_vms(&w.db.pool, &[vm])
+            .await
+            .unwrap()
+            .into_iter()
+            .find(|v| v.kind == meson_core::volume::VolumeKind::Data)
+            .unwrap();
+        assert_eq!(data.size_gb, 30);
+        let (action, _) = w
+            .app
+            .volume_resize(&w.who, data.id, &serde_json::json!({"size": 35}))
+            .await
+            .expect("resize accepted");
+        action.id
+    }
+
+    async fn assert_done(&self, action: ActionId) {
+        assert_eq!(self.sizes(action).await, (35, 35, vec![35.0]));
+        let w = &self.0;
+        assert_eq!(w.vm(w.vm_of(action).await).await.status, VmStatus::Running);
+    }
+
+    /// A failed resize: the row and the spec say the size the host has.
+    async fn assert_clean(&self, action: ActionId) {
+        let (row, spec, host) = self.sizes(action).await;
+        assert_eq!((row, vec![f64::from(row)]), (spec, host));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_vms_own_volume_resize_passes_the_workflow_harness() {
+    harness(OwnResizeScenario(World::new().await)).await;
+}

@@ -63,7 +63,7 @@ pub fn block() -> Block {
                     description: "A data disk, besides the boot disk.",
                     attrs: vec![
                         fixed(Attr::required("name", Ty::Str, "Unique among the VM's volumes.")),
-                        fixed(Attr::required("size", Ty::Num, "GB.")),
+                        Attr::required("size", Ty::Num, "GB (grows in place, running or off; a volume never shrinks).").tracked(),
                         Attr::defaulted("private", Ty::Bool, "Default true.").force_new(),
                         Attr::defaulted("shareable", Ty::Bool, "Default false.").force_new(),
                         Attr::defaulted("bootable", Ty::Bool, "Default false.").force_new(),
@@ -330,6 +330,9 @@ pub async fn update(c: &Client, prior: &Json, p: &Json, t: Duration) -> Res<Json
         let a = c.vm_resize(id, &req).await.map_err(err)?;
         wait(c, &[a.id], t, field).await?;
     }
+    if changed(prior, p, "volume") {
+        grow_volumes(c, id, prior, p, t).await?;
+    }
     if changed(prior, p, "networks") {
         renetwork(c, id, prior, p, t).await?;
     }
@@ -339,6 +342,46 @@ pub async fn update(c: &Client, prior: &Json, p: &Json, t: Duration) -> Res<Json
         power(c, id, &to, t).await?;
     }
     Ok(to_json(&c.vm_get(id).await.map_err(err)?, p))
+}
+
+/// Grows the data volumes whose planned size differs from the state's
+/// (meson refuses a smaller one, naming `size`).
+async fn grow_volumes(c: &Client, id: Uuid, prior: &Json, p: &Json, t: Duration) -> Res<()> {
+    let sizes = |j: &Json| -> Vec<(String, Option<u64>)> {
+        j.get("volume")
+            .and_then(Json::as_array)
+            .map(|l| {
+                l.iter()
+                    .map(|v| (text(v, "name").unwrap_or_default(), v["size"].as_u64()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let had = sizes(prior);
+    let vm = c.vm_get(id).await.map_err(err)?;
+    for (i, (name, size)) in sizes(p).into_iter().enumerate() {
+        let Some(size) = size else { continue };
+        if had.iter().any(|(n, s)| *n == name && *s == Some(size)) {
+            continue;
+        }
+        let Some(v) = vm
+            .volumes
+            .iter()
+            .find(|v| v.kind == "data" && !v.standalone && v.name == name)
+        else {
+            continue;
+        };
+        let size = u32::try_from(size).unwrap_or(u32::MAX);
+        let a = c.volume_resize(v.id, size).await.map_err(|e| {
+            Failure::from_client(e, |_| None).at(vec![
+                Step::Attr("volume".into()),
+                Step::Index(i as i64),
+                Step::Attr("size".into()),
+            ])
+        })?;
+        wait(c, &[a.id], t, field).await?;
+    }
+    Ok(())
 }
 
 /// Brings the VM's NICs to the planned list, in order: the NICs from the
