@@ -569,6 +569,37 @@ async fn attach_refusals_name_the_vm_the_host_and_the_field() {
         .to_owned();
     assert!(msg.contains("ovh-bhs-1") && msg.contains(&vm_host), "{msg}");
     assert_eq!(volume(&m, far_id).await["status"], "available");
+    assert!(!msg.contains("migrate"), "another provider's host: {msg}");
+    // On another host of its provider: the VM can go there, and then attach it.
+    let las = create_volume(
+        &m,
+        json!({"name": "las", "size": 1, "provider": "ionos", "region": "us-las"}),
+    )
+    .await;
+    let las_id = las["id"].as_str().unwrap();
+    let r = m
+        .post(
+            &format!("/v1/volumes/{las_id}/actions/attach"),
+            &json!({"vm": vm}),
+        )
+        .await;
+    assert_eq!(r.rejected_fields(), ["vm"], "{}", r.body);
+    let msg = r.body["error"]["details"]["fields"][0]["messages"][0]
+        .as_str()
+        .unwrap();
+    assert!(
+        msg.contains("migrate") && msg.contains("ionos-las-1"),
+        "{msg}"
+    );
+    let r = m
+        .post(
+            &format!("/v1/vms/{vm}/actions/migrate"),
+            &json!({"host": "ionos-las-1"}),
+        )
+        .await;
+    wait_ok(&m, &r).await;
+    volume_action(&m, las_id, "attach", json!({"vm": vm})).await;
+    volume_action(&m, las_id, "detach", json!({})).await;
 
     // Already attached (the anchor, at the VM's create): a conflict naming it.
     let r = m

@@ -181,11 +181,20 @@ impl App {
             .as_ref()
             .ok_or_else(|| Error::internal("an available volume has no placement"))?;
         if here.target_id != at.target_id {
+            let hint = if here.provider == at.provider {
+                format!(
+                    "; migrate the VM there first (POST /v1/vms/{}/actions/migrate \
+                     {{\"host\": \"{}\"}})",
+                    vm.id, here.host
+                )
+            } else {
+                String::new()
+            };
             return Err(Error::invalid(
                 "vm",
                 format!(
                     "the volume is on host {}, the VM on host {}: AtomOS attaches a volume \
-                     to VMs of its own host only",
+                     to VMs of its own host only{hint}",
                     here.host, at.host
                 ),
             ));
