@@ -610,6 +610,85 @@ async fn vm_lifecycle(ep: Arc<Endpoint>) {
     c.volume_destroy(&ci).await.unwrap();
 }
 
+/// A living VM's day two: a volume hot-plugged and unplugged, grown; a NIC
+/// plugged and unplugged; the VM resized while off. The daemons document
+/// none of these bodies (docs/atomos.md), so a real host is the judge.
+async fn vm_day_two(ep: Arc<Endpoint>) {
+    let c = &ep.client;
+    let volume = |name: &str| VolumeCreate {
+        name: ep.name(name),
+        size_gb: ep.volume_gb,
+        bootable: false,
+        readonly: false,
+        shareable: false,
+        private: true,
+    };
+    let boot = c
+        .volume_create(&VolumeCreate {
+            bootable: true,
+            ..volume("d2-boot")
+        })
+        .await
+        .unwrap();
+    let data = c.volume_create(&volume("d2-data")).await.unwrap();
+    let name = ep.name("d2-vm");
+    c.register(&Register {
+        vm_name: name.clone(),
+        spec: small_spec(),
+        volume_ids: vec![boot.clone()],
+        network_ids: vec![],
+        nic_macs: vec![],
+    })
+    .await
+    .unwrap();
+    ep.wait_vm(&name, "running", |v| v.state == VmState::Running)
+        .await;
+    let vm = c.vm_by_name(&name).await.unwrap().expect("listed");
+
+    c.volume_attach(&vm.id, &data).await.unwrap();
+    ep.wait_vm(&name, "volume attached", |v| v.volume_ids.contains(&data))
+        .await;
+    c.volume_resize(&data, ep.volume_gb + 1).await.unwrap();
+    let grown = c.volume_info(&data).await.unwrap().size_gb;
+    assert!(
+        (grown - f64::from(ep.volume_gb + 1)).abs() < 0.01,
+        "{grown}"
+    );
+    c.volume_detach(&vm.id, &data).await.unwrap();
+    ep.wait_vm(&name, "volume detached", |v| !v.volume_ids.contains(&data))
+        .await;
+
+    let (start, end) = dhcp_range(&ep.cidr);
+    let net = c
+        .network_create(&NetworkCreate {
+            name: ep.name("d2-net"),
+            cidr: ep.cidr.clone(),
+            dhcp_start: Some(start),
+            dhcp_end: Some(end),
+        })
+        .await
+        .unwrap();
+    c.network_attach(&vm.id, &net.id, "52:54:00:d2:00:01")
+        .await
+        .unwrap();
+    ep.wait_vm(&name, "NIC plugged", |v| v.network_ids.contains(&net.id))
+        .await;
+    c.network_detach(&vm.id, &net.id).await.unwrap();
+    ep.wait_vm(&name, "NIC unplugged", |v| !v.network_ids.contains(&net.id))
+        .await;
+
+    c.stop(&vm.id).await.unwrap();
+    ep.wait_vm(&name, "off", |v| v.state == VmState::Off).await;
+    c.vm_update(&vm.id, 2, 2048).await.unwrap();
+    ep.wait_vm(&name, "resized", |v| v.slots == 2 && v.ram_mib == 2048)
+        .await;
+
+    c.unregister(&vm.id).await.unwrap();
+    c.network_delete(&net.id).await.unwrap();
+    c.volume_destroy(&data).await.unwrap();
+    c.volume_destroy(&boot).await.unwrap();
+}
+
 async fn errors_are_classified(ep: Arc<Endpoint>) {
     let c = &ep.client;
     let no_vm = "00000000-0000-4000-8000-000000000000";
@@ -661,6 +740,7 @@ const CASES: &[(&str, CaseFn)] = &[
     ("volume from URL", |ep| Box::pin(volume_from_url(ep))),
     ("network lifecycle", |ep| Box::pin(network_lifecycle(ep))),
     ("VM lifecycle", |ep| Box::pin(vm_lifecycle(ep))),
+    ("VM day two", |ep| Box::pin(vm_day_two(ep))),
     ("error classes", |ep| Box::pin(errors_are_classified(ep))),
 ];
 
