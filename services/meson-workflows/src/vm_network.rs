@@ -44,38 +44,21 @@ meson_jobs::steps! {
 pub struct VmAttachNetwork(pub Arc<Env>);
 pub struct VmDetachNetwork(pub Arc<Env>);
 
-/// Enqueues an attach in the caller's transaction (which records the NIC).
-pub async fn enqueue_attach(
+/// Enqueues an attach (`attach`) or a detach in the caller's transaction
+/// (which records an attach's NIC), under the VM's key.
+pub async fn enqueue(
     tx: &mut meson_db::Tx<'_>,
     params: &Params,
+    attach: bool,
     action: ActionId,
     tenant: &TenantId,
 ) -> Result<Enqueued, meson_core::Error> {
-    crate::enqueue_keyed::<VmAttachNetwork>(
-        tx,
-        params,
-        crate::keys::vm(params.vm_id),
-        action,
-        tenant,
-    )
-    .await
-}
-
-/// Enqueues a detach in the caller's transaction.
-pub async fn enqueue_detach(
-    tx: &mut meson_db::Tx<'_>,
-    params: &Params,
-    action: ActionId,
-    tenant: &TenantId,
-) -> Result<Enqueued, meson_core::Error> {
-    crate::enqueue_keyed::<VmDetachNetwork>(
-        tx,
-        params,
-        crate::keys::vm(params.vm_id),
-        action,
-        tenant,
-    )
-    .await
+    let key = crate::keys::vm(params.vm_id);
+    if attach {
+        crate::enqueue_keyed::<VmAttachNetwork>(tx, params, key, action, tenant).await
+    } else {
+        crate::enqueue_keyed::<VmDetachNetwork>(tx, params, key, action, tenant).await
+    }
 }
 
 /// The VM's NIC on the network, as the API recorded it.

@@ -474,28 +474,9 @@ impl App {
         id: VmId,
         body: &serde_json::Value,
     ) -> Result<(Action, Vec<Warning>)> {
-        let req = VmNetworkChange::parse(body)?;
-        let mut tx = meson_db::begin(&self.pool).await?;
-        let vm = meson_db::vms::get(&mut *tx, &p.tenant, id).await?;
-        let action = new_action(
-            p,
-            Command::AttachNetwork,
-            vec![
-                (ResourceType::Vm, id.0),
-                (ResourceType::Network, req.network.0),
-            ],
-        );
-        meson_db::actions::insert(&mut tx, &action).await?;
-        let params = vm_network::Params {
-            vm_id: id,
-            network_id: req.network,
-        };
-        vm_network::enqueue_attach(&mut tx, &params, action.id, &p.tenant)
-            .await?
-            .or_locked("vm", id)?;
-        // Checked after taking the lock: no other action can change it now.
-        live_on_host(&vm, "attached to a network")?;
-        let nics = meson_db::networks::attachments_of(&mut *tx, &[id]).await?;
+        let (mut tx, action, req, nics) = self
+            .network_change(p, id, body, Command::AttachNetwork)
+            .await?;
         if nics.iter().any(|n| n.network_id == req.network) {
             return Err(Error::Conflict {
                 message: format!("the VM is on network {} already", req.network),
@@ -535,27 +516,9 @@ impl App {
         id: VmId,
         body: &serde_json::Value,
     ) -> Result<(Action, Vec<Warning>)> {
-        let req = VmNetworkChange::parse(body)?;
-        let mut tx = meson_db::begin(&self.pool).await?;
-        let vm = meson_db::vms::get(&mut *tx, &p.tenant, id).await?;
-        let action = new_action(
-            p,
-            Command::DetachNetwork,
-            vec![
-                (ResourceType::Vm, id.0),
-                (ResourceType::Network, req.network.0),
-            ],
-        );
-        meson_db::actions::insert(&mut tx, &action).await?;
-        let params = vm_network::Params {
-            vm_id: id,
-            network_id: req.network,
-        };
-        vm_network::enqueue_detach(&mut tx, &params, action.id, &p.tenant)
-            .await?
-            .or_locked("vm", id)?;
-        live_on_host(&vm, "detached from a network")?;
-        let nics = meson_db::networks::attachments_of(&mut *tx, &[id]).await?;
+        let (tx, action, req, nics) = self
+            .network_change(p, id, body, Command::DetachNetwork)
+            .await?;
         if !nics.iter().any(|n| n.network_id == req.network) {
             return Err(Error::invalid(
                 "network",
@@ -566,6 +529,55 @@ impl App {
         tracing::info!(vm = %id, network = %req.network, action = %action.id,
             "vm network detach accepted");
         Ok((action, req.warnings))
+    }
+
+    /// What a network attach and detach share, in one transaction: the
+    /// request read, the action recorded and its job enqueued under the
+    /// VM's key, then (with the key held, so nothing else changes it) the
+    /// VM checked placed and running or off. Answers them with the VM's
+    /// NICs; the caller commits.
+    async fn network_change(
+        &self,
+        p: &Principal,
+        id: VmId,
+        body: &serde_json::Value,
+        command: Command,
+    ) -> Result<(
+        meson_db::Tx<'static>,
+        Action,
+        VmNetworkChange,
+        Vec<Attachment>,
+    )> {
+        let req = VmNetworkChange::parse(body)?;
+        let mut tx = meson_db::begin(&self.pool).await?;
+        let vm = meson_db::vms::get(&mut *tx, &p.tenant, id).await?;
+        let action = new_action(
+            p,
+            command,
+            vec![
+                (ResourceType::Vm, id.0),
+                (ResourceType::Network, req.network.0),
+            ],
+        );
+        meson_db::actions::insert(&mut tx, &action).await?;
+        let params = vm_network::Params {
+            vm_id: id,
+            network_id: req.network,
+        };
+        let attach = command == Command::AttachNetwork;
+        vm_network::enqueue(&mut tx, &params, attach, action.id, &p.tenant)
+            .await?
+            .or_locked("vm", id)?;
+        live_on_host(
+            &vm,
+            if attach {
+                "attached to a network"
+            } else {
+                "detached from a network"
+            },
+        )?;
+        let nics = meson_db::networks::attachments_of(&mut *tx, &[id]).await?;
+        Ok((tx, action, req, nics))
     }
 
     /// Renames a VM and/or replaces its labels (`{"name", "labels"}`); the
