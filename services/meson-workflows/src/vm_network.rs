@@ -7,7 +7,7 @@
 
 use crate::Env;
 use crate::atomos::step_error;
-use crate::vm_power::locate;
+use crate::vm_power::{locate, locate_if_there};
 use meson_core::action::ActionFailure;
 use meson_core::network::Attachment;
 use meson_core::{ActionId, Code, NetworkId, TenantId, VmId};
@@ -89,15 +89,10 @@ async fn on_host(
     vm: VmId,
     id: &str,
 ) -> StepResult<Option<(atomos_driver::AtomosClient, String, bool)>> {
-    let vm = meson_db::vms::get_any(&env.pool, vm).await?;
-    match locate(env, &vm).await {
-        Ok((c, found)) => {
-            let on = found.network_ids.iter().any(|n| n == id);
-            Ok(Some((c, found.id, on)))
-        }
-        Err(StepError::Fatal { code, .. }) if code == Code::NotFound.as_str() => Ok(None),
-        Err(e) => Err(e),
-    }
+    Ok(locate_if_there(env, vm).await?.map(|(c, found)| {
+        let on = found.network_ids.iter().any(|n| n == id);
+        (c, found.id, on)
+    }))
 }
 
 impl Workflow for VmAttachNetwork {

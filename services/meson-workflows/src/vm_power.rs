@@ -120,6 +120,20 @@ pub async fn locate(env: &Env, vm: &Vm) -> StepResult<(AtomosClient, atomos_driv
     Ok((c, found))
 }
 
+/// As [`locate`] for the VM as recorded now, `None` when the host no
+/// longer has it.
+pub async fn locate_if_there(
+    env: &Env,
+    vm: VmId,
+) -> StepResult<Option<(AtomosClient, atomos_driver::Vm)>> {
+    let vm = meson_db::vms::get_any(&env.pool, vm).await?;
+    match locate(env, &vm).await {
+        Ok(found) => Ok(Some(found)),
+        Err(StepError::Fatal { code, .. }) if code == Code::NotFound.as_str() => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 /// Asks AtomOS for the power operation, unless the VM is already settled
 /// where it leads; the VM is `O::TRANSIENT` meanwhile. Shared by every
 /// workflow that powers a VM (a node's reboot too).

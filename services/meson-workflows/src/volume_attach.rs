@@ -7,7 +7,7 @@
 
 use crate::Env;
 use crate::atomos::step_error;
-use crate::vm_power::locate;
+use crate::vm_power::locate_if_there;
 use meson_core::action::ActionFailure;
 use meson_core::volume::Volume;
 use meson_core::{ActionId, Code, TenantId, VmId, VolumeId};
@@ -85,15 +85,10 @@ async fn attached_on_host(
     vm: VmId,
     volume: &str,
 ) -> StepResult<Option<(atomos_driver::AtomosClient, String, bool)>> {
-    let vm = meson_db::vms::get_any(&env.pool, vm).await?;
-    match locate(env, &vm).await {
-        Ok((c, found)) => {
-            let on = found.volume_ids.iter().any(|v| v == volume);
-            Ok(Some((c, found.id, on)))
-        }
-        Err(StepError::Fatal { code, .. }) if code == Code::NotFound.as_str() => Ok(None),
-        Err(e) => Err(e),
-    }
+    Ok(locate_if_there(env, vm).await?.map(|(c, found)| {
+        let on = found.volume_ids.iter().any(|v| v == volume);
+        (c, found.id, on)
+    }))
 }
 
 impl Workflow for VolumeAttach {

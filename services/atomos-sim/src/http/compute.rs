@@ -60,6 +60,15 @@ async fn canallocate(State(host): State<SimHost>, body: Bytes) -> ApiResult {
 }
 
 /// `^[a-zA-Z0-9-]+$`, the GUI's rule for VM names.
+/// Where VM `local_index` is in the host's list; an unknown one is a 404.
+fn vm_at(state: &HostState, local_index: &str) -> Result<usize, ApiError> {
+    state
+        .vms
+        .iter()
+        .position(|vm| vm.id == local_index)
+        .ok_or_else(|| ApiError::not_found(format!("VM {local_index} does not exist")))
+}
+
 fn valid_vm_name(name: &str) -> bool {
     !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
 }
@@ -220,11 +229,8 @@ fn power(
 ) -> ApiResult {
     let LocalIndex { local_index } = parse(body)?;
     let mut state = host.state();
-    let vm = state
-        .vms
-        .iter_mut()
-        .find(|vm| vm.id == local_index)
-        .ok_or_else(|| ApiError::not_found(format!("VM {local_index} does not exist")))?;
+    let i = vm_at(&state, &local_index)?;
+    let vm = &mut state.vms[i];
     action(vm, host.now())?;
     drop(state);
     // A boot may have started: a pending phone home recomputes its deadline.
@@ -283,11 +289,7 @@ async fn update(State(host): State<SimHost>, body: Bytes) -> ApiResult {
         ));
     }
     let mut state = host.state();
-    let at = state
-        .vms
-        .iter()
-        .position(|vm| vm.id == local_index)
-        .ok_or_else(|| ApiError::not_found(format!("VM {local_index} does not exist")))?;
+    let at = vm_at(&state, &local_index)?;
     if state.vms[at].power != Power::Off {
         return Err(ApiError::bad_request(format!(
             "[VmNotStopped] VM {} is running; stop it first",
@@ -320,11 +322,7 @@ async fn volume_attach(State(host): State<SimHost>, body: Bytes) -> ApiResult {
         volume_id,
     } = parse(&body)?;
     let mut state = host.state();
-    let vm = state
-        .vms
-        .iter()
-        .find(|vm| vm.id == local_index)
-        .ok_or_else(|| ApiError::not_found(format!("VM {local_index} does not exist")))?;
+    let vm = &state.vms[vm_at(&state, &local_index)?];
     if vm.volume_ids.contains(&volume_id) {
         return Err(ApiError::conflict(format!(
             "[VolumeAlreadyAttached] volume {volume_id} is attached to VM {}",
@@ -361,11 +359,8 @@ async fn volume_detach(State(host): State<SimHost>, body: Bytes) -> ApiResult {
                 .find(|id| state.volume(id).is_some_and(|v| v.bootable && !v.cloudinit))
                 .cloned()
         });
-    let vm = state
-        .vms
-        .iter_mut()
-        .find(|vm| vm.id == local_index)
-        .ok_or_else(|| ApiError::not_found(format!("VM {local_index} does not exist")))?;
+    let i = vm_at(&state, &local_index)?;
+    let vm = &mut state.vms[i];
     let Some(at) = vm.volume_ids.iter().position(|id| *id == volume_id) else {
         return Err(ApiError::not_found(format!(
             "[VolumeNotAttached] volume {volume_id} is not attached to VM {}",
@@ -400,11 +395,8 @@ async fn network_attach(State(host): State<SimHost>, body: Bytes) -> ApiResult {
             "network {network_uid} does not exist"
         )));
     }
-    let vm = state
-        .vms
-        .iter_mut()
-        .find(|vm| vm.id == local_index)
-        .ok_or_else(|| ApiError::not_found(format!("VM {local_index} does not exist")))?;
+    let i = vm_at(&state, &local_index)?;
+    let vm = &mut state.vms[i];
     if vm.network_ids.contains(&network_uid) {
         return Err(ApiError::conflict(format!(
             "[NetworkAlreadyAttached] VM {} is on network {network_uid}",
@@ -426,11 +418,7 @@ async fn network_detach(State(host): State<SimHost>, body: Bytes) -> ApiResult {
     } = parse(&body)?;
     let network_uid = network.network_uid;
     let mut state = host.state();
-    let i = state
-        .vms
-        .iter()
-        .position(|vm| vm.id == local_index)
-        .ok_or_else(|| ApiError::not_found(format!("VM {local_index} does not exist")))?;
+    let i = vm_at(&state, &local_index)?;
     let fallback = (state.vms[i].ip_network.as_deref() == Some(network_uid.as_str()))
         .then(|| host.allocate_ip(&mut state));
     let vm = &mut state.vms[i];
