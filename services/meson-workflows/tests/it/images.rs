@@ -276,3 +276,89 @@ async fn image_create_passes_the_workflow_harness() {
 async fn image_delete_passes_the_workflow_harness() {
     harness(ImageDeleteScenario(World::new().await)).await;
 }
+
+/// Serves `bytes` at `/image.qcow2` on a loopback port; returns its URL.
+async fn serve(bytes: Vec<u8>) -> String {
+    let app = axum::Router::new().route(
+        "/image.qcow2",
+        axum::routing::get(move || {
+            let bytes = bytes.clone();
+            async move { bytes }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    format!("http://{addr}/image.qcow2")
+}
+
+/// An image imported from a URL the test serves, its checksum given.
+struct ImportScenario {
+    world: World,
+    url: String,
+    bytes: Vec<u8>,
+}
+
+impl HasWorld for ImportScenario {
+    fn world(&self) -> &World {
+        &self.world
+    }
+}
+
+impl Scenario for ImportScenario {
+    type W = ImageCreate;
+
+    fn workflow(&self) -> ImageCreate {
+        ImageCreate(self.world.env.clone())
+    }
+
+    async fn start(&self) -> ActionId {
+        let w = &self.world;
+        let n = w.names.fetch_add(1, Ordering::SeqCst);
+        let sha = atomos_sim::content_hash(&self.bytes);
+        let body = serde_json::json!({"name": format!("imp-{n}"), "url": self.url,
+            "checksum": format!("sha256:{sha}"), "provider": "ionos"});
+        w.app
+            .image_import(&w.who, &body)
+            .await
+            .expect("import accepted")
+            .action
+            .id
+    }
+
+    /// One copy holding the served bytes, recorded with their checksum.
+    async fn assert_done(&self, action: ActionId) {
+        let w = &self.world;
+        let id = w.image_of(action).await;
+        let i = meson_db::images::get_including_deleted(&w.db.pool, id)
+            .await
+            .unwrap();
+        assert_eq!(i.status, ImageStatus::Available, "{i:?}");
+        let sha = atomos_sim::content_hash(&self.bytes);
+        assert_eq!(i.sha256.as_deref(), Some(sha.as_str()), "{i:?}");
+        assert_eq!(w.image_on_atomos(id), [sha], "one copy, the served bytes");
+    }
+
+    /// Nothing left on AtomOS; the image is `error` with why.
+    async fn assert_clean(&self, action: ActionId) {
+        let w = &self.world;
+        let id = w.image_of(action).await;
+        let i = meson_db::images::get_including_deleted(&w.db.pool, id)
+            .await
+            .unwrap();
+        assert_eq!(i.status, ImageStatus::Error, "{i:?}");
+        assert!(w.image_on_atomos(id).is_empty(), "leaked on AtomOS");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn image_import_passes_the_workflow_harness() {
+    let bytes = b"QFI\xfb a small qcow2 stand-in".repeat(64);
+    let url = serve(bytes.clone()).await;
+    harness(ImportScenario {
+        world: World::new().await,
+        url,
+        bytes,
+    })
+    .await;
+}
