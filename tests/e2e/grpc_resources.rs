@@ -409,6 +409,47 @@ async fn a_volume_is_attached_to_a_running_vm_grown_and_detached_over_grpc() {
         (v.status.as_str(), v.size, v.attached_to),
         ("available", 9, None)
     );
+
+    // Free again, it moves to the other host of its provider.
+    let from = v.host.clone().unwrap_or_default();
+    let to = if from == "ionos-fra-1" {
+        "ionos-las-1"
+    } else {
+        "ionos-fra-1"
+    };
+    let e = refused(
+        volumes.move_volume(authed(
+            pb::MoveVolumeRequest {
+                id: made[1].clone(),
+                host: String::new(),
+            },
+            &m.token,
+        )),
+        Code::InvalidArgument,
+    )
+    .await;
+    assert_eq!(rejected_fields(&e), ["host"]);
+    let a = volumes
+        .move_volume(authed(
+            pb::MoveVolumeRequest {
+                id: made[1].clone(),
+                host: to.into(),
+            },
+            &m.token,
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(a.command, "move_volume");
+    succeeded(&ch, &m.token, &a.id, Duration::from_secs(30)).await;
+    let on: Vec<String> = m
+        .sim()
+        .hosts()
+        .iter()
+        .filter(|h| h.inventory().volumes.iter().any(|x| x.name == atomos_name))
+        .map(|h| h.name().to_owned())
+        .collect();
+    assert_eq!(on, [to], "on the new host only");
     m.stop().await;
 }
 

@@ -155,6 +155,7 @@ fn body_for(operation: &str, owned: &Owned) -> Option<Value> {
         "vm_attach_network" | "vm_detach_network" => json!({"network": owned.ids["network"]}),
         "volume_attach" => json!({"vm": owned.ids["vm"]}),
         "volume_resize" => json!({"size": 10_000}),
+        "volume_move" => json!({"host": "ionos-las-1"}),
         _ => return None,
     })
 }

@@ -1023,3 +1023,85 @@ async fn a_vms_own_data_volume_grows_while_it_runs() {
     assert_eq!(usage_matches_recount(&m).await.storage_gb, used + 10);
     m.stop().await;
 }
+
+#[tokio::test]
+async fn a_free_volume_moves_to_another_host_of_its_provider_and_attaches_there() {
+    let m = Meson::start().await;
+    let v = create_volume(&m, json!({"name": "mover", "size": 3, "provider": "ionos"})).await;
+    let id = v["id"].as_str().unwrap().to_owned();
+    assert_eq!(v["host"], "ionos-fra-1", "{v}");
+    let name = format!("vol-{}", id.replace('-', ""));
+    let before = copies(&m, &name);
+    assert_eq!(before.len(), 1);
+
+    // Refused, nothing moving: no such host, its own, another provider's,
+    // no host at all.
+    for (body, why) in [
+        (json!({"host": "nowhere"}), "no host"),
+        (json!({"host": "ionos-fra-1"}), "already"),
+        (json!({"host": "ovh-gra-1"}), "provider"),
+        (json!({}), "required"),
+    ] {
+        let r = m
+            .post(&format!("/v1/volumes/{id}/actions/move"), &body)
+            .await;
+        assert_eq!(r.rejected_fields(), ["host"], "{body}: {}", r.body);
+        assert!(r.body.to_string().contains(why), "{body}: {}", r.body);
+    }
+
+    // While it moves (the old host slowed down), nothing else starts on it.
+    let fra = m.sim().host("ionos-fra-1").unwrap();
+    fra.faults()
+        .set_latency(std::time::Duration::from_millis(400));
+    let r = m
+        .post(
+            &format!("/v1/volumes/{id}/actions/move"),
+            &json!({"host": "ionos-las-1"}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    assert_eq!(r.body["action"]["command"], "move_volume");
+    let moving = r.body["action"]["id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        m.delete(&format!("/v1/volumes/{id}")).await.status,
+        StatusCode::LOCKED
+    );
+    let r = m
+        .post(
+            &format!("/v1/volumes/{id}/actions/resize"),
+            &json!({"size": 4}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::LOCKED, "{}", r.body);
+    assert_eq!(r.body["error"]["details"]["action_id"], moving.as_str());
+    fra.faults().set_latency(std::time::Duration::ZERO);
+    assert_eq!(m.wait_action(&moving).await["status"], "success");
+
+    // On the new host only, the same bytes, recorded there.
+    let after = copies(&m, &name);
+    assert_eq!(after.len(), 1, "{after:?}");
+    assert_eq!(after[0].0, "ionos-las-1");
+    assert_eq!(after[0].1, before[0].1, "the bytes moved");
+    let v = volume(&m, &id).await;
+    assert_eq!(
+        (v["host"].as_str(), v["status"].as_str()),
+        (Some("ionos-las-1"), Some("available"))
+    );
+
+    // A VM on that host takes it; an attached volume moves only with its VM.
+    let mut body = seed_vm();
+    body["region"] = "us-las".into();
+    let r = m.post("/v1/vms", &body).await;
+    let vm = r.body["vm"]["id"].as_str().unwrap().to_owned();
+    wait_ok(&m, &r).await;
+    volume_action(&m, &id, "attach", json!({"vm": vm})).await;
+    let r = m
+        .post(
+            &format!("/v1/volumes/{id}/actions/move"),
+            &json!({"host": "ionos-fra-1"}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.body);
+    assert!(r.body.to_string().contains("migrate"), "{}", r.body);
+    m.stop().await;
+}

@@ -138,6 +138,7 @@ pub const RULES: &[Rule] = &[
     write("volume_attach"),
     write("volume_detach"),
     write("volume_resize"),
+    write("volume_move"),
     read("volume_action_list"),
     // Images
     read("image_list"),

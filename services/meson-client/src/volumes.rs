@@ -77,6 +77,12 @@ impl Client {
         self.volume_action(id, "resize", Some(&req)).await
     }
 
+    /// Starts moving a free standalone volume to `host` (of its provider).
+    pub async fn volume_move(&self, id: Uuid, host: String) -> Result<wire::Action> {
+        let req = wire::volume::VolumeMoveRequest { host };
+        self.volume_action(id, "move", Some(&req)).await
+    }
+
     async fn volume_action(
         &self,
         id: Uuid,

@@ -426,14 +426,7 @@ impl VmMigrate {
     pub fn parse(body: &Value) -> Result<VmMigrate> {
         let mut p = Parser::default();
         let mut root = p.body(body)?;
-        let host = p.string(&mut root, "host", false).and_then(|(path, s)| {
-            let s = s.trim();
-            if s.is_empty() {
-                p.errors.add(path, "must name a host");
-                return None;
-            }
-            Some(s.to_owned())
-        });
+        let host = parse_host(&mut p, &mut root, false);
         p.done(root);
         let Parser { errors, warnings } = p;
         match errors.into_error() {
@@ -466,6 +459,22 @@ impl VmNetworkChange {
                 .unwrap_or_else(|| crate::Error::invalid("network", "invalid request"))),
         }
     }
+}
+
+/// `host`: an AtomOS host's (a target's) name, not blank.
+pub(crate) fn parse_host(
+    p: &mut Parser,
+    root: &mut crate::parse::Obj<'_>,
+    required: bool,
+) -> Option<String> {
+    p.string(root, "host", required).and_then(|(path, s)| {
+        let s = s.trim();
+        if s.is_empty() {
+            p.errors.add(path, "must name a host");
+            return None;
+        }
+        Some(s.to_owned())
+    })
 }
 
 /// What a rebuilt VM's new boot volume is made from.

@@ -230,6 +230,31 @@ impl VolumeAttach {
     }
 }
 
+/// A parsed `POST /v1/volumes/{id}/actions/move`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct VolumeMove {
+    /// The host to move to (a target's name).
+    pub host: String,
+    pub warnings: Vec<Warning>,
+}
+
+impl VolumeMove {
+    /// `{"host": "<target name>"}`; unknown fields are warnings.
+    pub fn parse(body: &Value) -> crate::Result<VolumeMove> {
+        let mut p = Parser::default();
+        let mut root = p.body(body)?;
+        let host = crate::vm::parse_host(&mut p, &mut root, true);
+        p.done(root);
+        let Parser { errors, warnings } = p;
+        match host {
+            Some(host) if errors.is_empty() => Ok(VolumeMove { host, warnings }),
+            _ => Err(errors
+                .into_error()
+                .unwrap_or_else(|| crate::Error::invalid("host", "invalid request"))),
+        }
+    }
+}
+
 /// A parsed `POST /v1/volumes/{id}/actions/resize`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct VolumeResize {

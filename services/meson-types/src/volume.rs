@@ -144,6 +144,15 @@ pub struct VolumeAttachRequest {
     pub vm: Uuid,
 }
 
+/// `POST /v1/volumes/{id}/actions/move`: the host to move a free
+/// standalone volume to (of its provider).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct VolumeMoveRequest {
+    /// An AtomOS host of the volume's provider (a target's name).
+    #[schema(example = "ionos-las-1")]
+    pub host: String,
+}
+
 /// `POST /v1/volumes/{id}/actions/resize`: the new size, GB (volumes only grow).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct VolumeResizeRequest {

@@ -33,6 +33,7 @@ pub mod vm_resize;
 pub mod volume_attach;
 pub mod volume_create;
 pub mod volume_delete;
+pub mod volume_move;
 pub mod volume_resize;
 
 use meson_db::PgPool;
@@ -112,6 +113,7 @@ pub fn register_all(worker: meson_jobs::Worker, env: Arc<Env>) -> meson_jobs::Wo
         .register(volume_delete::VolumeDelete(env.clone()))
         .register(volume_attach::VolumeAttach(env.clone()))
         .register(volume_attach::VolumeDetach(env.clone()))
+        .register(volume_move::VolumeMove(env.clone()))
         .register(volume_resize::VolumeResize(env))
 }
 

@@ -734,6 +734,11 @@ impl Ctx {
                 let action = self.client.volume_resize(id, size).await?;
                 self.volume_after(id, action, wait).await
             }
+            VolumeCommand::Move { volume, host, wait } => {
+                let id = self.volume_id(&volume).await?;
+                let action = self.client.volume_move(id, host).await?;
+                self.volume_after(id, action, wait).await
+            }
         }
     }
 

@@ -614,12 +614,22 @@ pub enum VolumeCommand {
         #[command(flatten)]
         wait: WaitArgs,
     },
-    /// Grows a standalone volume, attached or not (volumes only grow).
+    /// Grows a volume, attached or not, or a VM's data volume (volumes
+    /// only grow).
     Resize {
         volume: String,
         /// Its new size, in GB.
         #[arg(long)]
         size: u32,
+        #[command(flatten)]
+        wait: WaitArgs,
+    },
+    /// Moves a free standalone volume to another host of its provider.
+    Move {
+        volume: String,
+        /// The host (an AtomOS host's name).
+        #[arg(long)]
+        host: String,
         #[command(flatten)]
         wait: WaitArgs,
     },

@@ -58,6 +58,7 @@ fn commands() -> Vec<Vec<String>> {
         format!("volume attach {A} --vm {A} --no-wait"),
         format!("volume detach {A} --no-wait"),
         format!("volume resize {A} --size 9 --no-wait"),
+        format!("volume move {A} --host ionos-las-1 --no-wait"),
         format!("action list volume {A}"),
         "image import --name x --from http://127.0.0.1:9/x.img --no-wait".into(),
         format!("image create --vm {A} --name x --no-wait"),

@@ -99,6 +99,35 @@ impl App {
 }
 
 /// A new running action of the caller's tenant on `resources`.
+/// The host a VM migrates or a volume moves to (`what` says which): a
+/// target named `host`, not the one it is on (`from`), of its `provider`,
+/// taking new work; else a `400` naming `host` and why.
+pub(crate) fn destination<'a>(
+    targets: &'a [meson_core::target::Target],
+    host: &str,
+    from: meson_core::TargetId,
+    provider: &str,
+    what: &str,
+) -> meson_core::Result<&'a meson_core::target::Target> {
+    let t = targets
+        .iter()
+        .find(|t| t.name == host)
+        .ok_or_else(|| meson_core::Error::invalid("host", format!("no host is named {host}")))?;
+    let why = if t.id == from {
+        format!("the {what} is on host {host} already")
+    } else if t.provider != provider {
+        format!(
+            "host {host} is provider {}'s; a {what} moves within its provider, {provider}",
+            t.provider
+        )
+    } else if !t.enabled {
+        format!("host {host} takes nothing new (drained or disabled)")
+    } else {
+        return Ok(t);
+    };
+    Err(meson_core::Error::invalid("host", why))
+}
+
 pub(crate) fn new_action(
     p: &Principal,
     command: Command,

@@ -427,27 +427,7 @@ impl App {
             });
         };
         if let Some(host) = &req.host {
-            let t = targets
-                .iter()
-                .find(|t| &t.name == host)
-                .ok_or_else(|| Error::invalid("host", format!("no host is named {host}")))?;
-            let why = if t.id == from.target_id {
-                Some(format!("the VM is on host {host} already"))
-            } else if t.provider != from.provider {
-                Some(format!(
-                    "host {host} is provider {}'s; a VM migrates within its provider, {}",
-                    t.provider, from.provider
-                ))
-            } else if !t.enabled {
-                Some(format!(
-                    "host {host} takes no new VMs (drained or disabled)"
-                ))
-            } else {
-                None
-            };
-            if let Some(why) = why {
-                return Err(Error::invalid("host", why));
-            }
+            super::destination(&targets, host, from.target_id, &from.provider, "VM")?;
         }
         for v in &attached {
             let key = meson_workflows::keys::volume(v.id);

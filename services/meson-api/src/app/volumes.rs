@@ -11,10 +11,11 @@ use meson_core::target::Target;
 use meson_core::vm::VmSpec;
 use meson_core::vm::VmStatus;
 use meson_core::volume::{
-    MAX_VOLUME_NAME_LEN, Volume, VolumeAttach, VolumeCreate, VolumeKind, VolumeResize, VolumeStatus,
+    MAX_VOLUME_NAME_LEN, Volume, VolumeAttach, VolumeCreate, VolumeKind, VolumeMove, VolumeResize,
+    VolumeStatus,
 };
 use meson_core::{Error, Result, TenantId, VmId, VolumeId};
-use meson_workflows::{volume_attach, volume_create, volume_delete, volume_resize};
+use meson_workflows::{volume_attach, volume_create, volume_delete, volume_move, volume_resize};
 
 pub struct VolumeCreated {
     pub volume: Volume,
@@ -144,6 +145,7 @@ impl App {
         let (vm, parts) = self.vm_get(p, req.vm).await?;
         let mut tx = meson_db::begin(&self.pool).await?;
         let v = meson_db::volumes::lock_standalone(&mut tx, &p.tenant, id).await?;
+        idle(&mut tx, id).await?;
         match v.attached_to {
             Some(to) if to == vm.id => {
                 return Err(Error::Conflict {
@@ -369,6 +371,84 @@ impl App {
             "vm volume resize accepted");
         Ok((action, req.warnings))
     }
+
+    /// Starts moving a free standalone volume to another host of its
+    /// provider (`host`); it stays `available`, and no attach, resize or
+    /// delete of it starts until the move ends.
+    pub async fn volume_move(
+        &self,
+        p: &Principal,
+        id: VolumeId,
+        body: &serde_json::Value,
+    ) -> Result<(Action, Vec<Warning>)> {
+        let req = VolumeMove::parse(body)?;
+        if let Some(vm) = self.volume_get(p, id).await?.vm_id {
+            return Err(owned_by(vm));
+        }
+        let targets = meson_db::targets::list(&self.pool).await?;
+        let mut tx = meson_db::begin(&self.pool).await?;
+        let v = meson_db::volumes::lock_standalone(&mut tx, &p.tenant, id).await?;
+        if let Some(vm) = v.attached_to {
+            return Err(Error::Conflict {
+                message: format!(
+                    "the volume is attached to VM {vm}: it moves with its VM \
+                     (POST /v1/vms/{vm}/actions/migrate), or detach it first"
+                ),
+            });
+        }
+        if v.status != VolumeStatus::Available {
+            return Err(Error::Conflict {
+                message: format!(
+                    "the volume is {}; only an available volume can be moved",
+                    v.status.as_str()
+                ),
+            });
+        }
+        let from = v
+            .placement
+            .clone()
+            .ok_or_else(|| Error::internal("an available volume has no placement"))?;
+        let t = super::destination(
+            &targets,
+            &req.host,
+            from.target_id,
+            &from.provider,
+            "volume",
+        )?;
+        let to = meson_core::volume::VolumePlacement {
+            target_id: t.id,
+            host: t.name.clone(),
+            provider: t.provider.clone(),
+            region: t.region.clone(),
+        };
+        let action = new_action(p, Command::MoveVolume, vec![(ResourceType::Volume, id.0)]);
+        meson_db::actions::insert(&mut tx, &action).await?;
+        let params = volume_move::Params {
+            volume_id: id,
+            from,
+            to,
+        };
+        volume_move::enqueue(&mut tx, &params, action.id, &p.tenant)
+            .await?
+            .or_locked("volume", id)?;
+        meson_db::commit(tx).await?;
+        tracing::info!(volume = %id, to = %req.host, action = %action.id, "volume move accepted");
+        Ok((action, req.warnings))
+    }
+}
+
+/// No action holds the volume's key (a move or a resize runs on it); else
+/// `423` naming the action.
+async fn idle(tx: &mut meson_db::Tx<'_>, id: VolumeId) -> Result<()> {
+    let key = meson_workflows::keys::volume(id);
+    match meson_db::jobs::live_on_key(&mut **tx, &key).await? {
+        Some(blocking) => Err(Error::Locked {
+            kind: "volume",
+            id: id.to_string(),
+            action_id: blocking.map(|a| a.0).unwrap_or_default(),
+        }),
+        None => Ok(()),
+    }
 }
 
 fn owned_by(vm: VmId) -> Error {
@@ -405,6 +485,7 @@ pub(crate) async fn attach_new_vm(
             }
             other => other?,
         };
+        idle(tx, v.id).await?;
         if let Some(other) = v.attached_to {
             return Err(Error::invalid(
                 field,

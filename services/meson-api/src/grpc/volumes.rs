@@ -123,6 +123,17 @@ impl pb::volume_service_server::VolumeService for Svc {
         .await
     }
 
+    async fn move_volume(
+        &self,
+        req: Request<pb::MoveVolumeRequest>,
+    ) -> Result<Response<pb::Action>, Status> {
+        let body = convert::volume_move(req.get_ref());
+        action_on(&req, "volume", &req.get_ref().id, |p, id| async move {
+            Ok(self.0.app.volume_move(&p, id, &body).await?.0)
+        })
+        .await
+    }
+
     async fn list_volume_actions(
         &self,
         req: Request<pb::ResourceActionsRequest>,

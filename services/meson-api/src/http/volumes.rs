@@ -20,7 +20,7 @@ use meson_types::action as wire_action;
 use meson_types::requests::NameLabelsUpdate;
 use meson_types::requests::VolumeListQuery;
 use meson_types::volume::{
-    self as wire, VolumeAttachRequest, VolumeCreateRequest, VolumeResizeRequest,
+    self as wire, VolumeAttachRequest, VolumeCreateRequest, VolumeMoveRequest, VolumeResizeRequest,
 };
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -32,6 +32,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(attach))
         .routes(routes!(detach))
         .routes(routes!(resize))
+        .routes(routes!(move_to))
 }
 
 /// Creates a standalone volume.
@@ -273,6 +274,46 @@ async fn resize(
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
     let (action, warnings) = s.app.volume_resize(&p, parse_id(&id)?, &body).await?;
+    Ok(action_created_warned(&action, &warnings))
+}
+
+/// Moves a free standalone volume to another host of its provider.
+#[utoipa::path(
+    post,
+    path = "/v1/volumes/{id}/actions/move",
+    tag = "volumes",
+    operation_id = "volume_move",
+    summary = "Move a volume to another host",
+    description = "Starts a `move_volume` action, which copies a free standalone volume to \
+        `host` (an AtomOS host of its provider), records it there, and only then destroys the \
+        old host's copy; a failure before that puts it back where it was. It stays \
+        `available`, and no attach, resize or delete of it starts until the move ends (`423`). \
+        An attached volume moves with its VM (`POST /v1/vms/{id}/actions/migrate`).",
+    params(("id" = uuid::Uuid, Path, description = "The volume's id.")),
+    request_body(content = VolumeMoveRequest, content_type = "application/json"),
+    responses(
+        (status = 201, description = "Accepted: the action.", body = wire_action::ActionResponse,
+            links(("GetAction" = (operation_id = "action_get",
+                parameters(("id" = "$response.body#/action/id")))))),
+        (status = 400, description = "A bad field (`invalid_input`: `host` names no host, the \
+            volume's own, one of another provider or one taking nothing new), malformed JSON \
+            (`json_error`), the id is not a UUID, or a bad `Idempotency-Key`.",
+            body = ErrorResponse),
+        CannotModify,
+        NoSuchVolume,
+        (status = 409, description = "The volume is attached, not `available`, or a VM's own \
+            (`conflict`).", body = ErrorResponse),
+        (status = 423, description = "An action runs on the volume (`locked`; the action id in \
+            `details.action_id`).", body = ErrorResponse),
+    ),
+)]
+async fn move_to(
+    State(s): State<AppState>,
+    p: Principal,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
+    let (action, warnings) = s.app.volume_move(&p, parse_id(&id)?, &body).await?;
     Ok(action_created_warned(&action, &warnings))
 }
 

@@ -669,3 +669,81 @@ impl Scenario for OwnResizeScenario {
 async fn a_vms_own_volume_resize_passes_the_workflow_harness() {
     harness(OwnResizeScenario(World::new().await)).await;
 }
+
+/// Moving a free standalone volume from the first ionos host to the other.
+struct MoveScenario(World);
+
+impl HasWorld for MoveScenario {
+    fn world(&self) -> &World {
+        &self.0
+    }
+}
+
+impl MoveScenario {
+    /// The hosts holding a copy of the volume, and the host its row names;
+    /// always exactly one, the same, with the volume's bytes.
+    async fn assert_whole(&self, action: ActionId) -> String {
+        let w = &self.0;
+        let id = w.volume_of(action).await;
+        let v = w.app.volume_get(&w.who, id).await.unwrap();
+        assert_eq!(v.status, VolumeStatus::Available, "{v:?}");
+        let name = meson_core::naming::volume_atomos_name(id);
+        let copies: Vec<(String, String)> = w
+            .sim
+            .hosts()
+            .iter()
+            .flat_map(|h| {
+                let host = h.name().to_owned();
+                h.inventory()
+                    .volumes
+                    .into_iter()
+                    .filter(|x| x.name == name)
+                    .map(move |x| (host.clone(), x.id))
+            })
+            .collect();
+        let at = v.placement.unwrap().host;
+        assert_eq!(copies.len(), 1, "one copy: {copies:?}");
+        assert_eq!(
+            copies[0],
+            (at.clone(), v.atomos_id.unwrap()),
+            "recorded where it is"
+        );
+        at
+    }
+}
+
+impl Scenario for MoveScenario {
+    type W = meson_workflows::volume_move::VolumeMove;
+
+    fn workflow(&self) -> Self::W {
+        meson_workflows::volume_move::VolumeMove(self.0.env.clone())
+    }
+
+    async fn start(&self) -> ActionId {
+        let w = &self.0;
+        let id = w.available_volume().await;
+        let v = w.app.volume_get(&w.who, id).await.unwrap();
+        assert_eq!(v.placement.unwrap().host, "ionos-fra-1");
+        let (action, _) = w
+            .app
+            .volume_move(&w.who, id, &serde_json::json!({"host": "ionos-las-1"}))
+            .await
+            .expect("move accepted");
+        action.id
+    }
+
+    async fn assert_done(&self, action: ActionId) {
+        assert_eq!(self.assert_whole(action).await, "ionos-las-1");
+    }
+
+    /// Back where it was, or (failing past the commit point) moved: whole
+    /// either way.
+    async fn assert_clean(&self, action: ActionId) {
+        self.assert_whole(action).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn volume_move_passes_the_workflow_harness() {
+    harness(MoveScenario(World::new().await)).await;
+}

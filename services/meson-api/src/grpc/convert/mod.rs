@@ -26,4 +26,6 @@ pub use meta::{list_query, name_labels, page_query, pagination, warnings};
 pub use network::{network, network_create};
 pub use pool::{pool, pool_create, pool_update};
 pub use vm::{vm, vm_create, vm_migrate, vm_network, vm_rebuild, vm_resize};
-pub use volume::{volume, volume_attach, volume_create, volume_list_query, volume_resize};
+pub use volume::{
+    volume, volume_attach, volume_create, volume_list_query, volume_move, volume_resize,
+};

@@ -50,6 +50,11 @@ pub fn volume_resize(r: &pb::ResizeVolumeRequest) -> Value {
     Obj::new().num("size", r.size).value()
 }
 
+/// A `MoveVolumeRequest` as the REST body of its move action.
+pub fn volume_move(r: &pb::MoveVolumeRequest) -> Value {
+    Obj::new().str("host", &r.host).value()
+}
+
 /// `ListVolumesRequest` as the REST list's query pairs: an empty field
 /// filters nothing.
 pub fn volume_list_query(r: &pb::ListVolumesRequest) -> Vec<(String, String)> {
