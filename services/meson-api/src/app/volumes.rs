@@ -145,7 +145,6 @@ impl App {
         let (vm, parts) = self.vm_get(p, req.vm).await?;
         let mut tx = meson_db::begin(&self.pool).await?;
         let v = meson_db::volumes::lock_standalone(&mut tx, &p.tenant, id).await?;
-        idle(&mut tx, id).await?;
         match v.attached_to {
             Some(to) if to == vm.id => {
                 return Err(Error::Conflict {
@@ -170,6 +169,7 @@ impl App {
                 ),
             });
         }
+        idle(&mut tx, id).await?;
         let (Some(at), VmStatus::Running | VmStatus::Off) = (&vm.placement, vm.status) else {
             return Err(Error::Conflict {
                 message: format!(
@@ -485,7 +485,6 @@ pub(crate) async fn attach_new_vm(
             }
             other => other?,
         };
-        idle(tx, v.id).await?;
         if let Some(other) = v.attached_to {
             return Err(Error::invalid(
                 field,
@@ -501,6 +500,7 @@ pub(crate) async fn attach_new_vm(
                 ),
             ));
         }
+        idle(tx, v.id).await?;
         locked.push((i, v));
     }
     locked.sort_by_key(|(i, _)| *i);
