@@ -128,6 +128,25 @@ pub async fn live_on_key(
     Ok(found.map(|a| a.map(ActionId)))
 }
 
+/// As [`live_on_key`], counting only a job of `kind` (a volume's move, not
+/// the end of its create).
+pub async fn live_on_key_of_kind(
+    db: impl sqlx::PgExecutor<'_>,
+    key: &str,
+    kind: &str,
+) -> Result<Option<Option<ActionId>>, Error> {
+    let found = sqlx::query_scalar!(
+        r#"select action_id from jobs
+           where concurrency_key = $1 and kind = $2 and state in ('available', 'running')"#,
+        key,
+        kind,
+    )
+    .fetch_optional(db)
+    .await
+    .ctx("finding a live job")?;
+    Ok(found.map(|a| a.map(ActionId)))
+}
+
 /// Claims up to `limit` jobs in one statement: running jobs whose lease
 /// expired (their worker died) first, oldest lease first, then due
 /// available jobs in priority order; each with its step log (so resuming

@@ -42,6 +42,9 @@ pub struct Copied {
 
 pub struct VolumeMove(pub Arc<Env>);
 
+/// The workflow's kind: the job of a volume being moved.
+pub const KIND: &str = "volume_move";
+
 /// Enqueues the move in the caller's transaction, under the volume's key.
 pub async fn enqueue(
     tx: &mut meson_db::Tx<'_>,
@@ -70,7 +73,7 @@ async fn copy_on(env: &Env, v: &Volume, at: &VolumePlacement) -> StepResult<Opti
 }
 
 impl Workflow for VolumeMove {
-    const KIND: &'static str = "volume_move";
+    const KIND: &'static str = KIND;
     type Params = Params;
     type Step = MoveStep;
 

@@ -437,11 +437,10 @@ impl App {
     }
 }
 
-/// No action holds the volume's key (a move or a resize runs on it); else
-/// `423` naming the action.
+/// The volume is not being moved; else `423` naming the move.
 async fn idle(tx: &mut meson_db::Tx<'_>, id: VolumeId) -> Result<()> {
     let key = meson_workflows::keys::volume(id);
-    match meson_db::jobs::live_on_key(&mut **tx, &key).await? {
+    match meson_db::jobs::live_on_key_of_kind(&mut **tx, &key, volume_move::KIND).await? {
         Some(blocking) => Err(Error::Locked {
             kind: "volume",
             id: id.to_string(),
