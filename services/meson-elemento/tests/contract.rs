@@ -108,6 +108,21 @@ impl Caller {
     async fn post(&self, url: &str, body: &Value) -> Reply {
         self.call(Method::POST, url, Some(body)).await
     }
+
+    /// POSTs until the resource is free: a `423` (an action still holds
+    /// it) is asked again, anything but a `200` fails.
+    async fn post_when_free(&self, what: &str, url: &str, body: &Value) {
+        until(what, Duration::from_secs(60), || async {
+            let r = self.post(url, body).await;
+            assert!(
+                matches!(r.status, StatusCode::OK | StatusCode::LOCKED),
+                "{}",
+                r.text
+            );
+            (r.status == StatusCode::OK).then_some(())
+        })
+        .await
+    }
 }
 
 /// `http://addr/base/path` on `daemon`'s own listener.
@@ -913,15 +928,11 @@ async fn volumes_attach_grow_and_detach_through_the_daemon_routes() {
     })
     .await;
     // The stop action may still be recording: a 423 until it has.
-    until("resized", Duration::from_secs(60), || async {
-        let r = update(json!({"local_index": vm, "slots": 2, "ramsize": 3072})).await;
-        assert!(
-            matches!(r.status, StatusCode::OK | StatusCode::LOCKED),
-            "{}",
-            r.text
-        );
-        (r.status == StatusCode::OK).then_some(())
-    })
+    me.post_when_free(
+        "resized",
+        &compute("/update"),
+        &json!({"local_index": vm, "slots": 2, "ramsize": 3072}),
+    )
     .await;
     let name = format!("vm-{}", vm.replace('-', ""));
     until("resized on AtomOS", Duration::from_secs(60), || async {
@@ -949,17 +960,11 @@ async fn volumes_attach_grow_and_detach_through_the_daemon_routes() {
         .map(|h| h.name().to_owned())
         .unwrap();
     // The resize may still run: a 423 until it has ended.
-    until("migrating", Duration::from_secs(60), || async {
-        let r = me
-            .post(&compute("/migrate"), &json!({"local_index": vm}))
-            .await;
-        assert!(
-            matches!(r.status, StatusCode::OK | StatusCode::LOCKED),
-            "{}",
-            r.text
-        );
-        (r.status == StatusCode::OK).then_some(())
-    })
+    me.post_when_free(
+        "migrating",
+        &compute("/migrate"),
+        &json!({"local_index": vm}),
+    )
     .await;
     until("moved on AtomOS", Duration::from_secs(60), || async {
         let on: Vec<String> = m
@@ -993,20 +998,11 @@ async fn volumes_attach_grow_and_detach_through_the_daemon_routes() {
         .await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.text);
     // The migration may still be recording: a 423 until it has.
-    until("attaching", Duration::from_secs(60), || async {
-        let r = me
-            .post(
-                &compute("/network/attach"),
-                &json!({"local_index": vm, "network_uid": net}),
-            )
-            .await;
-        assert!(
-            matches!(r.status, StatusCode::OK | StatusCode::LOCKED),
-            "{}",
-            r.text
-        );
-        (r.status == StatusCode::OK).then_some(())
-    })
+    me.post_when_free(
+        "attaching",
+        &compute("/network/attach"),
+        &json!({"local_index": vm, "network_uid": net}),
+    )
     .await;
     let rows = me.get(&compute("/status")).await.json();
     let row = rows
@@ -1037,20 +1033,11 @@ async fn volumes_attach_grow_and_detach_through_the_daemon_routes() {
         (nics() == Some(1)).then_some(())
     })
     .await;
-    until("detaching", Duration::from_secs(60), || async {
-        let r = me
-            .post(
-                &compute("/network/detach"),
-                &json!({"vm_uid": vm, "network_uid": net}),
-            )
-            .await;
-        assert!(
-            matches!(r.status, StatusCode::OK | StatusCode::LOCKED),
-            "{}",
-            r.text
-        );
-        (r.status == StatusCode::OK).then_some(())
-    })
+    me.post_when_free(
+        "detaching",
+        &compute("/network/detach"),
+        &json!({"vm_uid": vm, "network_uid": net}),
+    )
     .await;
     until("unplugged on AtomOS", Duration::from_secs(60), || async {
         (nics() == Some(0)).then_some(())
