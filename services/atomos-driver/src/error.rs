@@ -13,7 +13,8 @@ pub enum ErrorKind {
     Transient,
     /// 401/403: the daemons' session is missing or lacks rights.
     Auth,
-    /// 409: the name is taken.
+    /// 409: the name is taken; for a port forward, its port on the host
+    /// (`[PortInUse]`) or its id (with another spec).
     AlreadyExists,
 }
 
@@ -218,6 +219,23 @@ mod tests {
         );
         // Status-specific kinds are not overridden by wording.
         assert_eq!(classify(404, "insufficient data"), ErrorKind::NotFound);
+    }
+
+    #[test]
+    fn port_forward_refusals_are_permanent() {
+        // A taken port and an unknown forward are answers, not failures to
+        // retry.
+        let in_use = classify(409, "[PortInUse] port 20000/tcp is in use on the host");
+        assert_eq!(in_use, ErrorKind::AlreadyExists);
+        let gone = classify(
+            404,
+            "[PortForwardNotFound] port forward fw-1 does not exist",
+        );
+        assert_eq!(gone, ErrorKind::NotFound);
+        assert_eq!(
+            classify(404, "[VmNotFound] VM v does not exist"),
+            ErrorKind::NotFound
+        );
     }
 
     #[test]

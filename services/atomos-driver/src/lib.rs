@@ -18,5 +18,5 @@ pub use auth::AuthStatus;
 pub use client::{AtomosClient, ClientOptions, Ports, Target};
 pub use compute::{PciDevice, Quote, Register, Template, Vm, VmSpec, VmState, pci_from_wire};
 pub use error::{DriverError, ErrorKind};
-pub use network::{Network, NetworkCreate};
+pub use network::{Network, NetworkCreate, PortForward, PortForwardCreate};
 pub use storage::{ImageVolumeCreate, UrlVolume, UrlVolumeCreate, Volume, VolumeCreate};

@@ -1,10 +1,12 @@
-//! Network daemon: list, info, create (then find by name) and delete.
+//! Network daemon: networks (list, info, create then find by name, delete)
+//! and port forwards (list, create, delete).
 
 use crate::client::{AtomosClient, Call, Daemon};
 use crate::error::{DriverError, ErrorKind};
 use crate::schema::ListOf;
 use crate::schema::network::{
     Dhcp, IpConfig, NetworkCreateBody, NetworkInfoResponse, NetworkObject, NetworkUidBody,
+    PortForwardObject, PortForwardUidBody,
 };
 use serde::{Deserialize, Serialize};
 
@@ -25,6 +27,37 @@ pub struct NetworkCreate {
     /// Both set to enable DHCP over that range.
     pub dhcp_start: Option<String>,
     pub dhcp_end: Option<String>,
+}
+
+/// A port forward of the host: `protocol` `port` on the host's address to
+/// `target_port` of VM `vm_id`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PortForward {
+    /// `forward_uid`, chosen by whoever created it.
+    pub id: String,
+    /// `tcp` or `udp`, lowercase.
+    pub protocol: String,
+    /// The host's port.
+    pub port: u16,
+    /// The VM's `uniqueID`.
+    pub vm_id: String,
+    pub vm_name: String,
+    /// The guest's port.
+    pub target_port: u16,
+}
+
+/// A port forward to make. The caller chooses `id`, so that a create
+/// repeated after a lost answer finds the forward it made.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PortForwardCreate {
+    pub id: String,
+    /// `tcp` or `udp`.
+    pub protocol: String,
+    pub port: u16,
+    /// The VM's `uniqueID`.
+    pub vm_id: String,
+    pub vm_name: String,
+    pub target_port: u16,
 }
 
 impl AtomosClient {
@@ -74,6 +107,102 @@ impl AtomosClient {
         .await?;
         Ok(())
     }
+
+    /// `GET /portforwards`: every port forward of the host.
+    pub async fn port_forwards(&self) -> Result<Vec<PortForward>, DriverError> {
+        const ROUTE: &str = "network/portforwards";
+        let list: ListOf<PortForwardObject> =
+            self.get_json(Daemon::Network, "/portforwards").await?;
+        list.into_vec()
+            .into_iter()
+            .map(|f| forward_from_wire(f).map_err(|why| DriverError::undecodable(ROUTE, 200, why)))
+            .collect()
+    }
+
+    /// `POST /portforward`: forwards `req.protocol` `req.port` of the host to
+    /// `req.target_port` of VM `req.vm_id`; answers the forward as stored.
+    /// Never retried automatically, but safe to repeat: the same id with the
+    /// same spec answers the forward made before. Refusals:
+    /// [`ErrorKind::AlreadyExists`] (409) when the port is taken on the host,
+    /// by another forward or anything else listening there (`[PortInUse]`),
+    /// or when the id is a forward with another spec; [`ErrorKind::NotFound`]
+    /// (404, `[VmNotFound]`) when the VM is not on the host;
+    /// [`ErrorKind::Invalid`] (400) for a protocol or port the host refuses.
+    pub async fn port_forward_create(
+        &self,
+        req: &PortForwardCreate,
+    ) -> Result<PortForward, DriverError> {
+        let call = Call::post(Daemon::Network, "/portforward");
+        let reply = self.send_json(&call, &forward_to_wire(req)).await?;
+        // The answer is the stored forward; should a host answer anything
+        // else, the forward is found again by its id.
+        if let Ok(answer) = reply.json::<PortForwardObject>(&call.route)
+            && let Ok(forward) = forward_from_wire(answer)
+            && forward.id == req.id
+        {
+            return Ok(forward);
+        }
+        self.port_forwards()
+            .await?
+            .into_iter()
+            .find(|f| f.id == req.id)
+            .ok_or_else(|| {
+                // Transient: the create succeeded, the list may just lag behind.
+                DriverError::new(
+                    ErrorKind::Transient,
+                    &call.route,
+                    None,
+                    format!("port forward {} created but not listed yet", req.id),
+                )
+            })
+    }
+
+    /// `DELETE /portforward` with a JSON body. An unknown id is
+    /// [`ErrorKind::NotFound`] (404, `[PortForwardNotFound]`): already gone.
+    pub async fn port_forward_delete(&self, id: &str) -> Result<(), DriverError> {
+        let call = Call::delete(Daemon::Network, "/portforward");
+        self.send_json(
+            &call,
+            &PortForwardUidBody {
+                forward_uid: id.to_owned(),
+            },
+        )
+        .await?;
+        Ok(())
+    }
+}
+
+fn forward_to_wire(req: &PortForwardCreate) -> PortForwardObject {
+    PortForwardObject {
+        // The host knows its own URL; the GUI's optional fields are sent
+        // with the GUI's defaults.
+        serverurl: None,
+        protocol: req.protocol.to_ascii_lowercase(),
+        port: u32::from(req.port),
+        target: req.vm_name.clone(),
+        target_vm_uid: req.vm_id.clone(),
+        target_port: u32::from(req.target_port),
+        tailscale: false,
+        force: false,
+        forward_uid: req.id.clone(),
+    }
+}
+
+/// A forward whose ports are not ports is refused, naming it.
+fn forward_from_wire(f: PortForwardObject) -> Result<PortForward, String> {
+    let port = |what: &str, p: u32| {
+        u16::try_from(p)
+            .map_err(|_| format!("port forward {:?}: {what} {p} is not a port", f.forward_uid))
+    };
+    let (port, target_port) = (port("port", f.port)?, port("target_port", f.target_port)?);
+    Ok(PortForward {
+        id: f.forward_uid,
+        protocol: f.protocol.to_ascii_lowercase(),
+        port,
+        vm_id: f.target_vm_uid,
+        vm_name: f.target,
+        target_port,
+    })
 }
 
 fn create_to_wire(req: &NetworkCreate) -> NetworkCreateBody {
@@ -149,5 +278,57 @@ mod tests {
         );
         let bare: NetworkObject = serde_json::from_value(json!({"network_uid": "u"})).unwrap();
         assert_eq!(network_from_wire(bare).cidr, None);
+    }
+
+    #[test]
+    fn port_forwards_normalize_both_ways() {
+        let row: PortForwardObject = serde_json::from_value(json!({
+            "serverurl": "https://192.168.1.10", "protocol": "TCP", "port": 20000,
+            "target": "web", "target_vm_uid": "vm-1", "target_port": 22,
+            "tailscale": false, "force": false, "forward_uid": "fw-1"
+        }))
+        .unwrap();
+        let forward = forward_from_wire(row).unwrap();
+        assert_eq!(
+            forward,
+            PortForward {
+                id: "fw-1".into(),
+                protocol: "tcp".into(),
+                port: 20000,
+                vm_id: "vm-1".into(),
+                vm_name: "web".into(),
+                target_port: 22,
+            }
+        );
+        let req = PortForwardCreate {
+            id: "fw-1".into(),
+            protocol: "tcp".into(),
+            port: 20000,
+            vm_id: "vm-1".into(),
+            vm_name: "web".into(),
+            target_port: 22,
+        };
+        assert_eq!(
+            serde_json::to_value(forward_to_wire(&req)).unwrap(),
+            json!({"protocol": "tcp", "port": 20000, "target": "web",
+                   "target_vm_uid": "vm-1", "target_port": 22,
+                   "tailscale": false, "force": false, "forward_uid": "fw-1"})
+        );
+        assert_eq!(
+            forward_from_wire(forward_to_wire(&req)).unwrap(),
+            forward,
+            "what is sent reads back as the same forward"
+        );
+        for (field, bad) in [
+            ("port", json!({"port": 70000})),
+            ("target_port", json!({"target_port": 65536})),
+        ] {
+            let mut row = serde_json::to_value(forward_to_wire(&req)).unwrap();
+            row.as_object_mut()
+                .unwrap()
+                .extend(bad.as_object().unwrap().clone());
+            let err = forward_from_wire(serde_json::from_value(row).unwrap()).unwrap_err();
+            assert!(err.contains(field) && err.contains("fw-1"), "{err}");
+        }
     }
 }

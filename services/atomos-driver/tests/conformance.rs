@@ -11,13 +11,14 @@
 //! | `ATOMOS_CONFORMANCE_CIDR` | the test network, gateway/prefix | `192.168.213.1/24` |
 //! | `ATOMOS_CONFORMANCE_BOOT_TIMEOUT_S` | how long a VM may take to run | 600 |
 //! | `ATOMOS_CONFORMANCE_IMAGE_URL` | a file the host can download (`/create/url`), at most `..._VOLUME_GB` | unset: that case is skipped |
+//! | `ATOMOS_CONFORMANCE_FORWARD_PORT` | a free TCP port of the host for the port-forward case | 20022 |
 //!
-//! Everything it creates is named `meson-conformance-<run>-...` and is
-//! deleted after every case, passed or failed.
+//! Everything it creates is named `meson-conformance-<run>-...` (a port
+//! forward by its id) and is deleted after every case, passed or failed.
 
 use atomos_driver::{
-    AtomosClient, ClientOptions, DriverError, ErrorKind, NetworkCreate, Ports, Register, Target,
-    UrlVolumeCreate, VmSpec, VmState, VolumeCreate,
+    AtomosClient, ClientOptions, DriverError, ErrorKind, NetworkCreate, PortForwardCreate, Ports,
+    Register, Target, UrlVolumeCreate, VmSpec, VmState, VolumeCreate,
 };
 use atomos_sim::{SimConfig, Simulator};
 use std::future::Future;
@@ -42,6 +43,8 @@ struct Endpoint {
     /// A file the host can download, and its bytes when known (the
     /// simulator's own file server).
     image: Option<(String, Option<Vec<u8>>)>,
+    /// A TCP port of the host free to forward.
+    forward_port: u16,
     /// Keeps the simulated host alive for the run.
     sim: Option<Simulator>,
 }
@@ -74,6 +77,11 @@ impl Endpoint {
         )
         .expect("client");
         let image = (serve_image().await, Some(IMAGE.to_vec()));
+        // The simulator forwards for real on loopback: a port free there.
+        let forward_port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free loopback port")
+            .port();
         Endpoint {
             label: "the simulator".into(),
             client,
@@ -85,6 +93,7 @@ impl Endpoint {
             poll: Duration::from_millis(10),
             credentials: Some(("conformance".into(), "secret".into())),
             image: Some(image),
+            forward_port,
             sim: Some(sim),
         }
     }
@@ -129,6 +138,8 @@ impl Endpoint {
         let volume_gb = u32::try_from(number("ATOMOS_CONFORMANCE_VOLUME_GB", 1)?)
             .map_err(|e| format!("ATOMOS_CONFORMANCE_VOLUME_GB: {e}"))?;
         let boot_timeout = Duration::from_secs(number("ATOMOS_CONFORMANCE_BOOT_TIMEOUT_S", 600)?);
+        let forward_port = u16::try_from(number("ATOMOS_CONFORMANCE_FORWARD_PORT", 20022)?)
+            .map_err(|e| format!("ATOMOS_CONFORMANCE_FORWARD_PORT: {e}"))?;
         let credentials = match (
             var("ATOMOS_CONFORMANCE_USER"),
             var("ATOMOS_CONFORMANCE_PASSWORD"),
@@ -163,6 +174,7 @@ impl Endpoint {
             poll: Duration::from_secs(2),
             credentials,
             image: var("ATOMOS_CONFORMANCE_IMAGE_URL").map(|url| (url, None)),
+            forward_port,
             sim: None,
         })
     }
@@ -193,12 +205,26 @@ impl Endpoint {
         }
     }
 
-    /// Deletes everything named with this run's prefix: VMs first (they hold
-    /// volumes and networks), then volumes and networks. Returns what could
-    /// not be deleted.
+    /// Deletes everything named with this run's prefix: port forwards first
+    /// (they name VMs), VMs (they hold volumes and networks), then volumes
+    /// and networks. Returns what could not be deleted.
     async fn sweep(&self) -> Vec<String> {
         let mut left = Vec::new();
         let mine = |name: &str| name.starts_with(&self.prefix);
+        match self.client.port_forwards().await {
+            Ok(forwards) => {
+                for f in forwards.into_iter().filter(|f| mine(&f.id)) {
+                    if let Err(e) = self.client.port_forward_delete(&f.id).await
+                        && !e.is_not_found()
+                    {
+                        left.push(format!("port forward {} ({}): {e}", f.id, f.port));
+                    }
+                }
+            }
+            // A host without the route has no forwards to sweep.
+            Err(e) if e.is_not_found() => {}
+            Err(e) => left.push(format!("listing port forwards: {e}")),
+        }
         match self.client.vms().await {
             Ok(vms) => {
                 for vm in vms.into_iter().filter(|v| mine(&v.name)) {
@@ -689,6 +715,82 @@ async fn vm_day_two(ep: Arc<Endpoint>) {
     c.volume_destroy(&boot).await.unwrap();
 }
 
+/// A port forward to a VM, made with an id of the client's choosing,
+/// listed and deleted.
+async fn port_forward_lifecycle(ep: Arc<Endpoint>) {
+    let c = &ep.client;
+    let boot = c
+        .volume_create(&VolumeCreate {
+            name: ep.name("pf-boot"),
+            size_gb: ep.volume_gb,
+            bootable: true,
+            readonly: false,
+            shareable: false,
+            private: true,
+        })
+        .await
+        .unwrap();
+    let name = ep.name("pf-vm");
+    c.register(&Register {
+        vm_name: name.clone(),
+        spec: small_spec(),
+        volume_ids: vec![boot.clone()],
+        network_ids: vec![],
+        nic_macs: vec![],
+    })
+    .await
+    .unwrap();
+    let vm = c.vm_by_name(&name).await.unwrap().expect("listed");
+    let req = PortForwardCreate {
+        id: ep.name("pf"),
+        protocol: "tcp".into(),
+        port: ep.forward_port,
+        vm_id: vm.id.clone(),
+        vm_name: name.clone(),
+        target_port: 22,
+    };
+    let made = c.port_forward_create(&req).await.unwrap();
+    assert_eq!(
+        (
+            &made.id,
+            made.protocol.as_str(),
+            made.port,
+            &made.vm_id,
+            made.target_port
+        ),
+        (&req.id, "tcp", req.port, &req.vm_id, 22),
+        "{made:?}"
+    );
+    let listed = c.port_forwards().await.unwrap();
+    assert!(listed.contains(&made), "{listed:?}");
+    if !ep.real {
+        // Unconfirmed on real daemons (the dashboard's fixtures only show
+        // the shapes), so only checked here.
+        assert_eq!(c.port_forward_create(&req).await.unwrap(), made, "a retry");
+        assert_kind(
+            c.port_forward_create(&PortForwardCreate {
+                id: ep.name("pf-2"),
+                ..req.clone()
+            })
+            .await,
+            ErrorKind::AlreadyExists,
+            "a port taken",
+        );
+    }
+    c.port_forward_delete(&req.id).await.unwrap();
+    let listed = c.port_forwards().await.unwrap();
+    assert!(!listed.iter().any(|f| f.id == req.id), "{listed:?}");
+    if !ep.real {
+        assert_kind(
+            c.port_forward_delete(&req.id).await,
+            ErrorKind::NotFound,
+            "delete twice",
+        );
+    }
+    c.unregister(&vm.id).await.unwrap();
+    c.volume_destroy(&boot).await.unwrap();
+}
+
 async fn errors_are_classified(ep: Arc<Endpoint>) {
     let c = &ep.client;
     let no_vm = "00000000-0000-4000-8000-000000000000";
@@ -741,6 +843,7 @@ const CASES: &[(&str, CaseFn)] = &[
     ("network lifecycle", |ep| Box::pin(network_lifecycle(ep))),
     ("VM lifecycle", |ep| Box::pin(vm_lifecycle(ep))),
     ("VM day two", |ep| Box::pin(vm_day_two(ep))),
+    ("port forwards", |ep| Box::pin(port_forward_lifecycle(ep))),
     ("error classes", |ep| Box::pin(errors_are_classified(ep))),
 ];
 

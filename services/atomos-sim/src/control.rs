@@ -7,9 +7,17 @@
 //!   for `down`/`up` to take effect, answers like `GET`
 //! - `DELETE /faults/{host}`: clears every fault and brings the host up
 //! - `GET /seed`, `POST /seed` with `{"seed": n}`: every host's fault seed
+//! - `POST /inventory/{host}/vms/{vm}/ports` with `{"port": 22, "upstream":
+//!   "127.0.0.1:5000"}`: the real address `upstream` stands in for port
+//!   `port` of the guest of VM `vm` (its name or `uniqueID`), so that the
+//!   host's port forwards to that port reach it while the VM runs
+//!   ([`crate::SimHost::serve_guest_port`]); answers
+//!   `{"host", "vm", "port", "upstream"}`
+//! - `DELETE /inventory/{host}/vms/{vm}/ports/{port}`: nothing stands in for
+//!   it any more; connections forwarded to it are closed
 //!
 //! Errors are `{"detail": ...}`: 400 for a bad body, 404 for an unknown host
-//! or VM.
+//! or VM (or a guest port not served).
 
 use crate::faults::{FaultError, FaultSpec};
 use crate::http::{ApiError, ApiResult, ok, parse};
@@ -19,9 +27,10 @@ use axum::body::Bytes;
 use axum::extract::rejection::PathRejection;
 use axum::extract::{DefaultBodyLimit, Path, State};
 use axum::http::StatusCode;
-use axum::routing::get;
+use axum::routing::{delete, get, post};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
+use std::net::SocketAddr;
 use std::sync::Weak;
 
 /// Fault bodies are small.
@@ -39,6 +48,8 @@ pub(crate) fn router(fleet: Fleet) -> Router {
             get(get_faults).post(set_faults).delete(clear_faults),
         )
         .route("/seed", get(get_seed).post(set_seed))
+        .route("/inventory/{host}/vms/{vm}/ports", post(serve_port))
+        .route("/inventory/{host}/vms/{vm}/ports/{port}", delete(stop_port))
         .fallback(|| async { ApiError::not_found("Not Found") })
         .method_not_allowed_fallback(|| async {
             ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "Method Not Allowed")
@@ -60,10 +71,18 @@ fn simulator(fleet: &Fleet) -> Result<Simulator, ApiError> {
 }
 
 fn host(fleet: &Fleet, name: Result<Path<String>, PathRejection>) -> Result<SimHost, ApiError> {
-    let Path(name) = name.map_err(|e| ApiError::bad_request(format!("bad path: {e}")))?;
+    let Path(name) = name.map_err(bad_path)?;
+    host_named(fleet, &name)
+}
+
+fn host_named(fleet: &Fleet, name: &str) -> Result<SimHost, ApiError> {
     simulator(fleet)?
-        .host(&name)
+        .host(name)
         .ok_or_else(|| ApiError::not_found(format!("no host named {name:?}")))
+}
+
+fn bad_path(e: PathRejection) -> ApiError {
+    ApiError::bad_request(format!("bad path: {e}"))
 }
 
 async fn index() -> ApiResult {
@@ -71,7 +90,9 @@ async fn index() -> ApiResult {
         "routes": [
             "GET /inventory", "GET /inventory/{host}",
             "GET /faults/{host}", "POST /faults/{host}", "DELETE /faults/{host}",
-            "GET /seed", "POST /seed"
+            "GET /seed", "POST /seed",
+            "POST /inventory/{host}/vms/{vm}/ports",
+            "DELETE /inventory/{host}/vms/{vm}/ports/{port}"
         ]
     }))
 }
@@ -164,4 +185,39 @@ async fn set_seed(State(fleet): State<Fleet>, body: Bytes) -> ApiResult {
     let SeedBody { seed } = parse(&body)?;
     sim.set_seed(seed);
     ok(SeedBody { seed })
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GuestPortBody {
+    port: u16,
+    /// `127.0.0.1:5000`.
+    upstream: SocketAddr,
+}
+
+async fn serve_port(
+    State(fleet): State<Fleet>,
+    path: Result<Path<(String, String)>, PathRejection>,
+    body: Bytes,
+) -> ApiResult {
+    let Path((name, vm)) = path.map_err(bad_path)?;
+    let host = host_named(&fleet, &name)?;
+    let GuestPortBody { port, upstream } = parse(&body)?;
+    if port == 0 {
+        return Err(ApiError::bad_request("port must be between 1 and 65535"));
+    }
+    host.serve_guest_port(&vm, port, upstream)
+        .map_err(ApiError::not_found)?;
+    ok(json!({ "host": host.name(), "vm": vm, "port": port, "upstream": upstream }))
+}
+
+async fn stop_port(
+    State(fleet): State<Fleet>,
+    path: Result<Path<(String, String, u16)>, PathRejection>,
+) -> ApiResult {
+    let Path((name, vm, port)) = path.map_err(bad_path)?;
+    let host = host_named(&fleet, &name)?;
+    host.stop_serving_guest_port(&vm, port)
+        .map_err(ApiError::not_found)?;
+    ok(json!({ "host": host.name(), "vm": vm, "port": port }))
 }

@@ -18,7 +18,8 @@ const MAX_LATENCY: Duration = Duration::from_secs(600);
 
 /// Faults of one host. Routes are labelled like the driver's errors:
 /// `vm/register`, `vm/status`, `volume/create`, `volume/cloudinit/metadata`,
-/// `network/list`, `authenticate/login`, or [`ANY_ROUTE`].
+/// `network/list`, `network/portforward` (create and delete alike),
+/// `network/portforwards`, `authenticate/login`, or [`ANY_ROUTE`].
 pub struct Faults {
     /// Mixes the host's name into every random draw.
     host_key: u64,
@@ -29,6 +30,9 @@ pub struct Faults {
     full: AtomicBool,
     /// `true` while the host's daemons refuse connections.
     down: watch::Sender<bool>,
+    /// Bumped when VMs crash or are lost: port forwards close their
+    /// connections to them ([`crate::forward`]).
+    guests_changed: watch::Sender<()>,
 }
 
 #[derive(Default)]
@@ -123,6 +127,7 @@ impl Faults {
         state: Arc<Mutex<HostState>>,
         host_name: &str,
         store: Option<Arc<Store>>,
+        guests_changed: watch::Sender<()>,
     ) -> Self {
         Faults {
             host_key: fnv1a(host_name.as_bytes()),
@@ -131,6 +136,7 @@ impl Faults {
             plan: Mutex::new(Plan::default()),
             full: AtomicBool::new(false),
             down: watch::channel(false).0,
+            guests_changed,
         }
     }
 
@@ -213,6 +219,7 @@ impl Faults {
     /// crash is on disk when this returns (a blocking write).
     pub fn crash_vm(&self, name: &str) -> bool {
         let found = crash(&mut lock(&self.state), name);
+        self.guests_changed.send_replace(());
         self.save_blocking();
         found
     }
@@ -223,6 +230,7 @@ impl Faults {
     /// loss is on disk when this returns (a blocking write).
     pub fn lose_vm(&self, name: &str) -> bool {
         let found = lose(&mut lock(&self.state), name);
+        self.guests_changed.send_replace(());
         self.save_blocking();
         found
     }
@@ -279,6 +287,9 @@ impl Faults {
             for name in &spec.lose_vm {
                 lose(&mut state, name);
             }
+        }
+        if !(spec.crash_vm.is_empty() && spec.lose_vm.is_empty()) {
+            self.guests_changed.send_replace(());
         }
         {
             let mut plan = lock(&self.plan);
@@ -587,7 +598,12 @@ mod tests {
     use super::*;
 
     fn faults() -> Faults {
-        Faults::new(Arc::new(Mutex::new(HostState::default())), "h", None)
+        Faults::new(
+            Arc::new(Mutex::new(HostState::default())),
+            "h",
+            None,
+            watch::channel(()).0,
+        )
     }
 
     #[test]
@@ -658,7 +674,12 @@ mod tests {
         a.set_seed(43);
         assert_ne!(outcomes(&a, "vm/status", 400), run);
         // Another host with the same seed draws differently.
-        let c = Faults::new(Arc::new(Mutex::new(HostState::default())), "other", None);
+        let c = Faults::new(
+            Arc::new(Mutex::new(HostState::default())),
+            "other",
+            None,
+            watch::channel(()).0,
+        );
         c.set_seed(42);
         c.set_error_rate("vm/status", 0.3);
         assert_ne!(outcomes(&c, "vm/status", 400), run);

@@ -1,12 +1,15 @@
-//! One simulated host: its VMs, volumes and networks (the records are [`crate::state`]'s), capacity accounting, DHCP leases, lazy boot, going down and up.
+//! One simulated host: its VMs, volumes, networks and port forwards (the records are [`crate::state`]'s), capacity accounting, DHCP leases, lazy boot, guest ports, going down and up.
 
 use crate::config::HostConfig;
 use crate::faults::Faults;
-use crate::state::{Demand, HostState, Inventory, SimNetwork, SimVm, SimVolume, lock};
+use crate::forward::{Forwards, Listening, Socket};
+use crate::state::{
+    Demand, HostState, Inventory, SimNetwork, SimPortForward, SimVm, SimVolume, lock,
+};
 use crate::store::Store;
-use atomos_driver::{PciDevice, Target};
+use atomos_driver::{PciDevice, Target, VmState};
 use std::collections::HashSet;
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
@@ -39,6 +42,8 @@ struct HostShared {
     wake: watch::Sender<()>,
     /// One bit per daemon whose listener is open.
     listening: watch::Sender<u8>,
+    /// Port forwards at work and what stands in for guest ports.
+    forwards: Forwards,
 }
 
 /// A handle that does not keep the host alive (for background tasks).
@@ -78,9 +83,16 @@ impl SimHost {
     ) -> Self {
         let state = Arc::new(Mutex::new(state));
         let store = state_dir.map(|dir| Arc::new(Store::new(dir, &config.name, state.clone())));
+        let guests_changed = watch::channel(()).0;
         SimHost {
             shared: Arc::new(HostShared {
-                faults: Faults::new(state.clone(), &config.name, store.clone()),
+                faults: Faults::new(
+                    state.clone(),
+                    &config.name,
+                    store.clone(),
+                    guests_changed.clone(),
+                ),
+                forwards: Forwards::new(guests_changed),
                 config,
                 target,
                 index,
@@ -160,31 +172,166 @@ impl SimHost {
             .is_ok_and(|r| r.is_ok())
     }
 
+    /// Waits until every port forward's listener is open (`open`) or none
+    /// is; the first that is not in time is the error: its label and state.
+    async fn wait_forwards(&self, open: bool) -> Result<(), (String, Listening)> {
+        let deadline = tokio::time::Instant::now() + LISTENER_WAIT;
+        for (label, mut listening) in self.forwards().listening() {
+            let in_time = tokio::time::timeout_at(
+                deadline,
+                listening.wait_for(|l| (*l == Listening::Open) == open),
+            )
+            .await
+            // An error inside: the forward was deleted meanwhile.
+            .is_ok();
+            if !in_time {
+                let state = listening.borrow().clone();
+                return Err((label, state));
+            }
+        }
+        Ok(())
+    }
+
     /// Takes the host down ([`Faults::set_down`]) and waits until its four
-    /// daemons refuse connections. VMs keep running.
+    /// daemons and its port forwards refuse connections. VMs keep running.
     pub async fn take_down(&self) {
         self.faults().set_down(true);
         if !self.wait_listening(0).await {
             tracing::warn!(host = self.name(), "listeners still open after going down");
         }
+        if let Err((label, _)) = self.wait_forwards(false).await {
+            tracing::warn!(host = self.name(), forward = %label, "port forward still open after going down");
+        }
     }
 
     /// Brings the host back up on the same ports and waits until its four
-    /// daemons accept connections again; fails when a port stays taken.
+    /// daemons and its port forwards accept connections again; fails when a
+    /// port stays taken (a forward keeps trying to bind it).
     pub async fn bring_up(&self) -> std::io::Result<()> {
         self.faults().set_down(false);
-        if self.wait_listening(ALL_LISTENING).await {
-            Ok(())
-        } else {
-            Err(std::io::Error::new(
+        let timed_out = |what: String| {
+            std::io::Error::new(
                 std::io::ErrorKind::TimedOut,
                 format!(
-                    "host {}: daemons not listening again on {:?} within {LISTENER_WAIT:?}",
-                    self.name(),
-                    self.target().ports
+                    "host {}: {what} not listening again within {LISTENER_WAIT:?}",
+                    self.name()
                 ),
-            ))
+            )
+        };
+        if !self.wait_listening(ALL_LISTENING).await {
+            return Err(timed_out(format!("daemons on {:?}", self.target().ports)));
         }
+        self.wait_forwards(true).await.map_err(|(label, state)| {
+            let why = match state {
+                Listening::Failed(why) => format!(" ({why})"),
+                Listening::Open | Listening::Closed => String::new(),
+            };
+            timed_out(format!("port forward {label}{why}"))
+        })
+    }
+
+    pub(crate) fn forwards(&self) -> &Forwards {
+        &self.shared.forwards
+    }
+
+    /// Starts serving `forward`, on `socket` when the port is bound already
+    /// (else the forward binds it, and keeps trying).
+    pub(crate) fn start_forward(&self, forward: SimPortForward, socket: Option<Socket>) -> bool {
+        self.forwards().start(self, forward, socket)
+    }
+
+    /// Starts every port forward of the state (one read from a state file):
+    /// a port that cannot be bound now is tried again in the background.
+    pub(crate) fn start_forwards(&self) {
+        let forwards = self.state().port_forwards.clone();
+        for forward in forwards {
+            let socket = match crate::forward::bind(&forward.protocol, forward.port) {
+                Ok(socket) => Some(socket),
+                Err(e) => {
+                    tracing::warn!(host = self.name(), forward = %forward.id, port = %forward.label(),
+                        error = %e, "port forward cannot listen yet");
+                    None
+                }
+            };
+            self.start_forward(forward, socket);
+        }
+    }
+
+    /// Stops every port forward for good; their tasks, done once the ports
+    /// are closed.
+    pub(crate) fn close_forwards(&self) -> Vec<tokio::task::JoinHandle<()>> {
+        self.forwards().close()
+    }
+
+    /// The id of the VM named `vm`, or with that id.
+    fn vm_id(&self, vm: &str) -> Option<String> {
+        self.state()
+            .vms
+            .iter()
+            .find(|v| v.name == vm || v.id == vm)
+            .map(|v| v.id.clone())
+    }
+
+    /// Stands `upstream`, a real address, in for port `port` of the guest
+    /// of VM `vm` (its name or `uniqueID`): the host's port forwards to that
+    /// port reach it while the VM runs. Replaces what stood in before (whose
+    /// relayed connections are closed). Kept while the VM exists, not in the
+    /// state file.
+    pub fn serve_guest_port(
+        &self,
+        vm: &str,
+        port: u16,
+        upstream: SocketAddr,
+    ) -> Result<(), String> {
+        if port == 0 {
+            return Err("port must be between 1 and 65535".to_owned());
+        }
+        let id = self
+            .vm_id(vm)
+            .ok_or_else(|| format!("no VM named {vm:?}"))?;
+        tracing::info!(host = self.name(), vm = %id, port, %upstream, "guest port served");
+        self.forwards().serve_guest(id, port, upstream);
+        Ok(())
+    }
+
+    /// Stops what [`SimHost::serve_guest_port`] stood in for port `port` of
+    /// VM `vm`: connections through forwards to it are closed, new ones
+    /// closed at once.
+    pub fn stop_serving_guest_port(&self, vm: &str, port: u16) -> Result<(), String> {
+        let id = self
+            .vm_id(vm)
+            .ok_or_else(|| format!("no VM named {vm:?}"))?;
+        if self.forwards().stop_guest(&id, port) {
+            Ok(())
+        } else {
+            Err(format!("nothing serves port {port} of VM {vm:?}"))
+        }
+    }
+
+    /// Where a forward to port `port` of VM `vm_id` leads now: the address
+    /// standing in for it, while the VM runs.
+    pub(crate) fn guest_upstream(&self, vm_id: &str, port: u16) -> Option<SocketAddr> {
+        let boot = self.boot_time();
+        let now = self.now();
+        let running = self
+            .state()
+            .vms
+            .iter()
+            .find(|vm| vm.id == vm_id)
+            .is_some_and(|vm| vm.observe(now, boot).0 == VmState::Running);
+        if !running {
+            return None;
+        }
+        self.forwards().guest(vm_id, port)
+    }
+
+    /// A VM stopped, rebooted or went away: relays to guests that are no
+    /// longer reachable are closed, and the guest ports of VMs gone are
+    /// forgotten. Called without the state locked.
+    pub(crate) fn guests_changed(&self) {
+        let ids: HashSet<String> = self.state().vms.iter().map(|vm| vm.id.clone()).collect();
+        self.forwards().retain_guests(|id| ids.contains(id));
+        self.forwards().notify();
     }
 
     pub fn name(&self) -> &str {
@@ -263,6 +410,7 @@ impl SimHost {
                 })
                 .collect(),
             networks: state.networks.clone(),
+            port_forwards: state.port_forwards.clone(),
         }
     }
 

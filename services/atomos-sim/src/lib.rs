@@ -3,11 +3,19 @@
 //! [`start`] serves a fleet of simulated hosts, each with its own four
 //! daemons (compute, storage, network, auth) on ephemeral ports, so tests and
 //! dev setups drive it through the real [`atomos_driver::AtomosClient`].
-//! Hosts keep VMs, volumes and networks in memory, account capacity, boot
-//! VMs after a configurable delay, hand out addresses from their networks'
-//! DHCP ranges, phone home for guests whose cloud-init asks to, and accept
-//! injected [`Faults`]. A control endpoint ([`Simulator::control_addr`])
-//! lists the inventory and sets faults over HTTP.
+//! Hosts keep VMs, volumes, networks and port forwards in memory, account
+//! capacity, boot VMs after a configurable delay, hand out addresses from
+//! their networks' DHCP ranges, phone home for guests whose cloud-init asks
+//! to, and accept injected [`Faults`]. A control endpoint
+//! ([`Simulator::control_addr`]) lists the inventory, sets faults and
+//! serves guest ports over HTTP.
+//!
+//! Port forwards forward for real, on loopback: each listens on
+//! `127.0.0.1:<port>` (whatever address the daemons bind; hosts of one
+//! simulator share it, so two hosts cannot forward the same port) and
+//! relays, while the VM runs, to the real address a test stands in for the
+//! guest's port ([`SimHost::serve_guest_port`]): simulated guests have no
+//! network stack of their own.
 //!
 //! With [`SimConfig::state`], a directory, each host also keeps its state in
 //! `<dir>/<host>.json`, written through (to a temporary file, synced, renamed
@@ -15,13 +23,15 @@
 //! but a GET, a VM crashed or lost by a fault, a guest that phoned home. A
 //! simulator started on the same directory, even after `kill -9`, has the
 //! same VMs (booting ones keep booting: boots are timed by the wall clock),
-//! volumes with their cloud-init files, networks and pending phone-home
-//! calls, on new ports. Faults are not kept.
+//! volumes with their cloud-init files, networks, port forwards (listening
+//! again on their ports) and pending phone-home calls, with the daemons on
+//! new ports. Faults and guest ports are not kept.
 
 mod cloudinit;
 mod config;
 mod control;
 mod faults;
+mod forward;
 mod host;
 mod http;
 mod listener;
@@ -34,7 +44,7 @@ mod templates;
 pub use config::{HostConfig, SimConfig, dev_hosts};
 pub use faults::{ANY_ROUTE, ErrorRate, FailNext, FaultError, FaultSpec, Faults, HangNext};
 pub use host::SimHost;
-pub use state::{Inventory, SimFile, SimNetwork, SimVm, SimVolume, content_hash};
+pub use state::{Inventory, SimFile, SimNetwork, SimPortForward, SimVm, SimVolume, content_hash};
 
 use atomos_driver::{Ports, Target};
 use axum::response::IntoResponse;
@@ -60,6 +70,16 @@ struct SimInner {
     control: SocketAddr,
     /// The last seed given to [`Simulator::set_seed`].
     seed: AtomicU64,
+}
+
+impl Drop for SimInner {
+    /// Port forwards stop with the fleet, even when a test keeps a host.
+    fn drop(&mut self) {
+        for host in &self.hosts {
+            // Aborted; done soon after, without anyone waiting.
+            let _ = host.close_forwards();
+        }
+    }
 }
 
 /// One host in [`Simulator::inventory`] and the control endpoint's `GET /inventory`.
@@ -228,6 +248,8 @@ pub async fn start(config: SimConfig) -> std::io::Result<Simulator> {
         host.faults()
             .apply(&faults)
             .map_err(|e| invalid_input(format!("host {}: faults: {e}", host.name())))?;
+        // Forwards from the state file listen again on their ports.
+        host.start_forwards();
         let edge = edge(config.bind)?;
         for (bit, (daemon, listener)) in (0u8..).zip(Daemon::ALL.into_iter().zip(listeners)) {
             let app = http::router(daemon, host.clone()).layer(
@@ -325,16 +347,21 @@ impl Simulator {
         self.inner.seed.load(Ordering::SeqCst)
     }
 
-    /// Every host's VMs, volumes and networks, in configuration order.
+    /// Every host's VMs, volumes, networks and port forwards, in configuration order.
     pub fn inventory(&self) -> Vec<HostInventory> {
         self.inner.hosts.iter().map(host_inventory).collect()
     }
 
-    /// Stops every server, the control endpoint included (for all clones),
-    /// and waits until they are gone.
+    /// Stops every server, the control endpoint and port forwards included
+    /// (for all clones), and waits until they are gone.
     pub async fn shutdown(self) {
+        let mut forwards = Vec::new();
         for host in &self.inner.hosts {
             host.halt();
+            forwards.extend(host.close_forwards());
+        }
+        for task in forwards {
+            let _ = task.await;
         }
         let tasks = std::mem::take(&mut lock(&self.inner.servers).0);
         for task in &tasks {

@@ -15,11 +15,13 @@ use std::time::Duration;
     long_about = "Simulated Elemento AtomOS daemons for development and tests.\n\n\
         Prints one JSON line per host (its target: name, host, ports, provider, region, \
         continent), then {\"control\": \"http://...\"}: the control endpoint \
-        (GET /inventory, GET|POST|DELETE /faults/{host}, GET|POST /seed).\n\n\
-        With --state DIR, every host's VMs, volumes and networks are written \
-        through to DIR/<host>.json before each change is acknowledged, and \
-        loaded again on the next start (even after kill -9); the hosts get \
-        new ports."
+        (GET /inventory, GET|POST|DELETE /faults/{host}, GET|POST /seed, \
+        POST /inventory/{host}/vms/{vm}/ports: the address standing in for a \
+        guest's port, which port forwards on 127.0.0.1 reach).\n\n\
+        With --state DIR, every host's VMs, volumes, networks and port \
+        forwards are written through to DIR/<host>.json before each change \
+        is acknowledged, and loaded again on the next start (even after \
+        kill -9); the hosts get new ports."
 )]
 struct Args {
     /// JSON array of host configurations (each may carry `faults`); the
@@ -43,9 +45,10 @@ struct Args {
     /// Milliseconds added to every request on every host.
     #[arg(long)]
     latency_ms: Option<u64>,
-    /// Directory keeping every host's VMs, volumes and networks (one JSON
-    /// file per host, written through before each change is acknowledged),
-    /// loaded on start; created when missing. In memory only if absent.
+    /// Directory keeping every host's VMs, volumes, networks and port
+    /// forwards (one JSON file per host, written through before each change
+    /// is acknowledged), loaded on start; created when missing. In memory
+    /// only if absent.
     #[arg(long, env = "ATOMOS_SIM_STATE", value_name = "DIR")]
     state: Option<PathBuf>,
 }

@@ -1,4 +1,4 @@
-//! What a host holds: its VMs, volumes, networks and files, and the power
+//! What a host holds: its VMs, volumes, networks, port forwards and files, and the power
 //! and demand records behind them, as the host keeps them in memory and
 //! its state file ([`crate::store`]) holds them. It knows nothing of the
 //! host's behaviour ([`crate::host`]) or faults ([`crate::faults`]), which
@@ -293,6 +293,31 @@ pub struct SimNetwork {
     pub dhcp_end: Option<String>,
 }
 
+/// A port forward: `protocol` `port` on the host to `target_port` of VM
+/// `vm_id`. The simulator forwards for real, on loopback ([`crate::SimHost::serve_guest_port`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SimPortForward {
+    /// `forward_uid`, chosen by the client.
+    pub id: String,
+    /// `tcp` or `udp`.
+    pub protocol: String,
+    /// The host's port, bound on 127.0.0.1.
+    pub port: u16,
+    /// The target VM's `uniqueID`; the VM may be gone since.
+    pub vm_id: String,
+    /// Its name when the forward was made.
+    pub vm_name: String,
+    /// The guest's port.
+    pub target_port: u16,
+}
+
+impl SimPortForward {
+    /// `20000/tcp`.
+    pub(crate) fn label(&self) -> String {
+        format!("{}/{}", self.port, self.protocol)
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SimVm {
     /// `uniqueID`.
@@ -323,11 +348,16 @@ pub struct Inventory {
     pub vms: Vec<SimVm>,
     pub volumes: Vec<SimVolume>,
     pub networks: Vec<SimNetwork>,
+    #[serde(default)]
+    pub port_forwards: Vec<SimPortForward>,
 }
 
 impl Inventory {
     pub fn is_empty(&self) -> bool {
-        self.vms.is_empty() && self.volumes.is_empty() && self.networks.is_empty()
+        self.vms.is_empty()
+            && self.volumes.is_empty()
+            && self.networks.is_empty()
+            && self.port_forwards.is_empty()
     }
 }
 
@@ -337,6 +367,9 @@ pub(crate) struct HostState {
     pub vms: Vec<VmRec>,
     pub volumes: Vec<SimVolume>,
     pub networks: Vec<SimNetwork>,
+    /// Absent from the files of simulators that had no port forwards.
+    #[serde(default)]
+    pub port_forwards: Vec<SimPortForward>,
     /// Next VM address; never reused, so a stale address is never handed out twice.
     pub next_ip: u32,
     /// Who the auth daemon says is logged in.
@@ -349,6 +382,7 @@ impl Default for HostState {
             vms: Vec::new(),
             volumes: Vec::new(),
             networks: Vec::new(),
+            port_forwards: Vec::new(),
             next_ip: 0,
             // The real daemons are logged in by the desktop app before any
             // client shows up, so a fresh host is too.

@@ -1,4 +1,5 @@
-//! Network daemon JSON: network objects and the create/info/delete bodies.
+//! Network daemon JSON: network objects and the create/info/delete bodies;
+//! port-forward objects and the port-forward delete body.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -114,6 +115,47 @@ pub struct NetworkInfoResponse {
     pub network: NetworkObject,
 }
 
+/// A port forward as `GET /portforwards` lists it, `POST /portforward`
+/// takes it and answers it (the shape of Elemento's dashboard fixtures):
+/// `protocol` `port` on the host to `target_port` of VM `target_vm_uid`.
+/// Ports are wider than `u16` here so that an out-of-range one is read and
+/// refused by name rather than by a parse error.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PortForwardObject {
+    /// The AtomOS host's URL (`https://192.168.1.10`); optional in a create.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serverurl: Option<String>,
+    /// `tcp` or `udp`.
+    #[serde(default)]
+    pub protocol: String,
+    /// The host's port.
+    #[serde(default)]
+    pub port: u32,
+    /// The target VM's name.
+    #[serde(default)]
+    pub target: String,
+    /// The target VM's `uniqueID`.
+    #[serde(default)]
+    pub target_vm_uid: String,
+    /// The guest's port.
+    #[serde(default)]
+    pub target_port: u32,
+    /// Through the tailnet rather than the host's own address.
+    #[serde(default)]
+    pub tailscale: bool,
+    #[serde(default)]
+    pub force: bool,
+    /// The forward's id; the client chooses it in a create.
+    #[serde(default)]
+    pub forward_uid: String,
+}
+
+/// `{"forward_uid": ...}` for `DELETE /portforward`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PortForwardUidBody {
+    pub forward_uid: String,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -167,5 +209,34 @@ mod tests {
                           "dhcp": {"start": "10.0.0.2", "end": "10.0.0.254"}},
                    "routes": []})
         );
+    }
+
+    #[test]
+    fn port_forward_object_round_trips_and_tolerates_unknown_fields() {
+        let fixture = json!({
+            "serverurl": "https://192.168.1.10", "protocol": "tcp", "port": 20000,
+            "target": "web", "target_vm_uid": "0f1e2d3c-0000-4000-8000-000000000001",
+            "target_port": 22, "tailscale": false, "force": false, "forward_uid": "fw-1"
+        });
+        let f: PortForwardObject = serde_json::from_value(fixture.clone()).unwrap();
+        assert_eq!(f.port, 20000);
+        assert_eq!(serde_json::to_value(&f).unwrap(), fixture);
+        // A create body may leave out serverurl, tailscale and force; rows
+        // may carry fields this crate does not know.
+        let lean: PortForwardObject = serde_json::from_value(json!({
+            "protocol": "udp", "port": 5353, "target": "dns", "target_vm_uid": "v",
+            "target_port": 53, "forward_uid": "fw-2", "created": "2024-01-01"
+        }))
+        .unwrap();
+        assert_eq!(
+            (lean.serverurl, lean.tailscale, lean.force),
+            (None, false, false)
+        );
+        let list: ListOf<PortForwardObject> =
+            serde_json::from_value(json!([fixture.clone()])).unwrap();
+        assert_eq!(list.into_vec(), vec![f]);
+        let body: PortForwardUidBody =
+            serde_json::from_value(json!({"forward_uid": "fw-1"})).unwrap();
+        assert_eq!(body.forward_uid, "fw-1");
     }
 }

@@ -216,6 +216,9 @@ async fn unregister(State(host): State<SimHost>, body: Bytes) -> ApiResult {
             "VM {local_index} does not exist"
         )));
     }
+    drop(state);
+    // Its port forwards stay (the client deletes them); their connections end.
+    host.guests_changed();
     tracing::info!(host = host.name(), id = %local_index, "unregistered");
     // Volumes stay: attachment is derived from the VM list, so they are now free.
     ok(json!({ "local_index": local_index }))
@@ -235,6 +238,8 @@ fn power(
     drop(state);
     // A boot may have started: a pending phone home recomputes its deadline.
     host.wake();
+    // Or the guest stopped: connections forwarded to it end.
+    host.guests_changed();
     ok(json!({ "local_index": local_index }))
 }
 

@@ -264,5 +264,13 @@ mod tests {
             "authenticate/login"
         );
         assert_eq!(route_label(Daemon::Compute, "/"), "vm");
+        assert_eq!(
+            route_label(Daemon::Network, "/api/v1.0/client/network/portforward"),
+            "network/portforward"
+        );
+        assert_eq!(
+            route_label(Daemon::Network, "/api/v1.0/client/network/portforwards"),
+            "network/portforwards"
+        );
     }
 }

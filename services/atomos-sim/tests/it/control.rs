@@ -359,3 +359,88 @@ async fn no_web_page_reaches_the_fleet() {
     }
     client(&sim, "small").auth_status().await.unwrap();
 }
+
+#[tokio::test]
+async fn guest_ports_are_served_over_http() {
+    use crate::forwards::{
+        closed_at_once, echo_through, forward, free_tcp_port, running_vm, tcp_echo,
+    };
+    let sim = sim(Duration::from_millis(20)).await;
+    let c = client(&sim, "small");
+    let vm = running_vm(&c, "web").await;
+    let port = free_tcp_port();
+    c.port_forward_create(&forward("ssh", "tcp", port, (&vm, "web"), 22))
+        .await
+        .unwrap();
+    closed_at_once(port, "nothing served yet").await;
+
+    let echo = tcp_echo().await.to_string();
+    let (status, body) = control(
+        &sim,
+        Method::POST,
+        "/inventory/small/vms/web/ports",
+        Some(json!({"port": 22, "upstream": echo})),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        body,
+        json!({"host": "small", "vm": "web", "port": 22, "upstream": echo})
+    );
+    assert_eq!(echo_through(port, b"hello").await, b"hello");
+    let (_, inv) = control(&sim, Method::GET, "/inventory/small", None).await;
+    assert_eq!(inv["port_forwards"][0]["id"], "ssh");
+    assert_eq!(inv["port_forwards"][0]["port"], port);
+    assert_eq!(inv["port_forwards"][0]["vm_id"], vm.as_str());
+
+    // By the VM's id too.
+    let path = format!("/inventory/small/vms/{vm}/ports/22");
+    let (status, body) = control(&sim, Method::DELETE, &path, None).await;
+    assert_eq!(status, 200, "{body}");
+    closed_at_once(port, "no longer served").await;
+
+    let upstream = json!({"port": 22, "upstream": "127.0.0.1:9"});
+    for (method, path, body, want) in [
+        (Method::DELETE, path.as_str(), None, 404),
+        (
+            Method::POST,
+            "/inventory/small/vms/ghost/ports",
+            Some(upstream.clone()),
+            404,
+        ),
+        (
+            Method::POST,
+            "/inventory/nope/vms/web/ports",
+            Some(upstream.clone()),
+            404,
+        ),
+        (
+            Method::POST,
+            "/inventory/small/vms/web/ports",
+            Some(json!({"port": 0, "upstream": "127.0.0.1:9"})),
+            400,
+        ),
+        (
+            Method::POST,
+            "/inventory/small/vms/web/ports",
+            Some(json!({"port": 22, "upstream": "nowhere"})),
+            400,
+        ),
+        (
+            Method::POST,
+            "/inventory/small/vms/web/ports",
+            Some(json!({"port": 22, "upstream": "127.0.0.1:9", "extra": 1})),
+            400,
+        ),
+        (
+            Method::DELETE,
+            "/inventory/small/vms/web/ports/x",
+            None,
+            400,
+        ),
+    ] {
+        let (status, answer) = control(&sim, method.clone(), path, body.clone()).await;
+        assert_eq!(status, want, "{method} {path} {body:?}: {answer}");
+        assert!(answer["detail"].is_string(), "{method} {path}: {answer}");
+    }
+}

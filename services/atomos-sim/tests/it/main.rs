@@ -7,6 +7,7 @@ mod control;
 mod daemons;
 mod faults;
 mod flow;
+mod forwards;
 mod lifecycle;
 mod network;
 mod phonehome;

@@ -297,3 +297,51 @@ async fn the_state_file_is_always_a_whole_document_under_concurrent_changes() {
     sim.shutdown().await;
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test]
+async fn a_restarted_fleet_listens_on_its_port_forwards_again() {
+    use crate::forwards::{
+        closed_at_once, echo_through, forward, free_tcp_port, refused, running_vm, tcp_echo,
+    };
+    let dir = state_dir();
+    let boot = Duration::from_millis(20);
+    let sim = start(boot, Some(dir.clone())).await.unwrap();
+    let c = client(&sim, "small");
+    let vm = running_vm(&c, "web").await;
+    let port = free_tcp_port();
+    c.port_forward_create(&forward("ssh", "tcp", port, (&vm, "web"), 22))
+        .await
+        .unwrap();
+    let before = inventories(&sim);
+    assert_eq!(before[0].port_forwards.len(), 1);
+    sim.shutdown().await;
+    assert!(refused(port).await, "closed with the simulator");
+
+    let sim = start(boot, Some(dir.clone())).await.unwrap();
+    assert_eq!(inventories(&sim), before);
+    // Guest ports are not kept: the test serves the guest's again.
+    closed_at_once(port, "a guest port not served again").await;
+    let host = sim.host("small").unwrap();
+    host.serve_guest_port("web", 22, tcp_echo().await).unwrap();
+    assert_eq!(echo_through(port, b"restarted").await, b"restarted");
+    let file = state_file(&sim, "small");
+    sim.shutdown().await;
+
+    // A file written before port forwards existed has none.
+    let mut doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    assert!(
+        doc.as_object_mut()
+            .unwrap()
+            .remove("port_forwards")
+            .is_some()
+    );
+    std::fs::write(&file, serde_json::to_vec(&doc).unwrap()).unwrap();
+    let sim = start(boot, Some(dir.clone())).await.unwrap();
+    let after = inventories(&sim);
+    assert!(after[0].port_forwards.is_empty());
+    assert_eq!(after[0].vms, before[0].vms);
+    assert!(refused(port).await);
+    sim.shutdown().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
