@@ -1600,3 +1600,141 @@ async fn a_vm_is_resized_rebuilt_and_migrated_over_grpc() {
     assert_eq!(on_host(&m), 0, "unplugged");
     m.stop().await;
 }
+
+#[tokio::test]
+async fn a_port_forward_is_created_read_listed_and_deleted_over_grpc() {
+    use pb::port_forward_service_client::PortForwardServiceClient;
+    let m = Meson::start().await;
+    let ch = channel(&m).await;
+    let net = crate::networks::create_network(
+        &m,
+        serde_json::json!({"name": "pf", "cidr": "192.168.44.0/24"}),
+    )
+    .await;
+    let vm = crate::networks::create_vm(&m, &crate::networks::vm_on("pf", &[&net])).await;
+    let vm_id = vm["id"].as_str().unwrap().to_owned();
+    let mut pf = PortForwardServiceClient::new(ch.clone());
+
+    // Empty fields are absent, and named as REST names them.
+    let e = refused(
+        pf.create_port_forward(authed(
+            pb::CreatePortForwardRequest {
+                network: net.clone(),
+                protocol: "icmp".into(),
+                ..Default::default()
+            },
+            &m.token,
+        )),
+        Code::InvalidArgument,
+    )
+    .await;
+    assert_eq!(
+        rejected_fields(&e),
+        ["private_port", "protocol", "public_port", "vm"]
+    );
+    let e = refused(
+        pf.list_port_forwards(authed(
+            pb::ListPortForwardsRequest {
+                network: "nope".into(),
+            },
+            &m.token,
+        )),
+        Code::InvalidArgument,
+    )
+    .await;
+    assert_eq!(rejected_fields(&e), ["network"]);
+
+    let public = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let created = pf
+        .create_port_forward(authed(
+            pb::CreatePortForwardRequest {
+                network: net.clone(),
+                protocol: "udp".into(),
+                public_port: public.into(),
+                vm: vm_id.clone(),
+                private_port: 53,
+            },
+            &m.token,
+        ))
+        .await
+        .expect("create")
+        .into_inner();
+    let f = created.port_forward.expect("the forward");
+    assert_eq!(f.status, "creating");
+    succeeded(
+        &ch,
+        &m.token,
+        &created.action.expect("its action").id,
+        Duration::from_secs(60),
+    )
+    .await;
+    let read = pf
+        .get_port_forward(authed(
+            pb::GetPortForwardRequest {
+                network: net.clone(),
+                id: f.id.clone(),
+            },
+            &m.token,
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    // As REST shows it.
+    let rest = m
+        .get(&format!("/v1/networks/{net}/port-forwards/{}", f.id))
+        .await
+        .body["port_forward"]
+        .clone();
+    assert_eq!(read.status, "active");
+    assert_eq!(read.status, rest["status"].as_str().unwrap());
+    assert_eq!(
+        (read.protocol.as_str(), read.public_port, read.private_port),
+        ("udp", u32::from(public), 53)
+    );
+    assert_eq!(read.public_ip, rest["public_ip"].as_str().unwrap());
+    assert_eq!(
+        (read.vm.as_str(), read.network.as_str()),
+        (vm_id.as_str(), net.as_str())
+    );
+    let listed = pf
+        .list_port_forwards(authed(
+            pb::ListPortForwardsRequest {
+                network: net.clone(),
+            },
+            &m.token,
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(listed.port_forwards, std::slice::from_ref(&read));
+
+    let deleting = pf
+        .delete_port_forward(authed(
+            pb::GetPortForwardRequest {
+                network: net.clone(),
+                id: f.id.clone(),
+            },
+            &m.token,
+        ))
+        .await
+        .expect("delete")
+        .into_inner();
+    assert_eq!(deleting.command, "delete_port_forward");
+    succeeded(&ch, &m.token, &deleting.id, Duration::from_secs(60)).await;
+    refused(
+        pf.get_port_forward(authed(
+            pb::GetPortForwardRequest {
+                network: net.clone(),
+                id: f.id.clone(),
+            },
+            &m.token,
+        )),
+        Code::NotFound,
+    )
+    .await;
+    m.stop().await;
+}

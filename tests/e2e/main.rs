@@ -22,6 +22,7 @@ mod metrics;
 mod networks;
 mod openapi;
 mod placement;
+mod port_forwards;
 mod quotas;
 mod quotes;
 mod reconciler;

@@ -5,7 +5,7 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 /// The seed VM named `name` (no provider) on `networks`.
-fn vm_on(name: &str, networks: &[&str]) -> Value {
+pub(crate) fn vm_on(name: &str, networks: &[&str]) -> Value {
     let mut body = seed_vm();
     body.as_object_mut().unwrap().remove("provider");
     body["specs"]["vm_name"] = json!(name);
@@ -13,14 +13,14 @@ fn vm_on(name: &str, networks: &[&str]) -> Value {
     body
 }
 
-async fn create_network(m: &Meson, body: Value) -> String {
+pub(crate) async fn create_network(m: &Meson, body: Value) -> String {
     let r = m.post("/v1/networks", &body).await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
     r.body["network"]["id"].as_str().unwrap().to_owned()
 }
 
 /// Creates a VM and waits for its create action; returns the VM as read after.
-async fn create_vm(m: &Meson, body: &Value) -> Value {
+pub(crate) async fn create_vm(m: &Meson, body: &Value) -> Value {
     let r = m.post("/v1/vms", body).await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
     let done = m
@@ -31,7 +31,7 @@ async fn create_vm(m: &Meson, body: &Value) -> Value {
     m.get(&format!("/v1/vms/{id}")).await.body["vm"].clone()
 }
 
-async fn delete_and_wait(m: &Meson, path: &str) -> Value {
+pub(crate) async fn delete_and_wait(m: &Meson, path: &str) -> Value {
     let r = m.delete(path).await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     let done = m
@@ -339,7 +339,7 @@ fn host_network(m: &Meson, host: &str, net: &str) -> Option<String> {
 }
 
 /// Starts a VM action and waits for it to succeed.
-async fn vm_action(m: &Meson, vm: &str, action: &str, body: Value) -> Value {
+pub(crate) async fn vm_action(m: &Meson, vm: &str, action: &str, body: Value) -> Value {
     let r = m
         .post(&format!("/v1/vms/{vm}/actions/{action}"), &body)
         .await;

@@ -77,6 +77,27 @@ async fn one_of_everything(m: &Meson) -> Owned {
         .wait_action(r.body["action"]["id"].as_str().unwrap())
         .await;
     assert_eq!(made["status"], "success", "{made}");
+    // A port forward to the VM.
+    let public = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let r = m
+        .post(
+            &format!("/v1/networks/{}/port-forwards", ids["network"]),
+            &json!({"public_port": public, "vm": ids["vm"], "private_port": 22}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    ids.insert(
+        "port_forward",
+        r.body["port_forward"]["id"].as_str().unwrap().to_owned(),
+    );
+    let made = m
+        .wait_action(r.body["action"]["id"].as_str().unwrap())
+        .await;
+    assert_eq!(made["status"], "success", "{made}");
 
     let mut kaas = seed_kaas();
     kaas["req"]["nodepool"][0]["desired_nodes"] = 1.into();
@@ -114,6 +135,7 @@ fn fill(path: &str, owned: &Owned) -> (String, bool) {
             }
             "{node}" => owned.ids["node"].clone(),
             "{pool_id}" => owned.ids["pool"].clone(),
+            "{forward_id}" => owned.ids["port_forward"].clone(),
             "{command}" => "poweroff".into(),
             "{tenant}" => "dev".into(),
             other => other.to_owned(),
@@ -156,6 +178,9 @@ fn body_for(operation: &str, owned: &Owned) -> Option<Value> {
         "volume_attach" => json!({"vm": owned.ids["vm"]}),
         "volume_resize" => json!({"size": 10_000}),
         "volume_move" => json!({"host": "ionos-las-1"}),
+        "port_forward_create" => {
+            json!({"public_port": 40000, "vm": owned.ids["vm"], "private_port": 80})
+        }
         _ => return None,
     })
 }
@@ -275,11 +300,12 @@ async fn another_tenants_token_never_reveals_a_tenants_resources_on_any_route() 
     let vm = m.get(&format!("/v1/vms/{}", owned.ids["vm"])).await;
     assert_eq!(vm.body["vm"]["status"], "running", "{}", vm.body);
     assert_eq!(vm.body["vm"]["labels"], json!({}));
-    // Its create and the owner's image of it: nothing the intruder started.
+    // Its create, the owner's image of it and forward to it: nothing the
+    // intruder started.
     let actions = m.get(&format!("/v1/vms/{}/actions", owned.ids["vm"])).await;
     assert_eq!(
         actions.body["actions"].as_array().unwrap().len(),
-        2,
+        3,
         "{}",
         actions.body
     );

@@ -155,6 +155,10 @@ pub const RULES: &[Rule] = &[
     write("network_create"),
     write("network_update"),
     write("network_delete"),
+    read("port_forward_list"),
+    read("port_forward_get"),
+    write("port_forward_create"),
+    write("port_forward_delete"),
     // Clusters, pools, nodes
     read("cluster_list"),
     read("cluster_get"),

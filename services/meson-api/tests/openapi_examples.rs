@@ -13,6 +13,7 @@ use meson_core::kaas::{KaasCreate, PoolSpec};
 use meson_core::kubernetes;
 use meson_core::network::NetworkCreate;
 use meson_core::patch::NameLabels;
+use meson_core::port_forward::PortForwardCreate;
 use meson_core::target::Target;
 use meson_core::vm::VmCreate;
 use meson_core::volume::VolumeCreate;
@@ -22,6 +23,7 @@ use meson_types::kaas::{KaasCreateRequest, NodePoolRequest};
 use meson_types::network::NetworkCreateRequest;
 use meson_types::ops::{Health, Index};
 use meson_types::pool::{NodePoolUpdateRequest, PoolDeleteNodesRequest};
+use meson_types::port_forward::PortForwardCreateRequest;
 use meson_types::quote::QuoteRequest;
 use meson_types::requests::{NameLabelsUpdate, VmCreateRequest};
 use meson_types::upgrade::ClusterUpgradeRequest;
@@ -118,6 +120,11 @@ fn request(method: &str, path: &str, ex: &Value) -> Result<(), String> {
         ("post", "/v1/clusters/{id}/pools") => {
             parse_alike(PoolSpec::parse, ex, &canonical::<NodePoolRequest>(ex)?)
         }
+        ("post", "/v1/networks/{id}/port-forwards") => parse_alike(
+            PortForwardCreate::parse,
+            ex,
+            &canonical::<PortForwardCreateRequest>(ex)?,
+        ),
         ("post", "/v1/networks") => parse_alike(
             NetworkCreate::parse,
             ex,

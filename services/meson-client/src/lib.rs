@@ -26,6 +26,7 @@ pub mod config;
 mod images;
 mod networks;
 mod ops;
+mod port_forwards;
 mod vms;
 mod volumes;
 mod wait;

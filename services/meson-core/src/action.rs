@@ -66,6 +66,8 @@ pub enum Command {
     MigrateVm,
     AttachNetwork,
     DetachNetwork,
+    CreatePortForward,
+    DeletePortForward,
 }
 
 impl Command {
@@ -100,6 +102,8 @@ impl Command {
             Command::MigrateVm => "migrate_vm",
             Command::AttachNetwork => "attach_network",
             Command::DetachNetwork => "detach_network",
+            Command::CreatePortForward => "create_port_forward",
+            Command::DeletePortForward => "delete_port_forward",
         }
     }
 }
@@ -121,6 +125,7 @@ pub enum ResourceType {
     NodePool,
     Node,
     Image,
+    PortForward,
 }
 
 impl ResourceType {
@@ -133,6 +138,7 @@ impl ResourceType {
             ResourceType::NodePool => "node_pool",
             ResourceType::Node => "node",
             ResourceType::Image => "image",
+            ResourceType::PortForward => "port_forward",
         }
     }
 
@@ -145,6 +151,7 @@ impl ResourceType {
             "node_pool" => Some(Self::NodePool),
             "node" => Some(Self::Node),
             "image" => Some(Self::Image),
+            "port_forward" => Some(Self::PortForward),
             _ => None,
         }
     }

@@ -58,6 +58,10 @@ uuid_id!(
     ImageId
 );
 uuid_id!(
+    /// A port forward: a public port of a network's host relayed to a VM.
+    PortForwardId
+);
+uuid_id!(
     /// An action: the user's view of a workflow.
     ActionId
 );

@@ -19,6 +19,7 @@ pub mod network;
 pub mod os;
 pub mod parse;
 pub mod patch;
+pub mod port_forward;
 pub mod quota;
 pub mod selector;
 pub mod ssh;
@@ -28,6 +29,6 @@ pub mod volume;
 
 pub use error::{Code, Error, FieldError, Result};
 pub use id::{
-    ActionId, ClusterId, ImageId, JobId, NetworkId, NodeId, PoolId, TargetId, TenantId, VmId,
-    VolumeId,
+    ActionId, ClusterId, ImageId, JobId, NetworkId, NodeId, PoolId, PortForwardId, TargetId,
+    TenantId, VmId, VolumeId,
 };

@@ -16,6 +16,7 @@ pub mod networks;
 pub mod node_health;
 pub mod node_pools;
 pub mod outage;
+pub mod port_forwards;
 pub mod quotas;
 pub mod reservations;
 pub mod scope;

@@ -22,6 +22,7 @@ pub mod meta;
 pub mod network;
 pub mod ops;
 pub mod pool;
+pub mod port_forward;
 pub mod quote;
 pub mod requests;
 pub mod upgrade;

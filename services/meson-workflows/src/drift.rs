@@ -10,6 +10,9 @@
 //! - a VM meson records off (a crash found earlier) that its host reports
 //!   running again is `running`, its message cleared.
 //!
+//! Port forwards are compared the same way: one its host no longer lists
+//! is `error`, one listed again `active`.
+//!
 //! Nothing is recreated or restarted: what to do is the user's call (power
 //! it on, delete it). The comparison is batched per host (one status call
 //! per host, hosts one after the other, so a pass asks AtomOS at most one
@@ -20,6 +23,7 @@
 use crate::Env;
 use atomos_driver::VmState;
 use meson_core::TargetId;
+use meson_core::port_forward::{PortForward, PortForwardStatus};
 use meson_core::vm::VmStatus;
 use meson_db::vms::Watched;
 use std::collections::BTreeMap;
@@ -60,8 +64,75 @@ pub fn judge(
     }
 }
 
-/// One pass over every standalone VM.
+/// One pass over every standalone VM, then over every port forward.
 pub async fn tick(env: &Env) -> meson_core::Result<Pass> {
+    let pass = vms(env).await?;
+    forwards(env).await?;
+    Ok(pass)
+}
+
+/// What one forward's comparison calls for: its new status and message.
+pub fn judge_forward(
+    recorded: PortForwardStatus,
+    listed: bool,
+    host: &str,
+) -> Option<(PortForwardStatus, Option<String>)> {
+    match (recorded, listed) {
+        (PortForwardStatus::Active, false) => Some((
+            PortForwardStatus::Error,
+            Some(format!(
+                "the forward is missing from its host: host {host} no longer lists it"
+            )),
+        )),
+        (PortForwardStatus::Error, true) => Some((PortForwardStatus::Active, None)),
+        _ => None,
+    }
+}
+
+/// Compares every active or failed forward with its host's list: one the
+/// host lost is `error`, one it lists again `active`. Hosts that do not
+/// answer are left alone.
+async fn forwards(env: &Env) -> meson_core::Result<()> {
+    let (forwards, seen_at) = meson_db::port_forwards::watched(&env.pool).await?;
+    let mut by_host: BTreeMap<TargetId, Vec<PortForward>> = BTreeMap::new();
+    for f in forwards {
+        by_host.entry(f.target_id).or_default().push(f);
+    }
+    for (target, forwards) in by_host {
+        let listed = match env.atomos.client(target).await {
+            Ok(c) => c.port_forwards().await.map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        };
+        let Ok(listed) = listed else {
+            continue;
+        };
+        for f in forwards {
+            let on = listed.iter().any(|l| l.id == f.id.to_string());
+            let Some((to, message)) = judge_forward(f.status, on, &f.host) else {
+                continue;
+            };
+            if meson_db::port_forwards::record_drift(
+                &env.pool,
+                f.id,
+                f.status,
+                to,
+                message.as_deref(),
+                seen_at,
+            )
+            .await?
+            {
+                tracing::warn!(forward = %f.id, host = %f.host, to = to.as_str(),
+                    "drift: the port forward on AtomOS differs from meson's record");
+                metrics::counter!("meson_port_forward_drift_total", "to" => to.as_str())
+                    .increment(1);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One pass over every standalone VM.
+async fn vms(env: &Env) -> meson_core::Result<Pass> {
     let (vms, seen_at) = meson_db::vms::watched(&env.pool).await?;
     let mut by_host: BTreeMap<TargetId, Vec<Watched>> = BTreeMap::new();
     for vm in vms {

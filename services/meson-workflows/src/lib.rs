@@ -20,6 +20,7 @@ pub mod node_reboot;
 pub mod node_replace;
 pub mod nodes;
 pub mod placement;
+pub mod port_forward;
 pub mod provision;
 pub mod reconcile;
 pub mod rolling;
@@ -109,6 +110,8 @@ pub fn register_all(worker: meson_jobs::Worker, env: Arc<Env>) -> meson_jobs::Wo
         .register(vm_migrate::VmMigrate(env.clone()))
         .register(vm_network::VmAttachNetwork(env.clone()))
         .register(vm_network::VmDetachNetwork(env.clone()))
+        .register(port_forward::PortForwardCreate(env.clone()))
+        .register(port_forward::PortForwardDelete(env.clone()))
         .register(volume_create::VolumeCreate(env.clone()))
         .register(volume_delete::VolumeDelete(env.clone()))
         .register(volume_attach::VolumeAttach(env.clone()))

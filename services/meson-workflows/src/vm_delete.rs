@@ -1,4 +1,5 @@
-//! Delete a VM: unregister it, destroy every volume it owns, forget it.
+//! Delete a VM: remove its port forwards, unregister it, destroy every
+//! volume it owns, forget it.
 
 use crate::Env;
 use crate::atomos::unregister_by_name;
@@ -14,6 +15,8 @@ pub struct VmDelete(pub Arc<Env>);
 
 meson_jobs::steps! {
     pub enum VmDeleteStep {
+        /// Removes the VM's port forwards from its host and forgets them.
+        PortForwards = "port_forwards",
         Unregister = "unregister",
         DestroyVolumes = "destroy_volumes",
         Forget = "forget",
@@ -44,6 +47,9 @@ impl Workflow for VmDelete {
             None => None,
         };
         match (step, client) {
+            (VmDeleteStep::PortForwards, _) => {
+                crate::port_forward::remove_all_of(env, vm.id).await?
+            }
             (VmDeleteStep::Unregister, Some(c)) => unregister_by_name(&c, &vm.atomos_name).await?,
             (VmDeleteStep::DestroyVolumes, Some(_)) => crate::provision::teardown(env, &vm).await?,
             (VmDeleteStep::Forget, _) => {

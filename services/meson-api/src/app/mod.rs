@@ -16,6 +16,8 @@ mod images;
 pub use images::ImageCreated;
 pub mod list;
 mod networks;
+mod port_forwards;
+pub use port_forwards::PortForwardCreated;
 mod quotas;
 mod quotes;
 mod targets;

@@ -13,6 +13,7 @@ use meson_core::vm::{
 };
 use meson_core::volume::Volume;
 use meson_core::{Error, Result, VmId};
+use meson_db::port_forwards::Of;
 use meson_types::vm::PowerCommand;
 use meson_workflows::vm_power::{PowerOff, PowerOn, Reboot};
 use meson_workflows::{
@@ -429,6 +430,19 @@ impl App {
         if let Some(host) = &req.host {
             super::destination(&targets, host, from.target_id, &from.provider, "VM")?;
         }
+        let forwards = meson_db::port_forwards::list(&mut *tx, Of::Vm(id)).await?;
+        if let Some(f) = forwards.first() {
+            return Err(Error::Conflict {
+                message: format!(
+                    "the VM has {} port forward(s) on host {}'s public address ({}:{} first): \
+                     moving it would change their address; delete them, migrate, and forward again",
+                    forwards.len(),
+                    from.host,
+                    f.public_ip,
+                    f.public_port
+                ),
+            });
+        }
         for v in &attached {
             let key = meson_workflows::keys::volume(v.id);
             if let Some(blocking) = meson_db::jobs::live_on_key(&mut *tx, &key).await? {
@@ -496,7 +510,7 @@ impl App {
         id: VmId,
         body: &serde_json::Value,
     ) -> Result<(Action, Vec<Warning>)> {
-        let (tx, action, req, nics) = self
+        let (mut tx, action, req, nics) = self
             .network_change(p, id, body, Command::DetachNetwork)
             .await?;
         if !nics.iter().any(|n| n.network_id == req.network) {
@@ -504,6 +518,18 @@ impl App {
                 "network",
                 format!("the VM is not on network {}", req.network),
             ));
+        }
+        let forwarded = meson_db::port_forwards::list(&mut *tx, Of::Vm(id)).await?;
+        if let Some(f) = forwarded.iter().find(|f| f.network_id == req.network) {
+            return Err(Error::Conflict {
+                message: format!(
+                    "port forward {} ({}/{}) reaches the VM through network {}: delete it first",
+                    f.id,
+                    f.public_port,
+                    f.protocol.as_str(),
+                    req.network
+                ),
+            });
         }
         meson_db::commit(tx).await?;
         tracing::info!(vm = %id, network = %req.network, action = %action.id,
@@ -640,7 +666,7 @@ async fn image_for_new_vm(
 
 /// A VM that is placed and running or off; else a `409` saying what it is
 /// and that only such a VM can be `what`.
-fn live_on_host(vm: &Vm, what: &str) -> Result<()> {
+pub(super) fn live_on_host(vm: &Vm, what: &str) -> Result<()> {
     match (&vm.placement, vm.status) {
         (Some(_), VmStatus::Running | VmStatus::Off) => Ok(()),
         _ => Err(Error::Conflict {

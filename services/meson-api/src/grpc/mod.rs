@@ -13,6 +13,7 @@ mod gate;
 mod idempotency;
 mod images;
 mod networks;
+mod port_forwards;
 pub mod status;
 mod vms;
 mod volumes;
@@ -60,6 +61,10 @@ pub fn routes(state: &AppState) -> tonic::service::Routes {
         )
         .add_service(
             pb::network_service_server::NetworkServiceServer::new(svc.clone())
+                .max_decoding_message_size(max),
+        )
+        .add_service(
+            pb::port_forward_service_server::PortForwardServiceServer::new(svc.clone())
                 .max_decoding_message_size(max),
         )
         .add_service(

@@ -15,6 +15,7 @@ pub mod limits;
 mod networks;
 pub mod openapi;
 mod ops;
+mod port_forwards;
 mod quotes;
 mod resource;
 pub mod responses;
@@ -53,6 +54,7 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .merge(volumes::routes())
         .merge(images::routes())
         .merge(networks::routes())
+        .merge(port_forwards::routes())
         .merge(clusters::routes())
         .merge(cluster_nodes::routes())
         .merge(cluster_pools::routes())

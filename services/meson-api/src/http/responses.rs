@@ -47,6 +47,15 @@ pub struct NoSuchImage(pub ErrorResponse);
 )]
 pub struct NoSuchNetwork(pub ErrorResponse);
 
+/// The network or the port forward the path names is not the tenant's.
+#[derive(IntoResponses)]
+#[response(
+    status = 404,
+    description = "No such network for this tenant, or no such port forward on it \
+        (`not_found`)."
+)]
+pub struct NoSuchForward(pub ErrorResponse);
+
 /// The cluster the path names is not the tenant's.
 #[derive(IntoResponses)]
 #[response(

@@ -7,6 +7,7 @@ mod images;
 mod networks;
 mod nodes;
 mod pools;
+mod port_forwards;
 #[path = "../../../../tests/e2e/seeds.rs"]
 mod seeds;
 mod upgrades;

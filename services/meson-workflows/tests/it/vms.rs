@@ -572,7 +572,7 @@ async fn nic_of(w: &World, vm: VmId, net: meson_core::NetworkId) -> (bool, bool)
 }
 
 /// A new private network (without DHCP: meson hands out its addresses).
-async fn new_network(w: &World, prefix: &str) -> meson_core::NetworkId {
+pub(crate) async fn new_network(w: &World, prefix: &str) -> meson_core::NetworkId {
     let n = w.names.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     w.app
         .network_create(

@@ -15,6 +15,7 @@ mod json;
 mod meta;
 mod network;
 mod pool;
+mod port_forward;
 mod vm;
 mod volume;
 
@@ -25,6 +26,7 @@ pub use image::{image, image_import, image_snapshot};
 pub use meta::{list_query, name_labels, page_query, pagination, warnings};
 pub use network::{network, network_create};
 pub use pool::{pool, pool_create, pool_update};
+pub use port_forward::{port_forward, port_forward_create};
 pub use vm::{vm, vm_create, vm_migrate, vm_network, vm_rebuild, vm_resize};
 pub use volume::{
     volume, volume_attach, volume_create, volume_list_query, volume_move, volume_resize,
