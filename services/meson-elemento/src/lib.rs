@@ -8,6 +8,7 @@
 
 pub mod catalog;
 pub mod error;
+pub mod port_forwards;
 pub mod routes;
 pub mod session;
 pub mod storage;

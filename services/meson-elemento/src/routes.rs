@@ -455,7 +455,7 @@ async fn register(a: Authed, Body(b): Body) -> DResult<Response> {
 /// the body, which Elemento's clients ignore, and as `Warning` headers
 /// (RFC 9111 §5.5, code 299, as Kubernetes sends deprecations), which
 /// scripts and proxies log.
-fn warned(mut row: Value, warnings: &[meson_types::Warning]) -> Response {
+pub(crate) fn warned(mut row: Value, warnings: &[meson_types::Warning]) -> Response {
     let mut headers = HeaderMap::new();
     for w in warnings {
         tracing::info!(field = %w.field, "meson warned: {}", w.message);
@@ -691,6 +691,7 @@ fn network_routes() -> Router<AppState> {
         // Production mounts DELETE; elemento-cli's generation used POST.
         .route(&format!("{b}/delete"), post(network_delete).delete(network_delete))
         .route(&format!("{b}/info"), post(network_info).get(network_info))
+        .merge(crate::port_forwards::routes())
 }
 
 // --- service daemon
@@ -969,14 +970,18 @@ fn served(d: Daemon) -> Vec<(&'static str, String)> {
             rel("POST", "/network/detach"),
         ],
         Daemon::Storage => crate::storage::served(),
-        Daemon::Network => vec![
-            rel("GET", "/list"),
-            rel("POST", "/create"),
-            rel("POST", "/delete"),
-            rel("DELETE", "/delete"),
-            rel("POST", "/info"),
-            rel("GET", "/info"),
-        ],
+        Daemon::Network => {
+            let mut routes = vec![
+                rel("GET", "/list"),
+                rel("POST", "/create"),
+                rel("POST", "/delete"),
+                rel("DELETE", "/delete"),
+                rel("POST", "/info"),
+                rel("GET", "/info"),
+            ];
+            routes.extend(crate::port_forwards::served());
+            routes
+        }
         Daemon::Target => vec![
             rel("GET", "/configs/{file}"),
             rel("GET", "/grants/me"),

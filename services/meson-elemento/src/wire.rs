@@ -436,6 +436,98 @@ pub fn network_field(meson: &str) -> String {
     }
 }
 
+// --- port forwards
+
+/// A forward's public address as the daemon's `serverurl` (an IPv6 address
+/// in brackets).
+fn forward_url(ip: &str) -> String {
+    if ip.contains(':') {
+        format!("https://[{ip}]")
+    } else {
+        format!("https://{ip}")
+    }
+}
+
+/// A meson port forward as the network daemon shows it: `port` is the
+/// host's (meson's `public_port`), `target_port` the VM's (`private_port`),
+/// `serverurl` the host's public address; `vm` is its VM when known (its
+/// name as `target`, its provider). meson has no tailscale, and never
+/// replaces a forward (`force`). Extra keys: meson's `status` (`creating`,
+/// `active`, `deleting`, `error`) and why it is in `error`, its network,
+/// its creation date.
+pub fn port_forward_object(f: &mt::port_forward::PortForward, vm: Option<&mt::Vm>) -> Value {
+    json!({
+        "serverurl": forward_url(&f.public_ip),
+        "provider": vm.and_then(|v| v.provider.clone()),
+        "protocol": f.protocol,
+        "port": f.public_port,
+        "target": vm.map_or("", |v| v.name.as_str()),
+        "target_vm_uid": f.vm,
+        "target_port": f.private_port,
+        "tailscale": false,
+        "force": false,
+        "forward_uid": f.id,
+        "status": f.status,
+        "error_message": f.error,
+        "network_uid": f.network,
+        "creation_date": daemon_date(&f.created),
+    })
+}
+
+/// The network daemon's port-forward create body as meson's, forwarding to
+/// VM `vm` (the route finds it from `target_vm_uid` or `target`).
+/// `tailscale: true` is refused by name: meson has no tailscale, a forward
+/// is reached at its VM's host's address. `force` is read by no one: meson
+/// never takes a port in use nor replaces a forward (a taken port is a
+/// `409` whatever it says). `serverurl` is not passed on either: a forward
+/// lives on its VM's host, whose address the answer's `serverurl` gives.
+/// A client-chosen `forward_uid` is not kept: meson names its forwards.
+pub fn port_forward_create(body: &Value, vm: uuid::Uuid) -> DResult<Value> {
+    if !body.is_object() {
+        return Err(Detail::field(
+            "body",
+            "must be a JSON object {protocol, port, target_vm_uid, target_port}",
+        ));
+    }
+    if let Some(t) = get(body, "tailscale") {
+        match mt::lenient::boolean(t) {
+            Some(false) => {}
+            Some(true) => {
+                return Err(Detail::field(
+                    "tailscale",
+                    "meson has no tailscale: a forward is reached at its VM's host's \
+                     public address (send false, or leave it out)",
+                ));
+            }
+            None => {
+                return Err(Detail::field(
+                    "tailscale",
+                    format!("must be {}", mt::lenient::BOOLEAN),
+                ));
+            }
+        }
+    }
+    let port = get(body, "port")
+        .ok_or_else(|| Detail::field("port", "is required (the host's public port)"))?;
+    let target_port = get(body, "target_port")
+        .ok_or_else(|| Detail::field("target_port", "is required (the VM's port)"))?;
+    let mut out = json!({"public_port": port, "vm": vm, "private_port": target_port});
+    if let Some(p) = get(body, "protocol") {
+        out["protocol"] = p.clone();
+    }
+    Ok(out)
+}
+
+/// meson's port-forward fields back to the daemon's names.
+pub fn port_forward_field(meson: &str) -> String {
+    match meson {
+        "public_port" => "port".into(),
+        "private_port" => "target_port".into(),
+        "vm" => "target_vm_uid".into(),
+        m => m.to_owned(),
+    }
+}
+
 /// A resize's field as the daemon's `/update` names it.
 pub fn resize_field(meson: &str) -> String {
     match meson {
@@ -816,6 +908,65 @@ mod tests {
             kaas_field("req.nodepool[0].specs.ram"),
             "nodepools[0].specs.ram_gb"
         );
+    }
+
+    #[test]
+    fn port_forward_bodies() {
+        let vm = uuid::Uuid::new_v4();
+        // Electros' create, as its fixtures have it.
+        let v = port_forward_create(
+            &json!({"serverurl": "https://192.168.1.10", "provider": "p", "protocol": "udp",
+                    "port": 20000, "target": "web", "target_vm_uid": vm, "target_port": 22,
+                    "tailscale": false, "force": true, "forward_uid": "fw-1"}),
+            vm,
+        )
+        .unwrap();
+        assert_eq!(
+            v,
+            json!({"protocol": "udp", "public_port": 20000, "vm": vm, "private_port": 22})
+        );
+        let v = port_forward_create(&json!({"port": 1, "target_port": 2}), vm).unwrap();
+        assert!(v.get("protocol").is_none(), "meson's default");
+        for (body, field) in [
+            (
+                json!({"port": 1, "target_port": 2, "tailscale": true}),
+                "tailscale",
+            ),
+            (
+                json!({"port": 1, "target_port": 2, "tailscale": "True"}),
+                "tailscale",
+            ),
+            (
+                json!({"port": 1, "target_port": 2, "tailscale": "maybe"}),
+                "tailscale",
+            ),
+            (json!({"target_port": 2}), "port"),
+            (json!({"port": 1, "target_port": null}), "target_port"),
+            (json!([1, 2]), "body"),
+        ] {
+            let e = port_forward_create(&body, vm).unwrap_err();
+            assert_eq!(e.fields[0]["name"], field, "{body}");
+        }
+        assert_eq!(port_forward_field("public_port"), "port");
+        assert_eq!(port_forward_field("private_port"), "target_port");
+        assert_eq!(port_forward_field("vm"), "target_vm_uid");
+        assert_eq!(port_forward_field("protocol"), "protocol");
+        let (id, net) = (uuid::Uuid::new_v4(), uuid::Uuid::new_v4());
+        let f: mt::port_forward::PortForward = serde_json::from_value(json!({"id": id,
+            "network": net, "vm": vm, "protocol": "tcp", "public_ip": "203.0.113.10",
+            "public_port": 2222, "private_port": 22, "status": "active", "host": "h1",
+            "error": null, "created": "2026-03-07T04:05:06Z"}))
+        .unwrap();
+        assert_eq!(
+            port_forward_object(&f, None),
+            json!({"serverurl": "https://203.0.113.10", "provider": null, "protocol": "tcp",
+                   "port": 2222, "target": "", "target_vm_uid": vm, "target_port": 22,
+                   "tailscale": false, "force": false, "forward_uid": id, "status": "active",
+                   "error_message": null, "network_uid": net,
+                   "creation_date": "3/7/2026, 04:05:06"})
+        );
+        assert_eq!(forward_url("203.0.113.10"), "https://203.0.113.10");
+        assert_eq!(forward_url("2001:db8::1"), "https://[2001:db8::1]");
     }
 
     #[test]

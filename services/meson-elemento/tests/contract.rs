@@ -111,15 +111,29 @@ impl Caller {
 
     /// POSTs until the resource is free: a `423` (an action still holds
     /// it) is asked again, anything but a `200` fails.
-    async fn post_when_free(&self, what: &str, url: &str, body: &Value) {
+    async fn post_when_free(&self, what: &str, url: &str, body: &Value) -> Reply {
+        self.call_when_free(what, Method::POST, url, Some(body))
+            .await
+    }
+
+    /// `method url` until the resource is free, as [`Caller::post_when_free`];
+    /// answers the `200`.
+    async fn call_when_free(
+        &self,
+        what: &str,
+        method: Method,
+        url: &str,
+        body: Option<&Value>,
+    ) -> Reply {
         until(what, Duration::from_secs(60), || async {
-            let r = self.post(url, body).await;
+            let r = self.call(method.clone(), url, body).await;
             assert!(
                 matches!(r.status, StatusCode::OK | StatusCode::LOCKED),
-                "{}",
+                "{what}: {} {}",
+                r.status,
                 r.text
             );
-            (r.status == StatusCode::OK).then_some(())
+            (r.status == StatusCode::OK).then_some(r)
         })
         .await
     }
@@ -517,6 +531,284 @@ async fn networks() {
     .await;
     gw.shutdown().await;
     m.stop().await;
+}
+
+/// A port no one listens on now (the simulator binds forwards on real
+/// loopback ports).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A port-forward object's JSON types, as Electros' fixtures have them.
+fn assert_forward_shape(f: &Value) {
+    for key in [
+        "serverurl",
+        "protocol",
+        "target",
+        "target_vm_uid",
+        "forward_uid",
+        "status",
+        "network_uid",
+    ] {
+        assert!(f[key].is_string(), "{key} in {f}");
+    }
+    assert!(f["serverurl"].as_str().unwrap().starts_with("https://"));
+    for key in ["port", "target_port"] {
+        assert!(f[key].is_u64(), "{key} in {f}");
+    }
+    assert_eq!(
+        (&f["tailscale"], &f["force"]),
+        (&json!(false), &json!(false))
+    );
+    assert!(f["provider"].is_string(), "the VM's provider: {f}");
+    assert!(is_daemon_date(f["creation_date"].as_str().unwrap()), "{f}");
+}
+
+/// The network daemon's port forwards over meson's: made, listed, seen
+/// `active` in meson, and deleted through the daemon's routes; its
+/// refusals name the daemon's fields.
+#[tokio::test]
+async fn port_forwards_from_create_to_delete() {
+    let m = Meson::start().await;
+    let gw = gateway(&m).await;
+    let me = Caller::bearer(&m.token);
+    let network = |p: &str| url(&gw, Daemon::Network, p);
+    let compute = |p: &str| url(&gw, Daemon::Compute, p);
+    let forwards = || async {
+        let r = me.get(&network("/portforwards")).await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+        assert!(r.content_type.starts_with("application/json"));
+        r.json().as_array().expect("a list").clone()
+    };
+    assert!(forwards().await.is_empty());
+
+    let mut nets = Vec::new();
+    for (name, cidr) in [("front", "192.168.110.1/24"), ("back", "192.168.111.1/24")] {
+        let body = json!({"network_name": name, "type": "libvirt", "mode": "nat",
+            "private": true, "ip": {"address": cidr, "dhcp": null}});
+        let r = me.post(&network("/create"), &body).await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+        nets.push(r.json()["network_uid"].as_str().unwrap().to_owned());
+    }
+    let (front, back) = (nets[0].clone(), nets[1].clone());
+    let mut spec = neon();
+    spec["info"]["vm_name"] = json!("web");
+    let r = me.post(&compute("/register"), &spec).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    let vm = r.json()["uniqueID"].as_str().unwrap().to_owned();
+    until("the VM runs", Duration::from_secs(60), || async {
+        let rows = me.get(&compute("/status")).await.json();
+        rows.as_array()?
+            .iter()
+            .any(|r| r["uniqueID"] == vm.as_str() && r["states"] == "running")
+            .then_some(())
+    })
+    .await;
+    let create = |body: Value| {
+        let me = &me;
+        let network = &network;
+        async move { me.post(&network("/portforward"), &body).await }
+    };
+    let refused = |r: Reply, field: &str| {
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{field}: {}", r.text);
+        assert_eq!(r.json()["fields"][0]["name"], field, "{}", r.text);
+        r.json()["detail"].as_str().unwrap().to_owned()
+    };
+
+    // On no network yet: nothing to forward from.
+    let port = free_port();
+    let body = json!({"protocol": "tcp", "port": port, "target_vm_uid": vm, "target_port": 22});
+    let detail = refused(create(body.clone()).await, "target_vm_uid");
+    assert!(
+        detail.contains("the VM is on no private network"),
+        "{detail}"
+    );
+    me.post_when_free(
+        "attached to front",
+        &compute("/network/attach"),
+        &json!({"local_index": vm, "network_uid": front}),
+    )
+    .await;
+
+    // The daemon's fields, refused by name: meson has no tailscale, no
+    // such VM (by id or name), meson's port checks under the daemon's names.
+    let with = |key: &str, value: Value| with_key(&body, key, value);
+    let detail = refused(create(with("tailscale", json!(true))).await, "tailscale");
+    assert!(detail.contains("tailscale"), "{detail}");
+    refused(
+        create(with("target_vm_uid", json!(uuid::Uuid::new_v4()))).await,
+        "target_vm_uid",
+    );
+    refused(
+        create(with("target_vm_uid", json!("nope"))).await,
+        "target_vm_uid",
+    );
+    let mut by_name = body.clone();
+    by_name.as_object_mut().unwrap().remove("target_vm_uid");
+    refused(
+        create(with_key(&by_name, "target", json!("no-such-vm"))).await,
+        "target",
+    );
+    refused(create(with("port", json!(0))).await, "port");
+    refused(
+        create(with("target_port", json!(70_000))).await,
+        "target_port",
+    );
+    refused(create(with("protocol", json!("sctp"))).await, "protocol");
+    assert!(forwards().await.is_empty(), "nothing half-made");
+
+    // Electros' create: its `force` is ignored, its `serverurl` answered.
+    let mut electros = with("force", json!(true));
+    electros["tailscale"] = json!(false);
+    electros["serverurl"] = json!("https://elsewhere.example");
+    let r = me
+        .call_when_free(
+            "forwarded",
+            Method::POST,
+            &network("/portforward"),
+            Some(&electros),
+        )
+        .await;
+    let made = r.json();
+    assert_forward_shape(&made);
+    let id = made["forward_uid"].as_str().unwrap().to_owned();
+    assert!(made["action_id"].is_string(), "{made}");
+    assert_eq!(made["port"], port);
+    assert_eq!(made["target_port"], 22);
+    assert_eq!(made["target"], "web");
+    assert_eq!(made["target_vm_uid"], vm.as_str());
+    assert_eq!(made["network_uid"], front.as_str());
+    assert_eq!(made["protocol"], "tcp");
+
+    // Listed, and `active` in meson, reached at its host's address.
+    let listed = forwards().await;
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_forward_shape(&listed[0]);
+    assert_eq!(listed[0]["forward_uid"], id.as_str());
+    until("active in meson", Duration::from_secs(60), || async {
+        let r = m
+            .get(&format!("/v1/networks/{front}/port-forwards/{id}"))
+            .await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+        let f = &r.body["port_forward"];
+        assert_ne!(f["status"], "error", "{f}");
+        (f["status"] == "active").then(|| f.clone())
+    })
+    .await;
+    let row = forwards().await[0].clone();
+    assert_eq!(row["status"], "active", "{row}");
+    let meson = m
+        .get(&format!("/v1/networks/{front}/port-forwards/{id}"))
+        .await
+        .body["port_forward"]
+        .clone();
+    assert_eq!(meson["public_port"], port);
+    assert_eq!(meson["private_port"], 22);
+    assert_eq!(meson["vm"], vm.as_str());
+    assert_eq!(
+        row["serverurl"],
+        format!("https://{}", meson["public_ip"].as_str().unwrap())
+    );
+
+    // On two networks, the body says which.
+    me.post_when_free(
+        "attached to back",
+        &compute("/network/attach"),
+        &json!({"local_index": vm, "network_uid": back}),
+    )
+    .await;
+    let udp = free_port();
+    let second = json!({"protocol": "udp", "port": udp, "target": "web", "target_port": 53});
+    let detail = refused(create(second.clone()).await, "network_uid");
+    assert!(detail.contains("2 private networks"), "{detail}");
+    refused(
+        create(with_key(
+            &second,
+            "network_uid",
+            json!(uuid::Uuid::new_v4()),
+        ))
+        .await,
+        "network_uid",
+    );
+    let r = me
+        .call_when_free(
+            "forwarded on back",
+            Method::POST,
+            &network("/portforward"),
+            Some(&with_key(&second, "network_uid", json!(back))),
+        )
+        .await;
+    let two = r.json();
+    assert_forward_shape(&two);
+    let id2 = two["forward_uid"].as_str().unwrap().to_owned();
+    assert_eq!(
+        (&two["protocol"], &two["network_uid"], &two["target_vm_uid"]),
+        (&json!("udp"), &json!(back), &json!(vm))
+    );
+    assert_eq!(forwards().await.len(), 2);
+
+    // Deleted: an unknown or malformed forward_uid is refused; the body's
+    // or the query's.
+    let delete = |body: Option<Value>, query: &str| {
+        let me = &me;
+        let u = format!("{}{query}", network("/portforward"));
+        async move { me.call(Method::DELETE, &u, body.as_ref()).await }
+    };
+    let r = delete(Some(json!({"forward_uid": uuid::Uuid::new_v4()})), "").await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.text);
+    assert!(
+        r.json()["detail"]
+            .as_str()
+            .unwrap()
+            .contains("no port forward")
+    );
+    let r = delete(None, &format!("?forward_uid={}", uuid::Uuid::new_v4())).await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.text);
+    refused(
+        delete(Some(json!({"forward_uid": "fw-1"})), "").await,
+        "forward_uid",
+    );
+    refused(delete(None, "").await, "forward_uid");
+    let r = me
+        .call_when_free(
+            "deleting the first",
+            Method::DELETE,
+            &network("/portforward"),
+            Some(&json!({"forward_uid": id})),
+        )
+        .await;
+    assert_eq!(r.json()["forward_uid"], id.as_str());
+    let done = m.wait_action(r.json()["action_id"].as_str().unwrap()).await;
+    assert_eq!(done["status"], "success", "{done}");
+    let r = me
+        .call_when_free(
+            "deleting the second",
+            Method::DELETE,
+            &format!("{}?forward_uid={id2}", network("/portforward")),
+            None,
+        )
+        .await;
+    assert_eq!(r.json()["forward_uid"], id2.as_str());
+    assert!(r.json()["action_id"].is_string());
+    until("every forward is gone", Duration::from_secs(60), || async {
+        forwards().await.is_empty().then_some(())
+    })
+    .await;
+    let r = delete(Some(json!({"forward_uid": id})), "").await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.text);
+    gw.shutdown().await;
+    m.stop().await;
+}
+
+/// `body` with `key` set to `value`.
+fn with_key(body: &Value, key: &str, value: Value) -> Value {
+    let mut b = body.clone();
+    b[key] = value;
+    b
 }
 
 /// A volume object's JSON types, as the GUI and elemento-cli read them.
@@ -1414,11 +1706,59 @@ async fn a_tenant_sees_nothing_of_another() {
         .await;
     assert_eq!(vol.status, StatusCode::OK, "{}", vol.text);
     let vol_id = vol.json()["vid"].as_str().unwrap().to_owned();
+    // A port forward of A's VM, on A's network.
+    until("A's VM runs", Duration::from_secs(60), || async {
+        let rows = a.get(&url(&gw, Daemon::Compute, "/status")).await.json();
+        (rows[0]["states"] == "running").then_some(())
+    })
+    .await;
+    a.post_when_free(
+        "A's VM on A's network",
+        &url(&gw, Daemon::Compute, "/network/attach"),
+        &json!({"local_index": vm_id, "network_uid": net_id}),
+    )
+    .await;
+    let forward = json!({"port": free_port(), "target_vm_uid": vm_id, "target_port": 22});
+    let fwd = a
+        .post_when_free(
+            "A's forward",
+            &url(&gw, Daemon::Network, "/portforward"),
+            &forward,
+        )
+        .await;
+    let fwd_id = fwd.json()["forward_uid"].as_str().unwrap().to_owned();
 
     assert_eq!(
         b.get(&url(&gw, Daemon::Compute, "/status")).await.json(),
         json!([])
     );
+    assert_eq!(
+        b.get(&url(&gw, Daemon::Network, "/portforwards"))
+            .await
+            .json(),
+        json!([])
+    );
+    // Forwarding to A's VM: no such VM for B; A's forward: none of B's.
+    let r = b
+        .post(&url(&gw, Daemon::Network, "/portforward"), &forward)
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.text);
+    assert_eq!(r.json()["fields"][0]["name"], "target_vm_uid");
+    let r = b
+        .post(
+            &url(&gw, Daemon::Network, "/portforward"),
+            &with_key(&forward, "network_uid", json!(net_id)),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.text);
+    let r = b
+        .call(
+            Method::DELETE,
+            &url(&gw, Daemon::Network, "/portforward"),
+            Some(&json!({"forward_uid": fwd_id})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.text);
     assert_eq!(
         b.get(&url(&gw, Daemon::Network, "/list")).await.json(),
         json!([])
@@ -1512,6 +1852,12 @@ async fn a_tenant_sees_nothing_of_another() {
         .json();
     assert_eq!(still.as_array().unwrap().len(), 1);
     assert_eq!(still[0]["volumeID"], vol_id.as_str());
+    let still = a
+        .get(&url(&gw, Daemon::Network, "/portforwards"))
+        .await
+        .json();
+    assert_eq!(still.as_array().unwrap().len(), 1, "{still}");
+    assert_eq!(still[0]["forward_uid"], fwd_id.as_str());
     gw.shutdown().await;
     m.stop().await;
 }
