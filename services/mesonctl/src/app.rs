@@ -6,8 +6,9 @@
 
 use crate::cli::{
     ActionCommand, AuditCommand, Cli, ClusterCommand, Command, ImageCommand, KopsCommand,
-    KubeconfigCommand, KubernetesCommand, NetworkCommand, NodeCommand, PoolCommand, QuotaCommand,
-    TargetCommand, TenantCommand, TenantQuotaCommand, VmCommand, VolumeCommand, WaitArgs,
+    KubeconfigCommand, KubernetesCommand, NetworkCommand, NodeCommand, PoolCommand,
+    PortForwardCommand, QuotaCommand, TargetCommand, TenantCommand, TenantQuotaCommand, VmCommand,
+    VolumeCommand, WaitArgs,
 };
 use crate::config::{self, Settings};
 use crate::error::Failure;
@@ -466,6 +467,7 @@ impl Ctx {
             Command::Volume(c) => self.volume(c).await,
             Command::Image(c) => self.image(c).await,
             Command::Network(c) => self.network(c).await,
+            Command::PortForward(c) => self.port_forward(c).await,
             Command::Quota(QuotaCommand::Get) => self.show(&self.client.quotas().await?),
             Command::Tenant(TenantCommand::Quota(TenantQuotaCommand::Get { tenant })) => {
                 self.show(&self.client.tenant_quota(&tenant).await?)
@@ -867,6 +869,106 @@ impl Ctx {
                 self.finish_action(action, wait).await
             }
         }
+    }
+
+    async fn port_forward(&self, c: PortForwardCommand) -> Result<()> {
+        use meson_types::port_forward::PortForwardCreateRequest;
+        match c {
+            PortForwardCommand::Create {
+                network,
+                vm,
+                public_port,
+                private_port,
+                protocol,
+                wait,
+            } => {
+                let network = self.network_id(&network).await?;
+                let vm = self.vm_id(&vm).await?;
+                let req = PortForwardCreateRequest {
+                    protocol,
+                    public_port,
+                    vm,
+                    private_port,
+                };
+                let created = self.client.port_forward_create(network, &req).await?;
+                warn(&created.warnings);
+                if !wait.waits() {
+                    return self.show(&created);
+                }
+                self.wait(std::slice::from_ref(&created.action)).await?;
+                self.show(
+                    &self
+                        .client
+                        .port_forward_get(network, created.port_forward.id)
+                        .await?,
+                )
+            }
+            PortForwardCommand::List { network } => {
+                let id = self.network_id(&network).await?;
+                self.show(&self.client.port_forward_list(id).await?)
+            }
+            PortForwardCommand::Get { network, forward } => {
+                let (network, id) = self.forward_id(&network, &forward).await?;
+                self.show(&self.client.port_forward_get(network, id).await?)
+            }
+            PortForwardCommand::Delete {
+                network,
+                forward,
+                wait,
+            } => {
+                let (network, id) = self.forward_id(&network, &forward).await?;
+                let action = self.client.port_forward_delete(network, id).await?;
+                self.finish_action(action, wait).await
+            }
+        }
+    }
+
+    /// A network's id and one of its port forwards', from the network's id
+    /// or name and the forward's id or an abbreviation of it (forwards have
+    /// no names).
+    async fn forward_id(&self, network: &str, forward: &str) -> Result<(Uuid, Uuid)> {
+        let network_id = self.network_id(network).await?;
+        if let Some(id) = whole_id(forward) {
+            return Ok((network_id, id));
+        }
+        let Some(abbrev) = IdRef::parse(forward) else {
+            return Err(Failure::Usage(format!(
+                "{forward:?} is not a port forward's id, nor {} or more of its first or last \
+                 hex digits",
+                IdRef::MIN_DIGITS
+            )));
+        };
+        let all = self.client.port_forward_list(network_id).await?;
+        let labels: Vec<(Uuid, String)> = all
+            .iter()
+            .filter(|f| abbrev.matches(&f.id))
+            .map(|f| {
+                (
+                    f.id,
+                    format!(
+                        "{} {} to VM {} port {}",
+                        f.protocol,
+                        output::public_address(&f.public_ip, f.public_port),
+                        f.vm,
+                        f.private_port
+                    ),
+                )
+            })
+            .collect();
+        if labels.is_empty() {
+            return Err(Failure::NotFound(format!(
+                "no port forward of network {network} has an id starting or ending with \
+                 {forward:?}"
+            )));
+        }
+        let found: Vec<(Uuid, &str)> = labels.iter().map(|(id, l)| (*id, l.as_str())).collect();
+        let id = unique(
+            "port forward",
+            forward,
+            &found,
+            "have ids starting or ending with",
+        )?;
+        Ok((network_id, id))
     }
 
     /// A cluster's id and one of its nodes', from their ids or names.

@@ -58,6 +58,10 @@ pub enum Command {
     /// Private networks.
     #[command(subcommand)]
     Network(NetworkCommand),
+    /// A network's port forwards: a public port of a VM's AtomOS host
+    /// relayed to a port of the VM.
+    #[command(subcommand)]
+    PortForward(PortForwardCommand),
     /// Kubernetes versions meson installs.
     #[command(subcommand)]
     Kubernetes(KubernetesCommand),
@@ -748,6 +752,54 @@ pub enum NetworkCommand {
 }
 
 #[derive(Debug, Subcommand)]
+pub enum PortForwardCommand {
+    /// Forwards a public port of a VM's host to a port of the VM (a VM on
+    /// the network, running or off), reached at the host's address; waits
+    /// until the host forwards it. While it has forwards, the VM cannot
+    /// migrate or leave the network; deleting the VM deletes them.
+    Create {
+        /// The network (id, abbreviation or name).
+        network: String,
+        /// The VM (id, abbreviation or name).
+        #[arg(long)]
+        vm: String,
+        /// The port on the VM's host: free there, whichever tenant's.
+        #[arg(long, value_name = "PORT", value_parser = clap::value_parser!(u16).range(1..))]
+        public_port: u16,
+        /// The VM's port it reaches.
+        #[arg(long, value_name = "PORT", value_parser = clap::value_parser!(u16).range(1..))]
+        private_port: u16,
+        /// tcp (the default) or udp.
+        #[arg(long, value_parser = ["tcp", "udp"])]
+        protocol: Option<String>,
+        #[command(flatten)]
+        wait: WaitArgs,
+    },
+    /// Lists a network's port forwards, oldest first.
+    List {
+        /// The network (id, abbreviation or name).
+        network: String,
+    },
+    /// Shows a port forward.
+    Get {
+        /// The network (id, abbreviation or name).
+        network: String,
+        /// The forward: its id, or 8 or more of its first or last hex digits.
+        forward: String,
+    },
+    /// Deletes a port forward: its host stops forwarding, its public port is
+    /// free again.
+    Delete {
+        /// The network (id, abbreviation or name).
+        network: String,
+        /// The forward: its id, or 8 or more of its first or last hex digits.
+        forward: String,
+        #[command(flatten)]
+        wait: WaitArgs,
+    },
+}
+
+#[derive(Debug, Subcommand)]
 pub enum TenantCommand {
     /// A tenant's quotas.
     #[command(subcommand)]
@@ -981,6 +1033,64 @@ mod tests {
         }
         assert_eq!(cli.output, Format::Table);
         let e = Cli::try_parse_from(["mesonctl", "vm", "frob"]).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        // A forward's ports are 1..=65535 and its protocol tcp or udp.
+        let cli = Cli::try_parse_from([
+            "mesonctl",
+            "port-forward",
+            "create",
+            "db",
+            "--vm",
+            "web",
+            "--public-port",
+            "2222",
+            "--private-port",
+            "22",
+            "--protocol",
+            "udp",
+        ])
+        .unwrap();
+        match cli.command {
+            Command::PortForward(PortForwardCommand::Create {
+                network,
+                vm,
+                public_port,
+                private_port,
+                protocol,
+                wait,
+            }) => {
+                assert_eq!((network.as_str(), vm.as_str()), ("db", "web"));
+                assert_eq!((public_port, private_port), (2222, 22));
+                assert_eq!(protocol.as_deref(), Some("udp"));
+                assert!(wait.waits());
+            }
+            other => panic!("{other:?}"),
+        }
+        for bad in [
+            ["--public-port", "0", "--private-port", "22"],
+            ["--public-port", "65536", "--private-port", "22"],
+            ["--public-port", "80", "--private-port", "x"],
+        ] {
+            let mut args = vec!["mesonctl", "port-forward", "create", "db", "--vm", "web"];
+            args.extend(bad);
+            let e = Cli::try_parse_from(args).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{bad:?}");
+        }
+        let e = Cli::try_parse_from([
+            "mesonctl",
+            "port-forward",
+            "create",
+            "db",
+            "--vm",
+            "web",
+            "--public-port",
+            "80",
+            "--private-port",
+            "80",
+            "--protocol",
+            "sctp",
+        ])
+        .unwrap_err();
         assert_eq!(e.exit_code(), 2);
     }
 }

@@ -15,6 +15,7 @@ use meson_types::cluster::{AutoscalerCredentials, Cluster, ClusterCreateResponse
 use meson_types::image::{Image, ImageCreateResponse};
 use meson_types::network::Network;
 use meson_types::pool::PoolUpdateResponse;
+use meson_types::port_forward::{PortForward, PortForwardCreateResponse};
 use meson_types::quote::QuoteAnswer;
 use meson_types::vm::{Price, Vm, VmCreateResponse};
 use meson_types::volume::{Volume, VolumeCreateResponse};
@@ -787,6 +788,82 @@ impl Show for Vec<Network> {
     }
 }
 
+/// Where a port forward is reached: `ip:port`, `[ip]:port` for IPv6.
+pub fn public_address(ip: &str, port: u16) -> String {
+    if ip.contains(':') {
+        format!("[{ip}]:{port}")
+    } else {
+        format!("{ip}:{port}")
+    }
+}
+
+impl Show for PortForward {
+    fn view(&self, _: Width) -> View {
+        View::Fields(vec![
+            ("ID", self.id.to_string()),
+            ("Network", self.network.to_string()),
+            ("VM", self.vm.to_string()),
+            ("Protocol", self.protocol.clone()),
+            (
+                "Public address",
+                public_address(&self.public_ip, self.public_port),
+            ),
+            ("Private port", self.private_port.to_string()),
+            ("Status", self.status.clone()),
+            ("Host", self.host.clone()),
+            ("Error", opt(&self.error)),
+            ("Created", time(&self.created)),
+        ])
+    }
+}
+
+impl Show for Vec<PortForward> {
+    /// An ERROR column, last, when any forward has an error.
+    fn view(&self, width: Width) -> View {
+        let errors = self.iter().any(|f| f.error.is_some());
+        let mut headers = vec![
+            "ID",
+            "VM",
+            "PROTOCOL",
+            "PUBLIC ADDRESS",
+            "PRIVATE PORT",
+            "STATUS",
+        ];
+        if errors {
+            headers.push("ERROR");
+        }
+        View::Table {
+            headers,
+            rows: self
+                .iter()
+                .map(|f| {
+                    let mut row = vec![
+                        width.id(&f.id),
+                        width.id(&f.vm),
+                        f.protocol.clone(),
+                        public_address(&f.public_ip, f.public_port),
+                        f.private_port.to_string(),
+                        f.status.clone(),
+                    ];
+                    if errors {
+                        row.push(width.message(opt(&f.error)));
+                    }
+                    row
+                })
+                .collect(),
+        }
+    }
+}
+
+impl Show for PortForwardCreateResponse {
+    fn view(&self, width: Width) -> View {
+        View::Sections(vec![
+            ("Port forward", self.port_forward.view(width)),
+            ("Actions", vec![self.action.clone()].view(width)),
+        ])
+    }
+}
+
 impl Show for Vec<KubernetesVersion> {
     fn view(&self, _: Width) -> View {
         View::Table {
@@ -1022,6 +1099,34 @@ mod tests {
             ("Status", String::new()),
         ]));
         assert_eq!(f, "ID:      x\nStatus:  -\n");
+    }
+
+    #[test]
+    fn port_forwards_show_their_public_address() {
+        let f: PortForward = serde_json::from_value(serde_json::json!({
+            "id": "0192f5c4-0000-7000-8000-0000000000f1",
+            "network": "0192f5c4-0000-7000-8000-0000000000a1",
+            "vm": "0192f5c4-0000-7000-8000-0000000000b1", "protocol": "tcp",
+            "public_ip": "203.0.113.10", "public_port": 2222, "private_port": 22,
+            "status": "active", "host": "ionos-fra-1", "error": null,
+            "created": "2026-01-01T00:00:00Z"
+        }))
+        .unwrap();
+        let list = render(Format::Table, &vec![f.clone()]).unwrap();
+        assert_eq!(
+            list,
+            "ID        VM        PROTOCOL  PUBLIC ADDRESS     PRIVATE PORT  STATUS\n\
+             000000f1  000000b1  tcp       203.0.113.10:2222  22            active\n"
+        );
+        let mut broken = f.clone();
+        broken.status = "error".into();
+        broken.error = Some("the host no longer forwards it".into());
+        let list = render(Format::Table, &vec![f.clone(), broken]).unwrap();
+        assert!(list.lines().next().unwrap().ends_with("  ERROR"), "{list}");
+        assert!(list.contains("no longer forwards it"), "{list}");
+        let one = render(Format::Table, &f).unwrap();
+        assert!(one.contains("Public address:  203.0.113.10:2222"), "{one}");
+        assert_eq!(public_address("2001:db8::1", 80), "[2001:db8::1]:80");
     }
 
     fn action() -> Action {

@@ -1015,6 +1015,187 @@ async fn an_image_of_a_vm_and_a_vm_from_the_image() {
     m.stop().await;
 }
 
+/// A port nothing listens on now: the simulated hosts listen on loopback
+/// for their forwards.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr")
+        .port()
+}
+
+/// Whether something listens on `127.0.0.1:port` (binding it fails).
+fn listened_on(port: u16) -> bool {
+    std::net::TcpListener::bind(("127.0.0.1", port)).is_err()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_port_forward_to_a_vm_created_listed_shown_and_deleted() {
+    let m = Meson::start().await;
+    let r = m
+        .ctl(&[
+            "network",
+            "create",
+            "--name",
+            "edge",
+            "--cidr",
+            "192.168.72.0/24",
+            "--no-dhcp",
+            "-o",
+            "json",
+        ])
+        .await;
+    let network = r.ok().json()["id"].as_str().unwrap().to_owned();
+    let mut body = harness::seed_vm();
+    body["specs"]["vm_name"] = "web".into();
+    let file = m.file("web.json", &body);
+    let r = m.ctl(&["vm", "create", "-f", &file, "-o", "json"]).await;
+    let vm = r.ok().json()["id"].as_str().unwrap().to_owned();
+    m.ctl(&["vm", "attach-network", "web", "edge"]).await.ok();
+
+    // Made by names, waiting with progress: active, its port listened on.
+    let port = free_port();
+    let port_s = port.to_string();
+    let r = m
+        .ctl(&[
+            "port-forward",
+            "create",
+            "edge",
+            "--vm",
+            "web",
+            "--public-port",
+            &port_s,
+            "--private-port",
+            "22",
+            "-o",
+            "json",
+        ])
+        .await;
+    r.ok();
+    assert!(
+        r.stderr.contains("create_port_forward: success 100%"),
+        "{r:#?}"
+    );
+    let f = r.json();
+    assert_eq!(f["status"], "active", "{f}");
+    assert_eq!(f["protocol"], "tcp", "{f}");
+    assert_eq!(f["public_port"], port, "{f}");
+    assert_eq!(f["private_port"], 22, "{f}");
+    assert_eq!(f["vm"], vm.as_str(), "{f}");
+    assert_eq!(f["network"], network.as_str(), "{f}");
+    let id = f["id"].as_str().unwrap().to_owned();
+    let short = &id[id.len() - 8..];
+    let address = format!("{}:{port}", f["public_ip"].as_str().unwrap());
+    assert!(listened_on(port), "the host forwards {port}");
+
+    // The port is the host's now: a second forward on it is refused; and
+    // the VM cannot leave the network while forwarded to.
+    let r = m
+        .ctl(&[
+            "port-forward",
+            "create",
+            "edge",
+            "--vm",
+            "web",
+            "--public-port",
+            &port_s,
+            "--private-port",
+            "80",
+        ])
+        .await;
+    assert_eq!(r.code, Some(1), "{r:#?}");
+    assert!(
+        r.stderr.contains("(conflict)") && r.stderr.contains("is taken on host"),
+        "{r:#?}"
+    );
+    let r = m.ctl(&["vm", "detach-network", "web", "edge"]).await;
+    assert_eq!(r.code, Some(1), "{r:#?}");
+    assert!(r.stderr.contains(&format!("port forward {id}")), "{r:#?}");
+    // A port of 0 is a usage error, not meson's.
+    let r = m
+        .ctl(&[
+            "port-forward",
+            "create",
+            "edge",
+            "--vm",
+            "web",
+            "--public-port",
+            "0",
+            "--private-port",
+            "22",
+        ])
+        .await;
+    assert_eq!(r.code, Some(2), "{r:#?}");
+
+    // Listed: a table with short ids and the public address, and JSON.
+    let r = m.ctl(&["port-forward", "list", "edge"]).await;
+    r.ok();
+    assert!(
+        r.stdout
+            .starts_with("ID        VM        PROTOCOL  PUBLIC ADDRESS"),
+        "{r:#?}"
+    );
+    let row = r
+        .stdout
+        .lines()
+        .find(|l| l.starts_with(&format!("{short} ")))
+        .unwrap_or_else(|| panic!("no row for {short}: {r:#?}"));
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(
+        cells,
+        [short, &vm[vm.len() - 8..], "tcp", &address, "22", "active"],
+        "{row}"
+    );
+    let r = m
+        .ctl(&["port-forward", "list", &network, "-o", "json"])
+        .await;
+    let list = r.ok().json();
+    assert_eq!(list.as_array().map(Vec::len), Some(1), "{list}");
+    assert_eq!(list[0]["id"], id.as_str(), "{list}");
+
+    // Shown by its short id (the network by name), and by whole ids.
+    let r = m
+        .ctl(&["port-forward", "get", "edge", short, "-o", "json"])
+        .await;
+    assert_eq!(r.ok().json()["id"], id.as_str(), "{r:#?}");
+    let r = m.ctl(&["port-forward", "get", &network, &id]).await;
+    r.ok();
+    assert!(
+        r.stdout.contains(&format!("Public address:  {address}\n")),
+        "{r:#?}"
+    );
+    assert!(r.stdout.contains("Status:          active\n"), "{r:#?}");
+    let r = m.ctl(&["port-forward", "get", "edge", "ffffffff"]).await;
+    assert_eq!(r.code, Some(1), "{r:#?}");
+    assert!(r.stderr.contains("no port forward"), "{r:#?}");
+
+    // Deleted, waiting: gone from meson and from the host.
+    let r = m
+        .ctl(&["port-forward", "delete", "edge", short, "-o", "json"])
+        .await;
+    r.ok();
+    let a = r.json();
+    assert_eq!(
+        (a["command"].as_str(), a["status"].as_str()),
+        (Some("delete_port_forward"), Some("success")),
+        "{a}"
+    );
+    let r = m.ctl(&["port-forward", "list", "edge", "-o", "json"]).await;
+    assert_eq!(r.ok().json(), json!([]), "{r:#?}");
+    let r = m.ctl(&["port-forward", "get", "edge", &id]).await;
+    assert_eq!(r.code, Some(1), "{r:#?}");
+    assert!(r.stderr.contains("(not_found)"), "{r:#?}");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while listened_on(port) {
+        assert!(Instant::now() < deadline, "{port} still listened on");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // The VM may leave the network now.
+    m.ctl(&["vm", "detach-network", "web", "edge"]).await.ok();
+    m.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn volumes_networks_and_kubernetes_versions() {
     let m = Meson::start().await;

@@ -94,6 +94,12 @@ pub fn pages() -> Vec<(String, String)> {
     for k in Kind::ALL {
         let import = match k {
             Kind::Pool => format!("terraform import {}.NAME CLUSTER_ID/POOL_ID", k.name()),
+            Kind::VolumeAttachment => {
+                format!("terraform import {}.NAME VOLUME_ID/VM_ID", k.name())
+            }
+            Kind::PortForward => {
+                format!("terraform import {}.NAME NETWORK_ID/FORWARD_ID", k.name())
+            }
             _ => format!("terraform import {}.NAME ID", k.name()),
         };
         pages.push((

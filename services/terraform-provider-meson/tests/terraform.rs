@@ -4,7 +4,8 @@
 //! `examples/terraform/` as written. Apply; a second plan shows no changes;
 //! a pool's `desired_nodes` changes in place and its nodes follow; a VM
 //! deleted through the API is re-created; a VM made with mesonctl imports
-//! without a diff; destroy leaves nothing in meson nor on the hosts.
+//! without a diff; volumes, images and a port forward by plan; destroy
+//! leaves nothing in meson nor on the hosts.
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -335,6 +336,134 @@ async fn volumes_by_plan(dev: &Dev, tf: &Tf) {
     assert!(err.contains("size"), "{err}");
     std::fs::write(tf.dir.join("volumes.tf"), volumes_tf_with(20, false, 8)).unwrap();
     tf.ok(&["plan", "-detailed-exitcode", "-no-color"], 0);
+}
+
+/// A port forward's configuration: a VM on a network, and (when `port` is
+/// given) its port 22 forwarded from `port` of its host.
+fn forwards_tf(port: Option<u16>) -> String {
+    let mut tf = r#"
+resource "meson_network" "fwd" {
+  name = "fwd"
+  cidr = "192.168.63.0/24"
+  dhcp = false
+}
+resource "meson_vm" "relay" {
+  name       = "relay"
+  cores      = 1
+  memory_mib = 1024
+  networks   = [meson_network.fwd.id]
+}
+"#
+    .to_owned();
+    if let Some(port) = port {
+        tf.push_str(&format!(
+            r#"
+resource "meson_port_forward" "ssh" {{
+  network_id   = meson_network.fwd.id
+  vm_id        = meson_vm.relay.id
+  public_port  = {port}
+  private_port = 22
+}}
+"#
+        ));
+    }
+    tf
+}
+
+/// Whether something listens on `127.0.0.1:port` (the simulated hosts
+/// forward on loopback).
+fn listened_on(port: u16) -> bool {
+    std::net::TcpListener::bind(("127.0.0.1", port)).is_err()
+}
+
+/// A port forward by plan: a create the host cannot honour (its port taken)
+/// fails with the action's error and leaves nothing, in the state nor in
+/// meson; once the port is free it is made, active and listened on; a
+/// second plan, and an import, show no changes; removing it frees the port.
+async fn port_forwards_by_plan(dev: &Dev, tf: &Tf) {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    std::fs::write(tf.dir.join("forwards.tf"), forwards_tf(Some(port))).unwrap();
+    let out = tf.run(&["apply", "-auto-approve", "-no-color"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("the action create_port_forward failed") && err.contains("in use"),
+        "{err}"
+    );
+    let state = tf.ok(&["state", "list"], 0);
+    assert!(state.contains("meson_vm.relay"), "{state}");
+    assert!(!state.contains("meson_port_forward"), "{state}");
+    let network = dev
+        .list("networks")
+        .await
+        .into_iter()
+        .find(|n| n["name"] == "fwd")
+        .expect("the fwd network");
+    let network = network["id"].as_str().unwrap().to_owned();
+    let forwards = format!("/v1/networks/{network}/port-forwards");
+    assert_eq!(
+        dev.get(&forwards).await["port_forwards"],
+        Value::Array(vec![])
+    );
+
+    drop(taken);
+    let out = tf.ok(&["apply", "-auto-approve", "-no-color"], 0);
+    assert!(
+        out.contains("Resources: 1 added, 0 changed, 0 destroyed"),
+        "{out}"
+    );
+    let list = dev.get(&forwards).await["port_forwards"].clone();
+    let f = list[0].clone();
+    assert_eq!(list.as_array().map(Vec::len), Some(1), "{list}");
+    let relay = vm_by_name(dev, "relay").await.expect("the relay VM");
+    assert_eq!(f["vm"], relay["id"], "{f}");
+    assert_eq!(f["status"], "active", "{f}");
+    assert!(listened_on(port), "the host forwards {port}");
+    let shown: Value = serde_json::from_str(&tf.ok(&["show", "-json"], 0)).unwrap();
+    let held = shown["values"]["root_module"]["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["address"] == "meson_port_forward.ssh")
+        .map(|r| r["values"].clone())
+        .expect("the forward in the state");
+    for (k, want) in [
+        ("id", f["id"].clone()),
+        ("network_id", Value::from(network.clone())),
+        ("status", Value::from("active")),
+        ("protocol", Value::from("tcp")),
+        ("public_port", Value::from(port)),
+        ("private_port", Value::from(22)),
+        ("public_ip", f["public_ip"].clone()),
+        ("host", relay["host"].clone()),
+    ] {
+        assert_eq!(held[k], want, "{k}: {held}");
+    }
+    let out = tf.ok(&["plan", "-detailed-exitcode", "-no-color"], 0);
+    assert!(out.contains("No changes"), "{out}");
+
+    // Imported as NETWORK_ID/FORWARD_ID: the same, nothing to change.
+    tf.ok(&["state", "rm", "meson_port_forward.ssh"], 0);
+    let id = format!("{network}/{}", f["id"].as_str().unwrap());
+    tf.ok(&["import", "-no-color", "meson_port_forward.ssh", &id], 0);
+    let out = tf.ok(&["plan", "-detailed-exitcode", "-no-color"], 0);
+    assert!(out.contains("No changes"), "{out}");
+
+    // Removed: gone from meson, its port free again.
+    std::fs::write(tf.dir.join("forwards.tf"), forwards_tf(None)).unwrap();
+    let out = tf.ok(&["plan", "-no-color"], 0);
+    assert!(out.contains("0 to add, 0 to change, 1 to destroy"), "{out}");
+    tf.ok(&["apply", "-auto-approve", "-no-color"], 0);
+    assert_eq!(
+        dev.get(&forwards).await["port_forwards"],
+        Value::Array(vec![])
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while listened_on(port) {
+        assert!(Instant::now() < deadline, "{port} still listened on");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 /// The imported VM's `networks`, changed in place: joined, reordered (the
@@ -722,6 +851,8 @@ output "default_kubernetes_version" {
     networks_by_plan(&dev, &tf, imported_id).await;
 
     volumes_by_plan(&dev, &tf).await;
+
+    port_forwards_by_plan(&dev, &tf).await;
 
     // A golden image of the holder VM, and a VM booted from it.
     std::fs::write(

@@ -9,6 +9,7 @@ pub mod data;
 pub mod image;
 pub mod network;
 pub mod pool;
+pub mod port_forward;
 pub mod vm;
 pub mod volume;
 
@@ -35,10 +36,11 @@ pub enum Kind {
     Image,
     Volume,
     VolumeAttachment,
+    PortForward,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 7] = [
+    pub const ALL: [Kind; 8] = [
         Kind::Network,
         Kind::Vm,
         Kind::Cluster,
@@ -46,6 +48,7 @@ impl Kind {
         Kind::Image,
         Kind::Volume,
         Kind::VolumeAttachment,
+        Kind::PortForward,
     ];
 
     pub fn name(self) -> &'static str {
@@ -57,6 +60,7 @@ impl Kind {
             Kind::Image => "meson_image",
             Kind::Volume => "meson_volume",
             Kind::VolumeAttachment => "meson_volume_attachment",
+            Kind::PortForward => "meson_port_forward",
         }
     }
 
@@ -73,6 +77,7 @@ impl Kind {
             Kind::Image => image::block(),
             Kind::Volume => volume::block(),
             Kind::VolumeAttachment => volume::attachment::block(),
+            Kind::PortForward => port_forward::block(),
         }
     }
 
@@ -88,6 +93,7 @@ impl Kind {
             Kind::Image => image::create(c, planned, t).await,
             Kind::Volume => volume::create(c, planned, t).await,
             Kind::VolumeAttachment => volume::attachment::create(c, planned, t).await,
+            Kind::PortForward => port_forward::create(c, planned, t, notes).await,
         }
     }
 
@@ -101,6 +107,7 @@ impl Kind {
             Kind::Image => image::read(c, state).await,
             Kind::Volume => volume::read(c, state).await,
             Kind::VolumeAttachment => volume::attachment::read(c, state).await,
+            Kind::PortForward => port_forward::read(c, state).await,
         }
     }
 
@@ -123,6 +130,8 @@ impl Kind {
             Kind::Volume => volume::update(c, prior, planned, t).await,
             // Every attribute replaces it: nothing changes in place.
             Kind::VolumeAttachment => Ok(planned.clone()),
+            // Likewise; meson's view of it as it is.
+            Kind::PortForward => port_forward::update(c, prior).await,
         }
     }
 
@@ -136,6 +145,7 @@ impl Kind {
             Kind::Image => image::field(f),
             Kind::Volume => volume::field(f),
             Kind::VolumeAttachment => volume::attachment::field(f),
+            Kind::PortForward => port_forward::field(f),
         }
     }
 
@@ -150,6 +160,7 @@ impl Kind {
             Kind::Image => image::delete(c, prior, t).await,
             Kind::Volume => volume::delete(c, prior, t).await,
             Kind::VolumeAttachment => volume::attachment::delete(c, prior, t).await,
+            Kind::PortForward => port_forward::delete(c, prior, t).await,
         };
         match r {
             // Already gone: what a delete wants.
@@ -183,6 +194,7 @@ impl Kind {
                 parse_id(vm)?;
                 Ok(serde_json::json!({"id": volume, "volume_id": volume, "vm_id": vm}))
             }
+            Kind::PortForward => port_forward::import_state(id),
             _ => {
                 parse_id(id)?;
                 Ok(serde_json::json!({"id": id}))
