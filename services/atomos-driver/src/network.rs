@@ -84,15 +84,7 @@ impl AtomosClient {
             .await?
             .into_iter()
             .find(|n| n.name == req.name)
-            .ok_or_else(|| {
-                // Transient: the create succeeded, the list may just lag behind.
-                DriverError::new(
-                    ErrorKind::Transient,
-                    &call.route,
-                    None,
-                    format!("network {} created but not listed yet", req.name),
-                )
-            })
+            .ok_or_else(|| not_listed_yet(&call, &format!("network {}", req.name)))
     }
 
     /// `DELETE /delete` with a JSON body.
@@ -146,15 +138,7 @@ impl AtomosClient {
             .await?
             .into_iter()
             .find(|f| f.id == req.id)
-            .ok_or_else(|| {
-                // Transient: the create succeeded, the list may just lag behind.
-                DriverError::new(
-                    ErrorKind::Transient,
-                    &call.route,
-                    None,
-                    format!("port forward {} created but not listed yet", req.id),
-                )
-            })
+            .ok_or_else(|| not_listed_yet(&call, &format!("port forward {}", req.id)))
     }
 
     /// `DELETE /portforward` with a JSON body. An unknown id is
@@ -170,6 +154,17 @@ impl AtomosClient {
         .await?;
         Ok(())
     }
+}
+
+/// A create the host accepted but does not list yet: transient (the list
+/// may just lag behind), so the caller asks again.
+fn not_listed_yet(call: &Call, what: &str) -> DriverError {
+    DriverError::new(
+        ErrorKind::Transient,
+        &call.route,
+        None,
+        format!("{what} created but not listed yet"),
+    )
 }
 
 fn forward_to_wire(req: &PortForwardCreate) -> PortForwardObject {
