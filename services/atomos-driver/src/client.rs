@@ -274,6 +274,15 @@ impl AtomosClient {
         self.send(&call, None).await?.json(&call.route)
     }
 
+    /// GET returning JSON, for a call whose path carries data (a query)
+    /// and so has its own label.
+    pub(crate) async fn get_call_json<T: DeserializeOwned>(
+        &self,
+        call: &Call,
+    ) -> Result<T, DriverError> {
+        self.send(call, None).await?.json(&call.route)
+    }
+
     /// Sends `body` as JSON; the answer is checked for 2xx and returned raw.
     pub(crate) async fn send_json<B: Serialize + ?Sized>(
         &self,

@@ -14,7 +14,10 @@ pub enum ErrorKind {
     /// 401/403: the daemons' session is missing or lacks rights.
     Auth,
     /// 409: the name is taken; for a port forward, its port on the host
-    /// (`[PortInUse]`) or its id (with another spec).
+    /// (`[PortInUse]`) or its id (with another spec); for a backup, its id
+    /// (another VM's, `[BackupExists]`). A 409 `[VmRunning]` (a backup
+    /// restored into a running VM's volume) is [`ErrorKind::Invalid`]
+    /// instead: nothing exists that a caller could take as done.
     AlreadyExists,
 }
 
@@ -143,6 +146,9 @@ pub(crate) fn classify(status: u16, message: &str) -> ErrorKind {
         507 => ErrorKind::Capacity,
         401 | 403 => ErrorKind::Auth,
         404 => ErrorKind::NotFound,
+        // A conflict with the VM's state, not with an object that exists:
+        // stopping the VM is the way out, not finding what is there.
+        409 if lower.contains("[vmrunning]") => ErrorKind::Invalid,
         409 => ErrorKind::AlreadyExists,
         // Checked before the 5xx rule: an allocation failure raised as a 500
         // stays a 500 no matter how often it is retried.
@@ -235,6 +241,33 @@ mod tests {
         assert_eq!(
             classify(404, "[VmNotFound] VM v does not exist"),
             ErrorKind::NotFound
+        );
+    }
+
+    #[test]
+    fn backup_refusals_map_to_what_a_caller_does() {
+        assert_eq!(
+            classify(
+                409,
+                "[VmRunning] volume a8 is attached to VM web, which is not off"
+            ),
+            ErrorKind::Invalid
+        );
+        assert_eq!(
+            classify(409, "[BackupExists] backup b-1 is VM v-2's"),
+            ErrorKind::AlreadyExists
+        );
+        assert_eq!(
+            classify(404, "[BackupNotFound] backup b-1 does not exist"),
+            ErrorKind::NotFound
+        );
+        assert_eq!(
+            classify(507, "[BackupNotAllocable] 11 GB requested, 3.0 GB free"),
+            ErrorKind::Capacity
+        );
+        assert_eq!(
+            classify(400, "[BackupVolumeNotFound] volume x is not in backup b-1"),
+            ErrorKind::Invalid
         );
     }
 

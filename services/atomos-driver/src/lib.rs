@@ -7,6 +7,7 @@
 //! types themselves are in [`schema`].
 
 mod auth;
+mod backup;
 mod client;
 mod compute;
 mod error;
@@ -15,6 +16,7 @@ pub mod schema;
 mod storage;
 
 pub use auth::AuthStatus;
+pub use backup::{Backup, BackupVolume};
 pub use client::{AtomosClient, ClientOptions, Ports, Target};
 pub use compute::{PciDevice, Quote, Register, Template, Vm, VmSpec, VmState, pci_from_wire};
 pub use error::{DriverError, ErrorKind};

@@ -363,7 +363,7 @@ fn metadata_segment(json: &[u8]) -> String {
 /// no single volume is a petabyte.
 const BYTES_THRESHOLD: f64 = 1024.0 * 1024.0;
 
-fn size_to_gb(size: f64) -> f64 {
+pub(crate) fn size_to_gb(size: f64) -> f64 {
     if size > BYTES_THRESHOLD {
         size / (1024.0 * 1024.0 * 1024.0)
     } else {

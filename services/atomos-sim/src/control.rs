@@ -15,11 +15,17 @@
 //!   `{"host", "vm", "port", "upstream"}`
 //! - `DELETE /inventory/{host}/vms/{vm}/ports/{port}`: nothing stands in for
 //!   it any more; connections forwarded to it are closed
+//! - `POST /inventory/{host}/volumes/{volume}/write` with `{"data": "..."}`:
+//!   writes `data` over volume `volume` (its id or name), as a guest would
+//!   ([`crate::SimHost::write_volume`]): its `content` becomes the sha256 of
+//!   `data`'s UTF-8 bytes; answers `{"host", "volume", "content"}`
 //!
-//! Errors are `{"detail": ...}`: 400 for a bad body, 404 for an unknown host
-//! or VM (or a guest port not served).
+//! Errors are `{"detail": ...}`: 400 for a bad body (or a write to a
+//! cloud-init ISO), 404 for an unknown host, VM or volume (or a guest port
+//! not served).
 
 use crate::faults::{FaultError, FaultSpec};
+use crate::host::WriteRefused;
 use crate::http::{ApiError, ApiResult, ok, parse};
 use crate::{SimHost, SimInner, Simulator, host_inventory};
 use axum::Router;
@@ -50,6 +56,10 @@ pub(crate) fn router(fleet: Fleet) -> Router {
         .route("/seed", get(get_seed).post(set_seed))
         .route("/inventory/{host}/vms/{vm}/ports", post(serve_port))
         .route("/inventory/{host}/vms/{vm}/ports/{port}", delete(stop_port))
+        .route(
+            "/inventory/{host}/volumes/{volume}/write",
+            post(write_volume),
+        )
         .fallback(|| async { ApiError::not_found("Not Found") })
         .method_not_allowed_fallback(|| async {
             ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "Method Not Allowed")
@@ -92,7 +102,8 @@ async fn index() -> ApiResult {
             "GET /faults/{host}", "POST /faults/{host}", "DELETE /faults/{host}",
             "GET /seed", "POST /seed",
             "POST /inventory/{host}/vms/{vm}/ports",
-            "DELETE /inventory/{host}/vms/{vm}/ports/{port}"
+            "DELETE /inventory/{host}/vms/{vm}/ports/{port}",
+            "POST /inventory/{host}/volumes/{volume}/write"
         ]
     }))
 }
@@ -220,4 +231,32 @@ async fn stop_port(
     host.stop_serving_guest_port(&vm, port)
         .map_err(ApiError::not_found)?;
     ok(json!({ "host": host.name(), "vm": vm, "port": port }))
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WriteBody {
+    /// Written as its UTF-8 bytes.
+    data: String,
+}
+
+async fn write_volume(
+    State(fleet): State<Fleet>,
+    path: Result<Path<(String, String)>, PathRejection>,
+    body: Bytes,
+) -> ApiResult {
+    let Path((name, volume)) = path.map_err(bad_path)?;
+    let host = host_named(&fleet, &name)?;
+    let WriteBody { data } = parse(&body)?;
+    let content = host
+        .write_volume_unsaved(&volume, data.as_bytes())
+        .map_err(|e| match e {
+            WriteRefused::NoVolume(_) => ApiError::not_found(e.to_string()),
+            WriteRefused::ReadOnly(_) => ApiError::bad_request(e.to_string()),
+        })?;
+    // On disk before the answer, like a daemon's change.
+    host.save()
+        .await
+        .map_err(|e| crate::http::saving_failed(&host, &e))?;
+    ok(json!({ "host": host.name(), "volume": volume, "content": content }))
 }

@@ -19,7 +19,9 @@ const MAX_LATENCY: Duration = Duration::from_secs(600);
 /// Faults of one host. Routes are labelled like the driver's errors:
 /// `vm/register`, `vm/status`, `volume/create`, `volume/cloudinit/metadata`,
 /// `network/list`, `network/portforward` (create and delete alike),
-/// `network/portforwards`, `authenticate/login`, or [`ANY_ROUTE`].
+/// `network/portforwards`, `vm/backup`, `vm/backup/restore`, `vm/backups`
+/// (list and delete alike), `vm/backups/search`, `authenticate/login`, or
+/// [`ANY_ROUTE`].
 pub struct Faults {
     /// Mixes the host's name into every random draw.
     host_key: u64,

@@ -1,4 +1,4 @@
-//! One simulated host: its VMs, volumes, networks and port forwards (the records are [`crate::state`]'s), capacity accounting, DHCP leases, lazy boot, guest ports, going down and up.
+//! One simulated host: its VMs, volumes, networks, port forwards and backups (the records are [`crate::state`]'s), capacity accounting, DHCP leases, lazy boot, guest ports, writes to volumes, going down and up.
 
 use crate::config::HostConfig;
 use crate::faults::Faults;
@@ -54,6 +54,15 @@ impl WeakHost {
     pub fn upgrade(&self) -> Option<SimHost> {
         self.0.upgrade().map(|shared| SimHost { shared })
     }
+}
+
+/// Why [`SimHost::write_volume`] wrote nothing.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum WriteRefused {
+    #[error("no volume named {0:?}")]
+    NoVolume(String),
+    #[error("volume {0} is a cloud-init ISO, read-only")]
+    ReadOnly(String),
 }
 
 /// Bits of [`HostShared::listening`] when all four daemons listen.
@@ -374,6 +383,51 @@ impl SimHost {
         self.wake();
     }
 
+    /// The host's clock as a date: the machine's, moved ahead as much as
+    /// [`SimHost::now`] by [`SimHost::advance_clock`]. Backups are dated by
+    /// it.
+    pub fn wall_clock(&self) -> chrono::DateTime<chrono::Utc> {
+        crate::state::to_wall(self.now())
+    }
+
+    /// Writes `data` over volume `volume` (its id or name), as a guest (or
+    /// anything else with the disk) would: its content becomes
+    /// [`crate::content_hash`]`(data)`, which the new content is. A test's
+    /// way to change a disk's bytes, so that copies taken before (clones,
+    /// backups) can be told apart from it. With a state directory the write
+    /// is on disk when this returns (a blocking write).
+    pub fn write_volume(&self, volume: &str, data: &[u8]) -> Result<String, String> {
+        let content = self
+            .write_volume_unsaved(volume, data)
+            .map_err(|e| e.to_string())?;
+        if let Some(store) = &self.shared.store
+            && let Err(e) = store.save()
+        {
+            tracing::error!(host = self.name(), error = %e, "the host's state could not be saved");
+        }
+        Ok(content)
+    }
+
+    /// [`SimHost::write_volume`] without writing the state file (the caller does).
+    pub(crate) fn write_volume_unsaved(
+        &self,
+        volume: &str,
+        data: &[u8],
+    ) -> Result<String, WriteRefused> {
+        let mut state = self.state();
+        let v = state
+            .volumes
+            .iter_mut()
+            .find(|v| v.id == volume || v.name == volume)
+            .ok_or_else(|| WriteRefused::NoVolume(volume.to_owned()))?;
+        if v.cloudinit {
+            return Err(WriteRefused::ReadOnly(v.id.clone()));
+        }
+        v.content = crate::state::content_hash(data);
+        tracing::info!(host = self.name(), volume = %v.id, content = %v.content, "volume written");
+        Ok(v.content.clone())
+    }
+
     pub fn inventory(&self) -> Inventory {
         let boot = self.boot_time();
         let now = self.now();
@@ -411,6 +465,7 @@ impl SimHost {
                 .collect(),
             networks: state.networks.clone(),
             port_forwards: state.port_forwards.clone(),
+            backups: state.backups.clone(),
         }
     }
 

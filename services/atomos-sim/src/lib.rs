@@ -3,12 +3,13 @@
 //! [`start`] serves a fleet of simulated hosts, each with its own four
 //! daemons (compute, storage, network, auth) on ephemeral ports, so tests and
 //! dev setups drive it through the real [`atomos_driver::AtomosClient`].
-//! Hosts keep VMs, volumes, networks and port forwards in memory, account
-//! capacity, boot VMs after a configurable delay, hand out addresses from
-//! their networks' DHCP ranges, phone home for guests whose cloud-init asks
-//! to, and accept injected [`Faults`]. A control endpoint
-//! ([`Simulator::control_addr`]) lists the inventory, sets faults and
-//! serves guest ports over HTTP.
+//! Hosts keep VMs, volumes, networks, port forwards and VM backups in
+//! memory, account capacity (backups take disk like volumes), boot VMs
+//! after a configurable delay, hand out addresses from their networks' DHCP
+//! ranges, phone home for guests whose cloud-init asks to, and accept
+//! injected [`Faults`]. A control endpoint ([`Simulator::control_addr`])
+//! lists the inventory, sets faults, serves guest ports and writes to
+//! volumes ([`SimHost::write_volume`]) over HTTP.
 //!
 //! Port forwards forward for real, on loopback: each listens on
 //! `127.0.0.1:<port>` (whatever address the daemons bind; hosts of one
@@ -24,8 +25,8 @@
 //! simulator started on the same directory, even after `kill -9`, has the
 //! same VMs (booting ones keep booting: boots are timed by the wall clock),
 //! volumes with their cloud-init files, networks, port forwards (listening
-//! again on their ports) and pending phone-home calls, with the daemons on
-//! new ports. Faults and guest ports are not kept.
+//! again on their ports), backups and pending phone-home calls, with the
+//! daemons on new ports. Faults and guest ports are not kept.
 
 mod cloudinit;
 mod config;
@@ -44,7 +45,10 @@ mod templates;
 pub use config::{HostConfig, SimConfig, dev_hosts};
 pub use faults::{ANY_ROUTE, ErrorRate, FailNext, FaultError, FaultSpec, Faults, HangNext};
 pub use host::SimHost;
-pub use state::{Inventory, SimFile, SimNetwork, SimPortForward, SimVm, SimVolume, content_hash};
+pub use state::{
+    Inventory, SimBackup, SimBackupVolume, SimFile, SimNetwork, SimPortForward, SimVm, SimVolume,
+    content_hash,
+};
 
 use atomos_driver::{Ports, Target};
 use axum::response::IntoResponse;
@@ -347,7 +351,7 @@ impl Simulator {
         self.inner.seed.load(Ordering::SeqCst)
     }
 
-    /// Every host's VMs, volumes, networks and port forwards, in configuration order.
+    /// Every host's VMs, volumes, networks, port forwards and backups, in configuration order.
     pub fn inventory(&self) -> Vec<HostInventory> {
         self.inner.hosts.iter().map(host_inventory).collect()
     }

@@ -17,9 +17,11 @@ use std::time::Duration;
         continent), then {\"control\": \"http://...\"}: the control endpoint \
         (GET /inventory, GET|POST|DELETE /faults/{host}, GET|POST /seed, \
         POST /inventory/{host}/vms/{vm}/ports: the address standing in for a \
-        guest's port, which port forwards on 127.0.0.1 reach).\n\n\
-        With --state DIR, every host's VMs, volumes, networks and port \
-        forwards are written through to DIR/<host>.json before each change \
+        guest's port, which port forwards on 127.0.0.1 reach; \
+        POST /inventory/{host}/volumes/{volume}/write: a guest's write to a \
+        disk).\n\n\
+        With --state DIR, every host's VMs, volumes, networks, port \
+        forwards and backups are written through to DIR/<host>.json before each change \
         is acknowledged, and loaded again on the next start (even after \
         kill -9); the hosts get new ports."
 )]
@@ -45,8 +47,8 @@ struct Args {
     /// Milliseconds added to every request on every host.
     #[arg(long)]
     latency_ms: Option<u64>,
-    /// Directory keeping every host's VMs, volumes, networks and port
-    /// forwards (one JSON file per host, written through before each change
+    /// Directory keeping every host's VMs, volumes, networks, port
+    /// forwards and backups (one JSON file per host, written through before each change
     /// is acknowledged), loaded on start; created when missing. In memory
     /// only if absent.
     #[arg(long, env = "ATOMOS_SIM_STATE", value_name = "DIR")]

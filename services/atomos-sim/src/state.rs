@@ -1,4 +1,4 @@
-//! What a host holds: its VMs, volumes, networks, port forwards and files, and the power
+//! What a host holds: its VMs, volumes, networks, port forwards, backups and files, and the power
 //! and demand records behind them, as the host keeps them in memory and
 //! its state file ([`crate::store`]) holds them. It knows nothing of the
 //! host's behaviour ([`crate::host`]) or faults ([`crate::faults`]), which
@@ -101,7 +101,7 @@ impl From<SavedPower> for Power {
 static CLOCKS: LazyLock<(Instant, chrono::DateTime<chrono::Utc>)> =
     LazyLock::new(|| (Instant::now(), chrono::Utc::now()));
 
-fn to_wall(at: Instant) -> chrono::DateTime<chrono::Utc> {
+pub(crate) fn to_wall(at: Instant) -> chrono::DateTime<chrono::Utc> {
     let (i0, w0) = *CLOCKS;
     let delta = match at.checked_duration_since(i0) {
         Some(after) => chrono::TimeDelta::from_std(after).unwrap_or(chrono::TimeDelta::MAX),
@@ -318,6 +318,44 @@ impl SimPortForward {
     }
 }
 
+/// A backup of a VM ([`crate::SimHost`]'s `POST /backup`): a copy of each
+/// volume the VM had attached but its cloud-init ISO, on the VM's host.
+/// Independent of the volumes and of the VM, which may be gone since.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SimBackup {
+    /// `backup_id`, chosen by the client or else a dashed UUID.
+    pub id: String,
+    /// The VM's `uniqueID`.
+    pub vm_id: String,
+    /// Its name when the backup was taken.
+    pub vm_name: String,
+    pub name: String,
+    /// The host's clock ([`crate::SimHost::wall_clock`]) when taken.
+    pub created: chrono::DateTime<chrono::Utc>,
+    /// The copies, in the VM's order of volumes.
+    pub volumes: Vec<SimBackupVolume>,
+}
+
+impl SimBackup {
+    /// GB, the copies' sum: what the backup takes of the host's disk.
+    pub fn size_gb(&self) -> f64 {
+        self.volumes.iter().map(|v| v.size_gb).sum()
+    }
+}
+
+/// One volume's copy in a [`SimBackup`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SimBackupVolume {
+    /// The source volume's id, the copy's handle in a restore.
+    pub volume_id: String,
+    /// The source's name when the backup was taken.
+    pub name: String,
+    pub size_gb: f64,
+    /// The source's [`SimVolume::content`] when the backup was taken: the
+    /// bytes a restore writes back.
+    pub content: String,
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SimVm {
     /// `uniqueID`.
@@ -350,6 +388,8 @@ pub struct Inventory {
     pub networks: Vec<SimNetwork>,
     #[serde(default)]
     pub port_forwards: Vec<SimPortForward>,
+    #[serde(default)]
+    pub backups: Vec<SimBackup>,
 }
 
 impl Inventory {
@@ -358,6 +398,7 @@ impl Inventory {
             && self.volumes.is_empty()
             && self.networks.is_empty()
             && self.port_forwards.is_empty()
+            && self.backups.is_empty()
     }
 }
 
@@ -370,6 +411,9 @@ pub(crate) struct HostState {
     /// Absent from the files of simulators that had no port forwards.
     #[serde(default)]
     pub port_forwards: Vec<SimPortForward>,
+    /// Absent from the files of simulators that had no backups.
+    #[serde(default)]
+    pub backups: Vec<SimBackup>,
     /// Next VM address; never reused, so a stale address is never handed out twice.
     pub next_ip: u32,
     /// Who the auth daemon says is logged in.
@@ -383,6 +427,7 @@ impl Default for HostState {
             volumes: Vec::new(),
             networks: Vec::new(),
             port_forwards: Vec::new(),
+            backups: Vec::new(),
             next_ip: 0,
             // The real daemons are logged in by the desktop app before any
             // client shows up, so a fresh host is too.
@@ -402,8 +447,11 @@ impl HostState {
         self.volumes.iter().find(|v| v.id == id)
     }
 
+    /// GB taken on the host's disk: its volumes' and its backups'.
     pub(crate) fn used_disk_gb(&self) -> f64 {
-        self.volumes.iter().map(|v| v.size_gb).sum()
+        let volumes: f64 = self.volumes.iter().map(|v| v.size_gb).sum();
+        let backups: f64 = self.backups.iter().map(SimBackup::size_gb).sum();
+        volumes + backups
     }
 }
 

@@ -1,7 +1,7 @@
 //! The fleet's optional state directory: one JSON file per host, written
 //! through on every acknowledged mutation and replaced atomically, so a
 //! simulator started again on it (even after `kill -9`) finds every VM,
-//! volume and network where it was.
+//! volume, network, port forward and backup where it was.
 
 use crate::state::{HostState, lock};
 use serde::{Deserialize, Serialize};

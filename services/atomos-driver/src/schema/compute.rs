@@ -1,4 +1,4 @@
-//! Compute (matcher) daemon JSON: specfile, register, status, canallocate, templates.
+//! Compute (matcher) daemon JSON: specfile, register, status, canallocate, templates, backups.
 
 use super::PciEntry;
 use serde::{Deserialize, Serialize};
@@ -289,6 +289,122 @@ pub struct TemplateWire {
     pub pci: Vec<PciEntry>,
 }
 
+/// `POST /backup`: a crash-consistent copy of every volume VM
+/// `local_index` has attached but its cloud-init ISO (meson's shape beyond
+/// the answer's `backup_id`; docs/atomos.md). The client may choose
+/// `backup_id`, so that a retried call finds the backup the first made.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct BackupCreateBody {
+    #[serde(alias = "vm_uid")]
+    pub local_index: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backup_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}
+
+/// One volume's copy in a backup object.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct BackupVolumeObject {
+    /// The source volume's id (32 hex), the copy's handle in a restore.
+    #[serde(default, alias = "volumeID", alias = "vid")]
+    pub volume_id: String,
+    #[serde(default)]
+    pub name: String,
+    /// GB, as in volume objects (a value above 1048576 is bytes).
+    #[serde(default)]
+    pub size: f64,
+    /// sha256 (hex) standing for the copy's bytes, when the host tells it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content_hash: Option<String>,
+}
+
+/// A backup as `POST /backup` answers it and `GET /backups` lists it.
+/// Only `backup_id` is confirmed; the rest is meson's design, so every
+/// other field may be missing.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct BackupObject {
+    pub backup_id: String,
+    /// The VM's `uniqueID`; the VM may be gone since.
+    #[serde(default, alias = "vm_uid")]
+    pub local_index: String,
+    #[serde(default)]
+    pub vm_name: String,
+    #[serde(default)]
+    pub name: String,
+    /// The host's clock when the copy was taken: RFC 3339 (the GUI's
+    /// `M/D/YYYY, HH:MM:SS`, UTC, is also read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub creation_date: Option<String>,
+    /// GB, the sum of the copies'.
+    #[serde(default)]
+    pub size: f64,
+    #[serde(default)]
+    pub volumes: Vec<BackupVolumeObject>,
+}
+
+/// `GET /backups` and `GET /backups/search`: a bare array, or wrapped.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum BackupList {
+    Bare(Vec<BackupObject>),
+    Wrapped { backups: Vec<BackupObject> },
+}
+
+impl BackupList {
+    pub fn into_vec(self) -> Vec<BackupObject> {
+        match self {
+            BackupList::Bare(v) | BackupList::Wrapped { backups: v } => v,
+        }
+    }
+}
+
+/// `{"backup_id": ...}` for `DELETE /backups`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct BackupIdBody {
+    pub backup_id: String,
+}
+
+/// One pair of `POST /backup/restore`: the copy of volume `from` (a
+/// `volume_id` of the backup) written into volume `into` of the host.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct BackupRestoreVolume {
+    pub from: String,
+    pub into: String,
+}
+
+/// `POST /backup/restore`: in place (each `into` its own `from`) or into
+/// other volumes, such as a new VM's.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct BackupRestoreBody {
+    pub backup_id: String,
+    #[serde(default)]
+    pub volumes: Vec<BackupRestoreVolume>,
+}
+
+/// One restored volume in the answer of `POST /backup/restore`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct BackupRestoredVolume {
+    #[serde(default)]
+    pub from: String,
+    #[serde(default)]
+    pub into: String,
+    /// The target's size after the restore, GB.
+    #[serde(default)]
+    pub size: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content_hash: Option<String>,
+}
+
+/// The answer of `POST /backup/restore` (the driver reads nothing of it).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct BackupRestoreResponse {
+    #[serde(default)]
+    pub backup_id: String,
+    #[serde(default)]
+    pub volumes: Vec<BackupRestoredVolume>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -428,5 +544,86 @@ mod tests {
             serde_json::to_value(&a).unwrap(),
             json!({"local_index": "x"})
         );
+    }
+
+    #[test]
+    fn backup_objects_round_trip_and_tolerate_missing_and_extra_fields() {
+        let fixture = json!({
+            "backup_id": "b-1", "local_index": "6f1c1b1e-8a4e-4a57-9a53-0d7b8f0f3c11",
+            "vm_name": "web", "name": "nightly", "creation_date": "2026-01-02T03:04:05.678Z",
+            "size": 11.0,
+            "volumes": [
+                {"volume_id": "a8", "name": "web-boot", "size": 10.0, "content_hash": "ab"},
+                {"volume_id": "c9", "name": "web-data0", "size": 1.0, "content_hash": "cd"}
+            ]
+        });
+        let b: BackupObject = serde_json::from_value(fixture.clone()).unwrap();
+        assert_eq!(b.volumes[1].volume_id, "c9");
+        assert_eq!(serde_json::to_value(&b).unwrap(), fixture);
+        // The one confirmed answer: `{"backup_id"}` alone, plus fields
+        // unknown here.
+        let lean: BackupObject =
+            serde_json::from_value(json!({"backup_id": "b-2", "status": "done"})).unwrap();
+        assert_eq!(
+            lean,
+            BackupObject {
+                backup_id: "b-2".into(),
+                ..BackupObject::default()
+            }
+        );
+        let other: BackupObject = serde_json::from_value(json!({
+            "backup_id": "b-3", "vm_uid": "v", "volumes": [{"volumeID": "x", "extra": 1}]
+        }))
+        .unwrap();
+        assert_eq!(
+            (
+                other.local_index.as_str(),
+                other.volumes[0].volume_id.as_str()
+            ),
+            ("v", "x")
+        );
+        assert_eq!(other.volumes[0].content_hash, None);
+        for list in [
+            json!([fixture.clone()]),
+            json!({"backups": [fixture.clone()]}),
+        ] {
+            let list: BackupList = serde_json::from_value(list).unwrap();
+            assert_eq!(list.into_vec(), vec![b.clone()]);
+        }
+    }
+
+    #[test]
+    fn backup_bodies_have_meson_shapes() {
+        let create = BackupCreateBody {
+            local_index: "v".into(),
+            backup_id: Some("b".into()),
+            name: None,
+        };
+        assert_eq!(
+            serde_json::to_value(&create).unwrap(),
+            json!({"local_index": "v", "backup_id": "b"})
+        );
+        let read: BackupCreateBody = serde_json::from_value(json!({"vm_uid": "v"})).unwrap();
+        assert_eq!((read.local_index.as_str(), read.backup_id), ("v", None));
+        let restore = BackupRestoreBody {
+            backup_id: "b".into(),
+            volumes: vec![BackupRestoreVolume {
+                from: "a8".into(),
+                into: "f0".into(),
+            }],
+        };
+        assert_eq!(
+            serde_json::to_value(&restore).unwrap(),
+            json!({"backup_id": "b", "volumes": [{"from": "a8", "into": "f0"}]})
+        );
+        assert_eq!(
+            serde_json::to_value(BackupIdBody {
+                backup_id: "b".into()
+            })
+            .unwrap(),
+            json!({"backup_id": "b"})
+        );
+        let answer: BackupRestoreResponse = serde_json::from_value(json!({})).unwrap();
+        assert!(answer.volumes.is_empty());
     }
 }

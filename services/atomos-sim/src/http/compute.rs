@@ -1,5 +1,6 @@
 //! Compute (matcher) routes: canallocate, register, unregister, power,
-//! update, volume and network attach/detach, status, templates.
+//! update, volume and network attach/detach, status, templates; backups are
+//! [`super::backup`]'s.
 
 use super::{ApiError, ApiResult, ok, parse};
 use crate::cloudinit::{phone_home, seed_files, static_addresses};
@@ -33,6 +34,7 @@ pub(super) fn routes() -> Router<SimHost> {
         .route("/network/detach", post(network_detach))
         .route("/status", get(status))
         .route("/templates", get(templates))
+        .merge(super::backup::routes())
 }
 
 /// Hours in an average month, for monthly quotes.

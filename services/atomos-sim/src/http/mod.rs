@@ -1,6 +1,7 @@
 //! HTTP front of a simulated host: one router per daemon, FastAPI-style errors, the fault gate.
 
 mod auth;
+mod backup;
 mod compute;
 mod network;
 mod storage;
@@ -272,5 +273,13 @@ mod tests {
             route_label(Daemon::Network, "/api/v1.0/client/network/portforwards"),
             "network/portforwards"
         );
+        for (path, label) in [
+            ("/api/v1.0/client/vm/backup", "vm/backup"),
+            ("/api/v1.0/client/vm/backup/restore", "vm/backup/restore"),
+            ("/api/v1.0/client/vm/backups", "vm/backups"),
+            ("/api/v1.0/client/vm/backups/search", "vm/backups/search"),
+        ] {
+            assert_eq!(route_label(Daemon::Compute, path), label);
+        }
     }
 }

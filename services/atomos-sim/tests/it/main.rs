@@ -1,5 +1,6 @@
 //! Integration tests: the simulator driven through `AtomosClient` over real HTTP.
 
+mod backups;
 mod capacity;
 mod common;
 mod compute;
