@@ -103,6 +103,7 @@ impl Meson {
             // its loop shorten this with `start_with`.
             reconcile_interval: Duration::from_secs(3600),
             repair: Default::default(),
+            backups_per_host: 2,
             // Tests poll hard; those about rate limits lower these.
             api: meson_api::http::ApiConfig {
                 rate_limits: meson_api::ratelimit::RateLimitConfig {

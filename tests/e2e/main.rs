@@ -5,6 +5,7 @@ mod actions;
 mod admin;
 mod auth;
 mod autoscaler;
+mod backups;
 mod catalog;
 mod cluster_nodes;
 mod cluster_pools;

@@ -159,6 +159,16 @@ pub const RULES: &[Rule] = &[
     read("port_forward_get"),
     write("port_forward_create"),
     write("port_forward_delete"),
+    // Backups
+    read("backup_list"),
+    read("backup_get"),
+    write("backup_update"),
+    write("backup_delete"),
+    write("vm_backup"),
+    write("vm_restore"),
+    write("vm_enable_backups"),
+    write("vm_disable_backups"),
+    read("backup_action_list"),
     // Clusters, pools, nodes
     read("cluster_list"),
     read("cluster_get"),

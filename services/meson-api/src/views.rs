@@ -70,6 +70,7 @@ pub fn vm(vm: &Vm, parts: &VmParts) -> wire::Vm {
             requested_continent: s.continent.clone(),
             requested_region: s.region.clone(),
             image: s.image.map(|id| id.0),
+            backup: s.backup.map(|id| id.0),
         },
         volumes: volumes
             .iter()
@@ -92,6 +93,7 @@ pub fn vm(vm: &Vm, parts: &VmParts) -> wire::Vm {
                 mac_address: n.mac.clone(),
             })
             .collect(),
+        backups: vm.backup_policy.as_ref().map(backup_policy),
         price: vm.placement.as_ref().map(|p| wire::Price {
             hourly: p.price_hourly,
             monthly: p.price_monthly,
@@ -475,6 +477,45 @@ pub fn image(i: &meson_core::image::Image) -> wire::image::Image {
         labels: i.labels.clone(),
         error: i.error_message.clone(),
         created: i.created,
+    }
+}
+
+pub fn backup_policy(p: &meson_core::backup::BackupPolicy) -> wire::backup::BackupPolicy {
+    wire::backup::BackupPolicy {
+        window: p.window(),
+        keep: p.keep,
+    }
+}
+
+pub fn backup(b: &meson_core::backup::Backup) -> wire::backup::Backup {
+    wire::backup::Backup {
+        id: b.id.0,
+        name: b.name.clone(),
+        vm: b.vm_id.0,
+        vm_name: b.vm_name.clone(),
+        kind: b.kind.as_str().to_owned(),
+        status: b.status.as_str().to_owned(),
+        size: b.size_gb,
+        volumes: b
+            .volumes
+            .iter()
+            .map(|v| wire::backup::BackupVolume {
+                volume: v.volume.map(|id| id.0),
+                kind: if v.standalone {
+                    "standalone".to_owned()
+                } else {
+                    v.kind.as_str().to_owned()
+                },
+                size: v.size_gb,
+            })
+            .collect(),
+        host: b.host.clone(),
+        provider: b.provider.clone(),
+        region: b.region.clone(),
+        labels: b.labels.clone(),
+        error: b.error_message.clone(),
+        created: b.created,
+        expires: b.expires,
     }
 }
 

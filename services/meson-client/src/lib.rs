@@ -20,6 +20,7 @@
 
 mod actions;
 mod admin;
+mod backups;
 mod catalog;
 mod clusters;
 pub mod config;

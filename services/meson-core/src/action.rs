@@ -68,6 +68,9 @@ pub enum Command {
     DetachNetwork,
     CreatePortForward,
     DeletePortForward,
+    CreateBackup,
+    DeleteBackup,
+    RestoreVm,
 }
 
 impl Command {
@@ -104,6 +107,9 @@ impl Command {
             Command::DetachNetwork => "detach_network",
             Command::CreatePortForward => "create_port_forward",
             Command::DeletePortForward => "delete_port_forward",
+            Command::CreateBackup => "create_backup",
+            Command::DeleteBackup => "delete_backup",
+            Command::RestoreVm => "restore_vm",
         }
     }
 }
@@ -126,6 +132,7 @@ pub enum ResourceType {
     Node,
     Image,
     PortForward,
+    Backup,
 }
 
 impl ResourceType {
@@ -139,6 +146,7 @@ impl ResourceType {
             ResourceType::Node => "node",
             ResourceType::Image => "image",
             ResourceType::PortForward => "port_forward",
+            ResourceType::Backup => "backup",
         }
     }
 
@@ -152,6 +160,7 @@ impl ResourceType {
             "node" => Some(Self::Node),
             "image" => Some(Self::Image),
             "port_forward" => Some(Self::PortForward),
+            "backup" => Some(Self::Backup),
             _ => None,
         }
     }

@@ -62,6 +62,10 @@ uuid_id!(
     PortForwardId
 );
 uuid_id!(
+    /// A backup: copies of a VM's volumes on its host.
+    BackupId
+);
+uuid_id!(
     /// An action: the user's view of a workflow.
     ActionId
 );

@@ -223,7 +223,7 @@ impl ImageImport {
     }
 }
 
-fn optional_labels(p: &mut Parser, root: &mut crate::parse::Obj<'_>) -> Option<Labels> {
+pub(crate) fn optional_labels(p: &mut Parser, root: &mut crate::parse::Obj<'_>) -> Option<Labels> {
     match root.get("labels") {
         (path, Some(v)) => labels::parse(&path, v, &mut p.errors),
         (_, None) => Some(Labels::new()),

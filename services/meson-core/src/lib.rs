@@ -5,6 +5,7 @@
 
 pub mod action;
 pub mod audit;
+pub mod backup;
 pub mod cloudinit;
 pub mod cluster;
 pub mod error;
@@ -29,6 +30,6 @@ pub mod volume;
 
 pub use error::{Code, Error, FieldError, Result};
 pub use id::{
-    ActionId, ClusterId, ImageId, JobId, NetworkId, NodeId, PoolId, PortForwardId, TargetId,
-    TenantId, VmId, VolumeId,
+    ActionId, BackupId, ClusterId, ImageId, JobId, NetworkId, NodeId, PoolId, PortForwardId,
+    TargetId, TenantId, VmId, VolumeId,
 };

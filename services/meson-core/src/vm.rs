@@ -74,6 +74,10 @@ pub struct VmSpec {
     /// OS's cloud image); the VM runs on the image's host.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image: Option<crate::ImageId>,
+    /// The backup the VM's volumes are written from before it first boots
+    /// (a restore into a new VM); the VM runs on the backup's host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backup: Option<crate::BackupId>,
 }
 
 impl VmSpec {
@@ -96,6 +100,7 @@ impl VmSpec {
             continent,
             region,
             image,
+            backup,
         } = self;
         *cpu == other.cpu
             && *memory_mib == other.memory_mib
@@ -108,6 +113,7 @@ impl VmSpec {
             && *continent == other.continent
             && *region == other.region
             && *image == other.image
+            && *backup == other.backup
     }
 }
 
@@ -310,6 +316,7 @@ impl VmCreate {
                     continent,
                     region,
                     image,
+                    backup: None,
                 };
                 Ok(VmCreate {
                     spec,
@@ -993,6 +1000,8 @@ pub struct Vm {
     /// What the reconciler found wrong with the VM (crashed, missing from
     /// its host); cleared when meson next changes its state.
     pub error_message: Option<String>,
+    /// Its automatic backups' policy; `None` while disabled.
+    pub backup_policy: Option<crate::backup::BackupPolicy>,
 }
 
 impl Vm {
@@ -1019,6 +1028,7 @@ impl Vm {
             ipv4: None,
             created: chrono::Utc::now(),
             error_message: None,
+            backup_policy: None,
             spec,
         };
         let volume = |name: &str, kind, size_gb, atomos_name, bootable, readonly| Volume {

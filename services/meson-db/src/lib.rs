@@ -6,6 +6,7 @@
 
 pub mod actions;
 pub mod audit;
+pub mod backups;
 pub mod cluster_upgrades;
 pub mod clusters;
 pub mod idempotency;

@@ -30,6 +30,7 @@ pub struct VmRow {
     currency: Option<String>,
     created_at: DateTime<Utc>,
     error_message: Option<String>,
+    backup_policy: Option<Value>,
 }
 
 impl TryFrom<VmRow> for Vm {
@@ -57,6 +58,11 @@ impl TryFrom<VmRow> for Vm {
             ipv4: ipv4(r.ipv4.as_deref())?,
             created: r.created_at,
             error_message: r.error_message,
+            backup_policy: r
+                .backup_policy
+                .map(serde_json::from_value)
+                .transpose()
+                .map_err(|e| corrupt("vm backup policy", e))?,
         })
     }
 }
@@ -347,14 +353,14 @@ pub async fn get_with_parts(
                   v.atomos_name as "atomos_name!", v.atomos_id, v.target_id,
                   v.target_name as "target_name?", v.provider, v.region, v.ipv4 as "ipv4?",
                   v.price_hourly, v.price_monthly, v.currency, v.created_at as "created_at!",
-                  v.error_message,
+                  v.error_message, v.backup_policy,
                   v.volumes as "volumes!: sqlx::types::Json<Vec<crate::volumes::VolumeRow>>",
                   v.nics as "nics!: sqlx::types::Json<Vec<crate::networks::AttachmentRow>>"
            from scope cross join lateral (
              select v.id, v.tenant_id, v.name, v.status, v.labels, v.spec, v.atomos_name,
                     v.atomos_id, v.target_id, t.name as target_name, v.provider, v.region,
                     host(v.ipv4) as ipv4, v.price_hourly, v.price_monthly, v.currency,
-                    v.created_at, v.error_message,
+                    v.created_at, v.error_message, v.backup_policy,
                     coalesce(p.volumes, '[]') as volumes,
                     coalesce(p.nics, '[]') as nics
              from vms v left join atomos_targets t on t.id = v.target_id
@@ -402,6 +408,7 @@ pub async fn get_with_parts(
         currency: r.currency,
         created_at: r.created_at,
         error_message: r.error_message,
+        backup_policy: r.backup_policy,
     })?;
     Ok((vm, volumes, nics))
 }
@@ -435,7 +442,7 @@ async fn get_with(
         r#"select v.id, v.tenant_id, v.name, v.status, v.labels, v.spec, v.atomos_name,
                   v.atomos_id, v.target_id, t.name as "target_name?", v.provider, v.region,
                   host(v.ipv4) as "ipv4?", v.price_hourly, v.price_monthly, v.currency,
-                  v.created_at, v.error_message
+                  v.created_at, v.error_message, v.backup_policy
            from vms v left join atomos_targets t on t.id = v.target_id
            where v.id = $1 and ($2::text is null or (v.tenant_id = $2 and v.cluster_id is null))
              and ($3 or v.deleted_at is null)"#,
@@ -459,7 +466,7 @@ pub async fn get_many(pool: impl sqlx::PgExecutor<'_>, ids: &[VmId]) -> Result<V
         r#"select v.id, v.tenant_id, v.name, v.status, v.labels, v.spec, v.atomos_name,
                   v.atomos_id, v.target_id, t.name as "target_name?", v.provider, v.region,
                   host(v.ipv4) as "ipv4?", v.price_hourly, v.price_monthly, v.currency,
-                  v.created_at, v.error_message
+                  v.created_at, v.error_message, v.backup_policy
            from vms v left join atomos_targets t on t.id = v.target_id
            where v.id = any($1)
            order by v.id"#,
@@ -521,7 +528,7 @@ impl crate::Listable for Vm {
         columns: "v.id, v.tenant_id, v.name, v.status, v.labels, v.spec, v.atomos_name, \
               v.atomos_id, v.target_id, t.name as target_name, v.provider, v.region, \
               host(v.ipv4) as ipv4, v.price_hourly, v.price_monthly, v.currency, \
-              v.created_at, v.error_message",
+              v.created_at, v.error_message, v.backup_policy",
         joins: "join vms v on v.id = page.id left join atomos_targets t on t.id = v.target_id",
         usage: Some("vms"),
         listing: "listing vms",

@@ -10,6 +10,7 @@
 
 pub mod action;
 pub mod admin;
+pub mod backup;
 pub mod catalog;
 pub mod cluster;
 pub mod common;

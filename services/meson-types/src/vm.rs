@@ -41,6 +41,10 @@ pub struct Vm {
     #[serde(default)]
     #[schema(required = true)]
     pub private_net: Vec<crate::network::PrivateNet>,
+    /// Its automatic backups' policy; null when they are disabled.
+    #[serde(default)]
+    #[schema(required = true)]
+    pub backups: Option<crate::backup::BackupPolicy>,
     /// The placement's price, once placed.
     #[schema(required = true)]
     pub price: Option<Price>,
@@ -174,6 +178,10 @@ pub struct VmSpecs {
     #[serde(default)]
     #[schema(required = true)]
     pub image: Option<Uuid>,
+    /// The backup the VM was restored from when it was made (a restore
+    /// into a new VM); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backup: Option<Uuid>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]

@@ -30,3 +30,9 @@ pub fn cluster(id: ClusterId) -> String {
 pub fn image(id: ImageId) -> String {
     format!("image:{id}")
 }
+
+/// Serializes every mutation of one backup (its delete; its create holds
+/// its VM's key).
+pub fn backup(id: meson_core::BackupId) -> String {
+    format!("backup:{id}")
+}

@@ -3,6 +3,7 @@
 pub mod atomos;
 pub mod auto_repair;
 pub mod auto_upgrade;
+pub mod backup;
 pub mod cluster_create;
 pub mod cluster_delete;
 pub mod cluster_rotate_credentials;
@@ -31,6 +32,7 @@ pub mod vm_network;
 pub mod vm_power;
 pub mod vm_rebuild;
 pub mod vm_resize;
+pub mod vm_restore;
 pub mod volume_attach;
 pub mod volume_create;
 pub mod volume_delete;
@@ -59,6 +61,11 @@ pub struct WorkflowConfig {
     pub secrets_key: meson_kaas::SecretKey,
     /// Node auto-repair's thresholds.
     pub repair: auto_repair::RepairConfig,
+    /// The most backups the schedule has in progress on one host at once.
+    pub backups_per_host: u32,
+    /// The default quotas (a tenant's overrides apply over them): automatic
+    /// backups are refused over `images_gb` as a request's would be.
+    pub quotas: meson_core::quota::Resources,
 }
 
 impl Default for WorkflowConfig {
@@ -72,6 +79,8 @@ impl Default for WorkflowConfig {
             public_url: "http://127.0.0.1:8080".to_owned(),
             secrets_key: meson_kaas::SecretKey::generate(),
             repair: auto_repair::RepairConfig::default(),
+            backups_per_host: 2,
+            quotas: meson_core::quota::Resources::DEFAULT_QUOTAS,
         }
     }
 }
@@ -112,6 +121,9 @@ pub fn register_all(worker: meson_jobs::Worker, env: Arc<Env>) -> meson_jobs::Wo
         .register(vm_network::VmDetachNetwork(env.clone()))
         .register(port_forward::PortForwardCreate(env.clone()))
         .register(port_forward::PortForwardDelete(env.clone()))
+        .register(backup::BackupCreate(env.clone()))
+        .register(backup::BackupDelete(env.clone()))
+        .register(vm_restore::VmRestore(env.clone()))
         .register(volume_create::VolumeCreate(env.clone()))
         .register(volume_delete::VolumeDelete(env.clone()))
         .register(volume_attach::VolumeAttach(env.clone()))

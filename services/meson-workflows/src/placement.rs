@@ -233,7 +233,17 @@ pub async fn place_vm(env: &Env, vm: &Vm, exclude: &[TargetId]) -> StepResult<Pl
                 target: p.target_id,
             })
         }
-        (None, None) => None,
+        (None, None) => match vm.spec.backup {
+            Some(backup) => {
+                let b = meson_db::backups::get_including_deleted(&env.pool, backup).await?;
+                Some(Pin {
+                    what: format!("backup {}", b.name),
+                    host: b.host,
+                    target: b.target_id,
+                })
+            }
+            None => None,
+        },
     };
     if let Some(pin) = &pin {
         clients.retain(|(t, _)| t.id == pin.target);
@@ -250,9 +260,9 @@ pub async fn place_vm(env: &Env, vm: &Vm, exclude: &[TargetId]) -> StepResult<Pl
     Ok(placement)
 }
 
-/// The host a VM's attached volume, or its image, holds it to.
+/// The host a VM's attached volume, its image or its backup holds it to.
 struct Pin {
-    /// `volume <name>` or `image <name>`.
+    /// `volume <name>`, `image <name>` or `backup <name>`.
     what: String,
     host: String,
     target: TargetId,

@@ -1,7 +1,8 @@
 //! The periodic reconciler: looks at every cluster and starts the
 //! workflows its desired state calls for (automatic upgrades by update
 //! policy, repair of failed nodes), and compares every standalone VM with
-//! AtomOS's inventory (drift detection: [`crate::drift`]). It only enqueues
+//! AtomOS's inventory (drift detection: [`crate::drift`]), and runs the
+//! backup schedule ([`crate::backup::tick`]). It only enqueues
 //! work and records what it finds; the workflows do the work, under the
 //! same per-resource locks as the API's actions, so several worker
 //! processes running the reconciler at once are harmless.
@@ -17,6 +18,7 @@ pub async fn tick(env: &Env) -> meson_core::Result<()> {
     crate::auto_repair::tick(env).await?;
     crate::auto_upgrade::tick(env).await?;
     crate::drift::tick(env).await?;
+    crate::backup::tick(env, chrono::Utc::now()).await?;
     Ok(())
 }
 

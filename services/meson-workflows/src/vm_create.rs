@@ -1,5 +1,6 @@
 //! Create a VM: place → its private networks on the host → boot volume →
-//! cloud-init ISO → data volumes → register → wait until running with an IPv4.
+//! cloud-init ISO → data volumes → (restored from a backup) → register →
+//! wait until running with an IPv4.
 //!
 //! The steps are the pieces of [`crate::provision`]; this workflow adds the
 //! placement (the cheapest host that fits) and the unwind.
@@ -26,6 +27,8 @@ meson_jobs::steps! {
         BootVolume = "boot_volume",
         CloudinitVolume = "cloudinit_volume",
         DataVolumes = "data_volumes",
+        /// A VM restored from a backup: its volumes written from it.
+        Restore = "restore",
         Register = "register",
         WaitRunning = "wait_running",
     }
@@ -73,6 +76,12 @@ impl Workflow for VmCreate {
                 to_output(provision::ensure_cloudinit_volume(env, &vm, files).await?)
             }
             VmCreateStep::DataVolumes => to_output(provision::ensure_data_volumes(env, &vm).await?),
+            VmCreateStep::Restore => {
+                if let Some(backup) = vm.spec.backup {
+                    crate::vm_restore::write(env, backup, &vm).await?;
+                }
+                to_output(())
+            }
             VmCreateStep::Register => {
                 to_output(provision::register_placed(env, vm.id, &provision::PlainVm).await?)
             }
@@ -108,7 +117,11 @@ impl Workflow for VmCreate {
             }
             VmCreateStep::DataVolumes => provision::undo_volumes(env, &vm, VolumeKind::Data).await,
             // Placement is undone above; the rest leave nothing to remove.
-            VmCreateStep::Place | VmCreateStep::Networks | VmCreateStep::WaitRunning => Ok(()),
+            // The volumes written go with their own steps' undo.
+            VmCreateStep::Place
+            | VmCreateStep::Networks
+            | VmCreateStep::Restore
+            | VmCreateStep::WaitRunning => Ok(()),
         }
     }
 

@@ -1,5 +1,6 @@
 //! Delete a VM: remove its port forwards, unregister it, destroy every
-//! volume it owns, forget it.
+//! volume it owns, forget it. Its backups stay: manual ones until deleted,
+//! automatic ones `keep` days (its policy's).
 
 use crate::Env;
 use crate::atomos::unregister_by_name;
@@ -55,6 +56,12 @@ impl Workflow for VmDelete {
             (VmDeleteStep::Forget, _) => {
                 let mut tx = meson_db::begin(&env.pool).await?;
                 meson_db::vms::mark_deleted(&mut tx, vm.id).await?;
+                // Its automatic backups outlive it by as many days as its
+                // policy kept them.
+                if let Some(policy) = vm.backup_policy {
+                    let expires = chrono::Utc::now() + chrono::Duration::days(policy.keep.into());
+                    meson_db::backups::set_expiry(&mut *tx, vm.id, Some(expires)).await?;
+                }
                 meson_db::commit(tx).await?;
             }
             (VmDeleteStep::Unregister | VmDeleteStep::DestroyVolumes, None) => {}

@@ -131,6 +131,9 @@ pub struct Config {
     /// (control plane, or a pool) alone while more than this share of its
     /// nodes is unhealthy, default 40.
     pub repair_max_unhealthy_percent: u8,
+    /// `MESON_BACKUPS_PER_HOST`: the most automatic backups the schedule
+    /// has in progress on one AtomOS host at once, default 2.
+    pub backups_per_host: u32,
 }
 
 fn var(name: &str) -> Option<String> {
@@ -285,6 +288,10 @@ impl Config {
                 p @ 0..=100 => p,
                 p => bail!("MESON_REPAIR_MAX_UNHEALTHY_PERCENT={p} is not a percentage (0..=100)"),
             },
+            backups_per_host: match parse("MESON_BACKUPS_PER_HOST", 2u32)? {
+                0 => bail!("MESON_BACKUPS_PER_HOST=0 would take no backup: give at least 1"),
+                n => n,
+            },
         })
     }
 
@@ -402,6 +409,8 @@ impl Config {
                 .unwrap_or_else(|| format!("http://{}", self.http_addr)),
             secrets_key: self.require_secrets_key()?,
             repair: self.repair(),
+            backups_per_host: self.backups_per_host,
+            quotas: self.default_quotas,
             ..meson_workflows::WorkflowConfig::default()
         })
     }

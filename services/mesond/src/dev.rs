@@ -39,6 +39,8 @@ pub struct DevOptions {
     pub reconcile_interval: Duration,
     /// Node auto-repair's thresholds.
     pub repair: meson_workflows::auto_repair::RepairConfig,
+    /// The most automatic backups in progress on one host at once.
+    pub backups_per_host: u32,
     /// Rate limits, request limits and CORS.
     pub api: meson_api::http::ApiConfig,
     /// Every tenant's quotas unless set for it.
@@ -69,6 +71,7 @@ impl DevOptions {
             node_ready_timeout: c.node_ready_timeout,
             reconcile_interval: c.reconcile_interval,
             repair: c.repair(),
+            backups_per_host: c.backups_per_host,
             api: c.api(),
             quotas: c.default_quotas,
             fallback: c.dev_fallback(),
@@ -386,6 +389,8 @@ impl Dev {
                 public_url: format!("http://{}", api.addr),
                 secrets_key,
                 repair: opts.repair.clone(),
+                backups_per_host: opts.backups_per_host,
+                quotas: opts.quotas,
                 ..WorkflowConfig::default()
             },
             atomos_driver::ClientOptions::default(),

@@ -529,3 +529,160 @@ async fn day_two_actions_survive_their_worker_killed_mid_workflow() {
     );
     assert!(worker.stop().success(), "the last worker stops cleanly");
 }
+
+/// The content hash a VM's boot volume has on its host.
+fn boot_content(sim: &atomos_sim::Simulator, boot: &str) -> String {
+    sim.hosts()
+        .iter()
+        .flat_map(|h| h.inventory().volumes)
+        .find(|v| v.id == boot)
+        .expect("the boot volume on a host")
+        .content
+}
+
+/// The VM's boot volume's AtomOS id and its host.
+async fn boot_of(pool: &meson_db::PgPool, vm: VmId) -> (String, String) {
+    let v = meson_db::vms::get_any(pool, vm).await.unwrap();
+    let boot = meson_db::volumes::list_for_vms(pool, &[vm])
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|v| v.kind == meson_core::volume::VolumeKind::Boot)
+        .unwrap();
+    (boot.atomos_id.unwrap(), v.placement.unwrap().host)
+}
+
+/// Restores, into the same VMs and into new ones, while the one worker
+/// running them is SIGKILLed again and again: each resumes and ends with
+/// a running VM whose boot volume holds the backup's bytes (not those
+/// written after it), on the backup's host, once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn restores_survive_their_worker_killed_mid_workflow() {
+    let seed: u64 = std::env::var("MESON_CHAOS_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(rand::random);
+    eprintln!("restore kill seed {seed} (set MESON_CHAOS_SEED to replay)");
+    let mut rng = StdRng::seed_from_u64(seed);
+    let db = TestDatabase::new().await;
+    let sim = support::simulator(Duration::from_millis(300)).await;
+    mesond::server::register_targets(&db.pool, &sim.targets())
+        .await
+        .unwrap();
+    let app = App::new(db.pool.clone());
+    let who = Principal {
+        tenant: TenantId("restores".into()),
+        subject: "ops".into(),
+        role: Role::Admin,
+    };
+    const LEASE_MS: u64 = 600;
+    let lease = LEASE_MS.to_string();
+    let mut worker = spawn_worker_leasing(&db.url, &lease);
+
+    // Four running VMs, each backed up while its boot disk held "good",
+    // then overwritten with "bad".
+    let mut creates = Vec::new();
+    let mut vms = Vec::new();
+    for i in 0..4 {
+        let c = app
+            .vm_create(&who, &vm_body(&format!("rs-{i}")))
+            .await
+            .expect("create accepted");
+        creates.push(c.action.id);
+        vms.push(c.vm.id);
+    }
+    settle(&db.pool, &creates).await;
+    let mut good = BTreeMap::new();
+    let mut backups = BTreeMap::new();
+    let mut taken = Vec::new();
+    for &vm in &vms {
+        let (boot, host) = boot_of(&db.pool, vm).await;
+        let h = sim.hosts().into_iter().find(|h| h.name() == host).unwrap();
+        good.insert(
+            vm,
+            h.write_volume(&boot, format!("good {vm}").as_bytes())
+                .unwrap(),
+        );
+        let c = app
+            .vm_backup(&who, vm, &serde_json::json!({}))
+            .await
+            .expect("backup accepted");
+        taken.push(c.action.id);
+        backups.insert(vm, c.backup);
+    }
+    settle(&db.pool, &taken).await;
+    for &vm in &vms {
+        let (boot, host) = boot_of(&db.pool, vm).await;
+        let h = sim.hosts().into_iter().find(|h| h.name() == host).unwrap();
+        h.write_volume(&boot, b"bad").unwrap();
+    }
+
+    // Every AtomOS call takes a while, so the kills land all along.
+    for h in sim.hosts() {
+        h.faults().set_latency(Duration::from_millis(120));
+    }
+    let mut actions = Vec::new();
+    let mut restored = Vec::new();
+    for (i, &vm) in vms.iter().enumerate() {
+        let into = if i % 2 == 0 { "same" } else { "new" };
+        let body = serde_json::json!({"backup": backups[&vm].id.to_string(), "into": into});
+        let r = app
+            .vm_restore(&who, vm, &body)
+            .await
+            .expect("restore accepted");
+        actions.push(r.action.id);
+        restored.push((vm, r.vm.id));
+    }
+    let mut kills = 0;
+    while kills < 8 {
+        let takeover = if kills == 0 { 0 } else { LEASE_MS };
+        tokio::time::sleep(Duration::from_millis(takeover + rng.gen_range(50..400))).await;
+        let now = meson_db::actions::get_many(&db.pool, None, &actions)
+            .await
+            .unwrap();
+        if now.iter().all(|a| a.status != ActionStatus::Running) {
+            break;
+        }
+        worker.kill();
+        worker = spawn_worker_leasing(&db.url, &lease);
+        kills += 1;
+    }
+    assert!(
+        kills >= 2,
+        "the worker was killed mid-restore ({kills} times)"
+    );
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        let all = meson_db::actions::get_many(&db.pool, None, &actions)
+            .await
+            .unwrap();
+        if all.iter().all(|a| a.status != ActionStatus::Running) {
+            for a in &all {
+                assert_eq!(a.status, ActionStatus::Success, "{a:?} (seed {seed})");
+            }
+            break;
+        }
+        assert!(Instant::now() < deadline, "restores still running");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    for (from, into) in restored {
+        let vm = meson_db::vms::get_any(&db.pool, into).await.unwrap();
+        assert_eq!(vm.status, VmStatus::Running, "{vm:?}");
+        let (boot, host) = boot_of(&db.pool, into).await;
+        assert_eq!(host, backups[&from].host, "on the backup's host");
+        assert_eq!(
+            boot_content(&sim, &boot),
+            good[&from],
+            "{} holds the backup's bytes (seed {seed})",
+            vm.name
+        );
+        let copies = sim
+            .hosts()
+            .iter()
+            .flat_map(|h| h.inventory().vms)
+            .filter(|v| v.name == vm.atomos_name)
+            .count();
+        assert_eq!(copies, 1, "{} exists once", vm.name);
+    }
+    assert_eq!(meson_db::jobs::unfinished(&db.pool).await.unwrap(), 0);
+}

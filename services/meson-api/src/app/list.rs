@@ -360,6 +360,45 @@ impl ListQuery {
     }
 }
 
+/// A list of backups: a [`ListQuery`]'s parameters and `vm=<id>`.
+#[derive(Clone, Debug, Default)]
+pub struct BackupQuery {
+    pub list: ListQuery,
+    pub vm: Option<VmId>,
+}
+
+impl BackupQuery {
+    pub fn parse(params: &Params) -> Result<BackupQuery> {
+        let list = ListQuery::parse(params, |s| {
+            meson_core::backup::BackupStatus::parse(s).is_some()
+        })?;
+        let mut vm = None;
+        for (k, v) in params {
+            if k == "vm" {
+                vm = Some(id::<VmId>("vm", v)?);
+            }
+        }
+        Ok(BackupQuery { list, vm })
+    }
+
+    /// What its cursors are bound to, in `tenant`'s list of backups (of
+    /// its VM).
+    pub fn bound(&self, tenant: &TenantId) -> Result<Bound> {
+        let list = match self.vm {
+            Some(vm) => format!("backups of {vm}"),
+            None => "backups".to_owned(),
+        };
+        self.list.bound(&list, tenant)
+    }
+
+    pub(crate) fn filter(&self) -> meson_db::backups::BackupFilter {
+        meson_db::backups::BackupFilter {
+            list: self.list.filter(),
+            vm: self.vm,
+        }
+    }
+}
+
 /// A list of volumes: `page`, `per_page`, `vm=<id>`,
 /// `kind=boot|cloudinit|data`, `standalone=true|false`.
 #[derive(Clone, Debug, Default)]

@@ -6,6 +6,8 @@
 mod actions;
 mod audit;
 pub mod autoscaler;
+mod backups;
+pub use backups::{BackupCreated, Restored};
 mod catalog;
 mod cluster_nodes;
 mod cluster_pools;

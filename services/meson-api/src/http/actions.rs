@@ -28,6 +28,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(list_for_volume))
         .routes(routes!(list_for_network))
         .routes(routes!(list_for_image))
+        .routes(routes!(list_for_backup))
         .routes(routes!(list_for_cluster))
 }
 
@@ -133,6 +134,13 @@ list_for!(
     "clusters",
     "cluster_action_list",
     "cluster"
+);
+list_for!(
+    list_for_backup,
+    ResourceType::Backup,
+    "backups",
+    "backup_action_list",
+    "backup"
 );
 list_for!(
     list_for_image,

@@ -3,6 +3,7 @@
 mod actions;
 mod admin;
 mod autoscaler;
+mod backups;
 mod catalog;
 mod cluster_nodes;
 mod cluster_pools;
@@ -55,6 +56,7 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .merge(images::routes())
         .merge(networks::routes())
         .merge(port_forwards::routes())
+        .merge(backups::routes())
         .merge(clusters::routes())
         .merge(cluster_nodes::routes())
         .merge(cluster_pools::routes())

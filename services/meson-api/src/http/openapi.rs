@@ -59,6 +59,10 @@ pub fn base() -> OpenApi {
             tag("actions", "Progress of asynchronous work"),
             tag("volumes", "Volumes meson created for VMs"),
             tag("images", "Boot disks to create VMs from"),
+            tag(
+                "backups",
+                "Copies of VMs' volumes, taken on request or daily, and restores",
+            ),
             tag("catalog", "Flavours, providers and prices"),
             tag("ops", "Index, liveness, readiness and metrics"),
             tag("quotas", "What each tenant may hold"),

@@ -15,6 +15,14 @@ pub struct BadId(pub ErrorResponse);
 #[response(status = 400, description = "An id is not a UUID (`invalid_input`).")]
 pub struct BadIds(pub ErrorResponse);
 
+/// The backup the path names is not the tenant's.
+#[derive(IntoResponses)]
+#[response(
+    status = 404,
+    description = "No such backup for this tenant (`not_found`)."
+)]
+pub struct NoSuchBackup(pub ErrorResponse);
+
 /// The VM the path names is not the tenant's.
 #[derive(IntoResponses)]
 #[response(

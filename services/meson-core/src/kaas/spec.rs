@@ -250,6 +250,7 @@ impl KaasSpec {
             continent: self.continent.clone(),
             region: self.region.clone(),
             image: None,
+            backup: None,
         }
     }
 }

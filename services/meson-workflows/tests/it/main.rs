@@ -2,6 +2,7 @@
 //! workflow, with the AtomOS simulator: every step twice, a fault before and
 //! after every step, every undo twice, a worker killed before every step.
 
+mod backups;
 mod clusters;
 mod images;
 mod networks;
