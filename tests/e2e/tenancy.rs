@@ -77,6 +77,22 @@ async fn one_of_everything(m: &Meson) -> Owned {
         .wait_action(r.body["action"]["id"].as_str().unwrap())
         .await;
     assert_eq!(made["status"], "success", "{made}");
+    // A backup of the VM.
+    let r = m
+        .post(
+            &format!("/v1/vms/{}/actions/backup", ids["vm"]),
+            &json!({"name": "owned"}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    ids.insert(
+        "backup",
+        r.body["backup"]["id"].as_str().unwrap().to_owned(),
+    );
+    let made = m
+        .wait_action(r.body["action"]["id"].as_str().unwrap())
+        .await;
+    assert_eq!(made["status"], "success", "{made}");
     // A port forward to the VM.
     let public = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -124,6 +140,7 @@ fn fill(path: &str, owned: &Owned) -> (String, bool) {
                     "vms" => "vm",
                     "volumes" => "volume",
                     "images" => "image",
+                    "backups" => "backup",
                     "networks" => "network",
                     "clusters" => "cluster",
                     "actions" => "action",
@@ -155,7 +172,8 @@ fn body_for(operation: &str, owned: &Owned) -> Option<Value> {
             vm["volumes"] = json!([owned.ids["volume"]]);
             vm
         }
-        "vm_update" | "network_update" | "cluster_update" | "volume_update" | "image_update" => {
+        "vm_update" | "network_update" | "cluster_update" | "volume_update" | "image_update"
+        | "backup_update" => {
             json!({"labels": {"owned": "no"}})
         }
         "volume_create" => json!({"name": "mine", "size": 1}),
@@ -181,6 +199,9 @@ fn body_for(operation: &str, owned: &Owned) -> Option<Value> {
         "port_forward_create" => {
             json!({"public_port": 40000, "vm": owned.ids["vm"], "private_port": 80})
         }
+        "vm_restore" => json!({"backup": owned.ids["backup"], "into": "new"}),
+        "vm_enable_backups" => json!({"keep": 1}),
+        "vm_backup" => json!({"name": "stolen"}),
         _ => return None,
     })
 }
@@ -300,12 +321,12 @@ async fn another_tenants_token_never_reveals_a_tenants_resources_on_any_route() 
     let vm = m.get(&format!("/v1/vms/{}", owned.ids["vm"])).await;
     assert_eq!(vm.body["vm"]["status"], "running", "{}", vm.body);
     assert_eq!(vm.body["vm"]["labels"], json!({}));
-    // Its create, the owner's image of it and forward to it: nothing the
-    // intruder started.
+    // Its create, the owner's image, backup of it and forward to it:
+    // nothing the intruder started.
     let actions = m.get(&format!("/v1/vms/{}/actions", owned.ids["vm"])).await;
     assert_eq!(
         actions.body["actions"].as_array().unwrap().len(),
-        3,
+        4,
         "{}",
         actions.body
     );

@@ -194,12 +194,22 @@ impl App {
     ) -> Result<Restored> {
         let req = Restore::parse(body)?;
         let mut tx = meson_db::begin(&self.pool).await?;
+        // The VM, unless it is gone (a backup of it may still name it).
+        let live = match meson_db::vms::get(&mut *tx, &p.tenant, id).await {
+            Err(Error::NotFound { .. }) => None,
+            other => Some(other?),
+        };
+        let no_vm = || Error::not_found("vm", id);
         let b = match meson_db::backups::lock(&mut tx, &p.tenant, req.backup).await {
+            Err(Error::NotFound { .. }) if live.is_none() => return Err(no_vm()),
             Err(Error::NotFound { .. }) => {
                 return Err(Error::invalid("backup", "no such backup"));
             }
             other => other?,
         };
+        if live.is_none() && b.vm_id != id {
+            return Err(no_vm());
+        }
         if b.status != BackupStatus::Available {
             return Err(Error::Conflict {
                 message: format!(
@@ -211,7 +221,7 @@ impl App {
         }
         match req.into {
             RestoreInto::Same => {
-                let vm = meson_db::vms::get(&mut *tx, &p.tenant, id).await?;
+                let vm = live.ok_or_else(no_vm)?;
                 self.restore_same(p, tx, vm, b, req.warnings).await
             }
             // The backed-up VM may be gone: its id still names its backups.
