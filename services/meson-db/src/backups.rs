@@ -474,3 +474,62 @@ impl crate::Listable for Backup {
         counting: "counting backups",
     };
 }
+
+/// The message of a backup drift detection found missing from its host.
+pub const MISSING: &str = "the backup is missing from its host";
+
+/// Every backup drift detection compares with its host: `available` ones,
+/// and those it found missing, that no running action names; with the time
+/// they were read (a change after it is not overwritten).
+pub async fn watched(pool: &PgPool) -> Result<(Vec<Backup>, DateTime<Utc>), Error> {
+    let mut tx = pool.begin().await.ctx("reading backups")?;
+    let now = sqlx::query_scalar!(r#"select now() as "now!""#)
+        .fetch_one(&mut *tx)
+        .await
+        .ctx("reading the time")?;
+    let ids = sqlx::query_scalar!(
+        r#"select b.id from backups b
+           where b.deleted_at is null
+             and (b.status = 'available'
+                  or (b.status = 'error' and b.error_message like $1 || '%'))
+             and not exists (select 1 from action_resources r
+                             join actions a on a.id = r.action_id
+                             where r.resource_type = 'backup' and r.resource_id = b.id
+                               and a.status = 'running')"#,
+        MISSING,
+    )
+    .fetch_all(&mut *tx)
+    .await
+    .ctx("reading backups")?;
+    let mut out = Vec::with_capacity(ids.len());
+    for id in ids {
+        out.push(one(&mut *tx, BackupId(id), Select::default()).await?);
+    }
+    tx.commit().await.ctx("reading backups")?;
+    Ok((out, now))
+}
+
+/// Records what drift detection found, unless the backup changed since
+/// `seen_at`; answers whether it did.
+pub async fn record_drift(
+    pool: &PgPool,
+    id: BackupId,
+    from: BackupStatus,
+    to: BackupStatus,
+    message: Option<&str>,
+    seen_at: DateTime<Utc>,
+) -> Result<bool, Error> {
+    let done = sqlx::query!(
+        r#"update backups set status = $3, error_message = $4
+           where id = $1 and status = $2 and deleted_at is null and updated_at <= $5"#,
+        id.0,
+        from.as_str(),
+        to.as_str(),
+        message,
+        seen_at,
+    )
+    .execute(pool)
+    .await
+    .ctx("recording a backup's drift")?;
+    Ok(done.rows_affected() == 1)
+}

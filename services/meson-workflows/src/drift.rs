@@ -11,7 +11,9 @@
 //!   running again is `running`, its message cleared.
 //!
 //! Port forwards are compared the same way: one its host no longer lists
-//! is `error`, one listed again `active`.
+//! is `error`, one listed again `active`. So are backups: an `available`
+//! one its host no longer lists is `error` (a restore would find nothing),
+//! and `available` again if the host lists it again.
 //!
 //! Nothing is recreated or restarted: what to do is the user's call (power
 //! it on, delete it). The comparison is batched per host (one status call
@@ -23,6 +25,7 @@
 use crate::Env;
 use atomos_driver::VmState;
 use meson_core::TargetId;
+use meson_core::backup::{Backup, BackupStatus};
 use meson_core::port_forward::{PortForward, PortForwardStatus};
 use meson_core::vm::VmStatus;
 use meson_db::vms::Watched;
@@ -68,7 +71,67 @@ pub fn judge(
 pub async fn tick(env: &Env) -> meson_core::Result<Pass> {
     let pass = vms(env).await?;
     forwards(env).await?;
+    backups(env).await?;
     Ok(pass)
+}
+
+/// What one backup's comparison calls for: its new status and message.
+pub fn judge_backup(
+    recorded: BackupStatus,
+    listed: bool,
+    host: &str,
+) -> Option<(BackupStatus, Option<String>)> {
+    match (recorded, listed) {
+        (BackupStatus::Available, false) => Some((
+            BackupStatus::Error,
+            Some(format!(
+                "{}: host {host} no longer lists it",
+                meson_db::backups::MISSING
+            )),
+        )),
+        (BackupStatus::Error, true) => Some((BackupStatus::Available, None)),
+        _ => None,
+    }
+}
+
+/// Compares every available backup (and those found missing) with its
+/// host's list. Hosts that do not answer are left alone.
+async fn backups(env: &Env) -> meson_core::Result<()> {
+    let (backups, seen_at) = meson_db::backups::watched(&env.pool).await?;
+    let mut by_host: BTreeMap<TargetId, Vec<Backup>> = BTreeMap::new();
+    for b in backups {
+        by_host.entry(b.target_id).or_default().push(b);
+    }
+    for (target, backups) in by_host {
+        let listed = match env.atomos.client(target).await {
+            Ok(c) => c.backups().await.map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        };
+        let Ok(listed) = listed else {
+            continue;
+        };
+        for b in backups {
+            let on = listed.iter().any(|l| l.id == b.id.to_string());
+            let Some((to, message)) = judge_backup(b.status, on, &b.host) else {
+                continue;
+            };
+            if meson_db::backups::record_drift(
+                &env.pool,
+                b.id,
+                b.status,
+                to,
+                message.as_deref(),
+                seen_at,
+            )
+            .await?
+            {
+                tracing::warn!(backup = %b.id, host = %b.host, to = to.as_str(),
+                    "drift: the backup on AtomOS differs from meson's record");
+                metrics::counter!("meson_backup_drift_total", "to" => to.as_str()).increment(1);
+            }
+        }
+    }
+    Ok(())
 }
 
 /// What one forward's comparison calls for: its new status and message.
@@ -189,6 +252,19 @@ async fn vms(env: &Env) -> meson_core::Result<Pass> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_lost_backup_is_error_and_a_found_one_available() {
+        let (s, m) = judge_backup(BackupStatus::Available, false, "h").unwrap();
+        assert_eq!(s, BackupStatus::Error);
+        assert!(m.unwrap().starts_with(meson_db::backups::MISSING));
+        assert_eq!(
+            judge_backup(BackupStatus::Error, true, "h"),
+            Some((BackupStatus::Available, None))
+        );
+        assert_eq!(judge_backup(BackupStatus::Available, true, "h"), None);
+        assert_eq!(judge_backup(BackupStatus::Error, false, "h"), None);
+    }
 
     #[test]
     fn a_crash_is_off_a_vanished_vm_error_a_recovered_one_running() {

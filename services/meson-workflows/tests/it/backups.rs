@@ -523,3 +523,47 @@ async fn nine_days_of_the_schedule_keep_seven_backups_per_vm() {
             .is_empty()
     );
 }
+
+/// A backup its host lost is `error` after a drift pass, saying so (a
+/// restore from it is refused), and deleting it still finishes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_backup_its_host_lost_is_found_missing() {
+    let w = World::new().await;
+    let (vm, b, _, _) = backed_up(&w).await;
+    let c = w.env.atomos.client(b.target_id).await.unwrap();
+    meson_workflows::drift::tick(&w.env).await.unwrap();
+    let same = meson_db::backups::get(&w.db.pool, &w.who.tenant, b.id)
+        .await
+        .unwrap();
+    assert_eq!(same.status, BackupStatus::Available, "nothing drifted");
+
+    c.backup_delete(&b.id.to_string()).await.unwrap();
+    meson_workflows::drift::tick(&w.env).await.unwrap();
+    let lost = meson_db::backups::get(&w.db.pool, &w.who.tenant, b.id)
+        .await
+        .unwrap();
+    assert_eq!(lost.status, BackupStatus::Error);
+    assert!(
+        lost.error_message
+            .as_deref()
+            .unwrap()
+            .contains("missing from its host"),
+        "{lost:?}"
+    );
+    let refused = w
+        .app
+        .vm_restore(&w.who, vm, &serde_json::json!({"backup": b.id.to_string()}))
+        .await;
+    assert!(
+        matches!(refused, Err(meson_core::Error::Conflict { .. })),
+        "a restore from it is refused"
+    );
+    // Deleting it finishes the job, though its host has nothing left.
+    let delete = w.app.backup_delete(&w.who, b.id).await.unwrap();
+    assert_eq!(
+        w.run_plain(BackupDelete(w.env.clone()), delete.id)
+            .await
+            .error,
+        None
+    );
+}
