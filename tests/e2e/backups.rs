@@ -166,6 +166,15 @@ async fn a_restore_brings_back_the_backups_bytes_into_the_same_vm_or_a_new_one()
     assert_eq!(none.body["backups"].as_array().unwrap().len(), 0);
     let by_label = m.get("/v1/backups?label_selector=why%3Dupgrade").await;
     assert_eq!(by_label.body["backups"].as_array().unwrap().len(), 1);
+    let actions = m.get(&format!("/v1/backups/{bid}/actions")).await;
+    assert_eq!(actions.status, StatusCode::OK, "{}", actions.body);
+    let commands: Vec<&str> = actions.body["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["command"].as_str().unwrap())
+        .collect();
+    assert_eq!(commands, ["restore_vm", "restore_vm", "create_backup"]);
     let r = m
         .patch(&format!("/v1/backups/{bid}"), &json!({"name": "golden"}))
         .await;

@@ -1738,3 +1738,243 @@ async fn a_port_forward_is_created_read_listed_and_deleted_over_grpc() {
     .await;
     m.stop().await;
 }
+
+#[tokio::test]
+async fn a_vm_is_backed_up_restored_into_a_new_vm_and_its_backup_deleted_over_grpc() {
+    use pb::backup_service_client::BackupServiceClient;
+    let m = Meson::start().await;
+    let ch = channel(&m).await;
+    let mut vms = pb::vm_service_client::VmServiceClient::new(ch.clone());
+    let mut backups = BackupServiceClient::new(ch.clone());
+    let created = vms
+        .create_vm(authed(seed_vm("backed"), &m.token))
+        .await
+        .unwrap()
+        .into_inner();
+    let vm = created.vm.unwrap().id;
+    succeeded(
+        &ch,
+        &m.token,
+        &created.action.unwrap().id,
+        Duration::from_secs(30),
+    )
+    .await;
+
+    // Bad input is named by the REST field paths.
+    let e = refused(
+        backups.enable_backups(authed(
+            pb::EnableBackupsRequest {
+                id: vm.clone(),
+                window: "25-01".into(),
+                keep: 40,
+            },
+            &m.token,
+        )),
+        Code::InvalidArgument,
+    )
+    .await;
+    assert_eq!(rejected_fields(&e), ["keep", "window"]);
+    let e = refused(
+        backups.restore(authed(
+            pb::RestoreRequest {
+                id: vm.clone(),
+                backup: "nope".into(),
+                into: "elsewhere".into(),
+                name: String::new(),
+            },
+            &m.token,
+        )),
+        Code::InvalidArgument,
+    )
+    .await;
+    assert_eq!(rejected_fields(&e), ["backup", "into"]);
+    let e = refused(
+        backups.backup(authed(
+            pb::BackupRequest {
+                vm: "nope".into(),
+                ..Default::default()
+            },
+            &m.token,
+        )),
+        Code::InvalidArgument,
+    )
+    .await;
+    assert_eq!(rejected_fields(&e), ["vm"]);
+
+    // The policy, on the VM as GetVm and REST show it.
+    let policy = pb::BackupPolicy {
+        window: "22-02".into(),
+        keep: 3,
+    };
+    let enabled = backups
+        .enable_backups(authed(
+            pb::EnableBackupsRequest {
+                id: vm.clone(),
+                window: "22-02".into(),
+                keep: 3,
+            },
+            &m.token,
+        ))
+        .await
+        .expect("enable")
+        .into_inner();
+    assert_eq!(enabled.vm.unwrap().backups.as_ref(), Some(&policy));
+    let got = vms
+        .get_vm(authed(pb::GetVmRequest { id: vm.clone() }, &m.token))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(got.backups.as_ref(), Some(&policy));
+    assert_eq!(
+        m.get(&format!("/v1/vms/{vm}")).await.body["vm"]["backups"],
+        serde_json::json!({"window": "22-02", "keep": 3})
+    );
+
+    // A backup taken now.
+    let taken = backups
+        .backup(authed(
+            pb::BackupRequest {
+                vm: vm.clone(),
+                name: "before".into(),
+                labels: [("env".to_owned(), "test".to_owned())].into(),
+            },
+            &m.token,
+        ))
+        .await
+        .expect("backup")
+        .into_inner();
+    let b = taken.backup.expect("the backup");
+    assert_eq!(
+        (
+            b.status.as_str(),
+            b.kind.as_str(),
+            b.vm.as_str(),
+            b.name.as_str()
+        ),
+        ("creating", "manual", vm.as_str(), "before")
+    );
+    let action = taken.action.expect("its action");
+    assert_eq!(action.command, "create_backup");
+    succeeded(&ch, &m.token, &action.id, Duration::from_secs(60)).await;
+    let read = backups
+        .get_backup(authed(pb::GetBackupRequest { id: b.id.clone() }, &m.token))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(read.status, "available", "{read:?}");
+    assert!(
+        read.volumes.iter().any(|v| v.kind == "boot"),
+        "{:?}",
+        read.volumes
+    );
+    assert!(read.expires.is_none(), "{read:?}");
+    // As REST shows it.
+    let rest = m.get(&format!("/v1/backups/{}", b.id)).await.body["backup"].clone();
+    assert_eq!(read.host, rest["host"].as_str().unwrap());
+    assert_eq!(u64::from(read.size), rest["size"].as_u64().unwrap());
+    assert_eq!(
+        read.volumes.len(),
+        rest["volumes"].as_array().unwrap().len()
+    );
+
+    // Listed by its VM (and by a filter it fails, not).
+    let list = |vm: &str, status: &[&str]| pb::ListBackupsRequest {
+        options: Some(pb::ListOptions {
+            status: status.iter().map(|s| (*s).to_owned()).collect(),
+            ..Default::default()
+        }),
+        vm: vm.to_owned(),
+    };
+    let listed = backups
+        .list_backups(authed(list(&vm, &[]), &m.token))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(listed.backups, std::slice::from_ref(&read));
+    assert_eq!(listed.pagination.unwrap().total_entries, 1);
+    let none = backups
+        .list_backups(authed(list(&vm, &["error"]), &m.token))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(none.backups.is_empty(), "{none:?}");
+    let e = refused(
+        backups.list_backups(authed(list("nope", &[]), &m.token)),
+        Code::InvalidArgument,
+    )
+    .await;
+    assert_eq!(rejected_fields(&e), ["vm"]);
+    let renamed = backups
+        .update_backup(authed(
+            pb::UpdateBackupRequest {
+                id: b.id.clone(),
+                name: Some("before-2".into()),
+                labels: None,
+            },
+            &m.token,
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(renamed.backup.unwrap().name, "before-2");
+
+    // Restored into a new VM, which names the backup.
+    let restored = backups
+        .restore(authed(
+            pb::RestoreRequest {
+                id: vm.clone(),
+                backup: b.id.clone(),
+                into: "new".into(),
+                name: "backed-restored".into(),
+            },
+            &m.token,
+        ))
+        .await
+        .expect("restore")
+        .into_inner();
+    let new = restored.vm.expect("the new VM");
+    assert_ne!(new.id, vm);
+    assert_eq!(new.name, "backed-restored");
+    let action = restored.action.expect("its action");
+    assert_eq!(action.command, "restore_vm");
+    succeeded(&ch, &m.token, &action.id, Duration::from_secs(60)).await;
+    let new = vms
+        .get_vm(authed(pb::GetVmRequest { id: new.id }, &m.token))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(new.status, "running", "{new:?}");
+    assert_eq!(
+        new.specs.and_then(|s| s.backup).as_deref(),
+        Some(b.id.as_str())
+    );
+    assert_eq!(new.backups, None);
+
+    // Disabled: the policy is gone.
+    let disabled = backups
+        .disable_backups(authed(
+            pb::DisableBackupsRequest { id: vm.clone() },
+            &m.token,
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(disabled.backups, None);
+
+    let deleting = backups
+        .delete_backup(authed(
+            pb::DeleteBackupRequest { id: b.id.clone() },
+            &m.token,
+        ))
+        .await
+        .expect("delete")
+        .into_inner();
+    assert_eq!(deleting.command, "delete_backup");
+    succeeded(&ch, &m.token, &deleting.id, Duration::from_secs(60)).await;
+    refused(
+        backups.get_backup(authed(pb::GetBackupRequest { id: b.id }, &m.token)),
+        Code::NotFound,
+    )
+    .await;
+    m.stop().await;
+}

@@ -338,6 +338,7 @@ pub async fn resource_known(
              when 'network' then exists(select 1 from networks where id = $1 and tenant_id = $2)
              when 'cluster' then exists(select 1 from clusters where id = $1 and tenant_id = $2)
              when 'image' then exists(select 1 from images where id = $1 and tenant_id = $2)
+             when 'backup' then exists(select 1 from backups where id = $1 and tenant_id = $2)
              else false end as "known!""#,
         id,
         tenant.as_str(),

@@ -6,6 +6,7 @@
 
 mod actions;
 pub mod autoscaler;
+mod backups;
 mod catalog;
 mod clusters;
 mod convert;
@@ -65,6 +66,10 @@ pub fn routes(state: &AppState) -> tonic::service::Routes {
         )
         .add_service(
             pb::port_forward_service_server::PortForwardServiceServer::new(svc.clone())
+                .max_decoding_message_size(max),
+        )
+        .add_service(
+            pb::backup_service_server::BackupServiceServer::new(svc.clone())
                 .max_decoding_message_size(max),
         )
         .add_service(

@@ -8,6 +8,7 @@
 //! value stands for an absent field (the REST default applies).
 
 mod action;
+mod backup;
 mod catalog;
 mod cluster;
 mod image;
@@ -20,6 +21,9 @@ mod vm;
 mod volume;
 
 pub use action::action;
+pub use backup::{
+    backup, backup_create, backup_list_query, backup_policy, backup_policy_request, restore,
+};
 pub use catalog::{cluster_quotes, flavor, kubernetes_version, provider, vm_quotes};
 pub use cluster::{cluster, cluster_create, cluster_update, cluster_upgrade, node};
 pub use image::{image, image_import, image_snapshot};

@@ -45,6 +45,7 @@ pub fn vm(v: wire::Vm) -> pb::Vm {
             requested_continent: s.requested_continent,
             requested_region: s.requested_region,
             image: s.image.map(|id| id.to_string()),
+            backup: s.backup.map(|id| id.to_string()),
         }),
         volumes: v
             .volumes
@@ -67,6 +68,7 @@ pub fn vm(v: wire::Vm) -> pb::Vm {
             })
             .collect(),
         price: v.price.map(price),
+        backups: v.backups.map(super::backup_policy),
     }
 }
 
