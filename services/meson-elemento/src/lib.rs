@@ -6,6 +6,7 @@
 //! API through the SDK: by default each daemon on its usual port on
 //! 127.0.0.1, plus all of them on one single-origin listener.
 
+pub mod backups;
 pub mod catalog;
 pub mod error;
 pub mod port_forwards;

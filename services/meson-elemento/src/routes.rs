@@ -642,6 +642,7 @@ fn compute_routes() -> Router<AppState> {
         .route(&format!("{b}/volume/detach"), post(volume_detach))
         .route(&format!("{b}/network/attach"), post(network_attach))
         .route(&format!("{b}/network/detach"), post(network_detach))
+        .merge(crate::backups::routes())
 }
 
 // --- network daemon
@@ -952,23 +953,27 @@ fn served(d: Daemon) -> Vec<(&'static str, String)> {
             ("GET", "/api/v1.0/min-ver/electros".into()),
             ("GET", "/api/v1.0/min-ver/clients".into()),
         ],
-        Daemon::Compute => vec![
-            rel("GET", "/templates"),
-            rel("POST", "/canallocate"),
-            rel("POST", "/canallocate/multiple"),
-            rel("POST", "/register"),
-            rel("GET", "/status"),
-            rel("POST", "/unregister"),
-            rel("POST", "/start"),
-            rel("POST", "/stop"),
-            rel("POST", "/reboot"),
-            rel("POST", "/update"),
-            rel("POST", "/migrate"),
-            rel("POST", "/volume/attach"),
-            rel("POST", "/volume/detach"),
-            rel("POST", "/network/attach"),
-            rel("POST", "/network/detach"),
-        ],
+        Daemon::Compute => {
+            let mut routes = vec![
+                rel("GET", "/templates"),
+                rel("POST", "/canallocate"),
+                rel("POST", "/canallocate/multiple"),
+                rel("POST", "/register"),
+                rel("GET", "/status"),
+                rel("POST", "/unregister"),
+                rel("POST", "/start"),
+                rel("POST", "/stop"),
+                rel("POST", "/reboot"),
+                rel("POST", "/update"),
+                rel("POST", "/migrate"),
+                rel("POST", "/volume/attach"),
+                rel("POST", "/volume/detach"),
+                rel("POST", "/network/attach"),
+                rel("POST", "/network/detach"),
+            ];
+            routes.extend(crate::backups::served());
+            routes
+        }
         Daemon::Storage => crate::storage::served(),
         Daemon::Network => {
             let mut routes = vec![

@@ -177,6 +177,9 @@ pub fn vm_row(vm: &mt::Vm) -> Value {
         "provider": vm.provider,
         "states": states,
         "status": vm.status,
+        // meson's daily backups (`POST /backup/schedule`): `{window, keep}`,
+        // null when off.
+        "backups": vm.backups,
         "req_json": {
             "vm_name": vm.name,
             "slots": s.vcpus,
@@ -535,6 +538,266 @@ pub fn resize_field(meson: &str) -> String {
         "memory_mib" => "ramsize".into(),
         m => m.to_owned(),
     }
+}
+
+// --- backups
+
+/// A backup as the compute daemon shows it: the AtomOS daemon's backup
+/// object (`backup_id`, `local_index` the VM's id, `vm_name`, `name`,
+/// `creation_date`, `size` in GB, `volumes`), the `created_at` Electros
+/// keeps (RFC 3339), and meson's `status` (`creating` → `available`),
+/// `kind`, host, `labels`, `error_message` and `expires`.
+pub fn backup_object(b: &mt::backup::Backup) -> Value {
+    use chrono::SecondsFormat::Millis;
+    let volumes: Vec<Value> = b
+        .volumes
+        .iter()
+        .map(|v| json!({"volume_id": v.volume, "kind": v.kind, "size": v.size}))
+        .collect();
+    json!({
+        "backup_id": b.id,
+        "local_index": b.vm,
+        "vm_name": b.vm_name,
+        "name": b.name,
+        "creation_date": daemon_date(&b.created),
+        "created_at": b.created.to_rfc3339_opts(Millis, true),
+        "size": b.size,
+        "volumes": volumes,
+        "status": b.status,
+        "kind": b.kind,
+        "serverurl": format!("https://{}", b.host),
+        "host": b.host,
+        "provider": b.provider,
+        "region": b.region,
+        "labels": b.labels,
+        "error_message": b.error,
+        "expires": b.expires.map(|t| t.to_rfc3339_opts(Millis, true)),
+    })
+}
+
+/// The compute daemon's `POST /backup` body as meson's: `name` and
+/// `labels` are passed on (meson checks them, under the same names); the
+/// VM is `local_index`, the route's. A client-chosen `backup_id` is not
+/// kept (meson names its backups), and nothing else is read.
+pub fn backup_create(body: &Value) -> DResult<Value> {
+    if !body.is_object() {
+        return Err(Detail::field(
+            "body",
+            "must be a JSON object {local_index, name?}",
+        ));
+    }
+    let mut out = json!({});
+    for key in ["name", "labels"] {
+        if let Some(v) = get(body, key) {
+            out[key] = v.clone();
+        }
+    }
+    Ok(out)
+}
+
+/// meson's restore fields back to the daemon's names (`name_field`: the
+/// key the client named the new VM with).
+pub fn restore_field(meson: &str, name_field: &str) -> String {
+    match meson {
+        "backup" => "backup_id".into(),
+        "name" => name_field.to_owned(),
+        m => m.to_owned(),
+    }
+}
+
+/// What `POST /backup/schedule` asks of a VM's automatic backups.
+#[derive(Debug, PartialEq)]
+pub enum Schedule {
+    /// Stop them (meson's `disable-backups`).
+    Off,
+    /// meson's `enable-backups` with what the body gave: `window` (`HH-HH`,
+    /// UTC) and `keep`, each `None` when the body says nothing of it.
+    On {
+        window: Option<String>,
+        /// The key the window came from (`window`, `hour`, `time`, ...).
+        window_field: &'static str,
+        keep: Option<Value>,
+        /// The key `keep` came from (`keep`, `retention`, ...).
+        keep_field: &'static str,
+    },
+}
+
+/// The first of `keys` the body has (`null` counting as absent).
+fn first<'a>(body: &'a Value, keys: &[&'static str]) -> Option<(&'static str, &'a Value)> {
+    keys.iter().find_map(|k| get(body, k).map(|v| (*k, v)))
+}
+
+/// An hour of the day from `09`, `9`, `"09:30"`, `"9:30:00"` (minutes are
+/// dropped: meson's windows are whole hours).
+fn hour_of(v: &Value) -> Option<u8> {
+    let h = match v {
+        Value::Number(_) => match mt::lenient::integer(v) {
+            mt::lenient::Integer::Value(n) => n,
+            _ => return None,
+        },
+        Value::String(s) => {
+            let mut parts = s.trim().split(':');
+            let h = parts.next()?;
+            if h.is_empty() || h.len() > 2 || !h.bytes().all(|c| c.is_ascii_digit()) {
+                return None;
+            }
+            for rest in parts {
+                if rest.len() != 2 || !rest.bytes().all(|c| c.is_ascii_digit()) {
+                    return None;
+                }
+            }
+            h.parse().ok()?
+        }
+        _ => return None,
+    };
+    u8::try_from(h).ok().filter(|h| *h < 24)
+}
+
+/// The hour a daily cron line (`m h * * *`) runs at.
+fn cron_hour(cron: &str) -> Option<u8> {
+    let f: Vec<&str> = cron.split_whitespace().collect();
+    match f.as_slice() {
+        [m, h, "*", "*", "*"] if m.parse::<u8>().is_ok_and(|m| m < 60) => {
+            hour_of(&Value::String((*h).to_owned()))
+        }
+        _ => None,
+    }
+}
+
+/// Words that turn a schedule off.
+fn is_off_word(s: &str) -> bool {
+    matches!(
+        s.trim().to_ascii_lowercase().as_str(),
+        "none" | "off" | "never" | "disabled" | "disable"
+    )
+}
+
+/// The compute daemon's `POST /backup/schedule` body (the VM aside) as
+/// meson's backup policy. meson backs a VM up once a day, starting within
+/// a window of UTC hours, and keeps the newest `keep`:
+///
+/// - `enabled` (or `enable`, `active`) `false`, or a `frequency` (or
+///   `interval`) of `none`/`off`/`never`/`disabled`, turns them off;
+/// - `frequency`/`interval` must otherwise be daily (`daily`, `day`, `1d`,
+///   `24h`): another frequency is refused by name;
+/// - the time: `window` (`HH-HH`) as is, else `hour`/`time`/`start_time`
+///   (`22`, `"22:30"`: the hour's window, `22-23`) or a daily `cron`
+///   (`m h * * *`); a `timezone` other than UTC is refused (the hours are
+///   UTC);
+/// - `keep` (or `retention`, `retention_days`, `max_backups`, `keep_last`,
+///   `retain`): how many are kept (daily backups, so days), 1 to 31.
+///
+/// Anything else is ignored.
+pub fn backup_schedule(body: &Value) -> DResult<Schedule> {
+    if !body.is_object() {
+        return Err(Detail::field(
+            "body",
+            "must be a JSON object {local_index, enabled?, hour?, keep?}",
+        ));
+    }
+    if let Some((key, v)) = first(body, &["enabled", "enable", "active"]) {
+        match mt::lenient::boolean(v) {
+            Some(true) => {}
+            Some(false) => return Ok(Schedule::Off),
+            None => {
+                return Err(Detail::field(
+                    key,
+                    format!("must be {}", mt::lenient::BOOLEAN),
+                ));
+            }
+        }
+    }
+    if let Some((key, v)) = first(body, &["frequency", "interval"]) {
+        let daily = match v {
+            Value::String(s) if is_off_word(s) => return Ok(Schedule::Off),
+            // Empty: not said, meson's daily.
+            Value::String(s) => matches!(
+                s.trim().to_ascii_lowercase().as_str(),
+                "" | "daily" | "day" | "1d" | "24h" | "everyday" | "every day"
+            ),
+            _ => false,
+        };
+        if !daily {
+            return Err(Detail::field(
+                key,
+                format!(
+                    "meson backs a VM up once a day: send \"daily\" (or leave {key} out), \
+                     got {v}"
+                ),
+            ));
+        }
+    }
+    if let Some((key, v)) = first(body, &["timezone", "tz"]) {
+        let utc = v.as_str().is_some_and(|s| {
+            matches!(
+                s.trim().to_ascii_uppercase().as_str(),
+                "UTC" | "Z" | "GMT" | "ETC/UTC" | "ETC/GMT" | "+00:00" | "UTC+0" | "UTC+00:00"
+            )
+        });
+        if !utc {
+            return Err(Detail::field(
+                key,
+                format!("meson's backup hours are UTC: send the time in UTC, got {v}"),
+            ));
+        }
+    }
+    let (window, window_field) = if let Some(w) = get(body, "window") {
+        match w {
+            Value::String(s) => (Some(s.clone()), "window"),
+            other => {
+                return Err(Detail::field(
+                    "window",
+                    format!("must be \"HH-HH\" (UTC hours, e.g. \"22-02\"), not {other}"),
+                ));
+            }
+        }
+    } else if let Some((key, v)) = first(body, &["hour", "time", "start_time"]) {
+        let h = hour_of(v).ok_or_else(|| {
+            Detail::field(
+                key,
+                format!("must be an hour of the day, 0 to 23 (or \"HH:MM\", UTC), not {v}"),
+            )
+        })?;
+        (Some(format!("{h:02}-{:02}", (h + 1) % 24)), key)
+    } else if let Some(c) = get(body, "cron") {
+        let h = c.as_str().and_then(cron_hour).ok_or_else(|| {
+            Detail::field(
+                "cron",
+                format!(
+                    "meson backs a VM up once a day: send a daily line, \"m h * * *\" \
+                     (UTC), not {c}"
+                ),
+            )
+        })?;
+        (Some(format!("{h:02}-{:02}", (h + 1) % 24)), "cron")
+    } else {
+        (None, "window")
+    };
+    let (keep, keep_field) = match first(
+        body,
+        &[
+            "keep",
+            "retention",
+            "retention_days",
+            "max_backups",
+            "keep_last",
+            "retain",
+        ],
+    ) {
+        // A count as elemento-cli sends numbers: a string of digits too.
+        Some((key, Value::String(s))) => match s.trim().parse::<u64>() {
+            Ok(n) => (Some(json!(n)), key),
+            Err(_) => (Some(Value::String(s.clone())), key),
+        },
+        Some((key, v)) => (Some(v.clone()), key),
+        None => (None, "keep"),
+    };
+    Ok(Schedule::On {
+        window,
+        window_field,
+        keep,
+        keep_field,
+    })
 }
 
 // --- KaaS
@@ -967,6 +1230,119 @@ mod tests {
         );
         assert_eq!(forward_url("203.0.113.10"), "https://203.0.113.10");
         assert_eq!(forward_url("2001:db8::1"), "https://[2001:db8::1]");
+    }
+
+    #[test]
+    fn backup_objects_and_bodies() {
+        let (id, vm, vol) = (
+            uuid::Uuid::new_v4(),
+            uuid::Uuid::new_v4(),
+            uuid::Uuid::new_v4(),
+        );
+        let b: mt::backup::Backup = serde_json::from_value(json!({"id": id,
+            "name": "web-20261129-0712", "vm": vm, "vm_name": "web", "kind": "manual",
+            "status": "available", "size": 12,
+            "volumes": [{"volume": vol, "kind": "boot", "size": 10},
+                        {"volume": null, "kind": "data", "size": 2}],
+            "host": "h1", "provider": "ovh", "region": "gra", "labels": {"env": "prod"},
+            "error": null, "created": "2026-03-07T04:05:06Z", "expires": null}))
+        .unwrap();
+        assert_eq!(
+            backup_object(&b),
+            json!({"backup_id": id, "local_index": vm, "vm_name": "web",
+                   "name": "web-20261129-0712", "creation_date": "3/7/2026, 04:05:06",
+                   "created_at": "2026-03-07T04:05:06.000Z", "size": 12,
+                   "volumes": [{"volume_id": vol, "kind": "boot", "size": 10},
+                               {"volume_id": null, "kind": "data", "size": 2}],
+                   "status": "available", "kind": "manual", "serverurl": "https://h1",
+                   "host": "h1", "provider": "ovh", "region": "gra",
+                   "labels": {"env": "prod"}, "error_message": null, "expires": null})
+        );
+        // Electros' create: the VM is the route's, a chosen backup_id is not kept.
+        assert_eq!(
+            backup_create(&json!({"local_index": vm, "name": "before", "backup_id": id})).unwrap(),
+            json!({"name": "before"})
+        );
+        assert_eq!(
+            backup_create(&json!({"local_index": vm})).unwrap(),
+            json!({})
+        );
+        assert_eq!(
+            backup_create(&json!([1])).unwrap_err().fields[0]["name"],
+            "body"
+        );
+        assert_eq!(restore_field("backup", "vm_name"), "backup_id");
+        assert_eq!(restore_field("name", "vm_name"), "vm_name");
+        assert_eq!(restore_field("into", "name"), "into");
+    }
+
+    #[test]
+    fn backup_schedules() {
+        let on = |body: Value| match backup_schedule(&body).unwrap() {
+            Schedule::On {
+                window,
+                window_field,
+                keep,
+                keep_field,
+            } => (window, window_field, keep, keep_field),
+            Schedule::Off => panic!("off: {body}"),
+        };
+        assert_eq!(
+            on(json!({"local_index": "x", "hour": 22, "keep": 3})),
+            (Some("22-23".to_owned()), "hour", Some(json!(3)), "keep")
+        );
+        assert_eq!(
+            on(
+                json!({"time": "23:30", "retention_days": "7", "frequency": "Daily",
+                      "timezone": "UTC", "enabled": "True"})
+            ),
+            (
+                Some("23-00".to_owned()),
+                "time",
+                Some(json!(7)),
+                "retention_days"
+            )
+        );
+        assert_eq!(
+            on(json!({"window": "22-02", "hour": 5})),
+            (Some("22-02".to_owned()), "window", None, "keep")
+        );
+        assert_eq!(
+            on(json!({"cron": "15 3 * * *", "max_backups": 2})),
+            (
+                Some("03-04".to_owned()),
+                "cron",
+                Some(json!(2)),
+                "max_backups"
+            )
+        );
+        assert_eq!(on(json!({})), (None, "window", None, "keep"));
+        // A keep that is no count is meson's to refuse, by the client's name.
+        assert_eq!(on(json!({"keep": "many"})).2, Some(json!("many")));
+        for body in [
+            json!({"enabled": false, "hour": 99}),
+            json!({"enable": 0}),
+            json!({"frequency": "none"}),
+            json!({"interval": "disabled"}),
+        ] {
+            assert_eq!(backup_schedule(&body).unwrap(), Schedule::Off, "{body}");
+        }
+        for (body, field) in [
+            (json!({"frequency": "weekly"}), "frequency"),
+            (json!({"interval": 24}), "interval"),
+            (json!({"hour": 24}), "hour"),
+            (json!({"start_time": "7pm"}), "start_time"),
+            (json!({"time": "22:3"}), "time"),
+            (json!({"cron": "0 3 * * 1"}), "cron"),
+            (json!({"cron": "0 */6 * * *"}), "cron"),
+            (json!({"window": 22}), "window"),
+            (json!({"timezone": "Europe/Rome", "hour": 1}), "timezone"),
+            (json!({"enabled": "maybe"}), "enabled"),
+            (json!("daily"), "body"),
+        ] {
+            let e = backup_schedule(&body).unwrap_err();
+            assert_eq!(e.fields[0]["name"], field, "{body}");
+        }
     }
 
     #[test]

@@ -804,6 +804,413 @@ async fn port_forwards_from_create_to_delete() {
     m.stop().await;
 }
 
+/// A backup object's JSON types, as the compute daemon shows it.
+fn assert_backup_shape(b: &Value) {
+    for key in [
+        "backup_id",
+        "local_index",
+        "vm_name",
+        "name",
+        "creation_date",
+        "created_at",
+        "status",
+        "kind",
+        "serverurl",
+        "host",
+    ] {
+        assert!(b[key].is_string(), "{key} in {b}");
+    }
+    assert!(is_daemon_date(b["creation_date"].as_str().unwrap()), "{b}");
+    assert!(
+        chrono::DateTime::parse_from_rfc3339(b["created_at"].as_str().unwrap()).is_ok(),
+        "{b}"
+    );
+    assert!(b["serverurl"].as_str().unwrap().starts_with("https://"));
+    assert!(b["size"].is_u64() && b["volumes"].is_array(), "{b}");
+}
+
+/// Every backup the simulated hosts keep.
+fn host_backups(m: &Meson) -> usize {
+    m.sim()
+        .hosts()
+        .iter()
+        .map(|h| h.inventory().backups.len())
+        .sum()
+}
+
+/// The compute daemon's backups over meson's: taken, listed and searched,
+/// scheduled, restored in place and into new VMs (the backed-up VM's
+/// outliving backup too), and deleted through the daemon's routes; its
+/// refusals name the daemon's fields.
+#[tokio::test]
+async fn backups_from_create_to_restore() {
+    let m = Meson::start().await;
+    let gw = gateway(&m).await;
+    let me = Caller::bearer(&m.token);
+    let compute = |p: &str| url(&gw, Daemon::Compute, p);
+    let list = |u: String| {
+        let me = &me;
+        async move {
+            let r = me.get(&u).await;
+            assert_eq!(r.status, StatusCode::OK, "{u}: {}", r.text);
+            assert!(r.content_type.starts_with("application/json"));
+            r.json().as_array().expect("a list").clone()
+        }
+    };
+    let backups = || list(compute("/backups"));
+    let search = |vm: &str| list(format!("{}?local_index={vm}", compute("/backups/search")));
+    let refused = |r: Reply, status: StatusCode, field: &str| {
+        assert_eq!(r.status, status, "{field}: {}", r.text);
+        assert_eq!(r.json()["fields"][0]["name"], field, "{}", r.text);
+        r.json()["detail"].as_str().unwrap().to_owned()
+    };
+    let running = |id: String| {
+        let me = &me;
+        let compute = &compute;
+        async move {
+            until("the VM runs", Duration::from_secs(60), || async {
+                let rows = me.get(&compute("/status")).await.json();
+                rows.as_array()?
+                    .iter()
+                    .find(|r| r["uniqueID"] == id.as_str() && r["states"] == "running")
+                    .cloned()
+            })
+            .await
+        }
+    };
+    assert!(backups().await.is_empty());
+
+    let mut spec = neon();
+    spec["info"]["vm_name"] = json!("web");
+    let r = me.post(&compute("/register"), &spec).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    let vm = r.json()["uniqueID"].as_str().unwrap().to_owned();
+    let row = running(vm.clone()).await;
+    assert_eq!(row["backups"], Value::Null, "no schedule yet: {row}");
+
+    // Taking one: the VM by the daemon's name, meson's checks by theirs.
+    let bad = uuid::Uuid::new_v4().to_string();
+    for (body, status, field) in [
+        (json!({}), StatusCode::BAD_REQUEST, "local_index"),
+        (
+            json!({"local_index": "nope"}),
+            StatusCode::BAD_REQUEST,
+            "local_index",
+        ),
+        (
+            json!({"local_index": bad}),
+            StatusCode::NOT_FOUND,
+            "local_index",
+        ),
+        (
+            json!({"local_index": vm, "name": "not a name!"}),
+            StatusCode::BAD_REQUEST,
+            "name",
+        ),
+        (
+            json!({"local_index": vm, "name": 7}),
+            StatusCode::BAD_REQUEST,
+            "name",
+        ),
+    ] {
+        refused(me.post(&compute("/backup"), &body).await, status, field);
+    }
+    assert!(backups().await.is_empty(), "nothing half-made");
+
+    // Electros' create: answered at once with the backup and its action;
+    // its own backup_id is not kept.
+    let r = me
+        .post_when_free(
+            "backed up",
+            &compute("/backup"),
+            &json!({"local_index": vm, "name": "before-upgrade", "backup_id": "mine"}),
+        )
+        .await;
+    let made = r.json();
+    assert_backup_shape(&made);
+    let id = made["backup_id"].as_str().unwrap().to_owned();
+    assert!(uuid::Uuid::parse_str(&id).is_ok(), "{made}");
+    assert_eq!(made["local_index"], vm.as_str());
+    assert_eq!(made["vm_name"], "web");
+    assert_eq!(made["name"], "before-upgrade");
+    assert_eq!(made["kind"], "manual");
+    let done = m.wait_action(made["action_id"].as_str().unwrap()).await;
+    assert_eq!(done["status"], "success", "{done}");
+
+    // Listed, and searched by VM.
+    let listed = backups().await;
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    let b = &listed[0];
+    assert_backup_shape(b);
+    assert_eq!(b["backup_id"], id.as_str());
+    assert_eq!(b["status"], "available", "{b}");
+    assert!(b["size"].as_u64().unwrap() > 0, "{b}");
+    assert!(!b["volumes"].as_array().unwrap().is_empty(), "{b}");
+    assert_eq!(b["serverurl"], row["serverurl"], "the VM's host");
+    assert_eq!(host_backups(&m), 1, "kept on the VM's host");
+    assert_eq!(search(&vm).await[0]["backup_id"], id.as_str());
+    assert!(search(&bad).await.is_empty(), "a VM meson never had");
+    let by_vm_uid = list(format!("{}?vm_uid={vm}", compute("/backups/search"))).await;
+    assert_eq!(by_vm_uid.len(), 1);
+    refused(
+        me.get(&compute("/backups/search")).await,
+        StatusCode::BAD_REQUEST,
+        "local_index",
+    );
+    refused(
+        me.get(&format!("{}?local_index=nope", compute("/backups/search")))
+            .await,
+        StatusCode::BAD_REQUEST,
+        "local_index",
+    );
+
+    // Scheduled: the daemon's hour and count as meson's window and keep.
+    let schedule = |body: Value| {
+        let me = &me;
+        let compute = &compute;
+        async move { me.post(&compute("/backup/schedule"), &body).await }
+    };
+    let policy = || async {
+        let r = m.get(&format!("/v1/vms/{vm}")).await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+        r.body["vm"]["backups"].clone()
+    };
+    let r = schedule(json!({"local_index": vm, "frequency": "daily", "hour": 22, "keep": 3})).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    let s = r.json();
+    assert_eq!(
+        (&s["scheduled"], &s["window"], &s["keep"]),
+        (&json!(true), &json!("22-23"), &json!(3)),
+        "{s}"
+    );
+    assert_eq!(policy().await, json!({"window": "22-23", "keep": 3}));
+    // What the body leaves out stays.
+    let r = schedule(json!({"local_index": vm, "retention": "5"})).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    assert_eq!(policy().await, json!({"window": "22-23", "keep": 5}));
+    let row = running(vm.clone()).await;
+    assert_eq!(row["backups"], json!({"window": "22-23", "keep": 5}));
+    for (body, status, field) in [
+        (
+            json!({"local_index": vm, "keep": 0}),
+            StatusCode::BAD_REQUEST,
+            "keep",
+        ),
+        (
+            json!({"local_index": vm, "retention_days": 40}),
+            StatusCode::BAD_REQUEST,
+            "retention_days",
+        ),
+        (
+            json!({"local_index": vm, "hour": 25}),
+            StatusCode::BAD_REQUEST,
+            "hour",
+        ),
+        (
+            json!({"local_index": vm, "window": "22"}),
+            StatusCode::BAD_REQUEST,
+            "window",
+        ),
+        (
+            json!({"local_index": vm, "frequency": "weekly"}),
+            StatusCode::BAD_REQUEST,
+            "frequency",
+        ),
+        (json!({"hour": 1}), StatusCode::BAD_REQUEST, "local_index"),
+        (
+            json!({"local_index": bad, "hour": 1}),
+            StatusCode::NOT_FOUND,
+            "local_index",
+        ),
+    ] {
+        refused(schedule(body).await, status, field);
+    }
+    assert_eq!(policy().await, json!({"window": "22-23", "keep": 5}));
+    let r = schedule(json!({"local_index": vm, "enabled": false})).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    assert_eq!(r.json()["scheduled"], false);
+    assert_eq!(policy().await, Value::Null);
+
+    // Restored in place: Electros names the backed-up VM.
+    let restore = |body: Value| {
+        let me = &me;
+        let compute = &compute;
+        async move { me.post(&compute("/backup/restore"), &body).await }
+    };
+    for (body, status, field) in [
+        (json!({}), StatusCode::BAD_REQUEST, "backup_id"),
+        (
+            json!({"backup_id": "x"}),
+            StatusCode::BAD_REQUEST,
+            "backup_id",
+        ),
+        (
+            json!({"backup_id": bad}),
+            StatusCode::NOT_FOUND,
+            "backup_id",
+        ),
+        (
+            json!({"backup_id": id, "into": "elsewhere"}),
+            StatusCode::BAD_REQUEST,
+            "into",
+        ),
+        (
+            json!({"backup_id": id, "local_index": bad}),
+            StatusCode::NOT_FOUND,
+            "local_index",
+        ),
+        (
+            json!({"backup_id": id, "into": "new", "vm_name": "not a name!"}),
+            StatusCode::BAD_REQUEST,
+            "vm_name",
+        ),
+    ] {
+        refused(restore(body).await, status, field);
+    }
+    let r = me
+        .post_when_free(
+            "restored in place",
+            &compute("/backup/restore"),
+            &json!({"backup_id": id, "local_index": vm}),
+        )
+        .await;
+    let s = r.json();
+    assert_eq!((&s["restored"], &s["into"]), (&json!(true), &json!("same")));
+    assert_eq!(s["uniqueID"], vm.as_str());
+    let done = m.wait_action(s["action_id"].as_str().unwrap()).await;
+    assert_eq!(done["status"], "success", "{done}");
+    running(vm.clone()).await;
+
+    // Into a new VM, named.
+    let r = me
+        .post_when_free(
+            "restored into a new VM",
+            &compute("/backup/restore"),
+            &json!({"backup_id": id, "into": "new", "vm_name": "web-copy"}),
+        )
+        .await;
+    let s = r.json();
+    assert_eq!(s["into"], "new", "{s}");
+    assert_eq!(s["vm_name"], "web-copy");
+    let copy = s["uniqueID"].as_str().unwrap().to_owned();
+    assert_ne!(copy, vm);
+    let done = m
+        .wait_action_for(s["action_id"].as_str().unwrap(), Duration::from_secs(90))
+        .await;
+    assert_eq!(done["status"], "success", "{done}");
+    running(copy.clone()).await;
+
+    // Naming another VM: never written to, a new VM instead.
+    let detail = refused(
+        restore(json!({"backup_id": id, "local_index": copy, "into": "same"})).await,
+        StatusCode::BAD_REQUEST,
+        "local_index",
+    );
+    assert!(detail.contains("in place into its own VM only"), "{detail}");
+    let r = me
+        .post_when_free(
+            "restored from another VM's page",
+            &compute("/backup/restore"),
+            &json!({"backup_id": id, "local_index": copy}),
+        )
+        .await;
+    let s = r.json();
+    assert_eq!(s["into"], "new", "{s}");
+    let second = s["uniqueID"].as_str().unwrap().to_owned();
+    assert!(second != vm && second != copy, "{s}");
+    let done = m
+        .wait_action_for(s["action_id"].as_str().unwrap(), Duration::from_secs(90))
+        .await;
+    assert_eq!(done["status"], "success", "{done}");
+
+    // The backed-up VM deleted: its backup stays, and a restore that names
+    // no VM makes a new one.
+    until("the VM can be deleted", Duration::from_secs(60), || async {
+        let r = me
+            .post(&compute("/unregister"), &json!({"local_index": vm}))
+            .await;
+        (r.status == StatusCode::OK).then_some(())
+    })
+    .await;
+    until("the VM is gone", Duration::from_secs(60), || async {
+        let rows = me.get(&compute("/status")).await.json();
+        (!rows
+            .as_array()?
+            .iter()
+            .any(|r| r["uniqueID"] == vm.as_str()))
+        .then_some(())
+    })
+    .await;
+    assert_eq!(search(&vm).await.len(), 1, "a backup outlives its VM");
+    let r = me
+        .post_when_free(
+            "restored after its VM",
+            &compute("/backup/restore"),
+            &json!({"backup_id": id}),
+        )
+        .await;
+    let s = r.json();
+    assert_eq!(s["into"], "new", "{s}");
+    let third = s["uniqueID"].as_str().unwrap().to_owned();
+    assert!(third != vm && third != copy && third != second, "{s}");
+    // Naming it: gone, so no restore in place.
+    refused(
+        restore(json!({"backup_id": id, "local_index": vm})).await,
+        StatusCode::NOT_FOUND,
+        "local_index",
+    );
+    let done = m
+        .wait_action_for(s["action_id"].as_str().unwrap(), Duration::from_secs(90))
+        .await;
+    assert_eq!(done["status"], "success", "{done}");
+
+    // Deleted: by the body's backup_id or the query's.
+    let delete = |body: Option<Value>, query: &str| {
+        let me = &me;
+        let u = format!("{}{query}", compute("/backups"));
+        async move { me.call(Method::DELETE, &u, body.as_ref()).await }
+    };
+    refused(
+        delete(Some(json!({"backup_id": bad})), "").await,
+        StatusCode::NOT_FOUND,
+        "backup_id",
+    );
+    refused(
+        delete(None, &format!("?backup_id={bad}")).await,
+        StatusCode::NOT_FOUND,
+        "backup_id",
+    );
+    refused(
+        delete(Some(json!({"backup_id": "b-1"})), "").await,
+        StatusCode::BAD_REQUEST,
+        "backup_id",
+    );
+    refused(delete(None, "").await, StatusCode::BAD_REQUEST, "backup_id");
+    let r = me
+        .call_when_free(
+            "deleting the backup",
+            Method::DELETE,
+            &compute("/backups"),
+            Some(&json!({"backup_id": id})),
+        )
+        .await;
+    assert_eq!(r.json()["backup_id"], id.as_str());
+    let done = m.wait_action(r.json()["action_id"].as_str().unwrap()).await;
+    assert_eq!(done["status"], "success", "{done}");
+    until("the backup is gone", Duration::from_secs(60), || async {
+        backups().await.is_empty().then_some(())
+    })
+    .await;
+    assert_eq!(host_backups(&m), 0, "its host let go of it");
+    refused(
+        delete(Some(json!({"backup_id": id})), "").await,
+        StatusCode::NOT_FOUND,
+        "backup_id",
+    );
+    gw.shutdown().await;
+    m.stop().await;
+}
+
 /// `body` with `key` set to `value`.
 fn with_key(body: &Value, key: &str, value: Value) -> Value {
     let mut b = body.clone();
@@ -1727,6 +2134,14 @@ async fn a_tenant_sees_nothing_of_another() {
         )
         .await;
     let fwd_id = fwd.json()["forward_uid"].as_str().unwrap().to_owned();
+    let backup = a
+        .post_when_free(
+            "A's backup",
+            &url(&gw, Daemon::Compute, "/backup"),
+            &json!({"local_index": vm_id}),
+        )
+        .await;
+    let backup_id = backup.json()["backup_id"].as_str().unwrap().to_owned();
 
     assert_eq!(
         b.get(&url(&gw, Daemon::Compute, "/status")).await.json(),
@@ -1738,6 +2153,36 @@ async fn a_tenant_sees_nothing_of_another() {
             .json(),
         json!([])
     );
+    // A's backups: none of B's, A's VM none of B's either.
+    assert_eq!(
+        b.get(&url(&gw, Daemon::Compute, "/backups")).await.json(),
+        json!([])
+    );
+    assert_eq!(
+        b.get(&format!(
+            "{}?local_index={vm_id}",
+            url(&gw, Daemon::Compute, "/backups/search")
+        ))
+        .await
+        .json(),
+        json!([])
+    );
+    for (path, body) in [
+        ("/backup", json!({"local_index": vm_id})),
+        ("/backup/schedule", json!({"local_index": vm_id, "hour": 3})),
+        ("/backup/restore", json!({"backup_id": backup_id})),
+    ] {
+        let r = b.post(&url(&gw, Daemon::Compute, path), &body).await;
+        assert_eq!(r.status, StatusCode::NOT_FOUND, "{path}: {}", r.text);
+    }
+    let r = b
+        .call(
+            Method::DELETE,
+            &url(&gw, Daemon::Compute, "/backups"),
+            Some(&json!({"backup_id": backup_id})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.text);
     // Forwarding to A's VM: no such VM for B; A's forward: none of B's.
     let r = b
         .post(&url(&gw, Daemon::Network, "/portforward"), &forward)
@@ -1858,6 +2303,9 @@ async fn a_tenant_sees_nothing_of_another() {
         .json();
     assert_eq!(still.as_array().unwrap().len(), 1, "{still}");
     assert_eq!(still[0]["forward_uid"], fwd_id.as_str());
+    let still = a.get(&url(&gw, Daemon::Compute, "/backups")).await.json();
+    assert_eq!(still.as_array().unwrap().len(), 1, "{still}");
+    assert_eq!(still[0]["backup_id"], backup_id.as_str());
     gw.shutdown().await;
     m.stop().await;
 }
