@@ -177,7 +177,7 @@ impl AtomosClient {
 
 /// Percent-encodes a query value: everything but RFC 3986's unreserved
 /// characters.
-fn query_value(raw: &str) -> String {
+pub(crate) fn query_value(raw: &str) -> String {
     let mut out = String::with_capacity(raw.len());
     for b in raw.bytes() {
         if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {

@@ -16,8 +16,9 @@ pub enum ErrorKind {
     /// 409: the name is taken; for a port forward, its port on the host
     /// (`[PortInUse]`) or its id (with another spec); for a backup, its id
     /// (another VM's, `[BackupExists]`). A 409 `[VmRunning]` (a backup
-    /// restored into a running VM's volume) is [`ErrorKind::Invalid`]
-    /// instead: nothing exists that a caller could take as done.
+    /// restored into a running VM's volume) or `[VmNotRunning]` (a console
+    /// for a VM shut off) is [`ErrorKind::Invalid`] instead: nothing exists
+    /// that a caller could take as done.
     AlreadyExists,
 }
 
@@ -148,7 +149,9 @@ pub(crate) fn classify(status: u16, message: &str) -> ErrorKind {
         404 => ErrorKind::NotFound,
         // A conflict with the VM's state, not with an object that exists:
         // stopping the VM is the way out, not finding what is there.
-        409 if lower.contains("[vmrunning]") => ErrorKind::Invalid,
+        409 if lower.contains("[vmrunning]") || lower.contains("[vmnotrunning]") => {
+            ErrorKind::Invalid
+        }
         409 => ErrorKind::AlreadyExists,
         // Checked before the 5xx rule: an allocation failure raised as a 500
         // stays a 500 no matter how often it is retried.
@@ -268,6 +271,22 @@ mod tests {
         assert_eq!(
             classify(400, "[BackupVolumeNotFound] volume x is not in backup b-1"),
             ErrorKind::Invalid
+        );
+    }
+
+    #[test]
+    fn console_refusals_map_to_what_a_caller_does() {
+        assert_eq!(
+            classify(409, "[VmNotRunning] VM web is shut off; start it first"),
+            ErrorKind::Invalid
+        );
+        assert_eq!(
+            classify(404, "[TunnelNotFound] console tunnel t-1 does not exist"),
+            ErrorKind::NotFound
+        );
+        assert_eq!(
+            classify(404, "[VmNotFound] VM v does not exist"),
+            ErrorKind::NotFound
         );
     }
 

@@ -116,7 +116,8 @@ impl Forwards {
         self.changed.send_replace(());
     }
 
-    fn changes(&self) -> watch::Receiver<()> {
+    /// Bumped when a guest may have stopped (console tunnels watch it too).
+    pub(crate) fn changes(&self) -> watch::Receiver<()> {
         self.changed.subscribe()
     }
 

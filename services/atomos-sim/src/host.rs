@@ -1,6 +1,7 @@
-//! One simulated host: its VMs, volumes, networks, port forwards and backups (the records are [`crate::state`]'s), capacity accounting, DHCP leases, lazy boot, guest ports, writes to volumes, going down and up.
+//! One simulated host: its VMs, volumes, networks, port forwards, backups and console tunnels (the records are [`crate::state`]'s), capacity accounting, DHCP leases, lazy boot, guest ports, writes to volumes, going down and up.
 
 use crate::config::HostConfig;
+use crate::console::Consoles;
 use crate::faults::Faults;
 use crate::forward::{Forwards, Listening, Socket};
 use crate::state::{
@@ -44,6 +45,8 @@ struct HostShared {
     listening: watch::Sender<u8>,
     /// Port forwards at work and what stands in for guest ports.
     forwards: Forwards,
+    /// Open console tunnels.
+    consoles: Consoles,
 }
 
 /// A handle that does not keep the host alive (for background tasks).
@@ -102,6 +105,7 @@ impl SimHost {
                     guests_changed.clone(),
                 ),
                 forwards: Forwards::new(guests_changed),
+                consoles: Consoles::new(),
                 config,
                 target,
                 index,
@@ -241,6 +245,15 @@ impl SimHost {
 
     pub(crate) fn forwards(&self) -> &Forwards {
         &self.shared.forwards
+    }
+
+    pub(crate) fn consoles(&self) -> &Consoles {
+        &self.shared.consoles
+    }
+
+    /// Stops every console tunnel for good; their tasks, aborted.
+    pub(crate) fn close_consoles(&self) -> Vec<tokio::task::JoinHandle<()>> {
+        self.consoles().close()
     }
 
     /// Starts serving `forward`, on `socket` when the port is bound already
@@ -431,6 +444,15 @@ impl SimHost {
     pub fn inventory(&self) -> Inventory {
         let boot = self.boot_time();
         let now = self.now();
+        // Before the state's lock: a tunnel's task takes that lock alone.
+        let consoles = self.consoles().list();
+        let sessions = |vm: &str| {
+            consoles
+                .iter()
+                .filter(|c| c.vm_id == vm)
+                .map(|c| c.sessions)
+                .sum()
+        };
         let state = self.state();
         Inventory {
             vms: state
@@ -452,6 +474,7 @@ impl SimHost {
                         crashed: vm.crashed,
                         phone_home_url: vm.phone_home_url.clone(),
                         phoned_home: vm.phoned_home,
+                        console_sessions: sessions(&vm.id),
                     }
                 })
                 .collect(),
@@ -466,6 +489,7 @@ impl SimHost {
             networks: state.networks.clone(),
             port_forwards: state.port_forwards.clone(),
             backups: state.backups.clone(),
+            consoles: consoles.clone(),
         }
     }
 

@@ -11,6 +11,13 @@
 //! lists the inventory, sets faults, serves guest ports and writes to
 //! volumes ([`SimHost::write_volume`]) over HTTP.
 //!
+//! Each running VM has a console for real, on loopback: the compute
+//! daemon's `porttunnel/vncWebSocket` opens a tunnel, a WebSocket on
+//! `127.0.0.1:<fresh port>` whose binary frames carry the RFB (VNC)
+//! protocol of a screen showing the VM's name and power state
+//! ([`console_screen`]); stopping the tunnel or the VM closes its sessions,
+//! which the inventory counts.
+//!
 //! Port forwards forward for real, on loopback: each listens on
 //! `127.0.0.1:<port>` (whatever address the daemons bind; hosts of one
 //! simulator share it, so two hosts cannot forward the same port) and
@@ -26,10 +33,12 @@
 //! same VMs (booting ones keep booting: boots are timed by the wall clock),
 //! volumes with their cloud-init files, networks, port forwards (listening
 //! again on their ports), backups and pending phone-home calls, with the
-//! daemons on new ports. Faults and guest ports are not kept.
+//! daemons on new ports. Faults, guest ports and console tunnels are not
+//! kept.
 
 mod cloudinit;
 mod config;
+mod console;
 mod control;
 mod faults;
 mod forward;
@@ -38,6 +47,7 @@ mod http;
 mod listener;
 mod multipart;
 mod phonehome;
+mod rfb;
 mod state;
 mod store;
 mod templates;
@@ -46,9 +56,14 @@ pub use config::{HostConfig, SimConfig, dev_hosts};
 pub use faults::{ANY_ROUTE, ErrorRate, FailNext, FaultError, FaultSpec, Faults, HangNext};
 pub use host::SimHost;
 pub use state::{
-    Inventory, SimBackup, SimBackupVolume, SimFile, SimNetwork, SimPortForward, SimVm, SimVolume,
-    content_hash,
+    Inventory, SimBackup, SimBackupVolume, SimConsole, SimFile, SimNetwork, SimPortForward, SimVm,
+    SimVolume, content_hash,
 };
+
+/// The VM consoles' screen: its size in pixels, and its two colours (RGB).
+pub mod console_screen {
+    pub use crate::rfb::{BACKGROUND, HEIGHT, TEXT, WIDTH};
+}
 
 use atomos_driver::{Ports, Target};
 use axum::response::IntoResponse;
@@ -77,11 +92,13 @@ struct SimInner {
 }
 
 impl Drop for SimInner {
-    /// Port forwards stop with the fleet, even when a test keeps a host.
+    /// Port forwards and console tunnels stop with the fleet, even when a
+    /// test keeps a host.
     fn drop(&mut self) {
         for host in &self.hosts {
             // Aborted; done soon after, without anyone waiting.
             let _ = host.close_forwards();
+            let _ = host.close_consoles();
         }
     }
 }
@@ -351,18 +368,20 @@ impl Simulator {
         self.inner.seed.load(Ordering::SeqCst)
     }
 
-    /// Every host's VMs, volumes, networks, port forwards and backups, in configuration order.
+    /// Every host's VMs, volumes, networks, port forwards, backups and
+    /// console tunnels, in configuration order.
     pub fn inventory(&self) -> Vec<HostInventory> {
         self.inner.hosts.iter().map(host_inventory).collect()
     }
 
-    /// Stops every server, the control endpoint and port forwards included
-    /// (for all clones), and waits until they are gone.
+    /// Stops every server, the control endpoint, port forwards and console
+    /// tunnels included (for all clones), and waits until they are gone.
     pub async fn shutdown(self) {
         let mut forwards = Vec::new();
         for host in &self.inner.hosts {
             host.halt();
             forwards.extend(host.close_forwards());
+            forwards.extend(host.close_consoles());
         }
         for task in forwards {
             let _ = task.await;

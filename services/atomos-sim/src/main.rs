@@ -20,6 +20,11 @@ use std::time::Duration;
         guest's port, which port forwards on 127.0.0.1 reach; \
         POST /inventory/{host}/volumes/{volume}/write: a guest's write to a \
         disk).\n\n\
+        A VM powered on has a console: POST \
+        /api/v1.0/client/vm/porttunnel/vncWebSocket {\"local_index\": ...} on its \
+        host's compute daemon answers a ws://127.0.0.1:PORT/vnc/ID URL whose \
+        binary frames carry RFB (VNC, security None) showing the VM's name and \
+        power state.\n\n\
         With --state DIR, every host's VMs, volumes, networks, port \
         forwards and backups are written through to DIR/<host>.json before each change \
         is acknowledged, and loaded again on the next start (even after \

@@ -356,6 +356,26 @@ pub struct SimBackupVolume {
     pub content: String,
 }
 
+/// An open VM console tunnel (the compute daemon's
+/// `porttunnel/vncWebSocket`): a WebSocket on loopback carrying the RFB
+/// protocol of the VM's screen. Not kept in the state file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SimConsole {
+    /// `instance_id`, chosen by the host (a dashed UUID).
+    pub id: String,
+    /// The VM's `uniqueID`.
+    pub vm_id: String,
+    pub vm_name: String,
+    /// The tunnel's port on 127.0.0.1.
+    pub port: u16,
+    /// `ws://127.0.0.1:<port>/vnc/<id>`.
+    pub ws_url: String,
+    /// The host's clock when opened.
+    pub created: chrono::DateTime<chrono::Utc>,
+    /// WebSocket sessions connected now.
+    pub sessions: u32,
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SimVm {
     /// `uniqueID`.
@@ -378,6 +398,9 @@ pub struct SimVm {
     /// The phone-home call was answered with a 2xx.
     #[serde(default)]
     pub phoned_home: bool,
+    /// Console sessions (WebSocket clients of its tunnel) connected now.
+    #[serde(default)]
+    pub console_sessions: u32,
 }
 
 /// Snapshot of what a host holds.
@@ -390,6 +413,9 @@ pub struct Inventory {
     pub port_forwards: Vec<SimPortForward>,
     #[serde(default)]
     pub backups: Vec<SimBackup>,
+    /// Open console tunnels, oldest first.
+    #[serde(default)]
+    pub consoles: Vec<SimConsole>,
 }
 
 impl Inventory {
@@ -399,6 +425,7 @@ impl Inventory {
             && self.networks.is_empty()
             && self.port_forwards.is_empty()
             && self.backups.is_empty()
+            && self.consoles.is_empty()
     }
 }
 

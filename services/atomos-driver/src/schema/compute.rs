@@ -405,6 +405,72 @@ pub struct BackupRestoreResponse {
     pub volumes: Vec<BackupRestoredVolume>,
 }
 
+/// A console tunnel (`porttunnel/vncWebSocket`) as `POST` answers it, `GET
+/// .../{instance_id}` shows it and `GET` lists it. The routes are
+/// Elemento's; the bodies are meson's design (docs/atomos.md), so every
+/// field but `instance_id` may be missing.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ConsoleObject {
+    /// The tunnel's id, chosen by the host.
+    #[serde(alias = "tunnel_id", alias = "id")]
+    pub instance_id: String,
+    /// The VM's `uniqueID`.
+    #[serde(default, alias = "vm_uid")]
+    pub local_index: String,
+    #[serde(default)]
+    pub vm_name: String,
+    /// Where a client connects: `ws://` (or `wss://`) on the host's side.
+    #[serde(default, alias = "url", alias = "websocket_url")]
+    pub ws_url: String,
+    /// The tunnel's port (a number, or its digits in a string).
+    #[serde(
+        default,
+        deserialize_with = "lenient_port",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub port: Option<u16>,
+    /// `open` while it listens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    /// WebSocket clients connected now.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sessions: Option<u32>,
+    /// When it was opened, by the host's clock (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub creation_date: Option<String>,
+}
+
+/// A port as a number or as digits in a string; anything else is none.
+fn lenient_port<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u16>, D::Error> {
+    Ok(match Option::<Value>::deserialize(d)? {
+        Some(Value::Number(n)) => n.as_u64().and_then(|p| u16::try_from(p).ok()),
+        Some(Value::String(s)) => s.trim().parse().ok(),
+        _ => None,
+    })
+}
+
+/// `GET /porttunnel/vncWebSocket`: a bare array, or wrapped.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ConsoleList {
+    Bare(Vec<ConsoleObject>),
+    Wrapped { tunnels: Vec<ConsoleObject> },
+}
+
+impl ConsoleList {
+    pub fn into_vec(self) -> Vec<ConsoleObject> {
+        match self {
+            ConsoleList::Bare(v) | ConsoleList::Wrapped { tunnels: v } => v,
+        }
+    }
+}
+
+/// `{"instance_id": ...}` for `DELETE /porttunnel/vncWebSocket/stop`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ConsoleIdBody {
+    pub instance_id: String,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -625,5 +691,38 @@ mod tests {
         );
         let answer: BackupRestoreResponse = serde_json::from_value(json!({})).unwrap();
         assert!(answer.volumes.is_empty());
+    }
+
+    #[test]
+    fn console_objects_are_read_leniently() {
+        let fixture = json!({
+            "instance_id": "t-1", "local_index": "v-1", "vm_name": "web",
+            "ws_url": "ws://127.0.0.1:40000/vnc/t-1", "port": 40000, "status": "open",
+            "sessions": 2, "creation_date": "2026-01-02T03:04:05.678Z"
+        });
+        let c: ConsoleObject = serde_json::from_value(fixture.clone()).unwrap();
+        assert_eq!((c.port, c.sessions), (Some(40000), Some(2)));
+        assert_eq!(serde_json::to_value(&c).unwrap(), fixture);
+        let lean: ConsoleObject =
+            serde_json::from_value(json!({"id": "t-2", "url": "wss://h/x", "port": "59441"}))
+                .unwrap();
+        assert_eq!(
+            (lean.instance_id.as_str(), lean.ws_url.as_str(), lean.port),
+            ("t-2", "wss://h/x", Some(59441))
+        );
+        let odd: ConsoleObject =
+            serde_json::from_value(json!({"instance_id": "t", "port": 70000})).unwrap();
+        assert_eq!(odd.port, None);
+        for list in [json!([fixture.clone()]), json!({"tunnels": [fixture]})] {
+            let list: ConsoleList = serde_json::from_value(list).unwrap();
+            assert_eq!(list.into_vec(), vec![c.clone()]);
+        }
+        assert_eq!(
+            serde_json::to_value(ConsoleIdBody {
+                instance_id: "t".into()
+            })
+            .unwrap(),
+            json!({"instance_id": "t"})
+        );
     }
 }

@@ -1,6 +1,6 @@
 //! Compute (matcher) routes: canallocate, register, unregister, power,
 //! update, volume and network attach/detach, status, templates; backups are
-//! [`super::backup`]'s.
+//! [`super::backup`]'s, console tunnels [`super::console`]'s.
 
 use super::{ApiError, ApiResult, ok, parse};
 use crate::cloudinit::{phone_home, seed_files, static_addresses};
@@ -35,6 +35,7 @@ pub(super) fn routes() -> Router<SimHost> {
         .route("/status", get(status))
         .route("/templates", get(templates))
         .merge(super::backup::routes())
+        .merge(super::console::routes())
 }
 
 /// Hours in an average month, for monthly quotes.

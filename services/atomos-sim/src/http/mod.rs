@@ -3,6 +3,7 @@
 mod auth;
 mod backup;
 mod compute;
+mod console;
 mod network;
 mod storage;
 
@@ -171,12 +172,22 @@ pub(crate) fn router(daemon: Daemon, host: SimHost) -> Router {
         .with_state(host)
 }
 
+/// The label of every console tunnel's status (its path carries the id),
+/// as the driver names it.
+const CONSOLE_STATUS: &str = "/porttunnel/vncWebSocket/{instance_id}";
+
 /// Route label of a request path: `vm/register`; the data segment of
-/// cloud-init uploads is dropped so one label covers every upload.
+/// cloud-init uploads is dropped so one label covers every upload, and a
+/// console tunnel's id is [`CONSOLE_STATUS`]'s placeholder.
 pub(crate) fn route_label(daemon: Daemon, path: &str) -> String {
     let rest = path.strip_prefix(daemon.base_path()).unwrap_or(path);
     let rest = if rest.starts_with("/cloudinit/metadata/") {
         "/cloudinit/metadata"
+    } else if daemon == Daemon::Compute
+        && let Some(id) = rest.strip_prefix("/porttunnel/vncWebSocket/")
+        && !matches!(id.trim_end_matches('/'), "" | "stop")
+    {
+        CONSOLE_STATUS
     } else {
         rest
     };
@@ -278,6 +289,18 @@ mod tests {
             ("/api/v1.0/client/vm/backup/restore", "vm/backup/restore"),
             ("/api/v1.0/client/vm/backups", "vm/backups"),
             ("/api/v1.0/client/vm/backups/search", "vm/backups/search"),
+            (
+                "/api/v1.0/client/vm/porttunnel/vncWebSocket",
+                "vm/porttunnel/vncWebSocket",
+            ),
+            (
+                "/api/v1.0/client/vm/porttunnel/vncWebSocket/stop",
+                "vm/porttunnel/vncWebSocket/stop",
+            ),
+            (
+                "/api/v1.0/client/vm/porttunnel/vncWebSocket/6f1c1b1e",
+                "vm/porttunnel/vncWebSocket/{instance_id}",
+            ),
         ] {
             assert_eq!(route_label(Daemon::Compute, path), label);
         }

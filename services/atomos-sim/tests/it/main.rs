@@ -4,6 +4,7 @@ mod backups;
 mod capacity;
 mod common;
 mod compute;
+mod consoles;
 mod control;
 mod daemons;
 mod faults;
