@@ -351,17 +351,17 @@ async fn the_stream_delivers_changes_committed_back_to_back() {
     let m = Meson::start().await;
     m.set_boot_time(Duration::from_secs(60));
     let (_, create) = create_vm(&m, "test").await;
-    // Six of seven steps done (85%); the last waits for the 60 s boot.
-    wait_progress(&m, &create, 85).await;
+    // Seven of eight steps done (87%); the last waits for the 60 s boot.
+    wait_progress(&m, &create, 87).await;
     let mut stream = SseReader::open(&m, &[create.as_str()]).await;
     let first = stream.next().await.expect("the current state");
-    assert_eq!(first.data["progress"], 85, "{first:?}");
+    assert_eq!(first.data["progress"], 87, "{first:?}");
 
-    // Thirteen commits in a row, faster than anything would poll: each one
+    // Eleven commits in a row, faster than anything would poll: each one
     // must arrive, in order, none merged into the next.
     let pool = &m.dev().pool;
     let id = create.parse().expect("action id");
-    for p in 86..=98 {
+    for p in 88..=98 {
         let mut tx = meson_db::begin(pool).await.expect("begin");
         meson_db::actions::set_progress(&mut tx, id, p)
             .await
@@ -376,7 +376,7 @@ async fn the_stream_delivers_changes_committed_back_to_back() {
         .iter()
         .map(|e| e["progress"].as_u64().expect("progress"))
         .collect();
-    let expected: Vec<u64> = (86..=100).collect();
+    let expected: Vec<u64> = (88..=100).collect();
     assert_eq!(progress, expected, "every change, in commit order");
     m.stop().await;
 }

@@ -146,12 +146,37 @@ pub struct BackupPolicy {
     pub window_start: u8,
     pub window_end: u8,
     pub keep: u32,
+    /// When this window was set: the first automatic backup is taken in a
+    /// window that opens after it (enabling backups, or moving the window,
+    /// in the middle of one starts nothing until the next).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<DateTime<Utc>>,
 }
 
 impl BackupPolicy {
     /// `HH-HH`.
     pub fn window(&self) -> String {
         format!("{:02}-{:02}", self.window_start, self.window_end)
+    }
+
+    /// Whether a backup may start at `at`: `at` is in a window that opened
+    /// after the policy's window was set.
+    pub fn due_at(&self, at: DateTime<Utc>) -> bool {
+        self.in_window(at) && self.since.is_none_or(|s| s <= self.opened_before(at))
+    }
+
+    /// The latest start of the window at or before `at`.
+    pub fn opened_before(&self, at: DateTime<Utc>) -> DateTime<Utc> {
+        let today = at
+            .date_naive()
+            .and_hms_opt(u32::from(self.window_start), 0, 0)
+            .map(|t| t.and_utc())
+            .unwrap_or(at);
+        if today > at {
+            today - Duration::days(1)
+        } else {
+            today
+        }
     }
 
     /// Whether `at` falls in the window.
@@ -206,6 +231,7 @@ impl BackupPolicy {
                     window_start,
                     window_end,
                     keep: keep as u32,
+                    since: None,
                 },
                 warnings,
             )),
@@ -349,6 +375,27 @@ mod tests {
         assert!(!p.in_window(at(2)) && !p.in_window(at(12)) && !p.in_window(at(21)));
         let (p, _) = BackupPolicy::parse(&json!({"window": "02-06"}), vm).unwrap();
         assert!(p.in_window(at(2)) && p.in_window(at(5)) && !p.in_window(at(6)));
+    }
+
+    #[test]
+    fn the_first_backup_waits_for_a_window_opening_after_the_policy() {
+        let vm = VmId::new();
+        let (mut p, _) = BackupPolicy::parse(&json!({"window": "22-02"}), vm).unwrap();
+        // Set in the middle of a window: not that one, the next.
+        p.since = Some(at(23));
+        assert!(!p.due_at(at(23)));
+        assert!(!p.due_at(at(23) + Duration::hours(2)), "01:30 the next day");
+        assert!(p.due_at(at(22) + Duration::days(1)), "22:30 the next day");
+        assert_eq!(
+            p.opened_before(at(1) + Duration::days(1)),
+            Utc.with_ymd_and_hms(2026, 11, 29, 22, 0, 0).unwrap()
+        );
+        // Set before a window: that one.
+        p.since = Some(at(12));
+        assert!(p.due_at(at(22)));
+        assert!(!p.due_at(at(12)), "outside the window");
+        p.since = None;
+        assert!(p.due_at(at(23)));
     }
 
     #[test]

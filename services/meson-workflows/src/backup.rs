@@ -240,7 +240,7 @@ pub async fn tick(env: &Env, now: DateTime<Utc>) -> meson_core::Result<Pass> {
             .into_iter()
             .collect();
     for due in meson_db::backups::due(&env.pool, now - backup::DAILY).await? {
-        if !due.policy.in_window(now) {
+        if !due.policy.due_at(now) {
             continue;
         }
         let running = busy.entry(due.target_id).or_default();

@@ -56,8 +56,20 @@ impl App {
         id: VmId,
         body: &serde_json::Value,
     ) -> Result<(Vm, VmParts, Vec<Warning>)> {
-        let (policy, warnings) = BackupPolicy::parse(body, id)?;
+        let (mut policy, warnings) = BackupPolicy::parse(body, id)?;
         let mut tx = meson_db::begin(&self.pool).await?;
+        let vm = meson_db::vms::get(&mut *tx, &p.tenant, id).await?;
+        // The first backup is in a window opening from now on, unless the
+        // window stays as it was.
+        policy.since = match vm.backup_policy {
+            Some(was)
+                if (was.window_start, was.window_end)
+                    == (policy.window_start, policy.window_end) =>
+            {
+                was.since
+            }
+            _ => Some(chrono::Utc::now()),
+        };
         meson_db::backups::set_policy(&mut *tx, &p.tenant, id, Some(&policy)).await?;
         meson_db::backups::set_expiry(&mut *tx, id, None).await?;
         meson_db::commit(tx).await?;
