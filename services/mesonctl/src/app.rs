@@ -5,8 +5,8 @@
 //! go to stderr.
 
 use crate::cli::{
-    ActionCommand, AuditCommand, Cli, ClusterCommand, Command, ImageCommand, KopsCommand,
-    KubeconfigCommand, KubernetesCommand, NetworkCommand, NodeCommand, PoolCommand,
+    ActionCommand, AuditCommand, BackupCommand, Cli, ClusterCommand, Command, ImageCommand,
+    KopsCommand, KubeconfigCommand, KubernetesCommand, NetworkCommand, NodeCommand, PoolCommand,
     PortForwardCommand, QuotaCommand, TargetCommand, TenantCommand, TenantQuotaCommand, VmCommand,
     VolumeCommand, WaitArgs,
 };
@@ -468,6 +468,7 @@ impl Ctx {
             Command::Image(c) => self.image(c).await,
             Command::Network(c) => self.network(c).await,
             Command::PortForward(c) => self.port_forward(c).await,
+            Command::Backup(c) => self.backup(c).await,
             Command::Quota(QuotaCommand::Get) => self.show(&self.client.quotas().await?),
             Command::Tenant(TenantCommand::Quota(TenantQuotaCommand::Get { tenant })) => {
                 self.show(&self.client.tenant_quota(&tenant).await?)
@@ -659,7 +660,111 @@ impl Ctx {
             VmCommand::Poweron { vm, wait } => self.power(&vm, PowerCommand::Poweron, wait).await,
             VmCommand::Poweroff { vm, wait } => self.power(&vm, PowerCommand::Poweroff, wait).await,
             VmCommand::Reboot { vm, wait } => self.power(&vm, PowerCommand::Reboot, wait).await,
+            VmCommand::Backup {
+                vm,
+                name,
+                labels,
+                wait,
+            } => {
+                let id = self.vm_id(&vm).await?;
+                let req = meson_types::backup::BackupCreateRequest {
+                    name,
+                    labels: label_map(labels),
+                };
+                let created = self.client.vm_backup(id, &req).await?;
+                warn(&created.warnings);
+                if !wait.waits() {
+                    return self.show(&created);
+                }
+                self.wait(std::slice::from_ref(&created.action)).await?;
+                self.show(&self.client.backup_get(created.backup.id).await?)
+            }
+            VmCommand::Backups { vm, list } => {
+                let id = self.vm_id(&vm).await?;
+                self.show(
+                    &self
+                        .client
+                        .backup_list_all(Some(id), &list.filter())
+                        .await?,
+                )
+            }
+            VmCommand::Restore {
+                vm,
+                backup,
+                into,
+                name,
+                wait,
+            } => {
+                let id = self.vm_id(&vm).await?;
+                // Into the VM itself, the backup is one of the VM's; into a
+                // new VM, any of the tenant's.
+                let of = (into.as_deref() != Some("new")).then_some(id);
+                let backup = self.backup_id(&backup, of).await?;
+                let req = meson_types::backup::RestoreRequest { backup, into, name };
+                let r = self.client.vm_restore(id, &req).await?;
+                warn(&r.warnings);
+                if !wait.waits() {
+                    return self.show(&r);
+                }
+                self.wait(std::slice::from_ref(&r.action)).await?;
+                self.show(&self.client.vm_get(r.vm.id).await?)
+            }
+            VmCommand::EnableBackups { vm, window, keep } => {
+                let id = self.vm_id(&vm).await?;
+                let req = meson_types::backup::BackupPolicyRequest { window, keep };
+                self.show(&self.client.vm_enable_backups(id, &req).await?)
+            }
+            VmCommand::DisableBackups { vm } => {
+                let id = self.vm_id(&vm).await?;
+                self.show(&self.client.vm_disable_backups(id).await?)
+            }
         }
+    }
+
+    async fn backup(&self, c: BackupCommand) -> Result<()> {
+        match c {
+            BackupCommand::List { vm, list } => {
+                let vm = match vm {
+                    Some(v) => Some(self.vm_id(&v).await?),
+                    None => None,
+                };
+                self.show(&self.client.backup_list_all(vm, &list.filter()).await?)
+            }
+            BackupCommand::Get { backup } => {
+                let id = self.backup_id(&backup, None).await?;
+                self.show(&self.client.backup_get(id).await?)
+            }
+            BackupCommand::Update {
+                backup,
+                name,
+                labels,
+            } => {
+                let id = self.backup_id(&backup, None).await?;
+                let req = meson_types::requests::NameLabelsUpdate {
+                    name,
+                    labels: label_map(labels),
+                };
+                self.show(&self.client.backup_update(id, &req).await?)
+            }
+            BackupCommand::Delete { backup, wait } => {
+                let id = self.backup_id(&backup, None).await?;
+                let action = self.client.backup_delete(id).await?;
+                self.finish_action(action, wait).await
+            }
+        }
+    }
+
+    /// A backup's id from its id, an abbreviation of it, or its name; among
+    /// VM `of`'s backups when given, else among all the tenant's.
+    async fn backup_id(&self, s: &str, of: Option<Uuid>) -> Result<Uuid> {
+        if let Some(id) = whole_id(s) {
+            return Ok(id);
+        }
+        let all = self
+            .client
+            .backup_list_all(of, &meson_client::ListFilter::default())
+            .await?;
+        pick("backup", s, all.iter().map(|b| (b.id, b.name.as_str())))
     }
 
     async fn volume(&self, c: VolumeCommand) -> Result<()> {
@@ -1235,10 +1340,11 @@ impl Ctx {
                     "volume" | "volumes" => "volumes",
                     "image" | "images" => "images",
                     "network" | "networks" => "networks",
+                    "backup" | "backups" => "backups",
                     other => {
                         return Err(Failure::Usage(format!(
-                            "unknown resource kind {other:?}: vm, cluster, volume, image or \
-                             network"
+                            "unknown resource kind {other:?}: vm, cluster, volume, image, \
+                             network or backup"
                         )));
                     }
                 };
@@ -1247,6 +1353,7 @@ impl Ctx {
                     "clusters" => self.cluster_id(&id).await?,
                     "volumes" => self.volume_id(&id).await?,
                     "images" => self.image_id(&id).await?,
+                    "backups" => self.backup_id(&id, None).await?,
                     _ => self.network_id(&id).await?,
                 };
                 self.show(&self.client.resource_actions(collection, id).await?)

@@ -62,6 +62,10 @@ pub enum Command {
     /// relayed to a port of the VM.
     #[command(subcommand)]
     PortForward(PortForwardCommand),
+    /// Backups: copies of a VM's volumes, taken now (`vm backup`) or daily
+    /// by its policy (`vm enable-backups`), restored with `vm restore`.
+    #[command(subcommand)]
+    Backup(BackupCommand),
     /// Kubernetes versions meson installs.
     #[command(subcommand)]
     Kubernetes(KubernetesCommand),
@@ -336,6 +340,60 @@ pub enum VmCommand {
         #[command(flatten)]
         wait: WaitArgs,
     },
+    /// Takes a backup of a VM now: a crash-consistent copy of its volumes,
+    /// kept on its host until deleted (it outlives the VM).
+    Backup {
+        vm: String,
+        /// Its name (default: the VM's name and the time).
+        #[arg(long)]
+        name: Option<String>,
+        /// A label, `key=value`; repeat it for more.
+        #[arg(short = 'l', long = "label", value_name = "KEY=VALUE", value_parser = label)]
+        labels: Vec<(String, String)>,
+        #[command(flatten)]
+        wait: WaitArgs,
+    },
+    /// Lists a VM's backups, manual and automatic (a deleted VM's by its
+    /// whole id).
+    Backups {
+        vm: String,
+        #[command(flatten)]
+        list: ListArgs,
+    },
+    /// Restores a backup: into the VM itself (stopped, its volumes
+    /// overwritten, started again if it was running) or into a new VM on
+    /// the backup's host.
+    Restore {
+        vm: String,
+        /// The backup: its id, 8 or more of its first or last hex digits, or
+        /// its name.
+        #[arg(long)]
+        backup: String,
+        /// `same` (the default): this VM; `new`: a new VM like it.
+        #[arg(long, value_parser = ["same", "new"])]
+        into: Option<String>,
+        /// `--into new` only: the new VM's name (default: the VM's name with
+        /// `-restored` and a short suffix).
+        #[arg(long)]
+        name: Option<String>,
+        #[command(flatten)]
+        wait: WaitArgs,
+    },
+    /// Turns a VM's automatic backups on, or changes their policy: one a
+    /// day, taken in the window, the newest `--keep` kept.
+    EnableBackups {
+        vm: String,
+        /// UTC hours `HH-HH` the backup starts within, e.g. `22-02` (default:
+        /// a four-hour window meson picks).
+        #[arg(long, value_name = "HH-HH")]
+        window: Option<String>,
+        /// How many automatic backups are kept, 1 to 31 (default 7).
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=31))]
+        keep: Option<u32>,
+    },
+    /// Turns a VM's automatic backups off (those taken expire; manual ones
+    /// stay).
+    DisableBackups { vm: String },
 }
 
 #[derive(Debug, Subcommand)]
@@ -524,7 +582,7 @@ pub enum KubeconfigCommand {
 pub enum ActionCommand {
     /// Lists a resource's actions, newest first.
     List {
-        /// vm, cluster, volume, image or network (or their plurals).
+        /// vm, cluster, volume, image, network or backup (or their plurals).
         kind: String,
         /// The resource: its id, 8 or more of the id's first or last hex
         /// digits, or its name.
@@ -794,6 +852,37 @@ pub enum PortForwardCommand {
         network: String,
         /// The forward: its id, or 8 or more of its first or last hex digits.
         forward: String,
+        #[command(flatten)]
+        wait: WaitArgs,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BackupCommand {
+    /// Lists the tenant's backups.
+    List {
+        /// Only those of this VM (id, abbreviation or name; a deleted VM's
+        /// by its whole id).
+        #[arg(long)]
+        vm: Option<String>,
+        #[command(flatten)]
+        list: ListArgs,
+    },
+    /// Shows a backup (by id, abbreviation or name).
+    Get { backup: String },
+    /// Renames and/or relabels a backup.
+    Update {
+        backup: String,
+        /// Its new name.
+        #[arg(long)]
+        name: Option<String>,
+        /// Its labels, all of them (`key=value`, repeated).
+        #[arg(short = 'l', long = "label", value_name = "KEY=VALUE", value_parser = label)]
+        labels: Vec<(String, String)>,
+    },
+    /// Deletes a backup (refused while it is being made or restored).
+    Delete {
+        backup: String,
         #[command(flatten)]
         wait: WaitArgs,
     },
@@ -1092,5 +1181,95 @@ mod tests {
         ])
         .unwrap_err();
         assert_eq!(e.exit_code(), 2);
+        // Backups: a restore's target is same or new; a policy keeps 1 to 31.
+        let cli = Cli::try_parse_from([
+            "mesonctl",
+            "vm",
+            "restore",
+            "web",
+            "--backup",
+            "nightly",
+            "--into",
+            "new",
+            "--name",
+            "web-2",
+            "--no-wait",
+        ])
+        .unwrap();
+        match cli.command {
+            Command::Vm(VmCommand::Restore {
+                vm,
+                backup,
+                into,
+                name,
+                wait,
+            }) => {
+                assert_eq!((vm.as_str(), backup.as_str()), ("web", "nightly"));
+                assert_eq!(
+                    (into.as_deref(), name.as_deref()),
+                    (Some("new"), Some("web-2"))
+                );
+                assert!(!wait.waits());
+            }
+            other => panic!("{other:?}"),
+        }
+        let cli = Cli::try_parse_from([
+            "mesonctl",
+            "vm",
+            "enable-backups",
+            "web",
+            "--window",
+            "22-02",
+            "--keep",
+            "31",
+        ])
+        .unwrap();
+        match cli.command {
+            Command::Vm(VmCommand::EnableBackups { vm, window, keep }) => {
+                assert_eq!(vm, "web");
+                assert_eq!((window.as_deref(), keep), (Some("22-02"), Some(31)));
+            }
+            other => panic!("{other:?}"),
+        }
+        for bad in [
+            &[
+                "vm",
+                "restore",
+                "web",
+                "--backup",
+                "b",
+                "--into",
+                "elsewhere",
+            ][..],
+            &["vm", "restore", "web"],
+            &["vm", "enable-backups", "web", "--keep", "0"],
+            &["vm", "enable-backups", "web", "--keep", "32"],
+        ] {
+            let mut args = vec!["mesonctl"];
+            args.extend(bad);
+            let e = Cli::try_parse_from(args).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{bad:?}");
+        }
+        let cli = Cli::try_parse_from([
+            "mesonctl",
+            "backup",
+            "list",
+            "--vm",
+            "web",
+            "--status",
+            "available",
+            "-l",
+            "env=dev",
+        ])
+        .unwrap();
+        match cli.command {
+            Command::Backup(BackupCommand::List { vm, list }) => {
+                assert_eq!(vm.as_deref(), Some("web"));
+                let f = list.filter();
+                assert_eq!(f.status, ["available"]);
+                assert_eq!(f.label_selector.as_deref(), Some("env=dev"));
+            }
+            other => panic!("{other:?}"),
+        }
     }
 }

@@ -10,6 +10,7 @@
 use chrono::{DateTime, SecondsFormat, Utc};
 use meson_types::action::Action;
 use meson_types::admin::{AuditEntry, Quota, Target};
+use meson_types::backup::{Backup, BackupCreateResponse, BackupPolicy, RestoreResponse};
 use meson_types::catalog::{Flavor, KubernetesVersion, Provider};
 use meson_types::cluster::{AutoscalerCredentials, Cluster, ClusterCreateResponse, Node, Pool};
 use meson_types::image::{Image, ImageCreateResponse};
@@ -228,11 +229,19 @@ impl Show for Vm {
                     .collect::<Vec<_>>()
                     .join(", "),
             ),
+            ("Backups", backup_policy(self.backups.as_ref())),
             ("Price", price(&self.price)),
             ("Labels", labels(&self.labels)),
             ("Created", time(&self.created)),
         ])
     }
+}
+
+/// A VM's backup policy as one line.
+fn backup_policy(p: Option<&BackupPolicy>) -> String {
+    p.map_or("off".to_owned(), |p| {
+        format!("daily, window {} UTC, newest {} kept", p.window, p.keep)
+    })
 }
 
 /// A small JSON object as `k=v k=v`.
@@ -864,6 +873,84 @@ impl Show for PortForwardCreateResponse {
     }
 }
 
+impl Show for Backup {
+    fn view(&self, _: Width) -> View {
+        View::Fields(vec![
+            ("ID", self.id.to_string()),
+            ("Name", self.name.clone()),
+            ("VM", format!("{} ({})", self.vm_name, self.vm)),
+            ("Kind", self.kind.clone()),
+            ("Status", self.status.clone()),
+            ("Size", format!("{} GB", self.size)),
+            (
+                "Volumes",
+                self.volumes
+                    .iter()
+                    .map(|v| format!("{} {} GB", v.kind, v.size))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            ),
+            ("Host", self.host.clone()),
+            ("Provider", self.provider.clone()),
+            ("Region", self.region.clone()),
+            ("Labels", labels(&self.labels)),
+            ("Error", opt(&self.error)),
+            ("Created", time(&self.created)),
+            ("Expires", self.expires.as_ref().map_or(String::new(), time)),
+        ])
+    }
+}
+
+impl Show for Vec<Backup> {
+    /// An ERROR column, last, when any backup has an error.
+    fn view(&self, width: Width) -> View {
+        let errors = self.iter().any(|b| b.error.is_some());
+        let mut headers = vec!["ID", "NAME", "VM", "KIND", "STATUS", "SIZE", "CREATED"];
+        if errors {
+            headers.push("ERROR");
+        }
+        View::Table {
+            headers,
+            rows: self
+                .iter()
+                .map(|b| {
+                    let mut row = vec![
+                        width.id(&b.id),
+                        b.name.clone(),
+                        b.vm_name.clone(),
+                        b.kind.clone(),
+                        b.status.clone(),
+                        format!("{} GB", b.size),
+                        time(&b.created),
+                    ];
+                    if errors {
+                        row.push(width.message(opt(&b.error)));
+                    }
+                    row
+                })
+                .collect(),
+        }
+    }
+}
+
+impl Show for BackupCreateResponse {
+    fn view(&self, width: Width) -> View {
+        View::Sections(vec![
+            ("Backup", self.backup.view(width)),
+            ("Actions", vec![self.action.clone()].view(width)),
+        ])
+    }
+}
+
+impl Show for RestoreResponse {
+    fn view(&self, width: Width) -> View {
+        View::Sections(vec![
+            ("VM", self.vm.view(width)),
+            ("Actions", vec![self.action.clone()].view(width)),
+        ])
+    }
+}
+
 impl Show for Vec<KubernetesVersion> {
     fn view(&self, _: Width) -> View {
         View::Table {
@@ -1127,6 +1214,48 @@ mod tests {
         let one = render(Format::Table, &f).unwrap();
         assert!(one.contains("Public address:  203.0.113.10:2222"), "{one}");
         assert_eq!(public_address("2001:db8::1", 80), "[2001:db8::1]:80");
+    }
+
+    #[test]
+    fn backups_show_their_vm_kind_and_size() {
+        let b: Backup = serde_json::from_value(serde_json::json!({
+            "id": "0192f5c4-0000-7000-8000-0000000000c1", "name": "before-upgrade",
+            "vm": "0192f5c4-0000-7000-8000-0000000000b1", "vm_name": "web",
+            "kind": "manual", "status": "available", "size": 15,
+            "volumes": [
+                {"volume": "0192f5c4-0000-7000-8000-0000000000d1", "kind": "boot", "size": 10},
+                {"volume": null, "kind": "data", "size": 5}
+            ],
+            "host": "ionos-fra-1", "provider": "ionos", "region": "fra",
+            "labels": {"env": "dev"}, "error": null,
+            "created": "2026-01-01T00:00:00Z", "expires": null
+        }))
+        .unwrap();
+        let list = render(Format::Table, &vec![b.clone()]).unwrap();
+        assert_eq!(
+            list,
+            "ID        NAME            VM   KIND    STATUS     SIZE   CREATED\n\
+             000000c1  before-upgrade  web  manual  available  15 GB  2026-01-01T00:00:00Z\n"
+        );
+        let mut broken = b.clone();
+        broken.status = "error".into();
+        broken.error = Some("the host has no room".into());
+        let list = render(Format::Table, &vec![b.clone(), broken]).unwrap();
+        assert!(list.lines().next().unwrap().ends_with("  ERROR"), "{list}");
+        let one = render(Format::Table, &b).unwrap();
+        assert!(one.contains("Volumes:   boot 10 GB, data 5 GB\n"), "{one}");
+        assert!(
+            one.contains("VM:        web (0192f5c4-0000-7000-8000-0000000000b1)\n"),
+            "{one}"
+        );
+        assert_eq!(
+            backup_policy(Some(&BackupPolicy {
+                window: "22-02".into(),
+                keep: 7
+            })),
+            "daily, window 22-02 UTC, newest 7 kept"
+        );
+        assert_eq!(backup_policy(None), "off");
     }
 
     fn action() -> Action {

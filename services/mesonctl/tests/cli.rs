@@ -1196,6 +1196,224 @@ async fn a_port_forward_to_a_vm_created_listed_shown_and_deleted() {
     m.stop().await;
 }
 
+/// A backup window, `HH-HH` (UTC), that the current hour is outside of,
+/// so no automatic backup is taken while the test runs.
+fn window_away_from_now() -> String {
+    use chrono::Timelike;
+    let hour = chrono::Utc::now().hour();
+    format!("{:02}-{:02}", (hour + 6) % 24, (hour + 8) % 24)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn backups_of_a_vm_taken_listed_restored_and_deleted() {
+    let m = Meson::start().await;
+    let mut body = harness::seed_vm();
+    body["specs"]["vm_name"] = "web".into();
+    let file = m.file("web.json", &body);
+    let r = m.ctl(&["vm", "create", "-f", &file, "-o", "json"]).await;
+    let vm = r.ok().json()["id"].as_str().unwrap().to_owned();
+    assert_eq!(r.json()["backups"], Value::Null, "{r:#?}");
+    let r = m.ctl(&["vm", "get", "web"]).await;
+    assert!(
+        r.ok().stdout.contains("\nBackups:           off\n"),
+        "{r:#?}"
+    );
+
+    // The policy: meson's defaults first, then a window and a count; both
+    // shown on the VM.
+    let r = m.ctl(&["vm", "enable-backups", "web", "-o", "json"]).await;
+    let policy = r.ok().json()["backups"].clone();
+    assert_eq!(policy["keep"], 7, "{r:#?}");
+    let window = policy["window"].as_str().unwrap_or_default();
+    assert!(
+        window.len() == 5 && window.as_bytes()[2] == b'-',
+        "a HH-HH window: {policy}"
+    );
+    let window = window_away_from_now();
+    let r = m
+        .ctl(&[
+            "vm",
+            "enable-backups",
+            "web",
+            "--window",
+            &window,
+            "--keep",
+            "3",
+            "-o",
+            "json",
+        ])
+        .await;
+    assert_eq!(
+        r.ok().json()["backups"],
+        json!({"window": window, "keep": 3}),
+        "{r:#?}"
+    );
+    let r = m.ctl(&["vm", "get", &vm]).await;
+    assert!(
+        r.ok().stdout.contains(&format!(
+            "\nBackups:           daily, window {window} UTC, newest 3 kept\n"
+        )),
+        "{r:#?}"
+    );
+    // A count out of 1..=31 is a usage error; a bad window, meson's refusal.
+    let r = m.ctl(&["vm", "enable-backups", "web", "--keep", "0"]).await;
+    assert_eq!(r.code, Some(2), "{r:#?}");
+    let r = m
+        .ctl(&["vm", "enable-backups", "web", "--window", "25-02"])
+        .await;
+    assert_eq!(r.code, Some(1), "{r:#?}");
+    assert!(r.stderr.contains("window"), "{r:#?}");
+
+    // A backup now, waiting with progress: available, the VM's.
+    let r = m
+        .ctl(&[
+            "vm",
+            "backup",
+            "web",
+            "--name",
+            "before-upgrade",
+            "-l",
+            "env=dev",
+            "-o",
+            "json",
+        ])
+        .await;
+    r.ok();
+    assert!(r.stderr.contains("create_backup: success 100%"), "{r:#?}");
+    let b = r.json();
+    assert_eq!(b["status"], "available", "{b}");
+    assert_eq!(b["kind"], "manual", "{b}");
+    assert_eq!(b["vm"], vm.as_str(), "{b}");
+    assert_eq!(b["vm_name"], "web", "{b}");
+    assert_eq!(b["labels"], json!({"env": "dev"}), "{b}");
+    let id = b["id"].as_str().unwrap().to_owned();
+    let short = &id[id.len() - 8..];
+
+    // Listed as the VM's, a table with short ids, and JSON.
+    let r = m.ctl(&["vm", "backups", "web"]).await;
+    r.ok();
+    assert!(
+        r.stdout
+            .starts_with("ID        NAME            VM   KIND    STATUS     SIZE"),
+        "{r:#?}"
+    );
+    let row = r
+        .stdout
+        .lines()
+        .find(|l| l.starts_with(&format!("{short} ")))
+        .unwrap_or_else(|| panic!("no row for {short}: {r:#?}"));
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(
+        cells[..5],
+        [short, "before-upgrade", "web", "manual", "available"],
+        "{row}"
+    );
+    let r = m
+        .ctl(&[
+            "backup",
+            "list",
+            "--vm",
+            "web",
+            "--name",
+            "before-upgrade",
+            "-o",
+            "json",
+        ])
+        .await;
+    let list = r.ok().json();
+    assert_eq!(list.as_array().map(Vec::len), Some(1), "{list}");
+    assert_eq!(list[0]["id"], id.as_str(), "{list}");
+    let r = m
+        .ctl(&["backup", "list", "--status", "error", "-o", "json"])
+        .await;
+    assert_eq!(r.ok().json(), json!([]), "{r:#?}");
+    // Shown by name and by short id; renamed.
+    let r = m
+        .ctl(&["backup", "get", "before-upgrade", "-o", "json"])
+        .await;
+    assert_eq!(r.ok().json()["id"], id.as_str(), "{r:#?}");
+    let r = m.ctl(&["backup", "get", short]).await;
+    r.ok();
+    assert!(r.stdout.contains("Status:    available\n"), "{r:#?}");
+    assert!(
+        r.stdout.contains(&format!("VM:        web ({vm})\n")),
+        "{r:#?}"
+    );
+    let r = m
+        .ctl(&["backup", "update", short, "--name", "golden", "-o", "json"])
+        .await;
+    assert_eq!(r.ok().json()["name"], "golden", "{r:#?}");
+    let r = m.ctl(&["backup", "get", "ffffffff"]).await;
+    assert_eq!(r.code, Some(1), "{r:#?}");
+    assert!(r.stderr.contains("no backup"), "{r:#?}");
+
+    // Restored into a new VM, the backup by name: a running VM of its own.
+    let r = m
+        .ctl(&[
+            "vm",
+            "restore",
+            "web",
+            "--backup",
+            "golden",
+            "--into",
+            "new",
+            "--name",
+            "web-restored",
+            "-o",
+            "json",
+        ])
+        .await;
+    r.ok();
+    let restored = r.json();
+    assert_eq!(restored["name"], "web-restored", "{restored}");
+    assert_eq!(restored["status"], "running", "{restored}");
+    assert_ne!(restored["id"], vm.as_str(), "{restored}");
+    assert_eq!(
+        restored["host"], b["host"],
+        "on the backup's host: {restored}"
+    );
+    let r = m.ctl(&["vm", "list", "-o", "json"]).await;
+    let names: Vec<Value> = r
+        .ok()
+        .json()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["name"].clone())
+        .collect();
+    assert!(names.contains(&json!("web-restored")), "{names:?}");
+    // Restored into the VM itself, the backup by short id: running again.
+    let r = m
+        .ctl(&["vm", "restore", "web", "--backup", short, "-o", "json"])
+        .await;
+    r.ok();
+    assert_eq!(r.json()["id"], vm.as_str(), "{r:#?}");
+    assert_eq!(r.json()["status"], "running", "{r:#?}");
+
+    // Deleted, waiting: gone.
+    let r = m.ctl(&["backup", "delete", short, "-o", "json"]).await;
+    r.ok();
+    let a = r.json();
+    assert_eq!(
+        (a["command"].as_str(), a["status"].as_str()),
+        (Some("delete_backup"), Some("success")),
+        "{a}"
+    );
+    let r = m.ctl(&["backup", "get", &id]).await;
+    assert_eq!(r.code, Some(1), "{r:#?}");
+    assert!(r.stderr.contains("(not_found)"), "{r:#?}");
+
+    // The policy off: the VM says so.
+    let r = m.ctl(&["vm", "disable-backups", "web", "-o", "json"]).await;
+    assert_eq!(r.ok().json()["backups"], Value::Null, "{r:#?}");
+    let r = m.ctl(&["vm", "get", "web"]).await;
+    assert!(
+        r.ok().stdout.contains("\nBackups:           off\n"),
+        "{r:#?}"
+    );
+    m.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn volumes_networks_and_kubernetes_versions() {
     let m = Meson::start().await;

@@ -30,6 +30,8 @@ fn row(a: &Attr) -> String {
         Mode::Required => "required",
         Mode::Optional => "optional",
         Mode::Computed => "computed",
+        // Its default is planned when unset: optional, as the reader sees it.
+        Mode::OptionalComputed if a.default.is_some() => "optional",
         Mode::OptionalComputed => "optional, computed",
     };
     let mut notes = Vec::new();

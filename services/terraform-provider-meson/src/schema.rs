@@ -33,6 +33,14 @@ pub struct Attr {
     /// Refreshed from meson even when the state has a value: what meson
     /// reports here is what a configuration says, so a difference is drift.
     pub tracked: bool,
+    /// What a configuration without it plans (it is optional and computed):
+    /// planned again when it is removed from the configuration, as a
+    /// default should be, rather than kept at its last value.
+    pub default: Option<V>,
+    /// Another attribute of the block that meson chooses this one's value
+    /// along with: unknown in a plan that changes that one, unless the
+    /// configuration sets it.
+    pub follows: Option<&'static str>,
 }
 
 impl Attr {
@@ -46,6 +54,8 @@ impl Attr {
             force_new: false,
             volatile: false,
             tracked: false,
+            default: None,
+            follows: None,
         }
     }
 
@@ -83,6 +93,20 @@ impl Attr {
 
     pub fn tracked(mut self) -> Attr {
         self.tracked = true;
+        self
+    }
+
+    /// Planned as `v` whenever the configuration leaves it out.
+    pub fn default(mut self, v: V) -> Attr {
+        self.mode = Mode::OptionalComputed;
+        self.default = Some(v);
+        self
+    }
+
+    /// Unknown (meson chooses it) in a plan that changes `other`, unless
+    /// configured.
+    pub fn follows(mut self, other: &'static str) -> Attr {
+        self.follows = Some(other);
         self
     }
 
@@ -258,14 +282,28 @@ impl Block {
                 p.push(Step::Attr(a.name.to_owned()));
                 p
             };
+            let unset = config.get(a.name).is_null();
+            if let (true, Some(d)) = (unset, &a.default) {
+                v = d.clone();
+            }
             if creating {
-                if a.computed_mode() && config.get(a.name).is_null() {
+                if a.computed_mode() && unset && a.default.is_none() {
                     v = V::Unknown;
                 }
             } else if a.force_new && (!same(&v, prior.get(a.name)) || v.has_unknown()) {
                 replace.push(path());
             }
             out.insert(a.name.to_owned(), v);
+        }
+        if !creating {
+            for a in &self.attrs {
+                if let Some(other) = a.follows
+                    && config.get(a.name).is_null()
+                    && !same(out.get(other).unwrap_or(&V::Null), prior.get(other))
+                {
+                    out.insert(a.name.to_owned(), V::Unknown);
+                }
+            }
         }
         for b in &self.blocks {
             let name = b.name.to_owned();
@@ -504,6 +542,48 @@ mod tests {
         }
         let (_, replace) = b.plan(&prior, &moved, &moved);
         assert_eq!(replace, vec![vec![Step::Attr("cidr".into())]]);
+    }
+
+    #[test]
+    fn defaults_are_planned_when_unset_and_followers_go_unknown_with_their_leader() {
+        let b = Block {
+            description: "",
+            attrs: vec![
+                Attr::computed("id", Ty::Str, ""),
+                Attr::optional("on", Ty::Bool, "").default(V::Bool(false)),
+                Attr::defaulted("window", Ty::Str, "").follows("on"),
+                Attr::optional("keep", Ty::Num, "").default(V::Num(7.0)),
+            ],
+            blocks: vec![],
+        };
+        assert_eq!(b.attrs[1].mode, Mode::OptionalComputed);
+        // Created without them: the defaults, known; the follower meson's.
+        let config = v(json!({}));
+        let (planned, _) = b.plan(&V::Null, &config, &config);
+        assert_eq!(planned.get("on"), &V::Bool(false));
+        assert_eq!(planned.get("keep"), &V::Num(7.0));
+        assert_eq!(planned.get("window"), &V::Unknown);
+        // Turned on: the window meson picks is unknown; a set one is kept.
+        let prior = v(json!({"id": "x", "on": false, "window": null, "keep": 7}));
+        let config = v(json!({"on": true}));
+        let proposed = v(json!({"id": "x", "on": true, "window": null, "keep": 7}));
+        let (planned, _) = b.plan(&prior, &proposed, &config);
+        assert_eq!(planned.get("window"), &V::Unknown);
+        let config = v(json!({"on": true, "window": "22-02"}));
+        let proposed = v(json!({"id": "x", "on": true, "window": "22-02", "keep": 7}));
+        let (planned, _) = b.plan(&prior, &proposed, &config);
+        assert_eq!(planned.get("window"), &V::Str("22-02".into()));
+        // Removed from the configuration: back to the defaults, not the
+        // last values (Terraform proposes those).
+        let prior = v(json!({"id": "x", "on": true, "window": "22-02", "keep": 3}));
+        let (planned, _) = b.plan(&prior, &prior, &v(json!({})));
+        assert_eq!(planned.get("on"), &V::Bool(false));
+        assert_eq!(planned.get("keep"), &V::Num(7.0));
+        assert_eq!(planned.get("window"), &V::Unknown);
+        // Unchanged: nothing unknown, nothing to do.
+        let config = v(json!({"on": true, "keep": 3}));
+        let (planned, _) = b.plan(&prior, &prior, &config);
+        assert_eq!(planned, prior);
     }
 
     #[test]

@@ -213,6 +213,7 @@ impl Provider for MesonProvider {
             }
             if kind == Kind::Vm {
                 crate::resources::vm::check_power_state(&config)?;
+                crate::resources::vm::check_backups(&config)?;
             }
             Ok(())
         };

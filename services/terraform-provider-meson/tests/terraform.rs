@@ -4,7 +4,8 @@
 //! `examples/terraform/` as written. Apply; a second plan shows no changes;
 //! a pool's `desired_nodes` changes in place and its nodes follow; a VM
 //! deleted through the API is re-created; a VM made with mesonctl imports
-//! without a diff; volumes, images and a port forward by plan; destroy
+//! without a diff, its backups turned on and off in place; volumes, images
+//! and a port forward by plan; destroy
 //! leaves nothing in meson nor on the hosts.
 
 use serde_json::Value;
@@ -528,6 +529,140 @@ resource "meson_vm" "imported" {{
     }
 }
 
+/// A backup window, `HH-HH` (UTC), that the current hour is outside of, so
+/// that no automatic backup is taken while the test runs.
+fn window_away_from_now() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let hour = secs / 3600 % 24;
+    format!("{:02}-{:02}", (hour + 6) % 24, (hour + 8) % 24)
+}
+
+/// The imported VM's automatic backups, in place: turned on (meson picks
+/// the window, 7 kept), given a window and a count, then turned off by
+/// removing them from the configuration; no plan after shows changes.
+async fn backups_by_plan(dev: &Dev, tf: &Tf, vm: &str) {
+    let vm_tf = |backups: &str| {
+        format!(
+            r#"
+resource "meson_network" "a" {{
+  name = "nic-a"
+  cidr = "192.168.61.0/24"
+  dhcp = false
+}}
+resource "meson_network" "b" {{
+  name = "nic-b"
+  cidr = "192.168.62.0/24"
+  dhcp = false
+}}
+resource "meson_vm" "imported" {{
+  name        = "imported"
+  cores       = 2
+  memory_mib  = 2048
+  power_state = "stopped"
+  labels      = {{ team = "infra" }}
+  networks    = []
+{backups}}}
+"#
+        )
+    };
+    let policy = || async { dev.get(&format!("/v1/vms/{vm}")).await["vm"]["backups"].clone() };
+    let held = || {
+        let shown: Value = serde_json::from_str(&tf.ok(&["show", "-json"], 0)).unwrap();
+        shown["values"]["root_module"]["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["address"] == "meson_vm.imported")
+            .map(|r| r["values"].clone())
+            .expect("the imported VM in the state")
+    };
+    assert_eq!(policy().await, Value::Null);
+    let state = held();
+    assert_eq!(
+        (
+            &state["backups"],
+            &state["backup_window"],
+            &state["backup_keep"]
+        ),
+        (&Value::from(false), &Value::Null, &Value::from(7)),
+        "{state}"
+    );
+
+    // On: meson's window, 7 kept; the state holds what meson chose.
+    std::fs::write(tf.dir.join("imported.tf"), vm_tf("  backups     = true\n")).unwrap();
+    let out = tf.ok(&["plan", "-no-color"], 0);
+    assert!(out.contains("0 to add, 1 to change, 0 to destroy"), "{out}");
+    assert!(
+        out.contains("backups") && out.contains("(known after apply)"),
+        "{out}"
+    );
+    tf.ok(&["apply", "-auto-approve", "-no-color"], 0);
+    let on = policy().await;
+    assert_eq!(on["keep"], 7, "{on}");
+    let window = on["window"].as_str().expect("a window").to_owned();
+    assert!(
+        window.len() == 5 && window.as_bytes()[2] == b'-',
+        "HH-HH: {on}"
+    );
+    let state = held();
+    assert_eq!(state["backups"], true, "{state}");
+    assert_eq!(state["backup_window"], window.as_str(), "{state}");
+    assert_eq!(state["backup_keep"], 7, "{state}");
+    let out = tf.ok(&["plan", "-detailed-exitcode", "-no-color"], 0);
+    assert!(out.contains("No changes"), "{out}");
+
+    // A window and a count of its own, changed in place.
+    let away = window_away_from_now();
+    std::fs::write(
+        tf.dir.join("imported.tf"),
+        vm_tf(&format!(
+            "  backups       = true\n  backup_window = \"{away}\"\n  backup_keep   = 3\n"
+        )),
+    )
+    .unwrap();
+    let out = tf.ok(&["plan", "-no-color"], 0);
+    assert!(out.contains("0 to add, 1 to change, 0 to destroy"), "{out}");
+    tf.ok(&["apply", "-auto-approve", "-no-color"], 0);
+    assert_eq!(
+        policy().await,
+        serde_json::json!({"window": away, "keep": 3})
+    );
+    tf.ok(&["plan", "-detailed-exitcode", "-no-color"], 0);
+
+    // A bad window is refused before meson is asked, naming the attribute.
+    std::fs::write(
+        tf.dir.join("imported.tf"),
+        vm_tf("  backups       = true\n  backup_window = \"22-25\"\n"),
+    )
+    .unwrap();
+    let out = tf.run(&["plan", "-no-color"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("backup_window must be HH-HH"), "{err}");
+
+    // Off again by removing them: meson's VM has no policy.
+    std::fs::write(tf.dir.join("imported.tf"), vm_tf("")).unwrap();
+    let out = tf.ok(&["plan", "-no-color"], 0);
+    assert!(out.contains("0 to add, 1 to change, 0 to destroy"), "{out}");
+    tf.ok(&["apply", "-auto-approve", "-no-color"], 0);
+    assert_eq!(policy().await, Value::Null);
+    let state = held();
+    assert_eq!(
+        (
+            &state["backups"],
+            &state["backup_window"],
+            &state["backup_keep"]
+        ),
+        (&Value::from(false), &Value::Null, &Value::from(7)),
+        "{state}"
+    );
+    let out = tf.ok(&["plan", "-detailed-exitcode", "-no-color"], 0);
+    assert!(out.contains("No changes"), "{out}");
+}
+
 impl Drop for Dev {
     fn drop(&mut self) {
         // SIGTERM: mesond dev finishes, stops its private PostgreSQL and
@@ -850,25 +985,34 @@ output "default_kubernetes_version" {
 
     networks_by_plan(&dev, &tf, imported_id).await;
 
+    backups_by_plan(&dev, &tf, imported_id).await;
+
     volumes_by_plan(&dev, &tf).await;
 
     port_forwards_by_plan(&dev, &tf).await;
 
-    // A golden image of the holder VM, and a VM booted from it.
+    // A golden image of the holder VM, and a VM booted from it, its
+    // backups on from its create.
+    let away = window_away_from_now();
     std::fs::write(
         tf.dir.join("images.tf"),
-        r#"
-resource "meson_image" "golden" {
+        format!(
+            r#"
+resource "meson_image" "golden" {{
   name  = "golden"
   vm_id = meson_vm.holder.id
-}
-resource "meson_vm" "copy" {
-  name       = "copy"
-  cores      = 1
-  memory_mib = 1024
-  image_id   = meson_image.golden.id
-}
-"#,
+}}
+resource "meson_vm" "copy" {{
+  name          = "copy"
+  cores         = 1
+  memory_mib    = 1024
+  image_id      = meson_image.golden.id
+  backups       = true
+  backup_window = "{away}"
+  backup_keep   = 2
+}}
+"#
+        ),
     )
     .unwrap();
     let out = tf.ok(&["apply", "-auto-approve", "-no-color"], 0);
@@ -882,6 +1026,11 @@ resource "meson_vm" "copy" {
     assert_eq!(copy["specs"]["image"], golden[0]["id"], "{copy}");
     assert_eq!(copy["host"], golden[0]["host"], "{copy}");
     assert_eq!(copy["status"], "running", "{copy}");
+    assert_eq!(
+        copy["backups"],
+        serde_json::json!({"window": away, "keep": 2}),
+        "{copy}"
+    );
     let out = tf.ok(&["plan", "-detailed-exitcode", "-no-color"], 0);
     assert!(out.contains("No changes"), "{out}");
 

@@ -5,7 +5,7 @@ use super::{
 };
 use crate::diag::{Failure, Res, map_field};
 use crate::schema::{Attr, Block, Nested, Nesting, Step, timeouts_block};
-use crate::value::Ty;
+use crate::value::{Ty, V};
 use meson_client::Client;
 use meson_client::types::Vm;
 use meson_client::types::requests::{
@@ -19,9 +19,9 @@ use uuid::Uuid;
 pub fn block() -> Block {
     let fixed = |a: Attr| a.force_new().tracked();
     Block {
-        description: "A virtual machine. Its name, labels, power state, cores and memory \
-                      change in place (a running VM is stopped for a new size and started \
-                      again); everything else replaces it.",
+        description: "A virtual machine. Its name, labels, power state, cores and memory, \
+                      networks and backups change in place (a running VM is stopped for a new \
+                      size and started again); everything else replaces it.",
         attrs: vec![
             Attr::computed("id", Ty::Str, "The VM's id."),
             Attr::required("name", Ty::Str, "The VM's name and hostname, unique per tenant (in place).")
@@ -46,6 +46,15 @@ pub fn block() -> Block {
             fixed(Attr::optional("image_id", Ty::Str, "An image (`meson_image`) to copy the boot volume from, in place of `os`'s cloud image; the VM runs on the image's host.")),
             Attr::optional("labels", Ty::map(Ty::Str), "Labels (in place).").tracked(),
             Attr::defaulted("power_state", Ty::Str, "`running` (the default) or `stopped` (in place, through the power API).")
+                .tracked(),
+            Attr::optional("backups", Ty::Bool, "Daily automatic backups, the newest `backup_keep` kept (default false; in place: removing it turns them off, and their backups then expire).")
+                .default(V::Bool(false))
+                .tracked(),
+            Attr::defaulted("backup_window", Ty::Str, "`HH-HH`, the UTC hours the daily backup starts within, e.g. `22-02` (default: a four-hour window meson picks when `backups` turns on; in place).")
+                .follows("backups")
+                .tracked(),
+            Attr::optional("backup_keep", Ty::Num, "How many automatic backups are kept, 1 to 31 (default 7; in place).")
+                .default(V::Num(7.0))
                 .tracked(),
             Attr::computed("status", Ty::Str, "meson's status of the VM (`running`, `off`, ...).").volatile(),
             Attr::computed("placed_provider", Ty::Str, "The provider the VM runs with."),
@@ -103,6 +112,8 @@ pub fn field(f: &str) -> Option<Vec<Step>> {
             ("image", &["image_id"]),
             ("labels", &["labels"]),
             ("name", &["name"]),
+            ("window", &["backup_window"]),
+            ("keep", &["backup_keep"]),
         ],
         f,
     )
@@ -151,6 +162,23 @@ fn to_json(vm: &Vm, known: &Json) -> Json {
             ])
         })
         .collect();
+    // Without a policy meson reports no window nor count: those the
+    // configuration holds for when backups turn on are kept.
+    let (window, keep) = match &vm.backups {
+        Some(b) => (Json::from(b.window.clone()), Json::from(b.keep)),
+        None => (
+            known
+                .get("backup_window")
+                .filter(|w| w.is_string())
+                .cloned()
+                .unwrap_or(Json::Null),
+            known
+                .get("backup_keep")
+                .filter(|k| k.is_number())
+                .cloned()
+                .unwrap_or(Json::from(DEFAULT_KEEP)),
+        ),
+    };
     obj([
         ("id", Json::from(vm.id.to_string())),
         ("name", Json::from(vm.name.clone())),
@@ -190,6 +218,9 @@ fn to_json(vm: &Vm, known: &Json) -> Json {
         ),
         ("labels", labels_json(&vm.labels)),
         ("power_state", Json::from(power_state(&vm.status))),
+        ("backups", Json::from(vm.backups.is_some())),
+        ("backup_window", window),
+        ("backup_keep", keep),
         ("status", Json::from(vm.status.clone())),
         ("placed_provider", Json::from(vm.provider.clone())),
         ("placed_region", Json::from(vm.region.clone())),
@@ -283,8 +314,48 @@ pub fn check_power_state(p: &Json) -> Res<()> {
     }
 }
 
+/// meson's default count of automatic backups kept.
+const DEFAULT_KEEP: u32 = 7;
+
+/// `backup_window`, when given, is `HH-HH` (UTC hours); `backup_keep` 1 to
+/// 31.
+pub fn check_backups(p: &Json) -> Res<()> {
+    let hour = |h: &str| h.len() == 2 && h.parse::<u8>().is_ok_and(|h| h < 24);
+    if let Some(w) = text(p, "backup_window")
+        && !w.split_once('-').is_some_and(|(a, b)| hour(a) && hour(b))
+    {
+        return Err(Failure::msg(
+            format!("backup_window must be HH-HH, UTC hours 00 to 23, got {w:?}"),
+            "e.g. \"22-02\": a backup starting between 22:00 and 02:00 UTC",
+        )
+        .at(vec![Step::Attr("backup_window".into())]));
+    }
+    if let Some(k) = p.get("backup_keep").and_then(Json::as_f64)
+        && !(k.fract() == 0.0 && (1.0..=31.0).contains(&k))
+    {
+        return Err(Failure::msg(
+            format!("backup_keep must be a whole number from 1 to 31, got {k}"),
+            "",
+        )
+        .at(vec![Step::Attr("backup_keep".into())]));
+    }
+    Ok(())
+}
+
+/// Turns the VM's automatic backups on (or changes their policy) as `p`
+/// says: its window (meson's choice when unknown) and count.
+async fn enable_backups(c: &Client, id: Uuid, p: &Json) -> Res<()> {
+    let req = meson_client::types::backup::BackupPolicyRequest {
+        window: text(p, "backup_window"),
+        keep: number_u32(p, "backup_keep"),
+    };
+    c.vm_enable_backups(id, &req).await.map_err(err)?;
+    Ok(())
+}
+
 pub async fn create(c: &Client, p: &Json, t: Duration, notes: &mut super::Notes) -> Res<Json> {
     check_power_state(p)?;
+    check_backups(p)?;
     let r = c.vm_create(&request(p)?).await.map_err(err)?;
     notes.extend(r.warnings);
     let mut actions = vec![r.action.id];
@@ -297,6 +368,9 @@ pub async fn create(c: &Client, p: &Json, t: Duration, notes: &mut super::Notes)
         power(c, id, "stopped", t)
             .await
             .map_err(|f| f.created(id))?;
+    }
+    if flag(p, "backups") == Some(true) {
+        enable_backups(c, id, p).await.map_err(|f| f.created(id))?;
     }
     Ok(to_json(&c.vm_get(r.vm.id).await.map_err(err)?, p))
 }
@@ -312,6 +386,7 @@ pub async fn read(c: &Client, state: &Json) -> Res<Option<Json>> {
 
 pub async fn update(c: &Client, prior: &Json, p: &Json, t: Duration) -> Res<Json> {
     let id = id(prior)?;
+    check_backups(p)?;
     if let Some(req) = super::rename_relabel(prior, p) {
         c.vm_update(id, &req).await.map_err(err)?;
     }
@@ -335,6 +410,15 @@ pub async fn update(c: &Client, prior: &Json, p: &Json, t: Duration) -> Res<Json
     }
     if changed(prior, p, "networks") {
         renetwork(c, id, prior, p, t).await?;
+    }
+    let (had, want) = (
+        flag(prior, "backups") == Some(true),
+        flag(p, "backups") == Some(true),
+    );
+    if want && (!had || changed(prior, p, "backup_window") || changed(prior, p, "backup_keep")) {
+        enable_backups(c, id, p).await?;
+    } else if had && !want {
+        c.vm_disable_backups(id).await.map_err(err)?;
     }
     if changed(prior, p, "power_state")
         && let Some(to) = text(p, "power_state")
@@ -408,4 +492,42 @@ async fn renetwork(c: &Client, id: Uuid, prior: &Json, p: &Json, t: Duration) ->
 pub async fn delete(c: &Client, prior: &Json, t: Duration) -> Res<()> {
     let a = c.vm_delete(id(prior)?).await.map_err(err)?;
     wait(c, &[a.id], t, field).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_backup_window_is_hh_hh_and_a_count_1_to_31() {
+        for ok in [
+            json!({}),
+            json!({"backup_window": "22-02", "backup_keep": 7}),
+            json!({"backup_window": "00-23", "backup_keep": 31}),
+            json!({"backup_keep": 1}),
+        ] {
+            assert!(check_backups(&ok).is_ok(), "{ok}");
+        }
+        for (bad, attr) in [
+            (json!({"backup_window": "24-02"}), "backup_window"),
+            (json!({"backup_window": "2-4"}), "backup_window"),
+            (json!({"backup_window": "22:02"}), "backup_window"),
+            (json!({"backup_keep": 0}), "backup_keep"),
+            (json!({"backup_keep": 32}), "backup_keep"),
+            (json!({"backup_keep": 2.5}), "backup_keep"),
+        ] {
+            let f = check_backups(&bad).expect_err(&bad.to_string());
+            assert_eq!(f.path, Some(vec![Step::Attr(attr.into())]), "{bad}");
+        }
+    }
+
+    #[test]
+    fn meson_s_backup_fields_are_the_backup_attributes() {
+        assert_eq!(
+            field("window"),
+            Some(vec![Step::Attr("backup_window".into())])
+        );
+        assert_eq!(field("keep"), Some(vec![Step::Attr("backup_keep".into())]));
+    }
 }
