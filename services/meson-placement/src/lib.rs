@@ -523,6 +523,7 @@ mod tests {
             continent: None,
             region: None,
             image: None,
+            backup: None,
         };
         let answered = Survey {
             offers: Vec::new(),
