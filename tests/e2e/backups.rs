@@ -10,7 +10,7 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 /// A running VM of the seed payload, as read after its create.
-async fn running_vm(m: &Meson) -> Value {
+pub(crate) async fn running_vm(m: &Meson) -> Value {
     let r = m.post("/v1/vms", &seed_vm()).await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
     let done = m

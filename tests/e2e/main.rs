@@ -11,6 +11,7 @@ mod cluster_nodes;
 mod cluster_pools;
 mod cluster_upgrades;
 mod clusters;
+mod consoles;
 mod cursors;
 mod drift;
 mod grpc;

@@ -25,6 +25,9 @@ pub enum Access {
     /// A cluster node, with the per-node secret meson gave it (checked by
     /// the operation itself): no bearer token.
     NodeSecret,
+    /// A console's one-time token in its URL (checked by the operation
+    /// itself): a browser's WebSocket carries no bearer token.
+    ConsoleToken,
     /// A bearer token with at least this role.
     Role(Role),
 }
@@ -169,6 +172,20 @@ pub const RULES: &[Rule] = &[
     write("vm_enable_backups"),
     write("vm_disable_backups"),
     read("backup_action_list"),
+    // Consoles: requesting one hands out a credential (an editor's, audited).
+    write("vm_request_console"),
+    read("console_list"),
+    read("console_get"),
+    write("console_delete"),
+    Rule {
+        operation: "console_connect",
+        access: Access::ConsoleToken,
+        budget: Budget::Api,
+        // The relay records each session (begun or refused, and ended).
+        audit: false,
+        // Checked by the operation: pages of other origins are refused.
+        first_party_only: true,
+    },
     // Clusters, pools, nodes
     read("cluster_list"),
     read("cluster_get"),
@@ -230,7 +247,7 @@ pub fn authorize(p: &Principal, rule: &Rule) -> Result<(), Error> {
     match rule.access {
         Access::Role(role) => p.require(role),
         // Not reached with a principal: these take no bearer token.
-        Access::Public | Access::NodeSecret => Ok(()),
+        Access::Public | Access::NodeSecret | Access::ConsoleToken => Ok(()),
     }
 }
 

@@ -7,6 +7,7 @@
 pub mod app;
 pub mod auth;
 pub mod authz;
+pub mod console;
 pub mod error;
 pub mod gate;
 pub mod grpc;

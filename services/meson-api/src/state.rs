@@ -22,6 +22,10 @@ pub struct ApiConfig {
     pub cors_origins: Vec<meson_edge::Origin>,
     /// The names the API answers to (`Host`); by default the loopback ones.
     pub hosts: meson_edge::Hosts,
+    /// The API's base URL as its clients reach it (consoles' WebSocket URLs
+    /// are on it); the server sets `http://<its address>` when none is given.
+    pub public_url: Option<String>,
+    pub console: crate::console::ConsoleConfig,
 }
 
 /// What every handler and middleware shares; cloned for each of them per

@@ -448,6 +448,22 @@ pub fn port_forward(f: &meson_core::port_forward::PortForward) -> wire::port_for
     }
 }
 
+pub fn console(c: &meson_core::console::Console) -> wire::console::Console {
+    wire::console::Console {
+        id: c.id.0,
+        vm: c.vm_id.0,
+        status: c.status.as_str().to_owned(),
+        requested_by: c.subject.clone(),
+        created: c.created,
+        expires: c.expires,
+        opened: c.opened,
+        closed: c.closed,
+        close_reason: c.close_reason.clone(),
+        bytes_in: c.bytes_in,
+        bytes_out: c.bytes_out,
+    }
+}
+
 pub fn image(i: &meson_core::image::Image) -> wire::image::Image {
     use meson_core::image::ImageSource;
     let source = match &i.source {

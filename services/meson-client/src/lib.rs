@@ -24,6 +24,8 @@ mod backups;
 mod catalog;
 mod clusters;
 pub mod config;
+mod consoles;
+pub use consoles::{bridge_stream, console_bridge};
 mod images;
 mod networks;
 mod ops;

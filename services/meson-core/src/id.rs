@@ -66,6 +66,10 @@ uuid_id!(
     BackupId
 );
 uuid_id!(
+    /// A console: a one-time VNC session on a VM's screen, relayed by meson.
+    ConsoleId
+);
+uuid_id!(
     /// An action: the user's view of a workflow.
     ActionId
 );

@@ -8,6 +8,7 @@ pub mod audit;
 pub mod backup;
 pub mod cloudinit;
 pub mod cluster;
+pub mod console;
 pub mod error;
 pub mod flavor;
 pub mod id;
@@ -30,6 +31,6 @@ pub mod volume;
 
 pub use error::{Code, Error, FieldError, Result};
 pub use id::{
-    ActionId, BackupId, ClusterId, ImageId, JobId, NetworkId, NodeId, PoolId, PortForwardId,
-    TargetId, TenantId, VmId, VolumeId,
+    ActionId, BackupId, ClusterId, ConsoleId, ImageId, JobId, NetworkId, NodeId, PoolId,
+    PortForwardId, TargetId, TenantId, VmId, VolumeId,
 };

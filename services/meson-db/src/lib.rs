@@ -9,6 +9,7 @@ pub mod audit;
 pub mod backups;
 pub mod cluster_upgrades;
 pub mod clusters;
+pub mod consoles;
 pub mod idempotency;
 pub mod images;
 pub mod jobs;

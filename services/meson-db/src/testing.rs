@@ -210,6 +210,35 @@ pub async fn a_session_waits_for_a_lock(pool: &PgPool) -> bool {
     false
 }
 
+/// Moves console `id`'s expiry a second into the past (its minute over).
+pub async fn expire_console(pool: &PgPool, id: uuid::Uuid) -> Result<(), sqlx::Error> {
+    crate::scope::system(
+        sqlx::query!(
+            "update consoles set expires_at = now() - interval '1 second' where id = $1",
+            id
+        )
+        .execute(pool),
+    )
+    .await
+    .map(|_| ())
+}
+
+/// Makes console `id` an open session whose relay last recorded it 31 s
+/// ago, as when the process relaying it stopped.
+pub async fn orphan_console(pool: &PgPool, id: uuid::Uuid) -> Result<(), sqlx::Error> {
+    crate::scope::system(
+        sqlx::query!(
+            "update consoles set status = 'open', closed_at = null, close_reason = null,
+                    seen_at = now() - interval '31 seconds'
+             where id = $1",
+            id
+        )
+        .execute(pool),
+    )
+    .await
+    .map(|_| ())
+}
+
 #[cfg(test)]
 mod tests {
     use super::with_database;

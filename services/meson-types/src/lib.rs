@@ -14,6 +14,7 @@ pub mod backup;
 pub mod catalog;
 pub mod cluster;
 pub mod common;
+pub mod console;
 pub mod dev;
 pub mod error;
 pub mod image;

@@ -2,7 +2,8 @@
 //! workflows its desired state calls for (automatic upgrades by update
 //! policy, repair of failed nodes), and compares every standalone VM with
 //! AtomOS's inventory (drift detection: [`crate::drift`]), and runs the
-//! backup schedule ([`crate::backup::tick`]). It only enqueues
+//! backup schedule ([`crate::backup::tick`]), and writes consoles'
+//! expiry (`meson_db::consoles::sweep`). It only enqueues
 //! work and records what it finds; the workflows do the work, under the
 //! same per-resource locks as the API's actions, so several worker
 //! processes running the reconciler at once are harmless.
@@ -19,6 +20,12 @@ pub async fn tick(env: &Env) -> meson_core::Result<()> {
     crate::auto_upgrade::tick(env).await?;
     crate::drift::tick(env).await?;
     crate::backup::tick(env, chrono::Utc::now()).await?;
+    // Consoles' secrets do not outlive their minute: expired requests
+    // forget their passwords.
+    let swept = meson_db::consoles::sweep(&env.pool).await?;
+    if swept > 0 {
+        tracing::debug!(swept, "consoles expired or closed");
+    }
     Ok(())
 }
 

@@ -134,6 +134,9 @@ pub struct Config {
     /// `MESON_BACKUPS_PER_HOST`: the most automatic backups the schedule
     /// has in progress on one AtomOS host at once, default 2.
     pub backups_per_host: u32,
+    /// `MESON_CONSOLE_IDLE_S`: a console session whose client sends no
+    /// input (keys, pointer, clipboard) this long is closed, default 900.
+    pub console_idle: Duration,
 }
 
 fn var(name: &str) -> Option<String> {
@@ -292,6 +295,10 @@ impl Config {
                 0 => bail!("MESON_BACKUPS_PER_HOST=0 would take no backup: give at least 1"),
                 n => n,
             },
+            console_idle: match parse("MESON_CONSOLE_IDLE_S", 900u64)? {
+                0 => bail!("MESON_CONSOLE_IDLE_S=0 would close every console at once"),
+                s => Duration::from_secs(s),
+            },
         })
     }
 
@@ -368,6 +375,11 @@ impl Config {
             limits: self.request_limits,
             cors_origins: self.cors_origins.clone(),
             hosts: self.hosts.clone(),
+            public_url: self.public_url.clone(),
+            console: meson_api::console::ConsoleConfig {
+                idle: self.console_idle,
+                ..Default::default()
+            },
         }
     }
 

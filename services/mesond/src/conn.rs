@@ -318,7 +318,8 @@ where
         };
         let io = TokioIo::new(stream);
         let svc = hyper_util::service::TowerToHyperService::new(service.clone());
-        let conn = builder.serve_connection(io, svc);
+        // Upgrades: a console's WebSocket.
+        let conn = builder.serve_connection_with_upgrades(io, svc);
         let conn = graceful.watch(conn.into_owned());
         tokio::spawn(async move {
             if let Err(e) = conn.await {

@@ -141,6 +141,10 @@ impl ApiServer {
         let (conns, cutter) = Connections::new(settings.connections);
         let listener = bind("the REST API", "MESON_HTTP_ADDR", addr, fallback.http).await?;
         let addr = listener.local_addr()?;
+        let mut settings = settings;
+        if settings.api.public_url.is_none() {
+            settings.api.public_url = Some(format!("http://{addr}"));
+        }
         let (stop, rx) = watch::channel(false);
         let mut app = App::new(pool);
         app.secrets_key = settings.secrets_key;

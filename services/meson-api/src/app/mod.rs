@@ -13,6 +13,7 @@ mod cluster_nodes;
 mod cluster_pools;
 mod cluster_upgrades;
 mod clusters;
+pub mod consoles;
 pub mod idempotency;
 mod images;
 pub use images::ImageCreated;

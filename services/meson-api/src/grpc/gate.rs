@@ -33,6 +33,10 @@ const REST_ONLY: &[(&str, &str)] = &[
     ("metrics", "Prometheus scrapes HTTP"),
     ("node_phone_home", "called by a node's cloud-init with curl"),
     (
+        "console_connect",
+        "a WebSocket: gRPC's RequestConsole hands out its URL",
+    ),
+    (
         "kaas_create",
         "the /v1/kaas alias of cluster_create, for KaaS clients",
     ),

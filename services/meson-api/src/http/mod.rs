@@ -9,6 +9,7 @@ mod cluster_nodes;
 mod cluster_pools;
 mod cluster_upgrades;
 mod clusters;
+mod consoles;
 pub mod gate;
 mod idempotency;
 mod images;
@@ -57,6 +58,7 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .merge(networks::routes())
         .merge(port_forwards::routes())
         .merge(backups::routes())
+        .merge(consoles::routes())
         .merge(clusters::routes())
         .merge(cluster_nodes::routes())
         .merge(cluster_pools::routes())

@@ -63,6 +63,10 @@ pub fn base() -> OpenApi {
                 "backups",
                 "Copies of VMs' volumes, taken on request or daily, and restores",
             ),
+            tag(
+                "consoles",
+                "VMs' screens over VNC, relayed by meson to one-time WebSocket sessions",
+            ),
             tag("catalog", "Flavours, providers and prices"),
             tag("ops", "Index, liveness, readiness and metrics"),
             tag("quotas", "What each tenant may hold"),

@@ -203,3 +203,11 @@ pub struct CannotModifyClusters(pub ErrorResponse);
         `details.limits`)."
 )]
 pub struct ClusterOverQuota(pub ErrorResponse);
+
+/// The console the path names is not the tenant's.
+#[derive(IntoResponses)]
+#[response(
+    status = 404,
+    description = "No such console for this tenant (`not_found`)."
+)]
+pub struct NoSuchConsole(pub ErrorResponse);

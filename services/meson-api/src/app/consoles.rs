@@ -1,0 +1,198 @@
+//! Consoles: a VM's screen over VNC through meson (`meson_core::console`).
+//! Requesting one hands out its URL and password; connecting to it uses it
+//! up ([`App::console_claim`]); the relay itself is `crate::console`'s.
+
+use super::App;
+use crate::auth::Principal;
+use meson_core::console::{Console, ConsoleStatus, REQUEST_TTL, Secrets, websocket_url};
+use meson_core::target::Target;
+use meson_core::vm::{Vm, VmStatus};
+use meson_core::{ConsoleId, Error, Result, VmId};
+use meson_db::consoles::Claim;
+use sha2::{Digest, Sha256};
+
+/// The most consoles a list answers.
+pub const MAX_LIST: i64 = 100;
+
+/// A console just requested, with its secrets (shown this once).
+pub struct ConsoleRequested {
+    pub console: Console,
+    /// The WebSocket URL, with its one-time token.
+    pub url: String,
+    /// The VNC password.
+    pub password: String,
+}
+
+/// A console a connection has just used up: what its relay needs.
+pub struct Claimed {
+    pub console: Console,
+    pub password: String,
+    pub vm: Vm,
+    pub target: Target,
+}
+
+fn token_hash(token: &str) -> Vec<u8> {
+    Sha256::digest(token.as_bytes()).to_vec()
+}
+
+impl App {
+    /// A console on VM `id`'s screen, for a connection to `base_url`'s
+    /// WebSocket within [`REQUEST_TTL`]. The VM must be running.
+    pub async fn vm_request_console(
+        &self,
+        p: &Principal,
+        id: VmId,
+        base_url: &str,
+    ) -> Result<ConsoleRequested> {
+        let vm = meson_db::vms::get(&self.pool, &p.tenant, id).await?;
+        if vm.status != VmStatus::Running || vm.placement.is_none() {
+            return Err(Error::Conflict {
+                message: format!(
+                    "VM {} is {}: a console shows a running VM's screen; start it first",
+                    vm.name,
+                    vm.status.as_str()
+                ),
+            });
+        }
+        let secrets = Secrets::generate();
+        let console = Console {
+            id: ConsoleId::new(),
+            tenant: p.tenant.clone(),
+            vm_id: id,
+            subject: p.subject.clone(),
+            role: p.role.as_str().to_owned(),
+            status: ConsoleStatus::Requested,
+            created: chrono::Utc::now(),
+            expires: chrono::Utc::now(),
+            opened: None,
+            seen: None,
+            closed: None,
+            close_reason: None,
+            bytes_in: 0,
+            bytes_out: 0,
+        };
+        let console = meson_db::consoles::insert(
+            &self.pool,
+            &console,
+            &token_hash(&secrets.token),
+            &secrets.password,
+            REQUEST_TTL,
+        )
+        .await?;
+        tracing::info!(vm = %id, console = %console.id, "console requested");
+        Ok(ConsoleRequested {
+            url: websocket_url(base_url, console.id, &secrets.token),
+            password: secrets.password,
+            console,
+        })
+    }
+
+    pub async fn console_get(&self, _p: &Principal, id: ConsoleId) -> Result<Console> {
+        meson_db::consoles::get(&self.pool, id)
+            .await?
+            .ok_or_else(|| Error::not_found("console", id))
+    }
+
+    /// The newest consoles (at most `limit`, up to [`MAX_LIST`]), of `vm`
+    /// and in one of `statuses` when given.
+    pub async fn console_list(
+        &self,
+        _p: &Principal,
+        vm: Option<VmId>,
+        statuses: &[ConsoleStatus],
+        limit: i64,
+    ) -> Result<Vec<Console>> {
+        let statuses: Vec<String> = statuses.iter().map(|s| s.as_str().to_owned()).collect();
+        meson_db::consoles::list(&self.pool, vm, &statuses, limit.clamp(1, MAX_LIST)).await
+    }
+
+    /// Ends a console: one not used yet can no longer be, an open session
+    /// is closed by its relay within a heartbeat. One ended already is a
+    /// `conflict`.
+    pub async fn console_delete(&self, p: &Principal, id: ConsoleId) -> Result<Console> {
+        let reason = format!("ended by {}", p.subject);
+        if !meson_db::consoles::end(&self.pool, id, &reason).await? {
+            let c = self.console_get(p, id).await?;
+            return Err(Error::Conflict {
+                message: format!("console {id} is {} already", c.status.as_str()),
+            });
+        }
+        self.console_get(p, id).await
+    }
+
+    /// Uses console `id` up for a connection holding `token` (and, when it
+    /// sent one, `caller`'s bearer token: then the console must be its
+    /// tenant's). Unknown, another tenant's or the wrong token: `not_found`;
+    /// used, expired or revoked: `conflict`; its VM no longer running (or
+    /// placed): `conflict`, and the console is closed.
+    pub async fn console_claim(
+        &self,
+        id: ConsoleId,
+        token: &str,
+        caller: Option<&Principal>,
+    ) -> Result<Claimed> {
+        let hash = token_hash(token);
+        // Which tenant's it is is not known before its token is checked:
+        // the lookup runs in the system scope, and the token is the wall.
+        let found = meson_db::scope::system(async {
+            if let Some(p) = caller {
+                // Another tenant's console is not found, before anything
+                // changes.
+                match meson_db::consoles::get(&self.pool, id).await? {
+                    Some(c) if c.tenant == p.tenant => {}
+                    _ => return Ok(Claim::Unknown),
+                }
+            }
+            meson_db::consoles::claim(&self.pool, id, &hash).await
+        })
+        .await?;
+        let (console, password) = match found {
+            Claim::Unknown => return Err(Error::not_found("console", id)),
+            Claim::Spent(c) => {
+                return Err(Error::Conflict {
+                    message: format!(
+                        "console {id} is {}: a console serves one connection, within {} s of \
+                         its request; request another",
+                        c.status.as_str(),
+                        REQUEST_TTL.as_secs()
+                    ),
+                });
+            }
+            Claim::Won { console, password } => (console, password),
+        };
+        let scope = meson_db::scope::Scope::Tenant(console.tenant.clone());
+        let vm = meson_db::scope::run(scope, async {
+            let vm = meson_db::vms::get(&self.pool, &console.tenant, console.vm_id).await?;
+            let target = match vm.placement.as_ref() {
+                Some(placed) if vm.status == VmStatus::Running => {
+                    meson_db::targets::get(&self.pool, placed.target_id).await?
+                }
+                _ => {
+                    return Err(Error::Conflict {
+                        message: format!(
+                            "VM {} is {}: its console shows nothing until it runs again",
+                            vm.name,
+                            vm.status.as_str()
+                        ),
+                    });
+                }
+            };
+            Ok((vm, target))
+        })
+        .await;
+        match vm {
+            Ok((vm, target)) => Ok(Claimed {
+                console,
+                password,
+                vm,
+                target,
+            }),
+            Err(e) => {
+                let reason = e.public_message();
+                meson_db::scope::system(meson_db::consoles::close(&self.pool, id, &reason, 0, 0))
+                    .await?;
+                Err(e)
+            }
+        }
+    }
+}
