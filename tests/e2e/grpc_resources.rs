@@ -1978,3 +1978,160 @@ async fn a_vm_is_backed_up_restored_into_a_new_vm_and_its_backup_deleted_over_gr
     .await;
     m.stop().await;
 }
+
+#[tokio::test]
+async fn a_console_is_requested_listed_read_and_deleted_over_grpc() {
+    use pb::console_service_client::ConsoleServiceClient;
+    let m = Meson::start().await;
+    let ch = channel(&m).await;
+    let mut vms = pb::vm_service_client::VmServiceClient::new(ch.clone());
+    let mut consoles = ConsoleServiceClient::new(ch.clone());
+    let created = vms
+        .create_vm(authed(seed_vm("watched"), &m.token))
+        .await
+        .unwrap()
+        .into_inner();
+    let vm = created.vm.unwrap().id;
+    succeeded(
+        &ch,
+        &m.token,
+        &created.action.unwrap().id,
+        Duration::from_secs(30),
+    )
+    .await;
+
+    // Bad input is named as REST names it.
+    let request = |id: &str| pb::RequestConsoleRequest { id: id.into() };
+    let e = refused(
+        consoles.request_console(authed(request("nope"), &m.token)),
+        Code::InvalidArgument,
+    )
+    .await;
+    assert_eq!(rejected_fields(&e), ["id"]);
+    let list = |vm: Option<&str>, status: &[&str], limit: Option<u32>| pb::ListConsolesRequest {
+        vm: vm.map(str::to_owned),
+        status: status.iter().map(|s| (*s).to_owned()).collect(),
+        limit,
+    };
+    for (bad, field) in [
+        (list(Some("nope"), &[], None), "vm"),
+        (list(None, &["opened"], None), "status"),
+        (list(None, &[], Some(0)), "limit"),
+        (list(None, &[], Some(101)), "limit"),
+    ] {
+        let e = refused(
+            consoles.list_consoles(authed(bad, &m.token)),
+            Code::InvalidArgument,
+        )
+        .await;
+        assert_eq!(rejected_fields(&e), [field]);
+    }
+
+    // Requested: a WebSocket URL on the REST API, and a VNC password.
+    let requested = consoles
+        .request_console(authed(request(&vm), &m.token))
+        .await
+        .expect("request a console")
+        .into_inner();
+    let c = requested.console.clone().expect("the console");
+    assert_eq!(
+        (c.status.as_str(), c.vm.as_str()),
+        ("requested", vm.as_str())
+    );
+    let url = &requested.wss_url;
+    assert!(
+        url.starts_with(&format!("ws://{}/", m.dev().http_addr)),
+        "{url}"
+    );
+    assert!(
+        url.contains(&format!("/v1/consoles/{}/websocket?token=", c.id)),
+        "{url}"
+    );
+    assert_eq!(requested.password.chars().count(), 8, "{requested:?}");
+    assert!(
+        c.expires.as_ref().unwrap().seconds > c.created.as_ref().unwrap().seconds,
+        "{c:?}"
+    );
+    assert_eq!(
+        (&c.opened, &c.closed, &c.close_reason),
+        (&None, &None, &None)
+    );
+
+    // Read and listed, as REST shows it.
+    let get = |id: &str| pb::GetConsoleRequest { id: id.into() };
+    let read = consoles
+        .get_console(authed(get(&c.id), &m.token))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(read, c);
+    let rest = m.get(&format!("/v1/consoles/{}", c.id)).await.body["console"].clone();
+    assert_eq!(rest["status"], "requested");
+    assert_eq!(rest["vm"].as_str(), Some(vm.as_str()));
+    assert_eq!(rest["requested_by"].as_str(), Some(c.requested_by.as_str()));
+    let listed = consoles
+        .list_consoles(authed(list(Some(&vm), &["requested"], Some(10)), &m.token))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(listed.consoles, std::slice::from_ref(&c));
+    let none = consoles
+        .list_consoles(authed(list(None, &["open", "closed"], None), &m.token))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(none.consoles.is_empty(), "{none:?}");
+
+    // Deleted before it was used: revoked; deleted again: a conflict.
+    let delete = |id: &str| pb::DeleteConsoleRequest { id: id.into() };
+    let ended = consoles
+        .delete_console(authed(delete(&c.id), &m.token))
+        .await
+        .expect("delete")
+        .into_inner();
+    assert_eq!(
+        (ended.id.as_str(), ended.status.as_str()),
+        (c.id.as_str(), "revoked")
+    );
+    assert!(ended.closed.is_some(), "{ended:?}");
+    assert!(
+        ended
+            .close_reason
+            .as_deref()
+            .is_some_and(|r| r.starts_with("ended by ")),
+        "{ended:?}"
+    );
+    let e = refused(
+        consoles.delete_console(authed(delete(&c.id), &m.token)),
+        Code::FailedPrecondition,
+    )
+    .await;
+    assert_eq!(
+        e.get_error_details().error_info().unwrap().reason,
+        "conflict"
+    );
+    let read = consoles
+        .get_console(authed(get(&c.id), &m.token))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(read, ended);
+    let revoked = consoles
+        .list_consoles(authed(list(None, &["revoked"], None), &m.token))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(revoked.consoles, [ended]);
+    let e = refused(
+        consoles.get_console(authed(get("nope"), &m.token)),
+        Code::InvalidArgument,
+    )
+    .await;
+    assert_eq!(rejected_fields(&e), ["id"]);
+    refused(
+        consoles.get_console(authed(get(&uuid::Uuid::new_v4().to_string()), &m.token)),
+        Code::NotFound,
+    )
+    .await;
+    m.stop().await;
+}

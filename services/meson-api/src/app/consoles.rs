@@ -11,8 +11,60 @@ use meson_core::{ConsoleId, Error, Result, VmId};
 use meson_db::consoles::Claim;
 use sha2::{Digest, Sha256};
 
-/// The most consoles a list answers.
+/// The most consoles a list answers, and how many when not told.
 pub const MAX_LIST: i64 = 100;
+pub const DEFAULT_LIST: i64 = 50;
+
+/// Which consoles a list answers: of a VM, with one of some statuses, how
+/// many (the REST query's `vm`, `status` and `limit`, gRPC's alike).
+#[derive(Debug, PartialEq)]
+pub struct ConsoleQuery {
+    pub vm: Option<VmId>,
+    pub statuses: Vec<ConsoleStatus>,
+    pub limit: i64,
+}
+
+impl ConsoleQuery {
+    /// Reads the filters, each status possibly comma-separated; a bad one
+    /// is named `vm`, `status` or `limit`.
+    pub fn parse<'a>(
+        vm: Option<&str>,
+        statuses: impl IntoIterator<Item = &'a str>,
+        limit: Option<&str>,
+    ) -> Result<ConsoleQuery> {
+        let vm = vm.map(|v| super::list::id::<VmId>("vm", v)).transpose()?;
+        let mut parsed = Vec::new();
+        for s in statuses
+            .into_iter()
+            .flat_map(|v| v.split(','))
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+        {
+            parsed.push(ConsoleStatus::parse(s).ok_or_else(|| {
+                Error::invalid(
+                    "status",
+                    format!(
+                        "{s:?} is no console status: requested, open, closed, expired or revoked"
+                    ),
+                )
+            })?);
+        }
+        let limit = match limit {
+            None => DEFAULT_LIST,
+            Some(n) => n
+                .trim()
+                .parse::<i64>()
+                .ok()
+                .filter(|n| (1..=MAX_LIST).contains(n))
+                .ok_or_else(|| Error::invalid("limit", "must be an integer from 1 to 100"))?,
+        };
+        Ok(ConsoleQuery {
+            vm,
+            statuses: parsed,
+            limit,
+        })
+    }
+}
 
 /// A console just requested, with its secrets (shown this once).
 pub struct ConsoleRequested {
@@ -93,17 +145,10 @@ impl App {
             .ok_or_else(|| Error::not_found("console", id))
     }
 
-    /// The newest consoles (at most `limit`, up to [`MAX_LIST`]), of `vm`
-    /// and in one of `statuses` when given.
-    pub async fn console_list(
-        &self,
-        _p: &Principal,
-        vm: Option<VmId>,
-        statuses: &[ConsoleStatus],
-        limit: i64,
-    ) -> Result<Vec<Console>> {
-        let statuses: Vec<String> = statuses.iter().map(|s| s.as_str().to_owned()).collect();
-        meson_db::consoles::list(&self.pool, vm, &statuses, limit.clamp(1, MAX_LIST)).await
+    /// The newest consoles `q` keeps.
+    pub async fn console_list(&self, _p: &Principal, q: &ConsoleQuery) -> Result<Vec<Console>> {
+        let statuses: Vec<String> = q.statuses.iter().map(|s| s.as_str().to_owned()).collect();
+        meson_db::consoles::list(&self.pool, q.vm, &statuses, q.limit.clamp(1, MAX_LIST)).await
     }
 
     /// Ends a console: one not used yet can no longer be, an open session

@@ -9,6 +9,7 @@ pub mod autoscaler;
 mod backups;
 mod catalog;
 mod clusters;
+mod consoles;
 mod convert;
 mod gate;
 mod idempotency;
@@ -70,6 +71,10 @@ pub fn routes(state: &AppState) -> tonic::service::Routes {
         )
         .add_service(
             pb::backup_service_server::BackupServiceServer::new(svc.clone())
+                .max_decoding_message_size(max),
+        )
+        .add_service(
+            pb::console_service_server::ConsoleServiceServer::new(svc.clone())
                 .max_decoding_message_size(max),
         )
         .add_service(

@@ -4,6 +4,7 @@
 
 use super::responses::{BadId, BadQuery, CannotModify, NoSuchConsole, NoSuchVm};
 use super::{AppState, CorrelationId, parse_id, query_pairs};
+use crate::app::consoles::ConsoleQuery;
 use crate::auth::Principal;
 use crate::error::{ApiError, ApiResult};
 use crate::views;
@@ -11,7 +12,6 @@ use axum::Json;
 use axum::extract::{Path, RawQuery, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use meson_core::console::ConsoleStatus;
 use meson_core::{ConsoleId, Error, VmId};
 use meson_types::ErrorResponse;
 use meson_types::console::{ConsoleList, ConsoleRequestResponse, ConsoleResponse};
@@ -106,37 +106,23 @@ async fn list(
     p: Principal,
     RawQuery(q): RawQuery,
 ) -> ApiResult<Json<ConsoleList>> {
-    let mut vm = None;
-    let mut statuses = Vec::new();
-    let mut limit = 50;
-    for (key, value) in query_pairs(q.as_deref())? {
-        match key.as_str() {
-            "vm" => vm = Some(crate::app::list::id::<VmId>("vm", &value)?),
-            "status" => {
-                for s in value.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-                    statuses.push(ConsoleStatus::parse(s).ok_or_else(|| {
-                        Error::invalid(
-                            "status",
-                            format!(
-                                "{s:?} is no console status: requested, open, closed, expired \
-                                 or revoked"
-                            ),
-                        )
-                    })?);
-                }
-            }
-            "limit" => {
-                limit = value
-                    .parse::<i64>()
-                    .ok()
-                    .filter(|n| (1..=crate::app::consoles::MAX_LIST).contains(n))
-                    .ok_or_else(|| Error::invalid("limit", "must be an integer from 1 to 100"))?;
-            }
-            // Unknown parameters are ignored, as on every list.
-            _ => {}
-        }
-    }
-    let consoles = s.app.console_list(&p, vm, &statuses, limit).await?;
+    let pairs = query_pairs(q.as_deref())?;
+    let first = |key: &str| {
+        pairs
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    };
+    // Unknown parameters are ignored, as on every list.
+    let query = ConsoleQuery::parse(
+        first("vm"),
+        pairs
+            .iter()
+            .filter(|(k, _)| k == "status")
+            .map(|(_, v)| v.as_str()),
+        first("limit"),
+    )?;
+    let consoles = s.app.console_list(&p, &query).await?;
     Ok(Json(ConsoleList {
         consoles: consoles.iter().map(views::console).collect(),
     }))

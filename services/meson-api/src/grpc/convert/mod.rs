@@ -11,6 +11,7 @@ mod action;
 mod backup;
 mod catalog;
 mod cluster;
+mod console;
 mod image;
 mod json;
 mod meta;
@@ -26,6 +27,7 @@ pub use backup::{
 };
 pub use catalog::{cluster_quotes, flavor, kubernetes_version, provider, vm_quotes};
 pub use cluster::{cluster, cluster_create, cluster_update, cluster_upgrade, node};
+pub use console::{console, console_filter};
 pub use image::{image, image_import, image_snapshot};
 pub use meta::{list_query, name_labels, page_query, pagination, warnings};
 pub use network::{network, network_create};
