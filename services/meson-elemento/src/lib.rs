@@ -8,6 +8,7 @@
 
 pub mod backups;
 pub mod catalog;
+pub mod consoles;
 pub mod error;
 pub mod port_forwards;
 pub mod routes;

@@ -643,6 +643,7 @@ fn compute_routes() -> Router<AppState> {
         .route(&format!("{b}/network/attach"), post(network_attach))
         .route(&format!("{b}/network/detach"), post(network_detach))
         .merge(crate::backups::routes())
+        .merge(crate::consoles::routes())
 }
 
 // --- network daemon
@@ -972,6 +973,7 @@ fn served(d: Daemon) -> Vec<(&'static str, String)> {
                 rel("POST", "/network/detach"),
             ];
             routes.extend(crate::backups::served());
+            routes.extend(crate::consoles::served());
             routes
         }
         Daemon::Storage => crate::storage::served(),

@@ -800,6 +800,54 @@ pub fn backup_schedule(body: &Value) -> DResult<Schedule> {
     })
 }
 
+// --- consoles
+
+/// The port a console's WebSocket URL (`wss://host[:port]/...`) is reached
+/// on: the URL's own, else its scheme's (443 for `wss`/`https`, 80 for
+/// `ws`/`http`); `None` for a URL it cannot read.
+pub fn url_port(url: &str) -> Option<u16> {
+    let (scheme, rest) = url.split_once("://")?;
+    let default = match scheme.to_ascii_lowercase().as_str() {
+        "wss" | "https" => 443,
+        "ws" | "http" => 80,
+        _ => return None,
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let host_port = authority.rsplit('@').next().unwrap_or_default();
+    // An IPv6 literal's colons are inside its brackets.
+    let after_host = match host_port.strip_prefix('[') {
+        Some(v6) => v6.split_once(']')?.1,
+        None => host_port.split_once(':').map_or("", |(_, p)| p),
+    };
+    match after_host.strip_prefix(':').unwrap_or(after_host) {
+        "" => Some(default),
+        port => port.parse().ok(),
+    }
+}
+
+/// A meson console as the compute daemon's `porttunnel/vncWebSocket`
+/// tunnel: `instance_id` (the console's id), `local_index` (its VM's),
+/// `vm_name`, `status` `open` while it is live (meson's `requested`, not
+/// connected to yet, and `open`), `sessions` (1 while a client is
+/// connected) and `creation_date` (RFC 3339, as AtomOS gives it). `ws_url`
+/// (and its `port`) only when it was just requested: its token is good for
+/// one connection and shown once; elsewhere `ws_url` is `""` and `port`
+/// null. The VNC password is never in it (a request's answer adds it).
+pub fn tunnel_object(c: &mt::console::Console, vm_name: &str, ws_url: Option<&str>) -> Value {
+    use chrono::SecondsFormat::Millis;
+    let live = matches!(c.status.as_str(), "requested" | "open");
+    json!({
+        "instance_id": c.id,
+        "local_index": c.vm,
+        "vm_name": vm_name,
+        "ws_url": ws_url.unwrap_or_default(),
+        "port": ws_url.and_then(url_port),
+        "status": if live { "open" } else { "closed" },
+        "sessions": u32::from(c.status == "open"),
+        "creation_date": c.created.to_rfc3339_opts(Millis, true),
+    })
+}
+
 // --- KaaS
 
 /// The KaaS row (`running`): `provisioning` while meson creates.
@@ -1356,5 +1404,63 @@ mod tests {
         let e =
             network_create(&json!({"network_name": "n", "ip": {"address": "nope"}})).unwrap_err();
         assert_eq!(e.fields[0]["name"], "ip.address");
+    }
+
+    #[test]
+    fn console_ports() {
+        for (url, port) in [
+            (
+                "wss://api.example.com/v1/consoles/x/websocket?token=t",
+                Some(443),
+            ),
+            (
+                "ws://127.0.0.1:8080/v1/consoles/x/websocket?token=t",
+                Some(8080),
+            ),
+            ("ws://[::1]:9000/v1/consoles/x", Some(9000)),
+            ("wss://[2001:db8::1]/v1/consoles/x", Some(443)),
+            ("ws://host/v1?token=a:b", Some(80)),
+            ("WSS://Host:8443", Some(8443)),
+            ("ws://host:nope/", None),
+            ("ftp://host/", None),
+            ("", None),
+        ] {
+            assert_eq!(url_port(url), port, "{url}");
+        }
+    }
+
+    #[test]
+    fn consoles_as_tunnels() {
+        let t = DateTime::parse_from_rfc3339("2026-03-07T04:05:06Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        let mut c = mt::console::Console {
+            id: uuid::Uuid::nil(),
+            vm: uuid::Uuid::max(),
+            status: "requested".into(),
+            requested_by: "dev".into(),
+            created: t,
+            expires: t,
+            opened: None,
+            closed: None,
+            close_reason: None,
+            bytes_in: 0,
+            bytes_out: 0,
+        };
+        let url = "ws://127.0.0.1:7000/v1/consoles/x/websocket?token=t";
+        let o = tunnel_object(&c, "web", Some(url));
+        assert_eq!(o["instance_id"], c.id.to_string());
+        assert_eq!(o["local_index"], c.vm.to_string());
+        assert_eq!(o["vm_name"], "web");
+        assert_eq!((&o["ws_url"], &o["port"]), (&json!(url), &json!(7000)));
+        assert_eq!((&o["status"], &o["sessions"]), (&json!("open"), &json!(0)));
+        assert_eq!(o["creation_date"], "2026-03-07T04:05:06.000Z");
+        assert!(o.get("password").is_none());
+        c.status = "open".into();
+        let o = tunnel_object(&c, "web", None);
+        assert_eq!((&o["ws_url"], &o["port"]), (&json!(""), &Value::Null));
+        assert_eq!((&o["status"], &o["sessions"]), (&json!("open"), &json!(1)));
+        c.status = "closed".into();
+        assert_eq!(tunnel_object(&c, "web", None)["status"], "closed");
     }
 }

@@ -804,6 +804,222 @@ async fn port_forwards_from_create_to_delete() {
     m.stop().await;
 }
 
+/// A console tunnel's JSON, as the compute daemon's
+/// `porttunnel/vncWebSocket` shows it (`requested`: with its one-time URL
+/// and password).
+fn assert_tunnel_shape(t: &Value, vm: &str, requested: bool) {
+    for key in ["instance_id", "local_index", "vm_name", "ws_url", "status"] {
+        assert!(t[key].is_string(), "{key} in {t}");
+    }
+    assert_eq!(t["local_index"], vm, "{t}");
+    assert_eq!(t["vm_name"], "web", "{t}");
+    assert_eq!(t["status"], "open", "{t}");
+    assert!(t["sessions"].is_u64(), "{t}");
+    let created = t["creation_date"].as_str().expect("creation_date");
+    assert!(chrono::DateTime::parse_from_rfc3339(created).is_ok(), "{t}");
+    if requested {
+        let ws = t["ws_url"].as_str().unwrap();
+        assert!(ws.starts_with("ws://"), "{t}");
+        assert!(
+            ws.contains(&format!(
+                "/v1/consoles/{}",
+                t["instance_id"].as_str().unwrap()
+            )),
+            "{t}"
+        );
+        assert!(ws.contains("token="), "{t}");
+        let port: u16 = ws
+            .trim_start_matches("ws://")
+            .split('/')
+            .next()
+            .and_then(|a| a.rsplit_once(':'))
+            .and_then(|(_, p)| p.parse().ok())
+            .expect("a port in ws_url");
+        assert_eq!(t["port"], port, "{t}");
+        let password = t["password"].as_str().expect("password");
+        assert_eq!(password.chars().count(), 8, "{t}");
+    } else {
+        assert_eq!(t["ws_url"], "", "no one-time token: {t}");
+        assert!(t.get("password").is_none(), "never the password: {t}");
+    }
+}
+
+/// The compute daemon's VM consoles (Electros' console tab) over meson's:
+/// requested for a running VM, listed, shown, connected to, stopped, then
+/// not found; a VM shut off is refused with meson's 409, and another
+/// tenant sees none of them.
+#[tokio::test]
+async fn consoles_from_request_to_stop() {
+    let m = Meson::start().await;
+    let gw = gateway(&m).await;
+    let me = Caller::bearer(&m.token);
+    let other = Caller::bearer(&m.token("tenantb", "bob", meson_api::Role::Admin));
+    let compute = |p: &str| url(&gw, Daemon::Compute, p);
+    let tunnels = |who: &Caller| {
+        let who = who.clone();
+        let u = compute("/porttunnel/vncWebSocket");
+        async move {
+            let r = who.get(&u).await;
+            assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+            assert!(r.content_type.starts_with("application/json"));
+            r.json().as_array().expect("a bare list").clone()
+        }
+    };
+    let tunnel = |id: &str| {
+        let me = me.clone();
+        let u = compute(&format!("/porttunnel/vncWebSocket/{id}"));
+        async move { me.get(&u).await }
+    };
+    let stop = |who: &Caller, body: Value| {
+        let who = who.clone();
+        let u = compute("/porttunnel/vncWebSocket/stop");
+        async move { who.call(Method::DELETE, &u, Some(&body)).await }
+    };
+    let tunnel_not_found = |r: &Reply| {
+        assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.text);
+        let detail = r.json()["detail"].as_str().unwrap().to_owned();
+        assert!(detail.starts_with("[TunnelNotFound]"), "{detail}");
+    };
+    assert!(tunnels(&me).await.is_empty());
+
+    let mut spec = neon();
+    spec["info"]["vm_name"] = json!("web");
+    let r = me.post(&compute("/register"), &spec).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    let vm = r.json()["uniqueID"].as_str().unwrap().to_owned();
+    until("the VM runs", Duration::from_secs(60), || async {
+        let rows = me.get(&compute("/status")).await.json();
+        rows.as_array()?
+            .iter()
+            .any(|r| r["uniqueID"] == vm.as_str() && r["states"] == "running")
+            .then_some(())
+    })
+    .await;
+
+    // The body's VM, by the daemon's name.
+    let request = |who: &Caller, body: Value| {
+        let who = who.clone();
+        let u = compute("/porttunnel/vncWebSocket");
+        async move { who.post(&u, &body).await }
+    };
+    for (body, status) in [
+        (json!({}), StatusCode::BAD_REQUEST),
+        (json!({"local_index": "nope"}), StatusCode::BAD_REQUEST),
+        (
+            json!({"local_index": uuid::Uuid::new_v4()}),
+            StatusCode::NOT_FOUND,
+        ),
+    ] {
+        let r = request(&me, body.clone()).await;
+        assert_eq!(r.status, status, "{body}: {}", r.text);
+        assert_eq!(r.json()["fields"][0]["name"], "local_index", "{}", r.text);
+    }
+
+    // Requested: a tunnel with meson's one-time URL and VNC password.
+    let r = request(&me, json!({"local_index": vm})).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    let made = r.json();
+    assert_tunnel_shape(&made, &vm, true);
+    assert_eq!(made["sessions"], 0);
+    let id = made["instance_id"].as_str().unwrap().to_owned();
+    let console = m.get(&format!("/v1/consoles/{id}")).await;
+    assert_eq!(console.status, StatusCode::OK, "{}", console.body);
+    assert_eq!(console.body["console"]["status"], "requested");
+    assert_eq!(console.body["console"]["vm"], vm.as_str());
+
+    // Listed and shown, without the token or the password.
+    let listed = tunnels(&me).await;
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_tunnel_shape(&listed[0], &vm, false);
+    assert_eq!(listed[0]["instance_id"], id.as_str());
+    let r = tunnel(&id).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    assert_tunnel_shape(&r.json(), &vm, false);
+    assert_eq!(r.json()["instance_id"], id.as_str());
+    tunnel_not_found(&tunnel(&uuid::Uuid::new_v4().to_string()).await);
+    tunnel_not_found(&tunnel("t-1").await);
+
+    // Another tenant: none of it is theirs.
+    assert!(tunnels(&other).await.is_empty());
+    let r = other
+        .get(&compute(&format!("/porttunnel/vncWebSocket/{id}")))
+        .await;
+    tunnel_not_found(&r);
+    tunnel_not_found(&stop(&other, json!({"instance_id": id})).await);
+    let r = request(&other, json!({"local_index": vm})).await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.text);
+    assert_eq!(tunnel(&id).await.status, StatusCode::OK, "still there");
+
+    // Connected to (meson's RFB, over its URL): the tunnel has a session.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let viewer_at = listener.local_addr().unwrap();
+    let ws_url = made["ws_url"].as_str().unwrap().to_owned();
+    let bridge = tokio::spawn(async move { meson_client::console_bridge(listener, &ws_url).await });
+    let mut viewer = tokio::net::TcpStream::connect(viewer_at).await.unwrap();
+    let mut banner = [0u8; 12];
+    tokio::time::timeout(
+        Duration::from_secs(30),
+        tokio::io::AsyncReadExt::read_exact(&mut viewer, &mut banner),
+    )
+    .await
+    .expect("meson's RFB banner in time")
+    .expect("meson's RFB banner");
+    assert!(banner.starts_with(b"RFB 003."), "{banner:?}");
+    let shown = until("a session", Duration::from_secs(30), || async {
+        let t = tunnel(&id).await.json();
+        (t["sessions"] == 1).then_some(t)
+    })
+    .await;
+    assert_tunnel_shape(&shown, &vm, false);
+    let listed = tunnels(&me).await;
+    assert_eq!(
+        (&listed[0]["status"], &listed[0]["sessions"]),
+        (&json!("open"), &json!(1))
+    );
+
+    // Stopped: closed, then not found (shown, listed or stopped again).
+    let r = stop(&me, json!({})).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.text);
+    assert_eq!(r.json()["fields"][0]["name"], "instance_id", "{}", r.text);
+    tunnel_not_found(&stop(&me, json!({"instance_id": uuid::Uuid::new_v4()})).await);
+    let r = stop(&me, json!({"instance_id": id})).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    assert_eq!(r.json(), json!({"instance_id": id, "status": "closed"}));
+    tunnel_not_found(&tunnel(&id).await);
+    assert!(tunnels(&me).await.is_empty());
+    tunnel_not_found(&stop(&me, json!({"instance_id": id})).await);
+    let console = m.get(&format!("/v1/consoles/{id}")).await;
+    assert_eq!(
+        console.body["console"]["status"], "closed",
+        "{}",
+        console.body
+    );
+
+    drop(viewer);
+    let _ = tokio::time::timeout(Duration::from_secs(30), bridge).await;
+
+    // A VM shut off: meson's conflict, its message.
+    let r = me
+        .post(&compute("/stop"), &json!({"local_index": vm}))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    until("the VM is shut off", Duration::from_secs(60), || async {
+        let rows = me.get(&compute("/status")).await.json();
+        rows.as_array()?
+            .iter()
+            .any(|r| r["uniqueID"] == vm.as_str() && r["states"] == "shut off")
+            .then_some(())
+    })
+    .await;
+    let r = request(&me, json!({"local_index": vm})).await;
+    assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.text);
+    let detail = r.json()["detail"].as_str().unwrap().to_owned();
+    assert!(detail.contains("start it first"), "{detail}");
+    assert!(tunnels(&me).await.is_empty());
+    gw.shutdown().await;
+    m.stop().await;
+}
+
 /// A backup object's JSON types, as the compute daemon shows it.
 fn assert_backup_shape(b: &Value) {
     for key in [
