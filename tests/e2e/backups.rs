@@ -28,13 +28,7 @@ async fn vm(m: &Meson, id: &str) -> Value {
 
 /// The VM's boot volume on its host: (host, AtomOS id, content hash).
 fn boot(m: &Meson, vm: &Value) -> (atomos_sim::SimHost, String, String) {
-    let prefix = format!("vm-{}", vm["id"].as_str().unwrap().replace('-', ""));
-    let host = m
-        .sim()
-        .hosts()
-        .into_iter()
-        .find(|h| h.name() == vm["host"].as_str().unwrap())
-        .expect("the VM's host");
+    let (host, prefix) = m.vm_host(vm);
     let v = host
         .inventory()
         .volumes

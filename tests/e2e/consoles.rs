@@ -95,13 +95,7 @@ fn pixels(png: &Path) -> (u32, u32, Vec<[u8; 3]>) {
 
 /// The VM's own console on its host, with no meson in between.
 async fn host_console_url(m: &Meson, vm: &Value) -> String {
-    let prefix = format!("vm-{}", vm["id"].as_str().unwrap().replace('-', ""));
-    let host = m
-        .sim()
-        .hosts()
-        .into_iter()
-        .find(|h| h.name() == vm["host"].as_str().unwrap())
-        .expect("the VM's host");
+    let (host, prefix) = m.vm_host(vm);
     let atomos = host
         .inventory()
         .vms

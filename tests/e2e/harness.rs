@@ -148,6 +148,21 @@ impl Meson {
         &self.dev().simulator
     }
 
+    /// The simulated host of `vm` (a VM as the API shows it): (the host,
+    /// the prefix of the names of the VM's things on it).
+    pub fn vm_host(&self, vm: &Value) -> (atomos_sim::SimHost, String) {
+        let host = self
+            .sim()
+            .hosts()
+            .into_iter()
+            .find(|h| h.name() == vm["host"].as_str().unwrap())
+            .expect("the VM's host");
+        (
+            host,
+            format!("vm-{}", vm["id"].as_str().unwrap().replace('-', "")),
+        )
+    }
+
     async fn send(&self, req: reqwest::RequestBuilder) -> Reply {
         let res = req.send().await.expect("request sent");
         let status = res.status();

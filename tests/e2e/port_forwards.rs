@@ -372,12 +372,7 @@ async fn drift_shows_a_forward_its_host_lost() {
     meson_workflows::drift::tick(&env).await.unwrap();
     assert_eq!(m.get(&path).await.body["port_forward"]["status"], "active");
 
-    let host = m
-        .sim()
-        .hosts()
-        .into_iter()
-        .find(|h| h.name() == vm["host"].as_str().unwrap())
-        .unwrap();
+    let (host, _) = m.vm_host(&vm);
     let c = env
         .atomos
         .client(target_named(&m, host.name()).await.id)
