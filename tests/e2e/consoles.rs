@@ -6,6 +6,7 @@
 
 use crate::backups::running_vm;
 use crate::harness::Meson;
+use crate::reconciler::workflow_env;
 use atomos_driver::{AtomosClient, ClientOptions};
 use futures::{SinkExt, StreamExt};
 use meson_api::Role;
@@ -479,6 +480,13 @@ async fn sessions_are_counted_ended_by_a_delete_and_closed_when_idle() {
             Some("the meson process relaying it stopped")
         )
     );
+    assert!(c["closed"].is_null(), "not written yet: {c}");
+    // The reconciler's pass writes it (and forgets expired passwords).
+    let env = workflow_env(&m, Default::default());
+    meson_workflows::reconcile::tick(&env).await.unwrap();
+    let c = console(&m, &cid.to_string()).await;
+    assert_eq!(c["status"], "closed");
+    assert!(c["closed"].is_string(), "written by the sweep: {c}");
     m.stop().await;
 }
 
