@@ -5,10 +5,10 @@
 //! go to stderr.
 
 use crate::cli::{
-    ActionCommand, AuditCommand, BackupCommand, Cli, ClusterCommand, Command, ImageCommand,
-    KopsCommand, KubeconfigCommand, KubernetesCommand, NetworkCommand, NodeCommand, PoolCommand,
-    PortForwardCommand, QuotaCommand, TargetCommand, TenantCommand, TenantQuotaCommand, VmCommand,
-    VolumeCommand, WaitArgs,
+    ActionCommand, AuditCommand, BackupCommand, Cli, ClusterCommand, Command, ConsoleCommand,
+    ImageCommand, KopsCommand, KubeconfigCommand, KubernetesCommand, NetworkCommand, NodeCommand,
+    PoolCommand, PortForwardCommand, QuotaCommand, TargetCommand, TenantCommand,
+    TenantQuotaCommand, VmCommand, VolumeCommand, WaitArgs,
 };
 use crate::config::{self, Settings};
 use crate::error::Failure;
@@ -469,6 +469,7 @@ impl Ctx {
             Command::Network(c) => self.network(c).await,
             Command::PortForward(c) => self.port_forward(c).await,
             Command::Backup(c) => self.backup(c).await,
+            Command::Console(c) => self.console(c).await,
             Command::Quota(QuotaCommand::Get) => self.show(&self.client.quotas().await?),
             Command::Tenant(TenantCommand::Quota(TenantQuotaCommand::Get { tenant })) => {
                 self.show(&self.client.tenant_quota(&tenant).await?)
@@ -718,7 +719,119 @@ impl Ctx {
                 let id = self.vm_id(&vm).await?;
                 self.show(&self.client.vm_disable_backups(id).await?)
             }
+            VmCommand::Console {
+                vm,
+                listen,
+                url_only,
+            } => {
+                let id = self.vm_id(&vm).await?;
+                if url_only {
+                    return self.show(&self.client.vm_request_console(id).await?);
+                }
+                // Boxed: a session's relay is a large future.
+                Box::pin(self.vm_console(id, &listen)).await
+            }
         }
+    }
+
+    /// `vm console`: listens on `listen`, requests a console on VM `id`,
+    /// prints where a VNC viewer connects and the password, and relays the
+    /// first connection to the console's WebSocket until either side
+    /// closes.
+    async fn vm_console(&self, id: Uuid, listen: &str) -> Result<()> {
+        // Listening first: a port that cannot be had uses up no console.
+        let listener = tokio::net::TcpListener::bind(listen)
+            .await
+            .map_err(|e| Failure::Local(format!("cannot listen on {listen}: {e}")))?;
+        let local = listener
+            .local_addr()
+            .map_err(|e| Failure::Local(format!("cannot listen on {listen}: {e}")))?;
+        if !local.ip().is_loopback() {
+            eprintln!(
+                "warning: listening on {local}, beyond loopback: whoever reaches it first, with \
+                 the password, sees the VM's screen"
+            );
+        }
+        let r = self.client.vm_request_console(id).await?;
+        // The console's minute, counted from its answer here (not by this
+        // machine's clock against meson's).
+        let ttl = (r.console.expires - r.console.created)
+            .to_std()
+            .unwrap_or(Duration::from_secs(60));
+        out(&console_line(self.format, local, &r, ttl))?;
+        let tcp = match tokio::time::timeout(ttl, listener.accept()).await {
+            Ok(Ok((tcp, _))) => tcp,
+            Ok(Err(e)) => {
+                return Err(Failure::Local(format!(
+                    "accepting the VNC viewer's connection on {local}: {e}"
+                )));
+            }
+            Err(_) => {
+                return Err(Failure::Local(format!(
+                    "no VNC viewer connected to {local} within {} s: console {} has expired \
+                     (run `mesonctl vm console` again)",
+                    ttl.as_secs(),
+                    r.console.id
+                )));
+            }
+        };
+        // One connection per console: no other is accepted.
+        drop(listener);
+        // What `meson_client::console_bridge` does once its listener
+        // accepts; accepted here so that waiting ends when the console does.
+        meson_client::bridge_stream(tcp, &r.wss_url)
+            .await
+            .map_err(|e| match e {
+                meson_client::Error::Decode(m) => Failure::Local(m),
+                other => other.into(),
+            })
+    }
+
+    async fn console(&self, c: ConsoleCommand) -> Result<()> {
+        match c {
+            ConsoleCommand::List { vm, status, limit } => {
+                let vm = match vm {
+                    Some(v) => Some(self.vm_id(&v).await?),
+                    None => None,
+                };
+                self.show(&self.client.console_list(vm, &status, limit).await?)
+            }
+            ConsoleCommand::Get { console } => {
+                let id = self.console_id(&console).await?;
+                self.show(&self.client.console_get(id).await?)
+            }
+            ConsoleCommand::Delete { console } => {
+                let id = self.console_id(&console).await?;
+                self.show(&self.client.console_delete(id).await?)
+            }
+        }
+    }
+
+    /// A console's id from its id or an abbreviation of it (consoles have
+    /// no names), matched among the tenant's newest 100.
+    async fn console_id(&self, s: &str) -> Result<Uuid> {
+        if let Some(id) = whole_id(s) {
+            return Ok(id);
+        }
+        let Some(abbrev) = IdRef::parse(s) else {
+            return Err(Failure::Usage(format!(
+                "{s:?} is not a console's id, nor {} or more of its first or last hex digits",
+                IdRef::MIN_DIGITS
+            )));
+        };
+        let all = self.client.console_list(None, &[], Some(100)).await?;
+        let labels: Vec<(Uuid, String)> = all
+            .iter()
+            .filter(|c| abbrev.matches(&c.id))
+            .map(|c| (c.id, format!("VM {} {}", c.vm, c.status)))
+            .collect();
+        if labels.is_empty() {
+            return Err(Failure::NotFound(format!(
+                "no console has an id starting or ending with {s:?}"
+            )));
+        }
+        let found: Vec<(Uuid, &str)> = labels.iter().map(|(id, l)| (*id, l.as_str())).collect();
+        unique("console", s, &found, "have ids starting or ending with")
     }
 
     async fn backup(&self, c: BackupCommand) -> Result<()> {
@@ -1368,6 +1481,31 @@ impl Ctx {
                 let done = self.wait(&first).await?;
                 self.show(&done)
             }
+        }
+    }
+}
+
+/// `vm console`'s line: where the viewer connects and its password; one
+/// line of JSON for `-o json` and `-o yaml` (whose reader takes JSON).
+fn console_line(
+    format: Format,
+    local: std::net::SocketAddr,
+    r: &meson_types::console::ConsoleRequestResponse,
+    ttl: Duration,
+) -> String {
+    match format {
+        Format::Table | Format::Wide => format!(
+            "VNC viewer: {local}  password: {}  (connect within {} s; one connection)\n",
+            r.password,
+            ttl.as_secs()
+        ),
+        Format::Json | Format::Yaml => {
+            let line = serde_json::json!({
+                "address": local.to_string(),
+                "password": r.password,
+                "console": r.console,
+            });
+            format!("{line}\n")
         }
     }
 }

@@ -66,6 +66,10 @@ pub enum Command {
     /// by its policy (`vm enable-backups`), restored with `vm restore`.
     #[command(subcommand)]
     Backup(BackupCommand),
+    /// Consoles: sessions on a VM's screen over VNC, relayed by meson
+    /// (opened with `vm console`).
+    #[command(subcommand)]
+    Console(ConsoleCommand),
     /// Kubernetes versions meson installs.
     #[command(subcommand)]
     Kubernetes(KubernetesCommand),
@@ -394,6 +398,37 @@ pub enum VmCommand {
     /// Turns a VM's automatic backups off (those taken expire; manual ones
     /// stay).
     DisableBackups { vm: String },
+    /// Opens a console on a running VM's screen, for a VNC viewer on this
+    /// machine: meson relays the session.
+    ///
+    /// Listens on --listen, then prints one line: where a VNC viewer
+    /// connects and the VNC password it answers, e.g.
+    /// `VNC viewer: 127.0.0.1:40123  password: h7Rk2pQz  (connect within 60
+    /// s; one connection)` (with -o json, that as one line of JSON:
+    /// `address`, `password`, `console`). Any VNC viewer works:
+    /// `vncviewer 127.0.0.1::40123`, or `vncdo -s 127.0.0.1::40123 -p
+    /// PASSWORD capture shot.png` (a double colon before a port). The
+    /// console serves one connection, which must begin within 60 s; its
+    /// bytes are relayed to the console's WebSocket on meson, and the
+    /// command ends (exit 0) when the session does. A console that meson
+    /// refuses (used, expired, deleted, its VM stopped) exits 1 with
+    /// meson's message.
+    ///
+    /// --url-only prints the console's WebSocket URL (RFB in binary
+    /// messages, for noVNC or a bridge of one's own) and password instead,
+    /// and returns.
+    Console {
+        vm: String,
+        /// The local address the VNC viewer connects to (port 0: any free
+        /// port). Beyond loopback, anyone who reaches it and has the
+        /// password sees the screen.
+        #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
+        listen: String,
+        /// Print the console's WebSocket URL and password (-o json: the
+        /// whole answer) and return, relaying nothing.
+        #[arg(long, conflicts_with = "listen")]
+        url_only: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -889,6 +924,38 @@ pub enum BackupCommand {
 }
 
 #[derive(Debug, Subcommand)]
+pub enum ConsoleCommand {
+    /// Lists the tenant's consoles, newest first: requests, sessions and
+    /// how they ended.
+    List {
+        /// Only those of this VM (id, abbreviation or name; a deleted VM's
+        /// by its whole id).
+        #[arg(long)]
+        vm: Option<String>,
+        /// Only those in this status (requested, open, closed, expired,
+        /// revoked); repeat it for any of several.
+        #[arg(long)]
+        status: Vec<String>,
+        /// At most this many, 1 to 100 (meson's default: 50).
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100))]
+        limit: Option<u32>,
+    },
+    /// Shows a console (never its URL or password).
+    Get {
+        /// The console: its id, or 8 or more of its first or last hex
+        /// digits (among the newest 100).
+        console: String,
+    },
+    /// Ends a console: one not used yet is revoked (its URL no longer
+    /// connects), an open session is closed.
+    Delete {
+        /// The console: its id, or 8 or more of its first or last hex
+        /// digits (among the newest 100).
+        console: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
 pub enum TenantCommand {
     /// A tenant's quotas.
     #[command(subcommand)]
@@ -1270,6 +1337,56 @@ mod tests {
                 assert_eq!(f.label_selector.as_deref(), Some("env=dev"));
             }
             other => panic!("{other:?}"),
+        }
+        // Consoles: on loopback unless told; --url-only listens nowhere; a
+        // list's limit is 1 to 100.
+        let cli = Cli::try_parse_from(["mesonctl", "vm", "console", "web"]).unwrap();
+        match cli.command {
+            Command::Vm(VmCommand::Console {
+                vm,
+                listen,
+                url_only,
+            }) => {
+                assert_eq!((vm.as_str(), listen.as_str()), ("web", "127.0.0.1:0"));
+                assert!(!url_only);
+            }
+            other => panic!("{other:?}"),
+        }
+        let cli = Cli::try_parse_from(["mesonctl", "vm", "console", "web", "--url-only"]).unwrap();
+        assert!(matches!(
+            cli.command,
+            Command::Vm(VmCommand::Console { url_only: true, .. })
+        ));
+        let cli = Cli::try_parse_from([
+            "mesonctl", "console", "list", "--vm", "web", "--status", "open", "--status", "closed",
+            "--limit", "5",
+        ])
+        .unwrap();
+        match cli.command {
+            Command::Console(ConsoleCommand::List { vm, status, limit }) => {
+                assert_eq!(vm.as_deref(), Some("web"));
+                assert_eq!(status, ["open", "closed"]);
+                assert_eq!(limit, Some(5));
+            }
+            other => panic!("{other:?}"),
+        }
+        for bad in [
+            &[
+                "vm",
+                "console",
+                "web",
+                "--url-only",
+                "--listen",
+                "127.0.0.1:5900",
+            ][..],
+            &["console", "list", "--limit", "0"],
+            &["console", "list", "--limit", "101"],
+            &["console", "get"],
+        ] {
+            let mut args = vec!["mesonctl"];
+            args.extend(bad);
+            let e = Cli::try_parse_from(args).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{bad:?}");
         }
     }
 }

@@ -45,6 +45,9 @@ pub enum Failure {
     NotFound(String),
     /// Writing the output failed (exit 1).
     Output(String),
+    /// Something on this machine failed: a port to listen on, a VNC
+    /// viewer's connection, a console's WebSocket (exit 1).
+    Local(String),
 }
 
 fn action_failed_line(a: &Action) -> String {
@@ -109,7 +112,7 @@ impl Failure {
             Failure::ActionsFailed(_) => exit::ACTION_FAILED,
             Failure::Usage(_) => exit::USAGE,
             Failure::Config(_) => exit::UNREACHABLE,
-            Failure::NotFound(_) | Failure::Output(_) => exit::API,
+            Failure::NotFound(_) | Failure::Output(_) | Failure::Local(_) => exit::API,
         }
     }
 
@@ -166,7 +169,7 @@ impl Failure {
                 E::Config(m) => vec![format!("error: {m}")],
             },
             Failure::ActionsFailed(actions) => actions.iter().map(action_failed_line).collect(),
-            Failure::Usage(m) | Failure::Config(m) | Failure::Output(m) => {
+            Failure::Usage(m) | Failure::Config(m) | Failure::Output(m) | Failure::Local(m) => {
                 vec![format!("error: {m}")]
             }
             Failure::NotFound(m) => vec![format!("error: {m} (not_found)")],

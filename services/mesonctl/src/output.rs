@@ -13,6 +13,7 @@ use meson_types::admin::{AuditEntry, Quota, Target};
 use meson_types::backup::{Backup, BackupCreateResponse, BackupPolicy, RestoreResponse};
 use meson_types::catalog::{Flavor, KubernetesVersion, Provider};
 use meson_types::cluster::{AutoscalerCredentials, Cluster, ClusterCreateResponse, Node, Pool};
+use meson_types::console::{Console, ConsoleRequestResponse};
 use meson_types::image::{Image, ImageCreateResponse};
 use meson_types::network::Network;
 use meson_types::pool::PoolUpdateResponse;
@@ -951,6 +952,72 @@ impl Show for RestoreResponse {
     }
 }
 
+fn bytes(n: i64) -> String {
+    format!("{n} bytes")
+}
+
+impl Show for Console {
+    fn view(&self, _: Width) -> View {
+        View::Fields(vec![
+            ("ID", self.id.to_string()),
+            ("VM", self.vm.to_string()),
+            ("Status", self.status.clone()),
+            ("Requested by", self.requested_by.clone()),
+            ("Created", time(&self.created)),
+            ("Expires", time(&self.expires)),
+            ("Opened", self.opened.as_ref().map_or(String::new(), time)),
+            ("Closed", self.closed.as_ref().map_or(String::new(), time)),
+            ("Close reason", opt(&self.close_reason)),
+            ("Bytes in", bytes(self.bytes_in)),
+            ("Bytes out", bytes(self.bytes_out)),
+        ])
+    }
+}
+
+impl Show for Vec<Console> {
+    /// A REASON column, last, when any console has ended with one.
+    fn view(&self, width: Width) -> View {
+        let reasons = self.iter().any(|c| c.close_reason.is_some());
+        let mut headers = vec!["ID", "VM", "STATUS", "REQUESTED BY", "CREATED", "CLOSED"];
+        if reasons {
+            headers.push("REASON");
+        }
+        View::Table {
+            headers,
+            rows: self
+                .iter()
+                .map(|c| {
+                    let mut row = vec![
+                        width.id(&c.id),
+                        width.id(&c.vm),
+                        c.status.clone(),
+                        c.requested_by.clone(),
+                        time(&c.created),
+                        c.closed.as_ref().map_or(String::new(), time),
+                    ];
+                    if reasons {
+                        row.push(width.message(opt(&c.close_reason)));
+                    }
+                    row
+                })
+                .collect(),
+        }
+    }
+}
+
+/// `vm console --url-only`: what connects to the console (JSON: the whole
+/// answer).
+impl Show for ConsoleRequestResponse {
+    fn view(&self, _: Width) -> View {
+        View::Fields(vec![
+            ("URL", self.wss_url.clone()),
+            ("Password", self.password.clone()),
+            ("Console", self.console.id.to_string()),
+            ("Expires", time(&self.console.expires)),
+        ])
+    }
+}
+
 impl Show for Vec<KubernetesVersion> {
     fn view(&self, _: Width) -> View {
         View::Table {
@@ -1256,6 +1323,55 @@ mod tests {
             "daily, window 22-02 UTC, newest 7 kept"
         );
         assert_eq!(backup_policy(None), "off");
+    }
+
+    #[test]
+    fn consoles_show_their_status_and_how_they_ended() {
+        let c: Console = serde_json::from_value(serde_json::json!({
+            "id": "0192f5c4-0000-7000-8000-0000000000e1",
+            "vm": "0192f5c4-0000-7000-8000-0000000000b1", "status": "requested",
+            "requested_by": "dev", "created": "2026-01-01T00:00:00Z",
+            "expires": "2026-01-01T00:01:00Z", "opened": null, "closed": null,
+            "close_reason": null, "bytes_in": 0, "bytes_out": 0
+        }))
+        .unwrap();
+        let list = render(Format::Table, &vec![c.clone()]).unwrap();
+        assert_eq!(
+            list,
+            "ID        VM        STATUS     REQUESTED BY  CREATED               CLOSED\n\
+             000000e1  000000b1  requested  dev           2026-01-01T00:00:00Z  -\n"
+        );
+        let mut closed = c.clone();
+        closed.status = "closed".into();
+        closed.closed = Some(c.created);
+        closed.close_reason = Some("the client closed it".into());
+        closed.bytes_out = 4096;
+        let list = render(Format::Table, &vec![closed.clone(), c.clone()]).unwrap();
+        assert!(list.lines().next().unwrap().ends_with("  REASON"), "{list}");
+        assert!(list.contains("the client closed it"), "{list}");
+        let one = render(Format::Table, &closed).unwrap();
+        assert!(
+            one.contains("Close reason:  the client closed it\n"),
+            "{one}"
+        );
+        assert!(one.contains("Bytes out:     4096 bytes\n"), "{one}");
+        let answer = ConsoleRequestResponse {
+            console: c,
+            wss_url: "ws://127.0.0.1:8080/v1/consoles/x/websocket?token=t".into(),
+            password: "h7Rk2pQz".into(),
+        };
+        let one = render(Format::Table, &answer).unwrap();
+        assert!(
+            one.starts_with(
+                "URL:       ws://127.0.0.1:8080/v1/consoles/x/websocket?token=t\n\
+                             Password:  h7Rk2pQz\n"
+            ),
+            "{one}"
+        );
+        let j: serde_json::Value =
+            serde_json::from_str(&render(Format::Json, &answer).unwrap()).unwrap();
+        assert_eq!(j["console"]["status"], "requested", "{j}");
+        assert_eq!(j["password"], "h7Rk2pQz", "{j}");
     }
 
     fn action() -> Action {

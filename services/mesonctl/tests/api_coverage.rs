@@ -54,6 +54,14 @@ fn commands() -> Vec<Vec<String>> {
         format!("vm restore {A} --backup {B} --into new --no-wait"),
         format!("vm enable-backups {A} --window 22-02 --keep 7"),
         format!("vm disable-backups {A}"),
+        // `vm console` without --url-only relays a VNC viewer's connection
+        // to the console's WebSocket (`console_connect`): run on its own
+        // below, with a viewer.
+        format!("vm console {A} --url-only"),
+        "console list --status open --limit 5".into(),
+        format!("console list --vm {A}"),
+        format!("console get {A}"),
+        format!("console delete {A}"),
         format!("action list vm {A}"),
         "volume create --name x --size 1 --no-wait".into(),
         "volume list".into(),
@@ -140,11 +148,29 @@ fn running_action() -> Value {
            "error": null})
 }
 
+/// A console as meson answers its request: its WebSocket is the
+/// recorder's, at `host`.
+fn console_requested(host: &str) -> Value {
+    json!({
+        "console": {"id": A, "vm": A, "status": "requested", "requested_by": "t",
+            "created": "2026-01-01T00:00:00Z", "expires": "2026-01-01T00:01:00Z",
+            "opened": null, "closed": null, "close_reason": null,
+            "bytes_in": 0, "bytes_out": 0},
+        "wss_url": format!("ws://{host}/v1/consoles/{A}/websocket?token=t"),
+        "password": "h7Rk2pQz",
+    })
+}
+
 /// Answers what the commands need to go on (the index, health, a running
-/// action), `404 not_found` to everything else, and records every request.
+/// action, a console requested), `404 not_found` to everything else, and
+/// records every request.
 async fn recorder(seen: Arc<Mutex<Vec<(String, String)>>>) -> String {
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let host = l.local_addr().unwrap().to_string();
+    let url = format!("http://{host}");
     let app = axum::Router::new().fallback(move |req: Request| {
         let seen = seen.clone();
+        let host = host.clone();
         async move {
             let (method, path) = (req.method().to_string(), req.uri().path().to_owned());
             seen.lock().unwrap().push((method.clone(), path.clone()));
@@ -158,6 +184,11 @@ async fn recorder(seen: Arc<Mutex<Vec<(String, String)>>>) -> String {
                 ("GET", p) if p.starts_with("/v1/actions/") && p != "/v1/actions/stream" => {
                     ok(json!({"action": running_action()}))
                 }
+                ("POST", p) if p.ends_with("/actions/request-console") => (
+                    axum::http::StatusCode::CREATED,
+                    axum::Json(console_requested(&host)),
+                )
+                    .into_response(),
                 _ => (
                     axum::http::StatusCode::NOT_FOUND,
                     axum::Json(json!({"error": {"code": "not_found",
@@ -167,8 +198,6 @@ async fn recorder(seen: Arc<Mutex<Vec<(String, String)>>>) -> String {
             }
         }
     });
-    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", l.local_addr().unwrap());
     tokio::spawn(async move {
         let _ = axum::serve(l, app).await;
     });
@@ -262,6 +291,41 @@ async fn every_operation_of_the_api_has_a_mesonctl_command() {
         if let Some(op) = operation(&doc, method, path) {
             reached.insert(op);
         }
+    }
+    // `vm console` requests a console, says where a VNC viewer connects,
+    // and dials the console's WebSocket when one does (the recorder refuses
+    // it: the command ends).
+    seen.lock().unwrap().clear();
+    let mut console = tokio::process::Command::new(env!("CARGO_BIN_EXE_mesonctl"))
+        .args(["--url", &url, "--token", "t", "vm", "console", A])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("mesonctl runs");
+    let mut lines = tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(
+        console.stdout.take().expect("stdout"),
+    ));
+    let line = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
+        .await
+        .expect("`mesonctl vm console` says where to connect")
+        .expect("stdout")
+        .expect("a line");
+    let address = line
+        .strip_prefix("VNC viewer: ")
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no address in {line:?}"));
+    let viewer = tokio::net::TcpStream::connect(address)
+        .await
+        .unwrap_or_else(|e| panic!("connect to {address}: {e}"));
+    let _ = tokio::time::timeout(Duration::from_secs(20), console.wait()).await;
+    drop(viewer);
+    let _ = console.kill().await;
+    for (method, path) in seen.lock().unwrap().iter() {
+        let op = operation(&doc, method, path)
+            .unwrap_or_else(|| panic!("{method} {path} is no operation of the API"));
+        reached.insert(op);
     }
 
     let mut missing = Vec::new();

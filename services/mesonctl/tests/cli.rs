@@ -1414,6 +1414,277 @@ async fn backups_of_a_vm_taken_listed_restored_and_deleted() {
     m.stop().await;
 }
 
+/// The next `n` bytes a VNC viewer reads from `tcp`, within 20 s.
+async fn rfb_read(tcp: &mut tokio::net::TcpStream, n: usize, what: &str) -> Vec<u8> {
+    use tokio::io::AsyncReadExt;
+    let mut buf = vec![0u8; n];
+    tokio::time::timeout(Duration::from_secs(20), tcp.read_exact(&mut buf))
+        .await
+        .unwrap_or_else(|_| panic!("no {what} within 20 s"))
+        .unwrap_or_else(|e| panic!("reading the {what}: {e}"));
+    buf
+}
+
+async fn rfb_write(tcp: &mut tokio::net::TcpStream, bytes: &[u8]) {
+    use tokio::io::AsyncWriteExt;
+    tcp.write_all(bytes).await.expect("write to the bridge");
+}
+
+fn be_u32(b: &[u8]) -> u32 {
+    u32::from_be_bytes([b[0], b[1], b[2], b[3]])
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_console_on_a_vm_bridged_to_a_vnc_viewer() {
+    let m = Meson::start().await;
+    let mut body = harness::seed_vm();
+    body["specs"]["vm_name"] = "web".into();
+    let file = m.file("web.json", &body);
+    let r = m.ctl(&["vm", "create", "-f", &file, "-o", "json"]).await;
+    assert_eq!(r.ok().json()["status"], "running", "{r:#?}");
+    let vm = r.json()["id"].as_str().unwrap().to_owned();
+
+    // `vm console` listens, says where and the password on one line, and
+    // relays the first connection until it closes.
+    let mut child = command(
+        &m.dir,
+        &[
+            "--url",
+            &m.base,
+            "--token",
+            &m.token,
+            "vm",
+            "console",
+            "web",
+            "--listen",
+            "127.0.0.1:0",
+        ],
+        &[],
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .expect("mesonctl runs");
+    let mut stdout = tokio::io::BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let line = tokio::time::timeout(Duration::from_secs(60), stdout.next_line())
+        .await
+        .expect("a line within a minute")
+        .expect("stdout")
+        .unwrap_or_else(|| panic!("no line: {:?}", child.try_wait()));
+    let words: Vec<&str> = line.split_whitespace().collect();
+    assert!(
+        words.len() >= 5 && words[..2] == ["VNC", "viewer:"] && words[3] == "password:",
+        "{line}"
+    );
+    assert!(
+        line.ends_with("  (connect within 60 s; one connection)"),
+        "{line}"
+    );
+    let (address, password) = (words[2].to_owned(), words[4].to_owned());
+    assert!(address.starts_with("127.0.0.1:"), "{line}");
+    assert_eq!(password.len(), 8, "{line}");
+
+    // A VNC viewer, as RFB 3.8 has it: VNC authentication with the
+    // password, then the VM's screen.
+    let mut tcp = tokio::net::TcpStream::connect(&address)
+        .await
+        .unwrap_or_else(|e| panic!("connect to {address}: {e}"));
+    let version = rfb_read(&mut tcp, 12, "protocol version").await;
+    assert_eq!(
+        version,
+        b"RFB 003.008\n",
+        "{:?}",
+        String::from_utf8_lossy(&version)
+    );
+    rfb_write(&mut tcp, b"RFB 003.008\n").await;
+    let count = rfb_read(&mut tcp, 1, "security type count").await[0];
+    let types = rfb_read(&mut tcp, usize::from(count), "security types").await;
+    assert_eq!(types, [2], "VNC authentication only");
+    rfb_write(&mut tcp, &[2]).await;
+    let challenge: [u8; 16] = rfb_read(&mut tcp, 16, "challenge")
+        .await
+        .try_into()
+        .expect("16 bytes");
+    let answer = meson_api::console::rfb::vnc_response(&password, &challenge);
+    rfb_write(&mut tcp, &answer).await;
+    let result = rfb_read(&mut tcp, 4, "security result").await;
+    assert_eq!(be_u32(&result), 0, "the password is accepted");
+    rfb_write(&mut tcp, &[1]).await; // ClientInit: shared
+    let size = rfb_read(&mut tcp, 4, "ServerInit").await;
+    let (width, height) = (
+        u16::from_be_bytes([size[0], size[1]]),
+        u16::from_be_bytes([size[2], size[3]]),
+    );
+    assert_eq!((width, height), (640, 200), "the simulated screen");
+    rfb_read(&mut tcp, 16, "pixel format").await;
+    let len = be_u32(&rfb_read(&mut tcp, 4, "name length").await);
+    assert!(len > 0 && len < 4096, "name length {len}");
+    let name = rfb_read(&mut tcp, len as usize, "name").await;
+    assert!(
+        !String::from_utf8_lossy(&name).trim().is_empty(),
+        "{name:?}"
+    );
+
+    // The viewer leaves: the session ends, and with it the command.
+    drop(tcp);
+    let status = tokio::time::timeout(Duration::from_secs(20), child.wait())
+        .await
+        .expect("mesonctl ends within 20 s of the viewer")
+        .expect("mesonctl's status");
+    let mut stderr = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        use tokio::io::AsyncReadExt;
+        let _ = e.read_to_string(&mut stderr).await;
+    }
+    assert!(status.success(), "{status:?}: {stderr}");
+
+    // meson has the session closed (its relay records it at once or
+    // within a heartbeat).
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let session = loop {
+        let r = m
+            .ctl(&["console", "list", "--vm", "web", "-o", "json"])
+            .await;
+        let list = r.ok().json();
+        assert_eq!(list.as_array().map(Vec::len), Some(1), "{list}");
+        if list[0]["status"] == "closed" {
+            break list[0].clone();
+        }
+        assert!(Instant::now() < deadline, "not closed: {list}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(session["vm"], vm.as_str(), "{session}");
+    assert!(session["opened"].is_string(), "{session}");
+    assert!(session["close_reason"].is_string(), "{session}");
+    let id = session["id"].as_str().unwrap().to_owned();
+    let short = &id[id.len() - 8..];
+    // Listed as a table with short ids; shown by its short id.
+    let r = m.ctl(&["console", "list", "--status", "closed"]).await;
+    r.ok();
+    assert!(
+        r.stdout
+            .starts_with("ID        VM        STATUS  REQUESTED BY"),
+        "{r:#?}"
+    );
+    let row = r
+        .stdout
+        .lines()
+        .find(|l| l.starts_with(&format!("{short} ")))
+        .unwrap_or_else(|| panic!("no row for {short}: {r:#?}"));
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(cells[..3], [short, &vm[vm.len() - 8..], "closed"], "{row}");
+    let r = m.ctl(&["console", "get", short]).await;
+    r.ok();
+    assert!(
+        r.stdout.contains(&format!("ID:            {id}\n")),
+        "{r:#?}"
+    );
+    assert!(r.stdout.contains("Status:        closed\n"), "{r:#?}");
+    // A console serves one connection: it is closed, not deletable.
+    let r = m.ctl(&["console", "delete", &id]).await;
+    assert_eq!(r.code, Some(1), "{r:#?}");
+    assert!(r.stderr.contains("(conflict)"), "{r:#?}");
+
+    // --url-only: the WebSocket URL and the password, nothing relayed;
+    // deleting that console revokes it.
+    let r = m
+        .ctl(&["vm", "console", &vm, "--url-only", "-o", "json"])
+        .await;
+    let answer = r.ok().json();
+    let url = answer["wss_url"].as_str().unwrap_or_default();
+    assert!(
+        url.starts_with("ws://") && url.contains("/websocket?token="),
+        "{answer}"
+    );
+    assert_eq!(
+        answer["password"].as_str().map(str::len),
+        Some(8),
+        "{answer}"
+    );
+    assert_eq!(answer["console"]["status"], "requested", "{answer}");
+    let second = answer["console"]["id"].as_str().unwrap().to_owned();
+    assert!(
+        url.contains(&format!("/v1/consoles/{second}/websocket")),
+        "{answer}"
+    );
+    let r = m.ctl(&["vm", "console", "web", "--url-only"]).await;
+    r.ok();
+    assert!(r.stdout.starts_with("URL:       ws://"), "{r:#?}");
+    assert!(r.stdout.contains("\nPassword:  "), "{r:#?}");
+    let r = m
+        .ctl(&[
+            "console",
+            "delete",
+            &second[second.len() - 8..],
+            "-o",
+            "json",
+        ])
+        .await;
+    let revoked = r.ok().json();
+    assert_eq!(revoked["id"], second.as_str(), "{revoked}");
+    assert_eq!(revoked["status"], "revoked", "{revoked}");
+    let r = m
+        .ctl(&[
+            "console", "list", "--vm", &vm, "--status", "revoked", "-o", "json",
+        ])
+        .await;
+    let list = r.ok().json();
+    assert_eq!(list[0]["id"], second.as_str(), "{list}");
+    let r = m
+        .ctl(&["console", "list", "--limit", "1", "-o", "json"])
+        .await;
+    assert_eq!(r.ok().json().as_array().map(Vec::len), Some(1), "{r:#?}");
+    let r = m.ctl(&["console", "get", "ffffffff"]).await;
+    assert_eq!(r.code, Some(1), "{r:#?}");
+    assert!(r.stderr.contains("no console"), "{r:#?}");
+
+    // -o json: the line is JSON; a viewer that connects and leaves at once
+    // ends the session, and the command, all the same.
+    let mut child = command(
+        &m.dir,
+        &[
+            "--url", &m.base, "--token", &m.token, "vm", "console", "web", "-o", "json",
+        ],
+        &[],
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::null())
+    .spawn()
+    .expect("mesonctl runs");
+    let mut stdout = tokio::io::BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let line = tokio::time::timeout(Duration::from_secs(60), stdout.next_line())
+        .await
+        .expect("a line within a minute")
+        .expect("stdout")
+        .expect("a line");
+    let said: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"));
+    assert_eq!(said["console"]["status"], "requested", "{said}");
+    assert_eq!(said["console"]["vm"], vm.as_str(), "{said}");
+    assert_eq!(said["password"].as_str().map(str::len), Some(8), "{said}");
+    let address = said["address"].as_str().unwrap_or_default();
+    drop(
+        tokio::net::TcpStream::connect(address)
+            .await
+            .unwrap_or_else(|e| panic!("connect to {address}: {e}")),
+    );
+    let status = tokio::time::timeout(Duration::from_secs(20), child.wait())
+        .await
+        .expect("mesonctl ends within 20 s of the viewer")
+        .expect("mesonctl's status");
+    assert!(status.success(), "{status:?}");
+
+    // A VM that is off has no screen to show: meson says so.
+    m.ctl(&["vm", "poweroff", "web"]).await.ok();
+    let r = m.ctl(&["vm", "console", "web"]).await;
+    assert_eq!(r.code, Some(1), "{r:#?}");
+    assert!(
+        r.stderr.contains("start it first") && r.stderr.contains("(conflict)"),
+        "{r:#?}"
+    );
+    assert!(r.stdout.is_empty(), "{r:#?}");
+    m.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn volumes_networks_and_kubernetes_versions() {
     let m = Meson::start().await;
