@@ -234,11 +234,18 @@ impl Client {
                         .map(Duration::from_secs);
                     let err = api_error(res).await;
                     let retryable = match &err {
-                        Error::Api { code, status, .. } => {
-                            // `conflict` on a create is its key still in use
-                            // by the first attempt; elsewhere (a delete of a
-                            // volume still attached) it is final.
-                            (code == "conflict" && key.is_some())
+                        Error::Api {
+                            code,
+                            status,
+                            message,
+                            ..
+                        } => {
+                            // A create's key still in use by its first
+                            // attempt; every other `conflict` (a VM not
+                            // running, a volume still attached) is final.
+                            (code == "conflict"
+                                && key.is_some()
+                                && message == wire::error::IDEMPOTENCY_KEY_IN_USE)
                                 || matches!(
                                     code.as_str(),
                                     "rate_limit_exceeded" | "unavailable" | "timeout"

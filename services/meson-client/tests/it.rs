@@ -244,6 +244,7 @@ async fn retryable_errors_are_retried_and_the_rest_are_not() {
 async fn a_retried_create_carries_the_same_idempotency_key() {
     let keys: Arc<Mutex<Vec<Option<String>>>> = Arc::default();
     let seen = keys.clone();
+    let keys_seen = keys.clone();
     let app = axum::Router::new().route(
         "/v1/vms",
         axum::routing::post(move |headers: axum::http::HeaderMap| {
@@ -260,7 +261,16 @@ async fn a_retried_create_carries_the_same_idempotency_key() {
                     return (
                         axum::http::StatusCode::CONFLICT,
                         axum::Json(json!({"error": {"code": "conflict",
-                            "message": "still being processed", "details": {}}})),
+                            "message": meson_types::error::IDEMPOTENCY_KEY_IN_USE,
+                            "details": {}}})),
+                    );
+                }
+                if k.len() == 3 {
+                    // Any other conflict is final.
+                    return (
+                        axum::http::StatusCode::CONFLICT,
+                        axum::Json(json!({"error": {"code": "conflict",
+                            "message": "VM x is off: start it first", "details": {}}})),
                     );
                 }
                 (
@@ -288,8 +298,10 @@ async fn a_retried_create_carries_the_same_idempotency_key() {
     assert_eq!(keys.len(), 2, "{keys:?}");
     assert!(keys[0].is_some());
     assert_eq!(keys[0], keys[1]);
-    // Another create gets another key.
-    let _ = c.vm_create(&vm("y")).await;
+    // Another create gets another key; its conflict is not retried.
+    let err = c.vm_create(&vm("y")).await.unwrap_err();
+    assert_eq!(err.code(), Some("conflict"));
+    assert_eq!(keys_seen.lock().unwrap().len(), 3);
 }
 
 #[tokio::test]

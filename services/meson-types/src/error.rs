@@ -5,6 +5,12 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 /// Every error answer: `{"error": {code, message, details}}`.
+/// The `conflict` message of a request whose Idempotency-Key the first
+/// request with it still holds: the one conflict a client retries (the
+/// first attempt's answer is then replayed).
+pub const IDEMPOTENCY_KEY_IN_USE: &str =
+    "the original request with this Idempotency-Key is still being processed; retry later";
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct ErrorResponse {
     pub error: ErrorBody,

@@ -85,12 +85,9 @@ impl App {
                 if request_hash != hash {
                     return Err(conflict("Idempotency-Key reused with a different request"));
                 }
-                return response.map(Begun::Replay).ok_or_else(|| {
-                    conflict(
-                        "the original request with this Idempotency-Key is still being \
-                         processed; retry later",
-                    )
-                });
+                return response
+                    .map(Begun::Replay)
+                    .ok_or_else(|| conflict(meson_types::error::IDEMPOTENCY_KEY_IN_USE));
             }
         }
         maybe_prune(&self.pool);
