@@ -165,32 +165,27 @@ impl App {
         self.console_get(p, id).await
     }
 
-    /// Uses console `id` up for a connection holding `token` (and, when it
-    /// sent one, `caller`'s bearer token: then the console must be its
-    /// tenant's). Unknown, another tenant's or the wrong token: `not_found`;
-    /// used, expired or revoked: `conflict`; its VM no longer running (or
-    /// placed): `conflict`, and the console is closed.
-    pub async fn console_claim(
-        &self,
-        id: ConsoleId,
-        token: &str,
-        caller: Option<&Principal>,
-    ) -> Result<Claimed> {
+    /// Fails with `not_found` unless console `id` is `caller`'s tenant's
+    /// (a connection that sent a bearer token: it must be of the
+    /// console's tenant), before anything about the connection is read.
+    pub async fn console_of(&self, id: ConsoleId, caller: &Principal) -> Result<()> {
+        let found = meson_db::scope::system(meson_db::consoles::get(&self.pool, id)).await?;
+        match found {
+            Some(c) if c.tenant == caller.tenant => Ok(()),
+            _ => Err(Error::not_found("console", id)),
+        }
+    }
+
+    /// Uses console `id` up for a connection holding `token`. Unknown or
+    /// the wrong token: `not_found`; used, expired or revoked: `conflict`;
+    /// its VM no longer running (or placed): `conflict`, and the console
+    /// is closed.
+    pub async fn console_claim(&self, id: ConsoleId, token: &str) -> Result<Claimed> {
         let hash = token_hash(token);
         // Which tenant's it is is not known before its token is checked:
         // the lookup runs in the system scope, and the token is the wall.
-        let found = meson_db::scope::system(async {
-            if let Some(p) = caller {
-                // Another tenant's console is not found, before anything
-                // changes.
-                match meson_db::consoles::get(&self.pool, id).await? {
-                    Some(c) if c.tenant == p.tenant => {}
-                    _ => return Ok(Claim::Unknown),
-                }
-            }
-            meson_db::consoles::claim(&self.pool, id, &hash).await
-        })
-        .await?;
+        let found =
+            meson_db::scope::system(meson_db::consoles::claim(&self.pool, id, &hash)).await?;
         let (console, password) = match found {
             Claim::Unknown => return Err(Error::not_found("console", id)),
             Claim::Spent(c) => {

@@ -232,23 +232,18 @@ async fn websocket(
         }));
     }
     let id: ConsoleId = parse_id(&id)?;
+    if let Some(v) = req.headers().get(header::AUTHORIZATION) {
+        let token = crate::gate::bearer(v.to_str().ok()).map_err(|_| Error::Unauthorized)?;
+        let caller = crate::gate::authenticate(&s, token).await?;
+        s.app.watched(s.app.console_of(id, &caller)).await?;
+    }
     let key = upgrade_key(req.headers())?;
-    let caller = match req.headers().get(header::AUTHORIZATION) {
-        None => None,
-        Some(v) => {
-            let token = crate::gate::bearer(v.to_str().ok()).map_err(|_| Error::Unauthorized)?;
-            Some(s.auth.verify(token).await?)
-        }
-    };
     let token = query_pairs(q.as_deref())?
         .into_iter()
         .find(|(k, _)| k == "token")
         .map(|(_, v)| v)
         .unwrap_or_default();
-    let claimed = s
-        .app
-        .watched(s.app.console_claim(id, &token, caller.as_ref()))
-        .await?;
+    let claimed = s.app.watched(s.app.console_claim(id, &token)).await?;
     let binary = req
         .headers()
         .get_all(header::SEC_WEBSOCKET_PROTOCOL)

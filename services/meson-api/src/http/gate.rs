@@ -195,6 +195,8 @@ fn resource_of(template: &str, path: &str) -> Option<(String, String)> {
         "nodes" => "node",
         "targets" => "target",
         "tenants" => "tenant",
+        "tokens" => "token",
+        "consoles" => "console",
         "actions" => "action",
         other => other,
     };
