@@ -29,6 +29,7 @@ mod quotas;
 mod quotes;
 mod reconciler;
 mod tenancy;
+mod tokens;
 mod unwinding;
 mod validation;
 mod vm;

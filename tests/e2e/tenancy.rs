@@ -115,6 +115,24 @@ async fn one_of_everything(m: &Meson) -> Owned {
         .await;
     assert_eq!(made["status"], "success", "{made}");
 
+    // A console on the VM, and an API token of the tenant's.
+    let r = m
+        .post(
+            &format!("/v1/vms/{}/actions/request-console", ids["vm"]),
+            &json!({}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    ids.insert(
+        "console",
+        r.body["console"]["id"].as_str().unwrap().to_owned(),
+    );
+    let r = m
+        .post("/v1/tokens", &json!({"name": "owned", "role": "viewer"}))
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    ids.insert("token", r.body["token"]["id"].as_str().unwrap().to_owned());
+
     let mut kaas = seed_kaas();
     kaas["req"]["nodepool"][0]["desired_nodes"] = 1.into();
     kaas["req"]["nodepool"][0]["min_nodes"] = 1.into();
@@ -141,6 +159,8 @@ fn fill(path: &str, owned: &Owned) -> (String, bool) {
                     "volumes" => "volume",
                     "images" => "image",
                     "backups" => "backup",
+                    "consoles" => "console",
+                    "tokens" => "token",
                     "networks" => "network",
                     "clusters" => "cluster",
                     "actions" => "action",
@@ -202,6 +222,7 @@ fn body_for(operation: &str, owned: &Owned) -> Option<Value> {
         "vm_restore" => json!({"backup": owned.ids["backup"], "into": "new"}),
         "vm_enable_backups" => json!({"keep": 1}),
         "vm_backup" => json!({"name": "stolen"}),
+        "token_create" => json!({"name": "intruders", "role": "viewer"}),
         _ => return None,
     })
 }
@@ -237,8 +258,10 @@ async fn another_tenants_token_never_reveals_a_tenants_resources_on_any_route() 
                 // The audit log is an owner's (its own tenant's) and an
                 // operator's (every tenant's).
                 let audit = operation == "audit_list";
+                // API tokens are an owner's (its own tenant's).
+                let owner_only = operation.starts_with("token_");
                 let admin_only = op["summary"].as_str().unwrap_or("").ends_with("(admin)")
-                    || (audit && role < meson_api::Role::Owner);
+                    || ((audit || owner_only) && role < meson_api::Role::Owner);
                 if !path.starts_with("/v1/")
                     || ((admin_only || audit) && role == meson_api::Role::Admin)
                 {

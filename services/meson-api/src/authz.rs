@@ -87,6 +87,11 @@ const fn owner_read(operation: &'static str) -> Rule {
     rule(operation, Role::Owner, Budget::Api, false)
 }
 
+/// A tenant owner's change of its own tenant's (an operator's of any).
+const fn owner_write(operation: &'static str) -> Rule {
+    rule(operation, Role::Owner, Budget::Api, true)
+}
+
 /// An operator's read, across tenants.
 const fn admin_read(operation: &'static str) -> Rule {
     rule(operation, Role::Admin, Budget::Api, false)
@@ -233,6 +238,12 @@ pub const RULES: &[Rule] = &[
     admin_write("target_update"),
     admin_write("target_drain"),
     admin_write("target_undrain"),
+    // API tokens: a tenant's owners manage them (each at most its
+    // creator's role).
+    owner_read("token_list"),
+    owner_read("token_get"),
+    owner_write("token_create"),
+    owner_write("token_delete"),
     // The audit log: an owner reads its tenant's, an operator anyone's.
     owner_read("audit_list"),
 ];

@@ -28,6 +28,17 @@ pub fn bearer(authorization: Option<&str>) -> Result<&str, &'static str> {
     Ok(token)
 }
 
+/// The caller a bearer token stands for: one of meson's own API tokens
+/// (`meson_...`, read from the database at every request, so a revoked
+/// one is refused at once everywhere), or a JWT of the configured issuer.
+pub async fn authenticate(state: &AppState, token: &str) -> Result<Principal, Error> {
+    if token.starts_with(meson_core::token::SECRET_PREFIX) {
+        state.app.token_principal(token).await
+    } else {
+        state.auth.verify(token).await
+    }
+}
+
 /// Where a call came from, for its audit entry.
 pub struct CallInfo {
     /// `GET`, `POST`, ... or `GRPC`.
@@ -69,7 +80,7 @@ pub async fn admit(
     call: CallInfo,
 ) -> Admission {
     let principal = match token {
-        Ok(token) => state.auth.verify(token).await,
+        Ok(token) => authenticate(state, token).await,
         Err(reason) => {
             // The request's span names its path and correlation id.
             tracing::info!(%reason, operation = rule.operation, "unauthenticated request");

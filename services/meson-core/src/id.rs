@@ -70,6 +70,10 @@ uuid_id!(
     ConsoleId
 );
 uuid_id!(
+    /// An API token issued by meson.
+    TokenId
+);
+uuid_id!(
     /// An action: the user's view of a workflow.
     ActionId
 );

@@ -26,11 +26,12 @@ pub mod quota;
 pub mod selector;
 pub mod ssh;
 pub mod target;
+pub mod token;
 pub mod vm;
 pub mod volume;
 
 pub use error::{Code, Error, FieldError, Result};
 pub use id::{
     ActionId, BackupId, ClusterId, ConsoleId, ImageId, JobId, NetworkId, NodeId, PoolId,
-    PortForwardId, TargetId, TenantId, VmId, VolumeId,
+    PortForwardId, TargetId, TenantId, TokenId, VmId, VolumeId,
 };

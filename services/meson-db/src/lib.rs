@@ -25,6 +25,7 @@ pub mod scope;
 pub mod service_secrets;
 pub mod targets;
 pub mod testing;
+pub mod tokens;
 pub mod vms;
 pub mod volumes;
 

@@ -239,6 +239,19 @@ pub async fn orphan_console(pool: &PgPool, id: uuid::Uuid) -> Result<(), sqlx::E
     .map(|_| ())
 }
 
+/// Moves token `id`'s expiry a second into the past.
+pub async fn expire_token(pool: &PgPool, id: uuid::Uuid) -> Result<(), sqlx::Error> {
+    crate::scope::system(
+        sqlx::query!(
+            "update api_tokens set expires_at = now() - interval '1 second' where id = $1",
+            id
+        )
+        .execute(pool),
+    )
+    .await
+    .map(|_| ())
+}
+
 #[cfg(test)]
 mod tests {
     use super::with_database;

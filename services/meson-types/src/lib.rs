@@ -27,6 +27,7 @@ pub mod pool;
 pub mod port_forward;
 pub mod quote;
 pub mod requests;
+pub mod token;
 pub mod upgrade;
 pub mod vm;
 pub mod volume;

@@ -422,13 +422,7 @@ impl VolumeQuery {
                             Error::invalid("kind", "must be boot, cloudinit or data")
                         })?)
                 }
-                "standalone" => {
-                    q.filter.standalone = Some(match v.to_ascii_lowercase().as_str() {
-                        "true" | "1" => true,
-                        "false" | "0" => false,
-                        _ => return Err(Error::invalid("standalone", "must be true or false")),
-                    })
-                }
+                "standalone" => q.filter.standalone = Some(query_bool("standalone", v)?),
                 _ => {}
             }
         }
@@ -516,6 +510,15 @@ fn parse_action_sort(values: &[&str]) -> Result<Vec<ActionSort>> {
 pub fn id<T: std::str::FromStr>(field: &str, raw: &str) -> Result<T> {
     raw.parse()
         .map_err(|_| Error::invalid(field, format!("'{raw}' is not a valid id")))
+}
+
+/// A query parameter's boolean: `true`/`1` or `false`/`0`, any case.
+pub fn query_bool(field: &str, v: &str) -> Result<bool> {
+    match v.to_ascii_lowercase().as_str() {
+        "true" | "1" => Ok(true),
+        "false" | "0" => Ok(false),
+        _ => Err(Error::invalid(field, "must be true or false")),
+    }
 }
 
 #[cfg(test)]

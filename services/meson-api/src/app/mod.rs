@@ -24,6 +24,7 @@ pub use port_forwards::PortForwardCreated;
 mod quotas;
 mod quotes;
 mod targets;
+pub mod tokens;
 mod vms;
 mod volumes;
 

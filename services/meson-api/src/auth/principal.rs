@@ -35,7 +35,7 @@ impl Role {
     /// The role a claim's word names, exactly (`ADMIN` is not `admin`: a
     /// role is a word of meson's, not a phrase an identity provider may
     /// spell as it likes); `None` for any other word.
-    pub(super) fn from_claim(name: &str) -> Option<Role> {
+    pub(crate) fn from_claim(name: &str) -> Option<Role> {
         [Role::Viewer, Role::Editor, Role::Owner, Role::Admin]
             .into_iter()
             .find(|r| r.as_str() == name)

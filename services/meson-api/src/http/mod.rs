@@ -22,6 +22,7 @@ mod quotes;
 mod resource;
 pub mod responses;
 mod stream;
+mod tokens;
 mod vms;
 mod volumes;
 
@@ -59,6 +60,7 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .merge(port_forwards::routes())
         .merge(backups::routes())
         .merge(consoles::routes())
+        .merge(tokens::routes())
         .merge(clusters::routes())
         .merge(cluster_nodes::routes())
         .merge(cluster_pools::routes())

@@ -70,6 +70,10 @@ pub fn base() -> OpenApi {
             tag("catalog", "Flavours, providers and prices"),
             tag("ops", "Index, liveness, readiness and metrics"),
             tag("quotas", "What each tenant may hold"),
+            tag(
+                "tokens",
+                "API tokens meson issues for a tenant's automation",
+            ),
             tag("targets", "AtomOS hosts (operators)"),
             tag("audit", "Who did what (operators)"),
         ]))
