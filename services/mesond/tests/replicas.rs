@@ -3,7 +3,9 @@
 //! `Idempotency-Key` sent to both at once) are each created exactly once:
 //! one VM per key, one job per action, each step recorded once, AtomOS
 //! holding exactly the database's VMs and volumes; deleting them through
-//! either API empties AtomOS; every process stops cleanly on SIGTERM.
+//! either API empties AtomOS; an API token revoked through one API is
+//! refused by the other at the next request; every process stops cleanly
+//! on SIGTERM.
 
 mod support;
 
@@ -464,6 +466,51 @@ async fn api_and_worker_replicas_share_one_database() {
         assert!(inv.is_empty(), "{} still holds {inv:?}", h.name());
     }
     assert_eq!(meson_db::jobs::unfinished(&db.pool).await.unwrap(), 0);
+
+    // An API token made through one API, revoked through it: the other
+    // refuses it at the very next request (each reads the token's row).
+    let owner = Client {
+        http: c.http.clone(),
+        token: meson_api::Auth::hs256(JWT_SECRET.as_bytes(), "meson").issue(
+            TENANT,
+            "olga",
+            meson_api::Role::Owner,
+            chrono::Duration::minutes(30),
+        ),
+    };
+    let r = owner
+        .call(
+            Method::POST,
+            &format!("{}/v1/tokens", bases[0]),
+            Some(br#"{"name": "automation", "role": "viewer"}"#),
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let automation = Client {
+        http: c.http.clone(),
+        token: r.body["secret"].as_str().unwrap().to_owned(),
+    };
+    let token_id = r.body["token"]["id"].as_str().unwrap().to_owned();
+    let vms = format!("{}/v1/vms", bases[1]);
+    assert_eq!(
+        automation.call(Method::GET, &vms, None, None).await.status,
+        StatusCode::OK
+    );
+    let r = owner
+        .call(
+            Method::DELETE,
+            &format!("{}/v1/tokens/{token_id}", bases[0]),
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(
+        automation.call(Method::GET, &vms, None, None).await.status,
+        StatusCode::UNAUTHORIZED,
+        "a token revoked on one replica is refused by the other at once"
+    );
 
     // SIGTERM to all four at once; each exits 0, in bounded time.
     let stopping = Instant::now();
