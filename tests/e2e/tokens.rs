@@ -155,6 +155,26 @@ async fn a_token_authenticates_at_its_role_until_revoked_or_expired() {
     let r = m.call(Method::GET, "/v1/vms", &expiring, None).await;
     assert_eq!(r.status, StatusCode::UNAUTHORIZED, "{}", r.body);
 
+    // A credential is never kept for an Idempotency-Key's replay: a retry
+    // with the key is told so, and the secret is nowhere in the answer.
+    let keyed = |body: Value| {
+        m.http
+            .post(format!("{}/v1/tokens", m.base))
+            .bearer_auth(&owner)
+            .header("idempotency-key", "token-once")
+            .json(&body)
+    };
+    let body = json!({"name": "keyed", "role": "viewer"});
+    let first = keyed(body.clone()).send().await.unwrap();
+    assert_eq!(first.status(), StatusCode::CREATED);
+    let first: Value = first.json().await.unwrap();
+    let secret = first["secret"].as_str().unwrap().to_owned();
+    let again = keyed(body).send().await.unwrap();
+    assert_eq!(again.status(), StatusCode::CONFLICT);
+    assert_eq!(again.headers()["idempotent-replayed"], "true");
+    let text = again.text().await.unwrap();
+    assert!(text.contains("does not keep") && !text.contains(&secret[6..]), "{text}");
+
     // A secret meson never issued; another tenant's owner sees nothing.
     let forged = format!("meson_{}", "A".repeat(40));
     let r = m.call(Method::GET, "/v1/vms", &forged, None).await;

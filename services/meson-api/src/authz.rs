@@ -54,6 +54,10 @@ pub struct Rule {
     /// call it: every change (the edge refuses other pages' before
     /// routing) and handing out a credential, even on a GET.
     pub first_party_only: bool,
+    /// Its answer holds a credential (a token's secret, a console's
+    /// password, a private key): never kept for an Idempotency-Key's
+    /// replay, where it would lie in the database in the clear.
+    pub credential: bool,
 }
 
 const fn rule(operation: &'static str, role: Role, budget: Budget, audit: bool) -> Rule {
@@ -64,6 +68,16 @@ const fn rule(operation: &'static str, role: Role, budget: Budget, audit: bool) 
         audit,
         // What is audited changes something or hands out a credential.
         first_party_only: audit,
+        credential: false,
+    }
+}
+
+/// Hands out a credential to a caller of `role`: audited, first parties
+/// only, its answer never kept.
+const fn credential(operation: &'static str, role: Role) -> Rule {
+    Rule {
+        credential: true,
+        ..rule(operation, role, Budget::Api, true)
     }
 }
 
@@ -109,6 +123,7 @@ const fn public(operation: &'static str) -> Rule {
         budget: Budget::Api,
         audit: false,
         first_party_only: false,
+        credential: false,
     }
 }
 
@@ -178,7 +193,7 @@ pub const RULES: &[Rule] = &[
     write("vm_disable_backups"),
     read("backup_action_list"),
     // Consoles: requesting one hands out a credential (an editor's, audited).
-    write("vm_request_console"),
+    credential("vm_request_console", Role::Editor),
     read("console_list"),
     read("console_get"),
     write("console_delete"),
@@ -190,6 +205,7 @@ pub const RULES: &[Rule] = &[
         audit: false,
         // Checked by the operation: pages of other origins are refused.
         first_party_only: true,
+        credential: false,
     },
     // Clusters, pools, nodes
     read("cluster_list"),
@@ -205,12 +221,12 @@ pub const RULES: &[Rule] = &[
     write("cluster_upgrade"),
     write("cluster_rotate_credentials"),
     // An admin credential of the cluster: editors only, and audited.
-    write("cluster_kubeconfig"),
+    credential("cluster_kubeconfig", Role::Editor),
     write("cluster_pool_create"),
     write("cluster_pool_update"),
     write("cluster_pool_delete"),
     write("cluster_pool_delete_nodes"),
-    write("cluster_autoscaler_credentials"),
+    credential("cluster_autoscaler_credentials", Role::Editor),
     write("cluster_node_reboot"),
     write("cluster_node_replace"),
     Rule {
@@ -221,6 +237,7 @@ pub const RULES: &[Rule] = &[
         // Called by the guests, never by a browser: any change from a
         // page is refused at the edge all the same.
         first_party_only: false,
+        credential: false,
     },
     // Catalogue and prices
     read("flavor_list"),
@@ -242,7 +259,7 @@ pub const RULES: &[Rule] = &[
     // creator's role).
     owner_read("token_list"),
     owner_read("token_get"),
-    owner_write("token_create"),
+    credential("token_create", Role::Owner),
     owner_write("token_delete"),
     // The audit log: an owner reads its tenant's, an operator anyone's.
     owner_read("audit_list"),

@@ -16,6 +16,15 @@ use meson_db::idempotency::{self as store, Claim as Claimed};
 use sha2::{Digest, Sha256};
 use std::sync::atomic::{AtomicI64, Ordering};
 
+/// What a retry with the key of a request whose answer held a credential
+/// gets: meson keeps no credential, not even for a replay.
+pub fn credential_not_kept() -> Error {
+    conflict(
+        "the first request with this Idempotency-Key was answered with a credential, which \
+         meson does not keep: make a new request with another key",
+    )
+}
+
 /// How the key is named in errors, on either transport.
 pub const KEY_FIELD: &str = "Idempotency-Key";
 

@@ -247,7 +247,9 @@ where
             // may write its entry itself.
             let ok = http_status_of(tonic::Code::Ok);
             let (res, written) = if idempotent {
-                let call = idempotency::call(&state, &principal, req, |req| inner.call(req));
+                let call = idempotency::call(&state, &principal, rule.credential, req, |req| {
+                    inner.call(req)
+                });
                 admitted.run_offering(ok, call).await
             } else {
                 admitted.run_offering(ok, inner.call(req)).await

@@ -31,16 +31,28 @@ const KEPT: [&str; 4] = [
 /// Largest answer kept for replay: one resource and an action, far smaller.
 const MAX_STORED_RESPONSE: usize = 1024 * 1024;
 
+/// The metadata of `m` kept for replay.
+fn kept(m: &HeaderMap) -> Vec<(String, String)> {
+    KEPT.iter()
+        .filter_map(|name| {
+            let value = m.get(*name)?.to_str().ok()?;
+            Some((name.to_string(), value.to_owned()))
+        })
+        .collect()
+}
+
 /// Whether `req` names a key.
 pub fn has_key(req: &Request<Body>) -> bool {
     req.headers().contains_key(IDEMPOTENCY_KEY)
 }
 
 /// Runs the call `req` (which names a key) once per key and request message;
-/// `call` runs it.
+/// `call` runs it. The answer of a call handing out a `credential` is kept
+/// as the refusal a retry then gets, never as itself.
 pub async fn call<F, Fut, E>(
     state: &AppState,
     principal: &Principal,
+    credential: bool,
     req: Request<Body>,
     call: F,
 ) -> Result<Response<Body>, E>
@@ -70,7 +82,7 @@ where
         Err(e) => return Ok(status_of(&e).into_http()),
     };
     let res = call(Request::from_parts(parts, bytes_of::full(message))).await?;
-    Ok(finish(claim, res).await)
+    Ok(finish(claim, res, credential).await)
 }
 
 /// The kept answer of the first call with the key: its message, then its
@@ -98,7 +110,7 @@ fn replay(stored: StoredResponse) -> Response<Body> {
 
 /// Keeps an answer for replay, unless it is a server error: then the key is
 /// given up, and a retry runs again.
-async fn finish(claim: Claim, res: Response<Body>) -> Response<Body> {
+async fn finish(claim: Claim, res: Response<Body>, credential: bool) -> Response<Body> {
     let (parts, body) = res.into_parts();
     let Ok((message, trailers)) = collect(body, MAX_STORED_RESPONSE).await else {
         // Dropping the claim releases it.
@@ -111,16 +123,17 @@ async fn finish(claim: Claim, res: Response<Body>) -> Response<Body> {
     let code = status(&parts.headers)
         .or_else(|| trailers.as_ref().and_then(status))
         .map_or(tonic::Code::Unknown, tonic::Code::from_i32);
-    let kept = |m: &HeaderMap| {
-        KEPT.iter()
-            .filter_map(|name| {
-                let value = m.get(*name)?.to_str().ok()?;
-                Some((name.to_string(), value.to_owned()))
-            })
-            .collect::<Vec<_>>()
-    };
     if http_status_of(code) >= 500 {
         claim.release().await;
+    } else if credential && code == tonic::Code::Ok {
+        let stand_in: Response<Body> = status_of(&idempotency::credential_not_kept()).into_http();
+        claim
+            .complete(&StoredResponse {
+                status: 200,
+                body: Vec::new(),
+                headers: kept(stand_in.headers()),
+            })
+            .await;
     } else {
         let mut headers = kept(&parts.headers);
         headers.extend(trailers.as_ref().map(kept).unwrap_or_default());

@@ -111,6 +111,8 @@ pub async fn gate(State(g): State<GateState>, mut req: Request, next: Next) -> R
                 return res;
             }
             req.extensions_mut().insert(admitted.principal.clone());
+            // For the Idempotency-Key layer: whether the answer may be kept.
+            req.extensions_mut().insert(rule);
             // A create answers 201 and may write its entry itself.
             let (res, written) = admitted.run_offering(201, next.run(req)).await;
             let mut res = match admitted.audit {

@@ -68,10 +68,14 @@ pub async fn idempotency(State(s): State<AppState>, req: Request, next: Next) ->
         Ok(Begun::Replay(stored)) => return replay(stored),
         Err(e) => return ApiError(e).into_response(),
     };
+    let credential = parts
+        .extensions
+        .get::<&'static crate::authz::Rule>()
+        .is_some_and(|r| r.credential);
     let res = next
         .run(Request::from_parts(parts, Body::from(bytes)))
         .await;
-    finish(claim, res).await
+    finish(claim, res, credential).await
 }
 
 /// The stored answer of the first request with the key.
@@ -101,10 +105,20 @@ fn replay(stored: StoredResponse) -> Response {
 }
 
 /// Stores a 2xx/4xx answer for replay; server errors are not stored, so the
-/// client can retry them.
-async fn finish(claim: Claim, res: Response) -> Response {
+/// client can retry them. An answer holding a `credential` is kept as the
+/// refusal a retry then gets, never as itself.
+async fn finish(claim: Claim, res: Response, credential: bool) -> Response {
     if res.status().is_server_error() {
         claim.release().await;
+        return res;
+    }
+    if credential && res.status().is_success() {
+        let stand_in = ApiError(idempotency::credential_not_kept()).into_response();
+        let (parts, body) = stand_in.into_parts();
+        let body = axum::body::to_bytes(body, MAX_STORED_RESPONSE)
+            .await
+            .unwrap_or_default();
+        claim.complete(&stored(&parts, &body)).await;
         return res;
     }
     let (parts, body) = res.into_parts();
@@ -119,7 +133,13 @@ async fn finish(claim: Claim, res: Response) -> Response {
             .into_response();
         }
     };
-    let stored = StoredResponse {
+    claim.complete(&stored(&parts, &body)).await;
+    Response::from_parts(parts, Body::from(body))
+}
+
+/// An answer as kept for replay.
+fn stored(parts: &axum::http::response::Parts, body: &[u8]) -> StoredResponse {
+    StoredResponse {
         status: parts.status.as_u16(),
         body: body.to_vec(),
         headers: REPLAYED_HEADERS
@@ -129,7 +149,5 @@ async fn finish(claim: Claim, res: Response) -> Response {
                 Some((name.as_str().to_owned(), value.to_owned()))
             })
             .collect(),
-    };
-    claim.complete(&stored).await;
-    Response::from_parts(parts, Body::from(body))
+    }
 }
