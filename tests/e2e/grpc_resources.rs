@@ -2135,3 +2135,197 @@ async fn a_console_is_requested_listed_read_and_deleted_over_grpc() {
     .await;
     m.stop().await;
 }
+
+#[tokio::test]
+async fn a_token_is_created_used_listed_and_revoked_over_grpc() {
+    use pb::token_service_client::TokenServiceClient;
+    use pb::vm_service_client::VmServiceClient;
+    let m = Meson::start().await;
+    let ch = channel(&m).await;
+    let mut tokens = TokenServiceClient::new(ch.clone());
+    let mut vms = VmServiceClient::new(ch.clone());
+    let create = |name: &str, role: &str, expires_in: Option<i64>| pb::CreateTokenRequest {
+        name: name.into(),
+        role: role.into(),
+        expires_in,
+    };
+
+    // Bad input is named as REST names it.
+    for (bad, fields) in [
+        (create("x", "admin", None), vec!["role"]),
+        (create("", "", None), vec!["name", "role"]),
+        (create("x", "viewer", Some(0)), vec!["expires_in"]),
+        (create("x", "viewer", Some(5)), vec!["expires_in"]),
+        (create(&"x".repeat(65), "viewer", None), vec!["name"]),
+    ] {
+        let e = refused(
+            tokens.create_token(authed(bad.clone(), &m.token)),
+            Code::InvalidArgument,
+        )
+        .await;
+        assert_eq!(rejected_fields(&e), fields, "{bad:?}");
+    }
+
+    // Created: the token and its secret, shown this once.
+    let created = tokens
+        .create_token(authed(create("ci", "editor", Some(3600)), &m.token))
+        .await
+        .expect("create a token")
+        .into_inner();
+    let secret = created.secret.clone();
+    let t = created.token.clone().expect("the token");
+    assert!(
+        secret.starts_with("meson_") && secret.len() == 46,
+        "{created:?}"
+    );
+    assert!(
+        secret[6..].chars().all(|c| c.is_ascii_alphanumeric()),
+        "{secret}"
+    );
+    assert_eq!(t.prefix, secret[..12], "{t:?}");
+    assert_eq!((t.name.as_str(), t.role.as_str()), ("ci", "editor"));
+    assert_eq!(t.created_by, "dev");
+    let expires = t.expires.as_ref().expect("an expiry").seconds;
+    let made = t.created.as_ref().expect("created").seconds;
+    assert!((3599..=3601).contains(&(expires - made)), "{t:?}");
+    assert_eq!(
+        (&t.last_used, &t.revoked, &t.revoked_by),
+        (&None, &None, &None)
+    );
+    assert!(created.warnings.is_empty(), "{created:?}");
+    // A live token's name is taken.
+    let e = tokens
+        .create_token(authed(create("ci", "viewer", None), &m.token))
+        .await
+        .expect_err("a second `ci`");
+    assert_eq!(
+        e.get_error_details().error_info().unwrap().reason,
+        "uniqueness_error",
+        "{e:?}"
+    );
+
+    // The secret authenticates a gRPC call as the tenant, at its role, as
+    // `token:<id>`.
+    let listed = vms
+        .list_vms(authed(pb::ListVmsRequest::default(), &secret))
+        .await
+        .expect("VMs listed with the token")
+        .into_inner();
+    assert!(listed.vms.is_empty(), "{listed:?}");
+    let vm = vms
+        .create_vm(authed(seed_vm("by-token"), &secret))
+        .await
+        .expect("an editor's token creates a VM")
+        .into_inner()
+        .vm
+        .expect("the VM");
+    let rest = m.get(&format!("/v1/vms/{}", vm.id)).await;
+    assert_eq!(rest.status, reqwest::StatusCode::OK, "{}", rest.body);
+    let audit = m.get("/v1/audit?operation=vm_create").await.body;
+    let entry = audit["audit_entries"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|e| e["resource_id"] == vm.id.as_str())
+        .cloned()
+        .unwrap_or_else(|| panic!("no entry for {}: {audit}", vm.id));
+    assert_eq!(entry["subject"], format!("token:{}", t.id), "{entry}");
+    assert_eq!(entry["role"], "editor", "{entry}");
+    // An editor manages no tokens.
+    refused(
+        tokens.list_tokens(authed(pb::ListTokensRequest::default(), &secret)),
+        Code::PermissionDenied,
+    )
+    .await;
+
+    // Listed and read as REST shows it (never the secret), its use noted.
+    let get = |id: &str| pb::GetTokenRequest { id: id.into() };
+    let read = tokens
+        .get_token(authed(get(&t.id), &m.token))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!((&read.id, &read.prefix), (&t.id, &t.prefix));
+    assert!(read.last_used.is_some(), "{read:?}");
+    let rest = m.get(&format!("/v1/tokens/{}", t.id)).await.body["token"].clone();
+    assert_eq!(rest["prefix"].as_str(), Some(t.prefix.as_str()), "{rest}");
+    assert_eq!(rest["role"], "editor");
+    let live = tokens
+        .list_tokens(authed(pb::ListTokensRequest { revoked: false }, &m.token))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(live.tokens, std::slice::from_ref(&read));
+    assert!(!format!("{live:?}").contains(&secret[6..]));
+
+    // Revoked: the very next call with its secret is refused.
+    let revoke = |id: &str| pb::RevokeTokenRequest { id: id.into() };
+    let revoked = tokens
+        .revoke_token(authed(revoke(&t.id), &m.token))
+        .await
+        .expect("revoke")
+        .into_inner();
+    assert_eq!(revoked.id, t.id);
+    assert!(revoked.revoked.is_some(), "{revoked:?}");
+    assert_eq!(revoked.revoked_by.as_deref(), Some("dev"));
+    let e = refused(
+        vms.list_vms(authed(pb::ListVmsRequest::default(), &secret)),
+        Code::Unauthenticated,
+    )
+    .await;
+    assert_eq!(e.message(), "unauthorized");
+    let e = refused(
+        tokens.revoke_token(authed(revoke(&t.id), &m.token)),
+        Code::FailedPrecondition,
+    )
+    .await;
+    assert_eq!(
+        e.get_error_details().error_info().unwrap().reason,
+        "conflict"
+    );
+    let live = tokens
+        .list_tokens(authed(pb::ListTokensRequest { revoked: false }, &m.token))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(live.tokens.is_empty(), "{live:?}");
+    let all = tokens
+        .list_tokens(authed(pb::ListTokensRequest { revoked: true }, &m.token))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(all.tokens, std::slice::from_ref(&revoked));
+    let read = tokens
+        .get_token(authed(get(&t.id), &m.token))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(read, revoked);
+    // Its name is free again.
+    tokens
+        .create_token(authed(create("ci", "viewer", None), &m.token))
+        .await
+        .expect("`ci` again");
+
+    // Bad or unknown ids.
+    for e in [
+        refused(
+            tokens.get_token(authed(get("nope"), &m.token)),
+            Code::InvalidArgument,
+        )
+        .await,
+        refused(
+            tokens.revoke_token(authed(revoke(""), &m.token)),
+            Code::InvalidArgument,
+        )
+        .await,
+    ] {
+        assert_eq!(rejected_fields(&e), ["id"]);
+    }
+    refused(
+        tokens.get_token(authed(get(&uuid::Uuid::new_v4().to_string()), &m.token)),
+        Code::NotFound,
+    )
+    .await;
+    m.stop().await;
+}

@@ -140,6 +140,11 @@ fn request(method: &str, path: &str, ex: &Value) -> Result<(), String> {
             ex,
             &canonical::<NameLabelsUpdate>(ex)?,
         ),
+        ("post", "/v1/tokens") => parse_alike(
+            meson_core::token::TokenCreate::parse,
+            ex,
+            &canonical::<meson_types::token::TokenCreateRequest>(ex)?,
+        ),
         ("post", "/v1/targets") => parse_alike(target, ex, &canonical::<TargetCreateRequest>(ex)?),
         // Parsed in meson-api's app layer, not by meson-core: the types only.
         ("patch", "/v1/targets/{id}") => canonical::<TargetUpdateRequest>(ex).map(drop),

@@ -30,6 +30,7 @@ mod images;
 mod networks;
 mod ops;
 mod port_forwards;
+mod tokens;
 mod vms;
 mod volumes;
 mod wait;

@@ -17,6 +17,7 @@ mod images;
 mod networks;
 mod port_forwards;
 pub mod status;
+mod tokens;
 mod vms;
 mod volumes;
 
@@ -75,6 +76,10 @@ pub fn routes(state: &AppState) -> tonic::service::Routes {
         )
         .add_service(
             pb::console_service_server::ConsoleServiceServer::new(svc.clone())
+                .max_decoding_message_size(max),
+        )
+        .add_service(
+            pb::token_service_server::TokenServiceServer::new(svc.clone())
                 .max_decoding_message_size(max),
         )
         .add_service(

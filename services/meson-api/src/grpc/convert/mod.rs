@@ -18,6 +18,7 @@ mod meta;
 mod network;
 mod pool;
 mod port_forward;
+mod token;
 mod vm;
 mod volume;
 
@@ -33,6 +34,7 @@ pub use meta::{list_query, name_labels, page_query, pagination, warnings};
 pub use network::{network, network_create};
 pub use pool::{pool, pool_create, pool_update};
 pub use port_forward::{port_forward, port_forward_create};
+pub use token::{token, token_create};
 pub use vm::{vm, vm_create, vm_migrate, vm_network, vm_rebuild, vm_resize};
 pub use volume::{
     volume, volume_attach, volume_create, volume_list_query, volume_move, volume_resize,
