@@ -8,7 +8,7 @@ use crate::cli::{
     ActionCommand, AuditCommand, BackupCommand, Cli, ClusterCommand, Command, ConsoleCommand,
     ImageCommand, KopsCommand, KubeconfigCommand, KubernetesCommand, NetworkCommand, NodeCommand,
     PoolCommand, PortForwardCommand, QuotaCommand, TargetCommand, TenantCommand,
-    TenantQuotaCommand, VmCommand, VolumeCommand, WaitArgs,
+    TenantQuotaCommand, TokenCommand, VmCommand, VolumeCommand, WaitArgs,
 };
 use crate::config::{self, Settings};
 use crate::error::Failure;
@@ -52,6 +52,7 @@ pub async fn run(cli: Cli) -> Result<()> {
                 Failure::Client { error, .. } => Failure::Client {
                     error,
                     url: ctx.settings.url.clone(),
+                    token_from: ctx.settings.token_from.to_string(),
                 },
                 other => other,
             })
@@ -146,6 +147,7 @@ impl From<meson_client::Error> for Failure {
         Failure::Client {
             error: Box::new(error),
             url: String::new(),
+            token_from: String::new(),
         }
     }
 }
@@ -470,6 +472,7 @@ impl Ctx {
             Command::PortForward(c) => self.port_forward(c).await,
             Command::Backup(c) => self.backup(c).await,
             Command::Console(c) => self.console(c).await,
+            Command::Token(c) => self.token(c).await,
             Command::Quota(QuotaCommand::Get) => self.show(&self.client.quotas().await?),
             Command::Tenant(TenantCommand::Quota(TenantQuotaCommand::Get { tenant })) => {
                 self.show(&self.client.tenant_quota(&tenant).await?)
@@ -832,6 +835,82 @@ impl Ctx {
         }
         let found: Vec<(Uuid, &str)> = labels.iter().map(|(id, l)| (*id, l.as_str())).collect();
         unique("console", s, &found, "have ids starting or ending with")
+    }
+
+    async fn token(&self, c: TokenCommand) -> Result<()> {
+        match c {
+            TokenCommand::Create {
+                name,
+                role,
+                expires_in,
+            } => {
+                let req = meson_types::token::TokenCreateRequest {
+                    name,
+                    role,
+                    expires_in,
+                };
+                let created = self.client.token_create(&req).await?;
+                warn(&created.warnings);
+                self.show(&created)?;
+                eprintln!(
+                    "warning: store the secret now: it will not be shown again (meson keeps \
+                     only its hash)"
+                );
+                Ok(())
+            }
+            TokenCommand::List { revoked } => self.show(&self.client.token_list(revoked).await?),
+            TokenCommand::Get { id } => {
+                let id = self.token_id(&id).await?;
+                self.show(&self.client.token_get(id).await?)
+            }
+            TokenCommand::Revoke { id } => {
+                let id = self.token_id(&id).await?;
+                self.show(&self.client.token_revoke(id).await?)
+            }
+        }
+    }
+
+    /// A token's id from its id, an abbreviation of it (among all the
+    /// tenant's tokens, revoked ones too), or a live token's name (a
+    /// revoked token's name may be another's since).
+    async fn token_id(&self, s: &str) -> Result<Uuid> {
+        if let Some(id) = whole_id(s) {
+            return Ok(id);
+        }
+        let all = self.client.token_list(true).await?;
+        let named: Vec<(Uuid, &str)> = all
+            .iter()
+            .filter(|t| t.revoked.is_none() && t.name == s)
+            .map(|t| (t.id, t.name.as_str()))
+            .collect();
+        if !named.is_empty() {
+            return unique("token", s, &named, "are named");
+        }
+        let Some(abbrev) = IdRef::parse(s) else {
+            return Err(Failure::NotFound(if IdRef::too_short(s) {
+                format!(
+                    "no live token named {s:?} (an abbreviated id needs at least {} hex digits)",
+                    IdRef::MIN_DIGITS
+                )
+            } else {
+                format!("no live token named {s:?}")
+            }));
+        };
+        let labels: Vec<(Uuid, String)> = all
+            .iter()
+            .filter(|t| abbrev.matches(&t.id))
+            .map(|t| {
+                let state = if t.revoked.is_some() { ", revoked" } else { "" };
+                (t.id, format!("{} ({}{state})", t.name, t.role))
+            })
+            .collect();
+        if labels.is_empty() {
+            return Err(Failure::NotFound(format!(
+                "no token is named {s:?} or has an id starting or ending with it"
+            )));
+        }
+        let found: Vec<(Uuid, &str)> = labels.iter().map(|(id, l)| (*id, l.as_str())).collect();
+        unique("token", s, &found, "have ids starting or ending with")
     }
 
     async fn backup(&self, c: BackupCommand) -> Result<()> {

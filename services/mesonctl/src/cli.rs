@@ -70,6 +70,11 @@ pub enum Command {
     /// (opened with `vm console`).
     #[command(subcommand)]
     Console(ConsoleCommand),
+    /// API tokens: bearer secrets meson issues for the tenant's automation
+    /// (`mesonctl --token meson_...`, `MESON_TOKEN`), each with a role;
+    /// owners manage them.
+    #[command(subcommand)]
+    Token(TokenCommand),
     /// Kubernetes versions meson installs.
     #[command(subcommand)]
     Kubernetes(KubernetesCommand),
@@ -956,6 +961,73 @@ pub enum ConsoleCommand {
 }
 
 #[derive(Debug, Subcommand)]
+pub enum TokenCommand {
+    /// Issues a token and prints its secret, shown this once (meson keeps
+    /// only its hash): store it now. It authenticates as the tenant, at its
+    /// role, until it expires or is revoked.
+    Create {
+        /// Its name: 1 to 64 characters, unique among the tenant's live
+        /// tokens.
+        name: String,
+        /// What it may do: viewer (read), editor (read and change) or
+        /// owner (also tokens, quotas and the audit log); at most your own
+        /// role.
+        #[arg(long, value_parser = ["viewer", "editor", "owner"])]
+        role: String,
+        /// How long until it expires: 90d, 12h, 30m or 3600s (a bare
+        /// number is seconds), a minute to two years; never, unless given.
+        #[arg(long, value_name = "DURATION", value_parser = duration_seconds)]
+        expires_in: Option<i64>,
+    },
+    /// Lists the tenant's live tokens, newest first (never their secrets).
+    List {
+        /// The revoked ones too.
+        #[arg(long)]
+        revoked: bool,
+    },
+    /// Shows a token (never its secret).
+    Get {
+        /// The token: its id, 8 or more of its first or last hex digits, or
+        /// a live token's name. (Not `token`: that is the global --token.)
+        #[arg(value_name = "TOKEN")]
+        id: String,
+    },
+    /// Revokes a token: meson refuses its secret from the next request on.
+    /// The record stays (`token list --revoked`).
+    Revoke {
+        /// The token: its id, 8 or more of its first or last hex digits, or
+        /// a live token's name.
+        #[arg(value_name = "TOKEN")]
+        id: String,
+    },
+}
+
+/// A duration in seconds: a number followed by `s`, `m`, `h` or `d`, or a
+/// bare number of seconds (`90d`, `12h`, `30m`, `3600s`, `3600`).
+pub fn duration_seconds(s: &str) -> Result<i64, String> {
+    let bad = || {
+        format!("{s:?} is not a duration: a whole number and s, m, h or d (90d, 12h, 30m, 3600s)")
+    };
+    let t = s.trim();
+    let (digits, unit) = match t.char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() => (&t[..i], c.to_ascii_lowercase()),
+        _ => (t, 's'),
+    };
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(bad());
+    }
+    let n: i64 = digits.parse().map_err(|_| bad())?;
+    let per = match unit {
+        's' => 1,
+        'm' => 60,
+        'h' => 3_600,
+        'd' => 86_400,
+        _ => return Err(bad()),
+    };
+    n.checked_mul(per).ok_or_else(bad)
+}
+
+#[derive(Debug, Subcommand)]
 pub enum TenantCommand {
     /// A tenant's quotas.
     #[command(subcommand)]
@@ -1387,6 +1459,88 @@ mod tests {
             args.extend(bad);
             let e = Cli::try_parse_from(args).unwrap_err();
             assert_eq!(e.exit_code(), 2, "{bad:?}");
+        }
+        // Tokens: a role of a tenant's, a duration with its unit.
+        let cli = Cli::try_parse_from([
+            "mesonctl",
+            "token",
+            "create",
+            "ci",
+            "--role",
+            "editor",
+            "--expires-in",
+            "90d",
+        ])
+        .unwrap();
+        match cli.command {
+            Command::Token(TokenCommand::Create {
+                name,
+                role,
+                expires_in,
+            }) => {
+                assert_eq!((name.as_str(), role.as_str()), ("ci", "editor"));
+                assert_eq!(expires_in, Some(90 * 86_400));
+            }
+            other => panic!("{other:?}"),
+        }
+        // A token's id is not the global --token (clap would take one for
+        // the other if they shared a name).
+        let cli =
+            Cli::try_parse_from(["mesonctl", "--token", "t", "token", "revoke", "ci"]).unwrap();
+        assert_eq!(cli.token.as_deref(), Some("t"));
+        match cli.command {
+            Command::Token(TokenCommand::Revoke { id }) => assert_eq!(id, "ci"),
+            other => panic!("{other:?}"),
+        }
+        let cli = Cli::try_parse_from(["mesonctl", "token", "get", "ci"]).unwrap();
+        assert_eq!(cli.token, None);
+        let cli = Cli::try_parse_from(["mesonctl", "token", "list", "--revoked"]).unwrap();
+        assert!(matches!(
+            cli.command,
+            Command::Token(TokenCommand::List { revoked: true })
+        ));
+        for bad in [
+            &["token", "create", "ci", "--role", "admin"][..],
+            &["token", "create", "ci"],
+            &["token", "create", "--role", "viewer"],
+            &[
+                "token",
+                "create",
+                "ci",
+                "--role",
+                "viewer",
+                "--expires-in",
+                "3w",
+            ],
+            &["token", "revoke"],
+        ] {
+            let mut args = vec!["mesonctl"];
+            args.extend(bad);
+            let e = Cli::try_parse_from(args).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{bad:?}");
+        }
+        let e = Cli::try_parse_from(["mesonctl", "token", "create", "ci", "--role", "admin"])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--role"), "{e}");
+    }
+
+    #[test]
+    fn durations_are_seconds_minutes_hours_or_days() {
+        for (s, secs) in [
+            ("90d", 90 * 86_400),
+            ("12h", 12 * 3_600),
+            ("30m", 1_800),
+            ("3600s", 3_600),
+            ("3600", 3_600),
+            ("2D", 2 * 86_400),
+            (" 60s ", 60),
+        ] {
+            assert_eq!(duration_seconds(s), Ok(secs), "{s}");
+        }
+        for bad in ["", "d", "1.5h", "-5m", "3w", "h12", "99999999999999999999d"] {
+            let e = duration_seconds(bad).unwrap_err();
+            assert!(e.contains("not a duration"), "{bad}: {e}");
         }
     }
 }

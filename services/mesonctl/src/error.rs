@@ -30,10 +30,12 @@ fn not_working(status: u16, code: &str) -> bool {
 
 #[derive(Debug)]
 pub enum Failure {
-    /// An error of meson's client; `url` is where meson was looked for.
+    /// An error of meson's client; `url` is where meson was looked for,
+    /// `token_from` where the token was (both empty when unknown).
     Client {
         error: Box<meson_client::Error>,
         url: String,
+        token_from: String,
     },
     /// Awaited actions that ended in `error`.
     ActionsFailed(Vec<Action>),
@@ -120,7 +122,11 @@ impl Failure {
     pub fn lines(&self) -> Vec<String> {
         use meson_client::Error as E;
         match self {
-            Failure::Client { error, url } => match error.as_ref() {
+            Failure::Client {
+                error,
+                url,
+                token_from,
+            } => match error.as_ref() {
                 E::Api {
                     status,
                     code,
@@ -136,6 +142,17 @@ impl Failure {
                         vec![format!("error: {message} ({code})")]
                     };
                     out.extend(detail_lines(details));
+                    if *status == 401 {
+                        let from = if token_from.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" (from {token_from})")
+                        };
+                        out.push(format!(
+                            "  meson refused the token{from}: it is not one meson knows, or it \
+                             has expired or been revoked"
+                        ));
+                    }
                     if *status >= 500
                         && let Some(c) = correlation_id
                     {

@@ -19,6 +19,7 @@ use meson_types::network::Network;
 use meson_types::pool::PoolUpdateResponse;
 use meson_types::port_forward::{PortForward, PortForwardCreateResponse};
 use meson_types::quote::QuoteAnswer;
+use meson_types::token::{ApiToken, TokenCreateResponse};
 use meson_types::vm::{Price, Vm, VmCreateResponse};
 use meson_types::volume::{Volume, VolumeCreateResponse};
 use serde::Serialize;
@@ -1018,6 +1019,75 @@ impl Show for ConsoleRequestResponse {
     }
 }
 
+/// An expiry or a last use that may never come.
+fn or_never(t: &Option<DateTime<Utc>>) -> String {
+    t.as_ref().map_or_else(|| "never".to_owned(), time)
+}
+
+impl Show for ApiToken {
+    fn view(&self, _: Width) -> View {
+        View::Fields(vec![
+            ("ID", self.id.to_string()),
+            ("Name", self.name.clone()),
+            ("Role", self.role.clone()),
+            ("Prefix", self.prefix.clone()),
+            ("Created by", self.created_by.clone()),
+            ("Created", time(&self.created)),
+            ("Expires", or_never(&self.expires)),
+            ("Last used", or_never(&self.last_used)),
+            ("Revoked", self.revoked.as_ref().map_or(String::new(), time)),
+            ("Revoked by", opt(&self.revoked_by)),
+        ])
+    }
+}
+
+impl Show for Vec<ApiToken> {
+    fn view(&self, width: Width) -> View {
+        View::Table {
+            headers: vec![
+                "ID",
+                "NAME",
+                "ROLE",
+                "PREFIX",
+                "CREATED",
+                "EXPIRES",
+                "LAST USED",
+                "REVOKED",
+            ],
+            rows: self
+                .iter()
+                .map(|t| {
+                    vec![
+                        width.id(&t.id),
+                        t.name.clone(),
+                        t.role.clone(),
+                        t.prefix.clone(),
+                        time(&t.created),
+                        or_never(&t.expires),
+                        or_never(&t.last_used),
+                        t.revoked.as_ref().map_or(String::new(), time),
+                    ]
+                })
+                .collect(),
+        }
+    }
+}
+
+/// `token create`: the secret first, shown this once, then the token
+/// (JSON: the whole answer).
+impl Show for TokenCreateResponse {
+    fn view(&self, _: Width) -> View {
+        View::Fields(vec![
+            ("Secret", self.secret.clone()),
+            ("ID", self.token.id.to_string()),
+            ("Name", self.token.name.clone()),
+            ("Role", self.token.role.clone()),
+            ("Prefix", self.token.prefix.clone()),
+            ("Expires", or_never(&self.token.expires)),
+        ])
+    }
+}
+
 impl Show for Vec<KubernetesVersion> {
     fn view(&self, _: Width) -> View {
         View::Table {
@@ -1372,6 +1442,52 @@ mod tests {
             serde_json::from_str(&render(Format::Json, &answer).unwrap()).unwrap();
         assert_eq!(j["console"]["status"], "requested", "{j}");
         assert_eq!(j["password"], "h7Rk2pQz", "{j}");
+    }
+
+    #[test]
+    fn tokens_show_their_role_prefix_and_whether_revoked() {
+        let t: ApiToken = serde_json::from_value(serde_json::json!({
+            "id": "0192f5c4-0000-7000-8000-0000000000a7", "name": "ci-deploys",
+            "role": "editor", "prefix": "meson_Xq3hT2", "created_by": "olga",
+            "created": "2026-01-01T00:00:00Z", "expires": null, "last_used": null,
+            "revoked": null, "revoked_by": null
+        }))
+        .unwrap();
+        let mut revoked = t.clone();
+        revoked.name = "old".into();
+        revoked.expires = Some(t.created);
+        revoked.last_used = Some(t.created);
+        revoked.revoked = Some(t.created);
+        revoked.revoked_by = Some("olga".into());
+        let list = render(Format::Table, &vec![t.clone(), revoked.clone()]).unwrap();
+        assert_eq!(
+            list,
+            "ID        NAME        ROLE    PREFIX        CREATED               EXPIRES               \
+             LAST USED             REVOKED\n\
+             000000a7  ci-deploys  editor  meson_Xq3hT2  2026-01-01T00:00:00Z  never                 \
+             never                 -\n\
+             000000a7  old         editor  meson_Xq3hT2  2026-01-01T00:00:00Z  2026-01-01T00:00:00Z  \
+             2026-01-01T00:00:00Z  2026-01-01T00:00:00Z\n"
+        );
+        let one = render(Format::Table, &revoked).unwrap();
+        assert!(one.contains("Revoked by:  olga\n"), "{one}");
+        let one = render(Format::Table, &t).unwrap();
+        assert!(one.contains("Expires:     never\n"), "{one}");
+        assert!(one.contains("Revoked:     -\n"), "{one}");
+        let created = TokenCreateResponse {
+            token: t,
+            secret: format!("meson_Xq3hT2{}", "a".repeat(34)),
+            warnings: vec![],
+        };
+        let one = render(Format::Table, &created).unwrap();
+        assert!(
+            one.starts_with(&format!("Secret:   {}\n", created.secret)),
+            "{one}"
+        );
+        let j: serde_json::Value =
+            serde_json::from_str(&render(Format::Json, &created).unwrap()).unwrap();
+        assert_eq!(j["secret"], created.secret.as_str(), "{j}");
+        assert_eq!(j["token"]["role"], "editor", "{j}");
     }
 
     fn action() -> Action {

@@ -1991,6 +1991,195 @@ async fn operators_targets_tenant_quotas_audit_status_and_metrics() {
     m.stop().await;
 }
 
+/// mesonctl with this meson's URL and `token` as its token.
+async fn with_token(m: &Meson, token: &str, args: &[&str]) -> Run {
+    let mut all = vec!["--url", &m.base, "--token", token];
+    all.extend_from_slice(args);
+    run(&m.dir, &all, &[]).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_created_used_by_mesonctl_listed_and_revoked() {
+    let m = Meson::start().await;
+
+    // Created: the secret printed this once, with a warning that says so.
+    let r = m
+        .ctl(&[
+            "token",
+            "create",
+            "ci",
+            "--role",
+            "editor",
+            "--expires-in",
+            "90d",
+        ])
+        .await;
+    r.ok();
+    let secret = r
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("Secret:"))
+        .map(|s| s.trim().to_owned())
+        .unwrap_or_else(|| panic!("no secret: {r:#?}"));
+    assert!(secret.starts_with("meson_") && secret.len() == 46, "{r:#?}");
+    assert!(r.stdout.contains("Role:"), "{r:#?}");
+    assert!(
+        r.stderr.contains("warning:") && r.stderr.contains("will not be shown again"),
+        "{r:#?}"
+    );
+    // -o json: the whole answer.
+    let r = m
+        .ctl(&[
+            "token",
+            "create",
+            "dashboards",
+            "--role",
+            "viewer",
+            "-o",
+            "json",
+        ])
+        .await;
+    let j = r.ok().json();
+    assert!(
+        j["secret"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("meson_")),
+        "{j}"
+    );
+    assert_eq!(j["token"]["role"], "viewer", "{j}");
+    assert!(j["token"]["expires"].is_null(), "{j}");
+
+    // The secret authenticates mesonctl as the tenant, at its role: from
+    // --token and from MESON_TOKEN.
+    let r = with_token(&m, &secret, &["vm", "list"]).await;
+    assert!(r.ok().stdout.starts_with("ID"), "{r:#?}");
+    let r = run(
+        &m.dir,
+        &["--url", &m.base, "vm", "list", "-o", "json"],
+        &[("MESON_TOKEN", &secret)],
+    )
+    .await;
+    assert!(r.ok().json().is_array(), "{r:#?}");
+    let r = with_token(&m, &secret, &["token", "list"]).await;
+    assert_eq!(r.code, Some(1), "an editor manages no tokens: {r:#?}");
+    assert!(r.stderr.contains("(forbidden)"), "{r:#?}");
+
+    // Listed with its prefix, never its secret; read by its name, its id
+    // or the last 8 digits of it the table shows.
+    let r = m.ctl(&["token", "list"]).await;
+    let table = &r.ok().stdout;
+    assert!(
+        table
+            .lines()
+            .next()
+            .is_some_and(|h| h.split_whitespace().collect::<Vec<_>>()
+                == [
+                    "ID", "NAME", "ROLE", "PREFIX", "CREATED", "EXPIRES", "LAST", "USED", "REVOKED"
+                ]),
+        "{r:#?}"
+    );
+    assert!(table.contains(&secret[..12]), "{r:#?}");
+    assert!(!table.contains(&secret[12..]), "{r:#?}");
+    let r = m.ctl(&["token", "list", "-o", "json"]).await;
+    let listed = r.ok().json();
+    assert!(!listed.to_string().contains(&secret[12..]), "{listed}");
+    let token = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "ci")
+        .cloned()
+        .unwrap_or_else(|| panic!("ci not listed: {listed}"));
+    let id = token["id"].as_str().unwrap().to_owned();
+    assert_eq!(token["prefix"].as_str(), Some(&secret[..12]), "{token}");
+    for by in [id.as_str(), &id[id.len() - 8..], "ci"] {
+        let r = m.ctl(&["token", "get", by, "-o", "json"]).await;
+        assert_eq!(r.code, Some(0), "{by}: {r:#?}");
+        let t = r.json();
+        assert_eq!(t["id"].as_str(), Some(id.as_str()), "{by}: {t}");
+        assert_eq!(t["role"], "editor", "{t}");
+        assert!(t["expires"].is_string(), "{t}");
+        assert!(t["last_used"].is_string(), "used by vm list: {t}");
+    }
+    let r = m.ctl(&["token", "get", &id]).await;
+    assert!(r.ok().stdout.contains("Created by:"), "{r:#?}");
+
+    // Revoked: the very next command with it is refused (exit 1), saying
+    // why; revoked again, a conflict; listed only with --revoked.
+    let ids: Vec<String> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].as_str().unwrap().to_owned())
+        .collect();
+    let start = unique_prefix(&id, &ids);
+    let r = m.ctl(&["token", "revoke", &start, "-o", "json"]).await;
+    let t = r.ok().json();
+    assert!(t["revoked"].is_string(), "{t}");
+    assert_eq!(t["revoked_by"], "dev", "{t}");
+    let r = with_token(&m, &secret, &["vm", "list"]).await;
+    assert_eq!(r.code, Some(1), "{r:#?}");
+    assert!(r.stdout.is_empty(), "{r:#?}");
+    assert!(r.stderr.contains("(unauthorized)"), "{r:#?}");
+    assert!(
+        r.stderr
+            .contains("meson refused the token (from the command line)")
+            && r.stderr.contains("revoked"),
+        "{r:#?}"
+    );
+    let r = m.ctl(&["token", "revoke", &id]).await;
+    assert_eq!(r.code, Some(1), "{r:#?}");
+    assert!(r.stderr.contains("(conflict)"), "{r:#?}");
+    let r = m.ctl(&["token", "list", "-o", "json"]).await;
+    assert!(!r.ok().stdout.contains(&id), "{r:#?}");
+    let r = m.ctl(&["token", "list", "--revoked"]).await;
+    assert!(r.ok().stdout.contains(&id[id.len() - 8..]), "{r:#?}");
+    // A revoked token's name is nobody's: not found (exit 1).
+    let r = m.ctl(&["token", "get", "ci"]).await;
+    assert_eq!(r.code, Some(1), "{r:#?}");
+    assert!(r.stderr.contains("no live token named"), "{r:#?}");
+
+    // Bad input: a role that is not a tenant's (exit 2, naming --role),
+    // a duration in no unit mesonctl knows, one meson refuses (exit 1,
+    // naming expires_in).
+    let r = m.ctl(&["token", "create", "x", "--role", "admin"]).await;
+    assert_eq!(r.code, Some(2), "{r:#?}");
+    assert!(
+        r.stderr.contains("--role") && r.stderr.contains("admin"),
+        "{r:#?}"
+    );
+    let r = m
+        .ctl(&[
+            "token",
+            "create",
+            "x",
+            "--role",
+            "viewer",
+            "--expires-in",
+            "2w",
+        ])
+        .await;
+    assert_eq!(r.code, Some(2), "{r:#?}");
+    assert!(r.stderr.contains("not a duration"), "{r:#?}");
+    let r = m
+        .ctl(&[
+            "token",
+            "create",
+            "x",
+            "--role",
+            "viewer",
+            "--expires-in",
+            "30s",
+        ])
+        .await;
+    assert_eq!(r.code, Some(1), "{r:#?}");
+    assert!(
+        r.stderr.contains("(invalid_input)") && r.stderr.contains("expires_in"),
+        "{r:#?}"
+    );
+    m.stop().await;
+}
+
 /// The shortest start of `id` (hyphens dropped), 8 hex digits or more, that
 /// no other of `all` shares.
 fn unique_prefix(id: &str, all: &[String]) -> String {
