@@ -173,7 +173,10 @@ async fn a_token_authenticates_at_its_role_until_revoked_or_expired() {
     assert_eq!(again.status(), StatusCode::CONFLICT);
     assert_eq!(again.headers()["idempotent-replayed"], "true");
     let text = again.text().await.unwrap();
-    assert!(text.contains("does not keep") && !text.contains(&secret[6..]), "{text}");
+    assert!(
+        text.contains("does not keep") && !text.contains(&secret[6..]),
+        "{text}"
+    );
 
     // A secret meson never issued; another tenant's owner sees nothing.
     let forged = format!("meson_{}", "A".repeat(40));
