@@ -18,6 +18,10 @@ use std::time::Duration;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
+/// The console tests take turns: `meson_console_sessions` is the
+/// process's, and each test reads it as its own sessions' count.
+static TURNS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// vncdotool's `vncdo`, installed once by `tests/vnc/setup`.
 fn vncdo() -> PathBuf {
     let setup = Path::new(env!("CARGO_MANIFEST_DIR")).join("vnc/setup");
@@ -215,6 +219,7 @@ async fn until_status(m: &Meson, id: &str, status: &str) -> Value {
 
 #[tokio::test]
 async fn a_real_vnc_client_sees_the_vms_screen_through_meson_once() {
+    let _turn = TURNS.lock().await;
     let vncdo = vncdo();
     let m = Meson::start().await;
     let vm = running_vm(&m).await;
@@ -381,6 +386,7 @@ async fn a_real_vnc_client_sees_the_vms_screen_through_meson_once() {
 
 #[tokio::test]
 async fn sessions_are_counted_ended_by_a_delete_and_closed_when_idle() {
+    let _turn = TURNS.lock().await;
     let m = Meson::start_with(|o| o.api.console.idle = Duration::from_secs(2)).await;
     let vm = running_vm(&m).await;
     let vm_id = vm["id"].as_str().unwrap().to_owned();
