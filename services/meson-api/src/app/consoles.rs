@@ -9,7 +9,6 @@ use meson_core::target::Target;
 use meson_core::vm::{Vm, VmStatus};
 use meson_core::{ConsoleId, Error, Result, VmId};
 use meson_db::consoles::Claim;
-use sha2::{Digest, Sha256};
 
 /// The most consoles a list answers, and how many when not told.
 pub const MAX_LIST: i64 = 100;
@@ -83,10 +82,6 @@ pub struct Claimed {
     pub target: Target,
 }
 
-fn token_hash(token: &str) -> Vec<u8> {
-    Sha256::digest(token.as_bytes()).to_vec()
-}
-
 impl App {
     /// A console on VM `id`'s screen, for a connection to `base_url`'s
     /// WebSocket within [`REQUEST_TTL`]. The VM must be running.
@@ -126,7 +121,7 @@ impl App {
         let console = meson_db::consoles::insert(
             &self.pool,
             &console,
-            &token_hash(&secrets.token),
+            &super::secret_hash(&secrets.token),
             &secrets.password,
             REQUEST_TTL,
         )
@@ -181,7 +176,7 @@ impl App {
     /// its VM no longer running (or placed): `conflict`, and the console
     /// is closed.
     pub async fn console_claim(&self, id: ConsoleId, token: &str) -> Result<Claimed> {
-        let hash = token_hash(token);
+        let hash = super::secret_hash(token);
         // Which tenant's it is is not known before its token is checked:
         // the lookup runs in the system scope, and the token is the wall.
         let found =

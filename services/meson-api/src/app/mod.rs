@@ -104,6 +104,13 @@ impl App {
     }
 }
 
+/// What meson stores of a secret it hands out (an API token's, a console
+/// URL's token): its SHA-256, which a presented secret is looked up by.
+pub(crate) fn secret_hash(secret: &str) -> Vec<u8> {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(secret.as_bytes()).to_vec()
+}
+
 /// A new running action of the caller's tenant on `resources`.
 /// The host a VM migrates or a volume moves to (`what` says which): a
 /// target named `host`, not the one it is on (`from`), of its `provider`,

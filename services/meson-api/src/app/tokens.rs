@@ -6,17 +6,12 @@ use crate::auth::{Principal, Role};
 use meson_core::parse::Warning;
 use meson_core::token::{ApiToken, SHOWN_PREFIX_LEN, TokenCreate, new_secret};
 use meson_core::{Error, Result, TokenId};
-use sha2::{Digest, Sha256};
 
 /// A token just created, with its secret.
 pub struct TokenCreated {
     pub token: ApiToken,
     pub secret: String,
     pub warnings: Vec<Warning>,
-}
-
-fn secret_hash(secret: &str) -> Vec<u8> {
-    Sha256::digest(secret.as_bytes()).to_vec()
 }
 
 /// The subject a token's requests are made by (the audit log's).
@@ -58,9 +53,13 @@ impl App {
             revoked_by: None,
             last_used: None,
         };
-        let token =
-            meson_db::tokens::insert(&self.pool, &token, &secret_hash(&secret), req.expires_in)
-                .await?;
+        let token = meson_db::tokens::insert(
+            &self.pool,
+            &token,
+            &super::secret_hash(&secret),
+            req.expires_in,
+        )
+        .await?;
         tracing::info!(token = %token.id, role = %token.role, "token created");
         Ok(TokenCreated {
             token,
@@ -108,7 +107,7 @@ impl App {
         let found = self
             .watched(meson_db::scope::system(meson_db::tokens::authenticate(
                 &self.pool,
-                &secret_hash(secret),
+                &super::secret_hash(secret),
             )))
             .await?;
         let t = found.ok_or_else(|| {
