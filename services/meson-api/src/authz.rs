@@ -261,6 +261,13 @@ pub const RULES: &[Rule] = &[
     owner_read("token_get"),
     credential("token_create", Role::Owner),
     owner_write("token_delete"),
+    // Metering: a tenant reads its own usage, statements and the prices;
+    // operators read any tenant's and set prices.
+    read("usage_get"),
+    read("statement_list"),
+    read("statement_get"),
+    read("price_list"),
+    admin_write("price_create"),
     // The audit log: an owner reads its tenant's, an operator anyone's.
     owner_read("audit_list"),
 ];

@@ -14,9 +14,11 @@
 //! - `meson_atomos_requests_total{route,outcome}`,
 //!   `meson_atomos_request_duration_seconds{route}`;
 //! - `meson_placement_failures_total{reason}`;
-//! - `meson_clusters{status}`, `meson_nodes{status}`.
+//! - `meson_clusters{status}`, `meson_nodes{status}`;
+//! - `meson_tenant_month_cost{tenant,currency}`: each tenant's cost so far
+//!   this month (UTC), to the cent.
 //!
-//! Gauges of the database's state (jobs, clusters, nodes) are read when
+//! Gauges of the database's state (jobs, clusters, nodes, costs) are read when
 //! `/metrics` is scraped, so every replica reports the same, current values.
 
 use axum::extract::MatchedPath;
@@ -42,23 +44,24 @@ type Labels = Vec<(&'static str, String)>;
 static JOBS_SEEN: Mutex<Vec<Labels>> = Mutex::new(Vec::new());
 static CLUSTERS_SEEN: Mutex<Vec<Labels>> = Mutex::new(Vec::new());
 static NODES_SEEN: Mutex<Vec<Labels>> = Mutex::new(Vec::new());
+static COSTS_SEEN: Mutex<Vec<Labels>> = Mutex::new(Vec::new());
 
 /// Sets gauge `name` to each count, and to 0 for the label sets counted
 /// before and absent now (an emptied queue reads 0, not its last depth).
 fn gauges(
     name: &'static str,
     seen: &Mutex<Vec<Labels>>,
-    counts: impl IntoIterator<Item = (Labels, i64)>,
+    counts: impl IntoIterator<Item = (Labels, f64)>,
 ) {
     let Ok(mut seen) = seen.lock() else { return };
-    let counts: Vec<(Labels, i64)> = counts.into_iter().collect();
+    let counts: Vec<(Labels, f64)> = counts.into_iter().collect();
     for labels in seen.iter() {
         if !counts.iter().any(|(l, _)| l == labels) {
             metrics::gauge!(name, labels).set(0.0);
         }
     }
     for (labels, n) in counts {
-        metrics::gauge!(name, &labels).set(n as f64);
+        metrics::gauge!(name, &labels).set(n);
         if !seen.contains(&labels) {
             seen.push(labels);
         }
@@ -102,7 +105,9 @@ pub async fn render(pool: &meson_db::PgPool) -> String {
                     &JOBS_SEEN,
                     counts
                         .into_iter()
-                        .map(|(state, kind, n)| (vec![("state", state), ("kind", kind)], n)),
+                        .map(|(state, kind, n)| {
+                            (vec![("state", state), ("kind", kind)], n as f64)
+                        }),
                 )
             }
             Err(e) => tracing::warn!(error = %e, "could not count jobs for /metrics"),
@@ -111,13 +116,23 @@ pub async fn render(pool: &meson_db::PgPool) -> String {
             Ok((clusters, nodes)) => {
                 let by_status = |v: Vec<(String, i64)>| {
                     v.into_iter()
-                        .map(|(status, n)| (vec![("status", status)], n))
+                        .map(|(status, n)| (vec![("status", status)], n as f64))
                         .collect::<Vec<_>>()
                 };
                 gauges("meson_clusters", &CLUSTERS_SEEN, by_status(clusters));
                 gauges("meson_nodes", &NODES_SEEN, by_status(nodes));
             }
             Err(e) => tracing::warn!(error = %e, "could not count clusters for /metrics"),
+        }
+        match meson_db::usage::month_costs(pool).await {
+            Ok(costs) => gauges(
+                "meson_tenant_month_cost",
+                &COSTS_SEEN,
+                costs.into_iter().map(|(tenant, currency, cost)| {
+                    (vec![("tenant", tenant), ("currency", currency)], cost)
+                }),
+            ),
+            Err(e) => tracing::warn!(error = %e, "could not read this month's costs for /metrics"),
         }
     })
     .await;

@@ -26,11 +26,13 @@ mod clusters;
 pub mod config;
 mod consoles;
 pub use consoles::{bridge_stream, console_bridge};
+pub use usage::UsageQuery;
 mod images;
 mod networks;
 mod ops;
 mod port_forwards;
 mod tokens;
+mod usage;
 mod vms;
 mod volumes;
 mod wait;
@@ -287,6 +289,12 @@ impl Client {
 
     async fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T> {
         self.call(Method::GET, path, None::<&()>).await
+    }
+
+    /// A GET's body as text (CSV exports).
+    async fn get_text(&self, path: &str) -> Result<String> {
+        let res = self.send(Method::GET, path, None::<&()>, false).await?;
+        res.text().await.map_err(Error::Transport)
     }
 
     /// Every entry of the list at `path` (with the filters `filter`),

@@ -26,6 +26,7 @@ pub mod service_secrets;
 pub mod targets;
 pub mod testing;
 pub mod tokens;
+pub mod usage;
 pub mod vms;
 pub mod volumes;
 

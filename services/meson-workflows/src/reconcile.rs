@@ -3,7 +3,8 @@
 //! policy, repair of failed nodes), and compares every standalone VM with
 //! AtomOS's inventory (drift detection: [`crate::drift`]), and runs the
 //! backup schedule ([`crate::backup::tick`]), and writes consoles'
-//! expiry (`meson_db::consoles::sweep`). It only enqueues
+//! expiry (`meson_db::consoles::sweep`), and writes the statements of
+//! months that are over (`meson_db::usage::close_statements`). It only enqueues
 //! work and records what it finds; the workflows do the work, under the
 //! same per-resource locks as the API's actions, so several worker
 //! processes running the reconciler at once are harmless.
@@ -12,6 +13,10 @@ use crate::Env;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
+
+/// How long after a month ends its statements are written: longer than
+/// any transaction that could still end a usage interval inside it.
+pub const STATEMENT_GRACE: Duration = Duration::from_secs(600);
 
 /// One pass over every cluster. Errors are logged by the loop; the next
 /// pass tries again.
@@ -25,6 +30,10 @@ pub async fn tick(env: &Env) -> meson_core::Result<()> {
     let swept = meson_db::consoles::sweep(&env.pool).await?;
     if swept > 0 {
         tracing::debug!(swept, "consoles expired or closed");
+    }
+    let closed = meson_db::usage::close_statements(&env.pool, STATEMENT_GRACE).await?;
+    if closed > 0 {
+        tracing::info!(months = closed, "statements written");
     }
     Ok(())
 }

@@ -3,7 +3,8 @@
 //! `stop`, a running VM is stopped first and started again after. The API
 //! records the new size when it accepts (so the quotas count it at once);
 //! a resize that fails is undone step by step (the VM restarted, its old
-//! size back) and the old size recorded again.
+//! size back) and the old size recorded again. Last, the host quotes the
+//! new size, and that price is the VM's from then on (what metering bills).
 
 use crate::Env;
 use crate::atomos::step_error;
@@ -49,6 +50,8 @@ meson_jobs::steps! {
         Resize = "resize",
         /// Starts the VM again (with `stop`).
         Start = "start",
+        /// Records the host's price for the new size.
+        Price = "price",
     }
 }
 
@@ -78,6 +81,41 @@ async fn ensure_size(env: &Env, vm: &Vm, size: Size) -> StepResult<()> {
         .map_err(step_error)
 }
 
+/// Records the VM's host's quote for its (new) size as its price. A host
+/// too full to quote the size again leaves the old price, with a warning:
+/// the resize itself has succeeded.
+async fn reprice(env: &Env, vm: &Vm) -> StepResult<()> {
+    let Some(at) = vm.placement.clone() else {
+        return Ok(());
+    };
+    let (c, _) = locate(env, vm).await?;
+    match c
+        .can_allocate(&crate::placement::driver_spec(&vm.spec))
+        .await
+    {
+        Ok(quotes) => {
+            if let Some(q) = quotes
+                .into_iter()
+                .min_by(|a, b| a.price_hour.total_cmp(&b.price_hour))
+            {
+                let priced = meson_core::vm::Placement {
+                    price_hourly: q.price_hour,
+                    price_monthly: q.price_month,
+                    currency: q.currency,
+                    ..at
+                };
+                meson_db::vms::set_placement(&env.pool, vm.id, Some(&priced)).await?;
+            }
+            Ok(())
+        }
+        Err(e) if e.is_capacity() => {
+            tracing::warn!(vm = %vm.id, error = %e, "the host cannot quote the new size: the old price stays");
+            Ok(())
+        }
+        Err(e) => Err(step_error(e)),
+    }
+}
+
 impl Workflow for VmResize {
     const KIND: &'static str = "vm_resize";
     type Params = Params;
@@ -91,6 +129,7 @@ impl Workflow for VmResize {
             ResizeStep::Stop if p.restart => vm_power::power::<PowerOff>(env, &vm).await?,
             ResizeStep::Resize => ensure_size(env, &vm, p.to).await?,
             ResizeStep::Start if p.restart => vm_power::power::<PowerOn>(env, &vm).await?,
+            ResizeStep::Price => reprice(env, &vm).await?,
             ResizeStep::Stop | ResizeStep::Start => {}
         }
         to_output(())
@@ -106,7 +145,7 @@ impl Workflow for VmResize {
             ResizeStep::Start if p.restart => vm_power::power::<PowerOff>(env, &vm).await,
             ResizeStep::Resize => ensure_size(env, &vm, p.from).await,
             ResizeStep::Stop if p.restart => vm_power::power::<PowerOn>(env, &vm).await,
-            ResizeStep::Stop | ResizeStep::Start => Ok(()),
+            ResizeStep::Stop | ResizeStep::Start | ResizeStep::Price => Ok(()),
         }
     }
 

@@ -25,6 +25,7 @@ mod quotas;
 mod quotes;
 mod targets;
 pub mod tokens;
+pub mod usage;
 mod vms;
 mod volumes;
 

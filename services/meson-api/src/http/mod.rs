@@ -23,6 +23,7 @@ mod resource;
 pub mod responses;
 mod stream;
 mod tokens;
+mod usage;
 mod vms;
 mod volumes;
 
@@ -61,6 +62,7 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .merge(backups::routes())
         .merge(consoles::routes())
         .merge(tokens::routes())
+        .merge(usage::routes())
         .merge(clusters::routes())
         .merge(cluster_nodes::routes())
         .merge(cluster_pools::routes())

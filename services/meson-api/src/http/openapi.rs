@@ -74,6 +74,10 @@ pub fn base() -> OpenApi {
                 "tokens",
                 "API tokens meson issues for a tenant's automation",
             ),
+            tag(
+                "usage",
+                "Metered usage, cost, monthly statements and the price list",
+            ),
             tag("targets", "AtomOS hosts (operators)"),
             tag("audit", "Who did what (operators)"),
         ]))
