@@ -340,29 +340,26 @@ begin
         select meson_month_of(min(started_at)) into m from usage_intervals;
     end if;
     while m is not null and m < due loop
-        with pieces as (
-            select * from meson_usage_pieces(null, m, meson_month_of(m, 1))
-        ), lines as (
-            select p.tenant_id, p.currency, p.resource_type, p.resource_id,
-                   (array_agg(p.resource_name order by p.ended desc))[1] as resource_name,
-                   (array_agg(p.cluster_id order by p.ended desc))[1] as cluster_id,
-                   sum(p.quantity * extract(epoch from p.ended - p.started) / 3600) as quantity,
-                   sum(p.cost) as cost
-            from pieces p
-            group by p.tenant_id, p.currency, p.resource_type, p.resource_id
-        ), made as (
-            insert into statements (id, tenant_id, period_start, period_end, currency, total, closed_at)
-            select gen_random_uuid(), l.tenant_id, m, meson_month_of(m, 1), l.currency,
-                   round(sum(l.cost), 2), clock
-            from lines l
-            group by l.tenant_id, l.currency
-            returning id, tenant_id, currency
-        )
+        -- Two statements: rows a statement inserts are not visible to the
+        -- row-level security check of its own other parts.
+        insert into statements (id, tenant_id, period_start, period_end, currency, total, closed_at)
+        select gen_random_uuid(), p.tenant_id, m, meson_month_of(m, 1), p.currency,
+               round(sum(p.cost), 2), clock
+        from meson_usage_pieces(null, m, meson_month_of(m, 1)) p
+        group by p.tenant_id, p.currency;
         insert into statement_lines (statement_id, resource_type, resource_id, resource_name,
                                      cluster_id, quantity, cost)
-        select made.id, l.resource_type, l.resource_id, l.resource_name, l.cluster_id,
+        select s.id, l.resource_type, l.resource_id, l.resource_name, l.cluster_id,
                l.quantity, l.cost
-        from lines l join made on made.tenant_id = l.tenant_id and made.currency = l.currency;
+        from (select p.tenant_id, p.currency, p.resource_type, p.resource_id,
+                     (array_agg(p.resource_name order by p.ended desc))[1] as resource_name,
+                     (array_agg(p.cluster_id order by p.ended desc))[1] as cluster_id,
+                     sum(p.quantity * extract(epoch from p.ended - p.started) / 3600) as quantity,
+                     sum(p.cost) as cost
+              from meson_usage_pieces(null, m, meson_month_of(m, 1)) p
+              group by p.tenant_id, p.currency, p.resource_type, p.resource_id) l
+        join statements s
+          on s.tenant_id = l.tenant_id and s.currency = l.currency and s.period_start = m;
         insert into closed_months (period_start, closed_at) values (m, clock);
         closed := closed + 1;
         m := meson_month_of(m, 1);

@@ -433,3 +433,444 @@ async fn reflection_lists_the_services_and_health_answers() {
     }
     m.stop().await;
 }
+
+/// The field names of an `invalid_input` status, sorted and deduplicated.
+fn invalid_fields(e: &tonic::Status) -> Vec<String> {
+    let d = e.get_error_details();
+    assert_eq!(
+        d.error_info().expect("ErrorInfo").reason,
+        "invalid_input",
+        "{e:?}"
+    );
+    let mut fields: Vec<String> = d
+        .bad_request()
+        .expect("BadRequest")
+        .field_violations
+        .iter()
+        .map(|v| v.field.clone())
+        .collect();
+    fields.sort();
+    fields.dedup();
+    fields
+}
+
+#[tokio::test]
+async fn usage_statements_and_prices_are_read_and_a_price_added_over_grpc() {
+    use pb::usage_service_client::UsageServiceClient;
+    let m = Meson::start().await;
+    let ch = channel(&m).await;
+    let mut vms = VmServiceClient::new(ch.clone());
+    let mut actions = ActionServiceClient::new(ch.clone());
+    let mut usage = UsageServiceClient::new(ch);
+    // `m.token` is an operator (admin) of tenant `dev`; these are its own.
+    let owner = m.token("dev", "olga", meson_api::Role::Owner);
+    let viewer = m.token("dev", "vera", meson_api::Role::Viewer);
+
+    // A running VM, so that there is usage.
+    let created = vms
+        .create_vm(authed(seed_vm("metered"), &m.token))
+        .await
+        .expect("create")
+        .into_inner();
+    let vm = created.vm.unwrap().id;
+    let mut stream = actions
+        .watch_actions(authed(
+            pb::WatchActionsRequest {
+                id: vec![created.action.unwrap().id],
+            },
+            &m.token,
+        ))
+        .await
+        .expect("watch")
+        .into_inner();
+    let mut last = None;
+    while let Some(a) = tokio::time::timeout(Duration::from_secs(30), stream.next())
+        .await
+        .expect("the stream moves")
+    {
+        last = Some(a.expect("an action"));
+    }
+    assert_eq!(last.map(|a| a.status).as_deref(), Some("success"));
+    // Long enough for a quantity of six decimals (hours) to read above 0.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+
+    // Usage within a window that is over, so that every reading agrees.
+    let to = chrono::Utc::now();
+    let from = to - chrono::Duration::hours(1);
+    let rfc =
+        |t: chrono::DateTime<chrono::Utc>| t.to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
+    let window = pb::GetUsageRequest {
+        from: rfc(from),
+        to: rfc(to),
+        ..Default::default()
+    };
+    let own = usage
+        .get_usage(authed(window.clone(), &viewer))
+        .await
+        .expect("GetUsage")
+        .into_inner();
+    assert_eq!(own.group_by, "resource");
+    assert_eq!(own.from.unwrap().seconds, from.timestamp());
+    assert_eq!(own.to.unwrap().seconds, to.timestamp());
+    let line = own
+        .lines
+        .iter()
+        .find(|l| l.meter == "vm" && l.group.as_deref() == Some(vm.as_str()))
+        .unwrap_or_else(|| panic!("no line for the VM: {own:?}"))
+        .clone();
+    assert_eq!(
+        (
+            line.tenant.as_str(),
+            line.unit.as_str(),
+            line.name.as_deref()
+        ),
+        ("dev", "hour", Some("metered")),
+        "{line:?}"
+    );
+    let quantity: f64 = line.quantity.parse().expect("a decimal quantity");
+    assert!(quantity > 0.0 && quantity < 1.0, "{line:?}");
+    assert!(line.cost.parse::<f64>().is_ok(), "{line:?}");
+    assert!(
+        own.totals.iter().any(|t| t.currency == line.currency),
+        "{own:?}"
+    );
+    for t in &own.totals {
+        let (_, cents) = t.amount.split_once('.').expect("to the cent");
+        assert_eq!(cents.len(), 2, "{t:?}");
+    }
+    // As REST reads it; an operator naming the tenant reads the same.
+    let rest = m
+        .get(&format!(
+            "/v1/usage?tenant=dev&from={}&to={}",
+            window.from, window.to
+        ))
+        .await
+        .body;
+    let as_rest: Vec<(String, Option<String>, String, String, String)> = rest["lines"]
+        .as_array()
+        .expect("lines")
+        .iter()
+        .map(|l| {
+            (
+                l["meter"].as_str().unwrap().to_owned(),
+                l["group"].as_str().map(str::to_owned),
+                l["quantity"].as_str().unwrap().to_owned(),
+                l["cost"].as_str().unwrap().to_owned(),
+                l["currency"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let as_grpc: Vec<_> = own
+        .lines
+        .iter()
+        .map(|l| {
+            (
+                l.meter.clone(),
+                l.group.clone(),
+                l.quantity.clone(),
+                l.cost.clone(),
+                l.currency.clone(),
+            )
+        })
+        .collect();
+    assert_eq!(as_grpc, as_rest, "{rest}");
+    assert_eq!(
+        own.totals
+            .iter()
+            .map(|t| (t.currency.as_str(), t.amount.as_str()))
+            .collect::<Vec<_>>(),
+        rest["totals"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| (
+                t["currency"].as_str().unwrap(),
+                t["amount"].as_str().unwrap()
+            ))
+            .collect::<Vec<_>>()
+    );
+    let named = usage
+        .get_usage(authed(
+            pb::GetUsageRequest {
+                tenant: "dev".into(),
+                ..window.clone()
+            },
+            &m.token,
+        ))
+        .await
+        .expect("an operator's GetUsage")
+        .into_inner();
+    assert_eq!(named, own);
+    let by_day = usage
+        .get_usage(authed(
+            pb::GetUsageRequest {
+                group_by: "day".into(),
+                ..window.clone()
+            },
+            &owner,
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(by_day.group_by, "day");
+    // A line per day (UTC) the window touches.
+    let days = [from, to].map(|t| t.format("%Y-%m-%d").to_string());
+    assert!(
+        by_day
+            .lines
+            .iter()
+            .any(|l| l.meter == "vm" && days.iter().any(|d| l.group.as_ref() == Some(d))),
+        "{by_day:?}"
+    );
+    // Bad parameters are named as REST names them; another tenant's usage
+    // is an operator's only.
+    for (bad, field) in [
+        (
+            pb::GetUsageRequest {
+                group_by: "week".into(),
+                ..Default::default()
+            },
+            "group_by",
+        ),
+        (
+            pb::GetUsageRequest {
+                from: "yesterday".into(),
+                ..Default::default()
+            },
+            "from",
+        ),
+        (
+            pb::GetUsageRequest {
+                from: window.to.clone(),
+                to: window.from.clone(),
+                ..Default::default()
+            },
+            "to",
+        ),
+    ] {
+        let e = refused(
+            usage.get_usage(authed(bad.clone(), &owner)),
+            Code::InvalidArgument,
+        )
+        .await;
+        assert_eq!(invalid_fields(&e), [field], "{bad:?}");
+    }
+    let e = refused(
+        usage.get_usage(authed(
+            pb::GetUsageRequest {
+                tenant: "acme".into(),
+                ..Default::default()
+            },
+            &owner,
+        )),
+        Code::PermissionDenied,
+    )
+    .await;
+    assert_eq!(
+        e.get_error_details().error_info().unwrap().reason,
+        "forbidden"
+    );
+
+    // Statements: the running month first, as `current`, without lines.
+    let listed = usage
+        .list_statements(authed(pb::ListStatementsRequest::default(), &viewer))
+        .await
+        .expect("ListStatements")
+        .into_inner();
+    let current = listed.statements.first().expect("the running month");
+    assert_eq!(
+        (
+            current.id.as_str(),
+            current.tenant.as_str(),
+            current.status.as_str()
+        ),
+        ("current", "dev", "open"),
+        "{listed:?}"
+    );
+    assert!(current.lines.is_empty(), "{current:?}");
+    assert!(current.closed.is_none(), "{current:?}");
+    let now = chrono::Utc::now().timestamp();
+    let (start, end) = (
+        current.period_start.unwrap().seconds,
+        current.period_end.unwrap().seconds,
+    );
+    assert!(start <= now && now < end, "{current:?}");
+    let rest = m.get("/v1/statements?tenant=dev").await.body;
+    assert_eq!(rest["statements"][0]["id"], "current", "{rest}");
+    assert_eq!(
+        rest["statements"].as_array().unwrap().len(),
+        listed.statements.len()
+    );
+
+    // `current` with its lines, the VM's among them.
+    let get = |id: &str| pb::GetStatementRequest {
+        id: id.into(),
+        tenant: String::new(),
+    };
+    let statement = usage
+        .get_statement(authed(get("current"), &owner))
+        .await
+        .expect("GetStatement current")
+        .into_inner();
+    assert_eq!(
+        (statement.id.as_str(), statement.status.as_str()),
+        ("current", "open")
+    );
+    assert!(!statement.lines.is_empty(), "{statement:?}");
+    let vm_line = statement
+        .lines
+        .iter()
+        .find(|l| l.meter == "vm" && l.resource_id == vm)
+        .unwrap_or_else(|| panic!("no line for the VM: {statement:?}"));
+    assert_eq!(
+        (vm_line.resource_name.as_str(), vm_line.unit.as_str()),
+        ("metered", "hour")
+    );
+    assert!(statement.total.parse::<f64>().is_ok(), "{statement:?}");
+    // An operator names whose running month; a bad or unknown id.
+    let e = refused(
+        usage.get_statement(authed(get("current"), &m.token)),
+        Code::InvalidArgument,
+    )
+    .await;
+    assert_eq!(invalid_fields(&e), ["tenant"]);
+    let theirs = usage
+        .get_statement(authed(
+            pb::GetStatementRequest {
+                id: "current".into(),
+                tenant: "dev".into(),
+            },
+            &m.token,
+        ))
+        .await
+        .expect("an operator's GetStatement")
+        .into_inner();
+    assert_eq!(theirs.tenant, "dev");
+    let e = refused(
+        usage.get_statement(authed(get("nope"), &owner)),
+        Code::InvalidArgument,
+    )
+    .await;
+    assert_eq!(invalid_fields(&e), ["id"]);
+    refused(
+        usage.get_statement(authed(get(&uuid::Uuid::new_v4().to_string()), &owner)),
+        Code::NotFound,
+    )
+    .await;
+
+    // The price list, for anyone admitted.
+    let prices = usage
+        .list_prices(authed(pb::ListPricesRequest {}, &viewer))
+        .await
+        .expect("ListPrices")
+        .into_inner()
+        .prices;
+    assert!(!prices.is_empty());
+    for p in &prices {
+        assert!(
+            ["volume", "cluster", "image", "backup"].contains(&p.meter.as_str()),
+            "{p:?}"
+        );
+        assert!(p.unit_price.parse::<f64>().is_ok(), "{p:?}");
+        assert!(p.effective_from.is_some(), "{p:?}");
+    }
+    assert!(
+        prices
+            .iter()
+            .any(|p| (p.meter.as_str(), p.provider.as_str(), p.unit.as_str())
+                == ("volume", "*", "GB-hour")),
+        "{prices:?}"
+    );
+
+    // Adding a price: operators only; bad fields named as REST names them.
+    let add = |meter: &str, unit_price: &str| pb::CreatePriceRequest {
+        meter: meter.into(),
+        provider: "ionos".into(),
+        unit_price: unit_price.into(),
+        currency: "EUR".into(),
+        effective_from: "2099-01-01T00:00:00Z".into(),
+    };
+    let e = refused(
+        usage.create_price(authed(add("volume", "0.00009"), &owner)),
+        Code::PermissionDenied,
+    )
+    .await;
+    assert_eq!(
+        e.get_error_details().error_info().unwrap().reason,
+        "forbidden"
+    );
+    for (bad, fields) in [
+        (add("vm", "0.00009"), vec!["meter"]),
+        (add("volume", "-1"), vec!["unit_price"]),
+        (
+            pb::CreatePriceRequest {
+                currency: "eur".into(),
+                effective_from: "soon".into(),
+                ..add("volume", "0.00009")
+            },
+            vec!["currency", "effective_from"],
+        ),
+        (
+            pb::CreatePriceRequest::default(),
+            vec!["currency", "meter", "unit_price"],
+        ),
+    ] {
+        let e = refused(
+            usage.create_price(authed(bad.clone(), &m.token)),
+            Code::InvalidArgument,
+        )
+        .await;
+        assert_eq!(invalid_fields(&e), fields, "{bad:?}");
+    }
+    let added = usage
+        .create_price(authed(add("volume", "0.00009"), &m.token))
+        .await
+        .expect("CreatePrice")
+        .into_inner();
+    assert_eq!(
+        (
+            added.meter.as_str(),
+            added.provider.as_str(),
+            added.unit.as_str(),
+            added.unit_price.as_str(),
+            added.currency.as_str()
+        ),
+        ("volume", "ionos", "GB-hour", "0.00009", "EUR"),
+        "{added:?}"
+    );
+    assert_eq!(
+        added.effective_from.unwrap().seconds,
+        chrono::DateTime::parse_from_rfc3339("2099-01-01T00:00:00Z")
+            .unwrap()
+            .timestamp()
+    );
+    let prices = usage
+        .list_prices(authed(pb::ListPricesRequest {}, &owner))
+        .await
+        .unwrap()
+        .into_inner()
+        .prices;
+    assert!(prices.contains(&added), "{prices:?}");
+    // The same again: that meter and provider has a price from then.
+    let e = refused(
+        usage.create_price(authed(add("volume", "0.00009"), &m.token)),
+        Code::FailedPrecondition,
+    )
+    .await;
+    assert_eq!(
+        e.get_error_details().error_info().unwrap().reason,
+        "conflict"
+    );
+    let audit = m.get("/v1/audit?operation=price_create").await.body;
+    assert!(
+        audit["audit_entries"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|e| e["method"] == "GRPC"
+                && e["path"] == "/meson.v1.UsageService/CreatePrice"
+                && e["status"] == 200),
+        "{audit}"
+    );
+    m.stop().await;
+}

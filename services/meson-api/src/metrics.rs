@@ -105,9 +105,7 @@ pub async fn render(pool: &meson_db::PgPool) -> String {
                     &JOBS_SEEN,
                     counts
                         .into_iter()
-                        .map(|(state, kind, n)| {
-                            (vec![("state", state), ("kind", kind)], n as f64)
-                        }),
+                        .map(|(state, kind, n)| (vec![("state", state), ("kind", kind)], n as f64)),
                 )
             }
             Err(e) => tracing::warn!(error = %e, "could not count jobs for /metrics"),

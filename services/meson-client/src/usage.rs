@@ -23,7 +23,10 @@ impl UsageQuery {
     fn path(&self, csv: bool) -> Result<String> {
         let mut q: Vec<(&str, String)> = Vec::new();
         if let Some(t) = self.from {
-            q.push(("from", t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)));
+            q.push((
+                "from",
+                t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true),
+            ));
         }
         if let Some(t) = self.to {
             q.push(("to", t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)));
@@ -65,14 +68,20 @@ impl Client {
     /// first, without their lines; an operator names the tenant or reads
     /// every tenant's closed ones.
     pub async fn statement_list(&self, tenant: Option<&str>) -> Result<Vec<Statement>> {
-        let q: Vec<(&str, String)> = tenant.map(|t| ("tenant", t.to_owned())).into_iter().collect();
+        let q: Vec<(&str, String)> = tenant
+            .map(|t| ("tenant", t.to_owned()))
+            .into_iter()
+            .collect();
         let r: StatementList = self.get(&with_query("/v1/statements", &q)?).await?;
         Ok(r.statements)
     }
 
     /// A statement with its lines, by id or `current`.
     pub async fn statement_get(&self, id: &str, tenant: Option<&str>) -> Result<Statement> {
-        let q: Vec<(&str, String)> = tenant.map(|t| ("tenant", t.to_owned())).into_iter().collect();
+        let q: Vec<(&str, String)> = tenant
+            .map(|t| ("tenant", t.to_owned()))
+            .into_iter()
+            .collect();
         let path = with_query(&format!("/v1/statements/{}", path_segment(id)), &q)?;
         let r: StatementResponse = self.get(&path).await?;
         Ok(r.statement)
@@ -80,11 +89,16 @@ impl Client {
 
     /// A statement as CSV, a row per line and a last for the total.
     pub async fn statement_csv(&self, id: &str, tenant: Option<&str>) -> Result<String> {
-        let mut q: Vec<(&str, String)> =
-            tenant.map(|t| ("tenant", t.to_owned())).into_iter().collect();
+        let mut q: Vec<(&str, String)> = tenant
+            .map(|t| ("tenant", t.to_owned()))
+            .into_iter()
+            .collect();
         q.push(("format", "csv".into()));
-        self.get_text(&with_query(&format!("/v1/statements/{}", path_segment(id)), &q)?)
-            .await
+        self.get_text(&with_query(
+            &format!("/v1/statements/{}", path_segment(id)),
+            &q,
+        )?)
+        .await
     }
 
     /// The price list.
@@ -95,7 +109,9 @@ impl Client {
 
     /// `POST /v1/admin/prices` (operators): a price from now or later on.
     pub async fn price_create(&self, req: &PriceCreateRequest) -> Result<PriceEntry> {
-        let r: PriceResponse = self.call(Method::POST, "/v1/admin/prices", Some(req)).await?;
+        let r: PriceResponse = self
+            .call(Method::POST, "/v1/admin/prices", Some(req))
+            .await?;
         Ok(r.price)
     }
 }

@@ -269,3 +269,30 @@ mod tests {
         assert_eq!(with_database("postgres://u@h:5", "x"), "postgres://u@h:5/x");
     }
 }
+
+/// Freezes the metering clock at `at` (`meson_clock()`: usage intervals,
+/// statements and usage queries read it), so that a test drives a
+/// simulated month through real processes that all share that clock.
+pub async fn freeze_clock(
+    pool: &PgPool,
+    at: chrono::DateTime<chrono::Utc>,
+) -> Result<(), sqlx::Error> {
+    sqlx::query!(
+        "insert into meson_clock (only_row, frozen_at) values (true, $1)
+         on conflict (only_row) do update set frozen_at = excluded.frozen_at",
+        at
+    )
+    .execute(pool)
+    .await
+    .map(|_| ())
+}
+
+/// Tries to change closed statement `id`'s total, as a buggy or malicious
+/// writer would: the database refuses.
+pub async fn rewrite_statement_total(pool: &PgPool, id: &str) -> Result<(), sqlx::Error> {
+    let id: uuid::Uuid = id.parse().map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
+    sqlx::query!("update statements set total = total + 1 where id = $1", id)
+        .execute(pool)
+        .await
+        .map(|_| ())
+}

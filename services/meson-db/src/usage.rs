@@ -385,6 +385,8 @@ pub async fn price_insert(
     prices(pool)
         .await?
         .into_iter()
-        .find(|p| p.meter == meter && p.provider == provider && p.effective_from == row.effective_from)
+        .find(|p| {
+            p.meter == meter && p.provider == provider && p.effective_from == row.effective_from
+        })
         .ok_or_else(|| Error::internal("a price just added is missing"))
 }

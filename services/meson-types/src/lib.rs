@@ -28,8 +28,8 @@ pub mod port_forward;
 pub mod quote;
 pub mod requests;
 pub mod token;
-pub mod usage;
 pub mod upgrade;
+pub mod usage;
 pub mod vm;
 pub mod volume;
 

@@ -21,21 +21,51 @@ pub const STATEMENT_GRACE: Duration = Duration::from_secs(600);
 /// One pass over every cluster. Errors are logged by the loop; the next
 /// pass tries again.
 pub async fn tick(env: &Env) -> meson_core::Result<()> {
-    crate::auto_repair::tick(env).await?;
-    crate::auto_upgrade::tick(env).await?;
-    crate::drift::tick(env).await?;
-    crate::backup::tick(env, chrono::Utc::now()).await?;
+    // Each part runs whatever the others did: one failing (a host down for
+    // drift detection) must not hold up the rest (a month's statements).
+    let mut first_error = None;
+    let mut note = |part: &str, r: meson_core::Result<()>| {
+        if let Err(e) = r {
+            tracing::warn!(part, error = %e, "a reconcile part failed");
+            first_error.get_or_insert(e);
+        }
+    };
+    note(
+        "auto_repair",
+        crate::auto_repair::tick(env).await.map(|_| ()),
+    );
+    note(
+        "auto_upgrade",
+        crate::auto_upgrade::tick(env).await.map(|_| ()),
+    );
+    note("drift", crate::drift::tick(env).await.map(|_| ()));
+    note(
+        "backups",
+        crate::backup::tick(env, chrono::Utc::now())
+            .await
+            .map(|_| ()),
+    );
     // Consoles' secrets do not outlive their minute: expired requests
     // forget their passwords.
-    let swept = meson_db::consoles::sweep(&env.pool).await?;
-    if swept > 0 {
-        tracing::debug!(swept, "consoles expired or closed");
-    }
-    let closed = meson_db::usage::close_statements(&env.pool, STATEMENT_GRACE).await?;
-    if closed > 0 {
-        tracing::info!(months = closed, "statements written");
-    }
-    Ok(())
+    note(
+        "consoles",
+        meson_db::consoles::sweep(&env.pool).await.map(|swept| {
+            if swept > 0 {
+                tracing::debug!(swept, "consoles expired or closed");
+            }
+        }),
+    );
+    note(
+        "statements",
+        meson_db::usage::close_statements(&env.pool, STATEMENT_GRACE)
+            .await
+            .map(|closed| {
+                if closed > 0 {
+                    tracing::info!(months = closed, "statements written");
+                }
+            }),
+    );
+    first_error.map_or(Ok(()), Err)
 }
 
 /// Runs [`tick`] every `every` (jittered by up to a fifth) until `stop`.

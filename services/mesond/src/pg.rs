@@ -375,6 +375,20 @@ impl PrivatePostgres {
         created.map_err(|e| anyhow::anyhow!("creating meson's role and database: {e}"))
     }
 
+    /// Crashes the server and starts it again on the same port (immediate
+    /// shutdown, as a power cut: no checkpoint, WAL recovery on start). A
+    /// fault for the tests that prove nothing committed is lost.
+    pub async fn crash_restart(&self) -> anyhow::Result<()> {
+        let mut cmd = self.command(&self.bins.pg_ctl);
+        cmd.arg("restart")
+            .arg("-D")
+            .arg(&self.dir)
+            .args(["-m", "immediate", "-w", "-t", "60"])
+            .arg("-l")
+            .arg(self.dir.join("server.log"));
+        self.run(&mut cmd, "pg_ctl restart").await
+    }
+
     /// Stops the server (fast shutdown: open sessions are cut).
     pub async fn stop(&self) -> anyhow::Result<()> {
         let mut cmd = self.command(&self.bins.pg_ctl);

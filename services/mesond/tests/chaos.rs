@@ -19,7 +19,6 @@ use meson_db::volumes::VolumeFilter;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::collections::BTreeMap;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 use support::Process;
 
@@ -27,29 +26,11 @@ const KEY: &str =
     "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMLavtiPfhiG3t6TAxHosXoVh7Pc/lSD8L9SNPyAzp1d user@host";
 
 fn spawn_worker(db_url: &str) -> Process {
-    spawn_worker_leasing(db_url, "1500")
+    support::worker(db_url, "1500")
 }
 
-/// A worker whose jobs are reclaimed `lease_ms` after it dies.
 fn spawn_worker_leasing(db_url: &str, lease_ms: &str) -> Process {
-    let mut worker = support::mesond_on(
-        "worker",
-        db_url,
-        &[
-            // 32 bytes, base64: workers refuse to start without a secrets key.
-            (
-                "MESON_SECRETS_KEY",
-                "bWVzb24tY2hhb3MtdGVzdC1rZXktMzItYnl0ZXMhISE=",
-            ),
-            ("MESON_JOB_LEASE_MS", lease_ms),
-            ("MESON_VM_POLL_MS", "20"),
-            ("MESON_ATOMOS_TIMEOUT_MS", "700"),
-            ("MESON_WORKER_CONCURRENCY", "8"),
-            ("MESON_LOG", "warn"),
-        ],
-    );
-    worker.stderr(Stdio::null());
-    Process::spawn(worker, "mesond worker")
+    support::worker(db_url, lease_ms)
 }
 
 /// The tenant's live standalone volumes.

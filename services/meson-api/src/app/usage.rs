@@ -114,7 +114,11 @@ impl App {
 
     /// The running month (when a tenant is in view), then the closed
     /// statements, newest first.
-    pub async fn statement_list(&self, p: &Principal, named: Option<&str>) -> Result<Vec<Statement>> {
+    pub async fn statement_list(
+        &self,
+        p: &Principal,
+        named: Option<&str>,
+    ) -> Result<Vec<Statement>> {
         let tenant = tenant_of(p, named)?;
         let run = async {
             let mut all = match &tenant {
@@ -164,7 +168,11 @@ impl App {
                 .filter(|s| tenant.as_deref().is_none_or(|t| s.tenant == t))
                 .ok_or_else(|| Error::not_found("statement", id))
         };
-        if own { run.await } else { meson_db::scope::system(run).await }
+        if own {
+            run.await
+        } else {
+            meson_db::scope::system(run).await
+        }
     }
 
     /// The price list.
@@ -211,7 +219,11 @@ impl PriceNew {
                 messages: vec![message.to_owned()],
             })
         };
-        let meter = match obj.get("meter").and_then(Value::as_str).and_then(Meter::parse) {
+        let meter = match obj
+            .get("meter")
+            .and_then(Value::as_str)
+            .and_then(Meter::parse)
+        {
             Some(m) if m != Meter::Vm => Some(m),
             _ => {
                 fail(
@@ -223,11 +235,12 @@ impl PriceNew {
         };
         let provider = match obj.get("provider") {
             None | Some(Value::Null) => "*".to_owned(),
-            Some(Value::String(s)) if (1..=64).contains(&s.len()) && !s.contains('\0') => {
-                s.clone()
-            }
+            Some(Value::String(s)) if (1..=64).contains(&s.len()) && !s.contains('\0') => s.clone(),
             Some(_) => {
-                fail("provider", "must be a provider's name (1 to 64 characters) or *");
+                fail(
+                    "provider",
+                    "must be a provider's name (1 to 64 characters) or *",
+                );
                 String::new()
             }
         };
@@ -298,7 +311,16 @@ mod tests {
     fn decimals_are_plain_and_bounded() {
         assert_eq!(decimal("0.00007"), Some("0.00007".into()));
         assert_eq!(decimal("12"), Some("12".into()));
-        for bad in ["", "-1", "1e-5", "1.", ".5", "0.0000000000001", "NaN", "123456789"] {
+        for bad in [
+            "",
+            "-1",
+            "1e-5",
+            "1.",
+            ".5",
+            "0.0000000000001",
+            "NaN",
+            "123456789",
+        ] {
             assert_eq!(decimal(bad), None, "{bad}");
         }
     }
@@ -331,7 +353,8 @@ mod tests {
             ((None, None, Some("label:")), "group_by"),
             ((None, None, Some("week")), "group_by"),
         ] {
-            let Err(Error::InvalidInput { fields }) = UsageQuery::parse(args.0, args.1, args.2, None)
+            let Err(Error::InvalidInput { fields }) =
+                UsageQuery::parse(args.0, args.1, args.2, None)
             else {
                 panic!("{args:?} passed")
             };

@@ -18,6 +18,7 @@ mod networks;
 mod port_forwards;
 pub mod status;
 mod tokens;
+mod usage;
 mod vms;
 mod volumes;
 
@@ -80,6 +81,10 @@ pub fn routes(state: &AppState) -> tonic::service::Routes {
         )
         .add_service(
             pb::token_service_server::TokenServiceServer::new(svc.clone())
+                .max_decoding_message_size(max),
+        )
+        .add_service(
+            pb::usage_service_server::UsageServiceServer::new(svc.clone())
                 .max_decoding_message_size(max),
         )
         .add_service(

@@ -479,3 +479,31 @@ impl Drop for Process {
         }
     }
 }
+
+/// A `mesond worker` on `db_url` whose jobs are reclaimed `lease_ms` after
+/// it dies, quick to poll AtomOS, its stderr discarded; `env` added.
+pub fn worker_with(db_url: &str, lease_ms: &str, env: &[(&str, &str)]) -> Process {
+    let mut base = vec![
+        // 32 bytes, base64: workers refuse to start without a secrets key.
+        (
+            "MESON_SECRETS_KEY",
+            "bWVzb24tY2hhb3MtdGVzdC1rZXktMzItYnl0ZXMhISE=",
+        ),
+        ("MESON_JOB_LEASE_MS", lease_ms),
+        ("MESON_VM_POLL_MS", "20"),
+        ("MESON_ATOMOS_TIMEOUT_MS", "700"),
+        ("MESON_WORKER_CONCURRENCY", "8"),
+        ("MESON_LOG", "warn"),
+    ];
+    base.extend_from_slice(env);
+    let mut worker = mesond_on("worker", db_url, &base);
+    if std::env::var_os("MESON_TEST_WORKER_LOG").is_none() {
+        worker.stderr(Stdio::null());
+    }
+    Process::spawn(worker, "mesond worker")
+}
+
+/// [`worker_with`] and nothing added.
+pub fn worker(db_url: &str, lease_ms: &str) -> Process {
+    worker_with(db_url, lease_ms, &[])
+}

@@ -19,6 +19,7 @@ mod network;
 mod pool;
 mod port_forward;
 mod token;
+mod usage;
 mod vm;
 mod volume;
 
@@ -35,6 +36,7 @@ pub use network::{network, network_create};
 pub use pool::{pool, pool_create, pool_update};
 pub use port_forward::{port_forward, port_forward_create};
 pub use token::{token, token_create};
+pub use usage::{named_tenant, price_create, price_entry, statement, usage, usage_query};
 pub use vm::{vm, vm_create, vm_migrate, vm_network, vm_rebuild, vm_resize};
 pub use volume::{
     volume, volume_attach, volume_create, volume_list_query, volume_move, volume_resize,
