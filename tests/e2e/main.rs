@@ -31,6 +31,7 @@ mod reconciler;
 mod tenancy;
 mod tokens;
 mod unwinding;
+mod usage;
 mod validation;
 mod vm;
 mod volumes;

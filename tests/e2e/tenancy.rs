@@ -142,6 +142,25 @@ async fn one_of_everything(m: &Meson) -> Owned {
     let nodes = m.cluster_nodes(&cluster).await;
     ids.insert("node", nodes[0]["id"].as_str().unwrap().to_owned());
     ids.insert("cluster", cluster);
+
+    // A closed statement of the tenant's: its month, ended (the metering
+    // clock moved 40 days on), written as the reconciler would.
+    let later = meson_db::usage::clock(m.database()).await.unwrap() + chrono::TimeDelta::days(40);
+    meson_db::testing::freeze_clock(m.database(), later)
+        .await
+        .unwrap();
+    meson_db::usage::close_statements(m.database(), std::time::Duration::ZERO)
+        .await
+        .unwrap();
+    let r = m.get("/v1/statements").await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let closed = r.body["statements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["status"] == "closed")
+        .unwrap_or_else(|| panic!("a closed statement: {}", r.body));
+    ids.insert("statement", closed["id"].as_str().unwrap().to_owned());
     Owned { ids }
 }
 
@@ -161,6 +180,7 @@ fn fill(path: &str, owned: &Owned) -> (String, bool) {
                     "backups" => "backup",
                     "consoles" => "console",
                     "tokens" => "token",
+                    "statements" => "statement",
                     "networks" => "network",
                     "clusters" => "cluster",
                     "actions" => "action",
@@ -258,12 +278,15 @@ async fn another_tenants_token_never_reveals_a_tenants_resources_on_any_route() 
                 // The audit log is an owner's (its own tenant's) and an
                 // operator's (every tenant's).
                 let audit = operation == "audit_list";
+                // Usage and statements: a tenant's own, an operator's of
+                // every tenant (as the audit log).
+                let metered = matches!(operation, "usage_get" | "statement_list" | "statement_get");
                 // API tokens are an owner's (its own tenant's).
                 let owner_only = operation.starts_with("token_");
                 let admin_only = op["summary"].as_str().unwrap_or("").ends_with("(admin)")
                     || ((audit || owner_only) && role < meson_api::Role::Owner);
                 if !path.starts_with("/v1/")
-                    || ((admin_only || audit) && role == meson_api::Role::Admin)
+                    || ((admin_only || audit || metered) && role == meson_api::Role::Admin)
                 {
                     // Operators' routes are cross-tenant by design; editors
                     // and owners are refused them (below, with every other
@@ -317,7 +340,7 @@ async fn another_tenants_token_never_reveals_a_tenants_resources_on_any_route() 
                     // requests (whose paths name what it tried), no other.
                     assert_eq!(r.status, StatusCode::OK, "{role:?} {url}: {text}");
                     for e in r.body["audit_entries"].as_array().unwrap() {
-                        assert_eq!(e["tenant"], "intruder", "{role:?} {url}: {text}");
+                        assert_eq!(e["tenant"], tenant, "{role:?} {url}: {text}");
                     }
                     tried += 1;
                     continue;

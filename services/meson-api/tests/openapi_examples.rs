@@ -148,6 +148,9 @@ fn request(method: &str, path: &str, ex: &Value) -> Result<(), String> {
         ("post", "/v1/targets") => parse_alike(target, ex, &canonical::<TargetCreateRequest>(ex)?),
         // Parsed in meson-api's app layer, not by meson-core: the types only.
         ("patch", "/v1/targets/{id}") => canonical::<TargetUpdateRequest>(ex).map(drop),
+        ("post", "/v1/admin/prices") => {
+            canonical::<meson_types::usage::PriceCreateRequest>(ex).map(drop)
+        }
         ("patch", "/v1/tenants/{tenant}/quotas") => canonical::<QuotaUpdateRequest>(ex).map(drop),
         ("patch", "/v1/clusters/{id}") => canonical::<ClusterUpdateRequest>(ex).map(drop),
         ("patch", "/v1/clusters/{id}/pools/{pool_id}") => {
