@@ -7,8 +7,8 @@
 use crate::cli::{
     ActionCommand, AuditCommand, BackupCommand, Cli, ClusterCommand, Command, ConsoleCommand,
     ImageCommand, KopsCommand, KubeconfigCommand, KubernetesCommand, NetworkCommand, NodeCommand,
-    PoolCommand, PortForwardCommand, QuotaCommand, TargetCommand, TenantCommand,
-    TenantQuotaCommand, TokenCommand, VmCommand, VolumeCommand, WaitArgs,
+    PoolCommand, PortForwardCommand, PriceCommand, QuotaCommand, StatementCommand, TargetCommand,
+    TenantCommand, TenantQuotaCommand, TokenCommand, UsageArgs, VmCommand, VolumeCommand, WaitArgs,
 };
 use crate::config::{self, Settings};
 use crate::error::Failure;
@@ -474,6 +474,9 @@ impl Ctx {
             Command::Console(c) => self.console(c).await,
             Command::Token(c) => self.token(c).await,
             Command::Quota(QuotaCommand::Get) => self.show(&self.client.quotas().await?),
+            Command::Usage(a) => self.usage(a).await,
+            Command::Statement(c) => self.statement(c).await,
+            Command::Price(c) => self.price(c).await,
             Command::Tenant(TenantCommand::Quota(TenantQuotaCommand::Get { tenant })) => {
                 self.show(&self.client.tenant_quota(&tenant).await?)
             }
@@ -911,6 +914,96 @@ impl Ctx {
         }
         let found: Vec<(Uuid, &str)> = labels.iter().map(|(id, l)| (*id, l.as_str())).collect();
         unique("token", s, &found, "have ids starting or ending with")
+    }
+
+    /// `mesonctl usage`: a table with the totals (-o: the whole answer), or
+    /// with --csv meson's CSV as it is.
+    async fn usage(&self, a: UsageArgs) -> Result<()> {
+        let q = meson_client::UsageQuery {
+            from: a.from,
+            to: a.to,
+            group_by: a.group_by,
+            tenant: a.tenant,
+        };
+        if a.csv {
+            return out(&self.client.usage_csv(&q).await?);
+        }
+        self.show(&self.client.usage(&q).await?)
+    }
+
+    async fn statement(&self, c: StatementCommand) -> Result<()> {
+        match c {
+            StatementCommand::List { tenant } => {
+                self.show(&self.client.statement_list(tenant.as_deref()).await?)
+            }
+            StatementCommand::Get { id, tenant, csv } => {
+                let tenant = tenant.as_deref();
+                let id = self.statement_id(&id, tenant).await?;
+                if csv {
+                    return out(&self.client.statement_csv(&id, tenant).await?);
+                }
+                self.show(&self.client.statement_get(&id, tenant).await?)
+            }
+        }
+    }
+
+    /// A statement's id as meson takes it: `current`, a whole id, or the
+    /// id of the one closed statement (among those `statement list` shows
+    /// for `tenant`) that an abbreviation names.
+    async fn statement_id(&self, s: &str, tenant: Option<&str>) -> Result<String> {
+        if s == "current" {
+            return Ok(s.to_owned());
+        }
+        if let Some(id) = whole_id(s) {
+            return Ok(id.to_string());
+        }
+        let Some(abbrev) = IdRef::parse(s) else {
+            return Err(Failure::Usage(format!(
+                "{s:?} is not `current`, a statement's id, nor {} or more of its first or last \
+                 hex digits",
+                IdRef::MIN_DIGITS
+            )));
+        };
+        let all = self.client.statement_list(tenant).await?;
+        let labels: Vec<(Uuid, String)> = all
+            .iter()
+            .filter_map(|st| {
+                let id: Uuid = st.id.parse().ok()?;
+                abbrev.matches(&id).then(|| {
+                    let month = st.period_start.format("%Y-%m");
+                    (id, format!("{} {month} {}", st.tenant, st.currency))
+                })
+            })
+            .collect();
+        if labels.is_empty() {
+            return Err(Failure::NotFound(format!(
+                "no statement has an id starting or ending with {s:?}"
+            )));
+        }
+        let found: Vec<(Uuid, &str)> = labels.iter().map(|(id, l)| (*id, l.as_str())).collect();
+        unique("statement", s, &found, "have ids starting or ending with").map(|id| id.to_string())
+    }
+
+    async fn price(&self, c: PriceCommand) -> Result<()> {
+        match c {
+            PriceCommand::List => self.show(&self.client.price_list().await?),
+            PriceCommand::Create {
+                meter,
+                unit_price,
+                currency,
+                provider,
+                effective_from,
+            } => {
+                let req = meson_types::usage::PriceCreateRequest {
+                    meter,
+                    provider,
+                    unit_price: Value::String(unit_price),
+                    currency,
+                    effective_from,
+                };
+                self.show(&self.client.price_create(&req).await?)
+            }
+        }
     }
 
     async fn backup(&self, c: BackupCommand) -> Result<()> {

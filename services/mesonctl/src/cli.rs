@@ -81,6 +81,18 @@ pub enum Command {
     /// The tenant's quotas and what it uses of them.
     #[command(subcommand)]
     Quota(QuotaCommand),
+    /// What the tenant used and what it cost: this month so far unless
+    /// told otherwise, a line per resource (or day, tenant or label value)
+    /// and meter, with the totals per currency.
+    Usage(UsageArgs),
+    /// Monthly statements: the running month (`current`) and the closed
+    /// months.
+    #[command(subcommand)]
+    Statement(StatementCommand),
+    /// The price list of volumes, images, backups and clusters (a VM costs
+    /// its host's quote); operators add prices.
+    #[command(subcommand)]
+    Price(PriceCommand),
     /// Operators: another tenant's quotas (the admin role).
     #[command(subcommand)]
     Tenant(TenantCommand),
@@ -1027,6 +1039,124 @@ pub fn duration_seconds(s: &str) -> Result<i64, String> {
     n.checked_mul(per).ok_or_else(bad)
 }
 
+/// `mesonctl usage`: which usage, and how it is printed.
+#[derive(Debug, Args, Clone, Default)]
+pub struct UsageArgs {
+    /// From this time on: RFC 3339, or a date (its midnight, UTC); default:
+    /// the start of this month (UTC).
+    #[arg(long, value_name = "TIME", value_parser = instant)]
+    pub from: Option<chrono::DateTime<chrono::Utc>>,
+    /// Until this time (excluded): RFC 3339, or a date (its midnight,
+    /// UTC), at most 366 days after --from; default: now.
+    #[arg(long, value_name = "TIME", value_parser = instant)]
+    pub to: Option<chrono::DateTime<chrono::Utc>>,
+    /// A line per resource (the default), day (UTC), tenant, or value of a
+    /// label (`label:KEY`; `(none)`: resources without it), and meter.
+    #[arg(long, value_name = "GROUP", value_parser = group_by)]
+    pub group_by: Option<String>,
+    /// Operators: whose usage (default: every tenant's). A tenant may name
+    /// only itself.
+    #[arg(long)]
+    pub tenant: Option<String>,
+    /// Print meson's CSV as it is, whatever -o says: a header row, then a
+    /// row per line.
+    #[arg(long)]
+    pub csv: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum StatementCommand {
+    /// Lists the statements, without their lines: the running month
+    /// (`current`, open: what it has cost so far), then the closed months,
+    /// newest first, one per currency.
+    List {
+        /// Operators: whose statements (without it, every tenant's closed
+        /// ones and no `current`). A tenant may name only itself.
+        #[arg(long)]
+        tenant: Option<String>,
+    },
+    /// Shows a statement with a line per resource: `current`, the running
+    /// month so far, or a closed month's.
+    Get {
+        /// `current`, or a closed statement's id or 8 or more of its first
+        /// or last hex digits.
+        #[arg(value_name = "ID|current")]
+        id: String,
+        /// Operators: whose statement (needed for `current`). A tenant may
+        /// name only itself.
+        #[arg(long)]
+        tenant: Option<String>,
+        /// Print meson's CSV as it is, whatever -o says: a header row, a row
+        /// per line and a last one for the total.
+        #[arg(long)]
+        csv: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PriceCommand {
+    /// Lists the prices, per unit and hour: each meter's, per provider
+    /// (`*`: every provider without its own), from when until when.
+    List,
+    /// Operators: adds a price for a meter (and provider), in force from
+    /// --effective-from (default: now) until a later one takes over. The
+    /// past keeps its prices: a time before now is refused.
+    Create {
+        /// volume, image or backup (per GB-hour), or cluster (per hour). A
+        /// VM costs its host's quote.
+        #[arg(long, value_parser = ["volume", "cluster", "image", "backup"])]
+        meter: String,
+        /// Per unit and hour: a decimal of at least 0, like 0.00007.
+        #[arg(long, value_name = "PRICE")]
+        unit_price: String,
+        /// Three capital letters, like EUR.
+        #[arg(long)]
+        currency: String,
+        /// Only this provider's (default `*`: every provider without its
+        /// own price).
+        #[arg(long)]
+        provider: Option<String>,
+        /// From when: RFC 3339, or a date (its midnight, UTC); default: now.
+        #[arg(long, value_name = "TIME", value_parser = instant)]
+        effective_from: Option<chrono::DateTime<chrono::Utc>>,
+    },
+}
+
+/// A time: RFC 3339 (`2026-11-01T00:00:00Z`), or a date (`2026-11-01`),
+/// its midnight UTC.
+pub fn instant(s: &str) -> Result<chrono::DateTime<chrono::Utc>, String> {
+    let t = s.trim();
+    if let Ok(at) = chrono::DateTime::parse_from_rfc3339(t) {
+        return Ok(at.to_utc());
+    }
+    chrono::NaiveDate::parse_from_str(t, "%Y-%m-%d")
+        .ok()
+        .and_then(|d| d.and_hms_opt(0, 0, 0))
+        .map(|d| d.and_utc())
+        .ok_or_else(|| {
+            format!("{s:?} is not a time: RFC 3339 (2026-11-01T00:00:00Z) or a date (2026-11-01)")
+        })
+}
+
+/// How usage is grouped: `resource`, `day`, `tenant` or `label:KEY` (a key
+/// of 1 to 63 characters).
+pub fn group_by(s: &str) -> Result<String, String> {
+    let t = s.trim();
+    let ok = match t {
+        "resource" | "day" | "tenant" => true,
+        _ => t
+            .strip_prefix("label:")
+            .is_some_and(|k| (1..=63).contains(&k.len())),
+    };
+    if ok {
+        Ok(t.to_owned())
+    } else {
+        Err(format!(
+            "{s:?} is not resource, day, tenant or label:KEY (a key of 1 to 63 characters)"
+        ))
+    }
+}
+
 #[derive(Debug, Subcommand)]
 pub enum TenantCommand {
     /// A tenant's quotas.
@@ -1542,5 +1672,111 @@ mod tests {
             let e = duration_seconds(bad).unwrap_err();
             assert!(e.contains("not a duration"), "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn usage_statements_and_prices_parse() {
+        let cli = Cli::try_parse_from([
+            "mesonctl",
+            "usage",
+            "--from",
+            "2026-11-01",
+            "--to",
+            "2026-11-15T12:00:00+01:00",
+            "--group-by",
+            "label:team",
+            "--tenant",
+            "acme",
+            "--csv",
+        ])
+        .unwrap();
+        match cli.command {
+            Command::Usage(a) => {
+                assert_eq!(
+                    a.from.map(|t| t.to_rfc3339()),
+                    Some("2026-11-01T00:00:00+00:00".into())
+                );
+                assert_eq!(
+                    a.to.map(|t| t.to_rfc3339()),
+                    Some("2026-11-15T11:00:00+00:00".into())
+                );
+                assert_eq!(a.group_by.as_deref(), Some("label:team"));
+                assert_eq!(a.tenant.as_deref(), Some("acme"));
+                assert!(a.csv);
+            }
+            other => panic!("{other:?}"),
+        }
+        let cli = Cli::try_parse_from(["mesonctl", "usage", "-o", "json"]).unwrap();
+        assert_eq!(cli.output, Format::Json);
+        assert!(matches!(cli.command, Command::Usage(ref a) if a.group_by.is_none() && !a.csv));
+        let cli =
+            Cli::try_parse_from(["mesonctl", "statement", "get", "current", "--csv"]).unwrap();
+        match cli.command {
+            Command::Statement(StatementCommand::Get { id, tenant, csv }) => {
+                assert_eq!((id.as_str(), tenant, csv), ("current", None, true));
+            }
+            other => panic!("{other:?}"),
+        }
+        let cli = Cli::try_parse_from([
+            "mesonctl",
+            "price",
+            "create",
+            "--meter",
+            "volume",
+            "--unit-price",
+            "0.00007",
+            "--currency",
+            "EUR",
+            "--effective-from",
+            "2027-01-01",
+        ])
+        .unwrap();
+        match cli.command {
+            Command::Price(PriceCommand::Create {
+                meter,
+                unit_price,
+                currency,
+                provider,
+                effective_from,
+            }) => {
+                assert_eq!(
+                    (meter.as_str(), unit_price.as_str(), currency.as_str()),
+                    ("volume", "0.00007", "EUR")
+                );
+                assert_eq!(provider, None);
+                assert_eq!(
+                    effective_from.map(|t| t.to_rfc3339()),
+                    Some("2027-01-01T00:00:00+00:00".into())
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        for bad in [
+            &["usage", "--group-by", "week"][..],
+            &["usage", "--group-by", "label:"],
+            &["usage", "--from", "yesterday"],
+            &["usage", "--to", "2026-13-01"],
+            &["statement", "get"],
+            &[
+                "price",
+                "create",
+                "--meter",
+                "vm",
+                "--unit-price",
+                "1",
+                "--currency",
+                "EUR",
+            ],
+            &["price", "create", "--meter", "volume", "--currency", "EUR"],
+        ] {
+            let mut args = vec!["mesonctl"];
+            args.extend(bad);
+            let e = Cli::try_parse_from(args).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{bad:?}");
+        }
+        let e = Cli::try_parse_from(["mesonctl", "usage", "--group-by", "week"])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("label:KEY"), "{e}");
     }
 }

@@ -20,6 +20,7 @@ use meson_types::pool::PoolUpdateResponse;
 use meson_types::port_forward::{PortForward, PortForwardCreateResponse};
 use meson_types::quote::QuoteAnswer;
 use meson_types::token::{ApiToken, TokenCreateResponse};
+use meson_types::usage::{Money, PriceEntry, Statement, StatementStatus, Usage};
 use meson_types::vm::{Price, Vm, VmCreateResponse};
 use meson_types::volume::{Volume, VolumeCreateResponse};
 use serde::Serialize;
@@ -85,6 +86,8 @@ pub enum View {
     Fields(Vec<(&'static str, String)>),
     /// Several views, each under a title.
     Sections(Vec<(&'static str, View)>),
+    /// Several views one after the other, a blank line between them.
+    Stack(Vec<View>),
 }
 
 /// A value that has a table view (and, being `Serialize`, JSON and YAML).
@@ -124,6 +127,7 @@ pub fn text(view: &View) -> String {
             .map(|(title, v)| format!("{title}\n{}", indent(&text(v))))
             .collect::<Vec<_>>()
             .join("\n"),
+        View::Stack(views) => views.iter().map(text).collect::<Vec<_>>().join("\n"),
     }
 }
 
@@ -1088,6 +1092,203 @@ impl Show for TokenCreateResponse {
     }
 }
 
+/// A resource's id as a table shows it (short unless wide); anything else
+/// (a day, a tenant, a label's value) as it is.
+fn group_cell(width: Width, group: &str) -> String {
+    match group.parse::<uuid::Uuid>() {
+        Ok(id) => width.id(&id),
+        Err(_) => group.to_owned(),
+    }
+}
+
+/// Totals per currency on one line (`12.34 EUR, 5.00 USD`).
+fn totals(t: &[Money]) -> String {
+    if t.is_empty() {
+        return "0.00 (nothing used)".to_owned();
+    }
+    t.iter()
+        .map(|m| format!("{} {}", m.amount, m.currency))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `mesonctl usage`: a line per group and meter, then the period and the
+/// totals. The first column is the group (a resource's id and name, a
+/// day, a tenant or a label's value); a TENANT column comes first when
+/// the lines are several tenants'.
+impl Show for Usage {
+    fn view(&self, width: Width) -> View {
+        let by = self.group_by.as_str();
+        let by_resource = by == "resource";
+        let tenants = by != "tenant"
+            && self
+                .lines
+                .iter()
+                .any(|l| self.lines.first().is_some_and(|f| f.tenant != l.tenant));
+        let mut headers = Vec::new();
+        if tenants {
+            headers.push("TENANT");
+        }
+        headers.push(match by {
+            "resource" => "RESOURCE",
+            "day" => "DAY",
+            "tenant" => "TENANT",
+            _ => "LABEL",
+        });
+        if by_resource {
+            headers.push("NAME");
+        }
+        headers.extend(["METER", "QUANTITY", "COST"]);
+        let rows = self
+            .lines
+            .iter()
+            .map(|l| {
+                let mut row = Vec::new();
+                if tenants {
+                    row.push(l.tenant.clone());
+                }
+                row.push(match &l.group {
+                    Some(g) => group_cell(width, g),
+                    None if by.starts_with("label:") => "(none)".to_owned(),
+                    None => String::new(),
+                });
+                if by_resource {
+                    row.push(opt(&l.name));
+                }
+                row.extend([
+                    l.meter.as_str().to_owned(),
+                    format!("{} {}", l.quantity, l.unit),
+                    format!("{} {}", l.cost, l.currency),
+                ]);
+                row
+            })
+            .collect();
+        View::Stack(vec![
+            View::Table { headers, rows },
+            View::Fields(vec![
+                (
+                    "Period",
+                    format!("{} to {}", time(&self.from), time(&self.to)),
+                ),
+                ("Grouped by", self.group_by.clone()),
+                ("Total", totals(&self.totals)),
+            ]),
+        ])
+    }
+}
+
+/// A statement's id as a table shows it: `current`, or a short id.
+fn statement_id(width: Width, id: &str) -> String {
+    group_cell(width, id)
+}
+
+fn statement_status(s: StatementStatus) -> &'static str {
+    match s {
+        StatementStatus::Open => "open",
+        StatementStatus::Closed => "closed",
+    }
+}
+
+impl Show for Vec<Statement> {
+    fn view(&self, width: Width) -> View {
+        View::Table {
+            headers: vec!["ID", "TENANT", "MONTH", "STATUS", "TOTAL", "CLOSED"],
+            rows: self
+                .iter()
+                .map(|st| {
+                    vec![
+                        statement_id(width, &st.id),
+                        st.tenant.clone(),
+                        st.period_start.format("%Y-%m").to_string(),
+                        statement_status(st.status).to_owned(),
+                        format!("{} {}", st.total, st.currency),
+                        st.closed.as_ref().map_or(String::new(), time),
+                    ]
+                })
+                .collect(),
+        }
+    }
+}
+
+/// A statement: its month and total, then a line per resource.
+impl Show for Statement {
+    fn view(&self, width: Width) -> View {
+        let fields = View::Fields(vec![
+            ("ID", self.id.clone()),
+            ("Tenant", self.tenant.clone()),
+            ("Status", statement_status(self.status).to_owned()),
+            (
+                "Period",
+                format!("{} to {}", time(&self.period_start), time(&self.period_end)),
+            ),
+            ("Total", format!("{} {}", self.total, self.currency)),
+            ("Closed", self.closed.as_ref().map_or(String::new(), time)),
+        ]);
+        let Some(lines) = &self.lines else {
+            return fields;
+        };
+        View::Stack(vec![
+            fields,
+            View::Table {
+                headers: vec!["METER", "RESOURCE", "NAME", "QUANTITY", "COST"],
+                rows: lines
+                    .iter()
+                    .map(|l| {
+                        vec![
+                            l.meter.as_str().to_owned(),
+                            width.id(&l.resource_id),
+                            l.resource_name.clone(),
+                            format!("{} {}", l.quantity, l.unit),
+                            format!("{} {}", l.cost, self.currency),
+                        ]
+                    })
+                    .collect(),
+            },
+        ])
+    }
+}
+
+impl Show for Vec<PriceEntry> {
+    fn view(&self, _: Width) -> View {
+        View::Table {
+            headers: vec!["METER", "PROVIDER", "UNIT PRICE", "UNIT", "FROM", "UNTIL"],
+            rows: self
+                .iter()
+                .map(|p| {
+                    vec![
+                        p.meter.as_str().to_owned(),
+                        p.provider.clone(),
+                        format!("{} {}", p.unit_price, p.currency),
+                        p.unit.clone(),
+                        time(&p.effective_from),
+                        p.until.as_ref().map_or(String::new(), time),
+                    ]
+                })
+                .collect(),
+        }
+    }
+}
+
+impl Show for PriceEntry {
+    fn view(&self, _: Width) -> View {
+        View::Fields(vec![
+            ("Meter", self.meter.as_str().to_owned()),
+            ("Provider", self.provider.clone()),
+            (
+                "Unit price",
+                format!("{} {} per {}", self.unit_price, self.currency, self.unit),
+            ),
+            ("From", time(&self.effective_from)),
+            (
+                "Until",
+                self.until
+                    .as_ref()
+                    .map_or("until further notice".to_owned(), time),
+            ),
+        ])
+    }
+}
+
 impl Show for Vec<KubernetesVersion> {
     fn view(&self, _: Width) -> View {
         View::Table {
@@ -1488,6 +1689,133 @@ mod tests {
             serde_json::from_str(&render(Format::Json, &created).unwrap()).unwrap();
         assert_eq!(j["secret"], created.secret.as_str(), "{j}");
         assert_eq!(j["token"]["role"], "editor", "{j}");
+    }
+
+    fn usage_line(tenant: &str, meter: &str, group: Option<&str>) -> serde_json::Value {
+        let unit = if meter == "vm" { "hour" } else { "GB-hour" };
+        serde_json::json!({
+            "tenant": tenant, "meter": meter, "unit": unit, "group": group,
+            "quantity": "0.500000", "cost": "0.012000", "currency": "EUR"
+        })
+    }
+
+    #[test]
+    fn usage_shows_a_line_per_group_and_meter_then_the_totals() {
+        let mut vm = usage_line("acme", "vm", Some("0192f5c4-0000-7000-8000-0000000000a7"));
+        vm["name"] = "web".into();
+        let mut volume = usage_line(
+            "acme",
+            "volume",
+            Some("0192f5c4-0000-7000-8000-0000000000b8"),
+        );
+        volume["name"] = "data".into();
+        volume["quantity"] = "10.000000".into();
+        let u: Usage = serde_json::from_value(serde_json::json!({
+            "from": "2026-11-01T00:00:00Z", "to": "2026-11-29T15:00:00Z",
+            "group_by": "resource", "lines": [vm, volume],
+            "totals": [{"currency": "EUR", "amount": "0.02"}]
+        }))
+        .unwrap();
+        assert_eq!(
+            render(Format::Table, &u).unwrap(),
+            "RESOURCE  NAME  METER   QUANTITY           COST\n\
+             000000a7  web   vm      0.500000 hour      0.012000 EUR\n\
+             000000b8  data  volume  10.000000 GB-hour  0.012000 EUR\n\
+             \n\
+             Period:      2026-11-01T00:00:00Z to 2026-11-29T15:00:00Z\n\
+             Grouped by:  resource\n\
+             Total:       0.02 EUR\n"
+        );
+        let wide = render(Format::Wide, &u).unwrap();
+        assert!(
+            wide.contains("0192f5c4-0000-7000-8000-0000000000a7  web"),
+            "{wide}"
+        );
+        let j: serde_json::Value =
+            serde_json::from_str(&render(Format::Json, &u).unwrap()).unwrap();
+        assert_eq!(j["lines"][0]["name"], "web", "{j}");
+        assert_eq!(j["totals"][0]["amount"], "0.02", "{j}");
+
+        // By label: those without it are `(none)`; several tenants' lines
+        // say whose; nothing used, nothing owed.
+        let u: Usage = serde_json::from_value(serde_json::json!({
+            "from": "2026-11-01T00:00:00Z", "to": "2026-11-02T00:00:00Z",
+            "group_by": "label:team",
+            "lines": [usage_line("acme", "vm", Some("core")), usage_line("zeta", "vm", None)],
+            "totals": [{"currency": "EUR", "amount": "0.02"},
+                       {"currency": "USD", "amount": "1.00"}]
+        }))
+        .unwrap();
+        let t = render(Format::Table, &u).unwrap();
+        assert!(t.starts_with("TENANT  LABEL   METER  QUANTITY"), "{t}");
+        assert!(t.contains("\nzeta    (none)  vm "), "{t}");
+        assert!(t.contains("Grouped by:  label:team\n"), "{t}");
+        assert!(t.contains("Total:       0.02 EUR, 1.00 USD\n"), "{t}");
+        let u: Usage = serde_json::from_value(serde_json::json!({
+            "from": "2026-11-01T00:00:00Z", "to": "2026-11-02T00:00:00Z",
+            "group_by": "day", "lines": [], "totals": []
+        }))
+        .unwrap();
+        let t = render(Format::Table, &u).unwrap();
+        assert!(t.starts_with("DAY  METER  QUANTITY  COST\n\n"), "{t}");
+        assert!(t.contains("Total:       0.00 (nothing used)\n"), "{t}");
+    }
+
+    #[test]
+    fn statements_and_prices_show_their_months_totals_and_units() {
+        let list: Vec<Statement> = serde_json::from_value(serde_json::json!([
+            {"id": "current", "tenant": "acme", "status": "open",
+             "period_start": "2026-11-01T00:00:00Z", "period_end": "2026-12-01T00:00:00Z",
+             "currency": "EUR", "total": "1.23", "closed": null},
+            {"id": "0192f5c4-0000-7000-8000-0000000000c9", "tenant": "acme",
+             "status": "closed", "period_start": "2026-10-01T00:00:00Z",
+             "period_end": "2026-11-01T00:00:00Z", "currency": "EUR", "total": "40.00",
+             "closed": "2026-11-01T01:00:00Z"}
+        ]))
+        .unwrap();
+        assert_eq!(
+            render(Format::Table, &list).unwrap(),
+            "ID        TENANT  MONTH    STATUS  TOTAL      CLOSED\n\
+             current   acme    2026-11  open    1.23 EUR   -\n\
+             000000c9  acme    2026-10  closed  40.00 EUR  2026-11-01T01:00:00Z\n"
+        );
+        let mut one = list[0].clone();
+        one.lines = Some(
+            serde_json::from_value(serde_json::json!([{
+                "meter": "vm", "resource_id": "0192f5c4-0000-7000-8000-0000000000a7",
+                "resource_name": "web", "cluster_id": null, "unit": "hour",
+                "quantity": "2.000000", "cost": "0.060000"
+            }]))
+            .unwrap(),
+        );
+        let t = render(Format::Table, &one).unwrap();
+        assert!(t.starts_with("ID:      current\n"), "{t}");
+        assert!(t.contains("Total:   1.23 EUR\n"), "{t}");
+        assert!(
+            t.ends_with(
+                "\nMETER  RESOURCE  NAME  QUANTITY       COST\n\
+                 vm     000000a7  web   2.000000 hour  0.060000 EUR\n"
+            ),
+            "{t}"
+        );
+
+        let prices: Vec<PriceEntry> = serde_json::from_value(serde_json::json!([
+            {"meter": "volume", "provider": "*", "unit": "GB-hour", "unit_price": "0.00006",
+             "currency": "EUR", "effective_from": "1970-01-01T00:00:00Z",
+             "until": "2027-01-01T00:00:00Z"},
+            {"meter": "volume", "provider": "*", "unit": "GB-hour", "unit_price": "0.00007",
+             "currency": "EUR", "effective_from": "2027-01-01T00:00:00Z", "until": null}
+        ]))
+        .unwrap();
+        assert_eq!(
+            render(Format::Table, &prices).unwrap(),
+            "METER   PROVIDER  UNIT PRICE   UNIT     FROM                  UNTIL\n\
+             volume  *         0.00006 EUR  GB-hour  1970-01-01T00:00:00Z  2027-01-01T00:00:00Z\n\
+             volume  *         0.00007 EUR  GB-hour  2027-01-01T00:00:00Z  -\n"
+        );
+        let t = render(Format::Table, &prices[1]).unwrap();
+        assert!(t.contains("Unit price:  0.00007 EUR per GB-hour\n"), "{t}");
+        assert!(t.contains("Until:       until further notice\n"), "{t}");
     }
 
     fn action() -> Action {

@@ -2180,6 +2180,320 @@ async fn a_token_created_used_by_mesonctl_listed_and_revoked() {
     m.stop().await;
 }
 
+/// The row of a table whose first cell is `first`.
+fn row<'a>(r: &'a Run, first: &str) -> &'a str {
+    r.stdout
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(first))
+        .unwrap_or_else(|| panic!("no row for {first}: {r:#?}"))
+}
+
+/// A table's headers, word by word.
+fn headers(r: &Run) -> Vec<&str> {
+    r.stdout
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn usage_statements_and_prices() {
+    let m = Meson::start().await;
+    let vm_file = m.file("vm.json", &seed_vm());
+    let r = m.ctl(&["vm", "create", "-f", &vm_file, "-o", "json"]).await;
+    let vm = r.ok().json();
+    assert_eq!(vm["status"], "running", "{vm}");
+    let id = vm["id"].as_str().unwrap().to_owned();
+    let short = &id[id.len() - 8..];
+    // The tenant's own owner, as a tenant's automation would be (the dev
+    // token is an operator's).
+    let r = m
+        .ctl(&[
+            "token", "create", "billing", "--role", "owner", "-o", "json",
+        ])
+        .await;
+    let owner = r.ok().json()["secret"].as_str().unwrap().to_owned();
+
+    // Usage: a line for the running VM, per hour at its price, then the
+    // period and the totals.
+    let r = with_token(&m, &owner, &["usage"]).await;
+    r.ok();
+    assert_eq!(
+        headers(&r),
+        ["RESOURCE", "NAME", "METER", "QUANTITY", "COST"],
+        "{r:#?}"
+    );
+    let line: Vec<&str> = row(&r, short).split_whitespace().collect();
+    assert_eq!(line[1..3], ["test", "vm"], "{r:#?}");
+    assert_eq!(line[4], "hour", "{r:#?}");
+    assert!(line[3].parse::<f64>().is_ok_and(|q| q > 0.0), "{r:#?}");
+    assert_eq!(line[6], "EUR", "{r:#?}");
+    assert!(r.stdout.contains("\nGrouped by:  resource\n"), "{r:#?}");
+    let total = r
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("Total:"))
+        .unwrap_or_else(|| panic!("no total: {r:#?}"));
+    assert!(total.trim().ends_with(" EUR"), "{r:#?}");
+    // -o json: meson's answer.
+    let r = with_token(&m, &owner, &["usage", "-o", "json"]).await;
+    let u = r.ok().json();
+    assert_eq!(u["group_by"], "resource", "{u}");
+    let l = u["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["group"] == id.as_str())
+        .unwrap_or_else(|| panic!("no line for the VM: {u}"));
+    assert_eq!(
+        (&l["meter"], &l["name"], &l["unit"], &l["tenant"]),
+        (&json!("vm"), &json!("test"), &json!("hour"), &json!("dev")),
+        "{u}"
+    );
+    assert_eq!(u["totals"][0]["currency"], "EUR", "{u}");
+    // --csv: meson's CSV as it is, a header row first.
+    let r = with_token(&m, &owner, &["usage", "--csv"]).await;
+    let mut rows = r
+        .ok()
+        .stdout
+        .lines()
+        .map(|l| l.split(',').collect::<Vec<_>>());
+    assert_eq!(
+        rows.next().unwrap_or_default(),
+        [
+            "tenant", "group", "name", "meter", "unit", "quantity", "cost", "currency"
+        ],
+        "{r:#?}"
+    );
+    let vm_row = rows
+        .find(|c| c.get(1) == Some(&id.as_str()))
+        .unwrap_or_else(|| panic!("no row for the VM: {r:#?}"));
+    assert_eq!(vm_row.len(), 8, "{r:#?}");
+    assert_eq!(
+        [vm_row[0], vm_row[2], vm_row[3], vm_row[4], vm_row[7]],
+        ["dev", "test", "vm", "hour", "EUR"],
+        "{r:#?}"
+    );
+    assert!(vm_row[6].parse::<f64>().is_ok(), "{r:#?}");
+    // An operator's: by day, for one tenant; every tenant's by tenant.
+    let r = m
+        .ctl(&["usage", "--tenant", "dev", "--group-by", "day"])
+        .await;
+    r.ok();
+    assert_eq!(headers(&r), ["DAY", "METER", "QUANTITY", "COST"], "{r:#?}");
+    let day = u["to"].as_str().unwrap()[..10].to_owned();
+    let today = r
+        .stdout
+        .lines()
+        .find(|l| l.starts_with(&day[..7]) && l.contains(" vm "))
+        .unwrap_or_else(|| panic!("no day of this month: {r:#?}"));
+    assert!(today.contains(" hour "), "{r:#?}");
+    let r = m.ctl(&["usage", "--group-by", "tenant"]).await;
+    assert!(row(r.ok(), "dev").contains(" vm "), "{r:#?}");
+    // A tenant reads its own only; a grouping meson has not is refused
+    // before it is asked.
+    let r = with_token(&m, &owner, &["usage", "--tenant", "acme"]).await;
+    assert_eq!(r.code, Some(1), "{r:#?}");
+    assert!(r.stderr.contains("(forbidden)"), "{r:#?}");
+    let r = m.ctl(&["usage", "--group-by", "week"]).await;
+    assert_eq!(r.code, Some(2), "{r:#?}");
+    assert!(r.stderr.contains("label:KEY"), "{r:#?}");
+
+    // Statements: the running month first, `current`.
+    let r = with_token(&m, &owner, &["statement", "list"]).await;
+    r.ok();
+    assert_eq!(
+        headers(&r),
+        ["ID", "TENANT", "MONTH", "STATUS", "TOTAL", "CLOSED"],
+        "{r:#?}"
+    );
+    let current: Vec<&str> = row(&r, "current").split_whitespace().collect();
+    assert_eq!(
+        [current[1], current[3], current[5]],
+        ["dev", "open", "EUR"],
+        "{r:#?}"
+    );
+    assert_eq!(current[2], &day[..7], "{r:#?}");
+    // An operator names the tenant (else every tenant's closed months,
+    // and no running one).
+    let r = m
+        .ctl(&["statement", "list", "--tenant", "dev", "-o", "json"])
+        .await;
+    assert_eq!(r.ok().json()[0]["id"], "current", "{r:#?}");
+    let r = m.ctl(&["statement", "list", "-o", "json"]).await;
+    assert!(
+        r.ok()
+            .json()
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|s| s["id"] != "current"),
+        "{r:#?}"
+    );
+    // `current` with its lines, the VM's among them.
+    let r = with_token(&m, &owner, &["statement", "get", "current"]).await;
+    r.ok();
+    assert!(r.stdout.starts_with("ID:"), "{r:#?}");
+    assert!(r.stdout.contains("Status:  open\n"), "{r:#?}");
+    let line: Vec<&str> = row(&r, "vm").split_whitespace().collect();
+    assert_eq!(line[1..3], [short, "test"], "{r:#?}");
+    let r = m
+        .ctl(&[
+            "statement",
+            "get",
+            "current",
+            "--tenant",
+            "dev",
+            "-o",
+            "json",
+        ])
+        .await;
+    let st = r.ok().json();
+    assert_eq!(st["status"], "open", "{st}");
+    assert!(
+        st["lines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|l| l["resource_id"] == id.as_str()),
+        "{st}"
+    );
+    let r = with_token(&m, &owner, &["statement", "get", "current", "--csv"]).await;
+    let rows: Vec<Vec<&str>> = r
+        .ok()
+        .stdout
+        .lines()
+        .map(|l| l.split(',').collect())
+        .collect();
+    assert_eq!(
+        rows[0][..3],
+        ["period_start", "meter", "resource_id"],
+        "{r:#?}"
+    );
+    assert!(
+        rows.iter().any(|c| c.get(2) == Some(&id.as_str())),
+        "{r:#?}"
+    );
+    assert_eq!(rows.last().unwrap()[1], "total", "{r:#?}");
+    // An operator's `current` needs a tenant; an id is a statement's.
+    let r = m.ctl(&["statement", "get", "current"]).await;
+    assert_eq!(r.code, Some(1), "{r:#?}");
+    assert!(
+        r.stderr.contains("(invalid_input)") && r.stderr.contains("tenant"),
+        "{r:#?}"
+    );
+    let r = m.ctl(&["statement", "get", "last-month"]).await;
+    assert_eq!(r.code, Some(2), "{r:#?}");
+    let r = m.ctl(&["statement", "get", "deadbeef"]).await;
+    assert_eq!(r.code, Some(1), "no closed month yet: {r:#?}");
+    assert!(
+        r.stderr
+            .contains("no statement has an id starting or ending with"),
+        "{r:#?}"
+    );
+    let r = m
+        .ctl(&["statement", "get", "0190f5f2-0000-7000-8000-00000000000a"])
+        .await;
+    assert_eq!(r.code, Some(1), "{r:#?}");
+    assert!(r.stderr.contains("(not_found)"), "{r:#?}");
+
+    // The price list: the four meters the price list prices (a VM costs
+    // its host's quote).
+    let r = with_token(&m, &owner, &["price", "list"]).await;
+    r.ok();
+    assert_eq!(
+        headers(&r),
+        [
+            "METER", "PROVIDER", "UNIT", "PRICE", "UNIT", "FROM", "UNTIL"
+        ],
+        "{r:#?}"
+    );
+    for (meter, unit) in [
+        ("backup", "GB-hour"),
+        ("cluster", "hour"),
+        ("image", "GB-hour"),
+        ("volume", "GB-hour"),
+    ] {
+        let line: Vec<&str> = row(&r, meter).split_whitespace().collect();
+        assert_eq!([line[1], line[3], line[4]], ["*", "EUR", unit], "{r:#?}");
+    }
+    assert_eq!(r.stdout.lines().count(), 5, "{r:#?}");
+    // Setting a price is an operator's: refused to the tenant's owner.
+    let create = [
+        "price",
+        "create",
+        "--meter",
+        "volume",
+        "--unit-price",
+        "0.00007",
+        "--currency",
+        "EUR",
+        "--effective-from",
+        "2999-01-01",
+    ];
+    let r = with_token(&m, &owner, &create).await;
+    assert_eq!(r.code, Some(1), "{r:#?}");
+    assert!(r.stderr.contains("(forbidden)"), "{r:#?}");
+    assert!(r.stdout.is_empty(), "{r:#?}");
+    let r = m.ctl(&["price", "list", "-o", "json"]).await;
+    assert_eq!(r.ok().json().as_array().unwrap().len(), 4, "{r:#?}");
+    // An operator's takes over from its time; the one before it ends then.
+    let mut args = create.to_vec();
+    args.extend(["-o", "json"]);
+    let r = m.ctl(&args).await;
+    let p = r.ok().json();
+    assert_eq!(
+        (
+            &p["meter"],
+            &p["provider"],
+            &p["unit_price"],
+            &p["currency"]
+        ),
+        (
+            &json!("volume"),
+            &json!("*"),
+            &json!("0.00007"),
+            &json!("EUR")
+        ),
+        "{p}"
+    );
+    assert_eq!(p["effective_from"], "2999-01-01T00:00:00Z", "{p}");
+    assert!(p["until"].is_null(), "{p}");
+    let r = m.ctl(&["price", "list", "-o", "json"]).await;
+    let prices = r.ok().json();
+    let volumes: Vec<&Value> = prices
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["meter"] == "volume")
+        .collect();
+    assert_eq!(volumes.len(), 2, "{prices}");
+    assert_eq!(volumes[0]["until"], "2999-01-01T00:00:00Z", "{prices}");
+    // Again at the same time, or in the past: a conflict (exit 1).
+    let r = m.ctl(&create).await;
+    assert_eq!(r.code, Some(1), "{r:#?}");
+    assert!(r.stderr.contains("(conflict)"), "{r:#?}");
+    let r = m
+        .ctl(&[
+            "price",
+            "create",
+            "--meter",
+            "cluster",
+            "--unit-price",
+            "0.06",
+            "--currency",
+            "EUR",
+            "--effective-from",
+            "2020-01-01",
+        ])
+        .await;
+    assert_eq!(r.code, Some(1), "{r:#?}");
+    assert!(r.stderr.contains("(conflict)"), "{r:#?}");
+    m.stop().await;
+}
+
 /// The shortest start of `id` (hyphens dropped), 8 hex digits or more, that
 /// no other of `all` shares.
 fn unique_prefix(id: &str, all: &[String]) -> String {
