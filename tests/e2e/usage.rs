@@ -310,3 +310,128 @@ async fn usage_statements_and_prices_answer_exact_figures_to_whom_they_belong() 
         r.body
     );
 }
+
+/// A decimal string as an exact number of 10⁻¹² units.
+fn pico(s: &str) -> i128 {
+    let (int, frac) = s.split_once('.').unwrap_or((s, ""));
+    let frac = format!("{frac:0<12}");
+    int.parse::<i128>().unwrap() * 1_000_000_000_000 + frac[..12].parse::<i128>().unwrap()
+}
+
+#[tokio::test]
+async fn a_scaled_cluster_is_billed_its_fee_and_its_nodes_to_the_cent() {
+    let m = Meson::start().await;
+    let t0: DateTime<Utc> = "2027-08-01T00:00:00Z".parse().unwrap();
+    let day = |d: i64| t0 + TimeDelta::days(d);
+    // cost × 3600 in 10⁻¹² units: quantity × price × seconds.
+    let mut ledger: i128 = 0;
+    let mut add = |qty: i128, price: &str, from: DateTime<Utc>, to: DateTime<Utc>| {
+        ledger += qty * pico(price) * i128::from((to - from).num_seconds());
+    };
+    let volume_price = "0.00006";
+    let cluster_fee = "0.05";
+
+    // Day 0: a cluster with one worker.
+    at(&m, t0).await;
+    let mut kaas = crate::harness::seed_kaas();
+    kaas["req"]["nodepool"][0]["desired_nodes"] = 1.into();
+    kaas["req"]["nodepool"][0]["min_nodes"] = 1.into();
+    let cluster = m.running_cluster(&kaas).await;
+    let cid: uuid::Uuid = cluster.parse().unwrap();
+    let first = meson_db::testing::cluster_vm_prices(m.database(), cid)
+        .await
+        .unwrap();
+    assert_eq!(
+        first.len(),
+        2,
+        "a control plane node and a worker: {first:?}"
+    );
+
+    // Day 1: the pool grows to two workers.
+    at(&m, day(1)).await;
+    let c = m.cluster(&cluster).await;
+    let pool = c["pools"][0]["id"].as_str().unwrap();
+    let r = m
+        .patch(
+            &format!("/v1/clusters/{cluster}/pools/{pool}"),
+            &json!({"desired_nodes": 2}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let scaled = m
+        .wait_action_for(
+            r.body["action"]["id"].as_str().unwrap(),
+            std::time::Duration::from_secs(60),
+        )
+        .await;
+    assert_eq!(scaled["status"], "success", "{scaled}");
+    let all = meson_db::testing::cluster_vm_prices(m.database(), cid)
+        .await
+        .unwrap();
+    assert_eq!(all.len(), 3, "{all:?}");
+
+    // Day 3: the cluster is deleted.
+    at(&m, day(3)).await;
+    let r = m.delete(&format!("/v1/clusters/{cluster}")).await;
+    assert!(r.status.is_success(), "{}", r.body);
+    let gone = m
+        .wait_action_for(
+            r.body["action"]["id"].as_str().unwrap(),
+            std::time::Duration::from_secs(60),
+        )
+        .await;
+    assert_eq!(gone["status"], "success", "{gone}");
+
+    // The test's own reckoning: the fee for three days, each node VM and
+    // its disks from when it ran.
+    add(1, cluster_fee, t0, day(3));
+    for (id, price, disk) in &all {
+        let since = if first.iter().any(|(f, _, _)| f == id) {
+            t0
+        } else {
+            day(1)
+        };
+        add(1, price, since, day(3));
+        add(i128::from(*disk), volume_price, since, day(3));
+    }
+    let per_cent = 3600 * 10_000_000_000i128;
+    let cents = (ledger + per_cent / 2) / per_cent;
+    let expected = format!("{}.{:02}", cents / 100, cents % 100);
+
+    at(&m, "2027-09-01T01:00:00Z".parse().unwrap()).await;
+    meson_db::usage::close_statements(m.database(), std::time::Duration::from_secs(600))
+        .await
+        .unwrap();
+    let r = m.get("/v1/statements?tenant=dev").await;
+    let august = r.body["statements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["period_start"] == "2027-08-01T00:00:00Z")
+        .cloned()
+        .unwrap_or_else(|| panic!("August's statement: {}", r.body));
+    assert_eq!(august["total"], expected.as_str(), "{august}");
+    let r = m
+        .get(&format!(
+            "/v1/statements/{}",
+            august["id"].as_str().unwrap()
+        ))
+        .await;
+    let lines = r.body["statement"]["lines"].as_array().unwrap();
+    let fee = lines
+        .iter()
+        .find(|l| l["meter"] == "cluster")
+        .unwrap_or_else(|| panic!("the cluster's fee: {}", r.body));
+    assert_eq!(fee["quantity"], "72.000000");
+    assert_eq!(fee["cost"], "3.600000");
+    // Its nodes' lines name it.
+    assert_eq!(
+        lines
+            .iter()
+            .filter(|l| l["meter"] == "vm" && l["cluster_id"] == cluster.as_str())
+            .count(),
+        3,
+        "{}",
+        r.body
+    );
+}

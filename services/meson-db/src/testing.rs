@@ -296,3 +296,29 @@ pub async fn rewrite_statement_total(pool: &PgPool, id: &str) -> Result<(), sqlx
         .await
         .map(|_| ())
 }
+
+/// The node VMs of cluster `cluster`: each one's id, hourly price as a
+/// decimal (as the VM row holds it) and metered disk GB (its cloud-init
+/// disk aside), for a test's own reckoning of what they cost.
+pub async fn cluster_vm_prices(
+    pool: &PgPool,
+    cluster: uuid::Uuid,
+) -> Result<Vec<(uuid::Uuid, String, i64)>, sqlx::Error> {
+    let rows = crate::scope::system(
+        sqlx::query!(
+            r#"select v.id, v.price_hourly::numeric::text as "price!",
+                      coalesce(sum(x.size_gb) filter (where x.kind <> 'cloudinit'), 0)::bigint
+                          as "disk_gb!"
+               from vms v left join volumes x on x.vm_id = v.id
+               where v.cluster_id = $1 and v.deleted_at is null
+               group by v.id order by v.id"#,
+            cluster
+        )
+        .fetch_all(pool),
+    )
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| (r.id, r.price, r.disk_gb))
+        .collect())
+}
