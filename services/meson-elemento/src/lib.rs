@@ -7,6 +7,7 @@
 //! 127.0.0.1, plus all of them on one single-origin listener.
 
 pub mod backups;
+pub mod billing;
 pub mod catalog;
 pub mod consoles;
 pub mod error;

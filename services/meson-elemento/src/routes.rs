@@ -356,6 +356,7 @@ fn auth_routes() -> Router<AppState> {
             axum::routing::get(min_version),
         )
         .route("/api/v1.0/min-ver/clients", axum::routing::get(min_version))
+        .merge(crate::billing::routes(Daemon::Auth))
 }
 
 // --- compute daemon
@@ -644,6 +645,7 @@ fn compute_routes() -> Router<AppState> {
         .route(&format!("{b}/network/detach"), post(network_detach))
         .merge(crate::backups::routes())
         .merge(crate::consoles::routes())
+        .merge(crate::billing::routes(Daemon::Compute))
 }
 
 // --- network daemon
@@ -944,16 +946,20 @@ fn served(d: Daemon) -> Vec<(&'static str, String)> {
     let b = d.base();
     let rel = |m: &'static str, p: &str| (m, format!("{b}{p}"));
     match d {
-        Daemon::Auth => vec![
-            rel("GET", "/login"),
-            rel("POST", "/login"),
-            rel("POST", "/logout"),
-            rel("GET", "/status"),
-            rel("GET", "/status/authenticated"),
-            rel("GET", "/status/authenticated/me"),
-            ("GET", "/api/v1.0/min-ver/electros".into()),
-            ("GET", "/api/v1.0/min-ver/clients".into()),
-        ],
+        Daemon::Auth => {
+            let mut routes = vec![
+                rel("GET", "/login"),
+                rel("POST", "/login"),
+                rel("POST", "/logout"),
+                rel("GET", "/status"),
+                rel("GET", "/status/authenticated"),
+                rel("GET", "/status/authenticated/me"),
+                ("GET", "/api/v1.0/min-ver/electros".into()),
+                ("GET", "/api/v1.0/min-ver/clients".into()),
+            ];
+            routes.extend(crate::billing::served(d));
+            routes
+        }
         Daemon::Compute => {
             let mut routes = vec![
                 rel("GET", "/templates"),
@@ -974,6 +980,7 @@ fn served(d: Daemon) -> Vec<(&'static str, String)> {
             ];
             routes.extend(crate::backups::served());
             routes.extend(crate::consoles::served());
+            routes.extend(crate::billing::served(d));
             routes
         }
         Daemon::Storage => crate::storage::served(),

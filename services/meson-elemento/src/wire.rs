@@ -1140,6 +1140,242 @@ pub fn kaas_cancreate(q: &mt::quote::KaasQuoteResponse) -> Value {
     json!({"nservers": servers.len(), "servers": servers})
 }
 
+// --- metering: usage, market prices, billing
+
+/// Hours in an average month: the AtomOS daemons' monthly price is the
+/// hourly one times this, to the cent.
+pub const HOURS_PER_MONTH: f64 = 730.0;
+
+/// A time as Elemento's billing shows it: RFC 3339, UTC, to the second.
+pub fn billing_time(t: &DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+/// One of meson's decimal strings (`"12.34"`, `"720.000000"`) as a JSON
+/// number, as the daemons give amounts (`79`, `107.17`); `null` if it is
+/// not one.
+pub fn amount(decimal: &str) -> Value {
+    decimal
+        .trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|x| x.is_finite())
+        .map_or(Value::Null, number)
+}
+
+/// To six decimal places (a usage line's precision): sums of lines stay
+/// free of binary noise.
+fn round6(x: f64) -> f64 {
+    (x * 1e6).round() / 1e6
+}
+
+fn parsed(decimal: &str) -> f64 {
+    decimal.trim().parse::<f64>().unwrap_or(0.0)
+}
+
+/// The daemons' price object: per hour, per month (730 hours, to the
+/// cent), and the currency as `unit`.
+fn price_object(hour: f64, month: f64, currency: &str) -> Value {
+    json!({"hour": hour, "month": month, "unit": currency})
+}
+
+/// The compute daemon's `GET /usage` over meson's `GET /v1/usage`
+/// (grouped by resource): the period, the tenant's total (its first
+/// currency's; every currency's in `totals`), a summary per meter and
+/// currency (`vm`, `volume`, `cluster`, `image`, `backup`, each listed,
+/// zero when unused) and a line per resource and meter. Quantities are in
+/// the meter's `unit` (`hour`, `GB-hour`), amounts in `currency`, as
+/// numbers. `currency` is the currency to show when nothing was used yet
+/// (meson's totals are then empty).
+pub fn usage_object(u: &mt::usage::Usage, tenant: &str, currency: &str) -> Value {
+    use mt::usage::Meter;
+    let mut totals: Vec<(String, Value)> = u
+        .totals
+        .iter()
+        .map(|t| (t.currency.clone(), amount(&t.amount)))
+        .collect();
+    if totals.is_empty() {
+        totals.push((currency.to_owned(), json!(0)));
+    }
+    let mut meters = Vec::new();
+    for (cur, _) in &totals {
+        for m in Meter::ALL {
+            let lines = u
+                .lines
+                .iter()
+                .filter(|l| l.meter == m && &l.currency == cur);
+            let (quantity, cost) = lines.fold((0.0, 0.0), |(q, c), l| {
+                (q + parsed(&l.quantity), c + parsed(&l.cost))
+            });
+            meters.push(json!({
+                "meter": m.as_str(),
+                "unit": m.unit(),
+                "currency": cur,
+                "quantity": number(round6(quantity)),
+                "cost": number(round6(cost)),
+            }));
+        }
+    }
+    let resources: Vec<Value> = u
+        .lines
+        .iter()
+        .map(|l| {
+            json!({
+                "resource_id": l.group,
+                "name": l.name,
+                "meter": l.meter.as_str(),
+                "unit": l.unit,
+                "quantity": amount(&l.quantity),
+                "cost": amount(&l.cost),
+                "currency": l.currency,
+                "cluster_id": l.cluster_id,
+            })
+        })
+        .collect();
+    json!({
+        "tenant": tenant,
+        "from": billing_time(&u.from),
+        "to": billing_time(&u.to),
+        "currency": totals[0].0,
+        "total": totals[0].1,
+        "totals": totals
+            .iter()
+            .map(|(c, a)| json!({"currency": c, "amount": a}))
+            .collect::<Vec<_>>(),
+        "meters": meters,
+        "resources": resources,
+    })
+}
+
+/// A VM's market price at one placement: `template` (a flavour's name;
+/// `null` for a specfile's), the provider and region, meson's quote per
+/// hour and month.
+fn vm_market_price(template: Option<&mt::catalog::Flavor>, q: &mt::quote::Quote) -> Value {
+    json!({
+        "meter": "vm",
+        "template": template.map(|f| f.name.as_str()),
+        "slots": template.map(|f| f.vcpus),
+        "ramsize": template.map(|f| f.memory_mib),
+        "provider": q.provider,
+        "region": q.region,
+        "continent": q.continent,
+        "unit": "hour",
+        "unit_price": q.price.hourly,
+        "currency": q.price.currency,
+        "price": price_object(q.price.hourly, q.price.monthly, &q.price.currency),
+    })
+}
+
+/// Each (provider, region)'s cheapest of `quotes` (meson sorts them
+/// cheapest first), in that order.
+fn cheapest_per_region(quotes: &[mt::quote::Quote]) -> Vec<&mt::quote::Quote> {
+    let mut seen = std::collections::BTreeSet::new();
+    quotes
+        .iter()
+        .filter(|q| seen.insert((q.provider.as_str(), q.region.as_str())))
+        .collect()
+}
+
+/// A price of meson's price list (per unit and hour) as a market price;
+/// its month is 730 hours of one unit, to six places (a GB-month of
+/// storage is a fraction of a cent).
+fn list_market_price(p: &mt::usage::PriceEntry) -> Value {
+    let hour = parsed(&p.unit_price);
+    json!({
+        "meter": p.meter.as_str(),
+        "template": null,
+        "provider": p.provider,
+        "unit": p.unit,
+        "unit_price": amount(&p.unit_price),
+        "currency": p.currency,
+        "price": price_object(hour, round6(hour * HOURS_PER_MONTH), &p.currency),
+        "effective_from": billing_time(&p.effective_from),
+        "until": p.until.as_ref().map(billing_time),
+    })
+}
+
+/// The prices of the price list in force at `now`.
+pub fn prices_in_force(
+    prices: &[mt::usage::PriceEntry],
+    now: DateTime<Utc>,
+) -> Vec<&mt::usage::PriceEntry> {
+    prices
+        .iter()
+        .filter(|p| p.effective_from <= now && p.until.is_none_or(|u| now < u))
+        .collect()
+}
+
+/// The compute daemon's `GET /marketprices`: every flavour's VM price at
+/// each provider and region that can run it (the cheapest host there,
+/// from meson's quotes; `quotes[i]` is `flavors[i]`'s, `None` when no host
+/// fits it), then the price list's prices in force (volume, image and
+/// backup per GB-hour, a cluster's control plane per hour, per provider or
+/// `*`). `currency` is the first price's.
+pub fn market_prices(
+    flavors: &[mt::catalog::Flavor],
+    quotes: &[Option<mt::quote::QuoteResponse>],
+    list: &[&mt::usage::PriceEntry],
+) -> Value {
+    let mut prices: Vec<Value> = Vec::new();
+    for (f, q) in flavors.iter().zip(quotes) {
+        if let Some(q) = q {
+            prices.extend(
+                cheapest_per_region(&q.quotes)
+                    .into_iter()
+                    .map(|x| vm_market_price(Some(f), x)),
+            );
+        }
+    }
+    prices.extend(list.iter().map(|p| list_market_price(p)));
+    let currency = prices
+        .first()
+        .map_or(Value::Null, |p| p["currency"].clone());
+    json!({"source": "meson", "currency": currency, "prices": prices})
+}
+
+/// `POST /marketprices` with a specfile: its price at each provider and
+/// region that can run it, and the cheapest as `mesos` (`{provider,
+/// region, price: {hour, month, unit}}`, as Elemento's GUI reads it).
+pub fn spec_market_prices(q: &mt::quote::QuoteResponse) -> Value {
+    let prices: Vec<Value> = cheapest_per_region(&q.quotes)
+        .into_iter()
+        .map(|x| vm_market_price(None, x))
+        .collect();
+    let c = &q.cheapest;
+    json!({
+        "source": "meson",
+        "currency": c.price.currency,
+        "prices": prices,
+        "mesos": {"provider": c.provider, "region": c.region,
+                  "price": price_object(c.price.hourly, c.price.monthly, &c.price.currency)},
+    })
+}
+
+/// A meson statement as the auth daemon's billing transaction: one per
+/// month (`interval` `month`, `[start_timestamp, end_timestamp)`), its
+/// total as `price` (in `currency`), `billing_uuid` the statement's id
+/// (`current` for the running month), `status` `pending` while the month
+/// runs (its figures still grow) and `closed` once written (it never
+/// changes), `client_uuid` the caller, `organisation_name` the tenant.
+pub fn transaction(s: &mt::usage::Statement, client: &str) -> Value {
+    use mt::usage::StatementStatus;
+    json!({
+        "billing_uuid": s.id,
+        "client_uuid": client,
+        "organisation_name": s.tenant,
+        "status": match s.status {
+            StatementStatus::Open => "pending",
+            StatementStatus::Closed => "closed",
+        },
+        "interval": "month",
+        "start_timestamp": billing_time(&s.period_start),
+        "end_timestamp": billing_time(&s.period_end),
+        "price": amount(&s.total),
+        "currency": s.currency,
+        "closed_timestamp": s.closed.as_ref().map(billing_time),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1462,5 +1698,230 @@ mod tests {
         assert_eq!((&o["status"], &o["sessions"]), (&json!("open"), &json!(1)));
         c.status = "closed".into();
         assert_eq!(tunnel_object(&c, "web", None)["status"], "closed");
+    }
+
+    fn at(s: &str) -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
+    }
+
+    #[test]
+    fn amounts_are_numbers() {
+        assert_eq!(amount("79.00"), json!(79));
+        assert_eq!(amount("107.17"), json!(107.17));
+        assert_eq!(amount("0.000060"), json!(0.00006));
+        assert_eq!(amount("0.000000000001"), json!(0.000000000001));
+        assert_eq!(amount("nope"), Value::Null);
+        assert_eq!(
+            billing_time(&at("2026-11-01T00:00:00.5Z")),
+            "2026-11-01T00:00:00Z"
+        );
+    }
+
+    #[test]
+    fn usage_by_resource_and_meter() {
+        use mt::usage::{Meter, Money, Usage, UsageLine};
+        let line = |id: &str, meter: Meter, q: &str, c: &str| UsageLine {
+            tenant: "acme".into(),
+            meter,
+            unit: meter.unit().into(),
+            group: Some(id.into()),
+            name: Some(format!("n-{id}")),
+            cluster_id: None,
+            quantity: q.into(),
+            cost: c.into(),
+            currency: "EUR".into(),
+        };
+        let u = Usage {
+            from: at("2026-11-01T00:00:00Z"),
+            to: at("2026-11-10T12:00:00Z"),
+            group_by: "resource".into(),
+            lines: vec![
+                line("a", Meter::Vm, "10.000000", "0.100000"),
+                line("b", Meter::Vm, "5.000000", "0.200000"),
+                line("c", Meter::Volume, "50.000000", "0.003000"),
+            ],
+            totals: vec![Money {
+                currency: "EUR".into(),
+                amount: "0.30".into(),
+            }],
+        };
+        let o = usage_object(&u, "acme", "USD");
+        assert_eq!(o["tenant"], "acme");
+        assert_eq!(
+            (&o["from"], &o["to"]),
+            (
+                &json!("2026-11-01T00:00:00Z"),
+                &json!("2026-11-10T12:00:00Z")
+            )
+        );
+        assert_eq!((&o["currency"], &o["total"]), (&json!("EUR"), &json!(0.3)));
+        assert_eq!(o["totals"], json!([{"currency": "EUR", "amount": 0.3}]));
+        let meters = o["meters"].as_array().unwrap();
+        assert_eq!(meters.len(), 5, "every meter, once per currency");
+        assert_eq!(
+            meters[0],
+            json!({"meter": "vm", "unit": "hour", "currency": "EUR", "quantity": 15, "cost": 0.3})
+        );
+        assert_eq!(meters[1]["unit"], "GB-hour");
+        assert_eq!(
+            (&meters[1]["quantity"], &meters[1]["cost"]),
+            (&json!(50), &json!(0.003))
+        );
+        assert_eq!(
+            (&meters[4]["meter"], &meters[4]["cost"]),
+            (&json!("backup"), &json!(0))
+        );
+        let r = &o["resources"];
+        assert_eq!(r.as_array().unwrap().len(), 3);
+        assert_eq!(
+            r[2],
+            json!({"resource_id": "c", "name": "n-c", "meter": "volume", "unit": "GB-hour",
+                   "quantity": 50, "cost": 0.003, "currency": "EUR", "cluster_id": null})
+        );
+        // Nothing used yet: a zero total in the currency given.
+        let empty = Usage {
+            lines: vec![],
+            totals: vec![],
+            ..u
+        };
+        let o = usage_object(&empty, "acme", "USD");
+        assert_eq!((&o["currency"], &o["total"]), (&json!("USD"), &json!(0)));
+        assert!(o["resources"].as_array().unwrap().is_empty());
+        assert_eq!(o["meters"][0]["cost"], 0);
+    }
+
+    fn quote(provider: &str, region: &str, hourly: f64) -> mt::quote::Quote {
+        mt::quote::Quote {
+            provider: provider.into(),
+            region: region.into(),
+            continent: "Europe".into(),
+            host: format!("{provider}-{region}-{hourly}"),
+            price: mt::Price {
+                hourly,
+                monthly: (hourly * HOURS_PER_MONTH * 100.0).round() / 100.0,
+                currency: "EUR".into(),
+            },
+        }
+    }
+
+    #[test]
+    fn market_prices_per_flavour_and_meter() {
+        use mt::usage::{Meter, PriceEntry};
+        let flavor = mt::catalog::Flavor {
+            name: "neon".into(),
+            description: String::new(),
+            vcpus: 2,
+            memory_mib: 2048,
+            gpus: 0,
+            gpu_model: None,
+            cpu_flags: vec![],
+        };
+        let quotes = vec![
+            quote("sim", "eu-1", 0.02),
+            quote("sim", "eu-1", 0.03),
+            quote("sim", "eu-2", 0.04),
+        ];
+        let q = mt::quote::QuoteResponse {
+            cheapest: quotes[0].clone(),
+            quotes,
+            warnings: vec![],
+        };
+        let entry = |from: &str, until: Option<&str>, price: &str| PriceEntry {
+            meter: Meter::Volume,
+            provider: "*".into(),
+            unit: "GB-hour".into(),
+            unit_price: price.into(),
+            currency: "EUR".into(),
+            effective_from: at(from),
+            until: until.map(at),
+        };
+        let list = vec![
+            entry(
+                "1970-01-01T00:00:00Z",
+                Some("2026-12-01T00:00:00Z"),
+                "0.00006",
+            ),
+            entry("2026-12-01T00:00:00Z", None, "0.0001"),
+        ];
+        let now = at("2026-11-15T00:00:00Z");
+        let in_force = prices_in_force(&list, now);
+        assert_eq!(in_force.len(), 1);
+        assert_eq!(in_force[0].unit_price, "0.00006");
+        assert_eq!(
+            prices_in_force(&list, at("2026-12-01T00:00:00Z"))[0].unit_price,
+            "0.0001"
+        );
+
+        let o = market_prices(
+            &[flavor.clone(), flavor.clone()],
+            &[Some(q.clone()), None],
+            &in_force,
+        );
+        assert_eq!(
+            (&o["source"], &o["currency"]),
+            (&json!("meson"), &json!("EUR"))
+        );
+        let prices = o["prices"].as_array().unwrap();
+        assert_eq!(
+            prices.len(),
+            3,
+            "one per region, none for a flavour no host fits: {o}"
+        );
+        assert_eq!(
+            prices[0],
+            json!({"meter": "vm", "template": "neon", "slots": 2, "ramsize": 2048,
+                   "provider": "sim", "region": "eu-1", "continent": "Europe", "unit": "hour",
+                   "unit_price": 0.02, "currency": "EUR",
+                   "price": {"hour": 0.02, "month": 14.6, "unit": "EUR"}})
+        );
+        assert_eq!(prices[1]["region"], "eu-2");
+        assert_eq!(
+            prices[2],
+            json!({"meter": "volume", "template": null, "provider": "*", "unit": "GB-hour",
+                   "unit_price": 0.00006, "currency": "EUR",
+                   "price": {"hour": 0.00006, "month": 0.0438, "unit": "EUR"},
+                   "effective_from": "1970-01-01T00:00:00Z", "until": "2026-12-01T00:00:00Z"})
+        );
+        assert_eq!(market_prices(&[], &[], &[])["currency"], Value::Null);
+
+        let o = spec_market_prices(&q);
+        assert_eq!(
+            o["mesos"],
+            json!({"provider": "sim", "region": "eu-1",
+                   "price": {"hour": 0.02, "month": 14.6, "unit": "EUR"}})
+        );
+        assert_eq!(o["prices"].as_array().unwrap().len(), 2);
+        assert_eq!(o["prices"][0]["template"], Value::Null);
+    }
+
+    #[test]
+    fn statements_as_transactions() {
+        use mt::usage::{Statement, StatementStatus};
+        let mut s = Statement {
+            id: "current".into(),
+            tenant: "acme".into(),
+            status: StatementStatus::Open,
+            period_start: at("2026-11-01T00:00:00Z"),
+            period_end: at("2026-12-01T00:00:00Z"),
+            currency: "EUR".into(),
+            total: "12.30".into(),
+            closed: None,
+            lines: None,
+        };
+        assert_eq!(
+            transaction(&s, "alice"),
+            json!({"billing_uuid": "current", "client_uuid": "alice", "organisation_name": "acme",
+                   "status": "pending", "interval": "month",
+                   "start_timestamp": "2026-11-01T00:00:00Z", "end_timestamp": "2026-12-01T00:00:00Z",
+                   "price": 12.3, "currency": "EUR", "closed_timestamp": null})
+        );
+        s.id = uuid::Uuid::nil().to_string();
+        s.status = StatementStatus::Closed;
+        s.closed = Some(at("2026-12-01T00:10:00Z"));
+        s.total = "79.00".into();
+        let t = transaction(&s, "alice");
+        assert_eq!((&t["status"], &t["price"]), (&json!("closed"), &json!(79)));
+        assert_eq!(t["billing_uuid"], uuid::Uuid::nil().to_string());
+        assert_eq!(t["closed_timestamp"], "2026-12-01T00:10:00Z");
     }
 }

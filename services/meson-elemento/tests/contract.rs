@@ -2198,6 +2198,543 @@ fn verify_kubeconfig(m: &Meson, text: &str) {
     );
 }
 
+/// meson's decimal string (`"12.34"`) as the number the daemons show.
+fn decimal(v: &Value) -> f64 {
+    v.as_str()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("not a decimal string: {v}"))
+}
+
+/// A number of the gateway's answer.
+fn num(v: &Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+/// A usage answer's JSON types, as the compute daemon shows it.
+fn assert_usage_shape(u: &Value, tenant: &str) {
+    assert_eq!(u["tenant"], tenant, "{u}");
+    for key in ["from", "to"] {
+        let t = u[key].as_str().unwrap_or_else(|| panic!("{key} in {u}"));
+        assert!(
+            t.ends_with('Z') && chrono::DateTime::parse_from_rfc3339(t).is_ok(),
+            "{u}"
+        );
+    }
+    assert!(u["currency"].is_string() && u["total"].is_number(), "{u}");
+    for t in u["totals"].as_array().expect("totals") {
+        assert!(t["currency"].is_string() && t["amount"].is_number(), "{u}");
+    }
+    let meters = u["meters"].as_array().expect("meters");
+    let names: Vec<&str> = meters.iter().filter_map(|m| m["meter"].as_str()).collect();
+    assert_eq!(
+        &names[..5],
+        ["vm", "volume", "cluster", "image", "backup"],
+        "{u}"
+    );
+    for m in meters {
+        assert!(m["unit"] == "hour" || m["unit"] == "GB-hour", "{u}");
+        assert!(m["quantity"].is_number() && m["cost"].is_number(), "{u}");
+    }
+    for r in u["resources"].as_array().expect("resources") {
+        for key in ["resource_id", "name", "meter", "unit", "currency"] {
+            assert!(r[key].is_string(), "{key} in {r}");
+        }
+        assert!(r["quantity"].is_number() && r["cost"].is_number(), "{r}");
+    }
+}
+
+/// A billing transaction's JSON types, as the auth daemon shows it.
+fn assert_transaction_shape(t: &Value) {
+    for key in [
+        "billing_uuid",
+        "client_uuid",
+        "organisation_name",
+        "status",
+        "start_timestamp",
+        "end_timestamp",
+        "currency",
+    ] {
+        assert!(t[key].is_string(), "{key} in {t}");
+    }
+    assert_eq!(t["interval"], "month", "{t}");
+    assert!(t["price"].is_number(), "{t}");
+    for key in ["start_timestamp", "end_timestamp"] {
+        assert!(
+            chrono::DateTime::parse_from_rfc3339(t[key].as_str().unwrap()).is_ok(),
+            "{t}"
+        );
+    }
+    match t["status"].as_str().unwrap() {
+        "pending" => {
+            assert_eq!(t["billing_uuid"], "current", "{t}");
+            assert!(t["closed_timestamp"].is_null(), "{t}");
+        }
+        "closed" => {
+            assert!(
+                uuid::Uuid::parse_str(t["billing_uuid"].as_str().unwrap()).is_ok(),
+                "{t}"
+            );
+            assert!(t["closed_timestamp"].is_string(), "{t}");
+        }
+        other => panic!("status {other} in {t}"),
+    }
+}
+
+/// Electros' usage, pricing and billing pages over meson's metering: a
+/// tenant's VM and volume run across two months that close (the metering
+/// clock frozen in a month after), then the compute daemon's usage, the
+/// auth daemon's billing transactions and the market prices show meson's
+/// own figures (`/v1/usage`, `/v1/statements`, `/v1/prices`, `/v1/quotes`);
+/// another tenant, an operator whom meson would show every tenant's usage,
+/// sees none of it.
+#[tokio::test]
+async fn usage_market_prices_and_billing_are_mesons() {
+    use chrono::{Datelike, TimeZone};
+    let m = Meson::start().await;
+    let gw = gateway(&m).await;
+    let a_token = m.token("tenanta", "alice", meson_api::Role::Owner);
+    let b_token = m.token("tenantb", "bob", meson_api::Role::Admin);
+    let a = Caller::bearer(&a_token);
+    let b = Caller::bearer(&b_token);
+    let compute = |p: &str| url(&gw, Daemon::Compute, p);
+    let transactions = |p: &str| url(&gw, Daemon::Auth, &format!("/billing/my/transactions{p}"));
+    let ok = |r: Reply| {
+        assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+        assert!(
+            r.content_type.starts_with("application/json"),
+            "{}",
+            r.content_type
+        );
+        r.json()
+    };
+
+    // Nothing used yet: this month so far, a zero total.
+    let u = ok(a.get(&compute("/usage")).await);
+    assert_usage_shape(&u, "tenanta");
+    assert_eq!(u["total"], 0, "{u}");
+    assert!(u["resources"].as_array().unwrap().is_empty(), "{u}");
+    let t = ok(a.get(&transactions("")).await);
+    assert_eq!(t.as_array().unwrap().len(), 1, "the running month: {t}");
+    assert_transaction_shape(&t[0]);
+    assert_eq!(
+        (
+            &t[0]["status"],
+            &t[0]["price"],
+            &t[0]["organisation_name"],
+            &t[0]["client_uuid"]
+        ),
+        (
+            &json!("pending"),
+            &json!(0),
+            &json!("tenanta"),
+            &json!("alice")
+        )
+    );
+
+    // A's VM (with a provider that charges for it) and volume, from now on.
+    let mut spec = neon();
+    spec["info"]["vm_name"] = json!("web");
+    spec["provider"] = json!("ionos");
+    let vm = ok(a.post(&compute("/register"), &spec).await)["uniqueID"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let vol = ok(a
+        .post(
+            &url(&gw, Daemon::Storage, "/create"),
+            &json!({"name": "data", "size": 10}),
+        )
+        .await)["vid"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    until("the VM runs", Duration::from_secs(60), || async {
+        let rows = a.get(&compute("/status")).await.json();
+        rows.as_array()?
+            .iter()
+            .any(|r| r["uniqueID"] == vm.as_str() && r["states"] == "running")
+            .then_some(())
+    })
+    .await;
+
+    // The clock moves to the 10th of the month after next and stays
+    // there: this month and the next are over, and closed as meson's
+    // reconciler closes them.
+    let now = chrono::Utc::now();
+    let (year, month) = match now.month() {
+        11 => (now.year() + 1, 1),
+        12 => (now.year() + 1, 2),
+        mth => (now.year(), mth + 2),
+    };
+    let month_start = chrono::Utc
+        .with_ymd_and_hms(year, month, 1, 0, 0, 0)
+        .unwrap();
+    let frozen = chrono::Utc
+        .with_ymd_and_hms(year, month, 10, 0, 0, 0)
+        .unwrap();
+    meson_db::testing::freeze_clock(m.database(), frozen)
+        .await
+        .expect("the metering clock frozen");
+    let closed = meson_db::usage::close_statements(m.database(), Duration::from_secs(600))
+        .await
+        .expect("statements written");
+    assert_eq!(closed, 2, "this month and the next");
+
+    // Usage this month: meson's `/v1/usage`, to the line.
+    let u = ok(a.get(&compute("/usage")).await);
+    assert_usage_shape(&u, "tenanta");
+    let mine = m.call(Method::GET, "/v1/usage", &a_token, None).await;
+    assert_eq!(mine.status, StatusCode::OK, "{}", mine.body);
+    let mine = mine.body;
+    assert_eq!((&u["from"], &u["to"]), (&mine["from"], &mine["to"]), "{u}");
+    assert_eq!(
+        u["from"],
+        month_start.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+    );
+    assert_eq!(
+        u["to"],
+        frozen.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+    );
+    assert_eq!(u["currency"], mine["totals"][0]["currency"]);
+    assert_eq!(num(&u["total"]), decimal(&mine["totals"][0]["amount"]));
+    assert!(num(&u["total"]) > 0.0, "{u}");
+    let lines = mine["lines"].as_array().unwrap();
+    let resources = u["resources"].as_array().unwrap();
+    assert_eq!(resources.len(), lines.len(), "{u}");
+    for l in lines {
+        let r = resources
+            .iter()
+            .find(|r| r["resource_id"] == l["group"] && r["meter"] == l["meter"])
+            .unwrap_or_else(|| panic!("{l} in {u}"));
+        assert_eq!((&r["name"], &r["unit"]), (&l["name"], &l["unit"]), "{r}");
+        assert_eq!(num(&r["quantity"]), decimal(&l["quantity"]), "{r}");
+        assert_eq!(num(&r["cost"]), decimal(&l["cost"]), "{r}");
+    }
+    // The VM ran all nine days; the volume existed as long, per GB.
+    let vm_line = resources
+        .iter()
+        .find(|r| r["resource_id"] == vm.as_str())
+        .expect("the VM's line");
+    assert_eq!(
+        (&vm_line["meter"], &vm_line["name"]),
+        (&json!("vm"), &json!("web"))
+    );
+    assert_eq!(vm_line["quantity"], 216, "{vm_line}");
+    assert!(num(&vm_line["cost"]) > 0.0, "{vm_line}");
+    let vol_line = resources
+        .iter()
+        .find(|r| r["resource_id"] == vol.as_str())
+        .expect("the volume's line");
+    assert_eq!(
+        (&vol_line["meter"], &vol_line["unit"]),
+        (&json!("volume"), &json!("GB-hour"))
+    );
+    assert_eq!(
+        vol_line["quantity"], 2160,
+        "10 GB for 216 hours: {vol_line}"
+    );
+    let vm_meter = &u["meters"][0];
+    assert_eq!(vm_meter["meter"], "vm");
+    let vm_cost: f64 = lines
+        .iter()
+        .filter(|l| l["meter"] == "vm")
+        .map(|l| decimal(&l["cost"]))
+        .sum();
+    assert!(
+        (num(&vm_meter["cost"]) - vm_cost).abs() < 1e-9,
+        "{vm_meter}"
+    );
+
+    // Another window: the last closed month, as its statement.
+    let statements = m.call(Method::GET, "/v1/statements", &a_token, None).await;
+    assert_eq!(statements.status, StatusCode::OK, "{}", statements.body);
+    let statements = statements.body["statements"].as_array().unwrap().clone();
+    assert_eq!(statements.len(), 3, "the running month and two closed ones");
+    let last = &statements[1];
+    assert_eq!(last["status"], "closed");
+    let window = format!(
+        "{}?from={}&to={}",
+        compute("/usage"),
+        last["period_start"].as_str().unwrap(),
+        last["period_end"].as_str().unwrap()
+    );
+    let lu = ok(a.get(&window).await);
+    assert_eq!(num(&lu["total"]), decimal(&last["total"]), "{lu}");
+    let r = a
+        .get(&format!("{}?from=yesterday", compute("/usage")))
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.text);
+    assert_eq!(r.json()["fields"][0]["name"], "from", "{}", r.text);
+    let r = a
+        .get(&format!(
+            "{}?from=2030-02-01T00:00:00Z&to=2030-01-01T00:00:00Z",
+            compute("/usage")
+        ))
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.text);
+    assert_eq!(r.json()["fields"][0]["name"], "to", "{}", r.text);
+
+    // Billing: a transaction per statement, the running month first.
+    let t = ok(a.get(&transactions("")).await);
+    let t = t.as_array().unwrap();
+    assert_eq!(t.len(), statements.len(), "{t:?}");
+    for (tx, s) in t.iter().zip(&statements) {
+        assert_transaction_shape(tx);
+        assert_eq!(tx["billing_uuid"], s["id"], "{tx}");
+        assert_eq!(num(&tx["price"]), decimal(&s["total"]), "{tx}");
+        assert_eq!(tx["currency"], s["currency"], "{tx}");
+        assert_eq!(
+            tx["status"],
+            if s["status"] == "open" {
+                "pending"
+            } else {
+                "closed"
+            },
+            "{tx}"
+        );
+        for (ours, theirs) in [
+            ("start_timestamp", "period_start"),
+            ("end_timestamp", "period_end"),
+            ("closed_timestamp", "closed"),
+        ] {
+            let at = |v: &Value| {
+                v.as_str()
+                    .map(|s| chrono::DateTime::parse_from_rfc3339(s).unwrap())
+            };
+            assert_eq!(at(&tx[ours]), at(&s[theirs]), "{ours}: {tx}");
+        }
+        assert_eq!(
+            (&tx["organisation_name"], &tx["client_uuid"]),
+            (&json!("tenanta"), &json!("alice"))
+        );
+    }
+    assert_eq!(t[0]["status"], "pending");
+    assert_eq!(
+        num(&t[0]["price"]),
+        num(&u["total"]),
+        "the running month is this month's usage"
+    );
+    assert_eq!(t[0]["start_timestamp"], u["from"]);
+    // A closed month over its whole length: every hour of the VM.
+    let closed_id = t[1]["billing_uuid"].as_str().unwrap().to_owned();
+    let full = m
+        .call(
+            Method::GET,
+            &format!("/v1/statements/{closed_id}"),
+            &a_token,
+            None,
+        )
+        .await;
+    assert_eq!(full.status, StatusCode::OK, "{}", full.body);
+    let days = (month_start
+        - chrono::Utc
+            .with_ymd_and_hms(
+                if month == 1 { year - 1 } else { year },
+                if month == 1 { 12 } else { month - 1 },
+                1,
+                0,
+                0,
+                0,
+            )
+            .unwrap())
+    .num_days();
+    let vm_hours = full.body["statement"]["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["resource_id"] == vm.as_str())
+        .map(|l| decimal(&l["quantity"]))
+        .expect("the VM in the closed month");
+    assert_eq!(vm_hours, (days * 24) as f64);
+    // One by its id (`current`: the running month); an unknown id, none.
+    let one = ok(a
+        .get(&transactions(&format!("?billing_uuid={closed_id}")))
+        .await);
+    assert_eq!(one, json!([t[1]]));
+    let one = ok(a.get(&transactions("?billing_uuid=current")).await);
+    assert_eq!(one, json!([t[0]]));
+    let none = ok(a
+        .get(&transactions(&format!(
+            "?billing_uuid={}",
+            uuid::Uuid::new_v4()
+        )))
+        .await);
+    assert_eq!(none, json!([]));
+
+    // Market prices: every flavour where it runs (meson's quotes), and the
+    // price list in force (meson's prices).
+    let mp = ok(a.get(&compute("/marketprices")).await);
+    assert_eq!(mp["source"], "meson", "{mp}");
+    let prices = mp["prices"].as_array().unwrap();
+    let list = m.call(Method::GET, "/v1/prices", &a_token, None).await;
+    assert_eq!(list.status, StatusCode::OK, "{}", list.body);
+    let in_force: Vec<&Value> = list.body["prices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["until"].is_null())
+        .collect();
+    assert!(!in_force.is_empty());
+    for p in &in_force {
+        let ours = prices
+            .iter()
+            .find(|x| x["meter"] == p["meter"] && x["provider"] == p["provider"])
+            .unwrap_or_else(|| panic!("{p} in {mp}"));
+        assert_eq!(
+            num(&ours["unit_price"]),
+            decimal(&p["unit_price"]),
+            "{ours}"
+        );
+        assert_eq!(
+            (&ours["unit"], &ours["currency"]),
+            (&p["unit"], &p["currency"]),
+            "{ours}"
+        );
+        assert_eq!(ours["price"]["unit"], p["currency"], "{ours}");
+        assert_eq!(
+            ours["effective_from"]
+                .as_str()
+                .map(|s| chrono::DateTime::parse_from_rfc3339(s).unwrap()),
+            p["effective_from"]
+                .as_str()
+                .map(|s| chrono::DateTime::parse_from_rfc3339(s).unwrap())
+        );
+    }
+    assert_eq!(
+        prices.iter().filter(|x| x["meter"] != "vm").count(),
+        in_force.len(),
+        "{mp}"
+    );
+    // neon, as meson quotes it.
+    let flavors = m
+        .call(Method::GET, "/v1/flavors", &a_token, None)
+        .await
+        .body;
+    let neon_flavor = flavors["flavors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == "neon")
+        .expect("neon")
+        .clone();
+    let quote = m
+        .call(
+            Method::POST,
+            "/v1/quotes",
+            &a_token,
+            Some(&json!({"specs": {"vm_name": "quote", "req": {
+                "cpu": {"numberOfCores": neon_flavor["vcpus"], "smtEnabled": false,
+                        "arch": ["X86_64"], "flags": neon_flavor["cpu_flags"]},
+                "mem": {"capacity": neon_flavor["memory_mib"], "requireECC": false}}}})),
+        )
+        .await;
+    assert_eq!(quote.status, StatusCode::OK, "{}", quote.body);
+    let cheapest = &quote.body["cheapest"];
+    let neon_prices: Vec<&Value> = prices.iter().filter(|x| x["template"] == "neon").collect();
+    assert!(!neon_prices.is_empty(), "{mp}");
+    let first = neon_prices[0];
+    assert_eq!(
+        (
+            &first["meter"],
+            &first["unit"],
+            &first["slots"],
+            &first["ramsize"]
+        ),
+        (
+            &json!("vm"),
+            &json!("hour"),
+            &neon_flavor["vcpus"],
+            &neon_flavor["memory_mib"]
+        )
+    );
+    assert_eq!(
+        (&first["provider"], &first["region"]),
+        (&cheapest["provider"], &cheapest["region"])
+    );
+    assert_eq!(first["unit_price"], cheapest["price"]["hourly"], "{first}");
+    assert_eq!(
+        first["price"],
+        json!({"hour": cheapest["price"]["hourly"], "month": cheapest["price"]["monthly"],
+               "unit": cheapest["price"]["currency"]})
+    );
+    for q in quote.body["quotes"].as_array().unwrap() {
+        assert!(
+            neon_prices
+                .iter()
+                .any(|x| x["provider"] == q["provider"] && x["region"] == q["region"]),
+            "{q} in {mp}"
+        );
+    }
+    // POST with a specfile: its prices, the cheapest as `mesos` (what
+    // Elemento's GUI reads); with none, the whole list.
+    let spec_prices = ok(a.post(&compute("/marketprices"), &neon()).await);
+    assert_eq!(
+        spec_prices["mesos"],
+        json!({"provider": cheapest["provider"], "region": cheapest["region"],
+               "price": {"hour": cheapest["price"]["hourly"], "month": cheapest["price"]["monthly"],
+                         "unit": cheapest["price"]["currency"]}})
+    );
+    assert_eq!(
+        spec_prices["prices"].as_array().unwrap().len(),
+        neon_prices.len(),
+        "{spec_prices}"
+    );
+    let all = ok(a.post(&compute("/marketprices"), &json!({})).await);
+    assert_eq!(all, mp);
+    let r = a
+        .post(&compute("/marketprices"), &json!({"ramsize": 512}))
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.text);
+    assert_eq!(r.json()["fields"][0]["name"], "slots", "{}", r.text);
+
+    // Tenant B, an operator: meson answers it every tenant's usage when it
+    // names none, the daemons its own tenant's only.
+    let everyone = m.call(Method::GET, "/v1/usage", &b_token, None).await;
+    assert_eq!(everyone.status, StatusCode::OK, "{}", everyone.body);
+    assert!(
+        everyone.body["lines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|l| l["tenant"] == "tenanta"),
+        "{}",
+        everyone.body
+    );
+    let u = ok(b.get(&compute("/usage")).await);
+    assert_usage_shape(&u, "tenantb");
+    assert_eq!(u["total"], 0, "{u}");
+    assert!(u["resources"].as_array().unwrap().is_empty(), "{u}");
+    let bu = ok(b.get(&window).await);
+    assert_eq!(bu["total"], 0, "not A's closed month: {bu}");
+    let t = ok(b.get(&transactions("")).await);
+    assert_eq!(
+        t.as_array().unwrap().len(),
+        1,
+        "B's running month only: {t}"
+    );
+    assert_transaction_shape(&t[0]);
+    assert_eq!(
+        (
+            &t[0]["organisation_name"],
+            &t[0]["client_uuid"],
+            &t[0]["price"]
+        ),
+        (&json!("tenantb"), &json!("bob"), &json!(0))
+    );
+    assert_eq!(
+        ok(b.get(&transactions(&format!("?billing_uuid={closed_id}")))
+            .await),
+        json!([])
+    );
+    // And A's are still A's.
+    assert_eq!(
+        ok(a.get(&transactions("")).await).as_array().unwrap().len(),
+        statements.len()
+    );
+    gw.shutdown().await;
+    m.stop().await;
+}
+
 /// A path of the route table with its parameters filled in.
 fn concrete(path: &str) -> String {
     path.replace("{service}", "kaas")
@@ -2493,6 +3030,25 @@ async fn a_tenant_sees_nothing_of_another() {
         )
         .await;
     assert_eq!(r.status, StatusCode::NOT_FOUND);
+    // A's usage and bills: none of B's.
+    let usage = b.get(&url(&gw, Daemon::Compute, "/usage")).await.json();
+    assert_eq!(
+        (&usage["tenant"], &usage["resources"], &usage["total"]),
+        (&json!("tenantb"), &json!([]), &json!(0)),
+        "{usage}"
+    );
+    let bills = b
+        .get(&url(&gw, Daemon::Auth, "/billing/my/transactions"))
+        .await
+        .json();
+    assert!(
+        bills
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t["organisation_name"] == "tenantb"),
+        "{bills}"
+    );
     // Still A's.
     assert_eq!(
         a.get(&url(&gw, Daemon::Compute, "/status"))
@@ -2522,6 +3078,16 @@ async fn a_tenant_sees_nothing_of_another() {
     let still = a.get(&url(&gw, Daemon::Compute, "/backups")).await.json();
     assert_eq!(still.as_array().unwrap().len(), 1, "{still}");
     assert_eq!(still[0]["backup_id"], backup_id.as_str());
+    let usage = a.get(&url(&gw, Daemon::Compute, "/usage")).await.json();
+    assert_eq!(usage["tenant"], "tenanta", "{usage}");
+    assert!(
+        usage["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["resource_id"] == vm_id.as_str()),
+        "{usage}"
+    );
     gw.shutdown().await;
     m.stop().await;
 }
