@@ -252,23 +252,6 @@ pub async fn expire_token(pool: &PgPool, id: uuid::Uuid) -> Result<(), sqlx::Err
     .map(|_| ())
 }
 
-#[cfg(test)]
-mod tests {
-    use super::with_database;
-
-    #[test]
-    fn swaps_database_name() {
-        assert_eq!(
-            with_database("postgres://u@h:5/postgres", "x"),
-            "postgres://u@h:5/x"
-        );
-        assert_eq!(
-            with_database("postgres://u@h:5/db?sslmode=disable", "x"),
-            "postgres://u@h:5/x?sslmode=disable"
-        );
-        assert_eq!(with_database("postgres://u@h:5", "x"), "postgres://u@h:5/x");
-    }
-}
 
 /// Freezes the metering clock at `at` (`meson_clock()`: usage intervals,
 /// statements and usage queries read it), so that a test drives a
@@ -321,4 +304,22 @@ pub async fn cluster_vm_prices(
         .into_iter()
         .map(|r| (r.id, r.price, r.disk_gb))
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::with_database;
+
+    #[test]
+    fn swaps_database_name() {
+        assert_eq!(
+            with_database("postgres://u@h:5/postgres", "x"),
+            "postgres://u@h:5/x"
+        );
+        assert_eq!(
+            with_database("postgres://u@h:5/db?sslmode=disable", "x"),
+            "postgres://u@h:5/x?sslmode=disable"
+        );
+        assert_eq!(with_database("postgres://u@h:5", "x"), "postgres://u@h:5/x");
+    }
 }
