@@ -47,6 +47,29 @@ async fn usage_statements_and_prices_answer_exact_figures_to_whom_they_belong() 
     let r = get(&m, &format!("/v1/vms/{vm}"), &owner).await;
     let hourly = r.body["vm"]["price"]["hourly"].as_f64().expect("a price");
     assert!(hourly > 0.0, "{}", r.body);
+    // An image of it and a backup, kept from t0 on as well.
+    let mut stored = Vec::new();
+    for (path, body, key) in [
+        ("create-image", json!({"name": "golden"}), "image"),
+        ("backup", json!({}), "backup"),
+    ] {
+        let r = m
+            .call(
+                Method::POST,
+                &format!("/v1/vms/{vm}/actions/{path}"),
+                &owner,
+                Some(&body),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+        let done = m
+            .wait_action(r.body["action"]["id"].as_str().unwrap())
+            .await;
+        assert_eq!(done["status"], "success", "{done}");
+        let id = r.body[key]["id"].as_str().unwrap().to_owned();
+        let r = get(&m, &format!("/v1/{key}s/{id}"), &owner).await;
+        stored.push((key, id, r.body[key]["size"].as_i64().unwrap()));
+    }
     at(&m, t0 + TimeDelta::hours(2)).await;
 
     // This month so far (the default), by resource: the VM's two hours at
@@ -72,6 +95,18 @@ async fn usage_statements_and_prices_answer_exact_figures_to_whom_they_belong() 
         .collect();
     assert!(!disks.is_empty(), "{}", r.body);
     assert!(disks.iter().all(|l| l["unit"] == "GB-hour"), "{disks:?}");
+    // The image and the backup: two hours of their GB at the price list's
+    // 0.00003 a GB-hour.
+    for (meter, id, gb) in &stored {
+        let line = lines(&r.body)
+            .iter()
+            .find(|l| l["group"] == id.as_str())
+            .unwrap_or_else(|| panic!("the {meter}'s line: {}", r.body));
+        assert_eq!(line["meter"], *meter);
+        assert_eq!(line["quantity"], format!("{}.000000", 2 * gb), "{line}");
+        let cost: f64 = line["cost"].as_str().unwrap().parse().unwrap();
+        assert!((cost - 2.0 * *gb as f64 * 0.00003).abs() < 1e-9, "{line}");
+    }
     let totals = r.body["totals"].as_array().unwrap();
     assert_eq!(totals.len(), 1, "{}", r.body);
     assert_eq!(totals[0]["currency"], "EUR");
