@@ -252,7 +252,6 @@ pub async fn expire_token(pool: &PgPool, id: uuid::Uuid) -> Result<(), sqlx::Err
     .map(|_| ())
 }
 
-
 /// Freezes the metering clock at `at` (`meson_clock()`: usage intervals,
 /// statements and usage queries read it), so that a test drives a
 /// simulated month through real processes that all share that clock.

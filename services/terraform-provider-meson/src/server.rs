@@ -224,9 +224,18 @@ impl Provider for MesonProvider {
 
     async fn validate_data_resource_config(
         &self,
-        _: Request<proto::validate_data_resource_config::Request>,
+        req: Request<proto::validate_data_resource_config::Request>,
     ) -> R<proto::validate_data_resource_config::Response> {
-        Ok(Response::new(Default::default()))
+        let req = req.into_inner();
+        let check = || -> Result<(), Failure> {
+            let data = Data::parse(&req.type_name).ok_or_else(|| unknown_type(&req.type_name))?;
+            // Unknown values read as null: checked when read.
+            data.check(&decode(req.config.as_ref())?.to_json())
+        };
+        let diagnostics = check().err().map(diags).unwrap_or_default();
+        Ok(Response::new(
+            proto::validate_data_resource_config::Response { diagnostics },
+        ))
     }
 
     async fn upgrade_resource_state(

@@ -4,8 +4,8 @@
 //! `examples/terraform/` as written. Apply; a second plan shows no changes;
 //! a pool's `desired_nodes` changes in place and its nodes follow; a VM
 //! deleted through the API is re-created; a VM made with mesonctl imports
-//! without a diff, its backups turned on and off in place; volumes, images
-//! and a port forward by plan; destroy
+//! without a diff, its backups turned on and off in place; volumes, images,
+//! a port forward and the usage meson metered by plan; destroy
 //! leaves nothing in meson nor on the hosts.
 
 use serde_json::Value;
@@ -465,6 +465,213 @@ async fn port_forwards_by_plan(dev: &Dev, tf: &Tf) {
         assert!(Instant::now() < deadline, "{port} still listened on");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// The `meson_usage` configuration: a VM, usage read after it is made
+/// (`depends_on`) by resource and by tenant, a window of its own (a day of
+/// 2020, an offset in `to`: nothing metered), and, with `tenant`, one
+/// tenant's.
+fn usage_tf(tenant: Option<&str>) -> String {
+    let mut tf = r#"
+resource "meson_vm" "metered" {
+  name       = "metered"
+  cores      = 1
+  memory_mib = 1024
+}
+data "meson_usage" "month" {
+  depends_on = [meson_vm.metered]
+}
+data "meson_usage" "by_tenant" {
+  group_by   = "tenant"
+  depends_on = [meson_vm.metered]
+}
+data "meson_usage" "past" {
+  from     = "2020-01-01T00:00:00Z"
+  to       = "2020-01-02T01:00:00+01:00"
+  group_by = "day"
+}
+output "metered" {
+  value = [
+    for l in data.meson_usage.month.lines : l
+    if l.meter == "vm" && l.group == meson_vm.metered.id
+  ]
+}
+output "totals" {
+  value = data.meson_usage.month.totals
+}
+output "window" {
+  value = {
+    id       = data.meson_usage.month.id
+    from     = data.meson_usage.month.from
+    to       = data.meson_usage.month.to
+    group_by = data.meson_usage.month.group_by
+    tenant   = data.meson_usage.month.tenant
+  }
+}
+output "tenants" {
+  value = [for l in data.meson_usage.by_tenant.lines : l.group]
+}
+output "past" {
+  value = data.meson_usage.past
+}
+"#
+    .to_owned();
+    if let Some(t) = tenant {
+        tf.push_str(&format!(
+            r#"
+data "meson_usage" "tenant" {{
+  tenant     = "{t}"
+  depends_on = [meson_vm.metered]
+}}
+output "tenant" {{
+  value = [for l in data.meson_usage.tenant.lines : [l.tenant, l.meter, l.group]]
+}}
+"#
+        ));
+    }
+    tf
+}
+
+/// `v` read as the type of `_t` (a time, as meson's JSON has it).
+fn like<T: serde::de::DeserializeOwned>(_t: &T, v: &Value) -> T {
+    serde_json::from_value(v.clone()).unwrap_or_else(|e| panic!("{v}: {e}"))
+}
+
+/// A decimal string of meson's (quantities, costs, amounts).
+fn decimal(v: &Value) -> f64 {
+    v.as_str()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("not a decimal string: {v}"))
+}
+
+/// Metering by plan: a VM and `meson_usage` read after it in the same
+/// apply: its line (meter `vm`) is there, as meson's `/v1/usage` has it,
+/// and the totals are in EUR; the window meson chose fills `from` and
+/// `to`, one configured is kept as written; by tenant, and one tenant's.
+/// A bad time is refused before meson is asked, a grouping meson refuses
+/// points at `group_by`. Removing it all destroys the VM.
+async fn usage_by_plan(dev: &Dev, tf: &Tf) {
+    std::fs::write(tf.dir.join("usage.tf"), usage_tf(None)).unwrap();
+    let out = tf.ok(&["apply", "-auto-approve", "-no-color"], 0);
+    assert!(
+        out.contains("Resources: 1 added, 0 changed, 0 destroyed"),
+        "{out}"
+    );
+    let vm = vm_by_name(dev, "metered").await.expect("the metered VM");
+    let outputs: Value = serde_json::from_str(&tf.ok(&["output", "-json"], 0)).unwrap();
+    let metered = &outputs["metered"]["value"];
+    assert_eq!(metered.as_array().map(Vec::len), Some(1), "{outputs}");
+    let line = &metered[0];
+    for (k, want) in [
+        ("meter", Value::from("vm")),
+        ("unit", Value::from("hour")),
+        ("group", vm["id"].clone()),
+        ("name", Value::from("metered")),
+        ("currency", Value::from("EUR")),
+    ] {
+        assert_eq!(line[k], want, "{k}: {line}");
+    }
+    // Running for milliseconds: six decimals of an hour may still be 0.
+    assert!(decimal(&line["quantity"]) >= 0.0, "{line}");
+    assert!(decimal(&line["cost"]) >= 0.0, "{line}");
+    let api = dev.get("/v1/usage").await;
+    let theirs = api["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["meter"] == "vm" && l["group"] == vm["id"])
+        .cloned()
+        .unwrap_or_else(|| panic!("meson's usage has the VM: {api}"));
+    assert_eq!(line["tenant"], theirs["tenant"], "{theirs}");
+    let tenant = theirs["tenant"].as_str().unwrap().to_owned();
+    let totals = outputs["totals"]["value"].as_array().unwrap();
+    let eur = totals
+        .iter()
+        .find(|m| m["currency"] == "EUR")
+        .unwrap_or_else(|| panic!("totals in EUR: {outputs}"));
+    assert!(decimal(&eur["amount"]) >= 0.0, "{eur}");
+
+    // meson's window: this month so far; the grouping its default.
+    let window = &outputs["window"]["value"];
+    assert_eq!(window["from"], api["from"], "{window}");
+    assert_eq!(window["group_by"], "resource", "{window}");
+    assert_eq!(window["tenant"], Value::Null, "{window}");
+    let to = window["to"].as_str().expect("to, filled in");
+    let theirs: meson_types::usage::Usage = serde_json::from_value(api.clone()).unwrap();
+    let read_to = like(&theirs.to, &window["to"]);
+    assert!(
+        theirs.from < read_to && read_to <= theirs.to,
+        "{window}: read before {api}"
+    );
+    assert_eq!(
+        window["id"],
+        format!("{}/{to}/resource", window["from"].as_str().unwrap()),
+        "{window}"
+    );
+    assert!(
+        outputs["tenants"]["value"]
+            .as_array()
+            .is_some_and(|t| t.contains(&Value::from(tenant.clone()))),
+        "{outputs}"
+    );
+    // A window of its own, as written; nothing was metered then.
+    let past = &outputs["past"]["value"];
+    assert_eq!(past["from"], "2020-01-01T00:00:00Z", "{past}");
+    assert_eq!(past["to"], "2020-01-02T01:00:00+01:00", "{past}");
+    assert_eq!(past["group_by"], "day", "{past}");
+    assert_eq!(
+        past["id"], "2020-01-01T00:00:00Z/2020-01-02T00:00:00Z/day",
+        "{past}"
+    );
+    assert_eq!(past["lines"], Value::Array(vec![]), "{past}");
+    assert_eq!(past["totals"], Value::Array(vec![]), "{past}");
+
+    // One tenant's, named: read at plan time now, the VM made.
+    std::fs::write(tf.dir.join("usage.tf"), usage_tf(Some(&tenant))).unwrap();
+    let out = tf.ok(&["apply", "-auto-approve", "-no-color"], 0);
+    assert!(
+        out.contains("Resources: 0 added, 0 changed, 0 destroyed"),
+        "{out}"
+    );
+    let outputs: Value = serde_json::from_str(&tf.ok(&["output", "-json"], 0)).unwrap();
+    let own = outputs["tenant"]["value"].as_array().unwrap();
+    assert!(
+        own.contains(&serde_json::json!([tenant, "vm", vm["id"]])),
+        "{outputs}"
+    );
+    assert!(own.iter().all(|l| l[0] == tenant.as_str()), "{outputs}");
+    // Read again, seconds later: the running VM's hours have grown.
+    let again = &outputs["metered"]["value"][0];
+    assert!(
+        decimal(&again["quantity"]) > decimal(&line["quantity"]),
+        "{line} then {again}"
+    );
+
+    // Refused: a time before meson is asked, a grouping by meson.
+    for (bad, says) in [
+        (r#"from = "yesterday""#, "from must be an RFC 3339 time"),
+        (r#"group_by = "colour""#, "(invalid_input)"),
+    ] {
+        std::fs::write(
+            tf.dir.join("usage_bad.tf"),
+            format!("data \"meson_usage\" \"bad\" {{\n  {bad}\n}}\n"),
+        )
+        .unwrap();
+        let out = tf.run(&["plan", "-no-color"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{bad}: {err}");
+        assert!(err.contains(says), "{bad}: {err}");
+        assert!(err.contains(bad), "the diagnostic points at it: {err}");
+    }
+    std::fs::remove_file(tf.dir.join("usage_bad.tf")).unwrap();
+
+    std::fs::remove_file(tf.dir.join("usage.tf")).unwrap();
+    let out = tf.ok(&["apply", "-auto-approve", "-no-color"], 0);
+    assert!(
+        out.contains("Resources: 0 added, 0 changed, 1 destroyed"),
+        "{out}"
+    );
+    assert!(vm_by_name(dev, "metered").await.is_none());
 }
 
 /// The imported VM's `networks`, changed in place: joined, reordered (the
@@ -990,6 +1197,8 @@ output "default_kubernetes_version" {
     volumes_by_plan(&dev, &tf).await;
 
     port_forwards_by_plan(&dev, &tf).await;
+
+    usage_by_plan(&dev, &tf).await;
 
     // A golden image of the holder VM, and a VM booted from it, its
     // backups on from its create.

@@ -381,5 +381,10 @@ mod tests {
                 assert!(!META.contains(&a.name), "{}.{}", k.name(), a.name);
             }
         }
+        for d in data::Data::ALL {
+            for a in d.block().attrs {
+                assert!(!META.contains(&a.name), "{}.{}", d.name(), a.name);
+            }
+        }
     }
 }
