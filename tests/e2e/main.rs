@@ -24,6 +24,7 @@ mod metrics;
 mod networks;
 mod openapi;
 mod placement;
+mod plans;
 mod port_forwards;
 mod quotas;
 mod quotes;

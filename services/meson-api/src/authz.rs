@@ -248,6 +248,11 @@ pub const RULES: &[Rule] = &[
     read("quota_get"),
     admin_read("tenant_quota_get"),
     admin_write("tenant_quota_update"),
+    // Plans: anyone reads them; operators make them.
+    read("plan_list"),
+    read("plan_get"),
+    admin_write("plan_put"),
+    admin_write("plan_delete"),
     // AtomOS targets: operators only.
     admin_read("target_list"),
     admin_read("target_get"),

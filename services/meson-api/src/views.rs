@@ -245,6 +245,7 @@ pub fn nodes(v: &crate::app::ClusterView) -> Vec<wire::cluster::Node> {
 pub fn quota(v: &crate::app::QuotaView) -> wire::admin::Quota {
     wire::admin::Quota {
         tenant: v.tenant.to_string(),
+        plan: v.plan.clone(),
         limits: v
             .quotas
             .entries()
@@ -259,6 +260,28 @@ pub fn quota(v: &crate::app::QuotaView) -> wire::admin::Quota {
                     default: set.is_none(),
                 },
             )
+            .collect(),
+    }
+}
+
+/// A plan with its quotas in force (`quotas`: the plan's over the
+/// deployment's defaults).
+pub fn plan(
+    p: &meson_core::quota::Plan,
+    quotas: &meson_core::quota::Resources,
+) -> wire::admin::Plan {
+    wire::admin::Plan {
+        name: p.name.clone(),
+        description: p.description.clone(),
+        quotas: quotas
+            .entries()
+            .into_iter()
+            .zip(p.quotas.entries())
+            .map(|((name, quota), (_, set))| wire::admin::PlanQuota {
+                name: name.to_owned(),
+                quota,
+                default: set.is_none(),
+            })
             .collect(),
     }
 }

@@ -148,6 +148,9 @@ fn request(method: &str, path: &str, ex: &Value) -> Result<(), String> {
         ("post", "/v1/targets") => parse_alike(target, ex, &canonical::<TargetCreateRequest>(ex)?),
         // Parsed in meson-api's app layer, not by meson-core: the types only.
         ("patch", "/v1/targets/{id}") => canonical::<TargetUpdateRequest>(ex).map(drop),
+        ("put", "/v1/admin/plans/{name}") => {
+            canonical::<meson_types::admin::PlanPutRequest>(ex).map(drop)
+        }
         ("post", "/v1/admin/prices") => {
             canonical::<meson_types::usage::PriceCreateRequest>(ex).map(drop)
         }

@@ -10,6 +10,51 @@ impl Client {
         Ok(r.quota)
     }
 
+    /// Every plan: `default` (the deployment's defaults) first, then by name.
+    pub async fn plan_list(&self) -> Result<Vec<wire::admin::Plan>> {
+        let r: wire::admin::PlanList = self.get("/v1/plans").await?;
+        Ok(r.plans)
+    }
+
+    pub async fn plan_get(&self, name: &str) -> Result<wire::admin::Plan> {
+        let r: wire::admin::PlanResponse = self
+            .get(&format!("/v1/plans/{}", path_segment(name)))
+            .await?;
+        Ok(r.plan)
+    }
+
+    /// `PUT /v1/admin/plans/{name}` (operators): creates or replaces the
+    /// whole plan; its tenants' quotas follow at once.
+    pub async fn plan_put(
+        &self,
+        name: &str,
+        req: &wire::admin::PlanPutRequest,
+    ) -> Result<wire::admin::Plan> {
+        let r: wire::admin::PlanResponse = self
+            .call(
+                Method::PUT,
+                &format!("/v1/admin/plans/{}", path_segment(name)),
+                Some(req),
+            )
+            .await?;
+        Ok(r.plan)
+    }
+
+    /// `DELETE /v1/admin/plans/{name}` (operators): refused (`conflict`)
+    /// while a tenant is on it.
+    pub async fn plan_delete(&self, name: &str) -> Result<()> {
+        let res = self
+            .send(
+                Method::DELETE,
+                &format!("/v1/admin/plans/{}", path_segment(name)),
+                None::<&()>,
+                false,
+            )
+            .await?;
+        drop(res);
+        Ok(())
+    }
+
     /// Sets (or, with `Some(None)`, returns to the default) a tenant's quotas.
     pub async fn tenant_quota_update(
         &self,

@@ -439,6 +439,20 @@ async fn decode<T: DeserializeOwned>(res: reqwest::Response) -> Result<T> {
     serde_json::from_slice(&bytes).map_err(|e| Error::Decode(e.to_string()))
 }
 
+/// `raw` as one path segment: letters, digits and `-` as they are,
+/// every other byte escaped, so a name or id can never reach another path.
+fn path_segment(raw: &str) -> String {
+    raw.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b == b'-' {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

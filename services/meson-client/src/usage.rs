@@ -115,17 +115,3 @@ impl Client {
         Ok(r.price)
     }
 }
-
-/// `id` as one path segment (a statement id is a UUID or `current`;
-/// anything else is escaped rather than trusted).
-fn path_segment(id: &str) -> String {
-    id.bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() || b == b'-' {
-                (b as char).to_string()
-            } else {
-                format!("%{b:02X}")
-            }
-        })
-        .collect()
-}

@@ -172,6 +172,104 @@ impl PerResource<Option<i64>> {
     }
 }
 
+impl PerResource<Option<i64>> {
+    /// These overrides over `under`'s: each set here, else `under`'s (a
+    /// tenant's own over its plan's).
+    pub fn over(&self, under: &QuotaOverrides) -> QuotaOverrides {
+        QuotaOverrides {
+            vms: self.vms.or(under.vms),
+            vcpus: self.vcpus.or(under.vcpus),
+            ram_mib: self.ram_mib.or(under.ram_mib),
+            storage_gb: self.storage_gb.or(under.storage_gb),
+            clusters: self.clusters.or(under.clusters),
+            nodes: self.nodes.or(under.nodes),
+            images_gb: self.images_gb.or(under.images_gb),
+        }
+    }
+}
+
+/// The name of the deployment's defaults as a plan: a tenant on no plan.
+pub const DEFAULT_PLAN: &str = "default";
+
+/// A plan: a named set of quotas an operator puts tenants on. A tenant's
+/// quota is its own override, else its plan's, else the default.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Plan {
+    pub name: String,
+    pub description: String,
+    /// `None`: the deployment's default.
+    pub quotas: QuotaOverrides,
+    /// How many tenants are on it.
+    pub tenants: i64,
+}
+
+/// A plan's name: 1 to 63 of `[a-z0-9-]`, starting with a letter or digit,
+/// not `default` (the defaults' own).
+pub fn plan_name(field: &str, raw: &str) -> Result<String> {
+    let ok = (1..=63).contains(&raw.len())
+        && raw
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !raw.starts_with('-');
+    if !ok {
+        return Err(Error::invalid(
+            field,
+            "must be 1 to 63 lowercase letters, digits or '-', not starting with '-'",
+        ));
+    }
+    if raw == DEFAULT_PLAN {
+        return Err(Error::invalid(
+            field,
+            "'default' is the deployment's defaults: put the tenant on no plan (null)",
+        ));
+    }
+    Ok(raw.to_owned())
+}
+
+/// `PUT /v1/admin/plans/{name}`'s body: `{"description"?, "quotas": {...}}`,
+/// `quotas` as a quota PATCH's (absent or null: the default). Every bad
+/// field is named (`quotas.vms`, …).
+pub fn parse_plan(body: &Value) -> Result<(String, QuotaOverrides)> {
+    let Some(map) = body.as_object() else {
+        return Err(Error::invalid("(body)", "must be a JSON object"));
+    };
+    let mut errs = FieldErrors::default();
+    let description = match map.get("description") {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::String(d)) if d.chars().count() <= 200 && !d.contains('\0') => d.clone(),
+        Some(_) => {
+            errs.add("description", "must be a string of at most 200 characters");
+            String::new()
+        }
+    };
+    let quotas = match map.get("quotas") {
+        None | Some(Value::Null) => QuotaOverrides::default(),
+        Some(q) => match QuotaOverrides::default().patch(q) {
+            Ok(q) => q,
+            Err(Error::InvalidInput { fields }) => {
+                for f in fields {
+                    let name = if f.name == "(body)" {
+                        "quotas".to_owned()
+                    } else {
+                        format!("quotas.{}", f.name)
+                    };
+                    for m in f.messages {
+                        errs.add(name.clone(), m);
+                    }
+                }
+                QuotaOverrides::default()
+            }
+            Err(e) => return Err(e),
+        },
+    };
+    for key in map.keys() {
+        if key != "description" && key != "quotas" {
+            errs.add(key.clone(), "unknown field (known: description, quotas)");
+        }
+    }
+    errs.finish((description, quotas))
+}
+
 /// Refuses a request that meson's quota rule found would take the
 /// resources named in `over` above their quotas, naming each such quota
 /// with what the tenant holds now; nothing over is no refusal. The rule

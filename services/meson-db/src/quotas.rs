@@ -175,7 +175,7 @@ pub async fn over(
                           coalesce(q.ram_mib, ($3::int8[])[3]), coalesce(q.storage_gb, ($3::int8[])[4]),
                           coalesce(q.clusters, ($3::int8[])[5]), coalesce(q.nodes, ($3::int8[])[6]),
                           coalesce(q.images_gb, ($3::int8[])[7])] as quota
-             from tenant_usage u left join tenant_quotas q on q.tenant_id = u.tenant_id
+             from tenant_usage u left join tenant_limits q on q.tenant_id = u.tenant_id
              where u.tenant_id = $1
            )
            select s.quota as "quota!",
@@ -218,7 +218,7 @@ pub async fn lock(
                   q.vms as "q_vms?", q.vcpus as "q_vcpus?", q.ram_mib as "q_ram_mib?",
                   q.storage_gb as "q_storage_gb?", q.clusters as "q_clusters?",
                   q.nodes as "q_nodes?", q.images_gb as "q_images_gb?"
-           from u left join tenant_quotas q on q.tenant_id = $1"#,
+           from u left join tenant_limits q on q.tenant_id = $1"#,
         tenant.as_str()
     )
     .fetch_one(&mut **tx)

@@ -201,7 +201,7 @@ pub async fn create(pool: &PgPool, new: &NewVm<'_>) -> Result<Created, Error> {
                     q.storage_gb as q_storage_gb, q.clusters as q_clusters, q.nodes as q_nodes,
                     q.images_gb as q_images_gb
              from usage u
-             left join lateral (select * from tenant_quotas q where q.tenant_id = u.tenant_id) q
+             left join lateral (select * from tenant_limits q where q.tenant_id = u.tenant_id) q
                on true
            ), over as (
              select meson_quota_over(

@@ -11,6 +11,10 @@ use uuid::Uuid;
 pub struct Quota {
     #[schema(example = "acme")]
     pub tenant: String,
+    /// The plan the tenant is on; null: the deployment's defaults.
+    #[serde(default)]
+    #[schema(required = true, example = "pro")]
+    pub plan: Option<String>,
     /// One entry per resource: `vms` (cluster nodes apart), `vcpus`,
     /// `ram_mib`, `storage_gb`, `clusters`, `nodes` (control planes
     /// included, pools at `desired_nodes`), `images_gb`.
@@ -25,8 +29,8 @@ pub struct QuotaLimit {
     pub quota: i64,
     /// What the tenant holds now.
     pub current: i64,
-    /// True when the quota is the deployment's default, not set for this
-    /// tenant.
+    /// True when the quota is the deployment's default, set neither for
+    /// this tenant nor by its plan.
     pub default: bool,
 }
 
@@ -36,7 +40,8 @@ pub struct QuotaResponse {
 }
 
 /// `PATCH /v1/tenants/{tenant}/quotas`: a number sets a quota, `null`
-/// returns it to the default, an absent name leaves it.
+/// returns it to the plan's (or the default), an absent name leaves it;
+/// `plan` puts the tenant on a plan (`null`: on none, the defaults).
 // In Rust: `Some(Some(n))` sets, `Some(None)` sends `null`, `None` leaves.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct QuotaUpdateRequest {
@@ -89,6 +94,58 @@ pub struct QuotaUpdateRequest {
     )]
     #[schema(value_type = Option<i64>, minimum = 0)]
     pub images_gb: Option<Option<i64>>,
+    #[serde(
+        default,
+        deserialize_with = "crate::lenient::present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(value_type = Option<String>, example = "pro")]
+    pub plan: Option<Option<String>>,
+}
+
+/// A plan: a named set of quotas operators put tenants on. `default` is
+/// the deployment's own defaults, the plan of a tenant on none.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Plan {
+    #[schema(example = "pro")]
+    pub name: String,
+    #[schema(example = "For production workloads")]
+    pub description: String,
+    /// Each resource's quota on this plan.
+    pub quotas: Vec<PlanQuota>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct PlanQuota {
+    #[schema(example = "vms")]
+    pub name: String,
+    pub quota: i64,
+    /// True when the plan leaves it at the deployment's default.
+    pub default: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct PlanList {
+    /// `default` first, then by name.
+    pub plans: Vec<Plan>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct PlanResponse {
+    pub plan: Plan,
+}
+
+/// `PUT /v1/admin/plans/{name}`: the whole plan (what it leaves out is the
+/// default).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct PlanPutRequest {
+    /// At most 200 characters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(example = "For production workloads")]
+    pub description: Option<String>,
+    /// Quotas by resource name, as a quota PATCH's numbers (`plan` aside).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quotas: Option<QuotaUpdateRequest>,
 }
 
 /// An AtomOS target: one host's daemons, where it is and who runs it.

@@ -499,6 +499,7 @@ impl Ctx {
                     clusters: v(clusters),
                     nodes: v(nodes),
                     images_gb: v(images_gb),
+                    plan: None,
                 };
                 self.show(&self.client.tenant_quota_update(&tenant, &req).await?)
             }

@@ -4,7 +4,7 @@
 
 use super::App;
 use crate::auth::Principal;
-use meson_core::quota::{self, QuotaOverrides, Resources};
+use meson_core::quota::{self, DEFAULT_PLAN, Plan, QuotaOverrides, Resources};
 use meson_core::{Error, Result, TenantId};
 use meson_db::Tx;
 
@@ -12,6 +12,9 @@ use meson_db::Tx;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct QuotaView {
     pub tenant: TenantId,
+    /// The plan the tenant is on (`None`: the defaults).
+    pub plan: Option<String>,
+    /// The quotas set for the tenant or by its plan.
     pub overrides: QuotaOverrides,
     pub quotas: Resources,
     pub usage: Resources,
@@ -58,14 +61,83 @@ impl App {
     }
 
     async fn quota_view(&self, tenant: TenantId) -> Result<QuotaView> {
-        let overrides = meson_db::quotas::get(&self.pool, &tenant).await?;
+        let own = meson_db::quotas::get(&self.pool, &tenant).await?;
+        let plan = meson_db::plans::of_tenant(&self.pool, &tenant).await?;
+        let overrides = own.over(&plan.as_ref().map(|p| p.quotas).unwrap_or_default());
         let usage = meson_db::quotas::usage(&self.pool, &tenant).await?;
         Ok(QuotaView {
             quotas: overrides.effective(&self.quotas),
+            plan: plan.map(|p| p.name),
             overrides,
             usage,
             tenant,
         })
+    }
+
+    /// Every plan: the deployment's defaults (`default`) first, then the
+    /// operators' by name, each with its quotas in force.
+    pub async fn plan_list(&self) -> Result<Vec<(Plan, Resources)>> {
+        let plans = meson_db::scope::system(meson_db::plans::list(&self.pool)).await?;
+        let mut all = vec![self.default_plan()];
+        all.extend(plans.into_iter().map(|p| {
+            let q = p.quotas.effective(&self.quotas);
+            (p, q)
+        }));
+        Ok(all)
+    }
+
+    fn default_plan(&self) -> (Plan, Resources) {
+        (
+            Plan {
+                name: DEFAULT_PLAN.into(),
+                description: "The deployment's defaults: the plan of a tenant on none".into(),
+                quotas: QuotaOverrides::default(),
+                tenants: 0,
+            },
+            self.quotas,
+        )
+    }
+
+    pub async fn plan_get(&self, name: &str) -> Result<(Plan, Resources)> {
+        if name == DEFAULT_PLAN {
+            return Ok(self.default_plan());
+        }
+        let p = meson_db::scope::system(meson_db::plans::get(&self.pool, name)).await?;
+        let q = p.quotas.effective(&self.quotas);
+        Ok((p, q))
+    }
+
+    /// Creates or replaces a plan (operators); true when created. Its
+    /// tenants' quotas follow at once.
+    pub async fn plan_put(
+        &self,
+        p: &Principal,
+        name: &str,
+        body: &serde_json::Value,
+    ) -> Result<((Plan, Resources), bool)> {
+        let name = quota::plan_name("name", name)?;
+        let (description, quotas) = quota::parse_plan(body)?;
+        let created = meson_db::scope::system(meson_db::plans::put(
+            &self.pool,
+            &name,
+            &description,
+            &quotas,
+            &p.subject,
+        ))
+        .await?;
+        tracing::info!(plan = %name, by = %p.subject, ?quotas, created, "plan set");
+        Ok((self.plan_get(&name).await?, created))
+    }
+
+    /// Deletes a plan no tenant is on (operators).
+    pub async fn plan_delete(&self, name: &str) -> Result<()> {
+        if name == DEFAULT_PLAN {
+            return Err(Error::Conflict {
+                message: "the default plan is the deployment's defaults: it cannot be deleted"
+                    .into(),
+            });
+        }
+        meson_db::scope::system(meson_db::plans::delete(&self.pool, name)).await
     }
 
     /// The caller's own tenant's quotas.
@@ -88,10 +160,24 @@ impl App {
     ) -> Result<QuotaView> {
         let tenant = parse_tenant(tenant)?;
         meson_db::scope::system(async {
+            // `plan` names a plan (null: none); the rest are quotas.
+            let mut quotas = body.clone();
+            let plan = match quotas.as_object_mut().and_then(|m| m.remove("plan")) {
+                None => None,
+                Some(serde_json::Value::Null) => Some(None),
+                Some(serde_json::Value::String(n)) if n == DEFAULT_PLAN => Some(None),
+                Some(serde_json::Value::String(n)) => Some(Some(quota::plan_name("plan", &n)?)),
+                Some(_) => {
+                    return Err(Error::invalid("plan", "must be a plan's name or null"));
+                }
+            };
             let mut tx = meson_db::begin(&self.pool).await?;
             let current = meson_db::quotas::get(&mut *tx, &tenant).await?;
-            let next = current.patch(body)?;
+            let next = current.patch(&quotas)?;
             meson_db::quotas::set(&mut *tx, &tenant, &next, &p.subject).await?;
+            if let Some(plan) = &plan {
+                meson_db::plans::assign(&mut *tx, &tenant, plan.as_deref(), &p.subject).await?;
+            }
             meson_db::commit(tx).await?;
             tracing::info!(%tenant, by = %p.subject, quotas = ?next, "tenant quotas set");
             self.quota_view(tenant).await

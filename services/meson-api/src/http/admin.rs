@@ -23,6 +23,9 @@ pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(quota_get))
         .routes(routes!(tenant_quota_get, tenant_quota_update))
+        .routes(routes!(plan_list))
+        .routes(routes!(plan_get))
+        .routes(routes!(plan_put, plan_delete))
         .routes(routes!(target_list, target_create))
         .routes(routes!(target_get, target_update))
         .routes(routes!(target_drain))
@@ -93,16 +96,17 @@ async fn tenant_quota_get(
     tag = "quotas",
     operation_id = "tenant_quota_update",
     summary = "Set a tenant's quotas (admin)",
-    description = "A number sets a quota, `null` returns it to the deployment's default, \
-        an absent name leaves it. A quota below what the tenant holds refuses what would \
-        add to it; nothing the tenant holds is taken away.",
+    description = "A number sets a quota, `null` returns it to the tenant's plan's (or the \
+        deployment's default), an absent name leaves it. `plan` puts the tenant on a plan \
+        (`null` or `default`: on none). A quota below what the tenant holds refuses what \
+        would add to it; nothing the tenant holds is taken away.",
     params(("tenant" = String, Path, description = "The tenant's id, as its tokens carry it.")),
     request_body(content = wire::QuotaUpdateRequest, content_type = "application/json",
-        example = json!({"vms": 20, "nodes": null})),
+        example = json!({"vms": 20, "nodes": null, "plan": "pro"})),
     responses(
         (status = 200, description = "The quotas as they are now.", body = wire::QuotaResponse),
-        (status = 400, description = "Not a tenant id, an unknown quota or a bad amount \
-            (`invalid_input`), or malformed JSON (`json_error`).", body = ErrorResponse),
+        (status = 400, description = "Not a tenant id, an unknown quota or plan or a bad \
+            amount (`invalid_input`), or malformed JSON (`json_error`).", body = ErrorResponse),
     ),
 )]
 async fn tenant_quota_update(
@@ -112,6 +116,112 @@ async fn tenant_quota_update(
     JsonBody(body): JsonBody,
 ) -> ApiResult<Json<wire::QuotaResponse>> {
     Ok(quota(s.app.tenant_quota_update(&p, &tenant, &body).await?))
+}
+
+fn plan((p, q): (meson_core::quota::Plan, meson_core::quota::Resources)) -> wire::Plan {
+    views::plan(&p, &q)
+}
+
+/// Lists plans.
+#[utoipa::path(
+    get,
+    path = "/v1/plans",
+    tag = "quotas",
+    operation_id = "plan_list",
+    summary = "List plans",
+    description = "The quota sets tenants are put on: `default` (the deployment's defaults, \
+        a tenant on no plan's) first, then the operators' plans by name, each with every \
+        resource's quota on it. A tenant's quota is its own if set, else its plan's, else \
+        the default (`GET /v1/quotas` shows the tenant's plan).",
+    responses((status = 200, description = "The plans.", body = wire::PlanList)),
+)]
+async fn plan_list(State(s): State<AppState>) -> ApiResult<Json<wire::PlanList>> {
+    Ok(Json(wire::PlanList {
+        plans: s.app.plan_list().await?.into_iter().map(plan).collect(),
+    }))
+}
+
+/// Reads a plan.
+#[utoipa::path(
+    get,
+    path = "/v1/plans/{name}",
+    tag = "quotas",
+    operation_id = "plan_get",
+    summary = "Get a plan",
+    params(("name" = String, Path, description = "The plan's name (`default`: the \
+        deployment's defaults).")),
+    responses(
+        (status = 200, description = "The plan.", body = wire::PlanResponse),
+        (status = 404, description = "No such plan (`not_found`).", body = ErrorResponse),
+    ),
+)]
+async fn plan_get(
+    State(s): State<AppState>,
+    Path(name): Path<String>,
+) -> ApiResult<Json<wire::PlanResponse>> {
+    Ok(Json(wire::PlanResponse {
+        plan: plan(s.app.plan_get(&name).await?),
+    }))
+}
+
+/// Creates or replaces a plan (operators).
+#[utoipa::path(
+    put,
+    path = "/v1/admin/plans/{name}",
+    tag = "quotas",
+    operation_id = "plan_put",
+    summary = "Create or replace a plan (admin)",
+    description = "The whole plan: `quotas` by resource name (a number, or absent or null \
+        for the deployment's default). The quotas of the tenants on it follow at once; a \
+        quota below what a tenant holds refuses what would add to it.",
+    params(("name" = String, Path, description = "1 to 63 lowercase letters, digits or \
+        '-' (not `default`).")),
+    request_body(content = wire::PlanPutRequest, content_type = "application/json",
+        example = json!({"description": "For production workloads",
+            "quotas": {"vms": 500, "vcpus": 2048, "clusters": 50}})),
+    responses(
+        (status = 200, description = "The plan, replaced.", body = wire::PlanResponse),
+        (status = 201, description = "The plan, created.", body = wire::PlanResponse),
+        (status = 400, description = "A bad name or field (`invalid_input`, every rejected \
+            field named: `quotas.vms`, …), or malformed JSON (`json_error`).",
+            body = ErrorResponse),
+        (status = 403, description = "Not an operator (`forbidden`).", body = ErrorResponse),
+    ),
+)]
+async fn plan_put(
+    State(s): State<AppState>,
+    p: Principal,
+    Path(name): Path<String>,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
+    let (v, created) = s.app.plan_put(&p, &name, &body).await?;
+    let status = if created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok((status, Json(wire::PlanResponse { plan: plan(v) })).into_response())
+}
+
+/// Deletes a plan (operators).
+#[utoipa::path(
+    delete,
+    path = "/v1/admin/plans/{name}",
+    tag = "quotas",
+    operation_id = "plan_delete",
+    summary = "Delete a plan (admin)",
+    params(("name" = String, Path, description = "The plan's name.")),
+    responses(
+        (status = 204, description = "Deleted."),
+        (status = 403, description = "Not an operator (`forbidden`).", body = ErrorResponse),
+        (status = 404, description = "No such plan (`not_found`).", body = ErrorResponse),
+        (status = 409, description = "Tenants are on it, or it is `default` (`conflict`).",
+            body = ErrorResponse),
+    ),
+)]
+async fn plan_delete(State(s): State<AppState>, Path(name): Path<String>) -> ApiResult<StatusCode> {
+    s.app.plan_delete(&name).await?;
+    Ok(StatusCode::NO_CONTENT)
 }
 
 /// Lists AtomOS targets (operators).
