@@ -10,15 +10,7 @@ macro_rules! plan {
         Plan {
             name: $r.name,
             description: $r.description,
-            quotas: QuotaOverrides {
-                vms: $r.vms,
-                vcpus: $r.vcpus,
-                ram_mib: $r.ram_mib,
-                storage_gb: $r.storage_gb,
-                clusters: $r.clusters,
-                nodes: $r.nodes,
-                images_gb: $r.images_gb,
-            },
+            quotas: crate::quotas::overrides!($r),
             tenants: $r.tenants,
         }
     };

@@ -33,6 +33,23 @@ macro_rules! overrides_and_usage {
 }
 pub(crate) use overrides_and_usage;
 
+/// Quota overrides out of a row with a column per resource (`vms`, …):
+/// a tenant's own, or a plan's.
+macro_rules! overrides {
+    ($r:expr) => {
+        meson_core::quota::QuotaOverrides {
+            vms: $r.vms,
+            vcpus: $r.vcpus,
+            ram_mib: $r.ram_mib,
+            storage_gb: $r.storage_gb,
+            clusters: $r.clusters,
+            nodes: $r.nodes,
+            images_gb: $r.images_gb,
+        }
+    };
+}
+pub(crate) use overrides;
+
 /// A tenant's overrides (none set: all defaults).
 pub async fn get(
     db: impl sqlx::PgExecutor<'_>,
@@ -46,17 +63,7 @@ pub async fn get(
     .fetch_optional(db)
     .await
     .ctx("reading a tenant's quotas")?;
-    Ok(row
-        .map(|r| QuotaOverrides {
-            vms: r.vms,
-            vcpus: r.vcpus,
-            ram_mib: r.ram_mib,
-            storage_gb: r.storage_gb,
-            clusters: r.clusters,
-            nodes: r.nodes,
-            images_gb: r.images_gb,
-        })
-        .unwrap_or_default())
+    Ok(row.map(|r| overrides!(r)).unwrap_or_default())
 }
 
 /// Stores a tenant's overrides, by whom.

@@ -167,7 +167,8 @@ pub async fn close_statements(pool: &PgPool, grace: std::time::Duration) -> Resu
 /// The closed statements of `tenant` (every tenant's for `None`), newest
 /// first, without their lines.
 pub async fn statements(pool: &PgPool, tenant: Option<&str>) -> Result<Vec<Statement>, Error> {
-    let rows = sqlx::query!(
+    let rows = sqlx::query_as!(
+        StatementRow,
         r#"select id, tenant_id, period_start, period_end, currency, total::text as "total!",
                   closed_at
            from statements where $1::text is null or tenant_id = $1
@@ -177,9 +178,24 @@ pub async fn statements(pool: &PgPool, tenant: Option<&str>) -> Result<Vec<State
     .fetch_all(pool)
     .await
     .ctx("listing statements")?;
-    Ok(rows
-        .into_iter()
-        .map(|r| Statement {
+    Ok(rows.into_iter().map(Statement::from).collect())
+}
+
+/// A closed statement's row.
+struct StatementRow {
+    id: Uuid,
+    tenant_id: String,
+    period_start: DateTime<Utc>,
+    period_end: DateTime<Utc>,
+    currency: String,
+    total: String,
+    closed_at: DateTime<Utc>,
+}
+
+impl From<StatementRow> for Statement {
+    /// Without its lines.
+    fn from(r: StatementRow) -> Statement {
+        Statement {
             id: r.id.to_string(),
             tenant: r.tenant_id,
             status: StatementStatus::Closed,
@@ -189,13 +205,14 @@ pub async fn statements(pool: &PgPool, tenant: Option<&str>) -> Result<Vec<State
             total: r.total,
             closed: Some(r.closed_at),
             lines: None,
-        })
-        .collect())
+        }
+    }
 }
 
 /// A closed statement with its lines.
 pub async fn statement(pool: &PgPool, id: Uuid) -> Result<Option<Statement>, Error> {
-    let Some(r) = sqlx::query!(
+    let Some(r) = sqlx::query_as!(
+        StatementRow,
         r#"select id, tenant_id, period_start, period_end, currency, total::text as "total!",
                   closed_at
            from statements where id = $1"#,
@@ -233,15 +250,8 @@ pub async fn statement(pool: &PgPool, id: Uuid) -> Result<Option<Statement>, Err
         })
         .collect::<Result<Vec<_>, Error>>()?;
     Ok(Some(Statement {
-        id: r.id.to_string(),
-        tenant: r.tenant_id,
-        status: StatementStatus::Closed,
-        period_start: r.period_start,
-        period_end: r.period_end,
-        currency: r.currency,
-        total: r.total,
-        closed: Some(r.closed_at),
         lines: Some(lines),
+        ..Statement::from(r)
     }))
 }
 
