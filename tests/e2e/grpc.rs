@@ -874,3 +874,309 @@ async fn usage_statements_and_prices_are_read_and_a_price_added_over_grpc() {
     );
     m.stop().await;
 }
+
+#[tokio::test]
+async fn plans_are_made_and_a_tenant_put_on_one_over_grpc() {
+    use pb::plan_service_client::PlanServiceClient;
+    use pb::quota_service_client::QuotaServiceClient;
+    use std::collections::HashMap;
+    let m = Meson::start().await;
+    let ch = channel(&m).await;
+    let mut plans = PlanServiceClient::new(ch.clone());
+    let mut quotas = QuotaServiceClient::new(ch);
+    // `m.token` is an operator (admin) of tenant `dev`.
+    let owner = m.token("dev", "olga", meson_api::Role::Owner);
+    let viewer = m.token("dev", "vera", meson_api::Role::Viewer);
+    let small = |vms: i64| pb::PutPlanRequest {
+        name: "small".into(),
+        description: "Try it out".into(),
+        quotas: HashMap::from([("vms".into(), vms), ("clusters".into(), 0)]),
+    };
+    let limit = |q: &pb::Quota, name: &str| {
+        q.limits
+            .iter()
+            .find(|l| l.name == name)
+            .unwrap_or_else(|| panic!("no {name} in {q:?}"))
+            .clone()
+    };
+
+    // An operator makes a plan of one VM; making it again replaces it.
+    let put = plans
+        .put_plan(authed(small(1), &m.token))
+        .await
+        .expect("PutPlan")
+        .into_inner();
+    assert!(put.created, "{put:?}");
+    let plan = put.plan.unwrap();
+    assert_eq!(
+        (plan.name.as_str(), plan.description.as_str()),
+        ("small", "Try it out")
+    );
+    assert_eq!(
+        plan.quotas[0],
+        pb::PlanQuota {
+            name: "vms".into(),
+            quota: 1,
+            default: false
+        }
+    );
+    let again = plans
+        .put_plan(authed(small(1), &m.token))
+        .await
+        .expect("PutPlan again")
+        .into_inner();
+    assert!(!again.created, "{again:?}");
+    // As REST shows it.
+    let rest = m.get("/v1/plans/small").await.body;
+    assert_eq!(rest["plan"]["quotas"][0]["quota"], 1, "{rest}");
+    assert_eq!(
+        rest["plan"]["quotas"].as_array().unwrap().len(),
+        plan.quotas.len()
+    );
+
+    // Not an owner's to make; bad fields are named as REST names them.
+    let e = refused(
+        plans.put_plan(authed(
+            pb::PutPlanRequest {
+                name: "mine".into(),
+                ..Default::default()
+            },
+            &owner,
+        )),
+        Code::PermissionDenied,
+    )
+    .await;
+    assert_eq!(
+        e.get_error_details().error_info().unwrap().reason,
+        "forbidden"
+    );
+    for (bad, fields) in [
+        (small(-1), vec!["quotas.vms"]),
+        (
+            pb::PutPlanRequest {
+                quotas: HashMap::from([("vms".into(), -1), ("cpus".into(), 1)]),
+                ..small(1)
+            },
+            vec!["quotas.cpus", "quotas.vms"],
+        ),
+        (
+            pb::PutPlanRequest {
+                name: "Big".into(),
+                ..small(1)
+            },
+            vec!["name"],
+        ),
+        (
+            pb::PutPlanRequest {
+                name: "default".into(),
+                ..small(1)
+            },
+            vec!["name"],
+        ),
+    ] {
+        let e = refused(
+            plans.put_plan(authed(bad.clone(), &m.token)),
+            Code::InvalidArgument,
+        )
+        .await;
+        assert_eq!(invalid_fields(&e), fields, "{bad:?}");
+    }
+
+    // Anyone reads the plans: the defaults first.
+    let listed = plans
+        .list_plans(authed(pb::ListPlansRequest {}, &viewer))
+        .await
+        .expect("ListPlans")
+        .into_inner()
+        .plans;
+    let names: Vec<&str> = listed.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["default", "small"]);
+    assert!(listed[0].quotas.iter().all(|q| q.default), "{listed:?}");
+    let got = plans
+        .get_plan(authed(
+            pb::GetPlanRequest {
+                name: "small".into(),
+            },
+            &viewer,
+        ))
+        .await
+        .expect("GetPlan")
+        .into_inner();
+    assert_eq!(got, plan);
+    refused(
+        plans.get_plan(authed(
+            pb::GetPlanRequest {
+                name: "nope".into(),
+            },
+            &viewer,
+        )),
+        Code::NotFound,
+    )
+    .await;
+
+    // The tenant goes on it, with its own vCPU quota over the plan's.
+    let q = quotas
+        .update_tenant_quota(authed(
+            pb::UpdateTenantQuotaRequest {
+                tenant: "dev".into(),
+                quotas: HashMap::from([("vcpus".into(), 99)]),
+                plan: Some("small".into()),
+                ..Default::default()
+            },
+            &m.token,
+        ))
+        .await
+        .expect("UpdateTenantQuota")
+        .into_inner();
+    assert_eq!(q.plan.as_deref(), Some("small"), "{q:?}");
+    assert_eq!(
+        (limit(&q, "vms").quota, limit(&q, "vms").default),
+        (1, false)
+    );
+    assert_eq!(limit(&q, "vcpus").quota, 99);
+    assert!(limit(&q, "nodes").default, "{q:?}");
+    // The tenant's own read, and an operator's, show it; as REST does.
+    let own = quotas
+        .get_quota(authed(pb::GetQuotaRequest {}, &viewer))
+        .await
+        .expect("GetQuota")
+        .into_inner();
+    assert_eq!(own, q);
+    let theirs = quotas
+        .get_tenant_quota(authed(
+            pb::GetTenantQuotaRequest {
+                tenant: "dev".into(),
+            },
+            &m.token,
+        ))
+        .await
+        .expect("GetTenantQuota")
+        .into_inner();
+    assert_eq!(theirs, q);
+    let rest = m.get("/v1/quotas").await.body;
+    assert_eq!(rest["quota"]["plan"], "small", "{rest}");
+    refused(
+        quotas.get_tenant_quota(authed(
+            pb::GetTenantQuotaRequest {
+                tenant: "dev".into(),
+            },
+            &owner,
+        )),
+        Code::PermissionDenied,
+    )
+    .await;
+    // An unknown plan, a bad amount, a quota both set and reset.
+    for (bad, fields) in [
+        (
+            pb::UpdateTenantQuotaRequest {
+                tenant: "dev".into(),
+                plan: Some("nope".into()),
+                ..Default::default()
+            },
+            vec!["plan"],
+        ),
+        (
+            pb::UpdateTenantQuotaRequest {
+                tenant: "dev".into(),
+                quotas: HashMap::from([("vms".into(), -1)]),
+                ..Default::default()
+            },
+            vec!["vms"],
+        ),
+        (
+            pb::UpdateTenantQuotaRequest {
+                tenant: "dev".into(),
+                quotas: HashMap::from([("vms".into(), 1)]),
+                reset: vec!["vms".into()],
+                ..Default::default()
+            },
+            vec!["reset"],
+        ),
+    ] {
+        let e = refused(
+            quotas.update_tenant_quota(authed(bad.clone(), &m.token)),
+            Code::InvalidArgument,
+        )
+        .await;
+        assert_eq!(invalid_fields(&e), fields, "{bad:?}");
+    }
+
+    // A plan in use stays (`conflict`), and so does `default`.
+    for name in ["small", "default"] {
+        let e = refused(
+            plans.delete_plan(authed(
+                pb::DeletePlanRequest { name: name.into() },
+                &m.token,
+            )),
+            Code::FailedPrecondition,
+        )
+        .await;
+        assert_eq!(
+            e.get_error_details().error_info().unwrap().reason,
+            "conflict",
+            "{name}"
+        );
+    }
+    // Off it (an empty plan: on none), the tenant has the defaults again,
+    // its own vCPU quota kept until reset; then the plan can go.
+    let q = quotas
+        .update_tenant_quota(authed(
+            pb::UpdateTenantQuotaRequest {
+                tenant: "dev".into(),
+                plan: Some(String::new()),
+                ..Default::default()
+            },
+            &m.token,
+        ))
+        .await
+        .expect("off the plan")
+        .into_inner();
+    assert_eq!(q.plan, None, "{q:?}");
+    assert!(limit(&q, "vms").default, "{q:?}");
+    assert_eq!(limit(&q, "vcpus").quota, 99);
+    let q = quotas
+        .update_tenant_quota(authed(
+            pb::UpdateTenantQuotaRequest {
+                tenant: "dev".into(),
+                reset: vec!["vcpus".into()],
+                ..Default::default()
+            },
+            &m.token,
+        ))
+        .await
+        .expect("reset")
+        .into_inner();
+    assert!(q.limits.iter().all(|l| l.default), "{q:?}");
+    plans
+        .delete_plan(authed(
+            pb::DeletePlanRequest {
+                name: "small".into(),
+            },
+            &m.token,
+        ))
+        .await
+        .expect("DeletePlan");
+    refused(
+        plans.delete_plan(authed(
+            pb::DeletePlanRequest {
+                name: "small".into(),
+            },
+            &m.token,
+        )),
+        Code::NotFound,
+    )
+    .await;
+    let audit = m.get("/v1/audit?operation=plan_delete").await.body;
+    assert!(
+        audit["audit_entries"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|e| e["method"] == "GRPC"
+                && e["path"] == "/meson.v1.PlanService/DeletePlan"
+                && e["resource_id"] == "small"
+                && e["status"] == 200),
+        "{audit}"
+    );
+    m.stop().await;
+}

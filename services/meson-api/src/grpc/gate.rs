@@ -48,15 +48,6 @@ const REST_ONLY: &[(&str, &str)] = &[
     ("target_drain", "an operators' route; mesonctl reaches it"),
     ("target_undrain", "an operators' route; mesonctl reaches it"),
     (
-        "tenant_quota_get",
-        "an operators' route; mesonctl reaches it",
-    ),
-    (
-        "tenant_quota_update",
-        "an operators' route; mesonctl reaches it",
-    ),
-    ("quota_get", "not carried by gRPC yet"),
-    (
         "cluster_autoscaler_credentials",
         "the autoscaler's own gRPC (externalgrpc) authenticates with them",
     ),

@@ -15,7 +15,9 @@ mod gate;
 mod idempotency;
 mod images;
 mod networks;
+mod plans;
 mod port_forwards;
+mod quotas;
 pub mod status;
 mod tokens;
 mod usage;
@@ -85,6 +87,14 @@ pub fn routes(state: &AppState) -> tonic::service::Routes {
         )
         .add_service(
             pb::usage_service_server::UsageServiceServer::new(svc.clone())
+                .max_decoding_message_size(max),
+        )
+        .add_service(
+            pb::quota_service_server::QuotaServiceServer::new(svc.clone())
+                .max_decoding_message_size(max),
+        )
+        .add_service(
+            pb::plan_service_server::PlanServiceServer::new(svc.clone())
                 .max_decoding_message_size(max),
         )
         .add_service(

@@ -199,6 +199,8 @@ fn resource_of(template: &str, path: &str) -> Option<(String, String)> {
         "tenants" => "tenant",
         "tokens" => "token",
         "consoles" => "console",
+        "plans" => "plan",
+        "statements" => "statement",
         "actions" => "action",
         other => other,
     };
