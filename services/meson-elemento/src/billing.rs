@@ -83,7 +83,7 @@ fn time(q: &BTreeMap<String, String>, key: &str) -> DResult<Option<DateTime<Utc>
 
 /// The currency meson bills in when nothing was used yet: the price
 /// list's first (as meson's running statement takes it).
-async fn list_currency(a: &Authed) -> DResult<String> {
+pub(crate) async fn list_currency(a: &Authed) -> DResult<String> {
     let prices = a.meson.price_list().await.map_err(Detail::meson)?;
     Ok(prices
         .iter()

@@ -15,6 +15,7 @@ pub mod port_forwards;
 pub mod routes;
 pub mod session;
 pub mod storage;
+pub mod subscription;
 pub mod wire;
 
 pub mod server;

@@ -264,25 +264,6 @@ async fn logout(State(s): State<AppState>, headers: HeaderMap) -> Response {
     res
 }
 
-/// The quota limits as the auth daemon's `limits` (`-1` would be unlimited;
-/// meson always has a number).
-fn limits(q: &meson_types::admin::Quota) -> (Value, Value) {
-    let mut limits = serde_json::Map::new();
-    let mut used = serde_json::Map::new();
-    for l in &q.limits {
-        let key = match l.name.as_str() {
-            "vms" => "max_vms".to_owned(),
-            "vcpus" => "max_slots".to_owned(),
-            "ram_mib" => "max_ram_mib".to_owned(),
-            "storage_gb" => "max_storage_gb".to_owned(),
-            other => format!("max_{other}"),
-        };
-        limits.insert(key.clone(), json!(l.quota));
-        used.insert(key, json!(l.current));
-    }
-    (Value::Object(limits), Value::Object(used))
-}
-
 /// `GET /status`: from the token and meson's `/v1/quotas`; the token
 /// itself is never echoed.
 async fn status(State(s): State<AppState>, headers: HeaderMap) -> DResult<Json<Value>> {
@@ -307,7 +288,7 @@ async fn status(State(s): State<AppState>, headers: HeaderMap) -> DResult<Json<V
     } else {
         roles.first().map_or_else(String::new, |r| r.to_uppercase())
     };
-    let (limits, used) = limits(&quota);
+    let (limits, used) = wire::quota_limits(&quota);
     Ok(Json(json!({
         "authenticated": true,
         "username": session.username,
@@ -357,6 +338,7 @@ fn auth_routes() -> Router<AppState> {
         )
         .route("/api/v1.0/min-ver/clients", axum::routing::get(min_version))
         .merge(crate::billing::routes(Daemon::Auth))
+        .merge(crate::subscription::routes())
 }
 
 // --- compute daemon
@@ -958,6 +940,7 @@ fn served(d: Daemon) -> Vec<(&'static str, String)> {
                 ("GET", "/api/v1.0/min-ver/clients".into()),
             ];
             routes.extend(crate::billing::served(d));
+            routes.extend(crate::subscription::served());
             routes
         }
         Daemon::Compute => {
@@ -1100,6 +1083,9 @@ mod tests {
             ("POST", "/api/v1.0/client/network/delete"),
             ("GET", "/api/v1.0/client/network/info"),
             ("GET", "/api/v1.0/client/volume/info"),
+            // FastAPI's own path of `GET /api/v1.0/subscription` (the
+            // catalogue drops the trailing slash).
+            ("GET", "/api/v1.0/subscription/"),
         ];
         for d in Daemon::ALL {
             for (m, p) in served(d) {

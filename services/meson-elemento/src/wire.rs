@@ -1376,6 +1376,141 @@ pub fn transaction(s: &mt::usage::Statement, client: &str) -> Value {
     })
 }
 
+// --- subscriptions and limits: meson's plans and quotas
+
+/// The auth daemon's name of one of meson's quotas (its `limits`' keys):
+/// `vms` is `max_vms`, `vcpus` `max_slots`, `ram_mib` `max_ram_mib`,
+/// `storage_gb` `max_storage_gb`, any other `max_<name>` (`max_clusters`,
+/// `max_nodes`, `max_images_gb`).
+pub fn limit_key(quota: &str) -> String {
+    match quota {
+        "vms" => "max_vms".to_owned(),
+        "vcpus" => "max_slots".to_owned(),
+        other => format!("max_{other}"),
+    }
+}
+
+/// A tenant's quotas as the auth daemon's `limits`, and what it holds of
+/// each as `usage`, under the same keys (`-1` would be unlimited; meson
+/// always has a number).
+pub fn quota_limits(q: &mt::admin::Quota) -> (Value, Value) {
+    let mut limits = Map::new();
+    let mut usage = Map::new();
+    for l in &q.limits {
+        limits.insert(limit_key(&l.name), json!(l.quota));
+        usage.insert(limit_key(&l.name), json!(l.current));
+    }
+    (Value::Object(limits), Value::Object(usage))
+}
+
+/// The name of the plan of a tenant on none: the deployment's defaults.
+pub const DEFAULT_PLAN: &str = "default";
+
+/// A meson plan as one of the auth daemon's subscription tiers: `id`,
+/// `name` and `display_name` the plan's name (`default`: the deployment's
+/// defaults), `description` its description, `level` its place in meson's
+/// list (from 1, `default` first), `limits` its quotas under the daemon's
+/// keys and `quotas` meson's own entries (`default`: left at the
+/// deployment's default). A plan has no price of its own (meson bills
+/// usage, by its price list), so `price_monthly` and `price_yearly` are
+/// `0`, in `currency`. Every plan reaches every provider meson has
+/// (`max_connections`, as the target daemon counts them); meson offers no
+/// AI proxy nor hypermonitor (`feature`).
+pub fn tier(p: &mt::admin::Plan, level: usize, currency: &str, max_connections: usize) -> Value {
+    let limits: Map<String, Value> = p
+        .quotas
+        .iter()
+        .map(|q| (limit_key(&q.name), json!(q.quota)))
+        .collect();
+    json!({
+        "id": p.name,
+        "name": p.name,
+        "display_name": p.name,
+        "description": p.description,
+        "price_monthly": 0,
+        "price_yearly": 0,
+        "currency": currency,
+        "max_connections": max_connections,
+        "limits": limits,
+        "quotas": p.quotas,
+        "feature": {"ai_proxy": false, "hypermonitor": false},
+        "public": true,
+        "active": true,
+        "level": level,
+    })
+}
+
+/// The month `now` is in, `[start, end)` (UTC): meson's billing period.
+fn billing_month(now: DateTime<Utc>) -> Option<(DateTime<Utc>, DateTime<Utc>)> {
+    use chrono::{Datelike, NaiveDate};
+    let start = NaiveDate::from_ymd_opt(now.year(), now.month(), 1)?;
+    let end = start.checked_add_months(chrono::Months::new(1))?;
+    Some((
+        start.and_hms_opt(0, 0, 0)?.and_utc(),
+        end.and_hms_opt(0, 0, 0)?.and_utc(),
+    ))
+}
+
+/// The caller's subscription as the auth daemon's: its tenant (`id`,
+/// `organisation_id`, `organisation_name`) on its plan (`tier_id`,
+/// `tier_name`: `p`'s name, `default` for a tenant on none; `plan` as
+/// meson has it, `null` for none), `account_id` and `email` the session's
+/// username (meson knows no e-mail). Always `active`, billed `monthly`
+/// (meson's statements), its period this month (`current_period_start`,
+/// `current_period_end`, UTC); never a trial, never cancelled, nothing
+/// pending, no Stripe; when it began meson does not say
+/// (`subscribed_at` `null`). `limits` and `usage` are the quotas in force
+/// (the tenant's own over its plan's) and what it holds, as `/status`
+/// shows them; `connections` is meson's providers.
+pub fn subscription(
+    q: &mt::admin::Quota,
+    p: &mt::admin::Plan,
+    username: &str,
+    connections: usize,
+    now: DateTime<Utc>,
+) -> Value {
+    let (limits, usage) = quota_limits(q);
+    let month = billing_month(now);
+    json!({
+        "id": q.tenant,
+        "account_id": username,
+        "email": username,
+        "organisation_id": q.tenant,
+        "organisation_name": q.tenant,
+        "tier_id": p.name,
+        "tier_name": p.name,
+        "plan": q.plan,
+        "description": p.description,
+        "billing_frequency": "monthly",
+        "status": "active",
+        "is_trial": false,
+        "subscribed_at": null,
+        "current_period_start": month.map(|(s, _)| billing_time(&s)),
+        "current_period_end": month.map(|(_, e)| billing_time(&e)),
+        "cancel_at_period_end": false,
+        "cancelled_at": null,
+        "stripe_subscription_id": null,
+        "max_connections": connections.max(1),
+        "current_connections": connections,
+        "pending_tier_id": null,
+        "pending_tier_name": null,
+        "limits": limits,
+        "usage": usage,
+    })
+}
+
+/// The auth daemon's organisation limits (`GET /orgs/{org_id}/limits`)
+/// of the caller's tenant: the quotas in force under the daemon's keys,
+/// what it holds of each in `usage`, and its `plan` (`null`: none).
+pub fn org_limits(q: &mt::admin::Quota) -> Value {
+    let (mut limits, usage) = quota_limits(q);
+    if let Value::Object(o) = &mut limits {
+        o.insert("usage".into(), usage);
+        o.insert("plan".into(), json!(q.plan));
+    }
+    limits
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1923,5 +2058,122 @@ mod tests {
         assert_eq!((&t["status"], &t["price"]), (&json!("closed"), &json!(79)));
         assert_eq!(t["billing_uuid"], uuid::Uuid::nil().to_string());
         assert_eq!(t["closed_timestamp"], "2026-12-01T00:10:00Z");
+    }
+
+    fn quota(plan: Option<&str>) -> mt::admin::Quota {
+        let limit = |name: &str, quota, current, default| mt::admin::QuotaLimit {
+            name: name.into(),
+            quota,
+            current,
+            default,
+        };
+        mt::admin::Quota {
+            tenant: "acme".into(),
+            plan: plan.map(str::to_owned),
+            limits: vec![
+                limit("vms", 2, 1, false),
+                limit("vcpus", 64, 2, true),
+                limit("ram_mib", 65536, 2048, true),
+                limit("images_gb", 100, 0, true),
+            ],
+        }
+    }
+
+    fn plan(name: &str) -> mt::admin::Plan {
+        mt::admin::Plan {
+            name: name.into(),
+            description: "Try it out".into(),
+            quotas: vec![
+                mt::admin::PlanQuota {
+                    name: "vms".into(),
+                    quota: 2,
+                    default: false,
+                },
+                mt::admin::PlanQuota {
+                    name: "storage_gb".into(),
+                    quota: 500,
+                    default: true,
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn plans_as_tiers() {
+        let t = tier(&plan("small"), 2, "EUR", 3);
+        assert_eq!(
+            t,
+            json!({"id": "small", "name": "small", "display_name": "small",
+                   "description": "Try it out", "price_monthly": 0, "price_yearly": 0,
+                   "currency": "EUR", "max_connections": 3,
+                   "limits": {"max_vms": 2, "max_storage_gb": 500},
+                   "quotas": [{"name": "vms", "quota": 2, "default": false},
+                              {"name": "storage_gb", "quota": 500, "default": true}],
+                   "feature": {"ai_proxy": false, "hypermonitor": false},
+                   "public": true, "active": true, "level": 2})
+        );
+    }
+
+    #[test]
+    fn a_tenants_plan_as_its_subscription() {
+        let s = subscription(
+            &quota(Some("small")),
+            &plan("small"),
+            "alice",
+            0,
+            at("2026-12-31T23:59:59Z"),
+        );
+        for (key, want) in [
+            ("id", json!("acme")),
+            ("organisation_id", json!("acme")),
+            ("account_id", json!("alice")),
+            ("tier_id", json!("small")),
+            ("tier_name", json!("small")),
+            ("plan", json!("small")),
+            ("status", json!("active")),
+            ("billing_frequency", json!("monthly")),
+            ("is_trial", json!(false)),
+            ("cancel_at_period_end", json!(false)),
+            ("current_period_start", json!("2026-12-01T00:00:00Z")),
+            ("current_period_end", json!("2027-01-01T00:00:00Z")),
+            ("max_connections", json!(1)),
+            ("current_connections", json!(0)),
+            ("pending_tier_id", Value::Null),
+            (
+                "limits",
+                json!({"max_vms": 2, "max_slots": 64, "max_ram_mib": 65536,
+                              "max_images_gb": 100}),
+            ),
+            (
+                "usage",
+                json!({"max_vms": 1, "max_slots": 2, "max_ram_mib": 2048,
+                             "max_images_gb": 0}),
+            ),
+        ] {
+            assert_eq!(s[key], want, "{key}: {s}");
+        }
+        let d = subscription(
+            &quota(None),
+            &plan(DEFAULT_PLAN),
+            "bob",
+            2,
+            at("2026-02-10T00:00:00Z"),
+        );
+        assert_eq!(
+            (&d["tier_name"], &d["plan"]),
+            (&json!("default"), &Value::Null)
+        );
+        assert_eq!(d["current_period_end"], "2026-03-01T00:00:00Z");
+        assert_eq!(d["max_connections"], 2);
+    }
+
+    #[test]
+    fn a_tenants_quotas_as_its_limits() {
+        assert_eq!(
+            org_limits(&quota(None)),
+            json!({"max_vms": 2, "max_slots": 64, "max_ram_mib": 65536, "max_images_gb": 100,
+                   "usage": {"max_vms": 1, "max_slots": 2, "max_ram_mib": 2048, "max_images_gb": 0},
+                   "plan": null})
+        );
     }
 }

@@ -2735,6 +2735,405 @@ async fn usage_market_prices_and_billing_are_mesons() {
     m.stop().await;
 }
 
+/// A subscription tier's JSON types, as the auth daemon shows it.
+fn assert_tier_shape(t: &Value) {
+    for key in ["id", "name", "display_name", "description", "currency"] {
+        assert!(t[key].is_string(), "{key} in {t}");
+    }
+    for key in ["price_monthly", "price_yearly", "max_connections", "level"] {
+        assert!(t[key].is_u64(), "{key} in {t}");
+    }
+    assert!(t["max_connections"].as_u64().unwrap() > 0, "{t}");
+    for key in ["limits", "feature"] {
+        assert!(t[key].is_object(), "{key} in {t}");
+    }
+    assert_eq!((&t["public"], &t["active"]), (&json!(true), &json!(true)));
+    assert_eq!(t["id"], t["name"], "{t}");
+}
+
+/// A subscription's JSON types, as the auth daemon shows it.
+fn assert_subscription_shape(s: &Value) {
+    for key in [
+        "id",
+        "account_id",
+        "email",
+        "organisation_id",
+        "tier_id",
+        "tier_name",
+        "billing_frequency",
+        "status",
+        "current_period_end",
+    ] {
+        assert!(s[key].is_string(), "{key} in {s}");
+    }
+    for key in ["is_trial", "cancel_at_period_end"] {
+        assert_eq!(s[key], false, "{key} in {s}");
+    }
+    for key in [
+        "cancelled_at",
+        "stripe_subscription_id",
+        "pending_tier_id",
+        "pending_tier_name",
+    ] {
+        assert!(s[key].is_null(), "{key} in {s}");
+    }
+    assert!(
+        s["max_connections"].as_u64().unwrap() > 0 && s["current_connections"].is_u64(),
+        "{s}"
+    );
+    assert_eq!(
+        (&s["status"], &s["billing_frequency"]),
+        (&json!("active"), &json!("monthly"))
+    );
+    assert!(
+        chrono::DateTime::parse_from_rfc3339(s["current_period_end"].as_str().unwrap()).is_ok(),
+        "{s}"
+    );
+    assert!(s["limits"].is_object() && s["usage"].is_object(), "{s}");
+}
+
+/// Electros' subscription and limits pages over meson's plans: an operator
+/// makes a plan and puts tenant A on it; the tiers are meson's plans
+/// (`default` first) with their quotas, A's subscription is its plan, its
+/// organisation's limits its quotas in force with what it holds; tenant B
+/// (an operator, whom meson would show any tenant's quotas) sees its own
+/// default subscription and limits, never A's. Choosing a plan stays the
+/// operators': the subscription writes answer 501.
+#[tokio::test]
+async fn subscriptions_are_mesons_plans() {
+    use meson_types::admin::{PlanPutRequest, QuotaUpdateRequest};
+    let m = Meson::start().await;
+    let gw = gateway(&m).await;
+    let ops = meson_client::Client::new(&m.base, &m.token("ops", "root", meson_api::Role::Admin))
+        .expect("an operator's client");
+    let a_token = m.token("tenanta", "alice", meson_api::Role::Owner);
+    let a = Caller::bearer(&a_token);
+    let b = Caller::bearer(&m.token("tenantb", "bob", meson_api::Role::Admin));
+    let auth = |p: &str| format!("http://{}{p}", gw.addr(Daemon::Auth).unwrap());
+    let single = |p: &str| format!("http://{}{p}", gw.single_origin_addr().unwrap());
+    let ok = |r: Reply| {
+        assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+        assert!(
+            r.content_type.starts_with("application/json"),
+            "{}",
+            r.content_type
+        );
+        r.json()
+    };
+    let tier_named = |tiers: &Value, name: &str| -> Value {
+        tiers
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("{name} in {tiers}"))
+    };
+
+    // The operator's plan, and A on it with its own vCPU quota over it.
+    let small = ops
+        .plan_put(
+            "small",
+            &PlanPutRequest {
+                description: Some("Try it out".into()),
+                quotas: Some(QuotaUpdateRequest {
+                    vms: Some(Some(3)),
+                    clusters: Some(Some(1)),
+                    ..Default::default()
+                }),
+            },
+        )
+        .await
+        .expect("the plan made");
+    let q = ops
+        .tenant_quota_update(
+            "tenanta",
+            &QuotaUpdateRequest {
+                plan: Some(Some("small".into())),
+                vcpus: Some(Some(99)),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("A on the plan");
+    assert_eq!(q.plan.as_deref(), Some("small"));
+
+    // The tiers: meson's plans, the defaults first, with their quotas;
+    // the same for every tenant, on the daemon's port and the single
+    // origin alike.
+    let tiers = ok(a.get(&auth("/api/v1.0/subscription/tiers")).await);
+    let names: Vec<&str> = tiers
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["default", "small"], "{tiers}");
+    let plans = ops.plan_list().await.expect("meson's plans");
+    for (level, (t, p)) in tiers.as_array().unwrap().iter().zip(&plans).enumerate() {
+        assert_tier_shape(t);
+        assert_eq!(t["level"], level + 1, "{t}");
+        assert_eq!(t["description"], p.description.as_str(), "{t}");
+        assert_eq!(t["quotas"], serde_json::to_value(&p.quotas).unwrap(), "{t}");
+        assert_eq!(
+            t["limits"].as_object().unwrap().len(),
+            p.quotas.len(),
+            "{t}"
+        );
+    }
+    let st = tier_named(&tiers, "small");
+    assert_eq!(st["description"], "Try it out");
+    assert_eq!(
+        (&st["limits"]["max_vms"], &st["limits"]["max_clusters"]),
+        (&json!(3), &json!(1))
+    );
+    let quota_of = |t: &Value, name: &str| -> Value {
+        t["quotas"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|q| q["name"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("{name} in {t}"))
+    };
+    assert_eq!(
+        quota_of(&st, "vms"),
+        json!({"name": "vms", "quota": 3, "default": false})
+    );
+    assert_eq!(quota_of(&st, "vcpus")["default"], true, "{st}");
+    let dt = tier_named(&tiers, "default");
+    assert!(
+        dt["quotas"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|q| q["default"] == true),
+        "{dt}"
+    );
+    assert_eq!(
+        small
+            .quotas
+            .iter()
+            .find(|q| q.name == "vcpus")
+            .map(|q| q.quota),
+        dt["limits"]["max_slots"].as_i64(),
+        "the plan leaves vCPUs at the default"
+    );
+    assert_eq!(
+        ok(b.get(&auth("/api/v1.0/subscription/tiers")).await),
+        tiers
+    );
+    assert_eq!(
+        ok(a.get(&single("/api/v1.0/subscription/tiers")).await),
+        tiers
+    );
+    let r = Caller::anonymous()
+        .get(&auth("/api/v1.0/subscription/tiers"))
+        .await;
+    assert_eq!(r.status, StatusCode::UNAUTHORIZED, "{}", r.text);
+
+    // A's subscription: its tenant on its plan, under its own quotas.
+    let sa = ok(a.get(&auth("/api/v1.0/subscription/")).await);
+    assert_subscription_shape(&sa);
+    for (key, want) in [
+        ("id", json!("tenanta")),
+        ("organisation_id", json!("tenanta")),
+        ("account_id", json!("alice")),
+        ("tier_id", json!("small")),
+        ("tier_name", json!("small")),
+        ("plan", json!("small")),
+        ("description", json!("Try it out")),
+    ] {
+        assert_eq!(sa[key], want, "{key}: {sa}");
+    }
+    assert_eq!(sa["tier_id"], st["id"], "a tier of the list");
+    assert_eq!(
+        (&sa["limits"]["max_vms"], &sa["limits"]["max_slots"]),
+        (&json!(3), &json!(99))
+    );
+    assert_eq!(sa["usage"]["max_vms"], 0, "{sa}");
+    let status = ok(a.get(&auth("/api/v1/authenticate/status")).await);
+    assert_eq!(sa["organisation_id"], status["org_id"]);
+    assert_eq!(
+        (&sa["limits"], &sa["usage"]),
+        (&status["limits"], &status["usage"])
+    );
+    assert_eq!(ok(a.get(&auth("/api/v1.0/subscription")).await), sa);
+    assert_eq!(ok(a.get(&single("/api/v1.0/subscription/")).await), sa);
+    assert_eq!(
+        ok(
+            a.get(&auth("/api/v1.0/subscription/org?include_inactive=true"))
+                .await
+        ),
+        json!([sa])
+    );
+    assert_eq!(
+        ok(a.get(&auth("/api/v1.0/subscription/?org=tenanta")).await),
+        sa
+    );
+
+    // A's organisation's limits: its quotas in force and what it holds.
+    let la = ok(a.get(&auth("/api/v1.0/orgs/tenanta/limits")).await);
+    assert_eq!(la["plan"], "small", "{la}");
+    assert_eq!((&la["max_vms"], &la["max_slots"]), (&json!(3), &json!(99)));
+    assert_eq!(la["usage"], sa["usage"], "{la}");
+    let mut spec = neon();
+    spec["info"]["vm_name"] = json!("web");
+    ok(a.post(&url(&gw, Daemon::Compute, "/register"), &spec).await);
+    let la = ok(a.get(&auth("/api/v1.0/orgs/tenanta/limits")).await);
+    assert_eq!(
+        (&la["usage"]["max_vms"], &la["usage"]["max_slots"]),
+        (&json!(1), &json!(2))
+    );
+    let mine = m.call(Method::GET, "/v1/quotas", &a_token, None).await;
+    assert_eq!(mine.status, StatusCode::OK, "{}", mine.body);
+    for l in mine.body["quota"]["limits"].as_array().unwrap() {
+        let key = match l["name"].as_str().unwrap() {
+            "vms" => "max_vms".to_owned(),
+            "vcpus" => "max_slots".to_owned(),
+            other => format!("max_{other}"),
+        };
+        assert_eq!(
+            (&la[&key], &la["usage"][&key]),
+            (&l["quota"], &l["current"]),
+            "{key}"
+        );
+    }
+
+    // The plan grows: the tiers, the subscription and the limits follow.
+    ops.plan_put(
+        "small",
+        &PlanPutRequest {
+            description: Some("Try it out".into()),
+            quotas: Some(QuotaUpdateRequest {
+                vms: Some(Some(5)),
+                ..Default::default()
+            }),
+        },
+    )
+    .await
+    .expect("the plan replaced");
+    let tiers = ok(a.get(&auth("/api/v1.0/subscription/tiers")).await);
+    assert_eq!(tier_named(&tiers, "small")["limits"]["max_vms"], 5);
+    let sa = ok(a.get(&auth("/api/v1.0/subscription/")).await);
+    assert_eq!(sa["limits"]["max_vms"], 5, "{sa}");
+    let la = ok(a.get(&auth("/api/v1.0/orgs/tenanta/limits")).await);
+    assert_eq!(la["max_vms"], 5, "{la}");
+
+    // B: its own, the defaults, never A's; A's organisation is refused
+    // (as B's is to A).
+    let sb = ok(b.get(&auth("/api/v1.0/subscription/")).await);
+    assert_subscription_shape(&sb);
+    for (key, want) in [
+        ("id", json!("tenantb")),
+        ("organisation_id", json!("tenantb")),
+        ("account_id", json!("bob")),
+        ("tier_id", json!("default")),
+        ("tier_name", json!("default")),
+        ("plan", Value::Null),
+    ] {
+        assert_eq!(sb[key], want, "{key}: {sb}");
+    }
+    assert_eq!(sb["limits"], dt["limits"], "the defaults: {sb}");
+    assert_eq!(sb["usage"]["max_vms"], 0, "not A's VM: {sb}");
+    let lb = ok(b.get(&auth("/api/v1.0/orgs/tenantb/limits")).await);
+    assert_eq!(lb["plan"], Value::Null, "{lb}");
+    assert_eq!(lb["max_vms"], dt["limits"]["max_vms"], "{lb}");
+    for (who, path, field) in [
+        (&b, "/api/v1.0/subscription/?org=tenanta", "org"),
+        (&b, "/api/v1.0/subscription/org?org=tenanta", "org"),
+        (&b, "/api/v1.0/orgs/tenanta/limits", "org_id"),
+        (&a, "/api/v1.0/orgs/tenantb/limits", "org_id"),
+    ] {
+        let r = who.get(&auth(path)).await;
+        assert_eq!(r.status, StatusCode::FORBIDDEN, "{path}: {}", r.text);
+        assert_eq!(r.json()["fields"][0]["name"], field, "{path}: {}", r.text);
+        assert!(
+            !r.text.contains("small") && !r.text.contains("\"max_"),
+            "{path}: {}",
+            r.text
+        );
+    }
+
+    // A tenant does not choose its plan or quotas, nor pay: 501, saying
+    // so; B stays on the defaults.
+    for (method, path, says) in [
+        (
+            Method::POST,
+            "/api/v1.0/subscription/subscribe",
+            "operators",
+        ),
+        (
+            Method::POST,
+            "/api/v1.0/subscription/subscribe/bulk",
+            "operators",
+        ),
+        (
+            Method::POST,
+            "/api/v1.0/subscription/change-tier",
+            "operators",
+        ),
+        (Method::DELETE, "/api/v1.0/subscription/cancel", "operators"),
+        (
+            Method::POST,
+            "/api/v1.0/subscription/payment-links",
+            "no payments",
+        ),
+        (
+            Method::POST,
+            "/api/v1.0/subscription/payment-links/owner",
+            "no payments",
+        ),
+        (Method::PUT, "/api/v1.0/orgs/tenantb/limits", "operators"),
+    ] {
+        let r = b
+            .call(
+                method.clone(),
+                &auth(path),
+                Some(&json!({"tier": "small", "billing_frequency": "monthly",
+                             "limits": {"max_vms": 100}})),
+            )
+            .await;
+        assert_eq!(
+            r.status,
+            StatusCode::NOT_IMPLEMENTED,
+            "{method} {path}: {}",
+            r.text
+        );
+        let detail = r.json()["detail"].as_str().unwrap().to_owned();
+        assert!(
+            detail.starts_with("not supported by meson") && detail.contains(says),
+            "{method} {path}: {detail}"
+        );
+    }
+    let sb = ok(b.get(&auth("/api/v1.0/subscription/")).await);
+    assert_eq!(sb["tier_name"], "default", "{sb}");
+    let r = b.get(&auth("/api/v1.0/subscription/history")).await;
+    assert_eq!(r.status, StatusCode::NOT_IMPLEMENTED, "{}", r.text);
+
+    // Off the plan, A has the defaults again (its own vCPU quota kept).
+    ops.tenant_quota_update(
+        "tenanta",
+        &QuotaUpdateRequest {
+            plan: Some(None),
+            ..Default::default()
+        },
+    )
+    .await
+    .expect("A off the plan");
+    let sa = ok(a.get(&auth("/api/v1.0/subscription/")).await);
+    assert_eq!(
+        (&sa["tier_name"], &sa["plan"]),
+        (&json!("default"), &Value::Null)
+    );
+    assert_eq!(
+        (&sa["limits"]["max_vms"], &sa["limits"]["max_slots"]),
+        (&dt["limits"]["max_vms"], &json!(99))
+    );
+    gw.shutdown().await;
+    m.stop().await;
+}
+
 /// A path of the route table with its parameters filled in.
 fn concrete(path: &str) -> String {
     path.replace("{service}", "kaas")
