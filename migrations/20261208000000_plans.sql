@@ -5,7 +5,7 @@
 -- come from meson's configuration.
 
 create table plans (
-    name text primary key check (name ~ '^[a-z0-9][a-z0-9-]{0,62}$' and name <> 'default'),
+    name text primary key check (name ~ '^[a-z0-9][a-z0-9-]{0,62}$' and name not in ('default', 'none')),
     description text not null default '' check (length(description) <= 200),
     vms bigint check (vms >= 0),
     vcpus bigint check (vcpus >= 0),

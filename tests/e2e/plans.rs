@@ -62,7 +62,7 @@ async fn a_tenant_on_a_plan_gets_its_quotas_under_its_own_overrides() {
     .await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
     assert_eq!(r.rejected_fields(), ["colour", "quotas.cpus", "quotas.vms"]);
-    for bad in ["Big", "-x", "default"] {
+    for bad in ["Big", "-x", "default", "none"] {
         let r = call(
             Method::PUT,
             &format!("/v1/admin/plans/{bad}"),

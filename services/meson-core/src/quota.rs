@@ -204,7 +204,7 @@ pub struct Plan {
 }
 
 /// A plan's name: 1 to 63 of `[a-z0-9-]`, starting with a letter or digit,
-/// not `default` (the defaults' own).
+/// not `default` nor `none` (the defaults' own, as clients write them).
 pub fn plan_name(field: &str, raw: &str) -> Result<String> {
     let ok = (1..=63).contains(&raw.len())
         && raw
@@ -217,10 +217,10 @@ pub fn plan_name(field: &str, raw: &str) -> Result<String> {
             "must be 1 to 63 lowercase letters, digits or '-', not starting with '-'",
         ));
     }
-    if raw == DEFAULT_PLAN {
+    if raw == DEFAULT_PLAN || raw == "none" {
         return Err(Error::invalid(
             field,
-            "'default' is the deployment's defaults: put the tenant on no plan (null)",
+            format!("'{raw}' means the deployment's defaults: put the tenant on no plan (null)"),
         ));
     }
     Ok(raw.to_owned())

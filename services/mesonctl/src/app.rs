@@ -7,8 +7,9 @@
 use crate::cli::{
     ActionCommand, AuditCommand, BackupCommand, Cli, ClusterCommand, Command, ConsoleCommand,
     ImageCommand, KopsCommand, KubeconfigCommand, KubernetesCommand, NetworkCommand, NodeCommand,
-    PoolCommand, PortForwardCommand, PriceCommand, QuotaCommand, StatementCommand, TargetCommand,
-    TenantCommand, TenantQuotaCommand, TokenCommand, UsageArgs, VmCommand, VolumeCommand, WaitArgs,
+    PlanCommand, PoolCommand, PortForwardCommand, PriceCommand, QuotaCommand, StatementCommand,
+    TargetCommand, TenantCommand, TenantQuotaCommand, TokenCommand, UsageArgs, VmCommand,
+    VolumeCommand, WaitArgs,
 };
 use crate::config::{self, Settings};
 use crate::error::Failure;
@@ -474,6 +475,7 @@ impl Ctx {
             Command::Console(c) => self.console(c).await,
             Command::Token(c) => self.token(c).await,
             Command::Quota(QuotaCommand::Get) => self.show(&self.client.quotas().await?),
+            Command::Plan(c) => self.plan(c).await,
             Command::Usage(a) => self.usage(a).await,
             Command::Statement(c) => self.statement(c).await,
             Command::Price(c) => self.price(c).await,
@@ -482,6 +484,7 @@ impl Ctx {
             }
             Command::Tenant(TenantCommand::Quota(TenantQuotaCommand::Set {
                 tenant,
+                plan,
                 vms,
                 vcpus,
                 ram_mib,
@@ -499,7 +502,7 @@ impl Ctx {
                     clusters: v(clusters),
                     nodes: v(nodes),
                     images_gb: v(images_gb),
-                    plan: None,
+                    plan: plan.map(|p| p.0),
                 };
                 self.show(&self.client.tenant_quota_update(&tenant, &req).await?)
             }
@@ -983,6 +986,35 @@ impl Ctx {
         }
         let found: Vec<(Uuid, &str)> = labels.iter().map(|(id, l)| (*id, l.as_str())).collect();
         unique("statement", s, &found, "have ids starting or ending with").map(|id| id.to_string())
+    }
+
+    async fn plan(&self, c: PlanCommand) -> Result<()> {
+        match c {
+            PlanCommand::List => self.show(&self.client.plan_list().await?),
+            PlanCommand::Get { name } => self.show(&self.client.plan_get(&name).await?),
+            PlanCommand::Put {
+                name,
+                description,
+                quotas: q,
+            } => {
+                let quotas = meson_types::admin::QuotaUpdateRequest {
+                    vms: q.vms.map(Some),
+                    vcpus: q.vcpus.map(Some),
+                    ram_mib: q.ram_mib.map(Some),
+                    storage_gb: q.storage_gb.map(Some),
+                    clusters: q.clusters.map(Some),
+                    nodes: q.nodes.map(Some),
+                    images_gb: q.images_gb.map(Some),
+                    plan: None,
+                };
+                let req = meson_types::admin::PlanPutRequest {
+                    description,
+                    quotas: Some(quotas),
+                };
+                self.show(&self.client.plan_put(&name, &req).await?)
+            }
+            PlanCommand::Delete { name } => Ok(self.client.plan_delete(&name).await?),
+        }
     }
 
     async fn price(&self, c: PriceCommand) -> Result<()> {

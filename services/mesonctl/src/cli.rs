@@ -81,6 +81,10 @@ pub enum Command {
     /// The tenant's quotas and what it uses of them.
     #[command(subcommand)]
     Quota(QuotaCommand),
+    /// Plans: named sets of quotas operators put tenants on (`default`:
+    /// the deployment's defaults); anyone reads them.
+    #[command(subcommand)]
+    Plan(PlanCommand),
     /// What the tenant used and what it cost: this month so far unless
     /// told otherwise, a line per resource (or day, tenant or label value)
     /// and meter, with the totals per currency.
@@ -1168,10 +1172,16 @@ pub enum TenantCommand {
 pub enum TenantQuotaCommand {
     /// Shows a tenant's limits and use.
     Get { tenant: String },
-    /// Sets limits of a tenant: a number, or `default` to return to the
-    /// deployment's default; those not given stay as they are.
+    /// Sets limits of a tenant: a number, or `default` to return to its
+    /// plan's (or the deployment's default); those not given stay as they
+    /// are. --plan puts the tenant on a plan.
     Set {
         tenant: String,
+        /// Puts the tenant on this plan (`plan list`); `none` or `default`:
+        /// on no plan, the deployment's defaults. Its own limits stay over
+        /// the plan's.
+        #[arg(long, value_name = "PLAN", value_parser = plan_choice)]
+        plan: Option<PlanChoice>,
         #[arg(long, value_parser = quota_value)]
         vms: Option<QuotaValue>,
         #[arg(long, value_parser = quota_value)]
@@ -1187,6 +1197,67 @@ pub enum TenantQuotaCommand {
         #[arg(long, value_parser = quota_value)]
         images_gb: Option<QuotaValue>,
     },
+}
+
+/// The plan `tenant quota set --plan` puts a tenant on: a plan's name, or
+/// `None` (`none`, `default`) for none.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlanChoice(pub Option<String>);
+
+fn plan_choice(s: &str) -> Result<PlanChoice, String> {
+    let t = s.trim();
+    if t.is_empty() {
+        return Err("a plan's name, or `none`".into());
+    }
+    if t.eq_ignore_ascii_case("none") || t.eq_ignore_ascii_case("default") {
+        return Ok(PlanChoice(None));
+    }
+    Ok(PlanChoice(Some(t.to_owned())))
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PlanCommand {
+    /// Lists the plans with their quotas: `default` (the deployment's
+    /// defaults, a tenant on no plan's) first, then the others by name.
+    List,
+    /// Shows a plan: each limit, and whether it is the deployment's default.
+    Get {
+        /// The plan's name (`default`: the deployment's defaults).
+        name: String,
+    },
+    /// Operators: creates or replaces a plan, whole: a limit not given is
+    /// the deployment's default. Its tenants' quotas follow at once.
+    Put {
+        /// 1 to 63 lowercase letters, digits or '-' (not `default`).
+        name: String,
+        /// What it is for (at most 200 characters).
+        #[arg(long)]
+        description: Option<String>,
+        #[command(flatten)]
+        quotas: PlanQuotas,
+    },
+    /// Operators: deletes a plan (refused while a tenant is on it); prints
+    /// nothing.
+    Delete { name: String },
+}
+
+/// A plan's limits (`plan put`): each a number of at least 0.
+#[derive(Debug, Args, Clone, Default)]
+pub struct PlanQuotas {
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(i64).range(0..))]
+    pub vms: Option<i64>,
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(i64).range(0..))]
+    pub vcpus: Option<i64>,
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(i64).range(0..))]
+    pub ram_mib: Option<i64>,
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(i64).range(0..))]
+    pub storage_gb: Option<i64>,
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(i64).range(0..))]
+    pub clusters: Option<i64>,
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(i64).range(0..))]
+    pub nodes: Option<i64>,
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(i64).range(0..))]
+    pub images_gb: Option<i64>,
 }
 
 /// A quota's value: a number, or `default` (`None`).
@@ -1778,5 +1849,92 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("label:KEY"), "{e}");
+    }
+
+    #[test]
+    fn plans_and_a_tenants_plan_parse() {
+        let cli = Cli::try_parse_from([
+            "mesonctl",
+            "plan",
+            "put",
+            "small",
+            "--description",
+            "Try it out",
+            "--vms",
+            "1",
+            "--ram-mib",
+            "4096",
+            "--images-gb",
+            "0",
+        ])
+        .unwrap();
+        match cli.command {
+            Command::Plan(PlanCommand::Put {
+                name,
+                description,
+                quotas,
+            }) => {
+                assert_eq!(name, "small");
+                assert_eq!(description.as_deref(), Some("Try it out"));
+                assert_eq!(
+                    (quotas.vms, quotas.ram_mib, quotas.images_gb),
+                    (Some(1), Some(4096), Some(0))
+                );
+                assert_eq!(
+                    (
+                        quotas.vcpus,
+                        quotas.storage_gb,
+                        quotas.clusters,
+                        quotas.nodes
+                    ),
+                    (None, None, None, None)
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        for (arg, plan) in [
+            ("small", Some("small")),
+            ("none", None),
+            ("default", None),
+            ("None", None),
+        ] {
+            let cli =
+                Cli::try_parse_from(["mesonctl", "tenant", "quota", "set", "dev", "--plan", arg])
+                    .unwrap();
+            match cli.command {
+                Command::Tenant(TenantCommand::Quota(TenantQuotaCommand::Set {
+                    plan: p,
+                    vms,
+                    ..
+                })) => {
+                    assert_eq!(p, Some(PlanChoice(plan.map(str::to_owned))), "{arg}");
+                    assert!(vms.is_none());
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        let cli = Cli::try_parse_from(["mesonctl", "tenant", "quota", "set", "dev", "--vms", "3"])
+            .unwrap();
+        assert!(matches!(
+            cli.command,
+            Command::Tenant(TenantCommand::Quota(TenantQuotaCommand::Set {
+                plan: None,
+                ..
+            }))
+        ));
+        for bad in [
+            &["plan", "put", "small", "--vms", "-1"][..],
+            &["plan", "put", "small", "--vms", "lots"],
+            &["plan", "put", "small", "--vms", "default"],
+            &["plan", "put"],
+            &["plan", "get"],
+            &["plan", "delete"],
+            &["tenant", "quota", "set", "dev", "--plan", ""],
+        ] {
+            let mut args = vec!["mesonctl"];
+            args.extend(bad);
+            let e = Cli::try_parse_from(args).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{bad:?}");
+        }
     }
 }

@@ -9,7 +9,7 @@
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use meson_types::action::Action;
-use meson_types::admin::{AuditEntry, Quota, Target};
+use meson_types::admin::{AuditEntry, Plan, Quota, Target};
 use meson_types::backup::{Backup, BackupCreateResponse, BackupPolicy, RestoreResponse};
 use meson_types::catalog::{Flavor, KubernetesVersion, Provider};
 use meson_types::cluster::{AutoscalerCredentials, Cluster, ClusterCreateResponse, Node, Pool};
@@ -1315,16 +1315,94 @@ impl Show for Vec<KubernetesVersion> {
     }
 }
 
+/// A tenant's quotas: a row per limit, then whose they are and the plan
+/// the tenant is on (`default`: none, the deployment's defaults).
 impl Show for Quota {
     fn view(&self, _: Width) -> View {
+        View::Stack(vec![
+            View::Table {
+                headers: vec!["LIMIT", "QUOTA", "USED"],
+                rows: self
+                    .limits
+                    .iter()
+                    .map(|l| vec![l.name.clone(), l.quota.to_string(), l.current.to_string()])
+                    .collect(),
+            },
+            View::Fields(vec![
+                ("Tenant", self.tenant.clone()),
+                ("Plan", plan_name(self.plan.as_deref())),
+            ]),
+        ])
+    }
+}
+
+/// The plan a tenant is on as meson names it: `default` when on none.
+fn plan_name(plan: Option<&str>) -> String {
+    plan.unwrap_or("default").to_owned()
+}
+
+/// The limits a plan table has a column for, in meson's order, with their
+/// headers. A limit meson adds later shows in `plan get` and -o json.
+const PLAN_COLUMNS: &[(&str, &str)] = &[
+    ("vms", "VMS"),
+    ("vcpus", "VCPUS"),
+    ("ram_mib", "RAM_MIB"),
+    ("storage_gb", "STORAGE_GB"),
+    ("clusters", "CLUSTERS"),
+    ("nodes", "NODES"),
+    ("images_gb", "IMAGES_GB"),
+];
+
+/// The plans: a row each, its quota of every limit and its description.
+impl Show for Vec<Plan> {
+    fn view(&self, width: Width) -> View {
+        let mut headers = vec!["NAME"];
+        headers.extend(PLAN_COLUMNS.iter().map(|(_, h)| *h));
+        headers.push("DESCRIPTION");
         View::Table {
-            headers: vec!["LIMIT", "QUOTA", "USED"],
+            headers,
             rows: self
-                .limits
                 .iter()
-                .map(|l| vec![l.name.clone(), l.quota.to_string(), l.current.to_string()])
+                .map(|p| {
+                    let mut row = vec![p.name.clone()];
+                    row.extend(PLAN_COLUMNS.iter().map(|(name, _)| {
+                        p.quotas
+                            .iter()
+                            .find(|q| q.name == *name)
+                            .map_or(String::new(), |q| q.quota.to_string())
+                    }));
+                    row.push(width.message(p.description.clone()));
+                    row
+                })
                 .collect(),
         }
+    }
+}
+
+/// A plan: its name and description, then a row per limit (DEFAULT: the
+/// plan leaves it at the deployment's default).
+impl Show for Plan {
+    fn view(&self, _: Width) -> View {
+        View::Stack(vec![
+            View::Fields(vec![
+                ("Name", self.name.clone()),
+                ("Description", self.description.clone()),
+            ]),
+            View::Table {
+                headers: vec!["LIMIT", "QUOTA", "DEFAULT"],
+                rows: self
+                    .quotas
+                    .iter()
+                    .map(|q| {
+                        vec![
+                            q.name.clone(),
+                            q.quota.to_string(),
+                            if q.default { "yes" } else { "no" }.to_owned(),
+                        ]
+                    })
+                    .collect(),
+            },
+        ])
     }
 }
 
@@ -1827,6 +1905,64 @@ mod tests {
             "error": {"code": "invalid_input", "message": "no such image"}
         }))
         .unwrap()
+    }
+
+    #[test]
+    fn quotas_show_the_plan_and_plans_their_limits() {
+        let mut q: Quota = serde_json::from_value(serde_json::json!({
+            "tenant": "acme", "plan": "small",
+            "limits": [
+                {"name": "vms", "quota": 1, "current": 0, "default": false},
+                {"name": "vcpus", "quota": 400, "current": 2, "default": true}
+            ]
+        }))
+        .unwrap();
+        assert_eq!(
+            render(Format::Table, &q).unwrap(),
+            "LIMIT  QUOTA  USED\n\
+             vms    1      0\n\
+             vcpus  400    2\n\
+             \n\
+             Tenant:  acme\n\
+             Plan:    small\n"
+        );
+        q.plan = None;
+        let t = render(Format::Table, &q).unwrap();
+        assert!(t.ends_with("Plan:    default\n"), "{t}");
+        let j: serde_json::Value =
+            serde_json::from_str(&render(Format::Json, &q).unwrap()).unwrap();
+        assert!(j["plan"].is_null(), "{j}");
+
+        let quotas = |vms: i64, default: bool| {
+            serde_json::json!([
+                {"name": "vms", "quota": vms, "default": default},
+                {"name": "vcpus", "quota": 400, "default": true},
+                {"name": "ram_mib", "quota": 819200, "default": true},
+                {"name": "storage_gb", "quota": 10000, "default": true},
+                {"name": "clusters", "quota": 10, "default": true},
+                {"name": "nodes", "quota": 100, "default": true},
+                {"name": "images_gb", "quota": 1000, "default": true}
+            ])
+        };
+        let plans: Vec<Plan> = serde_json::from_value(serde_json::json!([
+            {"name": "default", "description": "The deployment's defaults",
+             "quotas": quotas(100, true)},
+            {"name": "small", "description": "", "quotas": quotas(1, false)}
+        ]))
+        .unwrap();
+        assert_eq!(
+            render(Format::Table, &plans).unwrap(),
+            "NAME     VMS  VCPUS  RAM_MIB  STORAGE_GB  CLUSTERS  NODES  IMAGES_GB  DESCRIPTION\n\
+             default  100  400    819200   10000       10        100    1000       The deployment's defaults\n\
+             small    1    400    819200   10000       10        100    1000       -\n"
+        );
+        let t = render(Format::Table, &plans[1]).unwrap();
+        assert!(
+            t.starts_with("Name:         small\nDescription:  -\n\nLIMIT       QUOTA   DEFAULT\n"),
+            "{t}"
+        );
+        assert!(t.contains("\nvms         1       no\n"), "{t}");
+        assert!(t.contains("\nvcpus       400     yes\n"), "{t}");
     }
 
     #[test]

@@ -2494,6 +2494,174 @@ async fn usage_statements_and_prices() {
     m.stop().await;
 }
 
+/// The value of a `Key:  value` line of a view.
+fn field<'a>(r: &'a Run, key: &str) -> &'a str {
+    r.stdout
+        .lines()
+        .find_map(|l| l.strip_prefix(key)?.strip_prefix(':'))
+        .map(str::trim)
+        .unwrap_or_else(|| panic!("no {key}: {r:#?}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plans_put_listed_assigned_to_a_tenant_and_deleted() {
+    let m = Meson::start().await;
+    // An operator puts a plan of one VM: the rest is the defaults.
+    let r = m
+        .ctl(&[
+            "plan",
+            "put",
+            "small",
+            "--description",
+            "Try it out",
+            "--vms",
+            "1",
+            "-o",
+            "json",
+        ])
+        .await;
+    let p = r.ok().json();
+    assert_eq!(
+        (&p["name"], &p["description"]),
+        (&json!("small"), &json!("Try it out")),
+        "{p}"
+    );
+    assert_eq!(
+        p["quotas"][0],
+        json!({"name": "vms", "quota": 1, "default": false}),
+        "{p}"
+    );
+    assert!(
+        p["quotas"].as_array().unwrap()[1..]
+            .iter()
+            .all(|q| q["default"] == true),
+        "{p}"
+    );
+    // Put again, it is replaced whole.
+    let r = m
+        .ctl(&["plan", "put", "small", "--vms", "1", "--clusters", "2"])
+        .await;
+    r.ok();
+    assert_eq!(field(&r, "Name"), "small", "{r:#?}");
+    assert_eq!(field(&r, "Description"), "-", "{r:#?}");
+    assert_eq!(
+        row(&r, "clusters").split_whitespace().collect::<Vec<_>>(),
+        ["clusters", "2", "no"],
+        "{r:#?}"
+    );
+    assert_eq!(
+        row(&r, "nodes").split_whitespace().nth(2),
+        Some("yes"),
+        "{r:#?}"
+    );
+
+    // The tenant goes on it: its quota shows the plan and the plan's VMs.
+    let r = m
+        .ctl(&["tenant", "quota", "set", "dev", "--plan", "small"])
+        .await;
+    r.ok();
+    assert_eq!(field(&r, "Plan"), "small", "{r:#?}");
+    let r = m.ctl(&["quota", "get"]).await;
+    r.ok();
+    assert!(r.stdout.starts_with("LIMIT"), "{r:#?}");
+    assert_eq!(
+        row(&r, "vms").split_whitespace().collect::<Vec<_>>(),
+        ["vms", "1", "0"],
+        "{r:#?}"
+    );
+    assert_eq!(field(&r, "Tenant"), "dev", "{r:#?}");
+    assert_eq!(field(&r, "Plan"), "small", "{r:#?}");
+    let r = m.ctl(&["quota", "get", "-o", "json"]).await;
+    assert_eq!(r.ok().json()["plan"], "small", "{r:#?}");
+    // A plan meson does not have is refused, naming it.
+    let r = m
+        .ctl(&["tenant", "quota", "set", "dev", "--plan", "nope"])
+        .await;
+    assert_eq!(r.code, Some(1), "{r:#?}");
+    assert!(
+        r.stderr.contains("(invalid_input)") && r.stderr.contains("plan"),
+        "{r:#?}"
+    );
+
+    // The list: the defaults first, then the operators' plans by name.
+    let r = m.ctl(&["plan", "list"]).await;
+    r.ok();
+    assert_eq!(
+        headers(&r),
+        [
+            "NAME",
+            "VMS",
+            "VCPUS",
+            "RAM_MIB",
+            "STORAGE_GB",
+            "CLUSTERS",
+            "NODES",
+            "IMAGES_GB",
+            "DESCRIPTION"
+        ],
+        "{r:#?}"
+    );
+    let names: Vec<&str> = r
+        .stdout
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert_eq!(names, ["default", "small"], "{r:#?}");
+    assert_eq!(row(&r, "small").split_whitespace().nth(1), Some("1"));
+    assert_eq!(row(&r, "default").split_whitespace().nth(1), Some("100"));
+
+    // A plan in use is not deleted.
+    let r = m.ctl(&["plan", "delete", "small"]).await;
+    assert_eq!(r.code, Some(1), "{r:#?}");
+    assert!(r.stderr.contains("(conflict)"), "{r:#?}");
+    // Off it (`none`: the defaults again), it is.
+    let r = m
+        .ctl(&[
+            "tenant", "quota", "set", "dev", "--plan", "none", "-o", "json",
+        ])
+        .await;
+    let q = r.ok().json();
+    assert!(q["plan"].is_null(), "{q}");
+    let vms = q["limits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["name"] == "vms")
+        .unwrap_or_else(|| panic!("{q}"));
+    assert_eq!(
+        (&vms["quota"], &vms["default"]),
+        (&json!(100), &json!(true))
+    );
+    let r = m.ctl(&["quota", "get"]).await;
+    assert_eq!(field(r.ok(), "Plan"), "default", "{r:#?}");
+    let r = m.ctl(&["plan", "delete", "small"]).await;
+    assert!(r.ok().stdout.is_empty(), "{r:#?}");
+    let r = m.ctl(&["plan", "get", "small"]).await;
+    assert_eq!(r.code, Some(1), "{r:#?}");
+    assert!(r.stderr.contains("(not_found)"), "{r:#?}");
+    let r = m.ctl(&["plan", "list", "-o", "json"]).await;
+    assert_eq!(r.ok().json().as_array().map(Vec::len), Some(1), "{r:#?}");
+
+    // A tenant's owner reads the plans but does not make them.
+    let r = m
+        .ctl(&["token", "create", "plans", "--role", "owner", "-o", "json"])
+        .await;
+    let owner = r.ok().json()["secret"].as_str().unwrap().to_owned();
+    let r = with_token(&m, &owner, &["plan", "get", "default"]).await;
+    assert_eq!(field(r.ok(), "Name"), "default", "{r:#?}");
+    let r = with_token(&m, &owner, &["plan", "put", "mine", "--vms", "1000"]).await;
+    assert_eq!(r.code, Some(1), "{r:#?}");
+    assert!(r.stderr.contains("(forbidden)"), "{r:#?}");
+    assert!(r.stdout.is_empty(), "{r:#?}");
+    let r = with_token(&m, &owner, &["plan", "list", "-o", "json"]).await;
+    assert_eq!(r.ok().json().as_array().map(Vec::len), Some(1), "{r:#?}");
+    // A bad amount is mesonctl's to refuse (exit 2).
+    let r = m.ctl(&["plan", "put", "small", "--vms", "-1"]).await;
+    assert_eq!(r.code, Some(2), "{r:#?}");
+    m.stop().await;
+}
+
 /// The shortest start of `id` (hyphens dropped), 8 hex digits or more, that
 /// no other of `all` shares.
 fn unique_prefix(id: &str, all: &[String]) -> String {

@@ -165,7 +165,9 @@ impl App {
             let plan = match quotas.as_object_mut().and_then(|m| m.remove("plan")) {
                 None => None,
                 Some(serde_json::Value::Null) => Some(None),
-                Some(serde_json::Value::String(n)) if n == DEFAULT_PLAN => Some(None),
+                Some(serde_json::Value::String(n)) if n == DEFAULT_PLAN || n == "none" => {
+                    Some(None)
+                }
                 Some(serde_json::Value::String(n)) => Some(Some(quota::plan_name("plan", &n)?)),
                 Some(_) => {
                     return Err(Error::invalid("plan", "must be a plan's name or null"));
