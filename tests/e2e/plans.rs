@@ -93,8 +93,10 @@ async fn a_tenant_on_a_plan_gets_its_quotas_under_its_own_overrides() {
     );
     let r = call(Method::GET, "/v1/plans/small", &viewer, None).await;
     assert_eq!(r.body["plan"]["description"], "Try it out");
-    let r = call(Method::GET, "/v1/plans/nope", &viewer, None).await;
-    assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.body);
+    for missing in ["nope", "a%00b", "Big"] {
+        let r = call(Method::GET, &format!("/v1/plans/{missing}"), &viewer, None).await;
+        assert_eq!(r.status, StatusCode::NOT_FOUND, "{missing}: {}", r.body);
+    }
 
     // The tenant goes on it, with its own vCPU quota over the plan's.
     let r = call(

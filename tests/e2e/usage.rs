@@ -195,6 +195,8 @@ async fn usage_statements_and_prices_answer_exact_figures_to_whom_they_belong() 
         ("from=2027-06-10T00:00:00Z&to=2027-06-01T00:00:00Z", "to"),
         ("from=2020-01-01T00:00:00Z&to=2027-01-01T00:00:00Z", "to"),
         ("format=xml", "format"),
+        ("tenant=a%00b", "tenant"),
+        ("group_by=label:a%00", "group_by"),
     ] {
         let r = get(&m, &format!("/v1/usage?{query}"), &owner).await;
         assert_eq!(r.status, StatusCode::BAD_REQUEST, "{query}: {}", r.body);

@@ -31,7 +31,7 @@ impl GroupBy {
             "tenant" => Some(GroupBy::Tenant),
             _ => s
                 .strip_prefix("label:")
-                .filter(|k| !k.is_empty() && k.len() <= 63)
+                .filter(|k| !k.is_empty() && k.len() <= 63 && !k.chars().any(char::is_control))
                 .map(|k| GroupBy::Label(k.to_owned())),
         }
     }

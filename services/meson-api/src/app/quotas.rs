@@ -102,6 +102,8 @@ impl App {
         if name == DEFAULT_PLAN {
             return Ok(self.default_plan());
         }
+        // A name no plan can have is none (and never reaches the database).
+        quota::plan_name("name", name).map_err(|_| Error::not_found("plan", name))?;
         let p = meson_db::scope::system(meson_db::plans::get(&self.pool, name)).await?;
         let q = p.quotas.effective(&self.quotas);
         Ok((p, q))
@@ -137,6 +139,7 @@ impl App {
                     .into(),
             });
         }
+        quota::plan_name("name", name).map_err(|_| Error::not_found("plan", name))?;
         meson_db::scope::system(meson_db::plans::delete(&self.pool, name)).await
     }
 

@@ -62,6 +62,10 @@ impl UsageQuery {
 /// Which tenant `p` reads: its own, or for an operator the one it names
 /// (`None`: every tenant).
 fn tenant_of(p: &Principal, named: Option<&str>) -> Result<Option<String>> {
+    let named = named
+        .map(|t| super::quotas::parse_tenant(t).map(|t| t.to_string()))
+        .transpose()?;
+    let named = named.as_deref();
     if p.role >= Role::Admin {
         return Ok(named.map(str::to_owned));
     }
