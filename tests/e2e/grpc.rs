@@ -3,7 +3,7 @@
 //! (tokens, roles, tenants, rate limits, the audit log), and a generic
 //! client discovers the services by reflection.
 
-use crate::harness::{Meson, SSH_KEY};
+use crate::harness::{Meson, SSH_KEY, rejected_fields};
 use futures::StreamExt;
 use meson_proto::meson::v1 as pb;
 use pb::action_service_client::ActionServiceClient;
@@ -434,26 +434,6 @@ async fn reflection_lists_the_services_and_health_answers() {
     m.stop().await;
 }
 
-/// The field names of an `invalid_input` status, sorted and deduplicated.
-fn invalid_fields(e: &tonic::Status) -> Vec<String> {
-    let d = e.get_error_details();
-    assert_eq!(
-        d.error_info().expect("ErrorInfo").reason,
-        "invalid_input",
-        "{e:?}"
-    );
-    let mut fields: Vec<String> = d
-        .bad_request()
-        .expect("BadRequest")
-        .field_violations
-        .iter()
-        .map(|v| v.field.clone())
-        .collect();
-    fields.sort();
-    fields.dedup();
-    fields
-}
-
 #[tokio::test]
 async fn usage_statements_and_prices_are_read_and_a_price_added_over_grpc() {
     use pb::usage_service_client::UsageServiceClient;
@@ -653,7 +633,7 @@ async fn usage_statements_and_prices_are_read_and_a_price_added_over_grpc() {
             Code::InvalidArgument,
         )
         .await;
-        assert_eq!(invalid_fields(&e), [field], "{bad:?}");
+        assert_eq!(rejected_fields(&e), [field], "{bad:?}");
     }
     let e = refused(
         usage.get_usage(authed(
@@ -733,7 +713,7 @@ async fn usage_statements_and_prices_are_read_and_a_price_added_over_grpc() {
         Code::InvalidArgument,
     )
     .await;
-    assert_eq!(invalid_fields(&e), ["tenant"]);
+    assert_eq!(rejected_fields(&e), ["tenant"]);
     let theirs = usage
         .get_statement(authed(
             pb::GetStatementRequest {
@@ -751,7 +731,7 @@ async fn usage_statements_and_prices_are_read_and_a_price_added_over_grpc() {
         Code::InvalidArgument,
     )
     .await;
-    assert_eq!(invalid_fields(&e), ["id"]);
+    assert_eq!(rejected_fields(&e), ["id"]);
     refused(
         usage.get_statement(authed(get(&uuid::Uuid::new_v4().to_string()), &owner)),
         Code::NotFound,
@@ -820,7 +800,7 @@ async fn usage_statements_and_prices_are_read_and_a_price_added_over_grpc() {
             Code::InvalidArgument,
         )
         .await;
-        assert_eq!(invalid_fields(&e), fields, "{bad:?}");
+        assert_eq!(rejected_fields(&e), fields, "{bad:?}");
     }
     let added = usage
         .create_price(authed(add("volume", "0.00009"), &m.token))
@@ -979,7 +959,7 @@ async fn plans_are_made_and_a_tenant_put_on_one_over_grpc() {
             Code::InvalidArgument,
         )
         .await;
-        assert_eq!(invalid_fields(&e), fields, "{bad:?}");
+        assert_eq!(rejected_fields(&e), fields, "{bad:?}");
     }
 
     // Anyone reads the plans: the defaults first.
@@ -1098,7 +1078,7 @@ async fn plans_are_made_and_a_tenant_put_on_one_over_grpc() {
             Code::InvalidArgument,
         )
         .await;
-        assert_eq!(invalid_fields(&e), fields, "{bad:?}");
+        assert_eq!(rejected_fields(&e), fields, "{bad:?}");
     }
 
     // A plan in use stays (`conflict`), and so does `default`.

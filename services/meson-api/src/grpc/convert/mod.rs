@@ -43,3 +43,16 @@ pub use vm::{vm, vm_create, vm_migrate, vm_network, vm_rebuild, vm_resize};
 pub use volume::{
     volume, volume_attach, volume_create, volume_list_query, volume_move, volume_resize,
 };
+
+/// The fields an `invalid_input` names, sorted (the conversions' tests).
+#[cfg(test)]
+pub(crate) fn rejected<T: std::fmt::Debug>(r: Result<T, meson_core::Error>) -> Vec<String> {
+    match r {
+        Err(meson_core::Error::InvalidInput { fields }) => {
+            let mut names: Vec<String> = fields.into_iter().map(|f| f.name).collect();
+            names.sort();
+            names
+        }
+        other => panic!("expected invalid_input, got {other:?}"),
+    }
+}

@@ -102,16 +102,7 @@ mod tests {
     use meson_core::quota::{self, QuotaOverrides};
     use serde_json::json;
 
-    fn rejected<T: std::fmt::Debug>(r: Result<T, Error>) -> Vec<String> {
-        match r {
-            Err(Error::InvalidInput { fields }) => {
-                let mut names: Vec<String> = fields.into_iter().map(|f| f.name).collect();
-                names.sort();
-                names
-            }
-            other => panic!("expected invalid_input, got {other:?}"),
-        }
-    }
+    use crate::grpc::convert::rejected;
 
     #[test]
     fn a_quota_update_is_the_rest_one() {

@@ -35,18 +35,10 @@ pub fn token_create(r: &pb::CreateTokenRequest) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use meson_core::Error;
     use serde_json::json;
 
     fn rejected(r: &pb::CreateTokenRequest) -> Vec<String> {
-        match meson_core::token::TokenCreate::parse(&token_create(r)) {
-            Err(Error::InvalidInput { fields }) => {
-                let mut names: Vec<String> = fields.into_iter().map(|f| f.name).collect();
-                names.sort();
-                names
-            }
-            other => panic!("expected invalid_input, got {other:?}"),
-        }
+        crate::grpc::convert::rejected(meson_core::token::TokenCreate::parse(&token_create(r)))
     }
 
     #[test]
