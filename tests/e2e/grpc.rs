@@ -3,7 +3,8 @@
 //! (tokens, roles, tenants, rate limits, the audit log), and a generic
 //! client discovers the services by reflection.
 
-use crate::harness::{Meson, SSH_KEY, rejected_fields};
+use crate::grpc_resources::rejected_fields;
+use crate::harness::{Meson, SSH_KEY};
 use futures::StreamExt;
 use meson_proto::meson::v1 as pb;
 use pb::action_service_client::ActionServiceClient;

@@ -2,7 +2,7 @@
 //! real socket with the generated clients, answering as REST does.
 
 use crate::grpc::{authed, channel, refused, seed_vm};
-use crate::harness::{Meson, rejected_fields, seed_kaas};
+use crate::harness::{Meson, seed_kaas};
 use futures::StreamExt;
 use meson_proto::meson::v1 as pb;
 use pb::action_service_client::ActionServiceClient;
@@ -124,6 +124,26 @@ fn small_cluster() -> pb::CreateClusterRequest {
     let pool = &mut c.req.as_mut().expect("req").nodepool[0];
     (pool.min_nodes, pool.desired_nodes) = (Some(1), Some(1));
     c
+}
+
+/// The field names of an `invalid_input` status, sorted and deduplicated.
+pub(crate) fn rejected_fields(e: &tonic::Status) -> Vec<String> {
+    let d = e.get_error_details();
+    assert_eq!(
+        d.error_info().expect("ErrorInfo").reason,
+        "invalid_input",
+        "{e:?}"
+    );
+    let mut fields: Vec<String> = d
+        .bad_request()
+        .expect("BadRequest")
+        .field_violations
+        .iter()
+        .map(|v| v.field.clone())
+        .collect();
+    fields.sort();
+    fields.dedup();
+    fields
 }
 
 #[tokio::test]

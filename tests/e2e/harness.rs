@@ -363,24 +363,3 @@ impl Drop for Meson {
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
-
-/// The field names of an `invalid_input` status, sorted and deduplicated.
-pub fn rejected_fields(e: &tonic::Status) -> Vec<String> {
-    use tonic_types::StatusExt;
-    let d = e.get_error_details();
-    assert_eq!(
-        d.error_info().expect("ErrorInfo").reason,
-        "invalid_input",
-        "{e:?}"
-    );
-    let mut fields: Vec<String> = d
-        .bad_request()
-        .expect("BadRequest")
-        .field_violations
-        .iter()
-        .map(|v| v.field.clone())
-        .collect();
-    fields.sort();
-    fields.dedup();
-    fields
-}
