@@ -151,9 +151,11 @@ fn request(method: &str, path: &str, ex: &Value) -> Result<(), String> {
         ("put", "/v1/admin/plans/{name}") => {
             canonical::<meson_types::admin::PlanPutRequest>(ex).map(drop)
         }
-        ("post", "/v1/admin/prices") => {
-            canonical::<meson_types::usage::PriceCreateRequest>(ex).map(drop)
-        }
+        ("post", "/v1/admin/prices") => parse_alike(
+            meson_core::price::PriceCreate::parse,
+            ex,
+            &canonical::<meson_types::usage::PriceCreateRequest>(ex)?,
+        ),
         ("patch", "/v1/tenants/{tenant}/quotas") => canonical::<QuotaUpdateRequest>(ex).map(drop),
         ("patch", "/v1/clusters/{id}") => canonical::<ClusterUpdateRequest>(ex).map(drop),
         ("patch", "/v1/clusters/{id}/pools/{pool_id}") => {

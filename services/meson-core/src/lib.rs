@@ -22,6 +22,7 @@ pub mod os;
 pub mod parse;
 pub mod patch;
 pub mod port_forward;
+pub mod price;
 pub mod quota;
 pub mod selector;
 pub mod ssh;

@@ -5,10 +5,10 @@
 use super::App;
 use crate::auth::{Principal, Role};
 use chrono::{DateTime, Utc};
-use meson_core::error::FieldError;
+use meson_core::price::PriceCreate;
 use meson_core::{Error, Result};
 use meson_db::usage::GroupBy;
-use meson_types::usage::{Meter, PriceEntry, Statement, Usage};
+use meson_types::usage::{PriceEntry, Statement, Usage};
 use serde_json::Value;
 
 /// The longest window a usage query covers.
@@ -186,7 +186,7 @@ impl App {
 
     /// Adds a price, from now or a later time (an operator's).
     pub async fn price_create(&self, body: &Value) -> Result<PriceEntry> {
-        let new = PriceNew::parse(body)?;
+        let new = PriceCreate::parse(body)?;
         meson_db::scope::system(meson_db::usage::price_insert(
             &self.pool,
             new.meter,
@@ -199,152 +199,9 @@ impl App {
     }
 }
 
-/// A price to add, validated.
-#[derive(Debug, PartialEq)]
-struct PriceNew {
-    meter: Meter,
-    provider: String,
-    unit_price: String,
-    currency: String,
-    effective_from: Option<DateTime<Utc>>,
-}
-
-impl PriceNew {
-    fn parse(body: &Value) -> Result<PriceNew> {
-        let Some(obj) = body.as_object() else {
-            return Err(Error::Json {
-                message: "the body must be a JSON object".into(),
-            });
-        };
-        let mut bad: Vec<FieldError> = Vec::new();
-        let mut fail = |name: &str, message: &str| {
-            bad.push(FieldError {
-                name: name.to_owned(),
-                messages: vec![message.to_owned()],
-            })
-        };
-        let meter = match obj
-            .get("meter")
-            .and_then(Value::as_str)
-            .and_then(Meter::parse)
-        {
-            Some(m) if m != Meter::Vm => Some(m),
-            _ => {
-                fail(
-                    "meter",
-                    "must be volume, cluster, image or backup (a VM's price is its host's quote)",
-                );
-                None
-            }
-        };
-        let provider = match obj.get("provider") {
-            None | Some(Value::Null) => "*".to_owned(),
-            Some(Value::String(s)) if (1..=64).contains(&s.len()) && !s.contains('\0') => s.clone(),
-            Some(_) => {
-                fail(
-                    "provider",
-                    "must be a provider's name (1 to 64 characters) or *",
-                );
-                String::new()
-            }
-        };
-        let unit_price = match obj.get("unit_price") {
-            Some(Value::String(s)) => decimal(s),
-            Some(Value::Number(n)) => decimal(&n.to_string()),
-            _ => None,
-        };
-        if unit_price.is_none() {
-            fail(
-                "unit_price",
-                "must be a decimal of at least 0 with at most 12 decimal places, like \"0.00007\"",
-            );
-        }
-        let currency = match obj.get("currency").and_then(Value::as_str) {
-            Some(c) if c.len() == 3 && c.bytes().all(|b| b.is_ascii_uppercase()) => c.to_owned(),
-            _ => {
-                fail("currency", "must be three capital letters, like EUR");
-                String::new()
-            }
-        };
-        let effective_from = match obj.get("effective_from") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(s)) => match time("effective_from", s) {
-                Ok(t) => Some(t),
-                Err(_) => {
-                    fail("effective_from", "must be an RFC 3339 time");
-                    None
-                }
-            },
-            Some(_) => {
-                fail("effective_from", "must be an RFC 3339 time");
-                None
-            }
-        };
-        match (meter, unit_price) {
-            (Some(meter), Some(unit_price)) if bad.is_empty() => Ok(PriceNew {
-                meter,
-                provider,
-                unit_price,
-                currency,
-                effective_from,
-            }),
-            _ => Err(Error::InvalidInput { fields: bad }),
-        }
-    }
-}
-
-/// `s` as a non-negative decimal of at most 12 places and 20 digits.
-fn decimal(s: &str) -> Option<String> {
-    let s = s.trim();
-    let (int, frac) = s.split_once('.').unwrap_or((s, ""));
-    let ok = !int.is_empty()
-        && int.len() <= 8
-        && frac.len() <= 12
-        && int.bytes().all(|b| b.is_ascii_digit())
-        && frac.bytes().all(|b| b.is_ascii_digit())
-        && !(s.contains('.') && frac.is_empty());
-    ok.then(|| s.to_owned())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn decimals_are_plain_and_bounded() {
-        assert_eq!(decimal("0.00007"), Some("0.00007".into()));
-        assert_eq!(decimal("12"), Some("12".into()));
-        for bad in [
-            "",
-            "-1",
-            "1e-5",
-            "1.",
-            ".5",
-            "0.0000000000001",
-            "NaN",
-            "123456789",
-        ] {
-            assert_eq!(decimal(bad), None, "{bad}");
-        }
-    }
-
-    #[test]
-    fn a_price_names_each_bad_field() {
-        let e = PriceNew::parse(&json!({"meter": "vm", "unit_price": -1, "currency": "eur",
-                                         "effective_from": "soon"}))
-        .unwrap_err();
-        let Error::InvalidInput { fields } = e else {
-            panic!("{e:?}")
-        };
-        let names: Vec<&str> = fields.iter().map(|f| f.name.as_str()).collect();
-        assert_eq!(names, ["meter", "unit_price", "currency", "effective_from"]);
-        let ok = PriceNew::parse(&json!({"meter": "volume", "unit_price": "0.0001",
-                                          "currency": "EUR"}))
-        .unwrap();
-        assert_eq!(ok.provider, "*");
-        assert_eq!(ok.unit_price, "0.0001");
-    }
 
     #[test]
     fn usage_queries_name_their_bad_parameter() {
