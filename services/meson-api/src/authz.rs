@@ -58,6 +58,11 @@ pub struct Rule {
     /// password, a private key): never kept for an Idempotency-Key's
     /// replay, where it would lie in the database in the clear.
     pub credential: bool,
+    /// What it does depends on the caller's whole rank in its
+    /// organisation (it grants or takes away roles up to the caller's
+    /// own): the gate reads the caller's membership even when the token's
+    /// role alone would pass.
+    pub ranked: bool,
 }
 
 const fn rule(operation: &'static str, role: Role, budget: Budget, audit: bool) -> Rule {
@@ -69,6 +74,7 @@ const fn rule(operation: &'static str, role: Role, budget: Budget, audit: bool) 
         // What is audited changes something or hands out a credential.
         first_party_only: audit,
         credential: false,
+        ranked: false,
     }
 }
 
@@ -89,6 +95,11 @@ const fn read(operation: &'static str) -> Rule {
 /// Creates, changes or deletes a tenant's own resources.
 const fn write(operation: &'static str) -> Rule {
     rule(operation, Role::Editor, Budget::Api, true)
+}
+
+/// A change any caller of `role` may make of its own standing (audited).
+const fn write_as(operation: &'static str, role: Role) -> Rule {
+    rule(operation, role, Budget::Api, true)
 }
 
 /// Reads actions, from the polling budget.
@@ -116,6 +127,16 @@ const fn admin_write(operation: &'static str) -> Rule {
     rule(operation, Role::Admin, Budget::Api, true)
 }
 
+/// Grants, changes or takes away a membership: a manager's at least,
+/// never above the caller's own role.
+const fn membership(operation: &'static str, role: Role, credential: bool) -> Rule {
+    Rule {
+        ranked: true,
+        credential,
+        ..rule(operation, role, Budget::Api, true)
+    }
+}
+
 const fn public(operation: &'static str) -> Rule {
     Rule {
         operation,
@@ -124,6 +145,7 @@ const fn public(operation: &'static str) -> Rule {
         audit: false,
         first_party_only: false,
         credential: false,
+        ranked: false,
     }
 }
 
@@ -206,6 +228,7 @@ pub const RULES: &[Rule] = &[
         // Checked by the operation: pages of other origins are refused.
         first_party_only: true,
         credential: false,
+        ranked: false,
     },
     // Clusters, pools, nodes
     read("cluster_list"),
@@ -238,6 +261,7 @@ pub const RULES: &[Rule] = &[
         // page is refused at the edge all the same.
         first_party_only: false,
         credential: false,
+        ranked: false,
     },
     // Catalogue and prices
     read("flavor_list"),
@@ -273,6 +297,25 @@ pub const RULES: &[Rule] = &[
     read("statement_get"),
     read("price_list"),
     admin_write("price_create"),
+    // Organisations: every member sees who else is one; managers add,
+    // change and remove members and invitations up to their own role;
+    // anyone signed in accepts an invitation to their verified email and
+    // leaves an organisation.
+    read("member_list"),
+    read("member_get"),
+    membership("member_create", Role::Manager, false),
+    membership("member_update", Role::Manager, false),
+    membership("member_delete", Role::Manager, false),
+    Rule {
+        ranked: true,
+        ..read("membership_list")
+    },
+    write_as("membership_leave", Role::Viewer),
+    rule("invitation_list", Role::Manager, Budget::Api, false),
+    rule("invitation_get", Role::Manager, Budget::Api, false),
+    membership("invitation_create", Role::Manager, true),
+    rule("invitation_delete", Role::Manager, Budget::Api, true),
+    write_as("invitation_accept", Role::Viewer),
     // The audit log: an owner reads its tenant's, an operator anyone's.
     owner_read("audit_list"),
 ];
@@ -309,6 +352,7 @@ mod tests {
             tenant: meson_core::TenantId("t".into()),
             subject: "s".into(),
             role,
+            email: None,
         };
         for (op, viewer, editor, owner, admin) in [
             ("vm_get", true, true, true, true),

@@ -39,6 +39,26 @@ pub async fn authenticate(state: &AppState, token: &str) -> Result<Principal, Er
     }
 }
 
+/// The header (gRPC metadata key) naming the organisation a call acts in,
+/// when not the one its token names: one the caller is a member of, or one
+/// below an organisation it owns or manages.
+pub const ORGANIZATION_HEADER: &str = "meson-organization";
+
+/// The organisation a request's headers ask to act in, if any: the
+/// [`ORGANIZATION_HEADER`]'s value, as text.
+pub fn organization(headers: &axum::http::HeaderMap) -> Result<Option<String>, Error> {
+    match headers.get(ORGANIZATION_HEADER) {
+        None => Ok(None),
+        Some(v) => match v.to_str() {
+            Ok(s) if !s.trim().is_empty() => Ok(Some(s.trim().to_owned())),
+            _ => Err(Error::invalid(
+                ORGANIZATION_HEADER,
+                "must be an organisation's id",
+            )),
+        },
+    }
+}
+
 /// Where a call came from, for its audit entry.
 pub struct CallInfo {
     /// `GET`, `POST`, ... or `GRPC`.
@@ -48,6 +68,9 @@ pub struct CallInfo {
     /// The resource the call names, when known before it runs.
     pub resource: Option<(String, String)>,
     pub correlation_id: String,
+    /// The organisation it asks to act in ([`organization`]), if not the
+    /// token's.
+    pub organization: Option<String>,
 }
 
 /// The outcome of [`admit`].
@@ -86,6 +109,15 @@ pub async fn admit(
             tracing::info!(%reason, operation = rule.operation, "unauthenticated request");
             Err(Error::Unauthorized)
         }
+    };
+    let principal = match principal {
+        Ok(p) => {
+            state
+                .app
+                .standing(p, call.organization.as_deref(), rule)
+                .await
+        }
+        Err(e) => Err(e),
     };
     let principal = match principal {
         Ok(p) => p,

@@ -592,3 +592,31 @@ pub fn volume(v: &meson_core::volume::Volume) -> wire::volume::Volume {
         created: v.created,
     }
 }
+
+pub fn member(m: &meson_core::member::Member) -> wire::member::Member {
+    wire::member::Member {
+        subject: m.subject.clone(),
+        email: m.email.clone(),
+        role: m.role.clone(),
+        added_by: m.added_by.clone(),
+        created: m.created,
+        updated: m.updated,
+    }
+}
+
+pub fn invitation(i: &meson_core::member::Invitation) -> wire::member::Invitation {
+    wire::member::Invitation {
+        id: i.id.0,
+        organization: i.tenant.to_string(),
+        email: i.email.clone(),
+        role: i.role.clone(),
+        status: i.status(chrono::Utc::now()).as_str().to_owned(),
+        invited_by: i.invited_by.clone(),
+        created: i.created,
+        expires: i.expires,
+        accepted: i.accepted,
+        accepted_by: i.accepted_by.clone(),
+        revoked: i.revoked,
+        revoked_by: i.revoked_by.clone(),
+    }
+}

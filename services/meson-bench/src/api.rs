@@ -450,6 +450,7 @@ async fn without_http(
                 tenant: meson_core::TenantId(format!("bench-{t}")),
                 subject: "bench".to_owned(),
                 role: meson_api::Role::Editor,
+                email: None,
             })
             .collect(),
     );
@@ -465,7 +466,7 @@ async fn without_http(
                     method: "POST".to_owned(),
                     path: "/v1/vms".to_owned(),
                     resource: None,
-                    correlation_id: uuid::Uuid::new_v4().to_string(),
+                    correlation_id: uuid::Uuid::new_v4().to_string(),                    organization: None,
                 };
                 let entry = meson_core::audit::AuditEntry {
                     status: 201,

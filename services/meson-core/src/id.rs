@@ -74,6 +74,10 @@ uuid_id!(
     TokenId
 );
 uuid_id!(
+    /// An invitation to join an organisation.
+    InvitationId
+);
+uuid_id!(
     /// An action: the user's view of a workflow.
     ActionId
 );

@@ -16,6 +16,7 @@ pub mod image;
 pub mod kaas;
 pub mod kubernetes;
 pub mod labels;
+pub mod member;
 pub mod naming;
 pub mod network;
 pub mod os;
@@ -33,6 +34,6 @@ pub mod volume;
 
 pub use error::{Code, Error, FieldError, Result};
 pub use id::{
-    ActionId, BackupId, ClusterId, ConsoleId, ImageId, JobId, NetworkId, NodeId, PoolId,
-    PortForwardId, TargetId, TenantId, TokenId, VmId, VolumeId,
+    ActionId, BackupId, ClusterId, ConsoleId, ImageId, InvitationId, JobId, NetworkId, NodeId,
+    PoolId, PortForwardId, TargetId, TenantId, TokenId, VmId, VolumeId,
 };

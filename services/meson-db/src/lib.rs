@@ -14,6 +14,7 @@ pub mod idempotency;
 pub mod images;
 pub mod jobs;
 mod list;
+pub mod members;
 pub mod networks;
 pub mod node_health;
 pub mod node_pools;

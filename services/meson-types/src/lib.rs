@@ -20,6 +20,7 @@ pub mod error;
 pub mod image;
 pub mod kaas;
 pub mod lenient;
+pub mod member;
 pub mod meta;
 pub mod network;
 pub mod ops;

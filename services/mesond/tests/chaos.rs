@@ -116,6 +116,7 @@ async fn chaos_loses_nothing_and_leaks_nothing() {
         tenant: TenantId("chaos".into()),
         subject: "chaos".into(),
         role: Role::Admin,
+        email: None,
     };
 
     let mut workers: Vec<Process> = (0..2).map(|_| spawn_worker(&db.url)).collect();
@@ -351,6 +352,7 @@ async fn day_two_actions_survive_their_worker_killed_mid_workflow() {
         tenant: TenantId("dayTwo".into()),
         subject: "ops".into(),
         role: Role::Admin,
+        email: None,
     };
     const LEASE_MS: u64 = 600;
     let lease = LEASE_MS.to_string();
@@ -555,6 +557,7 @@ async fn restores_survive_their_worker_killed_mid_workflow() {
         tenant: TenantId("restores".into()),
         subject: "ops".into(),
         role: Role::Admin,
+        email: None,
     };
     const LEASE_MS: u64 = 600;
     let lease = LEASE_MS.to_string();

@@ -124,6 +124,7 @@ async fn a_month_is_billed_to_the_cent_through_a_worker_kill_and_a_database_cras
         tenant: TenantId("metered".into()),
         subject: "ops".into(),
         role: Role::Owner,
+        email: None,
     };
     const LEASE_MS: &str = "600";
     let reconcile = [("MESON_RECONCILE_INTERVAL_S", "1")];

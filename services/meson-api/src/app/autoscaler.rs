@@ -342,6 +342,7 @@ fn autoscaler_principal(tenant: TenantId, cluster: ClusterId) -> Principal {
         tenant,
         subject: format!("cluster-autoscaler:{cluster}"),
         role: Role::Editor,
+        email: None,
     }
 }
 

@@ -18,6 +18,7 @@ pub mod idempotency;
 mod images;
 pub use images::ImageCreated;
 pub mod list;
+pub mod members;
 mod networks;
 mod port_forwards;
 pub use port_forwards::PortForwardCreated;

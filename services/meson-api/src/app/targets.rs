@@ -64,6 +64,7 @@ impl App {
                 tenant,
                 subject: p.subject.clone(),
                 role: p.role,
+                email: None,
             };
             match self.vm_migrate(&owner, vm, &serde_json::json!({})).await {
                 Ok((action, _)) => drained.actions.push(action),

@@ -120,6 +120,7 @@ impl App {
             tenant: t.tenant,
             subject: subject(t.id),
             role,
+            email: None,
         })
     }
 }

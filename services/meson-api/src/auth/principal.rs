@@ -13,6 +13,9 @@ pub enum Role {
     Viewer,
     /// Also creates, changes and deletes them.
     Editor,
+    /// Also manages its organisation's members and invitations, never
+    /// its owners.
+    Manager,
     /// A tenant's own administrator: an editor who also reads its tenant's
     /// audit log. Never reaches another tenant.
     Owner,
@@ -27,6 +30,7 @@ impl Role {
         match self {
             Role::Viewer => "viewer",
             Role::Editor => "editor",
+            Role::Manager => "manager",
             Role::Owner => "owner",
             Role::Admin => "admin",
         }
@@ -36,9 +40,15 @@ impl Role {
     /// role is a word of meson's, not a phrase an identity provider may
     /// spell as it likes); `None` for any other word.
     pub(crate) fn from_claim(name: &str) -> Option<Role> {
-        [Role::Viewer, Role::Editor, Role::Owner, Role::Admin]
-            .into_iter()
-            .find(|r| r.as_str() == name)
+        [
+            Role::Viewer,
+            Role::Editor,
+            Role::Manager,
+            Role::Owner,
+            Role::Admin,
+        ]
+        .into_iter()
+        .find(|r| r.as_str() == name)
     }
 }
 
@@ -48,6 +58,10 @@ pub struct Principal {
     pub tenant: TenantId,
     pub subject: String,
     pub role: Role,
+    /// The email address the identity provider verified for the subject
+    /// (a JWT's `email` with `email_verified` true): what accepting an
+    /// invitation is checked against. meson's own tokens have none.
+    pub email: Option<String>,
 }
 
 impl Principal {

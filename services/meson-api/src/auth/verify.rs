@@ -144,6 +144,18 @@ impl Auth {
     /// Issues a token (dev mode and tests). Only an HS256 verifier holds a
     /// signing key: any other returns an empty string, which nothing accepts.
     pub fn issue(&self, tenant: &str, subject: &str, role: Role, ttl: chrono::Duration) -> String {
+        self.issue_with_email(tenant, subject, role, None, ttl)
+    }
+
+    /// [`Auth::issue`], with `email` as the subject's verified address.
+    pub fn issue_with_email(
+        &self,
+        tenant: &str,
+        subject: &str,
+        role: Role,
+        email: Option<&str>,
+        ttl: chrono::Duration,
+    ) -> String {
         let Some(encoding) = &self.inner.encoding else {
             tracing::warn!("only an HS256 verifier can issue tokens");
             return String::new();
@@ -158,6 +170,10 @@ impl Auth {
         claims.insert("aud".to_owned(), cfg.audience.clone().into());
         claims.insert("exp".to_owned(), (now + ttl.num_seconds()).into());
         claims.insert("iat".to_owned(), now.into());
+        if let Some(email) = email {
+            claims.insert("email".to_owned(), email.into());
+            claims.insert("email_verified".to_owned(), true.into());
+        }
         jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, encoding).unwrap_or_default()
     }
 
@@ -380,10 +396,17 @@ impl Auth {
             .filter_map(|n| Role::from_claim(n))
             .max()
             .ok_or_else(|| format!("claim {:?} names no known role", cfg.roles_claim))?;
+        // An address the identity provider says it verified, or none: an
+        // unverified one proves nothing about who holds the token.
+        let email = match (claims.get("email"), claims.get("email_verified")) {
+            (Some(Value::String(e)), Some(Value::Bool(true))) => meson_core::member::parse_email(e),
+            _ => None,
+        };
         Ok(Principal {
             tenant: TenantId(tenant),
             subject,
             role,
+            email,
         })
     }
 }

@@ -81,6 +81,7 @@ impl CloudProvider {
                 ),
                 resource: Some(("node_pool".into(), group.id.to_string())),
                 correlation_id: uuid::Uuid::new_v4().to_string(),
+                organization: None,
             },
         );
         let res = self.0.app.as_autoscaler(c, f).await;

@@ -206,7 +206,12 @@ where
         .get("authorization")
         .and_then(|v| v.to_str().ok());
     let token = gate::bearer(authorization).map(str::to_owned);
+    let organization = match gate::organization(req.headers()) {
+        Ok(o) => o,
+        Err(e) => return Ok(status_of(&e).into_http()),
+    };
     let call = CallInfo {
+        organization,
         method: "GRPC".to_owned(),
         path,
         resource: None,

@@ -57,7 +57,12 @@ pub async fn gate(State(g): State<GateState>, mut req: Request, next: Next) -> R
         return next.run(req).await;
     };
     let path = req.uri().path().to_owned();
+    let organization = match gate::organization(req.headers()) {
+        Ok(o) => o,
+        Err(e) => return ApiError(e).into_response(),
+    };
     let call = CallInfo {
+        organization,
         method: req.method().to_string(),
         resource: resource_of(&template, &path),
         path,
@@ -198,6 +203,8 @@ fn resource_of(template: &str, path: &str) -> Option<(String, String)> {
         "targets" => "target",
         "tenants" => "tenant",
         "tokens" => "token",
+        "members" => "member",
+        "invitations" => "invitation",
         "consoles" => "console",
         "plans" => "plan",
         "statements" => "statement",

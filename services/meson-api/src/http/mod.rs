@@ -14,6 +14,7 @@ pub mod gate;
 mod idempotency;
 mod images;
 pub mod limits;
+mod members;
 mod networks;
 pub mod openapi;
 mod ops;
@@ -62,6 +63,7 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .merge(backups::routes())
         .merge(consoles::routes())
         .merge(tokens::routes())
+        .merge(members::routes())
         .merge(usage::routes())
         .merge(clusters::routes())
         .merge(cluster_nodes::routes())

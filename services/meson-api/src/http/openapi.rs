@@ -75,6 +75,10 @@ pub fn base() -> OpenApi {
                 "API tokens meson issues for a tenant's automation",
             ),
             tag(
+                "members",
+                "An organisation's members, invitations, and the caller's memberships",
+            ),
+            tag(
                 "usage",
                 "Metered usage, cost, monthly statements and the price list",
             ),

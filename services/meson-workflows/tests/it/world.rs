@@ -76,6 +76,7 @@ impl World {
             tenant: TenantId("harness".into()),
             subject: "test".into(),
             role: Role::Admin,
+            email: None,
         };
         let (net, _) = app
             .network_create(
