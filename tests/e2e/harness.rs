@@ -199,6 +199,27 @@ impl Meson {
         .await
     }
 
+    /// [`Meson::call`], acting in `organization` (`Meson-Organization`).
+    pub async fn call_in(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        token: &str,
+        organization: &str,
+        body: Option<&Value>,
+    ) -> Reply {
+        let req = self
+            .http
+            .request(method, format!("{}{path}", self.base))
+            .bearer_auth(token)
+            .header("Meson-Organization", organization);
+        self.send(match body {
+            Some(b) => req.json(b),
+            None => req,
+        })
+        .await
+    }
+
     pub async fn get(&self, path: &str) -> Reply {
         self.call(reqwest::Method::GET, path, &self.token, None)
             .await
@@ -226,6 +247,24 @@ impl Meson {
             tenant,
             subject,
             role,
+            chrono::Duration::minutes(30),
+        )
+    }
+
+    /// [`Meson::token`], for a subject whose email the issuer verified.
+    pub fn token_with_email(
+        &self,
+        tenant: &str,
+        subject: &str,
+        role: meson_api::Role,
+        email: &str,
+    ) -> String {
+        let secret = std::fs::read_to_string(self.dir.join("jwt-secret")).expect("jwt-secret");
+        meson_api::Auth::hs256(secret.trim().as_bytes(), "meson-test").issue_with_email(
+            tenant,
+            subject,
+            role,
+            Some(email),
             chrono::Duration::minutes(30),
         )
     }

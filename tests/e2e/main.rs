@@ -20,6 +20,7 @@ mod harness;
 mod idempotency;
 mod images;
 mod limits;
+mod members;
 mod metrics;
 mod networks;
 mod openapi;

@@ -132,6 +132,38 @@ async fn one_of_everything(m: &Meson) -> Owned {
         .await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
     ids.insert("token", r.body["token"]["id"].as_str().unwrap().to_owned());
+    // A sub-organisation of the tenant's.
+    let r = m
+        .post(
+            "/v1/organizations",
+            &json!({"name": "owned", "quotas": {"vms": 1}}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    ids.insert(
+        "organization",
+        r.body["organization"]["id"].as_str().unwrap().to_owned(),
+    );
+    // A member of the tenant's, and an invitation to it.
+    let r = m
+        .post(
+            "/v1/members",
+            &json!({"subject": "owned-member", "role": "viewer"}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    ids.insert("member", "owned-member".to_owned());
+    let r = m
+        .post(
+            "/v1/invitations",
+            &json!({"email": "owned@example.com", "role": "viewer"}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    ids.insert(
+        "invitation",
+        r.body["invitation"]["id"].as_str().unwrap().to_owned(),
+    );
 
     let mut kaas = seed_kaas();
     kaas["req"]["nodepool"][0]["desired_nodes"] = 1.into();
@@ -180,6 +212,8 @@ fn fill(path: &str, owned: &Owned) -> (String, bool) {
                     "backups" => "backup",
                     "consoles" => "console",
                     "tokens" => "token",
+                    "invitations" => "invitation",
+                    "organizations" => "organization",
                     "statements" => "statement",
                     "networks" => "network",
                     "clusters" => "cluster",
@@ -191,6 +225,10 @@ fn fill(path: &str, owned: &Owned) -> (String, bool) {
                 owned.ids[kind].clone()
             }
             "{node}" => owned.ids["node"].clone(),
+            "{subject}" => {
+                named = true;
+                owned.ids["member"].clone()
+            }
             "{pool_id}" => owned.ids["pool"].clone(),
             "{forward_id}" => owned.ids["port_forward"].clone(),
             "{command}" => "poweroff".into(),
@@ -243,6 +281,12 @@ fn body_for(operation: &str, owned: &Owned) -> Option<Value> {
         "vm_enable_backups" => json!({"keep": 1}),
         "vm_backup" => json!({"name": "stolen"}),
         "token_create" => json!({"name": "intruders", "role": "viewer"}),
+        "member_create" => json!({"subject": "mallory-friend", "role": "viewer"}),
+        "member_update" => json!({"role": "editor"}),
+        "organization_create" => json!({"name": "stolen"}),
+        "organization_update" => json!({"quotas": {"vms": 100}}),
+        "invitation_create" => json!({"email": "owned@example.com", "role": "viewer"}),
+        "invitation_accept" => json!({"token": format!("mesoninv_{}", "x".repeat(40))}),
         _ => return None,
     })
 }
@@ -282,9 +326,25 @@ async fn another_tenants_token_never_reveals_a_tenants_resources_on_any_route() 
                 // every tenant (as the audit log).
                 let metered = matches!(operation, "usage_get" | "statement_list" | "statement_get");
                 // API tokens are an owner's (its own tenant's).
-                let owner_only = operation.starts_with("token_");
+                let owner_only = operation.starts_with("token_")
+                    || matches!(
+                        operation,
+                        "organization_create" | "organization_update" | "organization_delete"
+                    );
+                // Managing members and invitations is a manager's.
+                let manager_only = matches!(
+                    operation,
+                    "member_create"
+                        | "member_update"
+                        | "member_delete"
+                        | "invitation_list"
+                        | "invitation_get"
+                        | "invitation_create"
+                        | "invitation_delete"
+                );
                 let admin_only = op["summary"].as_str().unwrap_or("").ends_with("(admin)")
-                    || ((audit || owner_only) && role < meson_api::Role::Owner);
+                    || ((audit || owner_only) && role < meson_api::Role::Owner)
+                    || (manager_only && role < meson_api::Role::Manager);
                 if !path.starts_with("/v1/")
                     || ((admin_only || audit || metered) && role == meson_api::Role::Admin)
                 {

@@ -316,6 +316,13 @@ pub const RULES: &[Rule] = &[
     membership("invitation_create", Role::Manager, true),
     rule("invitation_delete", Role::Manager, Budget::Api, true),
     write_as("invitation_accept", Role::Viewer),
+    // Sub-organisations: every member sees the tree below its
+    // organisation; owners carve, change and end them.
+    read("organization_list"),
+    read("organization_get"),
+    owner_write("organization_create"),
+    owner_write("organization_update"),
+    owner_write("organization_delete"),
     // The audit log: an owner reads its tenant's, an operator anyone's.
     owner_read("audit_list"),
 ];

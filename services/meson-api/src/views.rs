@@ -620,3 +620,21 @@ pub fn invitation(i: &meson_core::member::Invitation) -> wire::member::Invitatio
         revoked_by: i.revoked_by.clone(),
     }
 }
+
+pub fn organization(n: &meson_db::organizations::Node) -> wire::organization::Organization {
+    wire::organization::Organization {
+        id: n.org.id.to_string(),
+        name: n.org.name.clone(),
+        parent: n.org.parent.as_ref().map(ToString::to_string),
+        quotas: n.org.parent.is_some().then(|| {
+            n.quotas
+                .entries()
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), v.unwrap_or(0)))
+                .collect()
+        }),
+        depth: n.depth,
+        created_by: n.org.created_by.clone(),
+        created: n.org.created,
+    }
+}

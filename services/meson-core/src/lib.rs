@@ -19,6 +19,7 @@ pub mod labels;
 pub mod member;
 pub mod naming;
 pub mod network;
+pub mod organization;
 pub mod os;
 pub mod parse;
 pub mod patch;

@@ -18,6 +18,7 @@ pub mod members;
 pub mod networks;
 pub mod node_health;
 pub mod node_pools;
+pub mod organizations;
 pub mod outage;
 pub mod plans;
 pub mod port_forwards;

@@ -252,6 +252,16 @@ pub async fn expire_token(pool: &PgPool, id: uuid::Uuid) -> Result<(), sqlx::Err
     .map(|_| ())
 }
 
+/// What meson stores of invitation `id`'s token (a test proves it is a
+/// hash, never the token).
+pub async fn invitation_secret(pool: &PgPool, id: uuid::Uuid) -> Result<Vec<u8>, sqlx::Error> {
+    crate::scope::system(
+        sqlx::query_scalar!("select secret_hash from invitations where id = $1", id)
+            .fetch_one(pool),
+    )
+    .await
+}
+
 /// Freezes the metering clock at `at` (`meson_clock()`: usage intervals,
 /// statements and usage queries read it), so that a test drives a
 /// simulated month through real processes that all share that clock.

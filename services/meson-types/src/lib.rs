@@ -24,6 +24,7 @@ pub mod member;
 pub mod meta;
 pub mod network;
 pub mod ops;
+pub mod organization;
 pub mod pool;
 pub mod port_forward;
 pub mod quote;

@@ -19,6 +19,7 @@ mod images;
 pub use images::ImageCreated;
 pub mod list;
 pub mod members;
+pub mod organizations;
 mod networks;
 mod port_forwards;
 pub use port_forwards::PortForwardCreated;

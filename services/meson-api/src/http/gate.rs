@@ -205,6 +205,7 @@ fn resource_of(template: &str, path: &str) -> Option<(String, String)> {
         "tokens" => "token",
         "members" => "member",
         "invitations" => "invitation",
+        "organizations" => "organization",
         "consoles" => "console",
         "plans" => "plan",
         "statements" => "statement",

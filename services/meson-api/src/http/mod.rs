@@ -15,6 +15,7 @@ mod idempotency;
 mod images;
 pub mod limits;
 mod members;
+mod organizations;
 mod networks;
 pub mod openapi;
 mod ops;
@@ -64,6 +65,7 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .merge(consoles::routes())
         .merge(tokens::routes())
         .merge(members::routes())
+        .merge(organizations::routes())
         .merge(usage::routes())
         .merge(clusters::routes())
         .merge(cluster_nodes::routes())
