@@ -2329,3 +2329,521 @@ async fn a_token_is_created_used_listed_and_revoked_over_grpc() {
     .await;
     m.stop().await;
 }
+
+/// `msg` with `token`, acting in `organization` (the `meson-organization`
+/// metadata).
+fn in_org<T>(msg: T, token: &str, organization: &str) -> tonic::Request<T> {
+    let mut r = authed(msg, token);
+    r.metadata_mut().insert(
+        "meson-organization",
+        organization.parse().expect("metadata"),
+    );
+    r
+}
+
+#[tokio::test]
+async fn members_are_added_changed_used_and_removed_over_grpc() {
+    use meson_api::Role;
+    use pb::member_service_client::MemberServiceClient;
+    use pb::vm_service_client::VmServiceClient;
+    let m = Meson::start().await;
+    let ch = channel(&m).await;
+    let mut members = MemberServiceClient::new(ch.clone());
+    let mut vms = VmServiceClient::new(ch.clone());
+    let owner = m.token("dev", "olga", Role::Owner);
+    let add = |subject: &str, role: &str, email: Option<&str>| pb::CreateMemberRequest {
+        subject: subject.into(),
+        role: role.into(),
+        email: email.map(str::to_owned),
+    };
+
+    // Bad input is named as REST names it.
+    for (bad, fields) in [
+        (add("", "", None), vec!["role", "subject"]),
+        (add("ann", "admin", None), vec!["role"]),
+        (add("ann", "viewer", Some("nope")), vec!["email"]),
+        (add(&"x".repeat(256), "viewer", None), vec!["subject"]),
+    ] {
+        let e = refused(
+            members.create_member(authed(bad.clone(), &owner)),
+            Code::InvalidArgument,
+        )
+        .await;
+        assert_eq!(rejected_fields(&e), fields, "{bad:?}");
+    }
+
+    // Added: a subject of another organisation, as an editor here.
+    let made = members
+        .create_member(authed(
+            add("auth0|ann", "editor", Some("Ann@Example.com")),
+            &owner,
+        ))
+        .await
+        .expect("add a member")
+        .into_inner();
+    assert!(made.warnings.is_empty(), "{made:?}");
+    let ann = made.member.expect("the member");
+    assert_eq!(
+        (
+            ann.subject.as_str(),
+            ann.role.as_str(),
+            ann.added_by.as_str()
+        ),
+        ("auth0|ann", "editor", "olga")
+    );
+    assert_eq!(ann.email.as_deref(), Some("ann@example.com"));
+    assert!(ann.created.is_some() && ann.updated.is_some(), "{ann:?}");
+    let e = refused(
+        members.create_member(authed(add("auth0|ann", "viewer", None), &owner)),
+        Code::AlreadyExists,
+    )
+    .await;
+    assert_eq!(
+        e.get_error_details().error_info().unwrap().reason,
+        "uniqueness_error"
+    );
+    // Audited with its subject.
+    let audit = m.get("/v1/audit?operation=member_create").await.body;
+    assert!(
+        audit["audit_entries"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|e| e["resource_id"] == "auth0|ann" && e["status"] == 200),
+        "{audit}"
+    );
+
+    // Read and listed as REST shows it.
+    let get = |s: &str| pb::GetMemberRequest { subject: s.into() };
+    let read = members
+        .get_member(authed(get("auth0|ann"), &owner))
+        .await
+        .expect("get")
+        .into_inner();
+    assert_eq!(read, ann);
+    let rest = m.get("/v1/members/auth0%7Cann").await;
+    assert_eq!(rest.status, reqwest::StatusCode::OK, "{}", rest.body);
+    assert_eq!(rest.body["member"]["role"], "editor", "{}", rest.body);
+    let listed = members
+        .list_members(authed(pb::ListMembersRequest {}, &owner))
+        .await
+        .expect("list")
+        .into_inner();
+    assert_eq!(listed.members, std::slice::from_ref(&ann));
+
+    // Ann acts in `dev` with `meson-organization`, at her role there,
+    // while her token names her own organisation.
+    let ann_token = m.token("ann-co", "auth0|ann", Role::Owner);
+    let mine = members
+        .list_memberships(authed(pb::ListMembershipsRequest {}, &ann_token))
+        .await
+        .expect("memberships")
+        .into_inner();
+    assert_eq!(mine.subject, "auth0|ann");
+    let orgs: Vec<(&str, &str, &str)> = mine
+        .memberships
+        .iter()
+        .map(|o| (o.organization.as_str(), o.role.as_str(), o.via.as_str()))
+        .collect();
+    assert_eq!(
+        orgs,
+        [("ann-co", "owner", "token"), ("dev", "editor", "member")]
+    );
+    let vm = vms
+        .create_vm(in_org(seed_vm("anns"), &ann_token, "dev"))
+        .await
+        .expect("an editor of dev creates a VM there")
+        .into_inner()
+        .vm
+        .expect("the VM");
+    let rest = m.get(&format!("/v1/vms/{}", vm.id)).await;
+    assert_eq!(
+        rest.status,
+        reqwest::StatusCode::OK,
+        "dev's VM: {}",
+        rest.body
+    );
+    let theirs = members
+        .list_members(in_org(pb::ListMembersRequest {}, &ann_token, "dev"))
+        .await
+        .expect("a member lists the members")
+        .into_inner();
+    assert_eq!(theirs.members, std::slice::from_ref(&ann));
+    let own = members
+        .list_members(authed(pb::ListMembersRequest {}, &ann_token))
+        .await
+        .expect("her own organisation's")
+        .into_inner();
+    assert!(own.members.is_empty(), "{own:?}");
+    // An editor manages no members; nobody acts where it has no standing;
+    // a blank organisation is a bad one.
+    refused(
+        members.create_member(in_org(add("auth0|bob", "viewer", None), &ann_token, "dev")),
+        Code::PermissionDenied,
+    )
+    .await;
+    let stranger = m.token("elsewhere", "auth0|eve", Role::Owner);
+    let e = refused(
+        members.list_members(in_org(pb::ListMembersRequest {}, &stranger, "dev")),
+        Code::PermissionDenied,
+    )
+    .await;
+    assert!(
+        e.message().contains("not a member of organisation dev"),
+        "{e:?}"
+    );
+    let e = refused(
+        members.list_members(in_org(pb::ListMembersRequest {}, &ann_token, " ")),
+        Code::InvalidArgument,
+    )
+    .await;
+    assert_eq!(rejected_fields(&e), ["meson-organization"]);
+
+    // Promoted to manager: she adds members up to her role, never above.
+    let update = |s: &str, role: &str| pb::UpdateMemberRequest {
+        subject: s.into(),
+        role: role.into(),
+    };
+    let promoted = members
+        .update_member(authed(update("auth0|ann", "manager"), &owner))
+        .await
+        .expect("update")
+        .into_inner()
+        .member
+        .expect("the member");
+    assert_eq!(promoted.role, "manager");
+    let bob = members
+        .create_member(in_org(add("auth0|bob", "editor", None), &ann_token, "dev"))
+        .await
+        .expect("a manager adds a member")
+        .into_inner()
+        .member
+        .expect("the member");
+    assert_eq!(
+        (bob.added_by.as_str(), bob.email.as_deref()),
+        ("auth0|ann", None)
+    );
+    let e = refused(
+        members.create_member(in_org(add("auth0|cy", "owner", None), &ann_token, "dev")),
+        Code::InvalidArgument,
+    )
+    .await;
+    assert_eq!(rejected_fields(&e), ["role"]);
+    let e = refused(
+        members.update_member(authed(update("auth0|ann", "admin"), &owner)),
+        Code::InvalidArgument,
+    )
+    .await;
+    assert_eq!(rejected_fields(&e), ["role"]);
+
+    // Removed: the member it was; gone after.
+    let delete = |s: &str| pb::DeleteMemberRequest { subject: s.into() };
+    let gone = members
+        .delete_member(authed(delete("auth0|bob"), &owner))
+        .await
+        .expect("delete")
+        .into_inner();
+    assert_eq!(gone.subject, "auth0|bob");
+    refused(
+        members.get_member(authed(get("auth0|bob"), &owner)),
+        Code::NotFound,
+    )
+    .await;
+    refused(
+        members.delete_member(authed(delete("auth0|bob"), &owner)),
+        Code::NotFound,
+    )
+    .await;
+    for e in [
+        refused(
+            members.get_member(authed(get(""), &owner)),
+            Code::InvalidArgument,
+        )
+        .await,
+        refused(
+            members.update_member(authed(update("", "viewer"), &owner)),
+            Code::InvalidArgument,
+        )
+        .await,
+        refused(
+            members.delete_member(authed(delete(""), &owner)),
+            Code::InvalidArgument,
+        )
+        .await,
+    ] {
+        assert_eq!(rejected_fields(&e), ["subject"]);
+    }
+
+    // Ann leaves `dev`: she acts there no more. Her own organisation's
+    // claims are no membership to leave.
+    let left = members
+        .leave_membership(in_org(pb::LeaveMembershipRequest {}, &ann_token, "dev"))
+        .await
+        .expect("leave")
+        .into_inner();
+    assert_eq!(
+        (left.subject.as_str(), left.role.as_str()),
+        ("auth0|ann", "manager")
+    );
+    refused(
+        members.list_members(in_org(pb::ListMembersRequest {}, &ann_token, "dev")),
+        Code::PermissionDenied,
+    )
+    .await;
+    refused(
+        members.leave_membership(authed(pb::LeaveMembershipRequest {}, &ann_token)),
+        Code::NotFound,
+    )
+    .await;
+    let mine = members
+        .list_memberships(authed(pb::ListMembershipsRequest {}, &ann_token))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(mine.memberships.len(), 1, "{mine:?}");
+    let listed = members
+        .list_members(authed(pb::ListMembersRequest {}, &owner))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(listed.members.is_empty(), "{listed:?}");
+    m.stop().await;
+}
+
+#[tokio::test]
+async fn invitations_are_made_listed_revoked_and_accepted_over_grpc() {
+    use meson_api::Role;
+    use pb::invitation_service_client::InvitationServiceClient;
+    use pb::member_service_client::MemberServiceClient;
+    let m = Meson::start().await;
+    let ch = channel(&m).await;
+    let mut invitations = InvitationServiceClient::new(ch.clone());
+    let mut members = MemberServiceClient::new(ch.clone());
+    let owner = m.token("dev", "olga", Role::Owner);
+    let invite = |email: &str, role: &str, expires_in: Option<i64>| pb::CreateInvitationRequest {
+        email: email.into(),
+        role: role.into(),
+        expires_in,
+    };
+
+    // Bad input is named as REST names it.
+    for (bad, fields) in [
+        (invite("", "", None), vec!["email", "role"]),
+        (invite("bob@example.com", "admin", None), vec!["role"]),
+        (invite("bob@", "viewer", None), vec!["email"]),
+        (
+            invite("bob@example.com", "viewer", Some(0)),
+            vec!["expires_in"],
+        ),
+        (
+            invite("bob@example.com", "viewer", Some(60)),
+            vec!["expires_in"],
+        ),
+    ] {
+        let e = refused(
+            invitations.create_invitation(authed(bad.clone(), &owner)),
+            Code::InvalidArgument,
+        )
+        .await;
+        assert_eq!(rejected_fields(&e), fields, "{bad:?}");
+    }
+
+    // Made: the invitation and its token, shown this once.
+    let made = invitations
+        .create_invitation(authed(
+            invite("Bob@Example.com", "editor", Some(86_400)),
+            &owner,
+        ))
+        .await
+        .expect("invite")
+        .into_inner();
+    let first = made.invitation.clone().expect("the invitation");
+    assert!(made.token.starts_with("mesoninv_"), "{made:?}");
+    assert!(made.warnings.is_empty(), "{made:?}");
+    assert_eq!(
+        (
+            first.organization.as_str(),
+            first.email.as_str(),
+            first.role.as_str(),
+            first.status.as_str(),
+            first.invited_by.as_str()
+        ),
+        ("dev", "bob@example.com", "editor", "pending", "olga")
+    );
+    let expires = first.expires.as_ref().expect("expires").seconds;
+    let created = first.created.as_ref().expect("created").seconds;
+    assert!(
+        (86_399..=86_401).contains(&(expires - created)),
+        "{first:?}"
+    );
+    assert_eq!(
+        (
+            &first.accepted,
+            &first.accepted_by,
+            &first.revoked,
+            &first.revoked_by
+        ),
+        (&None, &None, &None, &None)
+    );
+    // One open invitation per address.
+    let e = refused(
+        invitations.create_invitation(authed(invite("bob@example.com", "viewer", None), &owner)),
+        Code::AlreadyExists,
+    )
+    .await;
+    assert_eq!(
+        e.get_error_details().error_info().unwrap().reason,
+        "uniqueness_error"
+    );
+
+    // Listed and read as REST shows it (never its token).
+    let get = |id: &str| pb::GetInvitationRequest { id: id.into() };
+    let read = invitations
+        .get_invitation(authed(get(&first.id), &owner))
+        .await
+        .expect("get")
+        .into_inner();
+    assert_eq!(read, first);
+    let listed = invitations
+        .list_invitations(authed(pb::ListInvitationsRequest {}, &owner))
+        .await
+        .expect("list")
+        .into_inner();
+    assert_eq!(listed.invitations, std::slice::from_ref(&first));
+    assert!(!format!("{listed:?}").contains(&made.token));
+    let rest = m.get(&format!("/v1/invitations/{}", first.id)).await;
+    assert_eq!(
+        rest.body["invitation"]["status"], "pending",
+        "{}",
+        rest.body
+    );
+    // Viewers and editors see no invitations.
+    let editor = m.token("dev", "ed", Role::Editor);
+    refused(
+        invitations.list_invitations(authed(pb::ListInvitationsRequest {}, &editor)),
+        Code::PermissionDenied,
+    )
+    .await;
+
+    // Revoked: the record stays; revoked again, a conflict; its token
+    // accepts nothing.
+    let revoke = |id: &str| pb::RevokeInvitationRequest { id: id.into() };
+    let revoked = invitations
+        .revoke_invitation(authed(revoke(&first.id), &owner))
+        .await
+        .expect("revoke")
+        .into_inner();
+    assert_eq!(
+        (revoked.id.as_str(), revoked.status.as_str()),
+        (first.id.as_str(), "revoked")
+    );
+    assert!(revoked.revoked.is_some(), "{revoked:?}");
+    assert_eq!(revoked.revoked_by.as_deref(), Some("olga"));
+    let e = refused(
+        invitations.revoke_invitation(authed(revoke(&first.id), &owner)),
+        Code::FailedPrecondition,
+    )
+    .await;
+    assert_eq!(
+        e.get_error_details().error_info().unwrap().reason,
+        "conflict"
+    );
+    let bob = m.token_with_email("bob-co", "auth0|bob", Role::Owner, "bob@example.com");
+    let accept = |token: &str| pb::AcceptInvitationRequest {
+        token: token.into(),
+    };
+    refused(
+        invitations.accept_invitation(authed(accept(&made.token), &bob)),
+        Code::FailedPrecondition,
+    )
+    .await;
+
+    // Another, accepted by Bob signed in with that verified address: a
+    // member of `dev`, whatever his token's organisation.
+    let again = invitations
+        .create_invitation(authed(invite("bob@example.com", "viewer", None), &owner))
+        .await
+        .expect("invite again")
+        .into_inner();
+    let second = again.invitation.clone().expect("the invitation");
+    let e = refused(
+        invitations.accept_invitation(authed(accept("meson_nope"), &bob)),
+        Code::InvalidArgument,
+    )
+    .await;
+    assert_eq!(rejected_fields(&e), ["token"]);
+    // Nobody else may: no verified email, or another one.
+    refused(
+        invitations.accept_invitation(authed(accept(&again.token), &owner)),
+        Code::PermissionDenied,
+    )
+    .await;
+    let eve = m.token_with_email("eve-co", "auth0|eve", Role::Owner, "eve@example.com");
+    refused(
+        invitations.accept_invitation(authed(accept(&again.token), &eve)),
+        Code::PermissionDenied,
+    )
+    .await;
+    let accepted = invitations
+        .accept_invitation(authed(accept(&again.token), &bob))
+        .await
+        .expect("accept")
+        .into_inner();
+    let member = accepted.member.expect("the member");
+    let invitation = accepted.invitation.expect("the invitation");
+    assert_eq!(
+        (member.subject.as_str(), member.role.as_str()),
+        ("auth0|bob", "viewer")
+    );
+    assert_eq!(member.email.as_deref(), Some("bob@example.com"));
+    assert_eq!(
+        (invitation.id.as_str(), invitation.status.as_str()),
+        (second.id.as_str(), "accepted")
+    );
+    assert_eq!(invitation.accepted_by.as_deref(), Some("auth0|bob"));
+    let mine = members
+        .list_memberships(authed(pb::ListMembershipsRequest {}, &bob))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(
+        mine.memberships
+            .iter()
+            .any(|o| o.organization == "dev" && o.role == "viewer" && o.via == "member"),
+        "{mine:?}"
+    );
+    refused(
+        invitations.accept_invitation(authed(accept(&again.token), &bob)),
+        Code::FailedPrecondition,
+    )
+    .await;
+    let all = invitations
+        .list_invitations(authed(pb::ListInvitationsRequest {}, &owner))
+        .await
+        .unwrap()
+        .into_inner();
+    let statuses: Vec<&str> = all.invitations.iter().map(|i| i.status.as_str()).collect();
+    assert_eq!(statuses, ["accepted", "revoked"], "newest first: {all:?}");
+
+    // Bad or unknown ids.
+    for e in [
+        refused(
+            invitations.get_invitation(authed(get("nope"), &owner)),
+            Code::InvalidArgument,
+        )
+        .await,
+        refused(
+            invitations.revoke_invitation(authed(revoke(""), &owner)),
+            Code::InvalidArgument,
+        )
+        .await,
+    ] {
+        assert_eq!(rejected_fields(&e), ["id"]);
+    }
+    refused(
+        invitations.get_invitation(authed(get(&uuid::Uuid::new_v4().to_string()), &owner)),
+        Code::NotFound,
+    )
+    .await;
+    m.stop().await;
+}

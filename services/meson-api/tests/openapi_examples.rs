@@ -145,6 +145,26 @@ fn request(method: &str, path: &str, ex: &Value) -> Result<(), String> {
             ex,
             &canonical::<meson_types::token::TokenCreateRequest>(ex)?,
         ),
+        ("post", "/v1/members") => parse_alike(
+            meson_core::member::MemberCreate::parse,
+            ex,
+            &canonical::<meson_types::member::MemberCreateRequest>(ex)?,
+        ),
+        ("patch", "/v1/members/{subject}") => parse_alike(
+            meson_core::member::MemberUpdate::parse,
+            ex,
+            &canonical::<meson_types::member::MemberUpdateRequest>(ex)?,
+        ),
+        ("post", "/v1/invitations") => parse_alike(
+            meson_core::member::InvitationCreate::parse,
+            ex,
+            &canonical::<meson_types::member::InvitationCreateRequest>(ex)?,
+        ),
+        ("post", "/v1/invitations/accept") => parse_alike(
+            meson_core::member::InvitationAccept::parse,
+            ex,
+            &canonical::<meson_types::member::InvitationAcceptRequest>(ex)?,
+        ),
         ("post", "/v1/targets") => parse_alike(target, ex, &canonical::<TargetCreateRequest>(ex)?),
         // Parsed in meson-api's app layer, not by meson-core: the types only.
         ("patch", "/v1/targets/{id}") => canonical::<TargetUpdateRequest>(ex).map(drop),

@@ -466,7 +466,8 @@ async fn without_http(
                     method: "POST".to_owned(),
                     path: "/v1/vms".to_owned(),
                     resource: None,
-                    correlation_id: uuid::Uuid::new_v4().to_string(),                    organization: None,
+                    correlation_id: uuid::Uuid::new_v4().to_string(),
+                    organization: None,
                 };
                 let entry = meson_core::audit::AuditEntry {
                     status: 201,

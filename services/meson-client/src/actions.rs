@@ -38,9 +38,10 @@ impl Client {
     pub(crate) async fn stream(&self, ids: &[Uuid]) -> Result<reqwest::Response> {
         let query: Vec<String> = ids.iter().map(|id| format!("id={id}")).collect();
         let res = self
-            .http
-            .get(self.url(&format!("/v1/actions/stream?{}", query.join("&"))))
-            .bearer_auth(&self.token)
+            .request(
+                Method::GET,
+                self.url(&format!("/v1/actions/stream?{}", query.join("&"))),
+            )?
             .header(reqwest::header::ACCEPT, "text/event-stream")
             .send()
             .await

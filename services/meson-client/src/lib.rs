@@ -28,8 +28,10 @@ mod consoles;
 pub use consoles::{bridge_stream, console_bridge};
 pub use usage::UsageQuery;
 mod images;
+mod members;
 mod networks;
 mod ops;
+mod organizations;
 mod port_forwards;
 mod tokens;
 mod usage;
@@ -143,9 +145,16 @@ impl RetryPolicy {
 pub struct Client {
     base: String,
     token: String,
+    /// The organisation every request acts in ([`ORGANIZATION_HEADER`]),
+    /// when not the token's own.
+    organization: Option<String>,
     http: reqwest::Client,
     retry: RetryPolicy,
 }
+
+/// The header naming the organisation a request acts in, when not the one
+/// its token names: one the caller is a member of.
+pub const ORGANIZATION_HEADER: &str = "Meson-Organization";
 
 /// The page size of the `*_list_all` calls (meson's largest).
 const LIST_ALL_PAGE: u32 = 50;
@@ -173,6 +182,7 @@ impl Client {
         Ok(Client {
             base,
             token: token.trim().to_owned(),
+            organization: None,
             http,
             retry: RetryPolicy::default(),
         })
@@ -200,8 +210,41 @@ impl Client {
         })
     }
 
+    /// The same meson and token, acting in the organisation `org` (sent
+    /// as [`ORGANIZATION_HEADER`] on every request): one the caller is a
+    /// member of, at the role it holds there (`memberships` lists them).
+    /// meson refuses (`forbidden`) an organisation the caller has no
+    /// standing in, and any other than its own to an API token. An empty
+    /// `org`: the token's own. Shares this client's connection pool.
+    pub fn organization(&self, org: &str) -> Client {
+        let org = org.trim();
+        Client {
+            organization: (!org.is_empty()).then(|| org.to_owned()),
+            ..self.clone()
+        }
+    }
+
+    /// The organisation this client acts in, when not its token's own.
+    pub fn acting_in(&self) -> Option<&str> {
+        self.organization.as_deref()
+    }
+
     fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base)
+    }
+
+    /// A request to `url` with this client's token and organisation.
+    fn request(&self, method: Method, url: String) -> Result<reqwest::RequestBuilder> {
+        let mut req = self.http.request(method, url).bearer_auth(&self.token);
+        if let Some(org) = &self.organization {
+            let value = reqwest::header::HeaderValue::from_str(org).map_err(|_| {
+                Error::Config(format!(
+                    "the organisation {org:?} cannot be sent as {ORGANIZATION_HEADER}"
+                ))
+            })?;
+            req = req.header(ORGANIZATION_HEADER, value);
+        }
+        Ok(req)
     }
 
     /// Sends a request, retrying what may be retried; the raw answer.
@@ -216,9 +259,7 @@ impl Client {
         let mut retry = 0;
         loop {
             let mut req = self
-                .http
-                .request(method.clone(), self.url(path))
-                .bearer_auth(&self.token)
+                .request(method.clone(), self.url(path))?
                 .timeout(Duration::from_secs(60));
             if let Some(k) = &key {
                 req = req.header("idempotency-key", k);

@@ -483,3 +483,152 @@ async fn updates_pools_and_the_version_catalogue_are_typed() {
     assert_eq!(versions.iter().filter(|v| v.default).count(), 1);
     m.stop().await;
 }
+
+#[tokio::test]
+async fn members_and_invitations_are_typed_and_a_client_acts_in_another_organisation() {
+    use meson_types::member::{InvitationCreateRequest, MemberCreateRequest, MemberUpdateRequest};
+    let m = Meson::start().await;
+    let owner = client(&m)
+        .with_token(&m.token("dev", "olga", meson_api::Role::Owner))
+        .unwrap();
+
+    // A subject with `|` in it: one path segment, escaped.
+    let made = owner
+        .member_create(&MemberCreateRequest {
+            subject: "auth0|ann".into(),
+            role: "editor".into(),
+            email: Some("ann@example.com".into()),
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        (made.member.subject.as_str(), made.member.added_by.as_str()),
+        ("auth0|ann", "olga")
+    );
+    assert!(made.warnings.is_empty());
+    assert_eq!(owner.member_get("auth0|ann").await.unwrap(), made.member);
+    let err = owner
+        .member_create(&MemberCreateRequest {
+            subject: "auth0|ann".into(),
+            role: "viewer".into(),
+            email: None,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Some("uniqueness_error"), "{err:?}");
+    let promoted = owner
+        .member_update(
+            "auth0|ann",
+            &MemberUpdateRequest {
+                role: "manager".into(),
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(promoted.member.role, "manager");
+    assert_eq!(
+        owner.member_list().await.unwrap(),
+        std::slice::from_ref(&promoted.member)
+    );
+    let err = owner.member_get("../tokens").await.unwrap_err();
+    assert_eq!(err.code(), Some("not_found"), "{err:?}");
+
+    // Ann, whose token names her own organisation, acts in `dev` through
+    // `organization`, at her role there; the header rides on every call.
+    let ann = client(&m)
+        .with_token(&m.token("ann-co", "auth0|ann", meson_api::Role::Owner))
+        .unwrap();
+    assert!(ann.member_list().await.unwrap().is_empty());
+    let mine = ann.memberships().await.unwrap();
+    assert_eq!(mine.subject, "auth0|ann");
+    let orgs: Vec<(&str, &str, &str)> = mine
+        .memberships
+        .iter()
+        .map(|o| (o.organization.as_str(), o.role.as_str(), o.via.as_str()))
+        .collect();
+    assert_eq!(
+        orgs,
+        [("ann-co", "owner", "token"), ("dev", "manager", "member")]
+    );
+    let in_dev = ann.organization("dev");
+    assert_eq!(in_dev.acting_in(), Some("dev"));
+    assert_eq!(in_dev.organization("").acting_in(), None);
+    assert_eq!(in_dev.member_list().await.unwrap(), [promoted.member]);
+    let vm = in_dev.vm_create(&vm("anns")).await.unwrap();
+    assert_eq!(owner.vm_get(vm.vm.id).await.unwrap().id, vm.vm.id);
+    let err = ann.organization("nowhere").member_list().await.unwrap_err();
+    assert_eq!(err.code(), Some("forbidden"), "{err:?}");
+    let err = ann.organization("a\nb").member_list().await.unwrap_err();
+    assert!(matches!(err, Error::Config(_)), "{err:?}");
+
+    // Invitations: made by the manager in `dev`, listed, read, revoked.
+    let invited = in_dev
+        .invitation_create(&InvitationCreateRequest {
+            email: "bob@example.com".into(),
+            role: "editor".into(),
+            expires_in: None,
+        })
+        .await
+        .unwrap();
+    assert!(invited.token.starts_with("mesoninv_"), "{invited:?}");
+    assert_eq!(
+        (
+            invited.invitation.organization.as_str(),
+            invited.invitation.status.as_str(),
+            invited.invitation.invited_by.as_str()
+        ),
+        ("dev", "pending", "auth0|ann")
+    );
+    let id = invited.invitation.id;
+    assert_eq!(owner.invitation_get(id).await.unwrap(), invited.invitation);
+    assert_eq!(
+        owner.invitation_list().await.unwrap(),
+        std::slice::from_ref(&invited.invitation)
+    );
+    let revoked = owner.invitation_delete(id).await.unwrap();
+    assert_eq!(
+        (revoked.status.as_str(), revoked.revoked_by.as_deref()),
+        ("revoked", Some("olga"))
+    );
+    let err = owner.invitation_delete(id).await.unwrap_err();
+    assert_eq!(err.code(), Some("conflict"), "{err:?}");
+
+    // Accepted by the invitee, signed in with that verified address.
+    let invited = owner
+        .invitation_create(&InvitationCreateRequest {
+            email: "bob@example.com".into(),
+            role: "viewer".into(),
+            expires_in: Some(3_600),
+        })
+        .await
+        .unwrap();
+    let bob = client(&m)
+        .with_token(&m.token_with_email(
+            "bob-co",
+            "auth0|bob",
+            meson_api::Role::Owner,
+            "bob@example.com",
+        ))
+        .unwrap();
+    let accepted = bob.invitation_accept(&invited.token).await.unwrap();
+    assert_eq!(accepted.invitation.status, "accepted");
+    assert_eq!(
+        (
+            accepted.member.subject.as_str(),
+            accepted.member.role.as_str()
+        ),
+        ("auth0|bob", "viewer")
+    );
+
+    // Ann leaves `dev`; the member she was. Bob is removed by the owner.
+    let left = in_dev.membership_leave().await.unwrap();
+    assert_eq!(left.subject, "auth0|ann");
+    let err = in_dev.member_list().await.unwrap_err();
+    assert_eq!(err.code(), Some("forbidden"), "{err:?}");
+    assert_eq!(
+        owner.member_delete("auth0|bob").await.unwrap().subject,
+        "auth0|bob"
+    );
+    assert!(owner.member_list().await.unwrap().is_empty());
+    m.stop().await;
+}

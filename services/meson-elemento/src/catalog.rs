@@ -4,8 +4,9 @@
 //! supported by meson"}`, never an unmounted 404.
 //!
 //! One deviation: the service daemon's `GET /experimental` sits at the
-//! daemon's root in production; it is listed (and mounted) under the
-//! service base too, so that the single-origin listener can reach it.
+//! daemon's root in production; it is listed under the service base, and
+//! mounted both there (so that Electros' web prefix reaches it on the
+//! single-origin listener) and at the root.
 
 /// One of the daemons.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

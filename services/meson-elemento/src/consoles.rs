@@ -120,6 +120,12 @@ async fn request(a: Authed, Body(b): Body) -> DResult<Json<Value>> {
 /// `GET /porttunnel/vncWebSocket`: the tenant's live consoles (the newest
 /// 100), a bare list of tunnels without their URL's token nor password.
 async fn list(a: Authed) -> DResult<Json<Value>> {
+    Ok(Json(Value::Array(live_tunnels(&a).await?)))
+}
+
+/// The tenant's live consoles (the newest 100) as tunnels, without their
+/// URL's token nor password.
+pub(crate) async fn live_tunnels(a: &Authed) -> DResult<Vec<Value>> {
     let consoles = a
         .meson
         .console_list(None, &live(), Some(100))
@@ -131,16 +137,14 @@ async fn list(a: Authed) -> DResult<Json<Value>> {
         a.meson.vm_list_all().await.map_err(Detail::meson)?
     };
     let names: HashMap<Uuid, &Vm> = vms.iter().map(|v| (v.id, v)).collect();
-    Ok(Json(
-        consoles
-            .iter()
-            .filter(|c| is_live(c))
-            .map(|c| {
-                let name = names.get(&c.vm).map_or("", |v| v.name.as_str());
-                wire::tunnel_object(c, name, None)
-            })
-            .collect(),
-    ))
+    Ok(consoles
+        .iter()
+        .filter(|c| is_live(c))
+        .map(|c| {
+            let name = names.get(&c.vm).map_or("", |v| v.name.as_str());
+            wire::tunnel_object(c, name, None)
+        })
+        .collect())
 }
 
 /// The tenant's live console `id`, else AtomOS's `[TunnelNotFound]`.

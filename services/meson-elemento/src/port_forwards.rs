@@ -52,7 +52,7 @@ fn not_found(e: &meson_client::Error) -> bool {
 }
 
 /// Every forward of the tenant, network after network.
-async fn all_forwards(a: &Authed) -> DResult<Vec<PortForward>> {
+pub(crate) async fn all_forwards(a: &Authed) -> DResult<Vec<PortForward>> {
     let networks = a.meson.network_list_all().await.map_err(Detail::meson)?;
     let mut out = Vec::new();
     for n in &networks {

@@ -266,7 +266,7 @@ async fn logout(State(s): State<AppState>, headers: HeaderMap) -> Response {
 
 /// `GET /status`: from the token and meson's `/v1/quotas`; the token
 /// itself is never echoed.
-async fn status(State(s): State<AppState>, headers: HeaderMap) -> DResult<Json<Value>> {
+pub(crate) async fn status(State(s): State<AppState>, headers: HeaderMap) -> DResult<Json<Value>> {
     let Some(session) = s.0.sessions.find(&headers) else {
         return Ok(Json(json!({"authenticated": false, "username": null})));
     };
@@ -339,6 +339,8 @@ fn auth_routes() -> Router<AppState> {
         .route("/api/v1.0/min-ver/clients", axum::routing::get(min_version))
         .merge(crate::billing::routes(Daemon::Auth))
         .merge(crate::subscription::routes())
+        .merge(crate::orgs::routes())
+        .merge(crate::access::routes())
 }
 
 // --- compute daemon
@@ -628,6 +630,8 @@ fn compute_routes() -> Router<AppState> {
         .merge(crate::backups::routes())
         .merge(crate::consoles::routes())
         .merge(crate::billing::routes(Daemon::Compute))
+        .merge(crate::hosts::routes())
+        .merge(crate::tunnels::routes())
 }
 
 // --- network daemon
@@ -788,10 +792,13 @@ fn service_routes() -> Router<AppState> {
             get(kaas_credentials),
         )
         .route("/{service}/delete", delete(kaas_delete))
-        .route(
-            "/experimental",
-            get(|| async { Json(json!({"experimental": []})) }),
-        )
+        .route("/experimental", get(experimental))
+}
+
+/// `GET /experimental`: the experimental services, a bare list: meson's
+/// one service, KaaS, is not one.
+async fn experimental() -> Json<Value> {
+    Json(json!([]))
 }
 
 // --- target daemon
@@ -841,17 +848,10 @@ async fn target_config(a: Authed, Path(file): Path<String>) -> DResult<Json<Valu
     }
 }
 
-/// meson's providers as targets the caller is granted and connected to.
+/// meson's providers as targets the caller is granted and connected to
+/// ([`crate::targets::org_target`]).
 async fn targets(a: &Authed) -> DResult<Vec<Value>> {
-    let providers = a.meson.providers().await.map_err(Detail::meson)?;
-    Ok(providers
-        .iter()
-        .map(|p| {
-            json!({"target_id": format!("meson-{}", p.name), "target_name": p.name,
-                   "target_type": "meson_private", "provider": p.name,
-                   "regions": p.regions.iter().map(|r| r.name.clone()).collect::<Vec<_>>()})
-        })
-        .collect())
+    crate::targets::org_targets(a).await
 }
 
 async fn grants_me(a: Authed) -> DResult<Json<Value>> {
@@ -878,14 +878,19 @@ async fn connections_me(a: Authed) -> DResult<Json<Value>> {
     })))
 }
 
-/// Every target is reachable: meson itself answered.
+/// Every target is reachable: meson itself answered. The counts are
+/// `connections/me`'s.
 async fn connections_status(a: Authed) -> DResult<Json<Value>> {
     let targets = targets(&a).await?;
     let status: Vec<Value> = targets
         .iter()
         .map(|t| json!({"target_id": t["target_id"], "connected": true, "reachable": true, "status": "connected"}))
         .collect();
-    Ok(Json(json!({"connections": status})))
+    Ok(Json(json!({
+        "connections": status,
+        "active_connections": status.len(),
+        "max_connections": status.len().max(1),
+    })))
 }
 
 fn target_routes() -> Router<AppState> {
@@ -903,6 +908,7 @@ fn target_routes() -> Router<AppState> {
             &format!("{b}/refresh"),
             get(|_: Authed| async { Json(json!({})) }),
         )
+        .merge(crate::targets::routes())
 }
 
 // --- assembly
@@ -941,6 +947,8 @@ fn served(d: Daemon) -> Vec<(&'static str, String)> {
             ];
             routes.extend(crate::billing::served(d));
             routes.extend(crate::subscription::served());
+            routes.extend(crate::orgs::served());
+            routes.extend(crate::access::served());
             routes
         }
         Daemon::Compute => {
@@ -964,6 +972,8 @@ fn served(d: Daemon) -> Vec<(&'static str, String)> {
             routes.extend(crate::backups::served());
             routes.extend(crate::consoles::served());
             routes.extend(crate::billing::served(d));
+            routes.extend(crate::hosts::served());
+            routes.extend(crate::tunnels::served());
             routes
         }
         Daemon::Storage => crate::storage::served(),
@@ -979,13 +989,17 @@ fn served(d: Daemon) -> Vec<(&'static str, String)> {
             routes.extend(crate::port_forwards::served());
             routes
         }
-        Daemon::Target => vec![
-            rel("GET", "/configs/{file}"),
-            rel("GET", "/grants/me"),
-            rel("GET", "/connections/me"),
-            rel("GET", "/connections/me/connections-status"),
-            rel("GET", "/refresh"),
-        ],
+        Daemon::Target => {
+            let mut routes = vec![
+                rel("GET", "/configs/{file}"),
+                rel("GET", "/grants/me"),
+                rel("GET", "/connections/me"),
+                rel("GET", "/connections/me/connections-status"),
+                rel("GET", "/refresh"),
+            ];
+            routes.extend(crate::targets::served());
+            routes
+        }
         // Served by the nested service router.
         Daemon::Service => vec![
             rel("POST", "/{service}/cancreate"),
@@ -1009,7 +1023,10 @@ fn daemon_routes(d: Daemon) -> Router<AppState> {
         Daemon::Storage => crate::storage::routes(),
         Daemon::Network => network_routes(),
         Daemon::Target => target_routes(),
-        Daemon::Service => Router::new(),
+        // Production's `GET /experimental` at the daemon's root (the
+        // catalogue lists it under the base, where the nested service
+        // router serves it too).
+        Daemon::Service => Router::new().route("/experimental", axum::routing::get(experimental)),
     };
     let mut todo: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
     for (rd, m, p) in ROUTES {

@@ -13,12 +13,16 @@
 //! Names: the daemons took any name, and one name for many volumes;
 //! meson's are `[a-zA-Z0-9-]` and unique per tenant, so other characters
 //! become `-` and a name in use gets a short suffix.
+//!
+//! `GET /last/{volume_uuid}` answers the VM that last had a volume (its
+//! current VM, else the one its newest action named), as `/status` shows
+//! VMs.
 
 use crate::catalog::Daemon;
 use crate::error::{DResult, Detail};
 use crate::routes::{AppState, Authed, Body, id_field};
 use crate::wire;
-use axum::extract::Query;
+use axum::extract::{Path, Query};
 use axum::http::StatusCode;
 use axum::{Json, Router};
 use meson_client::VolumeFilter;
@@ -44,6 +48,7 @@ pub fn served() -> Vec<(&'static str, String)> {
         // elemento-cli POSTs; a GET with `?volume_id=` serves a browser.
         ("GET", "/info"),
         ("POST", "/update/resize"),
+        ("GET", "/last/{volume_uuid}"),
     ]
     .into_iter()
     .map(|(m, p)| (m, format!("{b}{p}")))
@@ -60,6 +65,7 @@ pub fn routes() -> Router<AppState> {
         .route(&format!("{b}/destroy"), post(destroy))
         .route(&format!("{b}/info"), post(info).get(info))
         .route(&format!("{b}/update/resize"), post(resize))
+        .route(&format!("{b}/last/{{volume_uuid}}"), get(last_vm))
 }
 
 /// `GET /accessible`: the tenant's standalone volumes (a VM's own disks go
@@ -282,6 +288,50 @@ async fn info(
     let mut out = wire::volume(&v);
     out["volume"] = wire::volume(&v);
     Ok(Json(out))
+}
+
+/// meson answered `404`.
+fn not_found(e: &meson_client::Error) -> bool {
+    matches!(e, meson_client::Error::Api { status: 404, .. })
+}
+
+/// `GET /last/{volume_uuid}`: the VM that last had the volume, as a row of
+/// the compute daemon's `/status`: the one it is attached to (or, for a
+/// VM's own disk, belongs to), else the VM of its newest action that named
+/// one (its last detach, say); `{}` when no VM ever had it, or that VM is
+/// gone. A volume that is not the tenant's is a `404`.
+async fn last_vm(a: Authed, Path(given): Path<String>) -> DResult<Json<Value>> {
+    let id = Uuid::parse_str(given.trim())
+        .map_err(|_| Detail::field("volume_uuid", format!("{given:?} is not a volume id")))?;
+    let unknown = || {
+        let mut d = Detail::field("volume_uuid", format!("no volume {id}"));
+        d.status = StatusCode::NOT_FOUND;
+        d
+    };
+    let v = match a.meson.volume_get(id).await {
+        Ok(v) => v,
+        Err(e) if not_found(&e) => return Err(unknown()),
+        Err(e) => return Err(Detail::meson(e)),
+    };
+    let vm = match v.attached_to.or(v.vm) {
+        Some(vm) => Some(vm),
+        // Newest first: the last action that named a VM.
+        None => a
+            .meson
+            .resource_actions("volumes", id)
+            .await
+            .map_err(Detail::meson)?
+            .iter()
+            .find_map(|act| act.resources.iter().find(|r| r.kind == "vm").map(|r| r.id)),
+    };
+    let Some(vm) = vm else {
+        return Ok(Json(json!({})));
+    };
+    match a.meson.vm_get(vm).await {
+        Ok(vm) => Ok(Json(wire::vm_row(&vm))),
+        Err(e) if not_found(&e) => Ok(Json(json!({}))),
+        Err(e) => Err(Detail::meson(e)),
+    }
 }
 
 /// A register's `volumes[{vid}]` (or `{volumeID}`, or plain ids): the

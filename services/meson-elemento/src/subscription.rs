@@ -49,6 +49,7 @@ pub fn served() -> Vec<(&'static str, String)> {
         ("GET", BASE.to_owned()),
         ("GET", format!("{BASE}/")),
         ("GET", format!("{BASE}/org")),
+        ("GET", format!("{BASE}/history")),
         ("GET", LIMITS.to_owned()),
         ("PUT", LIMITS.to_owned()),
     ];
@@ -66,6 +67,8 @@ pub fn routes() -> Router<AppState> {
         .route(BASE, get(current))
         .route(&format!("{BASE}/"), get(current))
         .route(&format!("{BASE}/org"), get(org_subscriptions))
+        // meson keeps no past plans: the history is the one in force.
+        .route(&format!("{BASE}/history"), get(org_subscriptions))
         .route(LIMITS, get(org_limits).put(|| async { quotas_are_operators() }));
     for (m, p) in WRITES {
         let refuse = || async { plans_are_operators() };
@@ -188,11 +191,16 @@ async fn org_subscriptions(
     Ok(Json(json!([subscription(&a, &q).await?])))
 }
 
-/// `GET /api/v1.0/orgs/{org_id}/limits`: the caller's tenant's quotas and
-/// usage ([`wire::org_limits`]); another organisation is refused.
+/// `GET /api/v1.0/orgs/{org_id}/limits`: the organisation's quotas and
+/// usage ([`wire::org_limits`]): the caller's own, or one it is a member
+/// of (meson refuses any other).
 async fn org_limits(a: Authed, Path(org_id): Path<String>) -> DResult<Json<Value>> {
-    let quota = own_quota(&a).await?;
-    only_own(Some(&org_id), &quota.tenant, "org_id")?;
+    let quota = a
+        .meson
+        .organization(&org_id)
+        .quotas()
+        .await
+        .map_err(Detail::meson)?;
     Ok(Json(wire::org_limits(&quota)))
 }
 

@@ -3047,7 +3047,24 @@ async fn subscriptions_are_mesons_plans() {
     ] {
         let r = who.get(&auth(path)).await;
         assert_eq!(r.status, StatusCode::FORBIDDEN, "{path}: {}", r.text);
-        assert_eq!(r.json()["fields"][0]["name"], field, "{path}: {}", r.text);
+        if field == "org_id" {
+            // Another organisation's limits are its members' only: meson
+            // refuses a stranger.
+            assert!(
+                r.json()["detail"]
+                    .as_str()
+                    .unwrap()
+                    .contains("act in organisation tenant")
+                    || r.json()["detail"]
+                        .as_str()
+                        .unwrap()
+                        .contains("not a member of organisation tenant"),
+                "{path}: {}",
+                r.text
+            );
+        } else {
+            assert_eq!(r.json()["fields"][0]["name"], field, "{path}: {}", r.text);
+        }
         assert!(
             !r.text.contains("small") && !r.text.contains("\"max_"),
             "{path}: {}",
@@ -3108,8 +3125,11 @@ async fn subscriptions_are_mesons_plans() {
     }
     let sb = ok(b.get(&auth("/api/v1.0/subscription/")).await);
     assert_eq!(sb["tier_name"], "default", "{sb}");
-    let r = b.get(&auth("/api/v1.0/subscription/history")).await;
-    assert_eq!(r.status, StatusCode::NOT_IMPLEMENTED, "{}", r.text);
+    // meson keeps no past plans: the history is the plan in force.
+    assert_eq!(
+        ok(b.get(&auth("/api/v1.0/subscription/history")).await),
+        json!([sb])
+    );
 
     // Off the plan, A has the defaults again (its own vCPU quota kept).
     ops.tenant_quota_update(
@@ -3539,4 +3559,786 @@ async fn a_taken_port_is_named_or_moved() {
         "{line}"
     );
     gw.shutdown().await;
+}
+
+/// `GET u` answered `200` with JSON: the body.
+async fn ok_json(who: &Caller, u: &str) -> Value {
+    let r = who.get(u).await;
+    assert_eq!(r.status, StatusCode::OK, "GET {u}: {}", r.text);
+    assert!(
+        r.content_type.starts_with("application/json"),
+        "GET {u}: {}",
+        r.content_type
+    );
+    r.json()
+}
+
+/// A refusal with `status`: its `detail`.
+fn refusal(r: &Reply, status: StatusCode) -> String {
+    assert_eq!(r.status, status, "{}", r.text);
+    r.json()["detail"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a detail: {}", r.text))
+        .to_owned()
+}
+
+/// The row of `/status` of VM `vm` once it runs.
+async fn running_row(who: &Caller, gw: &Gateway, vm: &str) -> Value {
+    until("the VM runs", Duration::from_secs(60), || async {
+        let rows = who.get(&url(gw, Daemon::Compute, "/status")).await.json();
+        let row = rows
+            .as_array()?
+            .iter()
+            .find(|r| r["uniqueID"] == vm)?
+            .clone();
+        (row["states"] == "running").then_some(row)
+    })
+    .await
+}
+
+/// The target daemon's organisation targets are meson's providers, each
+/// granted to the caller and connected; a target's usage is what the
+/// caller's tenant holds on that provider; meson has no scenarios, no
+/// target settings and no target certificate; an unknown id is a 404
+/// naming the targets there are.
+#[tokio::test]
+async fn org_targets_grants_and_usage_are_mesons_providers() {
+    let m = Meson::start().await;
+    let gw = gateway(&m).await;
+    let alice = Caller::bearer(&m.token("tenanta", "alice", meson_api::Role::Admin));
+    let bob = Caller::bearer(&m.token("tenantb", "bob", meson_api::Role::Admin));
+    let target = |p: &str| url(&gw, Daemon::Target, p);
+
+    // meson's own view: its providers and version.
+    let providers = m.get("/v1/providers").await.body["providers"]
+        .as_array()
+        .expect("meson's providers")
+        .clone();
+    assert!(!providers.is_empty());
+    let hosts_of = |p: &Value| -> u64 {
+        p["regions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["hosts"].as_u64().unwrap())
+            .sum()
+    };
+    let version = m.get("/").await.body["version"]
+        .as_str()
+        .expect("meson's version")
+        .to_owned();
+    let first = providers[0]["name"].as_str().unwrap().to_owned();
+    let first_id = format!("meson-{first}");
+
+    // The organisation's targets: every provider, as meson has it.
+    let org = ok_json(&alice, &target("/org-targets")).await;
+    let targets = org["targets"].as_array().expect("targets").clone();
+    assert_eq!(targets.len(), providers.len(), "{org}");
+    for (t, p) in targets.iter().zip(&providers) {
+        assert_eq!(
+            t["target_id"],
+            format!("meson-{}", p["name"].as_str().unwrap())
+        );
+        assert_eq!(t["target_name"], p["name"]);
+        assert_eq!(t["target_type"], "meson_private");
+        assert_eq!(t["target_config"]["provider"], p["name"]);
+        assert_eq!(t["target_config"]["continents"], p["continents"]);
+        assert_eq!(t["target_config"]["hosts"], hosts_of(p), "{t}");
+    }
+    let one = ok_json(&alice, &target(&format!("/org-targets/{first_id}"))).await;
+    assert_eq!(one, targets[0]);
+
+    // Granted to the caller: active, meson's version, reachable.
+    let g = ok_json(
+        &alice,
+        &target(&format!("/grants/me/target-grants/{first_id}")),
+    )
+    .await;
+    assert_eq!(g["target_id"], first_id.as_str());
+    assert_eq!(g["active"], true);
+    assert_eq!(g["version"]["semver"], version.as_str(), "{g}");
+    assert_eq!(g["target_config"], targets[0]["target_config"]);
+    let base = format!("/grants/me/target-grants/{first_id}");
+    let r = ok_json(&alice, &target(&format!("{base}/reachable"))).await;
+    assert_eq!(
+        (&r["target_id"], &r["reachable"], &r["hosts"]),
+        (
+            &json!(first_id),
+            &json!(true),
+            &json!(hosts_of(&providers[0]))
+        ),
+        "{r}"
+    );
+    let s = ok_json(&alice, &target(&format!("{base}/status"))).await;
+    assert_eq!(
+        (&s["connected"], &s["status"]),
+        (&json!(true), &json!("connected"))
+    );
+    let v = ok_json(&alice, &target(&format!("{base}/version"))).await;
+    assert_eq!(
+        (&v["semver"], &v["daemon"]),
+        (&json!(version), &json!("meson"))
+    );
+
+    // Every grant is the caller's; another member's are not shown.
+    let tg = ok_json(&alice, &target("/target-grants")).await;
+    let tg = tg["target_grants"]
+        .as_array()
+        .expect("target_grants")
+        .clone();
+    assert_eq!(tg.len(), providers.len());
+    assert!(tg.iter().all(|t| t["users"] == json!(["alice"])), "{tg:?}");
+    let mine = ok_json(&alice, &target("/target-grants/members/alice")).await;
+    let mine = mine["target_grants"].as_array().unwrap().clone();
+    assert_eq!(mine.len(), providers.len());
+    assert!(
+        mine.iter()
+            .all(|t| t["active"] == true && t["version"]["semver"] == version.as_str())
+    );
+    let detail = refusal(
+        &alice.get(&target("/target-grants/members/bob")).await,
+        StatusCode::NOT_FOUND,
+    );
+    assert!(detail.contains("alice"), "{detail}");
+
+    // Connections: the counts Electros reads, as connections/me has them.
+    let cs = ok_json(&alice, &target("/connections/me/connections-status")).await;
+    let me_ = ok_json(&alice, &target("/connections/me")).await;
+    assert_eq!(cs["active_connections"], providers.len(), "{cs}");
+    assert_eq!(cs["max_connections"], me_["max_connections"], "{cs}");
+    assert!(cs["max_connections"].as_u64().unwrap() >= 1);
+    assert_eq!(cs["connections"].as_array().unwrap().len(), providers.len());
+
+    // An unknown target: a 404 naming the ones there are.
+    for p in [
+        "/org-targets/nope",
+        "/org-targets/nope/usage",
+        "/grants/me/target-grants/nope",
+        "/grants/me/target-grants/nope/reachable",
+        "/grants/me/target-grants/nope/status",
+        "/grants/me/target-grants/nope/version",
+    ] {
+        let detail = refusal(&alice.get(&target(p)).await, StatusCode::NOT_FOUND);
+        assert!(
+            detail.contains("\"nope\"") && detail.contains(&first_id),
+            "{p}: {detail}"
+        );
+    }
+
+    // No scenarios, no settings, no certificate.
+    assert_eq!(
+        ok_json(&alice, &target("/scenarios")).await,
+        json!({"scenarios": []})
+    );
+    for p in [
+        "/scenarios/lab",
+        "/scenarios/lab/grants",
+        "/grants/me/scenario/lab",
+    ] {
+        let detail = refusal(&alice.get(&target(p)).await, StatusCode::NOT_FOUND);
+        assert!(detail.contains("no scenario \"lab\""), "{p}: {detail}");
+    }
+    assert_eq!(ok_json(&alice, &target("/settings")).await, json!({}));
+    let detail = refusal(&alice.get(&target("/cert")).await, StatusCode::NOT_FOUND);
+    assert!(detail.contains("no target certificate"), "{detail}");
+
+    // Usage: nothing yet; then alice's VM, on its provider, hers only.
+    let usage_of = |who: &Caller, provider: &str| {
+        let who = who.clone();
+        let u = target(&format!("/org-targets/meson-{provider}/usage"));
+        async move { ok_json(&who, &u).await }
+    };
+    let u = usage_of(&alice, &first).await;
+    assert_eq!(u["usage"]["vms"], 0, "{u}");
+    assert_eq!(u["holders"], json!(["alice"]));
+    assert_eq!(u["scenarios"], json!([]));
+    let mut spec = neon();
+    spec["info"]["vm_name"] = json!("busy");
+    let r = alice
+        .post(&url(&gw, Daemon::Compute, "/register"), &spec)
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    let vm = r.json()["uniqueID"].as_str().unwrap().to_owned();
+    let row = running_row(&alice, &gw, &vm).await;
+    let provider = row["provider"].as_str().expect("placed").to_owned();
+    let u = usage_of(&alice, &provider).await;
+    assert_eq!(u["target_id"], format!("meson-{provider}"));
+    assert_eq!(u["usage"]["vms"], 1, "{u}");
+    assert_eq!(u["usage"]["vcpus"], row["req_json"]["slots"], "{u}");
+    assert_eq!(u["usage"]["ram_mib"], 2048, "{u}");
+    assert_eq!(u["vms"], json!([vm]), "{u}");
+    let boot: Vec<&Value> = row["req_json"]["volumes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| &v["volumeID"])
+        .collect();
+    assert!(!boot.is_empty());
+    for id in boot {
+        assert!(
+            u["volumes"].as_array().unwrap().contains(id),
+            "the VM's volume {id}: {u}"
+        );
+    }
+    assert!(u["usage"]["storage_gb"].as_u64().unwrap() > 0, "{u}");
+    let theirs = usage_of(&bob, &provider).await;
+    assert_eq!(theirs["usage"]["vms"], 0, "{theirs}");
+    assert_eq!(
+        (&theirs["vms"], &theirs["volumes"]),
+        (&json!([]), &json!([]))
+    );
+    assert_eq!(theirs["holders"], json!(["bob"]));
+    for p in &providers {
+        let name = p["name"].as_str().unwrap();
+        if name != provider {
+            assert_eq!(usage_of(&alice, name).await["usage"]["vms"], 0, "{name}");
+        }
+    }
+    gw.shutdown().await;
+    m.stop().await;
+}
+
+/// The compute daemon's host status is the tenant's share of meson's hosts
+/// (its VMs and volumes, its quota as capacity), its port tunnels are its
+/// consoles and port forwards, it has no playbooks; the storage daemon's
+/// last VM of a volume is the one that last had it. Another tenant sees
+/// none of it.
+#[tokio::test]
+async fn host_status_tunnels_and_a_volumes_last_vm() {
+    let m = Meson::start().await;
+    let gw = gateway(&m).await;
+    let alice = Caller::bearer(&m.token("tenanta", "alice", meson_api::Role::Admin));
+    let bob = Caller::bearer(&m.token("tenantb", "bob", meson_api::Role::Admin));
+    let compute = |p: &str| url(&gw, Daemon::Compute, p);
+    let storage = |p: &str| url(&gw, Daemon::Storage, p);
+    let network = |p: &str| url(&gw, Daemon::Network, p);
+
+    let empty = ok_json(&alice, &compute("/host/status")).await;
+    assert_eq!(empty["vm_count"], 0, "{empty}");
+    assert_eq!(
+        (&empty["storages"], &empty["hosts"]),
+        (&json!([]), &json!([]))
+    );
+    assert_eq!(
+        ok_json(&alice, &compute("/process_playbook/path")).await,
+        json!({"path": null, "playbooks": []})
+    );
+    assert_eq!(
+        ok_json(&alice, &compute("/porttunnel/services")).await,
+        json!([])
+    );
+    assert_eq!(
+        ok_json(&alice, &compute("/porttunnel/status")).await,
+        json!({"status": []})
+    );
+
+    // A volume, and a VM made with it attached.
+    let r = alice
+        .post(&storage("/create"), &json!({"name": "data", "size": 10}))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    let vid = r.json()["vid"].as_str().unwrap().to_owned();
+    let mut spec = neon();
+    spec["info"]["vm_name"] = json!("web");
+    spec["volumes"] = json!([{"vid": vid}]);
+    let r = alice.post(&compute("/register"), &spec).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    let vm = r.json()["uniqueID"].as_str().unwrap().to_owned();
+    let row = running_row(&alice, &gw, &vm).await;
+
+    // The volume's last VM: the one it is attached to.
+    let last = ok_json(&alice, &storage(&format!("/last/{vid}"))).await;
+    assert_eq!(
+        (&last["uniqueID"], &last["req_json"]["vm_name"]),
+        (&json!(vm), &json!("web")),
+        "{last}"
+    );
+    let r = alice.get(&storage("/last/nope")).await;
+    refusal(&r, StatusCode::BAD_REQUEST);
+    assert_eq!(r.json()["fields"][0]["name"], "volume_uuid", "{}", r.text);
+    let unknown = format!("/last/{}", uuid::Uuid::new_v4());
+    refusal(&alice.get(&storage(&unknown)).await, StatusCode::NOT_FOUND);
+    refusal(
+        &bob.get(&storage(&format!("/last/{vid}"))).await,
+        StatusCode::NOT_FOUND,
+    );
+
+    // The host status: alice's VM, its volumes, its host; her quota.
+    let limits = ok_json(&alice, &url(&gw, Daemon::Auth, "/status")).await["limits"].clone();
+    let hs = ok_json(&alice, &compute("/host/status")).await;
+    let slots = row["req_json"]["slots"].as_u64().unwrap();
+    assert_eq!(hs["vm_count"], 1, "{hs}");
+    assert_eq!(hs["client_id_count"], 1, "{hs}");
+    assert_eq!(hs["allocated_slots_count"], slots, "{hs}");
+    assert_eq!(hs["total_allocated_ram_mib"], 2048, "{hs}");
+    assert_eq!(hs["total_slots_count"], limits["max_slots"], "{hs}");
+    let quota = limits["max_slots"].as_u64().unwrap();
+    assert_eq!(
+        hs["slot_allocation_percentage"],
+        (slots * 100 + quota / 2) / quota,
+        "{hs}"
+    );
+    assert_eq!(hs["total_ram_mib"], limits["max_ram_mib"], "{hs}");
+    let storages = hs["storages"].as_array().unwrap();
+    assert_eq!(hs["storage_count"], storages.len());
+    let data = storages
+        .iter()
+        .find(|s| s["volume_id"] == vid.as_str())
+        .unwrap_or_else(|| panic!("the volume: {hs}"));
+    assert_eq!(
+        (&data["sizeGB"], &data["vm_uuids"]),
+        (&json!("10"), &json!([vm]))
+    );
+    let total: u64 = storages
+        .iter()
+        .map(|s| s["sizeGB"].as_str().unwrap().parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(hs["total_allocated_storage_size_gb"], total);
+    assert!(total > 10, "the boot volume too: {hs}");
+    assert_eq!(hs["os_families"]["linux"]["count"], 1, "{hs}");
+    let host = row["serverurl"]
+        .as_str()
+        .unwrap()
+        .trim_start_matches("https://")
+        .to_owned();
+    assert_eq!(
+        hs["hosts"],
+        json!([{"host": host, "provider": row["provider"], "region": row["req_json"]["deployment_region"],
+                "vm_count": 1, "slots": slots, "ram_mib": 2048}]),
+        "{hs}"
+    );
+    let theirs = ok_json(&bob, &compute("/host/status")).await;
+    assert_eq!(theirs["vm_count"], 0, "{theirs}");
+    assert_eq!(
+        (&theirs["storages"], &theirs["hosts"]),
+        (&json!([]), &json!([]))
+    );
+
+    // On a network, a port forwarded and a console open: alice's tunnels.
+    let body = json!({"network_name": "front", "type": "libvirt", "mode": "nat",
+        "private": true, "ip": {"address": "192.168.120.1/24", "dhcp": null}});
+    let r = alice.post(&network("/create"), &body).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    let net = r.json()["network_uid"].as_str().unwrap().to_owned();
+    alice
+        .post_when_free(
+            "attached to front",
+            &compute("/network/attach"),
+            &json!({"local_index": vm, "network_uid": net}),
+        )
+        .await;
+    let port = free_port();
+    let fwd = alice
+        .call_when_free(
+            "forwarded",
+            Method::POST,
+            &network("/portforward"),
+            Some(&json!({"protocol": "tcp", "port": port, "target_vm_uid": vm, "target_port": 22})),
+        )
+        .await
+        .json();
+    let fwd = fwd["forward_uid"].as_str().unwrap().to_owned();
+    let r = alice
+        .post(
+            &compute("/porttunnel/vncWebSocket"),
+            &json!({"local_index": vm}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    let console = r.json()["instance_id"].as_str().unwrap().to_owned();
+
+    let services = ok_json(&alice, &compute("/porttunnel/services")).await;
+    let services = services.as_array().expect("a bare list").clone();
+    assert_eq!(services.len(), 1, "{services:?}");
+    let s = &services[0];
+    assert_eq!(
+        (
+            &s["id"],
+            &s["forward_uid"],
+            &s["service"],
+            &s["local_index"]
+        ),
+        (&json!(fwd), &json!(fwd), &json!("tcp"), &json!(vm)),
+        "{s}"
+    );
+    assert_eq!(
+        (&s["port"], &s["target_port"], &s["target"]),
+        (&json!(port), &json!(22), &json!("web"))
+    );
+    let status = ok_json(&alice, &compute("/porttunnel/status")).await;
+    let tunnels = status["status"].as_array().expect("status").clone();
+    assert_eq!(tunnels.len(), 2, "{status}");
+    assert!(
+        tunnels.iter().any(|t| t["instance_id"] == console.as_str()
+            && t["service"] == "VNC"
+            && t["local_index"] == vm.as_str()
+            && t["vm_name"] == "web"),
+        "{status}"
+    );
+    assert!(
+        tunnels.iter().any(|t| t["forward_uid"] == fwd.as_str()),
+        "{status}"
+    );
+    assert_eq!(
+        ok_json(&alice, &compute("/host/status")).await["nic_count"],
+        1
+    );
+    assert_eq!(
+        ok_json(&bob, &compute("/porttunnel/services")).await,
+        json!([])
+    );
+    assert_eq!(
+        ok_json(&bob, &compute("/porttunnel/status")).await,
+        json!({"status": []})
+    );
+
+    // Detached, the volume's last VM is still the one that had it.
+    let r = alice
+        .post_when_free(
+            "detached",
+            &compute("/volume/detach"),
+            &json!({"local_index": vm, "volume_id": vid}),
+        )
+        .await;
+    assert!(r.json()["action_id"].is_string(), "{}", r.text);
+    until("detached", Duration::from_secs(60), || async {
+        let info = alice
+            .post(&storage("/info"), &json!({"volume_id": vid}))
+            .await
+            .json();
+        (info["vm"].is_null() && info["status"] == "available").then_some(())
+    })
+    .await;
+    let last = ok_json(&alice, &storage(&format!("/last/{vid}"))).await;
+    assert_eq!(last["uniqueID"], vm.as_str(), "{last}");
+    gw.shutdown().await;
+    m.stop().await;
+}
+
+/// The auth daemon's session extras change nothing on a GET: refresh
+/// re-reads the session (a 401 without one), an OAuth callback opens none,
+/// there are no OAuth providers, licences nor certificates.
+#[tokio::test]
+async fn auth_extras_read_and_change_nothing() {
+    let m = Meson::start().await;
+    let gw = gateway(&m).await;
+    let me = Caller::bearer(&m.token);
+    let anon = Caller::anonymous();
+    let auth = |p: &str| url(&gw, Daemon::Auth, p);
+
+    assert_eq!(
+        ok_json(&anon, &auth("/oauth/providers")).await,
+        json!({"providers": []})
+    );
+    assert_eq!(
+        ok_json(&me, &auth("/license/list")).await,
+        json!({"licenses": []})
+    );
+    refusal(
+        &anon.get(&auth("/license/list")).await,
+        StatusCode::UNAUTHORIZED,
+    );
+
+    // Refresh: the session as /status has it; nothing set.
+    let r = me.get(&auth("/refresh")).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    assert_eq!(r.set_cookie, None);
+    let refreshed = r.json();
+    assert_eq!(refreshed, ok_json(&me, &auth("/status")).await);
+    assert_eq!(
+        (
+            &refreshed["authenticated"],
+            &refreshed["username"],
+            &refreshed["org_id"]
+        ),
+        (&json!(true), &json!("dev"), &json!("dev"))
+    );
+    assert!(!r.text.contains(&m.token), "the token is never echoed");
+    refusal(&anon.get(&auth("/refresh")).await, StatusCode::UNAUTHORIZED);
+    let forged = Caller::bearer(&format!("{}x", &m.token[..m.token.len() - 1]));
+    refusal(
+        &forged.get(&auth("/refresh")).await,
+        StatusCode::UNAUTHORIZED,
+    );
+
+    // An OAuth callback opens no session.
+    let r = anon
+        .get(&format!("{}?code=abc&state=xyz", auth("/oauth/callback")))
+        .await;
+    let detail = refusal(&r, StatusCode::BAD_REQUEST);
+    assert!(detail.contains("POST /login"), "{detail}");
+    assert_eq!(r.set_cookie, None);
+    assert_eq!(
+        ok_json(&anon, &auth("/status")).await["authenticated"],
+        false
+    );
+    refusal(
+        &anon.get(&url(&gw, Daemon::Compute, "/status")).await,
+        StatusCode::UNAUTHORIZED,
+    );
+
+    let detail = refusal(&me.get(&auth("/cert")).await, StatusCode::NOT_FOUND);
+    assert!(detail.contains("no certificate"), "{detail}");
+    gw.shutdown().await;
+    m.stop().await;
+}
+
+/// The GET routes of the catalogue another part of the gateway still has
+/// to serve (the organisations, members and accounts): they may answer
+/// 501 until then. Remove a route from here once it is served.
+const GETS_NOT_SERVED_YET: &[&str] = &[];
+
+/// No GET of Electros' production catalogue answers 501 (but those listed
+/// in [`GETS_NOT_SERVED_YET`]), nor a server error, on its daemon's
+/// listener and on the single-origin one; the service daemon's root
+/// `/experimental` is a bare list.
+#[tokio::test]
+async fn no_catalogued_get_answers_501() {
+    let m = Meson::start().await;
+    let gw = gateway(&m).await;
+    let me = Caller::bearer(&m.token);
+    let single = gw.single_origin_addr().unwrap();
+    for p in GETS_NOT_SERVED_YET {
+        assert!(
+            ROUTES
+                .iter()
+                .any(|(_, method, path)| *method == "GET" && path == p),
+            "{p} is no catalogued GET"
+        );
+    }
+    let mut checked = 0;
+    for (d, method, path) in ROUTES {
+        if *method != "GET" {
+            continue;
+        }
+        let concrete_path = concrete(path);
+        let mut urls = vec![format!("http://{}{concrete_path}", gw.addr(*d).unwrap())];
+        if *path != "/" && *path != "/version" {
+            urls.push(format!("http://{single}{concrete_path}"));
+        }
+        for u in urls {
+            let r = me.get(&u).await;
+            checked += 1;
+            assert!(
+                !r.status.is_server_error() || r.status == StatusCode::NOT_IMPLEMENTED,
+                "{} GET {u}: {} {}",
+                d.name(),
+                r.status,
+                r.text
+            );
+            if r.status == StatusCode::NOT_IMPLEMENTED {
+                assert!(
+                    GETS_NOT_SERVED_YET.contains(path),
+                    "{} GET {u} answers 501: {}",
+                    d.name(),
+                    r.text
+                );
+            }
+            if !r.status.is_success() {
+                let body: Value = serde_json::from_str(&r.text).unwrap_or(Value::Null);
+                assert!(
+                    body["detail"].is_string(),
+                    "GET {u}: {} {}",
+                    r.status,
+                    r.text
+                );
+            }
+        }
+    }
+    assert!(checked > 80, "{checked}");
+    // Production's service daemon has `/experimental` at its root.
+    for u in [
+        format!("http://{}/experimental", gw.addr(Daemon::Service).unwrap()),
+        format!("http://{single}/experimental"),
+        url(&gw, Daemon::Service, "/experimental"),
+        format!("http://{single}/api/v1.0/service/experimental"),
+    ] {
+        assert_eq!(ok_json(&me, &u).await, json!([]), "{u}");
+    }
+    gw.shutdown().await;
+    m.stop().await;
+}
+
+/// Electros' account and organisation pages read meson's organisations,
+/// members, invitations and sub-organisations: members see their
+/// organisation, strangers get nothing, and no GET accepts an invitation.
+#[tokio::test]
+async fn organisations_members_and_sub_organisations_are_mesons() {
+    let m = Meson::start().await;
+    let gw = gateway(&m).await;
+    let auth = |p: &str| format!("http://{}{p}", gw.addr(Daemon::Auth).unwrap());
+    let olga_token = m.token("acme", "olga", meson_api::Role::Owner);
+    let meson = |method: Method, path: &'static str, body: Value| {
+        let (m, t) = (&m, olga_token.clone());
+        async move {
+            let r = m.call(method, path, &t, Some(&body)).await;
+            assert!(r.status.is_success(), "{path}: {}", r.body);
+            r.body
+        }
+    };
+    meson(
+        Method::POST,
+        "/v1/members",
+        json!({"subject": "olga", "role": "owner"}),
+    )
+    .await;
+    meson(
+        Method::POST,
+        "/v1/members",
+        json!({"subject": "mia", "role": "manager", "email": "mia@example.com"}),
+    )
+    .await;
+    meson(
+        Method::POST,
+        "/v1/organizations",
+        json!({"name": "platform", "quotas": {"vms": 3, "vcpus": 8}}),
+    )
+    .await;
+    let invited = meson(
+        Method::POST,
+        "/v1/invitations",
+        json!({"email": "bob@example.com", "role": "viewer"}),
+    )
+    .await;
+    let invitation_token = invited["token"].as_str().unwrap().to_owned();
+    let ok = |r: Reply| {
+        assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+        r.json()
+    };
+    let olga = Caller::bearer(&olga_token);
+
+    let s = ok(olga.get(&auth("/api/v1/authenticate/scopes")).await);
+    assert_eq!(s["username"], "olga");
+    let scope = &s["scopes"][0];
+    assert_eq!(
+        (&scope["org_id"], &scope["role"], &scope["preferred"]),
+        (&json!("acme"), &json!("ORGOWNER"), &json!(true)),
+        "{s}"
+    );
+    assert_eq!(scope["suborgs"][0]["suborg_id"], "acme.platform", "{s}");
+    assert_eq!(scope["suborgs"][0]["suborg_name"], "platform");
+
+    let org = |p: &str| auth(&format!("/api/v1.0/orgs/acme{p}"));
+    assert_eq!(
+        ok(olga.get(&org("/members")).await),
+        json!({"users": ["olga", "mia@example.com"]})
+    );
+    assert_eq!(
+        ok(olga.get(&org("/admins")).await),
+        json!({"users": ["olga", "mia@example.com"]})
+    );
+    assert_eq!(
+        ok(olga.get(&org("/owner")).await),
+        json!({"username": "olga"})
+    );
+    assert_eq!(
+        ok(olga.get(&auth("/api/v1.0/account/managedmembers")).await),
+        json!({"users": ["olga", "mia@example.com"]})
+    );
+    let t = ok(olga.get(&org("/membership/tree")).await);
+    assert_eq!(
+        (&t["org_id"], &t["members"][1]),
+        (&json!("acme"), &json!("mia@example.com"))
+    );
+    assert_eq!(t["suborgs"][0]["suborg_name"], "platform", "{t}");
+    assert_eq!(t["suborgs"][0]["inner_suborgs"], json!([]));
+    assert_eq!(
+        ok(olga.get(&org("/suborgs")).await),
+        json!({"suborgs": [{"suborg_id": "acme.platform", "suborg_name": "platform"}]})
+    );
+    // A sub-organisation's limits are its carve, by name or by id.
+    for sub in ["platform", "acme.platform"] {
+        let l = ok(olga.get(&org(&format!("/suborgs/{sub}/limits"))).await);
+        assert_eq!(
+            (&l["max_vms"], &l["max_slots"]),
+            (&json!(3), &json!(8)),
+            "{l}"
+        );
+    }
+    let r = olga.get(&org("/suborgs/nope/admins")).await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.text);
+    assert!(r.json()["detail"].is_string());
+    assert_eq!(
+        ok(olga.get(&org("/suborgs/platform/membership/tree")).await)["suborg_id"],
+        "acme.platform"
+    );
+    // A member's limits are its organisation's.
+    assert_eq!(
+        ok(olga.get(&org("/members/mia@example.com/limits")).await),
+        ok(olga.get(&org("/limits")).await)
+    );
+    let r = olga.get(&org("/members/nobody/limits")).await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.text);
+    // The invitations, never their tokens.
+    let i = ok(olga.get(&org("/invite")).await);
+    assert_eq!(
+        (&i[0]["invited_email"], &i[0]["status"], &i[0]["token"]),
+        (&json!("bob@example.com"), &json!("pending"), &Value::Null),
+        "{i}"
+    );
+    assert!(!i.to_string().contains(&invitation_token[9..]));
+    // A GET accepts nothing.
+    let bob = Caller::bearer(&m.token("bobs", "bob", meson_api::Role::Viewer));
+    let r = bob
+        .get(&auth(&format!(
+            "/api/v1.0/invite/accept/{invitation_token}"
+        )))
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.text);
+    let still = m
+        .call(Method::GET, "/v1/invitations", &olga_token, None)
+        .await;
+    assert_eq!(still.body["invitations"][0]["status"], "pending");
+    let r = olga
+        .get(&auth("/api/v1/authenticate/account/details"))
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.text);
+    assert!(r.json()["detail"].is_string());
+    let h = ok(olga.get(&auth("/api/v1.0/subscription/history")).await);
+    assert_eq!(h.as_array().unwrap().len(), 1, "{h}");
+
+    // Mia, a manager of acme by membership, sees it and its sub-organisation.
+    let mia = Caller::bearer(&m.token("mias", "mia", meson_api::Role::Viewer));
+    let s = ok(mia.get(&auth("/api/v1/authenticate/scopes")).await);
+    let acme = s["scopes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["org_id"] == "acme")
+        .cloned()
+        .unwrap_or_else(|| panic!("acme among mia's scopes: {s}"));
+    assert_eq!(acme["role"], "ORGADMIN");
+    assert_eq!(acme["suborgs"][0]["suborg_id"], "acme.platform");
+    assert_eq!(ok(mia.get(&org("/members")).await)["users"][0], "olga");
+    assert_eq!(
+        ok(mia.get(&org("/suborgs/platform/limits")).await)["max_vms"],
+        3
+    );
+
+    // A stranger gets nothing of acme's.
+    let eve = Caller::bearer(&m.token("evil", "eve", meson_api::Role::Owner));
+    for p in [
+        "/members",
+        "/admins",
+        "/owner",
+        "/invite",
+        "/membership/tree",
+        "/limits",
+        "/suborgs",
+        "/suborgs/platform/limits",
+        "/members/olga/limits",
+    ] {
+        let r = eve.get(&org(p)).await;
+        assert!(
+            r.status == StatusCode::FORBIDDEN || r.status == StatusCode::NOT_FOUND,
+            "{p}: {} {}",
+            r.status,
+            r.text
+        );
+        assert!(
+            !r.text.contains("mia") && !r.text.contains("platform\""),
+            "{p}: {}",
+            r.text
+        );
+    }
 }

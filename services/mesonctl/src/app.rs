@@ -6,10 +6,10 @@
 
 use crate::cli::{
     ActionCommand, AuditCommand, BackupCommand, Cli, ClusterCommand, Command, ConsoleCommand,
-    ImageCommand, KopsCommand, KubeconfigCommand, KubernetesCommand, NetworkCommand, NodeCommand,
-    PlanCommand, PoolCommand, PortForwardCommand, PriceCommand, QuotaCommand, StatementCommand,
-    TargetCommand, TenantCommand, TenantQuotaCommand, TokenCommand, UsageArgs, VmCommand,
-    VolumeCommand, WaitArgs,
+    ImageCommand, InvitationCommand, KopsCommand, KubeconfigCommand, KubernetesCommand,
+    MemberCommand, MembershipCommand, NetworkCommand, NodeCommand, PlanCommand, PoolCommand,
+    PortForwardCommand, PriceCommand, QuotaCommand, StatementCommand, TargetCommand, TenantCommand,
+    TenantQuotaCommand, TokenCommand, UsageArgs, VmCommand, VolumeCommand, WaitArgs,
 };
 use crate::config::{self, Settings};
 use crate::error::Failure;
@@ -34,6 +34,7 @@ type Result<T, E = Failure> = std::result::Result<T, E>;
 /// Runs one command line.
 pub async fn run(cli: Cli) -> Result<()> {
     let format = cli.output;
+    let organization = organization(cli.organization);
     let inputs = config::Inputs::from_env(cli.url, cli.token, cli.config);
     match cli.command {
         // Needs no meson (it asks one for its regions if it can).
@@ -48,16 +49,31 @@ pub async fn run(cli: Cli) -> Result<()> {
         Command::Completion { shell } => completion(shell),
         command => {
             let settings = config::resolve(&inputs).map_err(Failure::Config)?;
-            let ctx = Ctx::new(settings, format)?;
+            let ctx = Ctx::new(settings, format, organization)?;
             ctx.dispatch(command).await.map_err(|f| match f {
                 Failure::Client { error, .. } => Failure::Client {
                     error,
                     url: ctx.settings.url.clone(),
                     token_from: ctx.settings.token_from.to_string(),
+                    organization: ctx
+                        .organization
+                        .as_ref()
+                        .map(|(org, from)| format!("{org} (from {from})"))
+                        .unwrap_or_default(),
                 },
                 other => other,
             })
         }
+    }
+}
+
+/// The organisation to act in, and where it was given: `--organization`,
+/// else `MESON_ORGANIZATION`; none (the token's own) when blank.
+fn organization(flag: Option<String>) -> Option<(String, &'static str)> {
+    let given = |v: Option<String>| v.map(|o| o.trim().to_owned()).filter(|o| !o.is_empty());
+    match flag {
+        Some(f) => given(Some(f)).map(|o| (o, "the command line")),
+        None => given(std::env::var("MESON_ORGANIZATION").ok()).map(|o| (o, "the environment")),
     }
 }
 
@@ -141,6 +157,9 @@ struct Ctx {
     client: Client,
     settings: Settings,
     format: Format,
+    /// The organisation the commands act in, when not the token's, and
+    /// where it was given.
+    organization: Option<(String, &'static str)>,
 }
 
 impl From<meson_client::Error> for Failure {
@@ -149,6 +168,7 @@ impl From<meson_client::Error> for Failure {
             error: Box::new(error),
             url: String::new(),
             token_from: String::new(),
+            organization: String::new(),
         }
     }
 }
@@ -228,14 +248,22 @@ fn ctrl_c() -> impl std::future::Future<Output = ()> + Send {
 }
 
 impl Ctx {
-    fn new(settings: Settings, format: Format) -> Result<Ctx> {
-        let client = Client::new(&settings.url, &settings.token)
+    fn new(
+        settings: Settings,
+        format: Format,
+        organization: Option<(String, &'static str)>,
+    ) -> Result<Ctx> {
+        let mut client = Client::new(&settings.url, &settings.token)
             .map_err(|e| Failure::Config(format!("{e} (from {})", settings.url_from)))?
             .with_retry(retry_policy());
+        if let Some((org, _)) = &organization {
+            client = client.organization(org);
+        }
         Ok(Ctx {
             client,
             settings,
             format,
+            organization,
         })
     }
 
@@ -474,6 +502,11 @@ impl Ctx {
             Command::Backup(c) => self.backup(c).await,
             Command::Console(c) => self.console(c).await,
             Command::Token(c) => self.token(c).await,
+            Command::Member(c) => self.member(c).await,
+            Command::Membership(MembershipCommand::List) => {
+                self.show(&self.client.memberships().await?)
+            }
+            Command::Invitation(c) => self.invitation(c).await,
             Command::Quota(QuotaCommand::Get) => self.show(&self.client.quotas().await?),
             Command::Plan(c) => self.plan(c).await,
             Command::Usage(a) => self.usage(a).await,
@@ -1037,6 +1070,121 @@ impl Ctx {
                 self.show(&self.client.price_create(&req).await?)
             }
         }
+    }
+
+    async fn member(&self, c: MemberCommand) -> Result<()> {
+        use meson_types::member::{MemberCreateRequest, MemberUpdateRequest};
+        match c {
+            MemberCommand::List => self.show(&self.client.member_list().await?),
+            MemberCommand::Get { subject } => self.show(&self.client.member_get(&subject).await?),
+            MemberCommand::Add {
+                subject,
+                role,
+                email,
+            } => {
+                let req = MemberCreateRequest {
+                    subject,
+                    role,
+                    email,
+                };
+                let added = self.client.member_create(&req).await?;
+                warn(&added.warnings);
+                self.show(&added.member)
+            }
+            MemberCommand::SetRole { subject, role } => {
+                let req = MemberUpdateRequest { role };
+                let changed = self.client.member_update(&subject, &req).await?;
+                warn(&changed.warnings);
+                self.show(&changed.member)
+            }
+            MemberCommand::Remove { subject } => {
+                self.show(&self.client.member_delete(&subject).await?)
+            }
+            MemberCommand::Leave => self.show(&self.client.membership_leave().await?),
+        }
+    }
+
+    async fn invitation(&self, c: InvitationCommand) -> Result<()> {
+        match c {
+            InvitationCommand::List => self.show(&self.client.invitation_list().await?),
+            InvitationCommand::Get { invitation } => {
+                let id = self.invitation_id(&invitation).await?;
+                self.show(&self.client.invitation_get(id).await?)
+            }
+            InvitationCommand::Create {
+                email,
+                role,
+                expires_in,
+            } => {
+                let req = meson_types::member::InvitationCreateRequest {
+                    email,
+                    role,
+                    expires_in,
+                };
+                let made = self.client.invitation_create(&req).await?;
+                warn(&made.warnings);
+                self.show(&made)?;
+                eprintln!(
+                    "warning: pass the token to the invitee now: it will not be shown again                      (meson keeps only its hash); they accept it with `mesonctl invitation                      accept`, signed in with that email"
+                );
+                Ok(())
+            }
+            InvitationCommand::Revoke { invitation } => {
+                let id = self.invitation_id(&invitation).await?;
+                self.show(&self.client.invitation_delete(id).await?)
+            }
+            InvitationCommand::Accept { secret } => {
+                let secret = if secret == "-" {
+                    let mut s = String::new();
+                    std::io::stdin()
+                        .read_to_string(&mut s)
+                        .map_err(|e| Failure::Usage(format!("cannot read stdin: {e}")))?;
+                    s.trim().to_owned()
+                } else {
+                    secret
+                };
+                self.show(&self.client.invitation_accept(&secret).await?)
+            }
+        }
+    }
+
+    /// An invitation's id from its id, an abbreviation of it, or the email
+    /// of an open (pending) invitation.
+    async fn invitation_id(&self, s: &str) -> Result<Uuid> {
+        if let Some(id) = whole_id(s) {
+            return Ok(id);
+        }
+        let all = self.client.invitation_list().await?;
+        if s.contains('@') {
+            let email = s.trim().to_lowercase();
+            let open: Vec<(Uuid, &str)> = all
+                .iter()
+                .filter(|i| i.status == "pending" && i.email == email)
+                .map(|i| (i.id, i.email.as_str()))
+                .collect();
+            if open.is_empty() {
+                return Err(Failure::NotFound(format!("no open invitation to {s:?}")));
+            }
+            return unique("invitation", s, &open, "are open to");
+        }
+        let Some(abbrev) = IdRef::parse(s) else {
+            return Err(Failure::NotFound(format!(
+                "{s:?} is neither an invitation's id (8 or more of its hex digits) nor an email \
+                 address"
+            )));
+        };
+        let labels: Vec<(Uuid, String)> = all
+            .iter()
+            .filter(|i| abbrev.matches(&i.id))
+            .map(|i| (i.id, format!("{} ({}, {})", i.email, i.role, i.status)))
+            .collect();
+        if labels.is_empty() {
+            return Err(Failure::NotFound(format!(
+                "no invitation has an id starting or ending with {s:?}"
+            )));
+        }
+        let found: Vec<(Uuid, &str)> = labels.iter().map(|(id, l)| (*id, l.as_str())).collect();
+        unique("invitation", s, &found, "have ids starting or ending with")
     }
 
     async fn backup(&self, c: BackupCommand) -> Result<()> {

@@ -11,7 +11,9 @@ use std::path::PathBuf;
 /// (url = "...", token = "..."), else the running mesond dev's: the URL in
 /// .meson/dev.json (whatever port it got; else http://127.0.0.1:8080) and the
 /// token in .meson/dev-token. Its data dir is $MESON_DATA_DIR, else the
-/// nearest .meson in the working directory or a parent.
+/// nearest .meson in the working directory or a parent. Commands act in the
+/// token's organisation, or in the one --organization (MESON_ORGANIZATION)
+/// names.
 ///
 /// Exit codes: 0 success; 1 meson refused the request; 2 usage error; 3 an
 /// action ended in error; 4 cancelled while waiting (Ctrl-C); 5 meson cannot
@@ -28,6 +30,12 @@ pub struct Cli {
     /// Config file to read instead of ~/.config/meson/config.toml.
     #[arg(long, global = true, value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// Act in this organisation instead of the token's: one you are a
+    /// member of (`mesonctl membership list`), at your role there; sent as
+    /// the Meson-Organization header (env MESON_ORGANIZATION; an empty one
+    /// here: the token's own, whatever the environment says).
+    #[arg(long, global = true, value_name = "ORG")]
+    pub organization: Option<String>,
     /// Output format.
     #[arg(short, long, global = true, value_enum, default_value_t = Format::Table)]
     pub output: Format,
@@ -75,6 +83,19 @@ pub enum Command {
     /// owners manage them.
     #[command(subcommand)]
     Token(TokenCommand),
+    /// The organisation's members: identity providers' subjects with a
+    /// role (viewer, editor, manager, owner); managers and owners manage
+    /// them.
+    #[command(subcommand)]
+    Member(MemberCommand),
+    /// The organisations you may act in (with --organization), and your
+    /// role in each.
+    #[command(subcommand)]
+    Membership(MembershipCommand),
+    /// Invitations to join the organisation, by email; the invitee accepts
+    /// with `invitation accept`.
+    #[command(subcommand)]
+    Invitation(InvitationCommand),
     /// Kubernetes versions meson installs.
     #[command(subcommand)]
     Kubernetes(KubernetesCommand),
@@ -1018,6 +1039,93 @@ pub enum TokenCommand {
     },
 }
 
+/// A member's role, lowest first.
+pub const MEMBER_ROLES: [&str; 4] = ["viewer", "editor", "manager", "owner"];
+
+#[derive(Debug, Subcommand)]
+pub enum MemberCommand {
+    /// Lists the organisation's members, owners first.
+    List,
+    /// Shows a member.
+    Get {
+        /// The member's subject, as its identity provider names it
+        /// (`auth0|5f2b8c`).
+        subject: String,
+    },
+    /// Adds a member: a subject with a role, at most your own (managers
+    /// and owners).
+    Add {
+        /// The identity provider's subject (a JWT's `sub`).
+        subject: String,
+        /// viewer (reads), editor (also changes), manager (also manages
+        /// members and invitations below owner) or owner.
+        #[arg(long, value_parser = MEMBER_ROLES)]
+        role: String,
+        /// The member's email address, for the record.
+        #[arg(long)]
+        email: Option<String>,
+    },
+    /// Changes a member's role: both its role and the new one at most your
+    /// own. The last owner keeps the role.
+    SetRole {
+        subject: String,
+        #[arg(value_parser = MEMBER_ROLES)]
+        role: String,
+    },
+    /// Removes a member ranked at most you; never the last owner.
+    Remove { subject: String },
+    /// Leaves the organisation the command acts in (--organization): your
+    /// membership there ends. The last owner cannot leave.
+    Leave,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum MembershipCommand {
+    /// Lists the organisations you may act in, your token's first, with
+    /// your role in each and how you hold it (token, member, inherited).
+    List,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum InvitationCommand {
+    /// Lists the organisation's invitations, newest first, whatever their
+    /// status (managers and owners).
+    List,
+    /// Shows an invitation.
+    Get {
+        /// The invitation: its id, 8 or more of its first or last hex
+        /// digits, or the email of an open one.
+        invitation: String,
+    },
+    /// Invites an email address with a role at most your own, and prints
+    /// the invitation's token, shown this once: pass it to the invitee.
+    Create {
+        /// The invitee's email address.
+        email: String,
+        /// viewer, editor, manager or owner.
+        #[arg(long, value_parser = MEMBER_ROLES)]
+        role: String,
+        /// How long until it expires: 7d, 12h, 90m or 3600s, an hour to 30
+        /// days; 7 days unless given.
+        #[arg(long, value_name = "DURATION", value_parser = duration_seconds)]
+        expires_in: Option<i64>,
+    },
+    /// Revokes an open invitation: its token accepts nothing from now on.
+    Revoke {
+        /// The invitation: its id, 8 or more of its first or last hex
+        /// digits, or the email of an open one.
+        invitation: String,
+    },
+    /// Accepts an invitation: you become a member of its organisation.
+    /// Needs a token (a JWT) whose verified email is the invitation's.
+    Accept {
+        /// The invitation's token (`mesoninv_...`); `-` reads it from
+        /// stdin. (Not `token`: that is the global --token.)
+        #[arg(value_name = "INVITATION_TOKEN")]
+        secret: String,
+    },
+}
+
 /// A duration in seconds: a number followed by `s`, `m`, `h` or `d`, or a
 /// bare number of seconds (`90d`, `12h`, `30m`, `3600s`, `3600`).
 pub fn duration_seconds(s: &str) -> Result<i64, String> {
@@ -1849,6 +1957,125 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("label:KEY"), "{e}");
+    }
+
+    #[test]
+    fn members_invitations_and_the_organisation_parse() {
+        let cli = Cli::try_parse_from([
+            "mesonctl",
+            "--organization",
+            "acme",
+            "member",
+            "add",
+            "auth0|ann",
+            "--role",
+            "manager",
+            "--email",
+            "ann@example.com",
+        ])
+        .unwrap();
+        assert_eq!(cli.organization.as_deref(), Some("acme"));
+        match cli.command {
+            Command::Member(MemberCommand::Add {
+                subject,
+                role,
+                email,
+            }) => {
+                assert_eq!((subject.as_str(), role.as_str()), ("auth0|ann", "manager"));
+                assert_eq!(email.as_deref(), Some("ann@example.com"));
+            }
+            other => panic!("{other:?}"),
+        }
+        // The global flag goes anywhere; none: the token's organisation.
+        let cli = Cli::try_parse_from([
+            "mesonctl",
+            "member",
+            "set-role",
+            "auth0|ann",
+            "viewer",
+            "--organization",
+            "acme",
+        ])
+        .unwrap();
+        assert_eq!(cli.organization.as_deref(), Some("acme"));
+        assert!(matches!(
+            cli.command,
+            Command::Member(MemberCommand::SetRole { ref subject, ref role })
+                if subject == "auth0|ann" && role == "viewer"
+        ));
+        let cli = Cli::try_parse_from(["mesonctl", "membership", "list"]).unwrap();
+        assert_eq!(cli.organization, None);
+        assert!(matches!(
+            cli.command,
+            Command::Membership(MembershipCommand::List)
+        ));
+        let cli = Cli::try_parse_from(["mesonctl", "member", "leave"]).unwrap();
+        assert!(matches!(cli.command, Command::Member(MemberCommand::Leave)));
+        let cli = Cli::try_parse_from([
+            "mesonctl",
+            "invitation",
+            "create",
+            "bob@example.com",
+            "--role",
+            "editor",
+            "--expires-in",
+            "3d",
+        ])
+        .unwrap();
+        match cli.command {
+            Command::Invitation(InvitationCommand::Create {
+                email,
+                role,
+                expires_in,
+            }) => {
+                assert_eq!(
+                    (email.as_str(), role.as_str()),
+                    ("bob@example.com", "editor")
+                );
+                assert_eq!(expires_in, Some(3 * 86_400));
+            }
+            other => panic!("{other:?}"),
+        }
+        // An invitation's token is not the global --token.
+        let cli = Cli::try_parse_from([
+            "mesonctl",
+            "--token",
+            "t",
+            "invitation",
+            "accept",
+            "mesoninv_x",
+        ])
+        .unwrap();
+        assert_eq!(cli.token.as_deref(), Some("t"));
+        assert!(matches!(
+            cli.command,
+            Command::Invitation(InvitationCommand::Accept { ref secret }) if secret == "mesoninv_x"
+        ));
+        for bad in [
+            &["member", "add", "auth0|ann", "--role", "admin"][..],
+            &["member", "add", "auth0|ann"],
+            &["member", "set-role", "auth0|ann"],
+            &["member", "set-role", "auth0|ann", "admin"],
+            &["member", "remove"],
+            &["invitation", "create", "bob@example.com"],
+            &[
+                "invitation",
+                "create",
+                "bob@example.com",
+                "--role",
+                "viewer",
+                "--expires-in",
+                "1w",
+            ],
+            &["invitation", "revoke"],
+            &["invitation", "accept"],
+            &["membership", "leave"],
+        ] {
+            let mut args = vec!["mesonctl"];
+            args.extend(bad);
+            let e = Cli::try_parse_from(args).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{bad:?}");
+        }
     }
 
     #[test]

@@ -31,11 +31,14 @@ fn not_working(status: u16, code: &str) -> bool {
 #[derive(Debug)]
 pub enum Failure {
     /// An error of meson's client; `url` is where meson was looked for,
-    /// `token_from` where the token was (both empty when unknown).
+    /// `token_from` where the token was, `organization` the one the
+    /// command acted in and where it was given (`acme (from the
+    /// environment)`; empty: the token's own; all empty when unknown).
     Client {
         error: Box<meson_client::Error>,
         url: String,
         token_from: String,
+        organization: String,
     },
     /// Awaited actions that ended in `error`.
     ActionsFailed(Vec<Action>),
@@ -126,6 +129,7 @@ impl Failure {
                 error,
                 url,
                 token_from,
+                organization,
             } => match error.as_ref() {
                 E::Api {
                     status,
@@ -151,6 +155,12 @@ impl Failure {
                         out.push(format!(
                             "  meson refused the token{from}: it is not one meson knows, or it \
                              has expired or been revoked"
+                        ));
+                    }
+                    if *status == 403 && !organization.is_empty() {
+                        out.push(format!(
+                            "  acting in organisation {organization}: `mesonctl membership \
+                             list` shows where you may act"
                         ));
                     }
                     if *status >= 500

@@ -15,6 +15,9 @@ use meson_types::catalog::{Flavor, KubernetesVersion, Provider};
 use meson_types::cluster::{AutoscalerCredentials, Cluster, ClusterCreateResponse, Node, Pool};
 use meson_types::console::{Console, ConsoleRequestResponse};
 use meson_types::image::{Image, ImageCreateResponse};
+use meson_types::member::{
+    Invitation, InvitationAcceptResponse, InvitationCreateResponse, Member, MembershipList,
+};
 use meson_types::network::Network;
 use meson_types::pool::PoolUpdateResponse;
 use meson_types::port_forward::{PortForward, PortForwardCreateResponse};
@@ -1092,6 +1095,133 @@ impl Show for TokenCreateResponse {
     }
 }
 
+impl Show for Member {
+    fn view(&self, _: Width) -> View {
+        View::Fields(vec![
+            ("Subject", self.subject.clone()),
+            ("Email", opt(&self.email)),
+            ("Role", self.role.clone()),
+            ("Added by", self.added_by.clone()),
+            ("Created", time(&self.created)),
+            ("Updated", time(&self.updated)),
+        ])
+    }
+}
+
+impl Show for Vec<Member> {
+    fn view(&self, _: Width) -> View {
+        View::Table {
+            headers: vec!["SUBJECT", "EMAIL", "ROLE", "ADDED BY", "CREATED"],
+            rows: self
+                .iter()
+                .map(|m| {
+                    vec![
+                        m.subject.clone(),
+                        opt(&m.email),
+                        m.role.clone(),
+                        m.added_by.clone(),
+                        time(&m.created),
+                    ]
+                })
+                .collect(),
+        }
+    }
+}
+
+/// `membership list`: a row per organisation (JSON: the whole answer, the
+/// caller's subject with it).
+impl Show for MembershipList {
+    fn view(&self, _: Width) -> View {
+        View::Table {
+            headers: vec!["ORGANIZATION", "ROLE", "VIA"],
+            rows: self
+                .memberships
+                .iter()
+                .map(|m| vec![m.organization.clone(), m.role.clone(), m.via.clone()])
+                .collect(),
+        }
+    }
+}
+
+impl Show for Invitation {
+    fn view(&self, _: Width) -> View {
+        View::Fields(vec![
+            ("ID", self.id.to_string()),
+            ("Organization", self.organization.clone()),
+            ("Email", self.email.clone()),
+            ("Role", self.role.clone()),
+            ("Status", self.status.clone()),
+            ("Invited by", self.invited_by.clone()),
+            ("Created", time(&self.created)),
+            ("Expires", time(&self.expires)),
+            (
+                "Accepted",
+                self.accepted.as_ref().map_or(String::new(), time),
+            ),
+            ("Accepted by", opt(&self.accepted_by)),
+            ("Revoked", self.revoked.as_ref().map_or(String::new(), time)),
+            ("Revoked by", opt(&self.revoked_by)),
+        ])
+    }
+}
+
+impl Show for Vec<Invitation> {
+    fn view(&self, width: Width) -> View {
+        View::Table {
+            headers: vec![
+                "ID",
+                "EMAIL",
+                "ROLE",
+                "STATUS",
+                "INVITED BY",
+                "CREATED",
+                "EXPIRES",
+            ],
+            rows: self
+                .iter()
+                .map(|i| {
+                    vec![
+                        width.id(&i.id),
+                        i.email.clone(),
+                        i.role.clone(),
+                        i.status.clone(),
+                        i.invited_by.clone(),
+                        time(&i.created),
+                        time(&i.expires),
+                    ]
+                })
+                .collect(),
+        }
+    }
+}
+
+/// `invitation create`: the token first, shown this once, then the
+/// invitation (JSON: the whole answer).
+impl Show for InvitationCreateResponse {
+    fn view(&self, _: Width) -> View {
+        View::Fields(vec![
+            ("Token", self.token.clone()),
+            ("ID", self.invitation.id.to_string()),
+            ("Organization", self.invitation.organization.clone()),
+            ("Email", self.invitation.email.clone()),
+            ("Role", self.invitation.role.clone()),
+            ("Expires", time(&self.invitation.expires)),
+        ])
+    }
+}
+
+/// `invitation accept`: the membership it made.
+impl Show for InvitationAcceptResponse {
+    fn view(&self, _: Width) -> View {
+        View::Fields(vec![
+            ("Organization", self.invitation.organization.clone()),
+            ("Subject", self.member.subject.clone()),
+            ("Role", self.member.role.clone()),
+            ("Invitation", self.invitation.id.to_string()),
+        ])
+    }
+}
+
 /// A resource's id as a table shows it (short unless wide); anything else
 /// (a day, a tenant, a label's value) as it is.
 fn group_cell(width: Width, group: &str) -> String {
@@ -1721,6 +1851,88 @@ mod tests {
             serde_json::from_str(&render(Format::Json, &answer).unwrap()).unwrap();
         assert_eq!(j["console"]["status"], "requested", "{j}");
         assert_eq!(j["password"], "h7Rk2pQz", "{j}");
+    }
+
+    #[test]
+    fn members_memberships_and_invitations_show_roles_and_status() {
+        let m: Member = serde_json::from_value(serde_json::json!({
+            "subject": "auth0|ann", "email": "ann@example.com", "role": "manager",
+            "added_by": "olga", "created": "2026-01-01T00:00:00Z",
+            "updated": "2026-01-02T00:00:00Z"
+        }))
+        .unwrap();
+        let mut bob = m.clone();
+        bob.subject = "auth0|bob".into();
+        bob.email = None;
+        bob.role = "viewer".into();
+        let list = render(Format::Table, &vec![m.clone(), bob]).unwrap();
+        assert_eq!(
+            list,
+            "SUBJECT    EMAIL            ROLE     ADDED BY  CREATED\n\
+             auth0|ann  ann@example.com  manager  olga      2026-01-01T00:00:00Z\n\
+             auth0|bob  -                viewer   olga      2026-01-01T00:00:00Z\n"
+        );
+        let one = render(Format::Table, &m).unwrap();
+        assert!(one.starts_with("Subject:   auth0|ann\n"), "{one}");
+        assert!(one.contains("Updated:   2026-01-02T00:00:00Z\n"), "{one}");
+
+        let orgs: MembershipList = serde_json::from_value(serde_json::json!({
+            "subject": "auth0|ann",
+            "memberships": [
+                {"organization": "ann-co", "role": "owner", "via": "token"},
+                {"organization": "acme", "role": "manager", "via": "member"}
+            ]
+        }))
+        .unwrap();
+        assert_eq!(
+            render(Format::Table, &orgs).unwrap(),
+            "ORGANIZATION  ROLE     VIA\n\
+             ann-co        owner    token\n\
+             acme          manager  member\n"
+        );
+        let j: serde_json::Value =
+            serde_json::from_str(&render(Format::Json, &orgs).unwrap()).unwrap();
+        assert_eq!(j["subject"], "auth0|ann", "{j}");
+
+        let i: Invitation = serde_json::from_value(serde_json::json!({
+            "id": "0192f5c4-0000-7000-8000-0000000000e1", "organization": "acme",
+            "email": "bob@example.com", "role": "editor", "status": "pending",
+            "invited_by": "olga", "created": "2026-01-01T00:00:00Z",
+            "expires": "2026-01-08T00:00:00Z", "accepted": null, "accepted_by": null,
+            "revoked": null, "revoked_by": null
+        }))
+        .unwrap();
+        assert_eq!(
+            render(Format::Table, &vec![i.clone()]).unwrap(),
+            "ID        EMAIL            ROLE    STATUS   INVITED BY  CREATED               \
+             EXPIRES\n\
+             000000e1  bob@example.com  editor  pending  olga        2026-01-01T00:00:00Z  \
+             2026-01-08T00:00:00Z\n"
+        );
+        let one = render(Format::Table, &i).unwrap();
+        assert!(one.contains("Status:        pending\n"), "{one}");
+        assert!(one.contains("Accepted by:   -\n"), "{one}");
+        let made = InvitationCreateResponse {
+            invitation: i.clone(),
+            token: format!("mesoninv_{}", "a".repeat(40)),
+            warnings: vec![],
+        };
+        let one = render(Format::Table, &made).unwrap();
+        assert!(
+            one.starts_with(&format!("Token:         {}\n", made.token)),
+            "{one}"
+        );
+        let j: serde_json::Value =
+            serde_json::from_str(&render(Format::Json, &made).unwrap()).unwrap();
+        assert_eq!(j["token"], made.token.as_str(), "{j}");
+        assert_eq!(j["invitation"]["status"], "pending", "{j}");
+        let accepted = InvitationAcceptResponse {
+            invitation: i,
+            member: m,
+        };
+        let one = render(Format::Table, &accepted).unwrap();
+        assert!(one.starts_with("Organization:  acme\n"), "{one}");
+        assert!(one.contains("Role:          manager\n"), "{one}");
     }
 
     #[test]

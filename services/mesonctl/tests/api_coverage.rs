@@ -66,6 +66,18 @@ fn commands() -> Vec<Vec<String>> {
         "token list --revoked".into(),
         format!("token get {A}"),
         format!("token revoke {A}"),
+        "member list".into(),
+        "member get auth0|a".into(),
+        "member add auth0|a --role viewer --email a@example.com".into(),
+        "member set-role auth0|a editor".into(),
+        "member remove auth0|a".into(),
+        "member leave".into(),
+        "membership list".into(),
+        "invitation list".into(),
+        format!("invitation get {A}"),
+        "invitation create b@example.com --role viewer --expires-in 7d".into(),
+        format!("invitation revoke {A}"),
+        "invitation accept mesoninv_x".into(),
         "usage --from 2026-11-01 --group-by label:team --tenant acme".into(),
         "usage --group-by day --csv".into(),
         "statement list --tenant acme".into(),
@@ -265,6 +277,7 @@ async fn every_operation_of_the_api_has_a_mesonctl_command() {
             .env("HOME", &dir)
             .env_remove("MESON_URL")
             .env_remove("MESON_TOKEN")
+            .env_remove("MESON_ORGANIZATION")
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())

@@ -112,6 +112,7 @@ fn command(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> tokio::process::C
         .env_remove("MESON_URL")
         .env_remove("MESON_TOKEN")
         .env_remove("MESON_DATA_DIR")
+        .env_remove("MESON_ORGANIZATION")
         .env_remove("XDG_CONFIG_HOME")
         .env("HOME", dir.join("home"))
         .envs(env.iter().copied())
@@ -2177,6 +2178,336 @@ async fn a_token_created_used_by_mesonctl_listed_and_revoked() {
         r.stderr.contains("(invalid_input)") && r.stderr.contains("expires_in"),
         "{r:#?}"
     );
+    m.stop().await;
+}
+
+/// mesonctl with this meson's URL and `token`, `input` on its stdin.
+async fn with_stdin(m: &Meson, token: &str, args: &[&str], input: &str) -> Run {
+    use tokio::io::AsyncWriteExt;
+    let mut all = vec!["--url", &m.base, "--token", token];
+    all.extend_from_slice(args);
+    let mut child = command(&m.dir, &all, &[])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("mesonctl runs");
+    let mut stdin = child.stdin.take().expect("stdin");
+    stdin
+        .write_all(input.as_bytes())
+        .await
+        .expect("write stdin");
+    drop(stdin);
+    let out = tokio::time::timeout(Duration::from_secs(120), child.wait_with_output())
+        .await
+        .expect("mesonctl ends")
+        .expect("mesonctl runs");
+    Run {
+        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn members_invitations_and_another_organisation_with_mesonctl() {
+    let m = Meson::start().await;
+    let owner = m.token("dev", "olga", meson_api::Role::Owner);
+    let ann = m.token("ann-co", "auth0|ann", meson_api::Role::Owner);
+
+    // Added, at most the owner's role; a subject is taken as it is spelt.
+    let r = with_token(
+        &m,
+        &owner,
+        &[
+            "member",
+            "add",
+            "auth0|ann",
+            "--role",
+            "editor",
+            "--email",
+            "ann@example.com",
+            "-o",
+            "json",
+        ],
+    )
+    .await;
+    let j = r.ok().json();
+    assert_eq!(
+        (&j["subject"], &j["role"], &j["added_by"], &j["email"]),
+        (
+            &json!("auth0|ann"),
+            &json!("editor"),
+            &json!("olga"),
+            &json!("ann@example.com")
+        ),
+        "{j}"
+    );
+    let r = with_token(
+        &m,
+        &owner,
+        &["member", "add", "auth0|ann", "--role", "viewer"],
+    )
+    .await;
+    assert_eq!(r.code, Some(1), "{r:#?}");
+    assert!(r.stderr.contains("(uniqueness_error)"), "{r:#?}");
+    let r = with_token(&m, &owner, &["member", "add", "x", "--role", "admin"]).await;
+    assert_eq!(r.code, Some(2), "not a member's role: {r:#?}");
+    assert!(r.stderr.contains("--role"), "{r:#?}");
+    let r = with_token(&m, &owner, &["member", "list"]).await;
+    r.ok();
+    assert_eq!(
+        headers(&r),
+        ["SUBJECT", "EMAIL", "ROLE", "ADDED", "BY", "CREATED"],
+        "{r:#?}"
+    );
+    assert!(
+        row(&r, "auth0|ann").contains("ann@example.com  editor"),
+        "{r:#?}"
+    );
+    let r = with_token(&m, &owner, &["member", "get", "auth0|ann"]).await;
+    assert!(r.ok().stdout.contains("Added by:  olga"), "{r:#?}");
+    let r = with_token(
+        &m,
+        &owner,
+        &["member", "set-role", "auth0|ann", "manager", "-o", "json"],
+    )
+    .await;
+    assert_eq!(r.ok().json()["role"], "manager", "{r:#?}");
+
+    // Ann's token names her own organisation; she acts in `dev` with
+    // --organization or MESON_ORGANIZATION, at her role there.
+    let r = with_token(&m, &ann, &["membership", "list"]).await;
+    r.ok();
+    assert_eq!(headers(&r), ["ORGANIZATION", "ROLE", "VIA"], "{r:#?}");
+    let rows: Vec<Vec<&str>> = r
+        .stdout
+        .lines()
+        .skip(1)
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(
+        rows,
+        [["ann-co", "owner", "token"], ["dev", "manager", "member"]],
+        "{r:#?}"
+    );
+    let r = with_token(&m, &ann, &["membership", "list", "-o", "json"]).await;
+    assert_eq!(r.ok().json()["subject"], "auth0|ann", "{r:#?}");
+    let r = with_token(&m, &ann, &["member", "list", "-o", "json"]).await;
+    assert_eq!(r.ok().json(), json!([]), "her own organisation's: {r:#?}");
+    let r = with_token(
+        &m,
+        &ann,
+        &["--organization", "dev", "member", "list", "-o", "json"],
+    )
+    .await;
+    assert_eq!(r.ok().json()[0]["subject"], "auth0|ann", "{r:#?}");
+    let r = run(
+        &m.dir,
+        &[
+            "--url", &m.base, "--token", &ann, "member", "list", "-o", "json",
+        ],
+        &[("MESON_ORGANIZATION", "dev")],
+    )
+    .await;
+    assert_eq!(r.ok().json()[0]["subject"], "auth0|ann", "{r:#?}");
+    let vm_file = m.file("vm.json", &seed_vm());
+    let r = with_token(
+        &m,
+        &ann,
+        &[
+            "--organization",
+            "dev",
+            "vm",
+            "create",
+            "-f",
+            &vm_file,
+            "--no-wait",
+            "-o",
+            "json",
+        ],
+    )
+    .await;
+    let vm = r.ok().json()["vm"]["id"].as_str().unwrap().to_owned();
+    let r = m.ctl(&["vm", "get", &vm, "-o", "json"]).await;
+    assert_eq!(r.ok().json()["id"], vm.as_str(), "dev's VM: {r:#?}");
+    // Nowhere to stand: refused (exit 1), saying where the organisation
+    // came from.
+    let r = with_token(&m, &ann, &["--organization", "nowhere", "member", "list"]).await;
+    assert_eq!(r.code, Some(1), "{r:#?}");
+    assert!(r.stderr.contains("(forbidden)"), "{r:#?}");
+    assert!(
+        r.stderr
+            .contains("acting in organisation nowhere (from the command line)"),
+        "{r:#?}"
+    );
+    let r = run(
+        &m.dir,
+        &["--url", &m.base, "--token", &ann, "member", "list"],
+        &[("MESON_ORGANIZATION", "nowhere")],
+    )
+    .await;
+    assert_eq!(r.code, Some(1), "{r:#?}");
+    assert!(r.stderr.contains("(from the environment)"), "{r:#?}");
+    let r = with_token(&m, &ann, &["--organization", "a\nb", "member", "list"]).await;
+    assert_eq!(r.code, Some(5), "{r:#?}");
+    assert!(r.stderr.contains("Meson-Organization"), "{r:#?}");
+    // A manager grants no more than her role.
+    let r = with_token(
+        &m,
+        &ann,
+        &[
+            "--organization",
+            "dev",
+            "member",
+            "add",
+            "auth0|cy",
+            "--role",
+            "owner",
+        ],
+    )
+    .await;
+    assert_eq!(r.code, Some(1), "{r:#?}");
+    assert!(
+        r.stderr.contains("(invalid_input)") && r.stderr.contains("role"),
+        "{r:#?}"
+    );
+
+    // An invitation made in `dev`: its token printed this once, with a
+    // warning that says so.
+    let r = with_token(
+        &m,
+        &ann,
+        &[
+            "--organization",
+            "dev",
+            "invitation",
+            "create",
+            "bob@example.com",
+            "--role",
+            "editor",
+            "--expires-in",
+            "2d",
+        ],
+    )
+    .await;
+    r.ok();
+    assert!(r.stdout.starts_with("Token:"), "{r:#?}");
+    assert!(
+        r.stdout.contains("mesoninv_") && r.stdout.contains("Organization:  dev"),
+        "{r:#?}"
+    );
+    assert!(
+        r.stderr.contains("warning:") && r.stderr.contains("will not be shown again"),
+        "{r:#?}"
+    );
+    let r = with_token(&m, &owner, &["invitation", "list"]).await;
+    r.ok();
+    assert_eq!(
+        headers(&r),
+        [
+            "ID", "EMAIL", "ROLE", "STATUS", "INVITED", "BY", "CREATED", "EXPIRES"
+        ],
+        "{r:#?}"
+    );
+    assert!(
+        r.stdout
+            .contains("bob@example.com  editor  pending  auth0|ann"),
+        "{r:#?}"
+    );
+    assert!(!r.stdout.contains("mesoninv_"), "{r:#?}");
+    // Read by its email (an open one's), its id, or its last 8 digits.
+    let r = with_token(
+        &m,
+        &owner,
+        &["invitation", "get", "bob@example.com", "-o", "json"],
+    )
+    .await;
+    let id = r.ok().json()["id"].as_str().unwrap().to_owned();
+    for by in [id.as_str(), &id[id.len() - 8..]] {
+        let r = with_token(&m, &owner, &["invitation", "get", by, "-o", "json"]).await;
+        assert_eq!(r.ok().json()["status"], "pending", "{by}: {r:#?}");
+    }
+    // Revoked by its email; then it is no open one, and a second revoke is
+    // a conflict.
+    let r = with_token(
+        &m,
+        &owner,
+        &["invitation", "revoke", "Bob@Example.com", "-o", "json"],
+    )
+    .await;
+    let j = r.ok().json();
+    assert_eq!(
+        (&j["status"], &j["revoked_by"]),
+        (&json!("revoked"), &json!("olga")),
+        "{j}"
+    );
+    let r = with_token(&m, &owner, &["invitation", "revoke", &id]).await;
+    assert_eq!(r.code, Some(1), "{r:#?}");
+    assert!(r.stderr.contains("(conflict)"), "{r:#?}");
+    let r = with_token(&m, &owner, &["invitation", "get", "bob@example.com"]).await;
+    assert_eq!(r.code, Some(1), "{r:#?}");
+    assert!(r.stderr.contains("no open invitation"), "{r:#?}");
+
+    // Another, accepted by Bob signed in with that verified address (the
+    // token read from stdin); nobody else may accept it.
+    let r = with_token(
+        &m,
+        &owner,
+        &[
+            "invitation",
+            "create",
+            "bob@example.com",
+            "--role",
+            "viewer",
+            "-o",
+            "json",
+        ],
+    )
+    .await;
+    let secret = r.ok().json()["token"].as_str().unwrap().to_owned();
+    let r = with_token(&m, &owner, &["invitation", "accept", &secret]).await;
+    assert_eq!(r.code, Some(1), "no verified email: {r:#?}");
+    assert!(r.stderr.contains("(forbidden)"), "{r:#?}");
+    let bob = m.token_with_email(
+        "bob-co",
+        "auth0|bob",
+        meson_api::Role::Owner,
+        "bob@example.com",
+    );
+    let r = with_stdin(
+        &m,
+        &bob,
+        &["invitation", "accept", "-"],
+        &format!("{secret}\n"),
+    )
+    .await;
+    r.ok();
+    assert!(r.stdout.starts_with("Organization:  dev\n"), "{r:#?}");
+    assert!(r.stdout.contains("Subject:       auth0|bob\n"), "{r:#?}");
+    assert!(r.stdout.contains("Role:          viewer\n"), "{r:#?}");
+    let r = with_token(&m, &bob, &["invitation", "accept", &secret]).await;
+    assert_eq!(r.code, Some(1), "accepted once: {r:#?}");
+    assert!(r.stderr.contains("(conflict)"), "{r:#?}");
+
+    // Ann leaves `dev` and acts there no more; Bob is removed.
+    let r = with_token(
+        &m,
+        &ann,
+        &["--organization", "dev", "member", "leave", "-o", "json"],
+    )
+    .await;
+    assert_eq!(r.ok().json()["subject"], "auth0|ann", "{r:#?}");
+    let r = with_token(&m, &ann, &["--organization", "dev", "member", "list"]).await;
+    assert_eq!(r.code, Some(1), "{r:#?}");
+    assert!(r.stderr.contains("(forbidden)"), "{r:#?}");
+    let r = with_token(&m, &owner, &["member", "remove", "auth0|bob", "-o", "json"]).await;
+    assert_eq!(r.ok().json()["subject"], "auth0|bob", "{r:#?}");
+    let r = with_token(&m, &owner, &["member", "get", "auth0|bob"]).await;
+    assert_eq!(r.code, Some(1), "{r:#?}");
+    assert!(r.stderr.contains("(not_found)"), "{r:#?}");
+    let r = with_token(&m, &owner, &["member", "list", "-o", "json"]).await;
+    assert_eq!(r.ok().json(), json!([]), "{r:#?}");
     m.stop().await;
 }
 

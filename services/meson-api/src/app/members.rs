@@ -137,10 +137,8 @@ impl App {
         for rung in &rungs {
             let inherited = rung.depth > 0;
             let mut consider = |role: Role, via: Via| {
-                if !inherited || role >= Role::Manager {
-                    if best.is_none_or(|(b, _)| role > b) {
-                        best = Some((role, via));
-                    }
+                if (!inherited || role >= Role::Manager) && best.is_none_or(|(b, _)| role > b) {
+                    best = Some((role, via));
                 }
             };
             if let Some(word) = &rung.role {

@@ -14,6 +14,7 @@ mod convert;
 mod gate;
 mod idempotency;
 mod images;
+mod members;
 mod networks;
 mod plans;
 mod port_forwards;
@@ -83,6 +84,14 @@ pub fn routes(state: &AppState) -> tonic::service::Routes {
         )
         .add_service(
             pb::token_service_server::TokenServiceServer::new(svc.clone())
+                .max_decoding_message_size(max),
+        )
+        .add_service(
+            pb::member_service_server::MemberServiceServer::new(svc.clone())
+                .max_decoding_message_size(max),
+        )
+        .add_service(
+            pb::invitation_service_server::InvitationServiceServer::new(svc.clone())
                 .max_decoding_message_size(max),
         )
         .add_service(

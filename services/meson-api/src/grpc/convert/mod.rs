@@ -14,6 +14,7 @@ mod cluster;
 mod console;
 mod image;
 mod json;
+mod member;
 mod meta;
 mod network;
 mod pool;
@@ -32,6 +33,10 @@ pub use catalog::{cluster_quotes, flavor, kubernetes_version, provider, vm_quote
 pub use cluster::{cluster, cluster_create, cluster_update, cluster_upgrade, node};
 pub use console::{console, console_filter};
 pub use image::{image, image_import, image_snapshot};
+pub use member::{
+    invitation, invitation_accept, invitation_create, member, member_create, member_update,
+    membership,
+};
 pub use meta::{list_query, name_labels, page_query, pagination, warnings};
 pub use network::{network, network_create};
 pub use pool::{pool, pool_create, pool_update};
