@@ -2847,3 +2847,432 @@ async fn invitations_are_made_listed_revoked_and_accepted_over_grpc() {
     .await;
     m.stop().await;
 }
+
+#[tokio::test]
+async fn sub_organisations_are_carved_listed_changed_and_ended_over_grpc() {
+    use meson_api::Role;
+    use pb::organization_service_client::OrganizationServiceClient;
+    use pb::quota_service_client::QuotaServiceClient;
+    let m = Meson::start().await;
+    let r = m
+        .patch(
+            "/v1/tenants/acme/quotas",
+            &serde_json::json!({"vms": 5, "vcpus": 16, "nodes": 0, "clusters": 0}),
+        )
+        .await;
+    assert_eq!(r.status, reqwest::StatusCode::OK, "{}", r.body);
+    let ch = channel(&m).await;
+    let mut orgs = OrganizationServiceClient::new(ch.clone());
+    let quotas = QuotaServiceClient::new(ch.clone());
+    let olga = m.token("acme", "olga", Role::Owner);
+    let amounts = |q: &[(&str, i64)]| -> HashMap<String, i64> {
+        q.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect()
+    };
+    let create = |name: &str, q: &[(&str, i64)]| pb::CreateOrganizationRequest {
+        name: name.into(),
+        quotas: amounts(q),
+    };
+    let update = |id: &str, q: &[(&str, i64)]| pb::UpdateOrganizationRequest {
+        id: id.into(),
+        quotas: amounts(q),
+    };
+    let get = |id: &str| pb::GetOrganizationRequest { id: id.into() };
+    let delete = |id: &str| pb::DeleteOrganizationRequest { id: id.into() };
+    // What `org` holds and may hold of `name`: (current, quota).
+    let quota_of = |org: &str, name: &str| {
+        let (mut quotas, olga, org, name) = (
+            quotas.clone(),
+            olga.clone(),
+            org.to_owned(),
+            name.to_owned(),
+        );
+        async move {
+            let q = quotas
+                .get_quota(in_org(pb::GetQuotaRequest {}, &olga, &org))
+                .await
+                .expect("quota")
+                .into_inner();
+            let l = q
+                .limits
+                .iter()
+                .find(|l| l.name == name)
+                .unwrap_or_else(|| panic!("no {name} in {q:?}"));
+            (l.current, l.quota)
+        }
+    };
+
+    // Bad input is named as REST names it.
+    for (bad, fields) in [
+        (create("", &[]), vec!["name"]),
+        (
+            create("Platform", &[("vms", -1), ("gpus", 1)]),
+            vec!["name", "quotas.gpus", "quotas.vms"],
+        ),
+    ] {
+        let e = refused(
+            orgs.create_organization(authed(bad.clone(), &olga)),
+            Code::InvalidArgument,
+        )
+        .await;
+        assert_eq!(rejected_fields(&e), fields, "{bad:?}");
+    }
+
+    // Created: `acme.platform`, every quota given, those not named none.
+    let platform = orgs
+        .create_organization(authed(
+            create(
+                "platform",
+                &[
+                    ("vms", 3),
+                    ("vcpus", 8),
+                    ("ram_mib", 65_536),
+                    ("storage_gb", 500),
+                ],
+            ),
+            &olga,
+        ))
+        .await
+        .expect("create a sub-organisation")
+        .into_inner();
+    assert_eq!(
+        (
+            platform.id.as_str(),
+            platform.name.as_str(),
+            platform.parent.as_deref(),
+            platform.depth,
+            platform.created_by.as_str()
+        ),
+        ("acme.platform", "platform", Some("acme"), 1, "olga")
+    );
+    assert_eq!(
+        platform.quotas,
+        amounts(&[
+            ("vms", 3),
+            ("vcpus", 8),
+            ("ram_mib", 65_536),
+            ("storage_gb", 500),
+            ("clusters", 0),
+            ("nodes", 0),
+            ("images_gb", 0),
+        ])
+    );
+    assert!(platform.created.is_some(), "{platform:?}");
+    // The carve counts as acme's.
+    assert_eq!(quota_of("acme", "vms").await, (3, 5));
+    assert_eq!(quota_of("acme", "vcpus").await, (8, 16));
+    // Audited with its id.
+    let audit = m.get("/v1/audit?operation=organization_create").await.body;
+    assert!(
+        audit["audit_entries"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|e| e["resource_id"] == "acme.platform" && e["status"] == 200),
+        "{audit}"
+    );
+    let e = refused(
+        orgs.create_organization(authed(create("platform", &[]), &olga)),
+        Code::AlreadyExists,
+    )
+    .await;
+    assert_eq!(
+        e.get_error_details().error_info().unwrap().reason,
+        "uniqueness_error"
+    );
+    // What does not fit beside acme's other carve is refused, each quota
+    // named, and nothing is kept.
+    let e = refused(
+        orgs.create_organization(authed(create("data", &[("vms", 3), ("vcpus", 10)]), &olga)),
+        Code::ResourceExhausted,
+    )
+    .await;
+    let d = e.get_error_details();
+    assert_eq!(d.error_info().unwrap().reason, "resource_limit_exceeded");
+    let mut named: Vec<&str> = d
+        .quota_failure()
+        .expect("QuotaFailure")
+        .violations
+        .iter()
+        .map(|v| v.subject.as_str())
+        .collect();
+    named.sort();
+    assert_eq!(named, ["vcpus", "vms"], "{e:?}");
+    assert_eq!(quota_of("acme", "vms").await, (3, 5));
+    refused(
+        orgs.get_organization(authed(get("acme.data"), &olga)),
+        Code::NotFound,
+    )
+    .await;
+    let data = orgs
+        .create_organization(authed(create("data", &[("vms", 1)]), &olga))
+        .await
+        .expect("one that fits")
+        .into_inner();
+    assert_eq!(data.quotas["vms"], 1);
+    assert_eq!(quota_of("acme", "vms").await, (4, 5));
+
+    // Listed: acme first (a root: no quotas), then those below by id; read
+    // as REST shows it.
+    let listed = orgs
+        .list_organizations(authed(pb::ListOrganizationsRequest {}, &olga))
+        .await
+        .expect("list")
+        .into_inner()
+        .organizations;
+    let ids: Vec<&str> = listed.iter().map(|o| o.id.as_str()).collect();
+    assert_eq!(ids, ["acme", "acme.data", "acme.platform"]);
+    assert_eq!(
+        (listed[0].parent.as_deref(), listed[0].depth),
+        (None, 0),
+        "{listed:?}"
+    );
+    assert!(listed[0].quotas.is_empty(), "{listed:?}");
+    assert_eq!(listed[2], platform);
+    let read = orgs
+        .get_organization(authed(get("acme.platform"), &olga))
+        .await
+        .expect("get")
+        .into_inner();
+    assert_eq!(read, platform);
+    let rest = m
+        .call(
+            reqwest::Method::GET,
+            "/v1/organizations/acme.platform",
+            &olga,
+            None,
+        )
+        .await;
+    assert_eq!(
+        rest.body["organization"]["quotas"]["storage_gb"], 500,
+        "{}",
+        rest.body
+    );
+    // acme's viewers read the tree; its editors make no sub-organisation.
+    let viewer = m.token("acme", "vic", Role::Viewer);
+    let seen = orgs
+        .list_organizations(authed(pb::ListOrganizationsRequest {}, &viewer))
+        .await
+        .expect("a viewer lists")
+        .into_inner();
+    assert_eq!(seen.organizations.len(), 3, "{seen:?}");
+    let editor = m.token("acme", "ed", Role::Editor);
+    refused(
+        orgs.create_organization(authed(create("mine", &[]), &editor)),
+        Code::PermissionDenied,
+    )
+    .await;
+    // acme's managers act in acme.platform at their role (no more: a
+    // manager makes no sub-organisation); its editors do not act there.
+    let manager = m.token("acme", "mia", Role::Manager);
+    let theirs = orgs
+        .list_organizations(in_org(
+            pb::ListOrganizationsRequest {},
+            &manager,
+            "acme.platform",
+        ))
+        .await
+        .expect("a manager of acme lists in acme.platform")
+        .into_inner();
+    let ids: Vec<&str> = theirs.organizations.iter().map(|o| o.id.as_str()).collect();
+    assert_eq!(ids, ["acme.platform"], "{theirs:?}");
+    assert_eq!(theirs.organizations[0].depth, 0);
+    refused(
+        orgs.create_organization(in_org(create("web", &[]), &manager, "acme.platform")),
+        Code::PermissionDenied,
+    )
+    .await;
+    refused(
+        orgs.list_organizations(in_org(
+            pb::ListOrganizationsRequest {},
+            &editor,
+            "acme.platform",
+        )),
+        Code::PermissionDenied,
+    )
+    .await;
+    // Another organisation's owner sees none of it.
+    let eve = m.token("evil", "eve", Role::Owner);
+    refused(
+        orgs.get_organization(authed(get("acme.platform"), &eve)),
+        Code::NotFound,
+    )
+    .await;
+    refused(
+        orgs.delete_organization(authed(delete("acme.platform"), &eve)),
+        Code::NotFound,
+    )
+    .await;
+
+    // A rise past the parent's is refused, naming the quota; a cut always
+    // passes, the quotas not named stay.
+    let e = refused(
+        orgs.update_organization(authed(update("acme.platform", &[("vms", 5)]), &olga)),
+        Code::ResourceExhausted,
+    )
+    .await;
+    let violations = e
+        .get_error_details()
+        .quota_failure()
+        .unwrap()
+        .violations
+        .clone();
+    assert_eq!(violations.len(), 1, "{e:?}");
+    assert_eq!(violations[0].subject, "vms");
+    let cut = orgs
+        .update_organization(authed(update("acme.platform", &[("vms", 1)]), &olga))
+        .await
+        .expect("a cut")
+        .into_inner();
+    assert_eq!((cut.quotas["vms"], cut.quotas["vcpus"]), (1, 8));
+    assert_eq!(quota_of("acme", "vms").await, (2, 5));
+    let e = refused(
+        orgs.update_organization(authed(update("acme.platform", &[]), &olga)),
+        Code::InvalidArgument,
+    )
+    .await;
+    assert_eq!(rejected_fields(&e), ["quotas"]);
+    let e = refused(
+        orgs.update_organization(authed(update("acme.platform", &[("cpus", 1)]), &olga)),
+        Code::InvalidArgument,
+    )
+    .await;
+    assert_eq!(rejected_fields(&e), ["quotas.cpus"]);
+    // A sub-organisation sets not its own quotas, nor ends itself.
+    refused(
+        orgs.update_organization(in_org(
+            update("acme.platform", &[("vms", 3)]),
+            &olga,
+            "acme.platform",
+        )),
+        Code::PermissionDenied,
+    )
+    .await;
+    refused(
+        orgs.delete_organization(in_org(delete("acme.platform"), &olga, "acme.platform")),
+        Code::PermissionDenied,
+    )
+    .await;
+
+    // acme's owner, acting in acme.platform, carves one out of it in turn:
+    // within acme.platform's quotas, not acme's.
+    let e = refused(
+        orgs.create_organization(in_org(create("web", &[("vms", 2)]), &olga, "acme.platform")),
+        Code::ResourceExhausted,
+    )
+    .await;
+    assert_eq!(
+        e.get_error_details().quota_failure().unwrap().violations[0].subject,
+        "vms"
+    );
+    let web = orgs
+        .create_organization(in_org(
+            create("web", &[("vms", 1), ("vcpus", 2)]),
+            &olga,
+            "acme.platform",
+        ))
+        .await
+        .expect("a sub-organisation of a sub-organisation")
+        .into_inner();
+    assert_eq!(
+        (web.id.as_str(), web.parent.as_deref()),
+        ("acme.platform.web", Some("acme.platform"))
+    );
+    assert_eq!(quota_of("acme.platform", "vms").await, (1, 1));
+    // The parent's quotas are unchanged by a carve below a carve.
+    assert_eq!(quota_of("acme", "vms").await, (2, 5));
+    let all = orgs
+        .list_organizations(authed(pb::ListOrganizationsRequest {}, &olga))
+        .await
+        .unwrap()
+        .into_inner()
+        .organizations;
+    let tree: Vec<(&str, i32)> = all.iter().map(|o| (o.id.as_str(), o.depth)).collect();
+    assert_eq!(
+        tree,
+        [
+            ("acme", 0),
+            ("acme.data", 1),
+            ("acme.platform", 1),
+            ("acme.platform.web", 2)
+        ]
+    );
+
+    // Ended only once nothing is below it: the sub-organisation it was,
+    // gone after, its quotas back with acme.
+    let e = refused(
+        orgs.delete_organization(authed(delete("acme.platform"), &olga)),
+        Code::FailedPrecondition,
+    )
+    .await;
+    assert_eq!(
+        e.get_error_details().error_info().unwrap().reason,
+        "conflict"
+    );
+    assert!(e.message().contains("acme.platform.web"), "{e:?}");
+    let gone = orgs
+        .delete_organization(authed(delete("acme.platform.web"), &olga))
+        .await
+        .expect("end the one below")
+        .into_inner();
+    assert_eq!(gone.id, "acme.platform.web");
+    assert_eq!(quota_of("acme.platform", "vms").await, (0, 1));
+    let gone = orgs
+        .delete_organization(authed(delete("acme.platform"), &olga))
+        .await
+        .expect("end it")
+        .into_inner();
+    assert_eq!((gone.id.as_str(), gone.quotas["vms"]), ("acme.platform", 1));
+    refused(
+        orgs.get_organization(authed(get("acme.platform"), &olga)),
+        Code::NotFound,
+    )
+    .await;
+    refused(
+        orgs.delete_organization(authed(delete("acme.platform"), &olga)),
+        Code::NotFound,
+    )
+    .await;
+    assert_eq!(quota_of("acme", "vms").await, (1, 5));
+    // Its owners' standing there went with it.
+    refused(
+        orgs.list_organizations(in_org(
+            pb::ListOrganizationsRequest {},
+            &manager,
+            "acme.platform",
+        )),
+        Code::PermissionDenied,
+    )
+    .await;
+    // The organisation the call acts in is not ended, nor changed, here.
+    refused(
+        orgs.delete_organization(authed(delete("acme"), &olga)),
+        Code::PermissionDenied,
+    )
+    .await;
+    refused(
+        orgs.update_organization(authed(update("acme", &[("vms", 1)]), &olga)),
+        Code::PermissionDenied,
+    )
+    .await;
+    // No id: named.
+    for e in [
+        refused(
+            orgs.get_organization(authed(get(""), &olga)),
+            Code::InvalidArgument,
+        )
+        .await,
+        refused(
+            orgs.update_organization(authed(update("", &[("vms", 1)]), &olga)),
+            Code::InvalidArgument,
+        )
+        .await,
+        refused(
+            orgs.delete_organization(authed(delete(""), &olga)),
+            Code::InvalidArgument,
+        )
+        .await,
+    ] {
+        assert_eq!(rejected_fields(&e), ["id"]);
+    }
+    m.stop().await;
+}

@@ -165,6 +165,16 @@ fn request(method: &str, path: &str, ex: &Value) -> Result<(), String> {
             ex,
             &canonical::<meson_types::member::InvitationAcceptRequest>(ex)?,
         ),
+        ("post", "/v1/organizations") => parse_alike(
+            meson_core::organization::OrgCreate::parse,
+            ex,
+            &canonical::<meson_types::organization::OrganizationCreateRequest>(ex)?,
+        ),
+        ("patch", "/v1/organizations/{id}") => parse_alike(
+            meson_core::organization::OrgUpdate::parse,
+            ex,
+            &canonical::<meson_types::organization::OrganizationUpdateRequest>(ex)?,
+        ),
         ("post", "/v1/targets") => parse_alike(target, ex, &canonical::<TargetCreateRequest>(ex)?),
         // Parsed in meson-api's app layer, not by meson-core: the types only.
         ("patch", "/v1/targets/{id}") => canonical::<TargetUpdateRequest>(ex).map(drop),

@@ -151,24 +151,9 @@ pub async fn set_role(
     at_most: &str,
 ) -> Result<Option<(Member, Member)>, Error> {
     let mut tx = pool.begin().await.ctx("changing a member's role")?;
-    sqlx::query!("select meson_members_lock($1)", tenant.as_str())
-        .execute(&mut *tx)
-        .await
-        .ctx("locking an organisation's members")?;
-    let Some(before) = sqlx::query_as!(
-        MemberRow,
-        r#"select tenant_id, subject, email, role, added_by, created_at, updated_at
-           from members where tenant_id = $1 and subject = $2 for update"#,
-        tenant.as_str(),
-        subject
-    )
-    .fetch_optional(&mut *tx)
-    .await
-    .ctx("reading a member")?
-    else {
+    let Some(before) = locked(&mut tx, tenant, subject, at_most).await? else {
         return Ok(None);
     };
-    above(&before.role, at_most)?;
     let after = sqlx::query_as!(
         MemberRow,
         r#"update members set role = $3 where tenant_id = $1 and subject = $2
@@ -184,6 +169,35 @@ pub async fn set_role(
     Ok(Some((before.into(), after.into())))
 }
 
+/// In `tx`: takes the organisation's member lock (`meson_members_lock`)
+/// and the member's row, which a caller who may act up to `at_most` may
+/// change (one ranked above is `forbidden`); `None` when there is none.
+async fn locked(
+    tx: &mut crate::Tx<'_>,
+    tenant: &TenantId,
+    subject: &str,
+    at_most: &str,
+) -> Result<Option<MemberRow>, Error> {
+    sqlx::query!("select meson_members_lock($1)", tenant.as_str())
+        .execute(&mut **tx)
+        .await
+        .ctx("locking an organisation's members")?;
+    let found = sqlx::query_as!(
+        MemberRow,
+        r#"select tenant_id, subject, email, role, added_by, created_at, updated_at
+           from members where tenant_id = $1 and subject = $2 for update"#,
+        tenant.as_str(),
+        subject
+    )
+    .fetch_optional(&mut **tx)
+    .await
+    .ctx("reading a member")?;
+    if let Some(m) = &found {
+        above(&m.role, at_most)?;
+    }
+    Ok(found)
+}
+
 /// Removes a member, as [`set_role`] checks: the member removed, or
 /// `None` when there is none.
 pub async fn delete(
@@ -193,24 +207,9 @@ pub async fn delete(
     at_most: &str,
 ) -> Result<Option<Member>, Error> {
     let mut tx = pool.begin().await.ctx("removing a member")?;
-    sqlx::query!("select meson_members_lock($1)", tenant.as_str())
-        .execute(&mut *tx)
-        .await
-        .ctx("locking an organisation's members")?;
-    let Some(gone) = sqlx::query_as!(
-        MemberRow,
-        r#"select tenant_id, subject, email, role, added_by, created_at, updated_at
-           from members where tenant_id = $1 and subject = $2 for update"#,
-        tenant.as_str(),
-        subject
-    )
-    .fetch_optional(&mut *tx)
-    .await
-    .ctx("reading a member")?
-    else {
+    let Some(gone) = locked(&mut tx, tenant, subject, at_most).await? else {
         return Ok(None);
     };
-    above(&gone.role, at_most)?;
     sqlx::query!(
         "delete from members where tenant_id = $1 and subject = $2",
         tenant.as_str(),

@@ -283,11 +283,11 @@ pub(crate) async fn status(State(s): State<AppState>, headers: HeaderMap) -> DRe
     };
     let claims = session::claims(&session.token).unwrap_or_default();
     let roles = session::roles(&claims);
-    let role = if roles.iter().any(|r| r == "admin") {
-        "ORGOWNER".to_owned()
-    } else {
-        roles.first().map_or_else(String::new, |r| r.to_uppercase())
-    };
+    // The highest of the token's roles, in Electros' words.
+    let role = ["admin", "owner", "manager", "editor", "viewer"]
+        .into_iter()
+        .find(|w| roles.iter().any(|r| r == w))
+        .map_or("", crate::orgs::org_role);
     let (limits, used) = wire::quota_limits(&quota);
     Ok(Json(json!({
         "authenticated": true,

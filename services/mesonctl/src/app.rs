@@ -7,9 +7,10 @@
 use crate::cli::{
     ActionCommand, AuditCommand, BackupCommand, Cli, ClusterCommand, Command, ConsoleCommand,
     ImageCommand, InvitationCommand, KopsCommand, KubeconfigCommand, KubernetesCommand,
-    MemberCommand, MembershipCommand, NetworkCommand, NodeCommand, PlanCommand, PoolCommand,
-    PortForwardCommand, PriceCommand, QuotaCommand, StatementCommand, TargetCommand, TenantCommand,
-    TenantQuotaCommand, TokenCommand, UsageArgs, VmCommand, VolumeCommand, WaitArgs,
+    MemberCommand, MembershipCommand, NetworkCommand, NodeCommand, OrganizationCommand,
+    PlanCommand, PlanQuotas, PoolCommand, PortForwardCommand, PriceCommand, QuotaCommand,
+    StatementCommand, TargetCommand, TenantCommand, TenantQuotaCommand, TokenCommand, UsageArgs,
+    VmCommand, VolumeCommand, WaitArgs,
 };
 use crate::config::{self, Settings};
 use crate::error::Failure;
@@ -507,6 +508,7 @@ impl Ctx {
                 self.show(&self.client.memberships().await?)
             }
             Command::Invitation(c) => self.invitation(c).await,
+            Command::Organization(c) => self.organization(c).await,
             Command::Quota(QuotaCommand::Get) => self.show(&self.client.quotas().await?),
             Command::Plan(c) => self.plan(c).await,
             Command::Usage(a) => self.usage(a).await,
@@ -1101,6 +1103,72 @@ impl Ctx {
                 self.show(&self.client.member_delete(&subject).await?)
             }
             MemberCommand::Leave => self.show(&self.client.membership_leave().await?),
+        }
+    }
+
+    async fn organization(&self, c: OrganizationCommand) -> Result<()> {
+        use meson_types::organization::{OrganizationCreateRequest, OrganizationUpdateRequest};
+        match c {
+            OrganizationCommand::List => self.show(&self.client.organization_list().await?),
+            OrganizationCommand::Get { org } => {
+                let id = self.organization_id(&org).await?;
+                self.show(&self.client.organization_get(&id).await?)
+            }
+            OrganizationCommand::Create { name, quotas } => {
+                let req = OrganizationCreateRequest {
+                    name,
+                    quotas: quota_flags(&quotas),
+                };
+                self.show(&self.client.organization_create(&req).await?)
+            }
+            OrganizationCommand::SetQuotas { org, quotas } => {
+                let quotas = quota_flags(&quotas);
+                if quotas.is_empty() {
+                    return Err(Failure::Usage(
+                        "no quota to set: give one or more of --vms, --vcpus, --ram-mib, \
+                         --storage-gb, --clusters, --nodes, --images-gb"
+                            .into(),
+                    ));
+                }
+                let id = self.organization_id(&org).await?;
+                let req = OrganizationUpdateRequest { quotas };
+                self.show(&self.client.organization_update(&id, &req).await?)
+            }
+            OrganizationCommand::Delete { org } => {
+                let id = self.organization_id(&org).await?;
+                self.show(&self.client.organization_delete(&id).await?)
+            }
+        }
+    }
+
+    /// An organisation's id from its id or, for one below the organisation
+    /// the command acts in, its name. A sub-organisation's id has a dot and
+    /// is taken as it is; anything else not found as a name is too (meson
+    /// says whether there is one).
+    async fn organization_id(&self, s: &str) -> Result<String> {
+        if s.contains('.') {
+            return Ok(s.to_owned());
+        }
+        let all = self.client.organization_list().await?;
+        if all.iter().any(|o| o.id == s) {
+            return Ok(s.to_owned());
+        }
+        let named: Vec<&str> = all
+            .iter()
+            .filter(|o| o.depth > 0 && o.name == s)
+            .map(|o| o.id.as_str())
+            .collect();
+        match named.as_slice() {
+            [] => Ok(s.to_owned()),
+            [one] => Ok((*one).to_owned()),
+            many => Err(Failure::Usage(format!(
+                "{} sub-organisations are named {s:?}: give its id\n{}",
+                many.len(),
+                many.iter()
+                    .map(|id| format!("  {id}"))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            ))),
         }
     }
 
@@ -1906,6 +1974,23 @@ fn pick<'a>(kind: &str, s: &str, items: impl Iterator<Item = (Uuid, &'a str)>) -
         ))),
         None => Err(Failure::NotFound(format!("no {kind} named {s:?}"))),
     }
+}
+
+/// The quotas given as flags, by meson's names; those not given are
+/// absent.
+fn quota_flags(q: &PlanQuotas) -> std::collections::BTreeMap<String, i64> {
+    [
+        ("vms", q.vms),
+        ("vcpus", q.vcpus),
+        ("ram_mib", q.ram_mib),
+        ("storage_gb", q.storage_gb),
+        ("clusters", q.clusters),
+        ("nodes", q.nodes),
+        ("images_gb", q.images_gb),
+    ]
+    .into_iter()
+    .filter_map(|(name, n)| n.map(|n| (name.to_owned(), n)))
+    .collect()
 }
 
 /// The single id of `found` (never empty), or an error listing them all.

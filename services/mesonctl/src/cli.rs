@@ -96,6 +96,12 @@ pub enum Command {
     /// with `invitation accept`.
     #[command(subcommand)]
     Invitation(InvitationCommand),
+    /// The organisation and its sub-organisations (`<parent>.<name>`),
+    /// whose quotas are carved out of their parent's; owners create,
+    /// change and end them, and act in them with --organization, as do
+    /// managers.
+    #[command(subcommand)]
+    Organization(OrganizationCommand),
     /// Kubernetes versions meson installs.
     #[command(subcommand)]
     Kubernetes(KubernetesCommand),
@@ -1126,6 +1132,52 @@ pub enum InvitationCommand {
     },
 }
 
+#[derive(Debug, Subcommand)]
+pub enum OrganizationCommand {
+    /// Lists the organisation the command acts in, then every
+    /// sub-organisation below it, with the quotas each was given.
+    List,
+    /// Shows an organisation: the one the command acts in, or one below it.
+    Get {
+        /// Its id (`acme.platform`), or the name of one below the
+        /// organisation the command acts in (`platform`). (Not
+        /// `organization`: that is the global --organization.)
+        #[arg(value_name = "ORGANIZATION")]
+        org: String,
+    },
+    /// Creates a sub-organisation of the organisation the command acts in,
+    /// `<parent>.<name>` (owners), with quotas carved out of the parent's:
+    /// what it may hold counts as held by the parent (`quota get`), so they
+    /// must fit beside the parent's own resources and its other
+    /// sub-organisations'. A quota not given: none.
+    Create {
+        /// 1 to 32 of a-z, 0-9 and '-', a letter or digit first: the id's
+        /// last part.
+        #[arg(long)]
+        name: String,
+        #[command(flatten)]
+        quotas: PlanQuotas,
+    },
+    /// Changes a sub-organisation's quotas, those given (owners of an
+    /// organisation above it): a rise must fit in the parent's quotas, as a
+    /// creation's; a cut always passes.
+    SetQuotas {
+        /// Its id (`acme.platform`), or its name (`platform`).
+        #[arg(value_name = "ORGANIZATION")]
+        org: String,
+        #[command(flatten)]
+        quotas: PlanQuotas,
+    },
+    /// Ends a sub-organisation that holds nothing and has none below it
+    /// (owners of an organisation above it): its quotas return to its
+    /// parent; its members, open invitations and live tokens end with it.
+    Delete {
+        /// Its id (`acme.platform`), or its name (`platform`).
+        #[arg(value_name = "ORGANIZATION")]
+        org: String,
+    },
+}
+
 /// A duration in seconds: a number followed by `s`, `m`, `h` or `d`, or a
 /// bare number of seconds (`90d`, `12h`, `30m`, `3600s`, `3600`).
 pub fn duration_seconds(s: &str) -> Result<i64, String> {
@@ -1349,7 +1401,8 @@ pub enum PlanCommand {
     Delete { name: String },
 }
 
-/// A plan's limits (`plan put`): each a number of at least 0.
+/// Limits given as flags (`plan put`, `organization create|set-quotas`):
+/// each a number of at least 0.
 #[derive(Debug, Args, Clone, Default)]
 pub struct PlanQuotas {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(i64).range(0..))]
@@ -2070,6 +2123,99 @@ mod tests {
             &["invitation", "revoke"],
             &["invitation", "accept"],
             &["membership", "leave"],
+        ] {
+            let mut args = vec!["mesonctl"];
+            args.extend(bad);
+            let e = Cli::try_parse_from(args).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn organizations_parse_with_their_quotas() {
+        let cli = Cli::try_parse_from([
+            "mesonctl",
+            "organization",
+            "create",
+            "--name",
+            "platform",
+            "--vms",
+            "3",
+            "--vcpus",
+            "8",
+            "--ram-mib",
+            "16384",
+            "--images-gb",
+            "0",
+        ])
+        .unwrap();
+        match cli.command {
+            Command::Organization(OrganizationCommand::Create { name, quotas }) => {
+                assert_eq!(name, "platform");
+                assert_eq!(
+                    (quotas.vms, quotas.vcpus, quotas.ram_mib, quotas.images_gb),
+                    (Some(3), Some(8), Some(16_384), Some(0))
+                );
+                assert_eq!(
+                    (quotas.storage_gb, quotas.clusters, quotas.nodes),
+                    (None, None, None)
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        let cli = Cli::try_parse_from([
+            "mesonctl",
+            "organization",
+            "set-quotas",
+            "acme.platform",
+            "--nodes",
+            "6",
+        ])
+        .unwrap();
+        match cli.command {
+            Command::Organization(OrganizationCommand::SetQuotas { org, quotas }) => {
+                assert_eq!(org, "acme.platform");
+                assert_eq!((quotas.nodes, quotas.vms), (Some(6), None));
+            }
+            other => panic!("{other:?}"),
+        }
+        // An organisation named is not the global --organization.
+        let cli = Cli::try_parse_from([
+            "mesonctl",
+            "--organization",
+            "acme",
+            "organization",
+            "get",
+            "platform",
+        ])
+        .unwrap();
+        assert_eq!(cli.organization.as_deref(), Some("acme"));
+        assert!(matches!(
+            cli.command,
+            Command::Organization(OrganizationCommand::Get { ref org }) if org == "platform"
+        ));
+        let cli =
+            Cli::try_parse_from(["mesonctl", "organization", "delete", "acme.platform"]).unwrap();
+        assert_eq!(cli.organization, None);
+        for ok in [
+            &["organization", "list"][..],
+            &["organization", "get", "platform"],
+            &["organization", "delete", "acme.platform"],
+            &["organization", "create", "--name", "data"],
+        ] {
+            let mut args = vec!["mesonctl"];
+            args.extend(ok);
+            Cli::try_parse_from(args).unwrap_or_else(|e| panic!("{ok:?}: {e}"));
+        }
+        for bad in [
+            &["organization", "create"][..],
+            &["organization", "create", "platform"],
+            &["organization", "create", "--name", "p", "--vms", "-1"],
+            &["organization", "create", "--name", "p", "--gpus", "1"],
+            &["organization", "set-quotas", "--vms", "1"],
+            &["organization", "set-quotas", "acme.p", "--vms", "lots"],
+            &["organization", "get"],
+            &["organization", "delete"],
         ] {
             let mut args = vec!["mesonctl"];
             args.extend(bad);

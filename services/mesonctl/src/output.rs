@@ -19,6 +19,7 @@ use meson_types::member::{
     Invitation, InvitationAcceptResponse, InvitationCreateResponse, Member, MembershipList,
 };
 use meson_types::network::Network;
+use meson_types::organization::Organization;
 use meson_types::pool::PoolUpdateResponse;
 use meson_types::port_forward::{PortForward, PortForwardCreateResponse};
 use meson_types::quote::QuoteAnswer;
@@ -1222,6 +1223,77 @@ impl Show for InvitationAcceptResponse {
     }
 }
 
+/// An organisation's quota of `name` as a cell: none for a root (its
+/// quotas are `quota get`'s).
+fn carve(o: &Organization, name: &str) -> String {
+    o.quotas
+        .as_ref()
+        .and_then(|q| q.get(name))
+        .map_or(String::new(), ToString::to_string)
+}
+
+/// The organisation the command acts in, then those below it: a row each,
+/// its quota of every limit (a root's: `-`, its quotas are `quota get`'s).
+impl Show for Vec<Organization> {
+    fn view(&self, _: Width) -> View {
+        let mut headers = vec!["ID", "PARENT"];
+        headers.extend(PLAN_COLUMNS.iter().map(|(_, h)| *h));
+        headers.push("CREATED");
+        View::Table {
+            headers,
+            rows: self
+                .iter()
+                .map(|o| {
+                    let mut row = vec![o.id.clone(), opt(&o.parent)];
+                    row.extend(PLAN_COLUMNS.iter().map(|(name, _)| carve(o, name)));
+                    row.push(time(&o.created));
+                    row
+                })
+                .collect(),
+        }
+    }
+}
+
+/// An organisation, then a row per quota it was given (a sub-organisation's,
+/// in meson's order; a limit meson adds later after them).
+impl Show for Organization {
+    fn view(&self, _: Width) -> View {
+        let mut fields = vec![
+            ("ID", self.id.clone()),
+            ("Name", self.name.clone()),
+            ("Parent", opt(&self.parent)),
+            ("Depth", self.depth.to_string()),
+            ("Created by", self.created_by.clone()),
+            ("Created", time(&self.created)),
+        ];
+        let Some(quotas) = &self.quotas else {
+            fields.push(("Quotas", "its own (mesonctl quota get)".to_owned()));
+            return View::Fields(fields);
+        };
+        let mut rows: Vec<Vec<String>> = PLAN_COLUMNS
+            .iter()
+            .filter_map(|(name, _)| {
+                quotas
+                    .get(*name)
+                    .map(|n| vec![(*name).to_owned(), n.to_string()])
+            })
+            .collect();
+        rows.extend(
+            quotas
+                .iter()
+                .filter(|(name, _)| !PLAN_COLUMNS.iter().any(|(n, _)| n == name))
+                .map(|(name, n)| vec![name.clone(), n.to_string()]),
+        );
+        View::Stack(vec![
+            View::Fields(fields),
+            View::Table {
+                headers: vec!["LIMIT", "QUOTA"],
+                rows,
+            },
+        ])
+    }
+}
+
 /// A resource's id as a table shows it (short unless wide); anything else
 /// (a day, a tenant, a label's value) as it is.
 fn group_cell(width: Width, group: &str) -> String {
@@ -1933,6 +2005,51 @@ mod tests {
         let one = render(Format::Table, &accepted).unwrap();
         assert!(one.starts_with("Organization:  acme\n"), "{one}");
         assert!(one.contains("Role:          manager\n"), "{one}");
+    }
+
+    #[test]
+    fn organizations_show_their_quotas_and_a_root_none() {
+        let root: Organization = serde_json::from_value(serde_json::json!({
+            "id": "acme", "name": "acme", "parent": null, "quotas": null, "depth": 0,
+            "created_by": "olga", "created": "2026-01-01T00:00:00Z"
+        }))
+        .unwrap();
+        let sub: Organization = serde_json::from_value(serde_json::json!({
+            "id": "acme.platform", "name": "platform", "parent": "acme",
+            "quotas": {"vms": 3, "vcpus": 8, "ram_mib": 16384, "storage_gb": 500,
+                "clusters": 0, "nodes": 0, "images_gb": 50},
+            "depth": 1, "created_by": "olga", "created": "2026-01-02T00:00:00Z"
+        }))
+        .unwrap();
+        assert_eq!(
+            render(Format::Table, &vec![root.clone(), sub.clone()]).unwrap(),
+            "ID             PARENT  VMS  VCPUS  RAM_MIB  STORAGE_GB  CLUSTERS  NODES  \
+             IMAGES_GB  CREATED\n\
+             acme           -       -    -      -        -           -         -      \
+             -          2026-01-01T00:00:00Z\n\
+             acme.platform  acme    3    8      16384    500         0         0      \
+             50         2026-01-02T00:00:00Z\n"
+        );
+        let one = render(Format::Table, &sub).unwrap();
+        assert!(one.starts_with("ID:          acme.platform\n"), "{one}");
+        assert!(one.contains("Parent:      acme\n"), "{one}");
+        assert!(
+            one.ends_with(
+                "LIMIT       QUOTA\nvms         3\nvcpus       8\nram_mib     16384\n\
+                 storage_gb  500\nclusters    0\nnodes       0\nimages_gb   50\n"
+            ),
+            "{one}"
+        );
+        let one = render(Format::Table, &root).unwrap();
+        assert!(one.contains("Parent:      -\n"), "{one}");
+        assert!(
+            one.ends_with("Quotas:      its own (mesonctl quota get)\n"),
+            "{one}"
+        );
+        let j: serde_json::Value =
+            serde_json::from_str(&render(Format::Json, &sub).unwrap()).unwrap();
+        assert_eq!(j["quotas"]["vms"], 3, "{j}");
+        assert_eq!(j["parent"], "acme", "{j}");
     }
 
     #[test]

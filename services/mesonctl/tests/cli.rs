@@ -2511,6 +2511,276 @@ async fn members_invitations_and_another_organisation_with_mesonctl() {
     m.stop().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sub_organisations_with_mesonctl() {
+    let m = Meson::start().await;
+    let r = m
+        .ctl(&[
+            "tenant", "quota", "set", "acme", "--vms", "5", "--vcpus", "16", "-o", "json",
+        ])
+        .await;
+    r.ok();
+    let olga = m.token("acme", "olga", meson_api::Role::Owner);
+    // What `org` holds and may hold of `name`: (current, quota).
+    let quota_of = |org: &'static str, name: &'static str| {
+        let (m, olga) = (&m, olga.clone());
+        async move {
+            let r = with_token(
+                m,
+                &olga,
+                &["--organization", org, "quota", "get", "-o", "json"],
+            )
+            .await;
+            let q = r.ok().json();
+            let l = q["limits"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|l| l["name"] == name)
+                .cloned()
+                .unwrap_or_else(|| panic!("no {name}: {q}"));
+            (l["current"].as_i64().unwrap(), l["quota"].as_i64().unwrap())
+        }
+    };
+
+    // Created with its quotas, those not given none; the carve counts as
+    // acme's.
+    let r = with_token(
+        &m,
+        &olga,
+        &[
+            "organization",
+            "create",
+            "--name",
+            "platform",
+            "--vms",
+            "3",
+            "--vcpus",
+            "8",
+            "--ram-mib",
+            "16384",
+            "-o",
+            "json",
+        ],
+    )
+    .await;
+    let j = r.ok().json();
+    assert_eq!(
+        (&j["id"], &j["parent"], &j["depth"], &j["created_by"]),
+        (
+            &json!("acme.platform"),
+            &json!("acme"),
+            &json!(1),
+            &json!("olga")
+        ),
+        "{j}"
+    );
+    assert_eq!(
+        j["quotas"],
+        json!({"vms": 3, "vcpus": 8, "ram_mib": 16384, "storage_gb": 0, "clusters": 0,
+            "nodes": 0, "images_gb": 0}),
+        "{j}"
+    );
+    assert_eq!(quota_of("acme", "vms").await, (3, 5));
+    // What does not fit is refused, each quota named with its quota.
+    let r = with_token(
+        &m,
+        &olga,
+        &[
+            "organization",
+            "create",
+            "--name",
+            "data",
+            "--vms",
+            "3",
+            "--vcpus",
+            "10",
+        ],
+    )
+    .await;
+    assert_eq!(r.code, Some(1), "{r:#?}");
+    assert!(r.stderr.contains("(resource_limit_exceeded)"), "{r:#?}");
+    assert!(
+        r.stderr.contains("  vms: quota 5") && r.stderr.contains("  vcpus: quota 16"),
+        "{r:#?}"
+    );
+    let r = with_token(&m, &olga, &["organization", "create", "--name", "Data"]).await;
+    assert_eq!(r.code, Some(1), "{r:#?}");
+    assert!(
+        r.stderr.contains("(invalid_input)") && r.stderr.contains("  name:"),
+        "{r:#?}"
+    );
+    let r = with_token(&m, &olga, &["organization", "create", "--name", "data"]).await;
+    assert!(
+        r.ok().stdout.starts_with("ID:          acme.data\n"),
+        "{r:#?}"
+    );
+    // An editor makes none.
+    let ed = m.token("acme", "ed", meson_api::Role::Editor);
+    let r = with_token(&m, &ed, &["organization", "create", "--name", "mine"]).await;
+    assert_eq!(r.code, Some(1), "{r:#?}");
+    assert!(r.stderr.contains("(forbidden)"), "{r:#?}");
+
+    // Listed: acme first, a root with no quotas of its own here, then by
+    // id; read by id or by name.
+    let r = with_token(&m, &olga, &["organization", "list"]).await;
+    r.ok();
+    assert_eq!(
+        headers(&r),
+        [
+            "ID",
+            "PARENT",
+            "VMS",
+            "VCPUS",
+            "RAM_MIB",
+            "STORAGE_GB",
+            "CLUSTERS",
+            "NODES",
+            "IMAGES_GB",
+            "CREATED"
+        ],
+        "{r:#?}"
+    );
+    let ids: Vec<&str> = r
+        .stdout
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert_eq!(ids, ["acme", "acme.data", "acme.platform"], "{r:#?}");
+    let cells: Vec<&str> = row(&r, "acme.platform").split_whitespace().collect();
+    assert_eq!(
+        cells[..9],
+        [
+            "acme.platform",
+            "acme",
+            "3",
+            "8",
+            "16384",
+            "0",
+            "0",
+            "0",
+            "0"
+        ],
+        "{r:#?}"
+    );
+    let cells: Vec<&str> = row(&r, "acme").split_whitespace().collect();
+    assert_eq!(cells[..3], ["acme", "-", "-"], "{r:#?}");
+    for by in ["platform", "acme.platform"] {
+        let r = with_token(&m, &olga, &["organization", "get", by]).await;
+        r.ok();
+        assert!(
+            r.stdout.starts_with("ID:          acme.platform\n"),
+            "{by}: {r:#?}"
+        );
+        assert!(r.stdout.contains("\nvms         3\n"), "{by}: {r:#?}");
+    }
+    let r = with_token(&m, &olga, &["organization", "get", "acme"]).await;
+    assert!(
+        r.ok()
+            .stdout
+            .contains("Quotas:      its own (mesonctl quota get)"),
+        "{r:#?}"
+    );
+    let r = with_token(&m, &olga, &["organization", "get", "nope"]).await;
+    assert_eq!(r.code, Some(1), "{r:#?}");
+    assert!(r.stderr.contains("(not_found)"), "{r:#?}");
+
+    // A rise past acme's is refused, naming the quota; a cut passes, the
+    // others stay; nothing to set is a usage error.
+    let r = with_token(
+        &m,
+        &olga,
+        &["organization", "set-quotas", "platform", "--vms", "6"],
+    )
+    .await;
+    assert_eq!(r.code, Some(1), "{r:#?}");
+    assert!(
+        r.stderr.contains("(resource_limit_exceeded)") && r.stderr.contains("  vms: quota 5"),
+        "{r:#?}"
+    );
+    let r = with_token(
+        &m,
+        &olga,
+        &[
+            "organization",
+            "set-quotas",
+            "acme.platform",
+            "--vms",
+            "2",
+            "-o",
+            "json",
+        ],
+    )
+    .await;
+    let j = r.ok().json();
+    assert_eq!(
+        (&j["quotas"]["vms"], &j["quotas"]["vcpus"]),
+        (&json!(2), &json!(8))
+    );
+    assert_eq!(quota_of("acme", "vms").await, (2, 5));
+    let r = with_token(&m, &olga, &["organization", "set-quotas", "platform"]).await;
+    assert_eq!(r.code, Some(2), "{r:#?}");
+    assert!(r.stderr.contains("no quota to set"), "{r:#?}");
+
+    // acme's owner acts in it with --organization: it is the organisation
+    // the commands act in there, with the quotas it was given.
+    let r = with_token(
+        &m,
+        &olga,
+        &[
+            "--organization",
+            "acme.platform",
+            "organization",
+            "list",
+            "-o",
+            "json",
+        ],
+    )
+    .await;
+    let j = r.ok().json();
+    assert_eq!(j.as_array().map(Vec::len), Some(1), "{j}");
+    assert_eq!(
+        (&j[0]["id"], &j[0]["depth"]),
+        (&json!("acme.platform"), &json!(0))
+    );
+    assert_eq!(quota_of("acme.platform", "vms").await, (0, 2));
+    // It does not set its own quotas.
+    let r = with_token(
+        &m,
+        &olga,
+        &[
+            "--organization",
+            "acme.platform",
+            "organization",
+            "set-quotas",
+            "acme.platform",
+            "--vms",
+            "3",
+        ],
+    )
+    .await;
+    assert_eq!(r.code, Some(1), "{r:#?}");
+    assert!(r.stderr.contains("(forbidden)"), "{r:#?}");
+
+    // Ended: the sub-organisation it was; its quotas back with acme.
+    let r = with_token(
+        &m,
+        &olga,
+        &["organization", "delete", "platform", "-o", "json"],
+    )
+    .await;
+    assert_eq!(r.ok().json()["id"], "acme.platform", "{r:#?}");
+    let r = with_token(&m, &olga, &["organization", "get", "acme.platform"]).await;
+    assert_eq!(r.code, Some(1), "{r:#?}");
+    assert!(r.stderr.contains("(not_found)"), "{r:#?}");
+    let r = with_token(&m, &olga, &["organization", "delete", "acme"]).await;
+    assert_eq!(r.code, Some(1), "{r:#?}");
+    assert!(r.stderr.contains("(forbidden)"), "{r:#?}");
+    assert_eq!(quota_of("acme", "vms").await, (0, 5));
+    m.stop().await;
+}
+
 /// The row of a table whose first cell is `first`.
 fn row<'a>(r: &'a Run, first: &str) -> &'a str {
     r.stdout

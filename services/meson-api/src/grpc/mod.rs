@@ -16,6 +16,7 @@ mod idempotency;
 mod images;
 mod members;
 mod networks;
+mod organizations;
 mod plans;
 mod port_forwards;
 mod quotas;
@@ -92,6 +93,10 @@ pub fn routes(state: &AppState) -> tonic::service::Routes {
         )
         .add_service(
             pb::invitation_service_server::InvitationServiceServer::new(svc.clone())
+                .max_decoding_message_size(max),
+        )
+        .add_service(
+            pb::organization_service_server::OrganizationServiceServer::new(svc.clone())
                 .max_decoding_message_size(max),
         )
         .add_service(

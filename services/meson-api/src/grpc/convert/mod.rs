@@ -17,6 +17,7 @@ mod json;
 mod member;
 mod meta;
 mod network;
+mod organization;
 mod pool;
 mod port_forward;
 mod quota;
@@ -39,6 +40,7 @@ pub use member::{
 };
 pub use meta::{list_query, name_labels, page_query, pagination, warnings};
 pub use network::{network, network_create};
+pub use organization::{organization, organization_create, organization_update};
 pub use pool::{pool, pool_create, pool_update};
 pub use port_forward::{port_forward, port_forward_create};
 pub use quota::{plan, plan_put, quota, quota_update};
