@@ -2503,6 +2503,7 @@ async fn members_are_added_changed_used_and_removed_over_grpc() {
     let update = |s: &str, role: &str| pb::UpdateMemberRequest {
         subject: s.into(),
         role: role.into(),
+        ..Default::default()
     };
     let promoted = members
         .update_member(authed(update("auth0|ann", "manager"), &owner))

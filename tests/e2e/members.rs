@@ -803,3 +803,136 @@ async fn sub_organisations_are_carved_out_of_their_parents_quotas() {
     assert_eq!(r.status, StatusCode::FORBIDDEN, "{}", r.body);
     m.stop().await;
 }
+
+#[tokio::test]
+async fn a_member_is_held_to_limits_of_its_own() {
+    let m = Meson::start().await;
+    let olga = m.token("acme", "olga", Role::Owner);
+    add(&m, &olga, None, "sam", "editor").await;
+    let sam = m.token("acme", "sam", Role::Viewer);
+    let limit = |body: Value| {
+        let (m, olga) = (&m, olga.clone());
+        async move {
+            m.call(Method::PATCH, "/v1/members/sam", &olga, Some(&body))
+                .await
+        }
+    };
+    let r = limit(json!({"limits": {"vms": 1, "vcpus": 4}})).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(
+        r.body["member"]["limits"],
+        json!({"vms": 1, "vcpus": 4, "ram_mib": null})
+    );
+    assert_eq!(r.body["member"]["role"], "editor", "the role stays");
+    let r = limit(json!({"limits": {"vms": -1, "gpus": 2}})).await;
+    assert_eq!(r.rejected_fields(), ["limits.gpus", "limits.vms"]);
+    // A member does not lift its own limits.
+    let r = m
+        .call(
+            Method::PATCH,
+            "/v1/members/sam",
+            &sam,
+            Some(&json!({"limits": {"vms": null}})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN, "{}", r.body);
+
+    let create = |token: String, name: &'static str, networks: Option<&str>| {
+        let m = &m;
+        let mut body = vm_named(name);
+        if let Some(n) = networks {
+            body["networks"] = json!([n]);
+        }
+        async move { m.call(Method::POST, "/v1/vms", &token, Some(&body)).await }
+    };
+    let r = create(sam.clone(), "s1", None).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let s1 = r.body["vm"]["id"].as_str().unwrap().to_owned();
+    let s1_action = r.body["action"]["id"].as_str().unwrap().to_owned();
+    let r = create(sam.clone(), "s2", None).await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN, "{}", r.body);
+    assert_eq!(r.body["error"]["code"], "resource_limit_exceeded");
+    assert_eq!(
+        r.body["error"]["details"]["limits"],
+        json!([{"name": "member.vms", "quota": 1, "current": 1}])
+    );
+    // The transaction's path (a VM on a network) holds it as well.
+    let r = m
+        .call(
+            Method::POST,
+            "/v1/networks",
+            &olga,
+            Some(&json!({"name": "n", "cidr": "10.46.0.0/24"})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let net = r.body["network"]["id"].as_str().unwrap().to_owned();
+    let r = create(sam.clone(), "s2", Some(&net)).await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN, "{}", r.body);
+    assert_eq!(
+        r.body["error"]["details"]["limits"][0]["name"],
+        "member.vms"
+    );
+    // Another member, and the organisation, are not held to sam's.
+    for name in ["o1", "o2"] {
+        let r = create(olga.clone(), name, None).await;
+        assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    }
+
+    // At the edge, creates at once: exactly what fits.
+    let r = limit(json!({"limits": {"vms": 3, "vcpus": null}})).await;
+    assert_eq!(r.body["member"]["limits"]["vcpus"], Value::Null);
+    let names = ["p1", "p2", "p3", "p4", "p5", "p6"];
+    let answers =
+        futures::future::join_all(names.iter().map(|n| create(sam.clone(), n, None))).await;
+    let made = answers
+        .iter()
+        .filter(|r| r.status == StatusCode::CREATED)
+        .count();
+    assert_eq!(made, 2, "3 fit, 1 was there");
+    for r in answers.iter().filter(|r| r.status != StatusCode::CREATED) {
+        assert_eq!(
+            r.body["error"]["details"]["limits"],
+            json!([{"name": "member.vms", "quota": 3, "current": 3}]),
+            "{}",
+            r.body
+        );
+    }
+    let tenant = meson_core::TenantId("acme".into());
+    let (kept, counted) = meson_db::scope::system(meson_db::members::usage_and_recount(
+        &m.dev().pool,
+        &tenant,
+        "sam",
+    ))
+    .await
+    .unwrap();
+    assert_eq!(kept, counted, "the kept member usage drifted");
+    assert_eq!(kept, [3, 6, 3 * 4096]);
+
+    // A VM gone frees its share.
+    wait_in(&m, &olga, "acme", &s1_action).await;
+    let r = m
+        .call(Method::DELETE, &format!("/v1/vms/{s1}"), &sam, None)
+        .await;
+    assert!(r.status.is_success(), "{}", r.body);
+    wait_in(&m, &olga, "acme", r.body["action"]["id"].as_str().unwrap()).await;
+    let r = create(sam.clone(), "s3", None).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    // Lifted, nothing holds it but the organisation's quotas.
+    let r = limit(json!({"limits": {"vms": null}})).await;
+    assert_eq!(
+        r.body["member"]["limits"],
+        json!({"vms": null, "vcpus": null, "ram_mib": null})
+    );
+    let r = create(sam.clone(), "s4", None).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let (kept, counted) = meson_db::scope::system(meson_db::members::usage_and_recount(
+        &m.dev().pool,
+        &tenant,
+        "sam",
+    ))
+    .await
+    .unwrap();
+    assert_eq!((kept, counted), ([4, 8, 4 * 4096], [4, 8, 4 * 4096]));
+    m.stop().await;
+}

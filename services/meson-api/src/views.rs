@@ -601,6 +601,11 @@ pub fn member(m: &meson_core::member::Member) -> wire::member::Member {
         added_by: m.added_by.clone(),
         created: m.created,
         updated: m.updated,
+        limits: wire::member::MemberLimits {
+            vms: m.limits.vms,
+            vcpus: m.limits.vcpus,
+            ram_mib: m.limits.ram_mib,
+        },
     }
 }
 

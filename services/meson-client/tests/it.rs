@@ -520,7 +520,8 @@ async fn members_and_invitations_are_typed_and_a_client_acts_in_another_organisa
         .member_update(
             "auth0|ann",
             &MemberUpdateRequest {
-                role: "manager".into(),
+                role: Some("manager".into()),
+                limits: None,
             },
         )
         .await

@@ -31,6 +31,37 @@ pub struct Member {
     pub added_by: String,
     pub created: DateTime<Utc>,
     pub updated: DateTime<Utc>,
+    pub limits: MemberLimits,
+}
+
+/// What a member may hold of its organisation's, of its own VMs (those it
+/// created): `None`, no limit of its own (the organisation's quotas).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MemberLimits {
+    pub vms: Option<i64>,
+    pub vcpus: Option<i64>,
+    pub ram_mib: Option<i64>,
+}
+
+/// The names of a member's limits, in the order the database keeps them.
+pub const LIMITS: [&str; 3] = ["vms", "vcpus", "ram_mib"];
+
+/// The refusal of a VM that takes its creator over `over` of its member
+/// limits (`limits`, holding `held`): `resource_limit_exceeded`, each
+/// named `member.<limit>`.
+pub fn exceeded(limits: &[i64; 3], held: &[i64; 3], over: &[&str]) -> crate::Error {
+    crate::Error::QuotaExceeded {
+        limits: LIMITS
+            .iter()
+            .zip(limits.iter().zip(held))
+            .filter(|(name, _)| over.contains(name))
+            .map(|(name, (quota, current))| crate::error::LimitExceeded {
+                name: format!("member.{name}"),
+                quota: *quota,
+                current: *current,
+            })
+            .collect(),
+    }
 }
 
 /// Where an invitation stands.
@@ -92,10 +123,21 @@ pub struct MemberCreate {
     pub email: Option<String>,
 }
 
-/// `PATCH /v1/members/{subject}`: `{"role"}`.
+/// `PATCH /v1/members/{subject}`: `{"role"?, "limits"?: {"vms"?, "vcpus"?,
+/// "ram_mib"?}}`, at least one of them; a limit `null` lifts it, one not
+/// named stays.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MemberUpdate {
-    pub role: String,
+    pub role: Option<String>,
+    pub limits: LimitsPatch,
+}
+
+/// Limits to change: `Some(None)` lifts one, `None` leaves it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LimitsPatch {
+    pub vms: Option<Option<i64>>,
+    pub vcpus: Option<Option<i64>>,
+    pub ram_mib: Option<Option<i64>>,
 }
 
 /// `POST /v1/invitations`: `{"email", "role", "expires_in"?}`.
@@ -223,9 +265,55 @@ impl MemberUpdate {
     pub fn parse(body: &Value) -> crate::Result<(MemberUpdate, Vec<Warning>)> {
         let mut p = Parser::default();
         let mut root = p.body(body)?;
-        let role = role(&mut p, &mut root);
+        let role = match root.get("role") {
+            (_, None) => Some(None),
+            (_, Some(_)) => role(&mut p, &mut root).map(Some),
+        };
+        let mut limits = LimitsPatch::default();
+        let mut named = false;
+        if let (path, Some(v)) = root.get("limits") {
+            match v.as_object() {
+                None => p.errors.add(path, "must be an object of limits"),
+                Some(map) => {
+                    for (k, v) in map {
+                        let field = format!("{path}.{k}");
+                        let value = match v {
+                            Value::Null => Some(None),
+                            v => match v.as_i64().filter(|n| *n >= 0) {
+                                Some(n) => Some(Some(n)),
+                                None => {
+                                    p.errors
+                                        .add(field, "must be a non-negative integer or null");
+                                    continue;
+                                }
+                            },
+                        };
+                        match k.as_str() {
+                            "vms" => limits.vms = value,
+                            "vcpus" => limits.vcpus = value,
+                            "ram_mib" => limits.ram_mib = value,
+                            _ => {
+                                p.errors.add(
+                                    field,
+                                    format!("unknown limit (known: {})", LIMITS.join(", ")),
+                                );
+                                continue;
+                            }
+                        }
+                        named = true;
+                    }
+                }
+            }
+        }
+        if matches!(role, Some(None)) && !named && p.errors.is_empty() {
+            p.errors.add("role", "is required, unless limits are given");
+        }
         p.done(root);
-        finish(p, role.map(|role| MemberUpdate { role }), "a member update")
+        finish(
+            p,
+            role.map(|role| MemberUpdate { role, limits }),
+            "a member update",
+        )
     }
 }
 
@@ -336,8 +424,20 @@ mod tests {
         assert_eq!(
             MemberUpdate::parse(&json!({"role": "manager"})).unwrap().0,
             MemberUpdate {
-                role: "manager".into()
+                role: Some("manager".into()),
+                limits: LimitsPatch::default(),
             }
+        );
+        let (u, _) = MemberUpdate::parse(&json!({"limits": {"vms": 2, "ram_mib": null}})).unwrap();
+        assert_eq!(
+            (u.role, u.limits.vms, u.limits.vcpus, u.limits.ram_mib),
+            (None, Some(Some(2)), None, Some(None))
+        );
+        assert_eq!(
+            rejected(MemberUpdate::parse(
+                &json!({"role": "god", "limits": {"vms": -1, "gpus": 1}})
+            )),
+            ["limits.gpus", "limits.vms", "role"]
         );
         assert!(MemberCreate::parse(&json!([])).is_err());
     }

@@ -3,7 +3,7 @@
 //! claims.
 
 use crate::DbResult;
-use meson_core::member::{Invitation, Member};
+use meson_core::member::{Invitation, Member, MemberLimits};
 use meson_core::{Error, InvitationId, TenantId};
 use sqlx::PgPool;
 use uuid::Uuid;
@@ -17,6 +17,9 @@ struct MemberRow {
     added_by: String,
     created_at: chrono::DateTime<chrono::Utc>,
     updated_at: chrono::DateTime<chrono::Utc>,
+    max_vms: Option<i64>,
+    max_vcpus: Option<i64>,
+    max_ram_mib: Option<i64>,
 }
 
 impl From<MemberRow> for Member {
@@ -29,6 +32,11 @@ impl From<MemberRow> for Member {
             added_by: r.added_by,
             created: r.created_at,
             updated: r.updated_at,
+            limits: MemberLimits {
+                vms: r.max_vms,
+                vcpus: r.max_vcpus,
+                ram_mib: r.max_ram_mib,
+            },
         }
     }
 }
@@ -84,7 +92,8 @@ fn last_owner(e: sqlx::Error, context: &'static str) -> Error {
 pub async fn list(pool: &PgPool, tenant: &TenantId) -> Result<Vec<Member>, Error> {
     Ok(sqlx::query_as!(
         MemberRow,
-        r#"select tenant_id, subject, email, role, added_by, created_at, updated_at
+        r#"select tenant_id, subject, email, role, added_by, created_at, updated_at,
+                  max_vms, max_vcpus, max_ram_mib
            from members where tenant_id = $1
            order by array_position(array['owner', 'manager', 'editor', 'viewer'], role), subject
            limit 10000"#,
@@ -101,7 +110,8 @@ pub async fn list(pool: &PgPool, tenant: &TenantId) -> Result<Vec<Member>, Error
 pub async fn get(pool: &PgPool, tenant: &TenantId, subject: &str) -> Result<Option<Member>, Error> {
     Ok(sqlx::query_as!(
         MemberRow,
-        r#"select tenant_id, subject, email, role, added_by, created_at, updated_at
+        r#"select tenant_id, subject, email, role, added_by, created_at, updated_at,
+                  max_vms, max_vcpus, max_ram_mib
            from members where tenant_id = $1 and subject = $2"#,
         tenant.as_str(),
         subject
@@ -118,7 +128,8 @@ pub async fn insert(pool: &PgPool, m: &Member) -> Result<Member, Error> {
         MemberRow,
         r#"insert into members (tenant_id, subject, email, role, added_by)
            values ($1, $2, $3, $4, $5)
-           returning tenant_id, subject, email, role, added_by, created_at, updated_at"#,
+           returning tenant_id, subject, email, role, added_by, created_at, updated_at,
+                  max_vms, max_vcpus, max_ram_mib"#,
         m.tenant.as_str(),
         m.subject,
         m.email,
@@ -139,33 +150,46 @@ pub async fn insert(pool: &PgPool, m: &Member) -> Result<Member, Error> {
     }
 }
 
-/// A member's role changed by a caller who may change roles up to
-/// `at_most` (its own rank in [`meson_core::member::ROLES`]): the member
-/// before and after, or `None` when there is none. A member ranked above
-/// `at_most` is `forbidden`; the last owner's is a `conflict`.
-pub async fn set_role(
+/// A member's role and limits changed (each when given) by a caller who
+/// may act up to `at_most` (its own rank in [`meson_core::member::ROLES`]):
+/// the member before and after, or `None` when there is none. A member
+/// ranked above `at_most` is `forbidden`; the last owner's role is a
+/// `conflict`.
+pub async fn update(
     pool: &PgPool,
     tenant: &TenantId,
     subject: &str,
-    role: &str,
+    role: Option<&str>,
+    limits: &meson_core::member::LimitsPatch,
     at_most: &str,
 ) -> Result<Option<(Member, Member)>, Error> {
-    let mut tx = pool.begin().await.ctx("changing a member's role")?;
+    let mut tx = pool.begin().await.ctx("changing a member")?;
     let Some(before) = locked(&mut tx, tenant, subject, at_most).await? else {
         return Ok(None);
     };
+    let l = MemberLimits {
+        vms: limits.vms.unwrap_or(before.max_vms),
+        vcpus: limits.vcpus.unwrap_or(before.max_vcpus),
+        ram_mib: limits.ram_mib.unwrap_or(before.max_ram_mib),
+    };
     let after = sqlx::query_as!(
         MemberRow,
-        r#"update members set role = $3 where tenant_id = $1 and subject = $2
-           returning tenant_id, subject, email, role, added_by, created_at, updated_at"#,
+        r#"update members set role = coalesce($3, role), max_vms = $4, max_vcpus = $5,
+                  max_ram_mib = $6
+           where tenant_id = $1 and subject = $2
+           returning tenant_id, subject, email, role, added_by, created_at, updated_at,
+                     max_vms, max_vcpus, max_ram_mib"#,
         tenant.as_str(),
         subject,
-        role
+        role,
+        l.vms,
+        l.vcpus,
+        l.ram_mib
     )
     .fetch_one(&mut *tx)
     .await
-    .map_err(|e| last_owner(e, "changing a member's role"))?;
-    tx.commit().await.ctx("changing a member's role")?;
+    .map_err(|e| last_owner(e, "changing a member"))?;
+    tx.commit().await.ctx("changing a member")?;
     Ok(Some((before.into(), after.into())))
 }
 
@@ -184,7 +208,8 @@ async fn locked(
         .ctx("locking an organisation's members")?;
     let found = sqlx::query_as!(
         MemberRow,
-        r#"select tenant_id, subject, email, role, added_by, created_at, updated_at
+        r#"select tenant_id, subject, email, role, added_by, created_at, updated_at,
+                  max_vms, max_vcpus, max_ram_mib
            from members where tenant_id = $1 and subject = $2 for update"#,
         tenant.as_str(),
         subject
@@ -198,7 +223,7 @@ async fn locked(
     Ok(found)
 }
 
-/// Removes a member, as [`set_role`] checks: the member removed, or
+/// Removes a member, as [`update`] checks: the member removed, or
 /// `None` when there is none.
 pub async fn delete(
     pool: &PgPool,
@@ -492,7 +517,8 @@ pub async fn invitation_accept(
         r#"insert into members (tenant_id, subject, email, role, added_by)
            values ($1, $2, $3, $4, $5)
            on conflict (tenant_id, subject) do nothing
-           returning tenant_id, subject, email, role, added_by, created_at, updated_at"#,
+           returning tenant_id, subject, email, role, added_by, created_at, updated_at,
+                  max_vms, max_vcpus, max_ram_mib"#,
         invitation.tenant.as_str(),
         subject,
         invitation.email,
@@ -539,4 +565,86 @@ pub async fn descendants(pool: &PgPool, org: &str) -> Result<Vec<String>, Error>
     .fetch_all(pool)
     .await
     .ctx("listing an organisation's descendants")
+}
+
+/// In `tx`, before a VM that `subject` creates is written: when the member
+/// has limits of its own, locks what it holds (until `tx` ends) and reads
+/// it: `(limits, held)`, VMs, vCPUs and MiB of RAM.
+pub async fn hold(
+    tx: &mut crate::Tx<'_>,
+    tenant: &TenantId,
+    subject: &str,
+) -> Result<Option<([i64; 3], [i64; 3])>, Error> {
+    let r = sqlx::query!(
+        r#"with member as (
+             select array[coalesce(m.max_vms, 9223372036854775807),
+                          coalesce(m.max_vcpus, 9223372036854775807),
+                          coalesce(m.max_ram_mib, 9223372036854775807)] as limits
+             from members m
+             where m.tenant_id = $1 and m.subject = $2
+               and (m.max_vms is not null or m.max_vcpus is not null or m.max_ram_mib is not null)
+           ), held as (
+             insert into member_usage as mu (tenant_id, subject)
+             select $1::text, $2::text from member
+             on conflict (tenant_id, subject) do update set subject = mu.subject
+             returning array[mu.vms, mu.vcpus, mu.ram_mib] as held
+           )
+           select m.limits as "limits!", h.held as "held!" from member m, held h"#,
+        tenant.as_str(),
+        subject
+    )
+    .fetch_optional(&mut **tx)
+    .await
+    .ctx("locking a member's usage")?;
+    r.map(|r| Ok((three(&r.limits)?, three(&r.held)?)))
+        .transpose()
+}
+
+/// After the writes of `tx` since [`hold`]: the member's limits that what
+/// they added takes it over (`meson_quota_over`), by name.
+pub async fn over(
+    tx: &mut crate::Tx<'_>,
+    tenant: &TenantId,
+    subject: &str,
+    limits: &[i64; 3],
+    held: &[i64; 3],
+) -> Result<Vec<&'static str>, Error> {
+    let over = sqlx::query_scalar!(
+        r#"select meson_quota_over($3, $4,
+                    array[u.vms - ($3::int8[])[1], u.vcpus - ($3::int8[])[2],
+                          u.ram_mib - ($3::int8[])[3]]) as "over!"
+           from member_usage u where u.tenant_id = $1 and u.subject = $2"#,
+        tenant.as_str(),
+        subject,
+        &held[..],
+        &limits[..]
+    )
+    .fetch_one(&mut **tx)
+    .await
+    .ctx("checking a member's limits")?;
+    Ok(crate::quotas::over_names(&over))
+}
+
+/// What a member holds as kept, and as counted from its VMs.
+pub async fn usage_and_recount(
+    pool: &PgPool,
+    tenant: &TenantId,
+    subject: &str,
+) -> Result<([i64; 3], [i64; 3]), Error> {
+    let r = sqlx::query!(
+        r#"select coalesce((select array[u.vms, u.vcpus, u.ram_mib] from member_usage u
+                            where u.tenant_id = $1 and u.subject = $2),
+                           array[0, 0, 0]::int8[]) as "kept!",
+                  meson_member_usage_recount($1, $2) as "counted!""#,
+        tenant.as_str(),
+        subject
+    )
+    .fetch_one(pool)
+    .await
+    .ctx("counting a member's usage")?;
+    Ok((three(&r.kept)?, three(&r.counted)?))
+}
+
+pub(crate) fn three(a: &[i64]) -> Result<[i64; 3], Error> {
+    <[i64; 3]>::try_from(a).map_err(|_| crate::corrupt("member usage", format!("{a:?}")))
 }

@@ -447,6 +447,7 @@ mod tests {
             job: &job,
             audit: None,
             defaults: meson_core::quota::Resources::DEFAULT_QUOTAS,
+            created_by: "",
         };
         let created = run(scope.clone(), create(&own, &new))
             .await
@@ -722,6 +723,7 @@ mod tests {
             job: &job,
             audit: Some(&audit),
             defaults: Resources::DEFAULT_QUOTAS,
+            created_by: "",
         };
         // Neither another tenant's scope nor none writes tenant a's rows.
         assert!(run(b.clone(), create(&own, &new)).await.is_err());
@@ -805,6 +807,7 @@ mod tests {
                     job: &job2,
                     audit: None,
                     defaults: one,
+                    created_by: "",
                 },
             ),
         )

@@ -145,6 +145,8 @@ pub struct NewVm<'a> {
     pub audit: Option<&'a meson_core::audit::AuditEntry>,
     /// The quotas of a tenant without overrides.
     pub defaults: Resources,
+    /// The subject of the request: the member it counts against.
+    pub created_by: &'a str,
 }
 
 /// What [`create`] did.
@@ -158,6 +160,14 @@ pub enum Created {
     OverQuota {
         overrides: QuotaOverrides,
         usage: Resources,
+        over: Vec<&'static str>,
+    },
+    /// Nothing is written: the VM does not fit the limits of the member
+    /// creating it (VMs, vCPUs, MiB of RAM), as they and what it held
+    /// (locked) stood.
+    OverMemberLimit {
+        limits: [i64; 3],
+        held: [i64; 3],
         over: Vec<&'static str>,
     },
 }
@@ -212,12 +222,30 @@ pub async fn create(pool: &PgPool, new: &NewVm<'_>) -> Result<Created, Error> {
                             coalesce(s.q_images_gb, ($3::int8[])[7])],
                       meson_vm_spec_usage($8::jsonb)) as over
              from state s
+           ), member as (
+             select array[coalesce(m.max_vms, 9223372036854775807),
+                          coalesce(m.max_vcpus, 9223372036854775807),
+                          coalesce(m.max_ram_mib, 9223372036854775807)] as limits
+             from scope, members m
+             where m.tenant_id = $2 and m.subject = $47
+               and (m.max_vms is not null or m.max_vcpus is not null or m.max_ram_mib is not null)
+           ), member_held as (
+             insert into member_usage as mu (tenant_id, subject)
+             select $2::text, $47::text from member
+             on conflict (tenant_id, subject) do update set subject = mu.subject
+             returning array[mu.vms, mu.vcpus, mu.ram_mib] as held
+           ), member_over as (
+             select meson_quota_over(h.held, m.limits, (meson_vm_spec_usage($8::jsonb))[1:3])
+                      as over
+             from member m, member_held h
            ), ok as (
              select 1 from over where cardinality(over.over) = 0
+               and not exists (select 1 from member_over o where cardinality(o.over) > 0)
            ), vm as (
-             insert into vms (id, tenant_id, name, status, labels, spec, atomos_name, created_at)
+             insert into vms (id, tenant_id, name, status, labels, spec, atomos_name, created_at,
+                              created_by)
              select $4::uuid, $2::text, $5::text, $6::text, $7::jsonb, $8::jsonb, $9::text,
-                    $10::timestamptz
+                    $10::timestamptz, nullif($47::text, '')
              from ok
              returning id
            ), vol as (
@@ -258,6 +286,9 @@ pub async fn create(pool: &PgPool, new: &NewVm<'_>) -> Result<Created, Error> {
                   s.q_vms, s.q_vcpus, s.q_ram_mib, s.q_storage_gb, s.q_clusters, s.q_nodes,
                   s.q_images_gb,
                   (select over from over) as "over!",
+                  (select over from member_over) as "member_over?",
+                  (select limits from member) as "member_limits?",
+                  (select held from member_held) as "member_held?",
                   exists (select 1 from ok) as "written!",
                   (select id from job) as "job?"
            from state s"#,
@@ -307,10 +338,21 @@ pub async fn create(pool: &PgPool, new: &NewVm<'_>) -> Result<Created, Error> {
         a.map(|a| a.correlation_id.as_str()).unwrap_or_default(),
         a.map(|a| a.at).unwrap_or(vm.created),
         a.is_some(),
+        new.created_by,
     )
     .fetch_one(pool)
     .await;
     let r = crate::volumes::name_taken(name_taken(res)?)?.ctx("creating a vm")?;
+    if let (false, Some(over), Some(limits), Some(held)) =
+        (r.written, &r.member_over, &r.member_limits, &r.member_held)
+        && !over.is_empty()
+    {
+        return Ok(Created::OverMemberLimit {
+            limits: crate::members::three(limits)?,
+            held: crate::members::three(held)?,
+            over: crate::quotas::over_names(over),
+        });
+    }
     if !r.written {
         let (overrides, usage) = crate::quotas::overrides_and_usage!(r);
         return Ok(Created::OverQuota {
@@ -322,6 +364,19 @@ pub async fn create(pool: &PgPool, new: &NewVm<'_>) -> Result<Created, Error> {
     r.job
         .map(|id| Created::Written(meson_core::JobId(id)))
         .ok_or_else(|| Error::internal("a brand-new VM is already locked"))
+}
+
+/// Records who created VM `id` (the member it counts against), in `tx`.
+pub async fn set_creator(tx: &mut Tx<'_>, id: VmId, created_by: &str) -> Result<(), Error> {
+    sqlx::query!(
+        "update vms set created_by = nullif($2, '') where id = $1",
+        id.0,
+        created_by
+    )
+    .execute(&mut **tx)
+    .await
+    .ctx("recording a vm's creator")?;
+    Ok(())
 }
 
 /// A tenant's own live VM with its volumes (its own ones, boot first, then

@@ -12,8 +12,8 @@
 //!
 //! A sub-organisation (`/v1/organizations`) is named by its id
 //! (`acme.platform`) or by its own name under the organisation
-//! (`platform`); its limits are the quotas carved for it. meson has no
-//! per-member limits: a member's limits are its organisation's. Nor account details (fiscal
+//! (`platform`); its limits are the quotas carved for it. A member's limits
+//! are its organisation's, but for the limits of its own (VMs, vCPUs, RAM). Nor account details (fiscal
 //! data): `404`, as the daemon answers an account without any. Invitations
 //! are accepted with meson's `POST /v1/invitations/accept`: the daemon's
 //! `GET /invite/accept/{token}` changes nothing and says so.
@@ -269,9 +269,9 @@ async fn tree(a: Authed, Path(org): Path<String>) -> DResult<Json<Value>> {
     })))
 }
 
-/// `GET /orgs/{org_id}/members/{user}/limits`: a member's limits are its
-/// organisation's (meson has no per-member limits); a user who is no
-/// member is `404`.
+/// `GET /orgs/{org_id}/members/{user}/limits`: the organisation's limits,
+/// each of the member's own limits (VMs, vCPUs, RAM) in place of the
+/// organisation's; a user who is no member is `404`.
 async fn member_limits(
     a: Authed,
     Path((org, who)): Path<(String, String)>,
@@ -281,16 +281,26 @@ async fn member_limits(
         async { scoped.member_list().await.map_err(Detail::meson) },
         async { scoped.quotas().await.map_err(Detail::meson) },
     )?;
-    if !members
+    let Some(member) = members
         .iter()
-        .any(|m| m.subject == who || m.email.as_deref() == Some(who.as_str()))
-    {
+        .find(|m| m.subject == who || m.email.as_deref() == Some(who.as_str()))
+    else {
         return Err(Detail::new(
             StatusCode::NOT_FOUND,
             "no such member of this organisation",
         ));
+    };
+    let mut limits = wire::org_limits(&quota);
+    for (key, own) in [
+        ("max_vms", member.limits.vms),
+        ("max_slots", member.limits.vcpus),
+        ("max_ram_mib", member.limits.ram_mib),
+    ] {
+        if let Some(n) = own {
+            limits[key] = json!(n);
+        }
     }
-    Ok(Json(wire::org_limits(&quota)))
+    Ok(Json(limits))
 }
 
 /// The sub-organisations of `org` one level down, as Electros lists them.

@@ -4262,10 +4262,26 @@ async fn organisations_members_and_sub_organisations_are_mesons() {
         ok(olga.get(&org("/suborgs/platform/membership/tree")).await)["suborg_id"],
         "acme.platform"
     );
-    // A member's limits are its organisation's.
+    // A member's limits are its organisation's, but for its own.
     assert_eq!(
         ok(olga.get(&org("/members/mia@example.com/limits")).await),
         ok(olga.get(&org("/limits")).await)
+    );
+    let r = m
+        .call(
+            Method::PATCH,
+            "/v1/members/mia",
+            &olga_token,
+            Some(&json!({"limits": {"vms": 2, "ram_mib": 8192}})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let mut expected = ok(olga.get(&org("/limits")).await);
+    expected["max_vms"] = json!(2);
+    expected["max_ram_mib"] = json!(8192);
+    assert_eq!(
+        ok(olga.get(&org("/members/mia@example.com/limits")).await),
+        expected
     );
     let r = olga.get(&org("/members/nobody/limits")).await;
     assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.text);

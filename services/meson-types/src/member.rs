@@ -34,6 +34,25 @@ pub struct Member {
     pub added_by: String,
     pub created: DateTime<Utc>,
     pub updated: DateTime<Utc>,
+    /// What it may hold of its own VMs (those it created in the
+    /// organisation), below the organisation's quotas.
+    #[serde(default)]
+    pub limits: MemberLimits,
+}
+
+/// A member's own limits; null: none of its own (the organisation's
+/// quotas).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct MemberLimits {
+    #[serde(default)]
+    #[schema(required = true, example = 5)]
+    pub vms: Option<i64>,
+    #[serde(default)]
+    #[schema(required = true, example = 16)]
+    pub vcpus: Option<i64>,
+    #[serde(default)]
+    #[schema(required = true, example = 32768)]
+    pub ram_mib: Option<i64>,
 }
 
 /// `POST /v1/members`.
@@ -49,11 +68,16 @@ pub struct MemberCreateRequest {
     pub email: Option<String>,
 }
 
-/// `PATCH /v1/members/{subject}`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+/// `PATCH /v1/members/{subject}`: a role, limits, or both.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct MemberUpdateRequest {
-    #[schema(value_type = MemberRole)]
-    pub role: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<MemberRole>)]
+    pub role: Option<String>,
+    /// Limits to set (a number) or lift (`null`); those not named stay.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>, example = json!({"vms": 5, "ram_mib": null}))]
+    pub limits: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]

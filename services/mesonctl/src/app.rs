@@ -1093,8 +1093,35 @@ impl Ctx {
                 warn(&added.warnings);
                 self.show(&added.member)
             }
+            MemberCommand::SetLimits {
+                subject,
+                vms,
+                vcpus,
+                ram_mib,
+            } => {
+                let limits: serde_json::Map<String, serde_json::Value> =
+                    [("vms", vms), ("vcpus", vcpus), ("ram_mib", ram_mib)]
+                        .into_iter()
+                        .filter_map(|(k, v)| v.map(|v| (k.to_owned(), serde_json::json!(v))))
+                        .collect();
+                if limits.is_empty() {
+                    return Err(Failure::Usage(
+                        "member set-limits: give --vms, --vcpus or --ram-mib".into(),
+                    ));
+                }
+                let req = MemberUpdateRequest {
+                    role: None,
+                    limits: Some(limits),
+                };
+                let changed = self.client.member_update(&subject, &req).await?;
+                warn(&changed.warnings);
+                self.show(&changed.member)
+            }
             MemberCommand::SetRole { subject, role } => {
-                let req = MemberUpdateRequest { role };
+                let req = MemberUpdateRequest {
+                    role: Some(role),
+                    limits: None,
+                };
                 let changed = self.client.member_update(&subject, &req).await?;
                 warn(&changed.warnings);
                 self.show(&changed.member)

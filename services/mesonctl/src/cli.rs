@@ -1048,6 +1048,18 @@ pub enum TokenCommand {
 /// A member's role, lowest first.
 pub const MEMBER_ROLES: [&str; 4] = ["viewer", "editor", "manager", "owner"];
 
+/// A member limit: a non-negative number, or `none` (lifted).
+fn parse_member_limit(s: &str) -> Result<Option<i64>, String> {
+    if s == "none" {
+        return Ok(None);
+    }
+    s.parse::<i64>()
+        .ok()
+        .filter(|n| *n >= 0)
+        .map(Some)
+        .ok_or_else(|| format!("{s:?} is not a non-negative number or `none`"))
+}
+
 #[derive(Debug, Subcommand)]
 pub enum MemberCommand {
     /// Lists the organisation's members, owners first.
@@ -1077,6 +1089,18 @@ pub enum MemberCommand {
         subject: String,
         #[arg(value_parser = MEMBER_ROLES)]
         role: String,
+    },
+    /// Holds a member to limits of its own on the VMs it creates in the
+    /// organisation (below the organisation's quotas): a number sets one,
+    /// `none` lifts it, one not given stays.
+    SetLimits {
+        subject: String,
+        #[arg(long, value_parser = parse_member_limit)]
+        vms: Option<Option<i64>>,
+        #[arg(long, value_parser = parse_member_limit)]
+        vcpus: Option<Option<i64>>,
+        #[arg(long = "ram-mib", value_parser = parse_member_limit)]
+        ram_mib: Option<Option<i64>>,
     },
     /// Removes a member ranked at most you; never the last owner.
     Remove { subject: String },

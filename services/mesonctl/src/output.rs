@@ -1105,7 +1105,21 @@ impl Show for Member {
             ("Added by", self.added_by.clone()),
             ("Created", time(&self.created)),
             ("Updated", time(&self.updated)),
+            ("Limits", member_limits(&self.limits)),
         ])
+    }
+}
+
+/// A member's own limits, `vms=2, vcpus=8`; `-`: none of its own.
+fn member_limits(l: &meson_types::member::MemberLimits) -> String {
+    let set: Vec<String> = [("vms", l.vms), ("vcpus", l.vcpus), ("ram_mib", l.ram_mib)]
+        .iter()
+        .filter_map(|(k, v)| v.map(|v| format!("{k}={v}")))
+        .collect();
+    if set.is_empty() {
+        "-".to_owned()
+    } else {
+        set.join(", ")
     }
 }
 

@@ -347,12 +347,14 @@ impl App {
         resources.push((ResourceType::Backup, b.id.0));
         let action = new_action(p, Command::RestoreVm, resources);
         let held = self.hold_usage(&mut tx, &p.tenant).await?;
+        let member = self.hold_member(&mut tx, p).await?;
         meson_db::vms::insert_with_volumes(&mut tx, &vm, &volumes).await?;
         meson_db::actions::insert(&mut tx, &action).await?;
         vm_create::enqueue(&mut tx, id, action.id, &p.tenant)
             .await?
             .of_new("VM")?;
         self.within_quotas(&mut tx, &p.tenant, &held).await?;
+        self.within_member_limits(&mut tx, p, id, member).await?;
         meson_db::commit(tx).await?;
         tracing::info!(vm = %id, backup = %b.id, action = %action.id, "restore into a new vm accepted");
         Ok(Restored {

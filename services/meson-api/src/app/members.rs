@@ -74,7 +74,44 @@ fn is_api_token(p: &Principal) -> bool {
     p.subject.starts_with("token:")
 }
 
+/// What a member held of its limits when a create took its lock:
+/// `(limits, held)`; `None` when it has no limits of its own.
+pub(crate) type MemberHold = Option<([i64; 3], [i64; 3])>;
+
 impl App {
+    /// In `tx`, before it writes a VM `p` creates: takes the member's
+    /// limits lock (held until `tx` ends) when it has limits of its own.
+    pub(crate) async fn hold_member(
+        &self,
+        tx: &mut meson_db::Tx<'_>,
+        p: &Principal,
+    ) -> Result<MemberHold> {
+        meson_db::members::hold(tx, &p.tenant, &p.subject).await
+    }
+
+    /// In `tx`, after it wrote VM `vm`: records `p` as its creator, and
+    /// refuses (`resource_limit_exceeded`, `member.vms`, ...) if it takes
+    /// the member over a limit of its own.
+    pub(crate) async fn within_member_limits(
+        &self,
+        tx: &mut meson_db::Tx<'_>,
+        p: &Principal,
+        vm: meson_core::VmId,
+        hold: MemberHold,
+    ) -> Result<()> {
+        meson_db::vms::set_creator(tx, vm, &p.subject).await?;
+        let Some((limits, held)) = hold else {
+            return Ok(());
+        };
+        let over = meson_db::members::over(tx, &p.tenant, &p.subject, &limits, &held).await?;
+        if over.is_empty() {
+            Ok(())
+        } else {
+            tracing::info!(member = %p.subject, ?over, "member limit exceeded");
+            Err(meson_core::member::exceeded(&limits, &held, &over))
+        }
+    }
+
     /// The caller as it acts on this request: in `asked` (an organisation
     /// named by the request's `Meson-Organization`), else in its token's,
     /// with the highest role its claims, its memberships and its owner's
@@ -226,6 +263,7 @@ impl App {
                 added_by: p.subject.clone(),
                 created: now,
                 updated: now,
+                limits: Default::default(),
             },
         )
         .await?;
@@ -233,8 +271,9 @@ impl App {
         Ok((m, warnings))
     }
 
-    /// Changes a member's role: both the member's and the new one at most
-    /// the caller's own; the last owner keeps the role.
+    /// Changes a member's role and limits (those given): both the
+    /// member's role and a new one at most the caller's own; the last owner
+    /// keeps the role.
     pub async fn member_update(
         &self,
         p: &Principal,
@@ -242,17 +281,21 @@ impl App {
         body: &serde_json::Value,
     ) -> Result<(Member, Vec<Warning>)> {
         let (req, warnings) = MemberUpdate::parse(body)?;
-        at_most(p, &req.role, "role")?;
-        let (before, after) = meson_db::members::set_role(
+        if let Some(role) = &req.role {
+            at_most(p, role, "role")?;
+        }
+        let (before, after) = meson_db::members::update(
             &self.pool,
             &p.tenant,
             subject,
-            &req.role,
+            req.role.as_deref(),
+            &req.limits,
             grantable(p).as_str(),
         )
         .await?
         .ok_or_else(|| Error::not_found("member", subject))?;
-        tracing::info!(member = %subject, from = %before.role, to = %after.role, "member's role changed");
+        tracing::info!(member = %subject, from = %before.role, to = %after.role,
+            limits = ?after.limits, "member changed");
         Ok((after, warnings))
     }
 

@@ -108,21 +108,27 @@ impl App {
                     job: &job,
                     audit: audit.as_ref(),
                     defaults: self.quotas,
+                    created_by: &p.subject,
                 },
             )
             .await?;
-            if let meson_db::vms::Created::OverQuota {
-                overrides,
-                usage,
-                over,
-            } = created
-            {
-                self.over_quota(&p.tenant, &overrides, &usage, &over)?;
+            match created {
+                meson_db::vms::Created::OverQuota {
+                    overrides,
+                    usage,
+                    over,
+                } => self.over_quota(&p.tenant, &overrides, &usage, &over)?,
+                meson_db::vms::Created::OverMemberLimit { limits, held, over } => {
+                    tracing::info!(member = %p.subject, ?over, "member limit exceeded");
+                    return Err(meson_core::member::exceeded(&limits, &held, &over));
+                }
+                meson_db::vms::Created::Written(_) => {}
             }
             (volumes, Vec::new())
         } else {
             let mut tx = meson_db::begin(&self.pool).await?;
             let held = self.hold_usage(&mut tx, &p.tenant).await?;
+            let member = self.hold_member(&mut tx, p).await?;
             meson_db::vms::insert_with_volumes(&mut tx, &vm, &volumes).await?;
             let nics =
                 meson_db::networks::attach_networks(&mut tx, &p.tenant, id, &req.networks, false)
@@ -147,6 +153,7 @@ impl App {
                 meson_db::audit::insert(&mut *tx, entry).await?;
             }
             self.within_quotas(&mut tx, &p.tenant, &held).await?;
+            self.within_member_limits(&mut tx, p, id, member).await?;
             meson_db::commit(tx).await?;
             let mut volumes = volumes;
             volumes.extend(attached);

@@ -15,6 +15,11 @@ pub fn member(m: wire::member::Member) -> pb::Member {
         added_by: m.added_by,
         created: Some(timestamp(m.created)),
         updated: Some(timestamp(m.updated)),
+        limits: Some(pb::MemberLimits {
+            vms: m.limits.vms,
+            vcpus: m.limits.vcpus,
+            ram_mib: m.limits.ram_mib,
+        }),
     }
 }
 
@@ -57,7 +62,18 @@ pub fn member_create(r: &pb::CreateMemberRequest) -> Value {
 /// An `UpdateMemberRequest` as the REST body of `PATCH
 /// /v1/members/{subject}`.
 pub fn member_update(r: &pb::UpdateMemberRequest) -> Value {
-    Obj::new().str("role", &r.role).value()
+    let mut body = Obj::new().str("role", &r.role).value();
+    let mut limits = serde_json::Map::new();
+    for (k, v) in &r.limits {
+        limits.insert(k.clone(), (*v).into());
+    }
+    for k in &r.lift_limits {
+        limits.insert(k.clone(), Value::Null);
+    }
+    if !limits.is_empty() {
+        body["limits"] = Value::Object(limits);
+    }
+    body
 }
 
 /// A `CreateInvitationRequest` as the REST body of `POST /v1/invitations`:
@@ -134,11 +150,26 @@ mod tests {
         let u = pb::UpdateMemberRequest {
             subject: "auth0|5f2b8c".into(),
             role: "manager".into(),
+            ..Default::default()
         };
         assert_eq!(member_update(&u), json!({"role": "manager"}));
         assert_eq!(
-            MemberUpdate::parse(&member_update(&u)).unwrap().0.role,
-            "manager"
+            MemberUpdate::parse(&member_update(&u))
+                .unwrap()
+                .0
+                .role
+                .as_deref(),
+            Some("manager")
+        );
+        let u = pb::UpdateMemberRequest {
+            subject: "s".into(),
+            limits: [("vms".to_owned(), 2)].into(),
+            lift_limits: vec!["ram_mib".into()],
+            ..Default::default()
+        };
+        assert_eq!(
+            member_update(&u),
+            json!({"limits": {"vms": 2, "ram_mib": null}})
         );
         assert_eq!(
             crate::grpc::convert::rejected(MemberUpdate::parse(&member_update(
