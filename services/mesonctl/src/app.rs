@@ -1102,7 +1102,7 @@ impl Ctx {
                 let limits: serde_json::Map<String, serde_json::Value> =
                     [("vms", vms), ("vcpus", vcpus), ("ram_mib", ram_mib)]
                         .into_iter()
-                        .filter_map(|(k, v)| v.map(|v| (k.to_owned(), serde_json::json!(v))))
+                        .filter_map(|(k, v)| v.map(|v| (k.to_owned(), serde_json::json!(v.0))))
                         .collect();
                 if limits.is_empty() {
                     return Err(Failure::Usage(

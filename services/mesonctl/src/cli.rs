@@ -1048,15 +1048,19 @@ pub enum TokenCommand {
 /// A member's role, lowest first.
 pub const MEMBER_ROLES: [&str; 4] = ["viewer", "editor", "manager", "owner"];
 
+/// A member limit to set: a number, or `None` (`none`: lifted).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemberLimit(pub Option<i64>);
+
 /// A member limit: a non-negative number, or `none` (lifted).
-fn parse_member_limit(s: &str) -> Result<Option<i64>, String> {
+fn parse_member_limit(s: &str) -> Result<MemberLimit, String> {
     if s == "none" {
-        return Ok(None);
+        return Ok(MemberLimit(None));
     }
     s.parse::<i64>()
         .ok()
         .filter(|n| *n >= 0)
-        .map(Some)
+        .map(|n| MemberLimit(Some(n)))
         .ok_or_else(|| format!("{s:?} is not a non-negative number or `none`"))
 }
 
@@ -1096,11 +1100,11 @@ pub enum MemberCommand {
     SetLimits {
         subject: String,
         #[arg(long, value_parser = parse_member_limit)]
-        vms: Option<Option<i64>>,
+        vms: Option<MemberLimit>,
         #[arg(long, value_parser = parse_member_limit)]
-        vcpus: Option<Option<i64>>,
+        vcpus: Option<MemberLimit>,
         #[arg(long = "ram-mib", value_parser = parse_member_limit)]
-        ram_mib: Option<Option<i64>>,
+        ram_mib: Option<MemberLimit>,
     },
     /// Removes a member ranked at most you; never the last owner.
     Remove { subject: String },
@@ -2080,6 +2084,30 @@ mod tests {
             Command::Member(MemberCommand::SetRole { ref subject, ref role })
                 if subject == "auth0|ann" && role == "viewer"
         ));
+        let cli = Cli::try_parse_from([
+            "mesonctl",
+            "member",
+            "set-limits",
+            "sam",
+            "--vms",
+            "2",
+            "--ram-mib",
+            "none",
+        ])
+        .unwrap();
+        assert!(matches!(
+            cli.command,
+            Command::Member(MemberCommand::SetLimits {
+                vms: Some(MemberLimit(Some(2))),
+                vcpus: None,
+                ram_mib: Some(MemberLimit(None)),
+                ..
+            })
+        ));
+        assert!(
+            Cli::try_parse_from(["mesonctl", "member", "set-limits", "sam", "--vms", "-1"])
+                .is_err()
+        );
         let cli = Cli::try_parse_from(["mesonctl", "membership", "list"]).unwrap();
         assert_eq!(cli.organization, None);
         assert!(matches!(
