@@ -281,7 +281,9 @@ async fn the_dashboards_origin_may_call_the_api_from_a_browser() {
         .unwrap()
         .to_lowercase();
     assert!(
-        allowed.contains("authorization") && allowed.contains("idempotency-key"),
+        allowed.contains("authorization")
+            && allowed.contains("idempotency-key")
+            && allowed.contains("meson-organization"),
         "{allowed}"
     );
 

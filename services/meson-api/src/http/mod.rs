@@ -168,6 +168,7 @@ fn edge(config: &ApiConfig) -> meson_edge::Edge {
         HeaderName::from_static("x-correlation-id"),
         HeaderName::from_static("traceparent"),
         HeaderName::from_static("last-event-id"),
+        HeaderName::from_static(crate::gate::ORGANIZATION_HEADER),
     ];
     edge.expose_headers = [
         "x-correlation-id",
