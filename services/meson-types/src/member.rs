@@ -19,6 +19,18 @@ pub enum MemberRole {
     Owner,
 }
 
+/// The role a caller acts with (documentation: the wire field is a
+/// string): a member's, or `admin`, an operator's token's own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum CallerRole {
+    Viewer,
+    Editor,
+    Manager,
+    Owner,
+    Admin,
+}
+
 /// An identity provider's subject with a role in the organisation.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct Member {
@@ -101,7 +113,9 @@ pub struct Membership {
     /// in it.
     #[schema(example = "acme")]
     pub organization: String,
-    #[schema(value_type = MemberRole)]
+    /// A member's role there; `admin` only for an operator's token in its
+    /// own organisation.
+    #[schema(value_type = CallerRole)]
     pub role: String,
     /// `token`: the caller's token names it; `member`: a membership;
     /// `inherited`: an owner's or manager's of a parent organisation.

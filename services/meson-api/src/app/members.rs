@@ -217,8 +217,9 @@ impl App {
                 None => out.push((org, role, via)),
             }
         }
-        // What the claims give below the token's organisation.
-        if p.role >= Role::Manager {
+        // What the claims give below the token's organisation (an
+        // operator's reach is its routes', not a member's).
+        if (Role::Manager..=Role::Owner).contains(&p.role) {
             let below = self
                 .watched(scope::system(meson_db::members::descendants(
                     &self.pool,
