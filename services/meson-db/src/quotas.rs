@@ -236,6 +236,45 @@ pub async fn lock(
 
 #[cfg(test)]
 mod tests {
+    /// Row triggers fire in the order of their names. On every table whose
+    /// rows count for both, the tenant's usage trigger must fire before the
+    /// member's, the order a VM create takes the two rows in its own
+    /// statement; the other order deadlocked a delete against a create.
+    #[tokio::test]
+    async fn usage_triggers_take_the_tenant_row_before_the_member_row() {
+        let db = crate::testing::TestDatabase::new().await;
+        let rows = sqlx::query!(
+            r#"select t.tgrelid::regclass::text as "table!", t.tgname::text as "name!",
+                      p.proname::text as "function!"
+               from pg_trigger t join pg_proc p on p.oid = t.tgfoid
+               where not t.tgisinternal
+                 and p.proname in ('usage_track', 'member_usage_track')
+               order by 1, t.tgname collate "C""#
+        )
+        .fetch_all(&db.pool)
+        .await
+        .unwrap();
+        let tables: std::collections::BTreeSet<&str> = rows
+            .iter()
+            .filter(|r| r.function == "member_usage_track")
+            .map(|r| r.table.as_str())
+            .collect();
+        assert!(tables.contains("vms"), "{rows:?}");
+        for table in tables {
+            let order: Vec<&str> = rows
+                .iter()
+                .filter(|r| r.table == table)
+                .map(|r| r.function.as_str())
+                .collect();
+            let last_tenant = order.iter().rposition(|f| *f == "usage_track");
+            let first_member = order.iter().position(|f| *f == "member_usage_track");
+            assert!(
+                last_tenant < first_member,
+                "{table}'s triggers fire in the order {order:?}"
+            );
+        }
+    }
+
     /// `meson_quota_over` on (held, quota, more), as resource names.
     async fn over<const N: usize>(
         pool: &sqlx::PgPool,
