@@ -61,8 +61,9 @@ impl From<meson_core::Error> for StepError {
     fn from(e: meson_core::Error) -> Self {
         use meson_core::Error as E;
         match e {
-            // Database hiccups and timeouts pass; the step is idempotent.
-            E::Internal { .. } | E::Unavailable { .. } | E::Timeout => {
+            // Database hiccups, a database out of reach (a failover) and
+            // timeouts pass; the step is idempotent.
+            E::Internal { .. } | E::Unavailable { .. } | E::Outage { .. } | E::Timeout => {
                 tracing::warn!(error = %e, "retryable error in workflow step");
                 StepError::temporary("a temporary error occurred")
             }
@@ -379,4 +380,31 @@ pub async fn enqueue<W: Workflow>(
     opts: EnqueueOpts,
 ) -> Result<Enqueued, meson_core::Error> {
     meson_db::jobs::enqueue(tx, &job::<W>(params, opts)?).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::StepError;
+    use meson_core::Error;
+
+    #[test]
+    fn a_database_out_of_reach_is_retried_a_refusal_is_not() {
+        let outage = Error::Outage {
+            what: "the database",
+            retry_after: 2,
+            source: None,
+        };
+        assert!(matches!(
+            StepError::from(outage),
+            StepError::Retryable { .. }
+        ));
+        assert!(matches!(
+            StepError::from(Error::Timeout),
+            StepError::Retryable { .. }
+        ));
+        assert!(matches!(
+            StepError::from(Error::not_found("vm", "x")),
+            StepError::Fatal { .. }
+        ));
+    }
 }
