@@ -441,6 +441,12 @@ impl SimHost {
         Ok(v.content.clone())
     }
 
+    /// How many times each VM name was registered on this host, VMs since
+    /// unregistered included: a side effect made twice shows as a 2.
+    pub fn registrations(&self) -> std::collections::BTreeMap<String, u32> {
+        self.state().registrations.clone()
+    }
+
     pub fn inventory(&self) -> Inventory {
         let boot = self.boot_time();
         let now = self.now();

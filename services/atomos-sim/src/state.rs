@@ -7,6 +7,7 @@
 use atomos_driver::schema::compute::SpecFile;
 use atomos_driver::{PciDevice, VmState, pci_from_wire};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 use std::sync::{LazyLock, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
@@ -445,6 +446,10 @@ pub(crate) struct HostState {
     pub next_ip: u32,
     /// Who the auth daemon says is logged in.
     pub user: Option<String>,
+    /// How many times each VM name was registered here (a register that
+    /// succeeded): a VM made twice shows 2, even if the first is gone.
+    #[serde(default)]
+    pub registrations: BTreeMap<String, u32>,
 }
 
 impl Default for HostState {
@@ -456,6 +461,7 @@ impl Default for HostState {
             port_forwards: Vec::new(),
             backups: Vec::new(),
             next_ip: 0,
+            registrations: BTreeMap::new(),
             // The real daemons are logged in by the desktop app before any
             // client shows up, so a fresh host is too.
             user: Some("sim".to_owned()),

@@ -169,6 +169,7 @@ async fn register(State(host): State<SimHost>, body: Bytes) -> ApiResult {
     tracing::info!(host = host.name(), vm = %vm.name, id = %vm.id, %ipv4, "registered");
     let row = vm_to_wire(&host, &state, &vm, host.now(), boot);
     let watch = vm.phone_home.is_some().then(|| vm.id.clone());
+    *state.registrations.entry(vm.name.clone()).or_default() += 1;
     state.vms.push(vm);
     drop(state);
     if let Some(id) = watch {
