@@ -7,6 +7,14 @@ use sqlx::PgPool;
 /// How long a key is remembered; older rows are treated as absent.
 pub const TTL_SECS: f64 = 24.0 * 3600.0;
 
+/// How long a claim may stay in flight: past it the claim is taken over,
+/// as its request cannot be running any more (the API bounds a request's
+/// time far below it). A claim outlives its request only when the process
+/// died with it or the database was unreachable when the claim should have
+/// been released or completed; this bounds how long the key stays "still
+/// being processed" then.
+pub const IN_FLIGHT_SECS: f64 = 300.0;
+
 /// A response kept for replay: status, body and the headers worth repeating.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StoredResponse {
@@ -28,7 +36,8 @@ pub enum Claim {
     },
 }
 
-/// Claims `key` for `request_hash`, taking over an expired record. One
+/// Claims `key` for `request_hash`, taking over an expired record or a
+/// claim in flight for longer than [`IN_FLIGHT_SECS`]. One
 /// statement each, so concurrent claimers serialize on the primary key and
 /// exactly one of them wins.
 pub async fn claim(
@@ -47,11 +56,14 @@ pub async fn claim(
                  set request_hash = excluded.request_hash, status = null,
                      response_body = null, response_headers = '{}', created_at = now()
                  where idempotency_keys.created_at < now() - make_interval(secs => $4)
+                    or (idempotency_keys.status is null
+                        and idempotency_keys.created_at < now() - make_interval(secs => $5))
                returning true as "claimed!""#,
             tenant.as_str(),
             key,
             request_hash,
             TTL_SECS,
+            IN_FLIGHT_SECS,
         )
         .fetch_optional(pool)
         .await
@@ -231,5 +243,57 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(prune(&db.pool, 100).await.unwrap(), 2);
+    }
+
+    #[tokio::test]
+    async fn a_claim_in_flight_past_its_lease_is_taken_over_an_answered_one_is_not() {
+        let db = TestDatabase::new().await;
+        let (t, h1, h2) = (TenantId("t1".into()), [1u8; 32], [2u8; 32]);
+        let age = |key: &'static str, secs: f64| {
+            let pool = db.pool.clone();
+            async move {
+                sqlx::query!(
+                    "update idempotency_keys set created_at = now() - make_interval(secs => $2)
+                     where key = $1",
+                    key,
+                    secs
+                )
+                .execute(&pool)
+                .await
+                .unwrap();
+            }
+        };
+        // A request whose process died with it: in flight just within the
+        // lease, then just past it.
+        assert_eq!(
+            claim(&db.pool, &t, "lost", &h1).await.unwrap(),
+            Claim::Claimed
+        );
+        age("lost", IN_FLIGHT_SECS - 5.0).await;
+        assert!(matches!(
+            claim(&db.pool, &t, "lost", &h1).await.unwrap(),
+            Claim::Existing { response: None, .. }
+        ));
+        age("lost", IN_FLIGHT_SECS + 1.0).await;
+        assert_eq!(
+            claim(&db.pool, &t, "lost", &h1).await.unwrap(),
+            Claim::Claimed
+        );
+        // The request that took it over answers; its answer is kept for the
+        // whole TTL, however old.
+        let res = StoredResponse {
+            status: 201,
+            body: b"{}".to_vec(),
+            headers: Vec::new(),
+        };
+        assert!(complete(&db.pool, &t, "lost", &h1, &res).await.unwrap());
+        age("lost", IN_FLIGHT_SECS * 10.0).await;
+        assert_eq!(
+            claim(&db.pool, &t, "lost", &h2).await.unwrap(),
+            Claim::Existing {
+                request_hash: h1.to_vec(),
+                response: Some(res),
+            }
+        );
     }
 }

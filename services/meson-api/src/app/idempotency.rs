@@ -139,9 +139,21 @@ impl Claim {
                 tracing::warn!(key = %self.key, "idempotency claim vanished before its response was stored")
             }
             // The request did its work: answer it, and leave the claim in
-            // place so that a retry cannot do the work twice.
+            // flight so that a retry cannot do the work twice; the answer is
+            // stored once the database answers again (a failover).
             Err(e) => {
-                tracing::error!(error = %e, key = %self.key, "could not store an idempotent response")
+                tracing::error!(error = %e, key = %self.key, "could not store an idempotent response");
+                if matches!(e, Error::Outage { .. }) {
+                    let answer = answer.clone();
+                    self.settle_later("storing an idempotent response", move |c| {
+                        let answer = answer.clone();
+                        async move {
+                            store::complete(&c.pool, &c.tenant, &c.key, &c.hash, &answer)
+                                .await
+                                .map(drop)
+                        }
+                    });
+                }
             }
         }
     }
@@ -155,9 +167,70 @@ impl Claim {
         self.armed = false;
         if let Err(e) = store::release(&self.pool, &self.tenant, &self.key, &self.hash).await {
             tracing::warn!(error = %e, key = %self.key, "could not release an idempotency key");
+            // The database is down (its request most likely failed for that
+            // very reason): without this, a retry would find the key "still
+            // being processed" until the claim's lease runs out.
+            if matches!(e, Error::Outage { .. }) {
+                self.settle_later("releasing an idempotency key", |c| async move {
+                    store::release(&c.pool, &c.tenant, &c.key, &c.hash).await
+                });
+            }
         }
     }
+
+    /// Retries `settle` in the background (the tenant's scope) while the
+    /// database is unreachable, for at most [`SETTLE_FOR`]: well inside the
+    /// claim's lease, so that it never settles a claim another request has
+    /// taken over since.
+    fn settle_later<F, Fut>(&self, what: &'static str, settle: F)
+    where
+        F: Fn(Claim) -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = Result<()>> + Send,
+    {
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let claim = Claim {
+            pool: self.pool.clone(),
+            tenant: self.tenant.clone(),
+            key: self.key.clone(),
+            hash: self.hash,
+            armed: false,
+        };
+        let scope = meson_db::scope::Scope::Tenant(claim.tenant.clone());
+        rt.spawn(meson_db::scope::run(scope, async move {
+            let deadline = tokio::time::Instant::now() + SETTLE_FOR;
+            let mut pause = std::time::Duration::from_millis(250);
+            loop {
+                tokio::time::sleep(pause).await;
+                let copy = Claim {
+                    pool: claim.pool.clone(),
+                    tenant: claim.tenant.clone(),
+                    key: claim.key.clone(),
+                    hash: claim.hash,
+                    armed: false,
+                };
+                match settle(copy).await {
+                    Ok(()) => {
+                        tracing::info!(key = %claim.key, "{what}: done once the database answered");
+                        return;
+                    }
+                    Err(Error::Outage { .. }) if tokio::time::Instant::now() < deadline => {}
+                    Err(e) => {
+                        tracing::error!(error = %e, key = %claim.key, "{what}: given up");
+                        return;
+                    }
+                }
+                pause = (pause * 2).min(std::time::Duration::from_secs(5));
+            }
+        }));
+    }
 }
+
+/// How long a claim's release or answer is retried while the database is
+/// unreachable: half the claim's lease, which also bounds the request.
+const SETTLE_FOR: std::time::Duration =
+    std::time::Duration::from_secs((store::IN_FLIGHT_SECS / 2.0) as u64);
 
 impl Drop for Claim {
     fn drop(&mut self) {
