@@ -17,6 +17,11 @@ impl From<Error> for ApiError {
 
 pub type ApiResult<T> = Result<T, ApiError>;
 
+/// Marks an answer given because the database was unreachable: the gate
+/// may run the request again once it answers.
+#[derive(Clone, Copy, Debug)]
+pub struct OutageAnswer;
+
 pub fn status_of(e: &Error) -> StatusCode {
     match e {
         Error::NotFound { .. } => StatusCode::NOT_FOUND,
@@ -61,6 +66,9 @@ impl IntoResponse for ApiError {
             tracing::error!(error = %self.0, cause = %chain, "request failed");
         }
         let mut res = (status, axum::Json(body_of(&self.0))).into_response();
+        if matches!(self.0, Error::Outage { .. }) {
+            res.extensions_mut().insert(OutageAnswer);
+        }
         if let Some(after) = self.0.retry_after() {
             res.headers_mut()
                 .insert(axum::http::header::RETRY_AFTER, after.into());

@@ -145,8 +145,14 @@ pub async fn admit(
     let audit = rule
         .audit
         .then(|| Audit::start(&principal, rule.operation, call));
-    // While the database is down, refused at once (and audited later).
-    let allowed = authz::authorize(&principal, rule).and_then(|()| state.app.breaker.check());
+    // While the database is down, held for a moment (a failover), then
+    // refused (and audited later).
+    let breaker = &state.app.breaker;
+    let allowed = match authz::authorize(&principal, rule) {
+        Ok(()) if breaker.wait_closed(breaker.hold()).await => Ok(()),
+        Ok(()) => breaker.check(),
+        Err(e) => Err(e),
+    };
     match allowed {
         Err(error) => Admission::Refused {
             error,
@@ -167,8 +173,14 @@ impl Admitted {
     /// that tenant's rows only; a database outage it meets opens the
     /// breaker.
     pub async fn run<F: Future>(&self, f: F) -> F::Output {
+        self.run_connecting(f).await.0
+    }
+
+    /// [`Admitted::run`], and whether `f` had a live database connection
+    /// (until then, running it again cannot do anything twice).
+    async fn run_connecting<F: Future>(&self, f: F) -> (F::Output, bool) {
         let scoped = scope::run(Scope::Tenant(self.principal.tenant.clone()), f);
-        meson_db::outage::watched(self.breaker.clone(), scoped).await
+        meson_db::outage::watched_connecting(self.breaker.clone(), scoped).await
     }
 
     /// [`Admitted::run`], offering the call's audit entry to the operation
@@ -176,16 +188,37 @@ impl Admitted {
     /// the transport answers a created resource with). True when it did:
     /// the entry must not be written again.
     pub async fn run_offering<F: Future>(&self, created: u16, f: F) -> (F::Output, bool) {
+        let (out, written, _) = self.run_offering_connecting(created, f).await;
+        (out, written)
+    }
+
+    /// [`Admitted::run_offering`], and whether `f` had a live database
+    /// connection.
+    pub async fn run_offering_connecting<F: Future>(
+        &self,
+        created: u16,
+        f: F,
+    ) -> (F::Output, bool, bool) {
         match &self.audit {
             Some(a) => {
                 let entry = AuditEntry {
                     status: created,
                     ..a.entry.clone()
                 };
-                self.run(crate::app::offered(entry, f)).await
+                let ((out, written), connected) =
+                    self.run_connecting(crate::app::offered(entry, f)).await;
+                (out, written, connected)
             }
-            None => (self.run(f).await, false),
+            None => {
+                let (out, connected) = self.run_connecting(f).await;
+                (out, false, connected)
+            }
         }
+    }
+
+    /// The breaker the call runs under.
+    pub fn breaker(&self) -> &meson_db::outage::Breaker {
+        &self.breaker
     }
 }
 

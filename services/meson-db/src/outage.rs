@@ -29,6 +29,9 @@ use std::time::{Duration, Instant};
 /// an outage error: a database that answers does so well within it.
 const PROBE_TIMEOUT: Duration = Duration::from_millis(500);
 
+/// How often a request waiting for the database asks it again.
+const PROBE_EVERY: Duration = Duration::from_millis(200);
+
 /// What the refusals name.
 pub const WHAT: &str = "the database";
 
@@ -49,8 +52,12 @@ pub fn is_outage(e: &sqlx::Error) -> bool {
         | sqlx::Error::WorkerCrashed => true,
         sqlx::Error::Database(db) => db.code().is_some_and(|code| {
             // 08: connection exception; 57P01-57P03: admin or crash
-            // shutdown, cannot connect now; 53300: too many connections.
-            code.starts_with("08") || matches!(&*code, "57P01" | "57P02" | "57P03" | "53300")
+            // shutdown, cannot connect now; 53300: too many connections;
+            // 25006: a write reached a server that is read-only, a standby
+            // still being promoted or a primary being demoted (a failover
+            // under way).
+            code.starts_with("08")
+                || matches!(&*code, "57P01" | "57P02" | "57P03" | "53300" | "25006")
         }),
         _ => false,
     }
@@ -78,11 +85,19 @@ pub fn error(context: &'static str, e: sqlx::Error) -> Error {
 /// How long a breaker stays open by default.
 pub const DEFAULT_PAUSE: Duration = Duration::from_secs(2);
 
+/// How long a request waits for the database by default, in all, when it
+/// meets it unreachable before touching it (see [`Breaker::wait_closed`]):
+/// longer than a planned switchover takes, far shorter than a client's
+/// patience.
+pub const DEFAULT_HOLD: Duration = Duration::from_secs(5);
+
 /// Opens when the database is found unreachable; refuses at once while
 /// open.
 #[derive(Debug)]
 pub struct Breaker {
     pause: Duration,
+    /// How long a request may wait for an open breaker to close.
+    hold: Duration,
     open_until: Mutex<Option<Instant>>,
     /// The pools an outage makes suspect.
     pools: Vec<PgPool>,
@@ -102,11 +117,57 @@ impl Breaker {
     pub fn watching(pause: Duration, pools: Vec<PgPool>) -> Arc<Breaker> {
         Arc::new(Breaker {
             pause,
+            hold: Duration::ZERO,
             open_until: Mutex::new(None),
             pools,
             suspect: AtomicBool::new(false),
             testing: tokio::sync::Mutex::new(()),
         })
+    }
+
+    /// The same breaker, whose requests wait up to `hold` for the database
+    /// (see [`Breaker::wait_closed`]).
+    pub fn with_hold(pause: Duration, hold: Duration, pools: Vec<PgPool>) -> Arc<Breaker> {
+        let mut b = Breaker::watching(pause, pools);
+        Arc::get_mut(&mut b).expect("new").hold = hold;
+        b
+    }
+
+    /// How long a request may wait for the database, in all.
+    pub fn hold(&self) -> Duration {
+        self.hold
+    }
+
+    /// Waits until the breaker is closed, or its pause is over, for at most
+    /// `limit`; true when the database may be tried again. A request that
+    /// met the database unreachable before touching it (so that running
+    /// it again cannot do anything twice) waits here instead of failing:
+    /// a failover or a planned switchover, seconds long, then costs a
+    /// delay, not an error.
+    pub async fn wait_closed(&self, limit: Duration) -> bool {
+        let deadline = Instant::now() + limit;
+        loop {
+            if self.check().is_ok() {
+                return true;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return false;
+            }
+            // Ask the database rather than sit out the pause: the wait ends
+            // as soon as it answers. One waiter asks at a time.
+            let asked = match self.testing.try_lock() {
+                Ok(_one) => {
+                    self.probe().await;
+                    true
+                }
+                Err(_) => false,
+            };
+            if !asked || self.check().is_err() {
+                let left = deadline.saturating_duration_since(Instant::now());
+                tokio::time::sleep(left.min(PROBE_EVERY)).await;
+            }
+        }
     }
 
     /// Pause in whole seconds, as `Retry-After` says it.
@@ -152,6 +213,14 @@ impl Breaker {
         self.suspect.store(true, Ordering::Release);
     }
 
+    /// Once a watched call is done: if it tripped the breaker, tests the
+    /// pools.
+    async fn after_trip(&self) {
+        if self.suspect.load(Ordering::Acquire) {
+            self.test_pools().await;
+        }
+    }
+
     /// After a trip: drops the watched pools' broken idle connections, and
     /// closes the breaker if a fresh connection answers.
     async fn test_pools(&self) {
@@ -160,6 +229,15 @@ impl Breaker {
         }
         let _one = self.testing.lock().await;
         if !self.suspect.swap(false, Ordering::AcqRel) {
+            return;
+        }
+        self.probe().await;
+    }
+
+    /// Drops the watched pools' broken idle connections, and closes the
+    /// breaker if a fresh connection answers. The caller holds `testing`.
+    async fn probe(&self) {
+        if self.pools.is_empty() {
             return;
         }
         let mut dropped = 0;
@@ -208,16 +286,34 @@ pub async fn drop_broken(pool: &PgPool) -> usize {
 
 tokio::task_local! {
     static BREAKER: Arc<Breaker>;
+    static CONNECTED: Arc<AtomicBool>;
 }
 
 /// Runs `f` under `breaker`: outage errors its queries meet trip it, and
 /// then, before `f`'s answer is given, the breaker tests its pools.
 pub async fn watched<F: Future>(breaker: Arc<Breaker>, f: F) -> F::Output {
     let out = BREAKER.scope(breaker.clone(), f).await;
-    if breaker.suspect.load(Ordering::Acquire) {
-        breaker.test_pools().await;
-    }
+    breaker.after_trip().await;
     out
+}
+
+/// [`watched`], and whether `f` was handed a live database connection
+/// (one that answered, or a fresh one): until then nothing it asked of the
+/// database can have happened, so it may be run again.
+pub async fn watched_connecting<F: Future>(breaker: Arc<Breaker>, f: F) -> (F::Output, bool) {
+    let connected = Arc::new(AtomicBool::new(false));
+    let out = BREAKER
+        .scope(breaker.clone(), CONNECTED.scope(connected.clone(), f))
+        .await;
+    breaker.after_trip().await;
+    (out, connected.load(Ordering::Acquire))
+}
+
+/// What the pools' hooks call, in the acquiring task, as they hand out a
+/// connection: a flag that the connection is live (see
+/// [`watched_connecting`]), set by the caller once it is.
+pub fn connecting() -> Option<Arc<AtomicBool>> {
+    CONNECTED.try_with(Arc::clone).ok()
 }
 
 #[cfg(test)]
@@ -232,6 +328,29 @@ mod tests {
         ))));
         assert!(!is_outage(&sqlx::Error::RowNotFound));
         assert!(!is_outage(&sqlx::Error::ColumnNotFound("x".into())));
+    }
+
+    /// A write that reaches a read-only server (a standby being promoted)
+    /// is an outage; an error of the statement itself is not.
+    #[tokio::test]
+    async fn a_read_only_server_is_an_outage_a_bad_statement_is_not() {
+        let db = crate::testing::TestDatabase::new().await;
+        let mut tx = db.pool.begin().await.unwrap();
+        sqlx::raw_sql("set transaction read only")
+            .execute(&mut *tx)
+            .await
+            .unwrap();
+        let e = sqlx::raw_sql("create temp table t (x int)")
+            .execute(&mut *tx)
+            .await
+            .unwrap_err();
+        assert!(is_outage(&e), "{e}");
+        drop(tx);
+        let e = sqlx::raw_sql("select 1/0")
+            .execute(&db.pool)
+            .await
+            .unwrap_err();
+        assert!(!is_outage(&e), "{e}");
     }
 
     #[tokio::test]

@@ -122,12 +122,20 @@ pub fn connect_scoped_with(
         .test_before_acquire(false)
         .after_connect(|conn, _| {
             // Read in the acquiring task, before the future is handed back.
-            let setting = current_setting();
-            Box::pin(async move { apply(conn, &setting).await })
+            let (setting, connected) = (current_setting(), crate::outage::connecting());
+            Box::pin(async move {
+                apply(conn, &setting).await?;
+                live(connected);
+                Ok(())
+            })
         })
         .before_acquire(|conn, _| {
-            let setting = current_setting();
-            Box::pin(async move { apply(conn, &setting).await.map(|()| true) })
+            let (setting, connected) = (current_setting(), crate::outage::connecting());
+            Box::pin(async move {
+                apply(conn, &setting).await?;
+                live(connected);
+                Ok(true)
+            })
         })
         .connect_lazy_with(opts))
 }
@@ -143,7 +151,23 @@ pub fn own_scope(scoped: &PgPool) -> PgPool {
         .max_connections(scoped.options().get_max_connections())
         .acquire_timeout(scoped.options().get_acquire_timeout())
         .test_before_acquire(false)
+        // No round trip: a connection handed out counts as live.
+        .after_connect(|_, _| {
+            live(crate::outage::connecting());
+            Box::pin(async { Ok(()) })
+        })
+        .before_acquire(|_, _| {
+            live(crate::outage::connecting());
+            Box::pin(async { Ok(true) })
+        })
         .connect_lazy_with(opts)
+}
+
+/// Marks the acquiring request as having had a live connection.
+fn live(connected: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>) {
+    if let Some(c) = connected {
+        c.store(true, std::sync::atomic::Ordering::Release);
+    }
 }
 
 /// True when `pool`'s role passes around row-level security (a superuser or

@@ -88,6 +88,11 @@ pub struct Config {
     /// database connection before the database counts as down (`503
     /// unavailable`, requests refused at once for a moment), default 3000.
     pub db_acquire_timeout: Duration,
+    /// `MESON_DB_OUTAGE_HOLD_MS`: how long, in all, an API request that
+    /// meets the database unreachable before touching it waits for it (a
+    /// failover, a planned switchover) and runs again, before it answers
+    /// `503`; 0 answers at once. Default 5000.
+    pub db_hold: Duration,
     /// `MESON_TARGETS_FILE`: JSON array of AtomOS targets to register at start.
     pub targets_file: Option<PathBuf>,
     /// `MESON_SIM_BOOT_MS`: the dev simulator's VM boot time, default 2000.
@@ -193,6 +198,22 @@ where
     Ok(v)
 }
 
+/// `MESON_REQUEST_TIMEOUT_S`, bounded: a request's idempotency key stays
+/// claimed while it may run, and its claim is taken over (the request
+/// presumed dead with its process) past a lease this must stay well under.
+fn request_timeout() -> anyhow::Result<u64> {
+    const MAX: u64 = (meson_db::idempotency::IN_FLIGHT_SECS / 3.0) as u64;
+    let secs = positive("MESON_REQUEST_TIMEOUT_S", 30)?;
+    if secs > MAX {
+        bail!(
+            "MESON_REQUEST_TIMEOUT_S must be at most {MAX}: an Idempotency-Key still claimed after {} s \
+             is taken over, so no request may run that long",
+            meson_db::idempotency::IN_FLIGHT_SECS
+        );
+    }
+    Ok(secs)
+}
+
 impl Config {
     pub fn from_env() -> anyhow::Result<Config> {
         Ok(Config {
@@ -251,7 +272,7 @@ impl Config {
                 body_bytes: positive("MESON_MAX_BODY_BYTES", 1024 * 1024)?,
                 json_depth: positive("MESON_MAX_JSON_DEPTH", 32)?,
                 header_bytes: positive("MESON_MAX_HEADER_BYTES", 16 * 1024)?,
-                timeout: Duration::from_secs(positive("MESON_REQUEST_TIMEOUT_S", 30)?),
+                timeout: Duration::from_secs(request_timeout()?),
             },
             connections: crate::conn::ConnLimits {
                 header_timeout: Duration::from_secs(positive("MESON_HTTP_HEADER_TIMEOUT_S", 10)?),
@@ -268,6 +289,10 @@ impl Config {
             db_acquire_timeout: Duration::from_millis(positive(
                 "MESON_DB_ACQUIRE_TIMEOUT_MS",
                 3000,
+            )?),
+            db_hold: Duration::from_millis(parse(
+                "MESON_DB_OUTAGE_HOLD_MS",
+                meson_db::outage::DEFAULT_HOLD.as_millis() as u64,
             )?),
             targets_file: var("MESON_TARGETS_FILE").map(PathBuf::from),
             sim_boot: Duration::from_millis(parse("MESON_SIM_BOOT_MS", 2000)?),

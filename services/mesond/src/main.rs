@@ -205,6 +205,7 @@ async fn deployed(cfg: Config, api: bool, worker: bool) -> anyhow::Result<()> {
             grpc_addr: cfg.grpc_addr,
             autoscaler: cfg.autoscaler(None),
             connections: cfg.connections,
+            db_hold: cfg.db_hold,
             ..ApiSettings::new(auth)
         };
         let api_pool = api_database(url, cfg.db_pool, cfg.db_acquire_timeout).await?;

@@ -35,6 +35,9 @@ pub struct ApiSettings {
     pub fallback: PortFallback,
     /// Connections: how many, how slow, how idle, how long shutdown waits.
     pub connections: ConnLimits,
+    /// How long a request waits for an unreachable database (a failover)
+    /// before it answers `503`.
+    pub db_hold: std::time::Duration,
 }
 
 /// Which listeners may move to a free port on the same IP when their
@@ -103,6 +106,7 @@ impl ApiSettings {
             autoscaler: None,
             fallback: PortFallback::default(),
             connections: ConnLimits::default(),
+            db_hold: meson_db::outage::DEFAULT_HOLD,
         }
     }
 }
@@ -146,7 +150,7 @@ impl ApiServer {
             settings.api.public_url = Some(format!("http://{addr}"));
         }
         let (stop, rx) = watch::channel(false);
-        let mut app = App::new(pool);
+        let mut app = App::new(pool).with_db_hold(settings.db_hold);
         app.secrets_key = settings.secrets_key;
         app.quotas = settings.quotas;
         let autoscaler_listener = match &settings.autoscaler {

@@ -14,12 +14,20 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 
-/// What a stream is answered while the action feed has no listener.
+/// What a stream is answered while the action feed has no listener: the
+/// database is unreachable (the feed reconnects on its own), so the client
+/// is told when to retry, as for any outage.
 fn feed_unavailable() -> Error {
-    Error::Unavailable {
-        message: "the action feed is reconnecting to the database".into(),
+    Error::Outage {
+        what: meson_db::outage::WHAT,
+        retry_after: 1,
+        source: None,
     }
 }
+
+/// How long an open stream waits for the database to answer again (a
+/// failover) before it ends with an error event.
+const REREAD_PATIENCE: Duration = Duration::from_secs(60);
 
 /// How long the action feed stays registered as watching once its last
 /// stream closed: streams that come and go keep it registered.
@@ -368,14 +376,30 @@ impl ActionWatch {
         self.reread(&ids).await
     }
 
+    /// Re-reads `ids`; while the database is unreachable (the feed lost
+    /// its connection for the same reason), tries again for up to
+    /// [`REREAD_PATIENCE`], so that an open stream rides out a failover.
     async fn reread(&mut self, ids: &[ActionId]) -> Result<()> {
-        // A stream's body is polled outside the request's scope: take it again.
-        let scope = meson_db::scope::Scope::Tenant(self.tenant.clone());
-        let read = meson_db::actions::get_many(&self.pool, Some(&self.tenant), ids);
-        for a in meson_db::scope::run(scope, read).await? {
-            self.states.apply_state(a);
+        let deadline = tokio::time::Instant::now() + REREAD_PATIENCE;
+        let mut pause = Duration::from_millis(100);
+        loop {
+            // A stream's body is polled outside the request's scope: take it again.
+            let scope = meson_db::scope::Scope::Tenant(self.tenant.clone());
+            let read = meson_db::actions::get_many(&self.pool, Some(&self.tenant), ids);
+            match meson_db::scope::run(scope, read).await {
+                Ok(actions) => {
+                    for a in actions {
+                        self.states.apply_state(a);
+                    }
+                    return Ok(());
+                }
+                Err(Error::Outage { .. }) if tokio::time::Instant::now() < deadline => {
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_secs(2));
+                }
+                Err(e) => return Err(e),
+            }
         }
-        Ok(())
     }
 }
 

@@ -74,8 +74,9 @@ impl App {
     pub fn new(pool: PgPool) -> Self {
         let own = meson_db::scope::own_scope(&pool);
         App {
-            breaker: meson_db::outage::Breaker::watching(
+            breaker: meson_db::outage::Breaker::with_hold(
                 meson_db::outage::DEFAULT_PAUSE,
+                meson_db::outage::DEFAULT_HOLD,
                 vec![pool.clone(), own.clone()],
             ),
             own,
@@ -85,6 +86,17 @@ impl App {
             autoscaler: None,
             audit_backlog: std::sync::Arc::new(AuditBacklog::new(AuditBacklog::CAPACITY)),
         }
+    }
+
+    /// How long a request waits for an unreachable database before it is
+    /// answered `503` (see [`meson_db::outage::Breaker::wait_closed`]).
+    pub fn with_db_hold(mut self, hold: std::time::Duration) -> Self {
+        self.breaker = meson_db::outage::Breaker::with_hold(
+            meson_db::outage::DEFAULT_PAUSE,
+            hold,
+            vec![self.pool.clone(), self.own.clone()],
+        );
+        self
     }
 
     pub fn with_secrets_key(mut self, key: meson_kaas::SecretKey) -> Self {

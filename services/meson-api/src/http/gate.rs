@@ -119,7 +119,7 @@ pub async fn gate(State(g): State<GateState>, mut req: Request, next: Next) -> R
             // For the Idempotency-Key layer: whether the answer may be kept.
             req.extensions_mut().insert(rule);
             // A create answers 201 and may write its entry itself.
-            let (res, written) = admitted.run_offering(201, next.run(req)).await;
+            let (res, written) = run_held(&admitted, req, next).await;
             let mut res = match admitted.audit {
                 Some(_) if written => {
                     if res.status() != axum::http::StatusCode::CREATED {
@@ -138,6 +138,65 @@ pub async fn gate(State(g): State<GateState>, mut req: Request, next: Next) -> R
             admitted.decision.apply(res.headers_mut());
             res
         }
+    }
+}
+
+/// Largest body kept to run a request again.
+const MAX_HELD_BODY: u64 = 1024 * 1024;
+
+/// Runs the admitted request; when it met the database unreachable before
+/// it had a live connection (so nothing it asked can have happened), waits
+/// for the database and runs it again, within the breaker's hold in all:
+/// a failover or a planned switchover is then a delay, not a `503`.
+/// Requests whose body is not small and of known length, and upgrades, run
+/// once.
+async fn run_held(admitted: &gate::Admitted, req: Request, next: Next) -> (Response, bool) {
+    let hold = admitted.breaker().hold();
+    let length = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    let bodiless = length.is_none()
+        && !req.headers().contains_key(header::TRANSFER_ENCODING)
+        && matches!(*req.method(), Method::GET | Method::HEAD | Method::DELETE);
+    let keepable = (bodiless || length.is_some_and(|n| n <= MAX_HELD_BODY))
+        && !req.headers().contains_key(header::UPGRADE);
+    if hold.is_zero() || !keepable {
+        return admitted.run_offering(201, next.run(req)).await;
+    }
+    let started = tokio::time::Instant::now();
+    let (parts, body) = req.into_parts();
+    let bytes = match axum::body::to_bytes(body, MAX_HELD_BODY as usize).await {
+        Ok(bytes) => bytes,
+        // The client's body broke off: the handler's own read says so.
+        Err(e) => {
+            return (
+                ApiError(Error::invalid(
+                    "(body)",
+                    format!("the body could not be read: {e}"),
+                ))
+                .into_response(),
+                false,
+            );
+        }
+    };
+    loop {
+        let req = Request::from_parts(parts.clone(), Body::from(bytes.clone()));
+        let (res, written, connected) = admitted
+            .run_offering_connecting(201, next.clone().run(req))
+            .await;
+        let outage = res
+            .extensions()
+            .get::<crate::error::OutageAnswer>()
+            .is_some();
+        if !outage || connected || written {
+            return (res, written);
+        }
+        let left = hold.saturating_sub(started.elapsed());
+        if left.is_zero() || !admitted.breaker().wait_closed(left).await {
+            return (res, written);
+        }
+        tracing::info!("the database answers again: running the request once more");
     }
 }
 
