@@ -3,6 +3,8 @@
 //! and a `mesond dev` process with its output collected.
 #![allow(dead_code)] // each test file uses its own part of it
 
+pub mod ha;
+
 use meson_types::dev::DevServer;
 use std::io::BufRead;
 use std::path::{Path, PathBuf};

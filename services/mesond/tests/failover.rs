@@ -1,0 +1,666 @@
+//! PostgreSQL failover under load, on a real highly available stack: three
+//! PostgreSQL instances under Patroni (synchronous mode, one etcd) behind
+//! HAProxy, and two `mesond api` and two `mesond worker` processes reaching
+//! them through HAProxy.
+//!
+//! While clients create and delete VMs through both APIs (retrying a `503`
+//! after its `Retry-After`, with the same `Idempotency-Key`) and watch
+//! actions over Server-Sent Events, the database's primary is
+//!
+//! 1. killed: its machine dies (Patroni and PostgreSQL SIGKILLed at once),
+//!    and a standby is promoted once the leader lock expires;
+//! 2. cut off: its Patroni freezes, so HAProxy takes it out and the others
+//!    elect a primary, while its PostgreSQL still runs;
+//! 3. switched over, as planned, through Patroni's REST API.
+//!
+//! Every request answers, in its timeout, either success or `503` with
+//! `Retry-After` (never a `500`); during the planned switchover, success,
+//! but for a request whose statement was running on the old primary at
+//! the instant it shut down. Afterwards every acknowledged create exists, every action is final
+//! and succeeded, AtomOS registered each VM exactly once and holds exactly
+//! the database's VMs, and each event stream delivered every watched
+//! action's changes in order, ending with its final state.
+//!
+//! Needs patroni, etcd, haproxy and PostgreSQL's server (Debian packages
+//! patroni, etcd-server, haproxy, postgresql): skipped without them, saying
+//! so, unless `MESON_REQUIRE_HA=1` (CI installs them and sets that).
+
+mod support;
+
+use reqwest::{Method, StatusCode};
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use support::{Process, ha};
+
+const SSH_KEY: &str =
+    "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMLavtiPfhiG3t6TAxHosXoVh7Pc/lSD8L9SNPyAzp1d user@host";
+const JWT_SECRET: &str = "meson-failover-test-secret-0123456789abcdef";
+/// 32 bytes, base64.
+const SECRETS_KEY: &str = "bWVzb24tcmVwbGljYXMtdGVzdC1rZXktMzItYnl0ZXM=";
+const TENANT: &str = "acme";
+/// Far beyond any answer's time: a request still open then is hung.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(20);
+/// Load clients.
+const CLIENTS: usize = 3;
+/// VMs a client keeps; older ones it deletes.
+const KEEP: usize = 3;
+
+fn seed_vm(name: &str) -> Vec<u8> {
+    let raw = r#"{"specs":{"req":{"cpu":{"smtEnabled":false,"numberOfCores":1,"numberOfThreads":1,
+      "min_frequency":1.0,"arch":["X86_64"],"flags":[]},
+      "mem":{"capacity":1024,"requireECC":0},"pci":{"devices":{}},
+      "misc":{"osDistribution":"Debian"}},
+      "volumes":[],
+      "authentication":{"ssh-key":"KEY"},
+      "vm_name":"NAME"}}"#;
+    raw.replace("KEY", SSH_KEY)
+        .replace("NAME", name)
+        .into_bytes()
+}
+
+fn spawn_api(db_url: &str, targets: &str, http_port: u16) -> Process {
+    let http_addr = format!("127.0.0.1:{http_port}");
+    let command = support::mesond_on(
+        "api",
+        db_url,
+        &[
+            ("MESON_JWT_SECRET", JWT_SECRET),
+            ("MESON_SECRETS_KEY", SECRETS_KEY),
+            ("MESON_TARGETS_FILE", targets),
+            ("MESON_HTTP_ADDR", &http_addr),
+            ("MESON_GRPC_ADDR", "127.0.0.1:0"),
+            ("MESON_DB_POOL", "10"),
+            ("MESON_RATE_LIMIT_PER_MIN", "100000"),
+            ("MESON_RATE_LIMIT_POLL_PER_MIN", "100000"),
+            ("MESON_LOG", "error"),
+        ],
+    );
+    Process::spawn(command, "mesond api")
+}
+
+/// What happened to the system while a request ran.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Phase {
+    Steady,
+    Killed,
+    Partitioned,
+    Switchover,
+}
+
+/// One answer, or its absence.
+#[derive(Debug)]
+struct Answer {
+    phase: Phase,
+    what: String,
+    /// `None`: no answer within [`REQUEST_TIMEOUT`] or a broken connection.
+    status: Option<StatusCode>,
+    retry_after: bool,
+    at: Instant,
+    body: String,
+}
+
+#[derive(Default)]
+struct Ledger {
+    answers: Vec<Answer>,
+    /// Acknowledged creates: VM id → (name, create action id).
+    created: BTreeMap<String, (String, String)>,
+    deleted: BTreeMap<String, String>,
+}
+
+struct Load {
+    http: reqwest::Client,
+    token: String,
+    bases: Vec<String>,
+    phase: Mutex<Phase>,
+    ledger: Mutex<Ledger>,
+    stop: AtomicBool,
+}
+
+impl Load {
+    fn phase(&self) -> Phase {
+        *self.phase.lock().unwrap()
+    }
+
+    /// One request, recorded.
+    async fn call(&self, method: Method, url: &str, body: Option<Vec<u8>>, key: &str) -> Answer {
+        let phase = self.phase();
+        let mut req = self
+            .http
+            .request(method.clone(), url)
+            .bearer_auth(&self.token)
+            .timeout(REQUEST_TIMEOUT)
+            .header("idempotency-key", key);
+        if let Some(b) = body {
+            req = req.header("content-type", "application/json").body(b);
+        }
+        let what = format!("{method} {url}");
+        let answer = match req.send().await {
+            Ok(r) => {
+                let status = r.status();
+                let retry_after = r.headers().contains_key("retry-after");
+                Answer {
+                    phase,
+                    what,
+                    status: Some(status),
+                    retry_after,
+                    at: Instant::now(),
+                    body: r.text().await.unwrap_or_default(),
+                }
+            }
+            Err(e) => Answer {
+                phase,
+                what,
+                status: None,
+                retry_after: false,
+                at: Instant::now(),
+                body: e.to_string(),
+            },
+        };
+        self.ledger.lock().unwrap().answers.push(Answer {
+            phase: answer.phase.max(self.phase()),
+            what: answer.what.clone(),
+            status: answer.status,
+            retry_after: answer.retry_after,
+            at: answer.at,
+            body: answer.body.clone(),
+        });
+        answer
+    }
+
+    /// A request retried with the same key while it answers `503` (after
+    /// its `Retry-After`) or "still being processed"; the final answer.
+    async fn keyed(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Vec<u8>>,
+        turn: usize,
+    ) -> Answer {
+        let key = uuid::Uuid::new_v4().to_string();
+        let deadline = Instant::now() + Duration::from_secs(90);
+        let mut turn = turn;
+        loop {
+            let url = format!("{}{path}", self.bases[turn % self.bases.len()]);
+            let a = self.call(method.clone(), &url, body.clone(), &key).await;
+            let again = match a.status {
+                Some(StatusCode::SERVICE_UNAVAILABLE) => true,
+                Some(StatusCode::CONFLICT) => a.body.contains("still being processed"),
+                _ => false,
+            };
+            if !again || Instant::now() > deadline {
+                return a;
+            }
+            turn += 1;
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    /// Creates and deletes VMs until told to stop.
+    async fn run(self: Arc<Self>, client: usize) {
+        let mut mine: Vec<String> = Vec::new();
+        let mut n = 0;
+        while !self.stop.load(Ordering::Relaxed) {
+            n += 1;
+            let name = format!("ha-{client}-{n}");
+            let a = self
+                .keyed(Method::POST, "/v1/vms", Some(seed_vm(&name)), client + n)
+                .await;
+            if a.status == Some(StatusCode::CREATED) {
+                let v: Value = serde_json::from_str(&a.body).unwrap();
+                let vm = v["vm"]["id"].as_str().unwrap().to_owned();
+                let action = v["action"]["id"].as_str().unwrap().to_owned();
+                self.ledger
+                    .lock()
+                    .unwrap()
+                    .created
+                    .insert(vm.clone(), (name, action));
+                mine.push(vm);
+            }
+            if mine.len() > KEEP {
+                let vm = mine.remove(0);
+                let a = self
+                    .keyed(Method::DELETE, &format!("/v1/vms/{vm}"), None, client + n)
+                    .await;
+                if a.status == Some(StatusCode::OK) {
+                    let v: Value = serde_json::from_str(&a.body).unwrap();
+                    let action = v["action"]["id"].as_str().unwrap().to_owned();
+                    self.ledger.lock().unwrap().deleted.insert(vm, action);
+                } else {
+                    // Refused (a VM still being created): kept for later.
+                    mine.push(vm);
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// The longest time without an acknowledged create from `since` to
+    /// `until`: how long creates were unavailable around a fault.
+    fn longest_gap(&self, since: Instant, until: Instant) -> Duration {
+        let ledger = self.ledger.lock().unwrap();
+        let mut acks: Vec<Instant> = ledger
+            .answers
+            .iter()
+            .filter(|a| a.at > since && a.at <= until && a.what.ends_with("/v1/vms"))
+            .filter(|a| a.status == Some(StatusCode::CREATED))
+            .map(|a| a.at)
+            .collect();
+        acks.sort();
+        let mut last = since;
+        let mut gap = Duration::ZERO;
+        for t in acks.into_iter().chain([until]) {
+            gap = gap.max(t - last);
+            last = t;
+        }
+        gap
+    }
+
+    /// Waits (bounded) for a create acknowledged after `after`; then how
+    /// long creates were unavailable since `since`, the fault.
+    async fn recovered(&self, since: Instant, after: Instant, what: &str) -> Duration {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let acked = self.ledger.lock().unwrap().answers.iter().any(|a| {
+                a.at > after && a.what.ends_with("/v1/vms") && a.status == Some(StatusCode::CREATED)
+            });
+            if acked {
+                // A second more of load, so that the gap is closed.
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                return self.longest_gap(since, Instant::now());
+            }
+            if Instant::now() > deadline {
+                let ledger = self.ledger.lock().unwrap();
+                let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+                for a in ledger.answers.iter().filter(|a| a.at > since) {
+                    let body: String = a.body.chars().take(160).collect();
+                    *seen.entry(format!("{:?} {body}", a.status)).or_default() += 1;
+                }
+                panic!("creates did not recover within 60 s of {what}; answers since: {seen:#?}");
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+/// The events of one `GET /v1/actions/stream`, per action: each state in
+/// the order received, and whether the stream ended cleanly.
+async fn watch(
+    http: reqwest::Client,
+    base: String,
+    token: String,
+    ids: Vec<String>,
+) -> (BTreeMap<String, Vec<Value>>, Vec<String>) {
+    use futures::StreamExt;
+    let query: Vec<String> = ids.iter().map(|id| format!("id={id}")).collect();
+    let url = format!("{base}/v1/actions/stream?{}", query.join("&"));
+    // Opening it may meet the database still failing over: a 503, retried
+    // after its Retry-After as any client does.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let r = loop {
+        let r = http
+            .get(&url)
+            .bearer_auth(&token)
+            .timeout(Duration::from_secs(120))
+            .send()
+            .await
+            .expect("stream");
+        if r.status() != StatusCode::SERVICE_UNAVAILABLE || Instant::now() > deadline {
+            break r;
+        }
+        assert!(
+            r.headers().contains_key("retry-after"),
+            "a 503 without Retry-After"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    };
+    assert_eq!(r.status(), StatusCode::OK);
+    let mut events: BTreeMap<String, Vec<Value>> = BTreeMap::new();
+    let mut errors = Vec::new();
+    let mut buf = String::new();
+    let mut body = r.bytes_stream();
+    while let Some(chunk) = body.next().await {
+        match chunk {
+            Ok(bytes) => buf.push_str(&String::from_utf8_lossy(&bytes)),
+            Err(e) => {
+                errors.push(format!("stream broken: {e}"));
+                break;
+            }
+        }
+        while let Some(end) = buf.find("\n\n") {
+            let event: String = buf.drain(..end + 2).collect();
+            let kind = event.lines().find_map(|l| l.strip_prefix("event: "));
+            let data = event.lines().find_map(|l| l.strip_prefix("data: "));
+            match (kind, data) {
+                (Some("action"), Some(d)) => {
+                    let a: Value = serde_json::from_str(d).unwrap();
+                    let id = a["id"].as_str().unwrap().to_owned();
+                    events.entry(id).or_default().push(a);
+                }
+                (Some(other), d) => errors.push(format!("{other}: {d:?}")),
+                _ => {}
+            }
+        }
+    }
+    (events, errors)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn failover_partition_and_switchover_lose_nothing() {
+    if let Some(why) = ha::missing() {
+        assert!(
+            std::env::var("MESON_REQUIRE_HA").as_deref() != Ok("1"),
+            "MESON_REQUIRE_HA=1 but {why}"
+        );
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let started = Instant::now();
+    let mut cluster = ha::Cluster::start().await;
+    eprintln!(
+        "failover: PostgreSQL cluster up after {:?}",
+        started.elapsed()
+    );
+    cluster.create_database("meson").await;
+    let url = cluster.url("meson");
+    let migrated = support::mesond_on("migrate", &url, &[]).status().unwrap();
+    assert!(migrated.success(), "mesond migrate: {migrated}");
+
+    let sim = support::simulator(Duration::from_millis(300)).await;
+    let targets = support::targets_file(&sim, "failover");
+    let ports = [support::free_port(), support::free_port()];
+    let mut apis: Vec<Process> = ports
+        .iter()
+        .map(|p| spawn_api(&url, targets.to_str().unwrap(), *p))
+        .collect();
+    let mut workers: Vec<Process> = (0..2)
+        .map(|_| support::worker_with(&url, "3000", &[]))
+        .collect();
+    let bases: Vec<String> = ports
+        .iter()
+        .map(|p| format!("http://127.0.0.1:{p}"))
+        .collect();
+    let http = reqwest::Client::new();
+    for base in &bases {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !http
+            .get(format!("{base}/readyz"))
+            .send()
+            .await
+            .is_ok_and(|r| r.status().is_success())
+        {
+            assert!(Instant::now() < deadline, "{base} not ready in 30 s");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+    let token = meson_api::Auth::hs256(JWT_SECRET.as_bytes(), "meson").issue(
+        TENANT,
+        "alice",
+        meson_api::Role::Editor,
+        chrono::Duration::minutes(60),
+    );
+    let load = Arc::new(Load {
+        http: http.clone(),
+        token: token.clone(),
+        bases: bases.clone(),
+        phase: Mutex::new(Phase::Steady),
+        ledger: Mutex::new(Ledger::default()),
+        stop: AtomicBool::new(false),
+    });
+    let clients: Vec<_> = (0..CLIENTS)
+        .map(|c| tokio::spawn(load.clone().run(c)))
+        .collect();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+
+    // Streams opened on the newest actions, which run through the faults.
+    let mut streams = Vec::new();
+    let open_streams = |load: &Arc<Load>, streams: &mut Vec<_>| {
+        let ids: Vec<String> = {
+            let ledger = load.ledger.lock().unwrap();
+            ledger
+                .created
+                .values()
+                .rev()
+                .take(4)
+                .map(|(_, a)| a.clone())
+                .collect()
+        };
+        for (i, base) in bases.iter().enumerate() {
+            streams.push(tokio::spawn(watch(
+                http.clone(),
+                base.clone(),
+                token.clone(),
+                ids.iter().skip(i).step_by(2).cloned().collect(),
+            )));
+        }
+    };
+    let mut figures = BTreeMap::new();
+
+    // 1. The primary's machine dies.
+    open_streams(&load, &mut streams);
+    let primary = cluster.primary().await.expect("a primary");
+    *load.phase.lock().unwrap() = Phase::Killed;
+    let killed = Instant::now();
+    cluster.kill_node(primary);
+    let promoted = cluster.wait_new_primary(primary).await;
+    let rto = load.recovered(killed, promoted, "the kill").await;
+    eprintln!(
+        "failover: killed {}; creates unavailable for {rto:?}",
+        cluster.nodes[primary].name
+    );
+    figures.insert("kill", rto);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    *load.phase.lock().unwrap() = Phase::Steady;
+    cluster.start_node(primary);
+    cluster.wait_healthy(Duration::from_secs(90)).await;
+
+    // 2. The primary is cut off from the cluster.
+    open_streams(&load, &mut streams);
+    let primary = cluster.primary().await.expect("a primary");
+    *load.phase.lock().unwrap() = Phase::Partitioned;
+    let cut = Instant::now();
+    cluster.partition(primary);
+    let promoted = cluster.wait_new_primary(primary).await;
+    let rto = load.recovered(cut, promoted, "the partition").await;
+    eprintln!(
+        "failover: cut off {}; creates unavailable for {rto:?}",
+        cluster.nodes[primary].name
+    );
+    figures.insert("partition", rto);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    *load.phase.lock().unwrap() = Phase::Steady;
+    cluster.heal(primary);
+    cluster.wait_healthy(Duration::from_secs(90)).await;
+
+    // 3. A planned switchover.
+    open_streams(&load, &mut streams);
+    let primary = cluster.primary().await.expect("a primary");
+    *load.phase.lock().unwrap() = Phase::Switchover;
+    let switched = Instant::now();
+    let candidate = cluster.switchover(primary).await;
+    let new = cluster.wait_healthy(Duration::from_secs(90)).await;
+    assert_eq!(new, candidate, "the switchover's candidate is the primary");
+    let rto = load
+        .recovered(switched, Instant::now(), "the switchover")
+        .await;
+    eprintln!(
+        "failover: switched over to {}; creates unavailable for {rto:?}",
+        cluster.nodes[new].name
+    );
+    figures.insert("switchover", rto);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    *load.phase.lock().unwrap() = Phase::Steady;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+
+    load.stop.store(true, Ordering::Relaxed);
+    for c in clients {
+        c.await.unwrap();
+    }
+
+    // Every answer: success, or 503 with Retry-After (none at all during
+    // the planned switchover); never a 500, never hung.
+    let ledger = std::mem::take(&mut *load.ledger.lock().unwrap());
+    let mut refused: BTreeMap<Phase, usize> = BTreeMap::new();
+    for a in &ledger.answers {
+        match a.status {
+            None => panic!("{} had no answer ({:?}): {}", a.what, a.phase, a.body),
+            Some(s) if s == StatusCode::SERVICE_UNAVAILABLE => {
+                assert!(
+                    a.retry_after,
+                    "{}: 503 without Retry-After: {}",
+                    a.what, a.body
+                );
+                *refused.entry(a.phase).or_default() += 1;
+            }
+            Some(s) => assert!(
+                !s.is_server_error(),
+                "{} answered {s} ({:?}): {}",
+                a.what,
+                a.phase,
+                a.body
+            ),
+        }
+    }
+    eprintln!(
+        "failover: {} requests, {} creates acknowledged, {} deletes; 503s by phase: {refused:?}",
+        ledger.answers.len(),
+        ledger.created.len(),
+        ledger.deleted.len()
+    );
+    // A planned switchover holds every request that had not reached the
+    // database and runs it on the new primary. Only a statement running on
+    // the old primary at the instant it shuts down (one request per client
+    // at most) is refused: PostgreSQL ends it, and whether the request had
+    // changed anything before is not known, so it is not run again.
+    let switchover = refused.get(&Phase::Switchover).copied().unwrap_or(0);
+    assert!(
+        switchover <= CLIENTS,
+        "a planned switchover refused {switchover} requests"
+    );
+
+    // Every action ends, and succeeds.
+    let c = &load;
+    let actions: Vec<&String> = ledger
+        .created
+        .values()
+        .map(|(_, a)| a)
+        .chain(ledger.deleted.values())
+        .collect();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    for id in &actions {
+        loop {
+            let a = c
+                .call(
+                    Method::GET,
+                    &format!("{}/v1/actions/{id}", bases[0]),
+                    None,
+                    "-",
+                )
+                .await;
+            assert_eq!(a.status, Some(StatusCode::OK), "action {id}: {}", a.body);
+            let v: Value = serde_json::from_str(&a.body).unwrap();
+            match v["action"]["status"].as_str() {
+                Some("success") => break,
+                Some("running") if Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                other => panic!("action {id} ended {other:?}: {v}"),
+            }
+        }
+    }
+
+    // Every acknowledged create exists, unless deleted; the deleted are gone.
+    let listed = c
+        .call(
+            Method::GET,
+            &format!("{}/v1/vms?per_page=50", bases[1]),
+            None,
+            "-",
+        )
+        .await;
+    assert_eq!(listed.status, Some(StatusCode::OK), "{}", listed.body);
+    let listed: Value = serde_json::from_str(&listed.body).unwrap();
+    assert_eq!(
+        listed["meta"]["pagination"]["next_page"],
+        Value::Null,
+        "one page holds them"
+    );
+    let live: BTreeSet<String> = listed["vms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["id"].as_str().unwrap().to_owned())
+        .collect();
+    let expected: BTreeSet<String> = ledger
+        .created
+        .keys()
+        .filter(|vm| !ledger.deleted.contains_key(*vm))
+        .cloned()
+        .collect();
+    assert_eq!(
+        live, expected,
+        "the VMs are the acknowledged creates less the deletes"
+    );
+
+    // AtomOS registered each VM once and holds exactly the live ones.
+    let mut registered: BTreeMap<String, u32> = BTreeMap::new();
+    for h in sim.hosts() {
+        for (name, n) in h.registrations() {
+            *registered.entry(name).or_default() += n;
+        }
+    }
+    let atomos = |vms: &mut dyn Iterator<Item = &String>| -> BTreeSet<String> {
+        vms.map(|vm| meson_core::naming::vm_atomos_name(meson_core::VmId(vm.parse().unwrap())))
+            .collect()
+    };
+    let twice: Vec<_> = registered.iter().filter(|(_, n)| **n != 1).collect();
+    assert!(twice.is_empty(), "VMs registered more than once: {twice:?}");
+    assert_eq!(
+        registered.keys().cloned().collect::<BTreeSet<_>>(),
+        atomos(&mut ledger.created.keys()),
+        "AtomOS registered exactly the acknowledged creates"
+    );
+    let held: BTreeSet<String> = sim
+        .hosts()
+        .iter()
+        .flat_map(|h| h.inventory().vms.into_iter().map(|v| v.name))
+        .collect();
+    assert_eq!(
+        held,
+        atomos(&mut expected.iter()),
+        "AtomOS holds exactly the live VMs"
+    );
+
+    // Each stream carried its actions to their final state, in order.
+    for s in streams {
+        let (events, errors) = s.await.unwrap();
+        assert!(errors.is_empty(), "stream errors: {errors:?}");
+        for (id, states) in events {
+            let last = states.last().unwrap();
+            assert_eq!(
+                last["status"], "success",
+                "action {id}'s stream: {states:?}"
+            );
+            for pair in states.windows(2) {
+                assert_ne!(pair[0], pair[1], "action {id}'s stream repeated a state");
+                let (a, b) = (&pair[0]["progress"], &pair[1]["progress"]);
+                assert!(
+                    a.as_u64() <= b.as_u64(),
+                    "action {id}'s progress went back: {states:?}"
+                );
+            }
+        }
+    }
+
+    eprintln!("failover: figures {figures:?}, refused {refused:?}");
+    for w in &mut workers {
+        w.stop();
+    }
+    for a in &mut apis {
+        a.stop();
+    }
+    let _ = std::fs::remove_file(&targets);
+    drop(cluster);
+}
