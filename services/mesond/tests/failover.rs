@@ -9,9 +9,9 @@
 //!
 //! 1. killed: its machine dies (Patroni and PostgreSQL SIGKILLed at once),
 //!    and a standby is promoted once the leader lock expires;
-//! 2. cut off: its Patroni freezes, so HAProxy takes it out and the others
-//!    elect a primary, while its PostgreSQL still runs;
-//! 3. switched over, as planned, through Patroni's REST API.
+//! 2. switched over, as planned, through Patroni's REST API;
+//! 3. cut off: its machine freezes (Patroni, PostgreSQL and its backends
+//!    SIGSTOPped), so HAProxy takes it out and a standby is promoted.
 //!
 //! Every request answers, in its timeout, either success or `503` with
 //! `Retry-After` (never a `500`); during the planned switchover, success,
@@ -26,6 +26,10 @@
 //! so, unless `MESON_REQUIRE_HA=1` (CI installs them and sets that).
 
 mod support;
+
+#[path = "../../../tests/e2e/seeds.rs"]
+#[allow(dead_code)]
+mod seeds;
 
 use reqwest::{Method, StatusCode};
 use serde_json::Value;
@@ -108,6 +112,8 @@ struct Ledger {
     /// Acknowledged creates: VM id → (name, create action id).
     created: BTreeMap<String, (String, String)>,
     deleted: BTreeMap<String, String>,
+    /// Other actions that must succeed (a cluster's create).
+    others: Vec<String>,
 }
 
 struct Load {
@@ -385,11 +391,11 @@ impl Meson {
             .iter()
             .map(|p| spawn_api(url, targets.to_str().unwrap(), *p))
             .collect();
-        let workers = (0..2).map(|_| spawn_worker(url)).collect();
-        let bases = ports
+        let bases: Vec<String> = ports
             .iter()
             .map(|p| format!("http://127.0.0.1:{p}"))
             .collect();
+        let workers = (0..2).map(|_| spawn_worker(url, &bases[0])).collect();
         let token = meson_api::Auth::hs256(JWT_SECRET.as_bytes(), "meson").issue(
             TENANT,
             "alice",
@@ -453,6 +459,7 @@ impl Meson {
             .values()
             .map(|(_, a)| a)
             .chain(ledger.deleted.values())
+            .chain(ledger.others.iter())
             .collect();
         let deadline = Instant::now() + Duration::from_secs(60);
         let mut took = Vec::new();
@@ -479,21 +486,25 @@ impl Meson {
             }
         }
 
-        let url = format!("{}/v1/vms?per_page=50", self.bases[1]);
-        let listed = load.call(Method::GET, &url, None, "-").await;
-        assert_eq!(listed.status, Some(StatusCode::OK), "{}", listed.body);
-        let listed: Value = serde_json::from_str(&listed.body).unwrap();
-        assert_eq!(
-            listed["meta"]["pagination"]["next_page"],
-            Value::Null,
-            "one page holds them"
-        );
-        let live: BTreeSet<String> = listed["vms"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v["id"].as_str().unwrap().to_owned())
-            .collect();
+        let mut live = BTreeSet::new();
+        let mut page = 1;
+        loop {
+            let url = format!("{}/v1/vms?per_page=50&page={page}", self.bases[1]);
+            let listed = load.call(Method::GET, &url, None, "-").await;
+            assert_eq!(listed.status, Some(StatusCode::OK), "{}", listed.body);
+            let listed: Value = serde_json::from_str(&listed.body).unwrap();
+            live.extend(
+                listed["vms"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|v| v["id"].as_str().unwrap().to_owned()),
+            );
+            match listed["meta"]["pagination"]["next_page"].as_u64() {
+                Some(next) => page = next,
+                None => break,
+            }
+        }
         let expected: BTreeSet<String> = ledger
             .created
             .keys()
@@ -517,6 +528,8 @@ impl Meson {
         };
         let twice: Vec<_> = registered.iter().filter(|(_, n)| **n != 1).collect();
         assert!(twice.is_empty(), "VMs registered more than once: {twice:?}");
+        // Plain VMs; a cluster's nodes are `k...`.
+        registered.retain(|name, _| name.starts_with("vm-"));
         assert_eq!(
             registered.keys().cloned().collect::<BTreeSet<_>>(),
             atomos(&mut ledger.created.keys()),
@@ -527,6 +540,7 @@ impl Meson {
             .hosts()
             .iter()
             .flat_map(|h| h.inventory().vms.into_iter().map(|v| v.name))
+            .filter(|name| name.starts_with("vm-"))
             .collect();
         assert_eq!(
             held,
@@ -545,8 +559,17 @@ impl Meson {
     }
 }
 
-fn spawn_worker(db_url: &str) -> Process {
-    support::worker_with(db_url, &LEASE_MS.to_string(), &[])
+/// A worker; a cluster's nodes call `public_url` home.
+fn spawn_worker(db_url: &str, public_url: &str) -> Process {
+    // The APIs' key: the workers seal what the APIs open (cluster secrets).
+    support::worker_with(
+        db_url,
+        &LEASE_MS.to_string(),
+        &[
+            ("MESON_SECRETS_KEY", SECRETS_KEY),
+            ("MESON_PUBLIC_URL", public_url),
+        ],
+    )
 }
 
 /// Runs the load's clients until `load.stop`; their handles.
@@ -648,6 +671,23 @@ async fn failover_partition_and_switchover_lose_nothing() {
     };
     let mut figures = BTreeMap::new();
 
+    // A cluster is made through the faults too.
+    let mut cluster_req = seeds::seed_kaas();
+    cluster_req["req"]["nodepool"][0]["desired_nodes"] = 1.into();
+    cluster_req["req"]["nodepool"][0]["min_nodes"] = 1.into();
+    let made = load
+        .keyed(
+            Method::POST,
+            "/v1/clusters",
+            Some(serde_json::to_vec(&cluster_req).unwrap()),
+            0,
+        )
+        .await;
+    assert_eq!(made.status, Some(StatusCode::CREATED), "{}", made.body);
+    let made: Value = serde_json::from_str(&made.body).unwrap();
+    let cluster_id = made["cluster"]["id"].as_str().unwrap().to_owned();
+    let cluster_action = made["action"]["id"].as_str().unwrap().to_owned();
+
     // 1. The primary's machine dies.
     open_streams(&mut streams);
     let primary = cluster.primary().await.expect("a primary");
@@ -666,25 +706,7 @@ async fn failover_partition_and_switchover_lose_nothing() {
     cluster.start_node(primary);
     cluster.wait_healthy(Duration::from_secs(90)).await;
 
-    // 2. The primary is cut off from the cluster.
-    open_streams(&mut streams);
-    let primary = cluster.primary().await.expect("a primary");
-    *load.phase.lock().unwrap() = Phase::Partitioned;
-    let cut = Instant::now();
-    cluster.partition(primary);
-    let promoted = cluster.wait_new_primary(primary).await;
-    let rto = load.recovered(cut, promoted, "the partition").await;
-    eprintln!(
-        "failover: cut off {}; creates unavailable for {rto:?}",
-        cluster.nodes[primary].name
-    );
-    figures.insert("partition", rto);
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    *load.phase.lock().unwrap() = Phase::Steady;
-    cluster.heal(primary);
-    cluster.wait_healthy(Duration::from_secs(90)).await;
-
-    // 3. A planned switchover.
+    // 2. A planned switchover.
     open_streams(&mut streams);
     let primary = cluster.primary().await.expect("a primary");
     *load.phase.lock().unwrap() = Phase::Switchover;
@@ -702,9 +724,28 @@ async fn failover_partition_and_switchover_lose_nothing() {
     figures.insert("switchover", rto);
     tokio::time::sleep(Duration::from_secs(2)).await;
     *load.phase.lock().unwrap() = Phase::Steady;
+    cluster.wait_healthy(Duration::from_secs(90)).await;
+
+    // 3. The primary is cut off from the cluster, and stays so: the test
+    // ends on the primary that replaced it.
+    open_streams(&mut streams);
+    let primary = cluster.primary().await.expect("a primary");
+    *load.phase.lock().unwrap() = Phase::Partitioned;
+    let cut = Instant::now();
+    cluster.partition(primary);
+    let promoted = cluster.wait_new_primary(primary).await;
+    let rto = load.recovered(cut, promoted, "the partition").await;
+    eprintln!(
+        "failover: cut off {}; creates unavailable for {rto:?}",
+        cluster.nodes[primary].name
+    );
+    figures.insert("partition", rto);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    *load.phase.lock().unwrap() = Phase::Steady;
     tokio::time::sleep(Duration::from_secs(1)).await;
 
-    let (ledger, refused) = stop_clients(&load, clients).await;
+    let (mut ledger, refused) = stop_clients(&load, clients).await;
+    ledger.others.push(cluster_action);
     eprintln!(
         "failover: {} requests, {} creates acknowledged, {} deletes; 503s by phase: {refused:?}",
         ledger.answers.len(),
@@ -723,6 +764,10 @@ async fn failover_partition_and_switchover_lose_nothing() {
     );
 
     meson.check_world(&load, &ledger).await;
+    let url = format!("{}/v1/clusters/{cluster_id}", meson.bases[0]);
+    let got = load.call(Method::GET, &url, None, "-").await;
+    let got: Value = serde_json::from_str(&got.body).unwrap();
+    assert_eq!(got["cluster"]["status"], "running", "{got}");
 
     // Each stream carried its actions to their final state, in order.
     for s in streams {
@@ -778,7 +823,7 @@ async fn rolling_restart_under_load_refuses_nothing() {
     for i in 0..meson.workers.len() {
         let status = meson.workers[i].stop();
         assert!(status.success(), "worker {i} stopped with {status}");
-        meson.workers[i] = spawn_worker(&meson.url);
+        meson.workers[i] = spawn_worker(&meson.url, &meson.bases[0]);
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
     tokio::time::sleep(Duration::from_secs(2)).await;

@@ -390,7 +390,14 @@ impl Cluster {
                     "switchover: {status} {body}"
                 );
             }
-            assert!(Instant::now() < deadline, "no synchronous standby for 30 s");
+            if Instant::now() > deadline {
+                let url = format!("http://127.0.0.1:{}/cluster", self.nodes[from].rest_port);
+                let view = match self.http.get(url).send().await {
+                    Ok(r) => r.text().await.unwrap_or_default(),
+                    Err(e) => e.to_string(),
+                };
+                panic!("no synchronous standby for 30 s: {view}");
+            }
             tokio::time::sleep(Duration::from_millis(500)).await;
         }
     }
