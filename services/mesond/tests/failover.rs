@@ -66,23 +66,18 @@ fn seed_vm(name: &str) -> Vec<u8> {
 }
 
 fn spawn_api(db_url: &str, targets: &str, http_port: u16) -> Process {
-    let http_addr = format!("127.0.0.1:{http_port}");
-    let command = support::mesond_on(
+    support::deployed(
         "api",
         db_url,
+        targets,
+        http_port,
+        [JWT_SECRET, SECRETS_KEY],
         &[
-            ("MESON_JWT_SECRET", JWT_SECRET),
-            ("MESON_SECRETS_KEY", SECRETS_KEY),
-            ("MESON_TARGETS_FILE", targets),
-            ("MESON_HTTP_ADDR", &http_addr),
-            ("MESON_GRPC_ADDR", "127.0.0.1:0"),
-            ("MESON_DB_POOL", "10"),
             ("MESON_RATE_LIMIT_PER_MIN", "100000"),
             ("MESON_RATE_LIMIT_POLL_PER_MIN", "100000"),
             ("MESON_LOG", "error"),
         ],
-    );
-    Process::spawn(command, "mesond api")
+    )
 }
 
 /// What happened to the system while a request ran.

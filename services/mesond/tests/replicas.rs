@@ -41,24 +41,19 @@ fn seed_vm() -> Value {
 
 /// A `mesond <mode>` process of this test, its REST API on `http_port`.
 fn spawn(mode: &str, db_url: &str, targets: &str, http_port: u16) -> Process {
-    let http_addr = format!("127.0.0.1:{http_port}");
-    let command = support::mesond_on(
+    support::deployed(
         mode,
         db_url,
+        targets,
+        http_port,
+        [JWT_SECRET, SECRETS_KEY],
         &[
-            ("MESON_JWT_SECRET", JWT_SECRET),
-            ("MESON_SECRETS_KEY", SECRETS_KEY),
-            ("MESON_TARGETS_FILE", targets),
-            ("MESON_HTTP_ADDR", &http_addr),
-            ("MESON_GRPC_ADDR", "127.0.0.1:0"),
-            ("MESON_DB_POOL", "10"),
             ("MESON_WORKER_CONCURRENCY", "8"),
             ("MESON_VM_POLL_MS", "20"),
             ("MESON_JOB_LEASE_MS", "3000"),
             ("MESON_LOG", "warn"),
         ],
-    );
-    Process::spawn(command, &format!("mesond {mode}"))
+    )
 }
 
 struct Reply {

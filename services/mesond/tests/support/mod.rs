@@ -374,6 +374,31 @@ pub fn mesond_on(mode: &str, db_url: &str, env: &[(&str, &str)]) -> Command {
     c
 }
 
+/// `mesond <mode>` of a test that runs meson as its deployments do: its
+/// REST API on `http_port`, gRPC on any free port, tokens signed with
+/// `jwt_secret`, secrets sealed with `secrets_key`, the hosts of `targets`
+/// (a [`targets_file`]), a pool of 10; `env` added.
+pub fn deployed(
+    mode: &str,
+    db_url: &str,
+    targets: &str,
+    http_port: u16,
+    [jwt_secret, secrets_key]: [&str; 2],
+    env: &[(&str, &str)],
+) -> Process {
+    let http_addr = format!("127.0.0.1:{http_port}");
+    let mut all = vec![
+        ("MESON_JWT_SECRET", jwt_secret),
+        ("MESON_SECRETS_KEY", secrets_key),
+        ("MESON_TARGETS_FILE", targets),
+        ("MESON_HTTP_ADDR", http_addr.as_str()),
+        ("MESON_GRPC_ADDR", "127.0.0.1:0"),
+        ("MESON_DB_POOL", "10"),
+    ];
+    all.extend_from_slice(env);
+    Process::spawn(mesond_on(mode, db_url, &all), &format!("mesond {mode}"))
+}
+
 /// The names of the VMs and of the volumes AtomOS holds on every host,
 /// each sorted.
 pub fn atomos_names(sim: &atomos_sim::Simulator) -> (Vec<String>, Vec<String>) {
