@@ -212,6 +212,8 @@ async fn a_vms_actions_are_listed_newest_first_with_pagination() {
 struct SseEvent {
     event: String,
     data: Value,
+    /// Its `id:` field.
+    id: Option<String>,
 }
 
 /// Reads Server-Sent Events off a response, frame by frame.
@@ -222,14 +224,25 @@ struct SseReader {
 
 impl SseReader {
     async fn open(m: &Meson, ids: &[&str]) -> SseReader {
+        let res = Self::request(m, ids, None).await;
+        Self::reading(res)
+    }
+
+    /// The stream of `ids`, resumed from the event `last_event_id` (the
+    /// answer as it is: a 204 once there is nothing more).
+    async fn request(m: &Meson, ids: &[&str], last_event_id: Option<&str>) -> reqwest::Response {
         let query: Vec<String> = ids.iter().map(|id| format!("id={id}")).collect();
-        let res = m
+        let mut req = m
             .http
             .get(format!("{}/v1/actions/stream?{}", m.base, query.join("&")))
-            .bearer_auth(&m.token)
-            .send()
-            .await
-            .expect("stream opens");
+            .bearer_auth(&m.token);
+        if let Some(id) = last_event_id {
+            req = req.header("last-event-id", id);
+        }
+        req.send().await.expect("stream opens")
+    }
+
+    fn reading(res: reqwest::Response) -> SseReader {
         assert_eq!(res.status(), StatusCode::OK);
         let ct = res.headers()["content-type"].to_str().expect("ascii");
         assert!(ct.starts_with("text/event-stream"), "{ct}");
@@ -245,9 +258,11 @@ impl SseReader {
             if let Some(end) = self.buf.windows(2).position(|w| w == b"\n\n") {
                 let frame: Vec<u8> = self.buf.drain(..end + 2).collect();
                 let frame = String::from_utf8(frame).expect("utf-8 frame");
-                let (mut event, mut data) = (None, Vec::new());
+                let (mut event, mut data, mut id) = (None, Vec::new(), None);
                 for line in frame.lines() {
-                    if let Some(v) = line.strip_prefix("event:") {
+                    if let Some(v) = line.strip_prefix("id:") {
+                        id = Some(v.trim().to_owned());
+                    } else if let Some(v) = line.strip_prefix("event:") {
                         event = Some(v.trim().to_owned());
                     } else if let Some(v) = line.strip_prefix("data:") {
                         data.push(v.strip_prefix(' ').unwrap_or(v).to_owned());
@@ -256,7 +271,7 @@ impl SseReader {
                 }
                 if let Some(event) = event {
                     let data = serde_json::from_str(&data.join("\n")).expect("json data");
-                    return Some(SseEvent { event, data });
+                    return Some(SseEvent { event, data, id });
                 }
                 continue;
             }
@@ -343,6 +358,61 @@ async fn the_stream_pushes_each_change_until_the_actions_are_final() {
     // A stream of final actions sends their state and ends.
     let mut stream = SseReader::open(&m, &[create.as_str()]).await;
     assert_eq!(stream.actions().await, [read.body["action"].clone()]);
+    m.stop().await;
+}
+
+/// A client that reconnects with `Last-Event-ID` (as EventSource does) gets
+/// only the states it does not have, then the end; once it has every final
+/// state, a 204 that stops EventSource; an id that does not fit is ignored.
+#[tokio::test]
+async fn a_stream_resumed_from_its_last_event_id_sends_nothing_twice() {
+    let m = Meson::start().await;
+    let (_, earlier) = create_vm(&m, "one").await;
+    assert_eq!(m.wait_action(&earlier).await["status"], "success");
+    // Long enough that the stream opens while it runs.
+    m.set_boot_time(Duration::from_secs(2));
+    let (_, create) = create_vm(&m, "two").await;
+    let ids = [earlier.as_str(), create.as_str()];
+
+    // The first two events, then the connection drops.
+    let mut first = SseReader::open(&m, &ids).await;
+    let (a, b) = (first.next().await.unwrap(), first.next().await.unwrap());
+    drop(first);
+    assert_eq!(a.data["id"], earlier.as_str());
+    assert_eq!(a.id.as_deref(), Some("f100.-"), "{a:?}");
+    assert_eq!(b.data["id"], create.as_str());
+    let last = b.id.clone().expect("every event has an id");
+    let seen = (b.data["status"].clone(), b.data["progress"].clone());
+    assert_eq!(last, format!("f100.{}", seen.1), "{b:?}");
+
+    // Resumed: neither state again, the rest up to the final one.
+    let mut resumed = SseReader::reading(SseReader::request(&m, &ids, Some(&last)).await);
+    let mut rest = Vec::new();
+    while let Some(e) = resumed.next().await {
+        assert_eq!(e.event, "action", "{e:?}");
+        rest.push(e);
+    }
+    assert!(!rest.is_empty(), "the final state comes");
+    for e in &rest {
+        assert_eq!(e.data["id"], create.as_str(), "{e:?}");
+        assert_ne!(
+            (e.data["status"].clone(), e.data["progress"].clone()),
+            seen,
+            "{e:?}"
+        );
+    }
+    let end = rest.last().unwrap();
+    assert_eq!(end.data["status"], "success");
+    assert_eq!(end.id.as_deref(), Some("f100.f100"));
+
+    // Everything final was received: nothing more will ever come.
+    let done = SseReader::request(&m, &ids, end.id.as_deref()).await;
+    assert_eq!(done.status(), StatusCode::NO_CONTENT);
+    // An id for other ids, or none at all, sends every current state.
+    for other in ["f100", "garbage", "f100.f100.f100"] {
+        let mut again = SseReader::reading(SseReader::request(&m, &ids, Some(other)).await);
+        assert_eq!(again.actions().await.len(), 2, "{other}");
+    }
     m.stop().await;
 }
 

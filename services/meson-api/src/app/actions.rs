@@ -189,11 +189,17 @@ impl App {
     /// current states are read after it, so a change committed in between is
     /// either in what is read or among the notices (or both: then it is
     /// recognised as not newer and skipped). Nothing falls in the gap.
+    ///
+    /// `resume`: the [`ActionWatch::position`] a client last received
+    /// (SSE's `Last-Event-ID`), when it reconnects to the same ids: states
+    /// it already has are not sent again. One that does not fit the ids is
+    /// ignored (every current state is sent).
     pub async fn action_watch(
         &self,
         p: &Principal,
         ids: &[ActionId],
         notices: broadcast::Receiver<Arc<ActionNotice>>,
+        resume: Option<&str>,
     ) -> Result<ActionWatch> {
         let ids = distinct_ids(ids)?;
         let mut found = meson_db::actions::get_many(&self.pool, Some(&p.tenant), &ids).await?;
@@ -205,14 +211,22 @@ impl App {
                 .ok_or_else(|| Error::not_found("action", id))?;
             sent.push(found.swap_remove(at));
         }
+        let delivered = resume
+            .and_then(|r| parse_position(r, sent.len()))
+            .unwrap_or_else(|| vec![None; sent.len()]);
+        // What the client has, it is not sent again (states only advance).
+        let queue = sent
+            .iter()
+            .zip(&delivered)
+            .filter(|(a, had)| had.is_none_or(|had| state_rank(a.status, a.progress) > had))
+            .map(|(a, _)| a.clone())
+            .collect();
         Ok(ActionWatch {
             pool: self.pool.clone(),
             tenant: p.tenant.clone(),
             notices,
-            states: WatchedStates {
-                queue: sent.iter().cloned().collect(),
-                sent,
-            },
+            delivered,
+            states: WatchedStates { queue, sent },
         })
     }
 
@@ -334,6 +348,8 @@ pub struct ActionWatch {
     tenant: TenantId,
     notices: broadcast::Receiver<Arc<ActionNotice>>,
     states: WatchedStates,
+    /// The rank of the last state returned of each watched action.
+    delivered: Vec<Option<(bool, u8)>>,
 }
 
 impl ActionWatch {
@@ -342,6 +358,9 @@ impl ActionWatch {
     pub async fn next(&mut self) -> Result<Option<Action>> {
         loop {
             if let Some(a) = self.states.queue.pop_front() {
+                if let Some(at) = self.states.sent.iter().position(|s| s.id == a.id) {
+                    self.delivered[at] = Some(state_rank(a.status, a.progress));
+                }
                 return Ok(Some(a));
             }
             if self.states.all_final() {
@@ -369,6 +388,20 @@ impl ActionWatch {
                 }
             }
         }
+    }
+
+    /// What the client has been sent: for each watched action, in order,
+    /// the rank of its last state (`37` running at 37%, `f100` final at
+    /// 100%, `-` nothing yet), joined by dots. SSE sends it as each event's
+    /// id, and a reconnecting client hands it back as `Last-Event-ID`.
+    pub fn position(&self) -> String {
+        format_position(&self.delivered)
+    }
+
+    /// True when the client has every state there will be: each watched
+    /// action is final, and it was sent (now or before it reconnected).
+    pub fn finished(&self) -> bool {
+        self.states.queue.is_empty() && self.states.all_final()
     }
 
     async fn reread_all(&mut self) -> Result<()> {
@@ -407,6 +440,42 @@ impl ActionWatch {
 struct WatchedStates {
     sent: Vec<Action>,
     queue: VecDeque<Action>,
+}
+
+/// [`ActionWatch::position`]'s text.
+fn format_position(delivered: &[Option<(bool, u8)>]) -> String {
+    let ranks: Vec<String> = delivered
+        .iter()
+        .map(|d| match d {
+            None => "-".to_owned(),
+            Some((true, p)) => format!("f{p}"),
+            Some((false, p)) => p.to_string(),
+        })
+        .collect();
+    ranks.join(".")
+}
+
+/// A [`ActionWatch::position`] for `n` watched actions; `None` if it is not
+/// one.
+fn parse_position(raw: &str, n: usize) -> Option<Vec<Option<(bool, u8)>>> {
+    let ranks: Vec<Option<(bool, u8)>> = raw
+        .split('.')
+        .map(|r| match r {
+            "-" => Some(None),
+            _ => {
+                let (fin, digits) = match r.strip_prefix('f') {
+                    Some(d) => (true, d),
+                    None => (false, r),
+                };
+                if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+                    return None;
+                }
+                let p: u8 = digits.parse().ok()?;
+                (p <= 100).then_some(Some((fin, p)))
+            }
+        })
+        .collect::<Option<_>>()?;
+    (ranks.len() == n).then_some(ranks)
 }
 
 /// Orders an action's states. The table guarantees that progress never goes
@@ -552,6 +621,31 @@ mod tests {
         done.progress = 100;
         s.apply_state(done);
         assert_eq!(progress_queued(&mut s), [(ActionStatus::Success, 100)]);
+    }
+
+    #[test]
+    fn a_position_reads_back_as_written_and_anything_else_is_ignored() {
+        let ranks = vec![None, Some((false, 0)), Some((false, 37)), Some((true, 100))];
+        let text = format_position(&ranks);
+        assert_eq!(text, "-.0.37.f100");
+        assert_eq!(parse_position(&text, 4), Some(ranks));
+        // Another number of ids, or anything but ranks, is no position.
+        for bad in [
+            "-.0.37",
+            "-.0.37.f100.1",
+            "",
+            "x.0.1.2",
+            "101.0.1.2",
+            "f.0.1.2",
+            "+1.0.1.2",
+            "1..2.3",
+            "ff1.0.1.2",
+            "1 .0.1.2",
+            "\u{0}.0.1.2",
+            "99999999999.0.1.2",
+        ] {
+            assert_eq!(parse_position(bad, 4), None, "{bad:?}");
+        }
     }
 
     #[test]

@@ -131,7 +131,7 @@ impl pb::action_service_server::ActionService for Svc {
         let watch = self
             .0
             .app
-            .action_watch(&p, &ids, notices)
+            .action_watch(&p, &ids, notices, None)
             .await
             .map_err(|e| super::status::status_of(&e))?;
         let stop = self.0.actions.shutdown_signal();

@@ -87,12 +87,23 @@ impl ActionFeed {
     description = "Server-Sent Events: first an `action` event with each watched action's \
         current state, then one per change, in commit order; the stream ends once every \
         watched action is finished. An `error` event (data: the error envelope) ends it \
-        early. Comments keep the connection alive every 15 seconds.",
-    params(ActionStreamQuery),
+        early. Comments keep the connection alive every 15 seconds. Each event's `id` says \
+        what the client has been sent; a client reconnecting to the same ids with it as \
+        `Last-Event-ID` (browsers' EventSource does) gets no state again that it has: only \
+        the newer ones, and the end once all it has is final. An id that does not fit \
+        the ids is ignored.",
+    params(
+        ActionStreamQuery,
+        ("Last-Event-ID" = Option<String>, Header,
+            description = "The id of the last event received, to resume a stream."),
+    ),
     responses(
         (status = 200, description = "The event stream: `event: action` (data: an `Action`) \
             and `event: error` (data: an `ErrorResponse`).",
             content_type = "text/event-stream", body = meson_types::action::ActionStreamEvent),
+        (status = 204, description = "Resumed (`Last-Event-ID`) by a client that has every \
+            watched action's final state: nothing more will come, and EventSource stops \
+            reconnecting."),
         (status = 400, description = "No id, more than 25, or a malformed one \
             (`invalid_input`).", body = ErrorResponse),
         (status = 404, description = "One of the actions does not exist for this tenant \
@@ -102,6 +113,7 @@ impl ActionFeed {
 pub(super) async fn actions(
     State(s): State<AppState>,
     p: Principal,
+    headers: axum::http::HeaderMap,
     RawQuery(q): RawQuery,
 ) -> ApiResult<Response> {
     let mut ids: Vec<ActionId> = Vec::new();
@@ -113,7 +125,19 @@ pub(super) async fn actions(
     // Subscribe before the current states are read (`action_watch` reads them),
     // so that no change can fall between the read and the first notice.
     let notices = s.actions.subscribe().await?;
-    let watch = s.app.action_watch(&p, &ids, notices).await?;
+    // A reconnecting client names what it has: not sent again.
+    let resume = headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let watch = s
+        .app
+        .action_watch(&p, &ids, notices, resume.as_deref())
+        .await?;
+    if watch.finished() {
+        // Nothing left to send, ever: SSE clients stop reconnecting on 204.
+        return Ok(axum::http::StatusCode::NO_CONTENT.into_response());
+    }
     let events = futures::stream::unfold(
         Some((watch, s.actions.shutdown.clone())),
         |state| async move {
@@ -124,7 +148,10 @@ pub(super) async fn actions(
                 next = watch.next() => next,
             };
             match next {
-                Ok(Some(a)) => Some((Ok::<_, Infallible>(action_event(&a)), Some((watch, stop)))),
+                Ok(Some(a)) => {
+                    let event = action_event(&a).id(watch.position());
+                    Some((Ok::<_, Infallible>(event), Some((watch, stop))))
+                }
                 Ok(None) => None,
                 // Too late for an HTTP status: say why in the stream, then end it.
                 Err(e) => Some((Ok(error_event(&e)), None)),
