@@ -699,6 +699,30 @@ async fn stop_clients(
     (ledger, refused)
 }
 
+/// A fault on the primary that the cluster recovers from by promoting a
+/// standby, under load: `fault` strikes the primary. The old primary, and
+/// how long creates were unavailable.
+async fn unplanned(
+    cluster: &mut ha::Cluster,
+    load: &Load,
+    phase: Phase,
+    fault: impl FnOnce(&mut ha::Cluster, usize),
+) -> (usize, Duration) {
+    let primary = cluster.primary().await.expect("a primary");
+    *load.phase.lock().unwrap() = phase;
+    let since = Instant::now();
+    fault(cluster, primary);
+    let promoted = cluster.wait_new_primary(primary).await;
+    let rto = load.recovered(since, promoted, &format!("{phase:?}")).await;
+    eprintln!(
+        "failover: {phase:?} {}; creates unavailable for {rto:?}",
+        cluster.nodes[primary].name
+    );
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    *load.phase.lock().unwrap() = Phase::Steady;
+    (primary, rto)
+}
+
 fn ha_missing() -> bool {
     let Some(why) = ha::missing() else {
         return false;
@@ -776,19 +800,9 @@ async fn failover_partition_and_switchover_lose_nothing() {
 
     // 1. The primary's machine dies.
     open_streams(&mut streams);
-    let primary = cluster.primary().await.expect("a primary");
-    *load.phase.lock().unwrap() = Phase::Killed;
-    let killed = Instant::now();
-    cluster.kill_node(primary);
-    let promoted = cluster.wait_new_primary(primary).await;
-    let rto = load.recovered(killed, promoted, "the kill").await;
-    eprintln!(
-        "failover: killed {}; creates unavailable for {rto:?}",
-        cluster.nodes[primary].name
-    );
+    let (primary, rto) =
+        unplanned(&mut cluster, &load, Phase::Killed, ha::Cluster::kill_node).await;
     figures.insert("kill", rto);
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    *load.phase.lock().unwrap() = Phase::Steady;
     cluster.start_node(primary);
     cluster.wait_healthy(Duration::from_secs(90)).await;
 
@@ -815,19 +829,11 @@ async fn failover_partition_and_switchover_lose_nothing() {
     // 3. The primary is cut off from the cluster, and stays so: the test
     // ends on the primary that replaced it.
     open_streams(&mut streams);
-    let primary = cluster.primary().await.expect("a primary");
-    *load.phase.lock().unwrap() = Phase::Partitioned;
-    let cut = Instant::now();
-    cluster.partition(primary);
-    let promoted = cluster.wait_new_primary(primary).await;
-    let rto = load.recovered(cut, promoted, "the partition").await;
-    eprintln!(
-        "failover: cut off {}; creates unavailable for {rto:?}",
-        cluster.nodes[primary].name
-    );
+    let (_, rto) = unplanned(&mut cluster, &load, Phase::Partitioned, |c, i| {
+        c.partition(i)
+    })
+    .await;
     figures.insert("partition", rto);
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    *load.phase.lock().unwrap() = Phase::Steady;
     tokio::time::sleep(Duration::from_secs(1)).await;
 
     let (mut ledger, refused) = stop_clients(&load, clients).await;
