@@ -109,6 +109,65 @@ async fn post(http: &reqwest::Client, base: &str, token: &str, name: &str) -> re
         .unwrap()
 }
 
+/// A database away for less than the hold (a failover, a switchover): a
+/// request that meets it away before touching it waits, and runs once it is
+/// back: one answer, `201`, and the network made once.
+#[tokio::test]
+async fn a_request_held_through_a_short_outage_runs_once_the_database_is_back() {
+    let db = TestDatabase::new().await;
+    let (_, upstream) = via(&db.url, "127.0.0.1:1".parse().unwrap());
+    let proxy = Proxy::start(upstream).await;
+    let (url, _) = via(&db.url, proxy.addr);
+    let auth = Auth::hs256(b"meson-outage-test-secret-0123456789abcdef", "meson-test");
+    let token = auth.issue("acme", "olga", Role::Editor, chrono::Duration::hours(1));
+    let pool = api_database(&url, 4, Duration::from_secs(1)).await.unwrap();
+    let settings = ApiSettings {
+        db_hold: Duration::from_secs(6),
+        ..ApiSettings::new(auth)
+    };
+    let api = ApiServer::start("127.0.0.1:0".parse().unwrap(), pool, settings)
+        .await
+        .unwrap();
+    let base = format!("http://{}", api.addr);
+    let http = reqwest::Client::new();
+    let r = post(&http, &base, &token, "before").await;
+    assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
+
+    proxy.set(false);
+    let (h, b, t) = (http.clone(), base.clone(), token.clone());
+    let held = tokio::spawn(async move { post(&h, &b, &t, "held").await });
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(!held.is_finished(), "answered while the database was away");
+    proxy.set(true);
+    let r = tokio::time::timeout(GENEROUS, held)
+        .await
+        .expect("an answer within the hold")
+        .unwrap();
+    assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
+
+    let listed: Value = http
+        .get(format!("{base}/v1/networks"))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let names: Vec<&str> = listed["networks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names.iter().filter(|n| **n == "held").count(),
+        1,
+        "{names:?}"
+    );
+    api.shutdown().await;
+}
+
 #[tokio::test]
 async fn a_database_outage_answers_503_fast_the_sdk_retries_through_it_and_no_audit_entry_is_lost()
 {
