@@ -386,3 +386,27 @@ async fn once_the_database_is_back_no_stale_connection_answers_for_it() {
     assert!(statuses.iter().skip(1).all(|s| *s == 200), "{statuses:?}");
     api.shutdown().await;
 }
+
+/// A request may not outlive its idempotency key's claim: a request timeout
+/// past a third of the claim's lease is refused at start, naming the
+/// variable.
+#[test]
+fn a_request_timeout_past_the_idempotency_lease_is_refused() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mesond"))
+        .arg("api")
+        .env_clear()
+        .env("DATABASE_URL", "postgres://nobody@127.0.0.1:1/none")
+        .env(
+            "MESON_JWT_SECRET",
+            "meson-outage-test-secret-0123456789abcdef",
+        )
+        .env("MESON_REQUEST_TIMEOUT_S", "101")
+        .output()
+        .expect("mesond runs");
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("MESON_REQUEST_TIMEOUT_S must be at most 100"),
+        "{stderr}"
+    );
+}
