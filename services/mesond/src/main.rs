@@ -185,6 +185,9 @@ async fn dev(cfg: Config) -> anyhow::Result<()> {
 }
 
 async fn deployed(cfg: Config, api: bool, worker: bool) -> anyhow::Result<()> {
+    // Listening for SIGTERM from the start: one that comes while the API and
+    // the worker still start stops them cleanly, instead of killing mesond.
+    let shutdown = tokio::spawn(shutdown_signal());
     let url = cfg.require_database_url()?;
     // Only the migrate job (or serve) changes the schema; api/worker replicas just use it.
     // An api-only replica uses this pool at start only (targets).
@@ -230,7 +233,7 @@ async fn deployed(cfg: Config, api: bool, worker: bool) -> anyhow::Result<()> {
         )),
         false => None,
     };
-    shutdown_signal().await;
+    let _ = shutdown.await;
     // Both at once: the API drains its connections (for at most
     // MESON_HTTP_DRAIN_S) while running jobs finish (for at most
     // MESON_SHUTDOWN_GRACE_S); neither waits for the other.
