@@ -21,6 +21,7 @@ fn atomos_name(cluster: &str, node: &Value) -> String {
         meson_core::ClusterId(cluster.parse().unwrap()),
         node["role"] == "control_plane",
         meson_core::VmId(vm.parse().unwrap()),
+        &meson_core::TenantId("dev".into()),
     )
 }
 

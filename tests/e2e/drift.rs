@@ -23,7 +23,7 @@ async fn running_vm(m: &Meson, name: &str) -> (String, String, String) {
     assert_eq!(done["status"], "success", "{done}");
     let vm = vm(m, &id).await;
     let host = vm["host"].as_str().unwrap().to_owned();
-    (id.clone(), host, format!("vm-{}", id.replace('-', "")))
+    (id.clone(), host, crate::harness::vm_atomos_name(&id))
 }
 
 async fn vm(m: &Meson, id: &str) -> Value {

@@ -331,7 +331,7 @@ async fn a_volume_is_attached_to_a_running_vm_grown_and_detached_over_grpc() {
         .hosts()
         .iter()
         .flat_map(|h| h.inventory().vms)
-        .find(|v| v.name == format!("vm-{}", vm.id.replace('-', "")))
+        .find(|v| v.name == crate::harness::vm_atomos_name(&vm.id))
         .unwrap()
         .id;
     let atomos_name = format!("vol-{}", made[1].replace('-', ""));
@@ -1474,7 +1474,7 @@ async fn a_vm_is_resized_rebuilt_and_migrated_over_grpc() {
         .hosts()
         .iter()
         .flat_map(|h| h.inventory().vms)
-        .find(|v| v.name == format!("vm-{}", id.replace('-', "")))
+        .find(|v| v.name == crate::harness::vm_atomos_name(&id))
         .unwrap()
         .slots;
     assert_eq!(slots, 3);
@@ -1579,7 +1579,7 @@ async fn a_vm_is_resized_rebuilt_and_migrated_over_grpc() {
             .hosts()
             .iter()
             .flat_map(|h| h.inventory().vms)
-            .find(|v| v.name == format!("vm-{}", id.replace('-', "")))
+            .find(|v| v.name == crate::harness::vm_atomos_name(&id))
             .unwrap()
             .network_ids
             .len()

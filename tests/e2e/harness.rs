@@ -159,7 +159,7 @@ impl Meson {
             .expect("the VM's host");
         (
             host,
-            format!("vm-{}", vm["id"].as_str().unwrap().replace('-', "")),
+            crate::harness::vm_atomos_name(vm["id"].as_str().unwrap()),
         )
     }
 
@@ -401,4 +401,12 @@ impl Drop for Meson {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// The AtomOS name of the dev tenant's VM `id`.
+pub fn vm_atomos_name(id: &str) -> String {
+    meson_core::naming::vm_atomos_name(
+        meson_core::VmId(id.parse().expect("a VM id")),
+        &meson_core::TenantId("dev".into()),
+    )
 }

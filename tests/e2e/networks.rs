@@ -318,7 +318,7 @@ async fn bad_networks_are_named() {
 /// Where the simulator has this meson VM: its host, and the AtomOS ids of
 /// the networks its NICs are on there.
 fn sim_vm(m: &Meson, vm: &str) -> (String, Vec<String>) {
-    let name = format!("vm-{}", vm.replace('-', ""));
+    let name = crate::harness::vm_atomos_name(vm);
     m.sim()
         .hosts()
         .iter()

@@ -69,7 +69,7 @@ fn serve(m: &Meson, vm: &Value, port: u16, upstream: std::net::SocketAddr) {
         .iter()
         .find(|h| h.name() == host)
         .expect("the VM's host")
-        .serve_guest_port(&format!("vm-{}", id.replace('-', "")), port, upstream)
+        .serve_guest_port(&crate::harness::vm_atomos_name(id), port, upstream)
         .unwrap();
 }
 

@@ -72,7 +72,7 @@ async fn seed_vm_lifecycle_over_http() {
         .expect("placed on a simulated host");
     let inv = host.inventory();
     assert_eq!(inv.vms.len(), 1);
-    assert_eq!(inv.vms[0].name, format!("vm-{}", id.replace('-', "")));
+    assert_eq!(inv.vms[0].name, crate::harness::vm_atomos_name(&id));
     assert_eq!(inv.volumes.len(), 3);
     assert_eq!(m.inventory_counts(), (1, 3));
 
@@ -620,7 +620,7 @@ async fn power_actions_stop_start_and_reboot_a_vm() {
     m.wait_action(r.body["action"]["id"].as_str().unwrap())
         .await;
     let sim_state = |m: &Meson| {
-        let name = format!("vm-{}", id.replace('-', ""));
+        let name = crate::harness::vm_atomos_name(&id);
         m.sim()
             .hosts()
             .iter()
@@ -970,7 +970,7 @@ async fn volumes_are_listed_with_their_vm_and_go_with_it() {
 
 /// The VM as the simulated host has it: (vCPUs, RAM MiB, state).
 fn sim_size(m: &Meson, vm: &str) -> (u32, u64, atomos_driver::VmState) {
-    let name = format!("vm-{}", vm.replace('-', ""));
+    let name = crate::harness::vm_atomos_name(vm);
     m.sim()
         .hosts()
         .iter()

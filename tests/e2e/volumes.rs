@@ -40,7 +40,7 @@ fn on_atomos(m: &Meson, id: &str) -> Option<(String, atomos_sim::SimVolume)> {
 
 /// The simulator's id of a VM.
 fn sim_vm_id(m: &Meson, vm: &str) -> String {
-    let name = format!("vm-{}", vm.replace('-', ""));
+    let name = crate::harness::vm_atomos_name(vm);
     m.sim()
         .hosts()
         .iter()
@@ -777,7 +777,7 @@ async fn a_vm_migrates_with_its_volumes_to_another_host_of_its_provider() {
             h.inventory()
                 .vms
                 .iter()
-                .any(|v| v.name == format!("vm-{}", vm.replace('-', "")))
+                .any(|v| v.name == crate::harness::vm_atomos_name(&vm))
         })
         .map(|h| h.name().to_owned())
         .collect();

@@ -675,7 +675,12 @@ pub async fn add_node_as(
         vm_id,
         cluster.spec.node_vm_spec(&name, specs),
         Labels::new(),
-        meson_core::naming::node_atomos_name(cluster.id, role == NodeRole::ControlPlane, vm_id),
+        meson_core::naming::node_atomos_name(
+            cluster.id,
+            role == NodeRole::ControlPlane,
+            vm_id,
+            &cluster.tenant,
+        ),
     );
     crate::vms::insert_with_volumes(tx, &vm, &volumes).await?;
     crate::networks::attach_networks(tx, &cluster.tenant, vm_id, &[cluster.network], true).await?;

@@ -411,7 +411,7 @@ mod tests {
             id,
             req.spec,
             req.labels,
-            meson_core::naming::vm_atomos_name(id),
+            meson_core::naming::vm_atomos_name(id, tenant),
         );
         let mut resources = vec![(meson_core::action::ResourceType::Vm, id.0)];
         resources.extend(

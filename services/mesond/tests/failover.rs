@@ -610,8 +610,13 @@ impl Meson {
             }
         }
         let atomos = |vms: &mut dyn Iterator<Item = &String>| -> BTreeSet<String> {
-            vms.map(|vm| meson_core::naming::vm_atomos_name(meson_core::VmId(vm.parse().unwrap())))
-                .collect()
+            vms.map(|vm| {
+                meson_core::naming::vm_atomos_name(
+                    meson_core::VmId(vm.parse().unwrap()),
+                    &meson_core::TenantId(TENANT.into()),
+                )
+            })
+            .collect()
         };
         let twice: Vec<_> = registered.iter().filter(|(_, n)| **n != 1).collect();
         assert!(twice.is_empty(), "VMs registered more than once: {twice:?}");

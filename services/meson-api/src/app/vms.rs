@@ -81,7 +81,7 @@ impl App {
             id,
             req.spec,
             req.labels,
-            naming::vm_atomos_name(id),
+            naming::vm_atomos_name(id, &p.tenant),
         );
         let mut resources = vec![(ResourceType::Vm, id.0)];
         resources.extend(volumes.iter().map(|v| (ResourceType::Volume, v.id.0)));

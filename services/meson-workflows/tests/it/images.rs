@@ -65,7 +65,7 @@ impl World {
 
     /// The content hash of a VM's boot volume on AtomOS.
     fn boot_content(&self, vm: VmId) -> String {
-        let prefix = meson_core::naming::vm_atomos_name(vm);
+        let prefix = meson_core::naming::vm_volume_prefix(vm);
         self.sim
             .hosts()
             .iter()

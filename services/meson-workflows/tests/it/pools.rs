@@ -39,7 +39,12 @@ fn inventory(w: &World) -> Inventory {
 /// A worker node's VM and volume names on AtomOS.
 fn names_of(cluster: ClusterId, n: &Node) -> (String, [String; 2]) {
     (
-        naming::node_atomos_name(cluster, false, n.vm),
+        naming::node_atomos_name(
+            cluster,
+            false,
+            n.vm,
+            &meson_core::TenantId("harness".into()),
+        ),
         [
             naming::vm_boot_volume_name(n.vm),
             naming::vm_cloudinit_volume_name(n.vm),

@@ -21,6 +21,7 @@ fn node_on_atomos(w: &World, node: &Node) -> (usize, usize) {
         node.cluster,
         node.role == NodeRole::ControlPlane,
         node.vm,
+        &w.who.tenant,
     );
     let volumes = meson_core::naming::vm_volume_prefix(node.vm);
     w.sim

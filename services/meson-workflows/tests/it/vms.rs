@@ -228,13 +228,13 @@ impl HasWorld for ResizeScenario {
 impl ResizeScenario {
     /// The VM as AtomOS has it: (state, vCPUs, RAM MiB).
     fn on_host(&self, vm: VmId) -> (atomos_driver::VmState, u32, u64) {
-        let name = meson_core::naming::vm_atomos_name(vm);
+        let prefix = meson_core::naming::vm_volume_prefix(vm);
         self.0
             .sim
             .hosts()
             .iter()
             .flat_map(|h| h.inventory().vms)
-            .find(|v| v.name == name)
+            .find(|v| v.name.starts_with(&prefix))
             .map(|v| (v.state, v.slots, v.ram_mib))
             .expect("the VM is on AtomOS")
     }
@@ -304,7 +304,7 @@ impl HasWorld for RebuildScenario {
 impl RebuildScenario {
     /// The content of the VM's boot volumes on AtomOS.
     fn boots(&self, vm: VmId) -> Vec<String> {
-        let prefix = meson_core::naming::vm_atomos_name(vm);
+        let prefix = meson_core::naming::vm_volume_prefix(vm);
         self.0
             .sim
             .hosts()
@@ -444,7 +444,7 @@ impl MigrateScenario {
             .unwrap();
         assert_eq!(v.status, VmStatus::Running, "{:?}", a.error);
         let host = v.placement.as_ref().unwrap().host.clone();
-        let prefix = meson_core::naming::vm_atomos_name(vm);
+        let prefix = meson_core::naming::vm_volume_prefix(vm);
         let standalone: Vec<String> = meson_db::volumes::attached_to_vms(&w.db.pool, &[vm])
             .await
             .unwrap()

@@ -124,12 +124,12 @@ impl World {
 
     /// The simulator's id of a VM, if AtomOS has it.
     fn sim_vm(&self, vm: VmId) -> Option<String> {
-        let name = meson_core::naming::vm_atomos_name(vm);
+        let prefix = meson_core::naming::vm_volume_prefix(vm);
         self.sim
             .hosts()
             .iter()
             .flat_map(|h| h.inventory().vms)
-            .find(|v| v.name == name)
+            .find(|v| v.name.starts_with(&prefix))
             .map(|v| v.id)
     }
 

@@ -181,14 +181,15 @@ impl World {
 
     /// (VMs, volumes) on every simulated host carrying this VM's name.
     pub(crate) fn on_atomos(&self, vm: VmId) -> (usize, usize) {
-        let prefix = meson_core::naming::vm_atomos_name(vm);
+        // The VM's name and its volumes' start so (`vm-<id>-`).
+        let prefix = meson_core::naming::vm_volume_prefix(vm);
         self.sim
             .hosts()
             .iter()
             .map(|h| h.inventory())
             .fold((0, 0), |(v, d), i| {
                 (
-                    v + i.vms.iter().filter(|x| x.name == prefix).count(),
+                    v + i.vms.iter().filter(|x| x.name.starts_with(&prefix)).count(),
                     d + i
                         .volumes
                         .iter()
