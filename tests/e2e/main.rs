@@ -24,6 +24,7 @@ mod members;
 mod metrics;
 mod networks;
 mod openapi;
+mod orphans;
 mod placement;
 mod plans;
 mod port_forwards;

@@ -284,6 +284,10 @@ pub const RULES: &[Rule] = &[
     admin_write("target_update"),
     admin_write("target_drain"),
     admin_write("target_undrain"),
+    admin_read("orphan_list"),
+    admin_read("orphan_get"),
+    admin_write("orphan_adopt"),
+    admin_write("orphan_delete"),
     // API tokens: a tenant's owners manage them (each at most its
     // creator's role).
     owner_read("token_list"),

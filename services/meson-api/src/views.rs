@@ -643,3 +643,48 @@ pub fn organization(n: &meson_db::organizations::Node) -> wire::organization::Or
         created: n.org.created,
     }
 }
+
+pub fn orphan(o: &meson_core::orphan::Orphan) -> wire::admin::Orphan {
+    use meson_core::orphan::Decision;
+    wire::admin::Orphan {
+        id: o.id.0,
+        target_id: o.target_id.0,
+        host: o.host.clone(),
+        atomos_id: o.atomos_id.clone(),
+        atomos_name: o.atomos_name.clone(),
+        vm_id: o.owner.as_ref().map(|w| w.vm.0),
+        tenant_tag: o.owner.as_ref().and_then(|w| w.tenant_tag.clone()),
+        tenant: o.tenant.as_ref().map(|t| t.to_string()),
+        cluster: o
+            .owner
+            .as_ref()
+            .and_then(|w| w.cluster_prefix.as_ref().map(|(c, _)| c.clone())),
+        state: o.state.clone(),
+        vcpus: o.vcpus,
+        ram_mib: o.ram_mib,
+        ipv4: o.ipv4,
+        volumes: o
+            .volumes
+            .iter()
+            .map(|v| wire::admin::OrphanVolume {
+                atomos_id: v.atomos_id.clone(),
+                name: v.name.clone(),
+                size_gb: v.size_gb,
+                bootable: v.bootable,
+                readonly: v.readonly,
+                cloudinit: v.cloudinit,
+            })
+            .collect(),
+        reason: o.reason.clone(),
+        decision: o.decision.as_ref().map(|d| d.as_str().to_owned()),
+        adopt_tenant: match &o.decision {
+            Some(Decision::Adopt { tenant, .. }) => Some(tenant.to_string()),
+            _ => None,
+        },
+        decided_by: o.decided_by.clone(),
+        decided_at: o.decided_at,
+        error_message: o.error_message.clone(),
+        first_seen: o.first_seen,
+        last_seen: o.last_seen,
+    }
+}

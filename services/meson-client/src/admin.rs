@@ -116,6 +116,47 @@ impl Client {
         .await
     }
 
+    /// VMs hosts hold that meson has no record of, waiting for a decision.
+    pub async fn orphan_list(&self) -> Result<Vec<wire::admin::Orphan>> {
+        let r: wire::admin::OrphanList = self.get("/v1/admin/orphans").await?;
+        Ok(r.orphans)
+    }
+
+    pub async fn orphan_get(&self, id: Uuid) -> Result<wire::admin::Orphan> {
+        let r: wire::admin::OrphanResponse = self.get(&format!("/v1/admin/orphans/{id}")).await?;
+        Ok(r.orphan)
+    }
+
+    /// Decides to adopt an orphan into a tenant (carried out by meson's
+    /// next reconciler pass).
+    pub async fn orphan_adopt(
+        &self,
+        id: Uuid,
+        req: &wire::admin::OrphanAdoptRequest,
+    ) -> Result<wire::admin::Orphan> {
+        let r: wire::admin::OrphanResponse = self
+            .call(
+                Method::POST,
+                &format!("/v1/admin/orphans/{id}/actions/adopt"),
+                Some(req),
+            )
+            .await?;
+        Ok(r.orphan)
+    }
+
+    /// Decides to delete an orphan from its host (carried out by meson's
+    /// next reconciler pass).
+    pub async fn orphan_delete(&self, id: Uuid) -> Result<wire::admin::Orphan> {
+        let r: wire::admin::OrphanResponse = self
+            .call(
+                Method::POST,
+                &format!("/v1/admin/orphans/{id}/actions/delete"),
+                None::<&()>,
+            )
+            .await?;
+        Ok(r.orphan)
+    }
+
     /// A page of the audit log (a tenant's own for an owner, anyone's for an
     /// operator), newest first.
     pub async fn audit_list(

@@ -85,6 +85,10 @@ uuid_id!(
     /// An AtomOS target: one endpoint set of daemons.
     TargetId
 );
+uuid_id!(
+    /// A VM a host holds that meson has no record of.
+    OrphanId
+);
 
 /// A job of the queue.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -109,8 +113,21 @@ impl fmt::Display for TenantId {
 }
 
 impl TenantId {
+    /// The longest tenant id.
+    pub const MAX_LEN: usize = 128;
+
     pub fn as_str(&self) -> &str {
         &self.0
+    }
+
+    /// 1 to [`Self::MAX_LEN`] characters from `[A-Za-z0-9._:@-]`: the
+    /// tenant id ends up in a PostgreSQL setting, and `*` must never be a
+    /// tenant.
+    pub fn valid(t: &str) -> bool {
+        !t.is_empty()
+            && t.len() <= Self::MAX_LEN
+            && t.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b':' | b'@' | b'-'))
     }
 }
 uuid_id!(

@@ -20,6 +20,7 @@ pub mod member;
 pub mod naming;
 pub mod network;
 pub mod organization;
+pub mod orphan;
 pub mod os;
 pub mod parse;
 pub mod patch;
@@ -36,5 +37,5 @@ pub mod volume;
 pub use error::{Code, Error, FieldError, Result};
 pub use id::{
     ActionId, BackupId, ClusterId, ConsoleId, ImageId, InvitationId, JobId, NetworkId, NodeId,
-    PoolId, PortForwardId, TargetId, TenantId, TokenId, VmId, VolumeId,
+    OrphanId, PoolId, PortForwardId, TargetId, TenantId, TokenId, VmId, VolumeId,
 };

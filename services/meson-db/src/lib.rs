@@ -19,6 +19,7 @@ pub mod networks;
 pub mod node_health;
 pub mod node_pools;
 pub mod organizations;
+pub mod orphans;
 pub mod outage;
 pub mod plans;
 pub mod port_forwards;

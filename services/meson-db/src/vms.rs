@@ -736,7 +736,7 @@ pub async fn set_placements(tx: &mut Tx<'_>, placed: &[(VmId, &Placement)]) -> R
 
 /// Records AtomOS's id and address for the VM and its status.
 pub async fn set_runtime(
-    pool: &PgPool,
+    db: impl sqlx::PgExecutor<'_>,
     id: VmId,
     status: VmStatus,
     atomos_id: Option<&str>,
@@ -750,7 +750,7 @@ pub async fn set_runtime(
         atomos_id,
         ipv4.map(|a| a.to_string()),
     )
-    .execute(pool)
+    .execute(db)
     .await
     .ctx("recording vm runtime state")?;
     Ok(())

@@ -304,3 +304,108 @@ pub struct AuditListQuery {
     /// Before this time (RFC 3339).
     pub until: Option<DateTime<Utc>>,
 }
+
+/// A VM a host holds that meson has no record of: made after the backup
+/// meson's database was restored from, or made outside meson. VMs whose
+/// names carry a tenant meson knows are adopted back by themselves; these
+/// wait for an operator: adopt one into a tenant, or delete it from its
+/// host. Nothing is deleted otherwise.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Orphan {
+    pub id: Uuid,
+    /// The target holding it.
+    pub target_id: Uuid,
+    #[schema(example = "ovh-gra-1")]
+    pub host: String,
+    /// The VM's id and name on its host.
+    pub atomos_id: String,
+    #[schema(example = "k0196f0e3a7c1-w-0196f0e3b1c27a3e8f1b2c3d4e5f6a7b-t3f1c9a2b7d4e")]
+    pub atomos_name: String,
+    /// The meson VM id its name carries, if meson named it.
+    #[serde(default)]
+    #[schema(required = true)]
+    pub vm_id: Option<Uuid>,
+    /// The tenant tag its name carries (the first 12 hex digits of the
+    /// SHA-256 of the tenant's id), if any.
+    #[serde(default)]
+    #[schema(required = true, example = "3f1c9a2b7d4e")]
+    pub tenant_tag: Option<String>,
+    /// The tenant the tag names, among those meson knows.
+    #[serde(default)]
+    #[schema(required = true)]
+    pub tenant: Option<String>,
+    /// The first 12 hex digits of the cluster's id, for a Kubernetes node.
+    #[serde(default)]
+    #[schema(required = true)]
+    pub cluster: Option<String>,
+    /// As its host reports it (`running`, `off`, ...).
+    #[schema(example = "running")]
+    pub state: String,
+    pub vcpus: u32,
+    pub ram_mib: u64,
+    #[serde(default)]
+    #[schema(required = true, value_type = Option<String>, example = "10.0.0.17")]
+    pub ipv4: Option<std::net::Ipv4Addr>,
+    /// Its volumes no meson volume names (a deletion destroys these).
+    pub volumes: Vec<OrphanVolume>,
+    /// Why it was not adopted by itself.
+    pub reason: String,
+    /// An operator's decision, carried out by the reconciler's next pass:
+    /// `adopt` or `delete`; null while undecided.
+    #[serde(default)]
+    #[schema(required = true, example = "delete")]
+    pub decision: Option<String>,
+    /// The tenant an `adopt` decision names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adopt_tenant: Option<String>,
+    #[serde(default)]
+    #[schema(required = true)]
+    pub decided_by: Option<String>,
+    #[serde(default)]
+    #[schema(required = true)]
+    pub decided_at: Option<DateTime<Utc>>,
+    /// What stopped the decision the last time it was tried (tried again
+    /// on the next pass).
+    #[serde(default)]
+    #[schema(required = true)]
+    pub error_message: Option<String>,
+    pub first_seen: DateTime<Utc>,
+    pub last_seen: DateTime<Utc>,
+}
+
+/// One of an orphan's volumes, as its host's storage lists it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct OrphanVolume {
+    pub atomos_id: String,
+    pub name: String,
+    pub size_gb: f64,
+    pub bootable: bool,
+    pub readonly: bool,
+    pub cloudinit: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct OrphanList {
+    pub orphans: Vec<Orphan>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct OrphanResponse {
+    pub orphan: Orphan,
+    /// Unknown fields that were ignored; absent when there are none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<Warning>,
+}
+
+/// `POST /v1/admin/orphans/{id}/actions/adopt`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct OrphanAdoptRequest {
+    /// The tenant to adopt it into; when its name carries a tenant tag,
+    /// the tenant it names.
+    #[schema(example = "acme")]
+    pub tenant: String,
+    /// The VM's name in the tenant; its AtomOS name if absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(example = "web-1")]
+    pub name: Option<String>,
+}

@@ -20,6 +20,7 @@ pub mod node_pools;
 pub mod node_reboot;
 pub mod node_replace;
 pub mod nodes;
+pub mod orphans;
 pub mod placement;
 pub mod port_forward;
 pub mod provision;

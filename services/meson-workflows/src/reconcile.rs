@@ -1,7 +1,8 @@
 //! The periodic reconciler: looks at every cluster and starts the
 //! workflows its desired state calls for (automatic upgrades by update
 //! policy, repair of failed nodes), and compares every standalone VM with
-//! AtomOS's inventory (drift detection: [`crate::drift`]), and runs the
+//! AtomOS's inventory (drift detection: [`crate::drift`]) and looks for
+//! VMs no row names (orphans: [`crate::orphans`]), and runs the
 //! backup schedule ([`crate::backup::tick`]), and writes consoles'
 //! expiry (`meson_db::consoles::sweep`), and writes the statements of
 //! months that are over (`meson_db::usage::close_statements`). It only enqueues
@@ -39,6 +40,9 @@ pub async fn tick(env: &Env) -> meson_core::Result<()> {
         crate::auto_upgrade::tick(env).await.map(|_| ()),
     );
     note("drift", crate::drift::tick(env).await.map(|_| ()));
+    // After drift: a VM found missing is `error` before any orphan is
+    // adopted under its name on another host.
+    note("orphans", crate::orphans::tick(env).await.map(|_| ()));
     note(
         "backups",
         crate::backup::tick(env, chrono::Utc::now())

@@ -8,9 +8,9 @@ use crate::cli::{
     ActionCommand, AuditCommand, BackupCommand, Cli, ClusterCommand, Command, ConsoleCommand,
     ImageCommand, InvitationCommand, KopsCommand, KubeconfigCommand, KubernetesCommand,
     MemberCommand, MembershipCommand, NetworkCommand, NodeCommand, OrganizationCommand,
-    PlanCommand, PlanQuotas, PoolCommand, PortForwardCommand, PriceCommand, QuotaCommand,
-    StatementCommand, TargetCommand, TenantCommand, TenantQuotaCommand, TokenCommand, UsageArgs,
-    VmCommand, VolumeCommand, WaitArgs,
+    OrphanCommand, PlanCommand, PlanQuotas, PoolCommand, PortForwardCommand, PriceCommand,
+    QuotaCommand, StatementCommand, TargetCommand, TenantCommand, TenantQuotaCommand, TokenCommand,
+    UsageArgs, VmCommand, VolumeCommand, WaitArgs,
 };
 use crate::config::{self, Settings};
 use crate::error::Failure;
@@ -542,6 +542,7 @@ impl Ctx {
                 self.show(&self.client.tenant_quota_update(&tenant, &req).await?)
             }
             Command::Target(c) => self.target(c).await,
+            Command::Orphan(c) => self.orphan(c).await,
             Command::Audit(AuditCommand::List {
                 tenant,
                 subject,
@@ -1743,6 +1744,43 @@ impl Ctx {
                 self.show(&self.client.target_undrain(id).await?.target)
             }
         }
+    }
+
+    async fn orphan(&self, c: OrphanCommand) -> Result<()> {
+        match c {
+            OrphanCommand::List => self.show(&self.client.orphan_list().await?),
+            OrphanCommand::Get { orphan } => {
+                let id = self.orphan_id(&orphan).await?;
+                self.show(&self.client.orphan_get(id).await?)
+            }
+            OrphanCommand::Adopt {
+                orphan,
+                tenant,
+                name,
+            } => {
+                let id = self.orphan_id(&orphan).await?;
+                let req = meson_types::admin::OrphanAdoptRequest { tenant, name };
+                self.show(&self.client.orphan_adopt(id, &req).await?)
+            }
+            OrphanCommand::Delete { orphan } => {
+                let id = self.orphan_id(&orphan).await?;
+                self.show(&self.client.orphan_delete(id).await?)
+            }
+        }
+    }
+
+    /// An orphan's id from its id, an abbreviation of it, or its AtomOS
+    /// name.
+    async fn orphan_id(&self, s: &str) -> Result<Uuid> {
+        if let Some(id) = whole_id(s) {
+            return Ok(id);
+        }
+        let all = self.client.orphan_list().await?;
+        pick(
+            "orphan",
+            s,
+            all.iter().map(|o| (o.id, o.atomos_name.as_str())),
+        )
     }
 
     /// A target's id from its id, an abbreviation of it, or its name.

@@ -130,6 +130,10 @@ pub enum Command {
     /// Operators: the AtomOS targets meson places on (the admin role).
     #[command(subcommand)]
     Target(TargetCommand),
+    /// Operators: VMs hosts hold that meson has no record of (after a
+    /// database restore, or made outside meson): adopt or delete them.
+    #[command(subcommand)]
+    Orphan(OrphanCommand),
     /// The audit log: the tenant's (an owner), anyone's (an operator).
     #[command(subcommand)]
     Audit(AuditCommand),
@@ -1508,6 +1512,29 @@ pub enum TargetCommand {
     },
     /// Puts a drained target back into placement.
     Undrain { target: String },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum OrphanCommand {
+    /// Lists the orphans, with why each waits for a decision.
+    List,
+    /// Shows an orphan (by id, an abbreviation of it, or its AtomOS name).
+    Get { orphan: String },
+    /// Adopts an orphan into a tenant (done by meson's next reconciler
+    /// pass).
+    Adopt {
+        orphan: String,
+        /// The tenant; when the VM's name carries a tenant tag, the one it
+        /// names.
+        #[arg(long)]
+        tenant: String,
+        /// Its name in the tenant (its AtomOS name if absent).
+        #[arg(long)]
+        name: Option<String>,
+    },
+    /// Deletes an orphan from its host, with its own volumes (done by
+    /// meson's next reconciler pass).
+    Delete { orphan: String },
 }
 
 /// An AtomOS target's daemons' ports, when not the usual ones.

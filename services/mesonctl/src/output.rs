@@ -9,7 +9,7 @@
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use meson_types::action::Action;
-use meson_types::admin::{AuditEntry, Plan, Quota, Target};
+use meson_types::admin::{AuditEntry, Orphan, Plan, Quota, Target};
 use meson_types::backup::{Backup, BackupCreateResponse, BackupPolicy, RestoreResponse};
 use meson_types::catalog::{Flavor, KubernetesVersion, Provider};
 use meson_types::cluster::{AutoscalerCredentials, Cluster, ClusterCreateResponse, Node, Pool};
@@ -1756,6 +1756,81 @@ impl Show for Vec<Target> {
                         t.region.clone(),
                         t.continent.clone(),
                         t.enabled.to_string(),
+                    ]
+                })
+                .collect(),
+        }
+    }
+}
+
+impl Show for Orphan {
+    fn view(&self, _: Width) -> View {
+        View::Fields(vec![
+            ("ID", self.id.to_string()),
+            ("Host", self.host.clone()),
+            ("AtomOS name", self.atomos_name.clone()),
+            ("AtomOS id", self.atomos_id.clone()),
+            (
+                "VM id",
+                self.vm_id.map(|v| v.to_string()).unwrap_or_default(),
+            ),
+            ("Tenant tag", opt(&self.tenant_tag)),
+            ("Tenant", opt(&self.tenant)),
+            ("Cluster", opt(&self.cluster)),
+            ("State", self.state.clone()),
+            (
+                "Size",
+                format!("{} vCPUs, {} MiB", self.vcpus, self.ram_mib),
+            ),
+            ("IPv4", self.ipv4.map(|a| a.to_string()).unwrap_or_default()),
+            (
+                "Volumes",
+                self.volumes
+                    .iter()
+                    .map(|v| format!("{} ({} GB)", v.name, v.size_gb))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            ),
+            ("Reason", self.reason.clone()),
+            (
+                "Decision",
+                match (&self.decision, &self.adopt_tenant) {
+                    (Some(d), Some(t)) => format!("{d} into {t}"),
+                    (Some(d), None) => d.clone(),
+                    _ => String::new(),
+                },
+            ),
+            ("Decided by", opt(&self.decided_by)),
+            ("Error", opt(&self.error_message)),
+            ("First seen", self.first_seen.to_rfc3339()),
+            ("Last seen", self.last_seen.to_rfc3339()),
+        ])
+    }
+}
+
+impl Show for Vec<Orphan> {
+    fn view(&self, width: Width) -> View {
+        View::Table {
+            headers: vec![
+                "ID",
+                "HOST",
+                "ATOMOS NAME",
+                "STATE",
+                "TENANT",
+                "DECISION",
+                "REASON",
+            ],
+            rows: self
+                .iter()
+                .map(|o| {
+                    vec![
+                        width.id(&o.id),
+                        o.host.clone(),
+                        o.atomos_name.clone(),
+                        o.state.clone(),
+                        o.tenant.clone().unwrap_or_default(),
+                        o.decision.clone().unwrap_or_default(),
+                        o.reason.clone(),
                     ]
                 })
                 .collect(),

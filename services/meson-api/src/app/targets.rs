@@ -3,9 +3,11 @@
 use super::App;
 use crate::auth::Principal;
 use meson_core::action::Action;
+use meson_core::orphan::{Decision, Orphan};
 use meson_core::parse::Warning;
 use meson_core::target::Target;
-use meson_core::{Result, TargetId, VmId};
+use meson_core::{OrphanId, Result, TargetId, VmId};
+use meson_db::scope;
 
 /// What a drain did: the migrations it started, and the VMs it left.
 pub struct Drained {
@@ -99,5 +101,51 @@ impl App {
         tracing::info!(target = %target.name, enabled = target.enabled, by = %p.subject,
             "AtomOS target updated");
         Ok((target, warnings))
+    }
+}
+
+/// Orphans: VMs hosts hold that meson has no record of. No tenant's rows:
+/// operators read and decide them in the system scope. The API only
+/// records a decision; the reconciler carries it out.
+impl App {
+    pub async fn orphan_list(&self, _p: &Principal) -> Result<Vec<Orphan>> {
+        scope::system(meson_db::orphans::list(&self.pool)).await
+    }
+
+    pub async fn orphan_get(&self, _p: &Principal, id: OrphanId) -> Result<Orphan> {
+        scope::system(meson_db::orphans::get(&self.pool, id)).await
+    }
+
+    /// Decides to adopt an orphan into a tenant (the one its name's tag
+    /// names, if it carries one).
+    pub async fn orphan_adopt(
+        &self,
+        p: &Principal,
+        id: OrphanId,
+        body: &serde_json::Value,
+    ) -> Result<(Orphan, Vec<Warning>)> {
+        let orphan = scope::system(meson_db::orphans::get(&self.pool, id)).await?;
+        let (decision, warnings) = Decision::parse_adopt(body, &orphan)?;
+        let orphan = scope::system(meson_db::orphans::decide(
+            &self.pool, id, &decision, &p.subject,
+        ))
+        .await?;
+        tracing::warn!(orphan = %id, name = %orphan.atomos_name, by = %p.subject,
+            "orphan: adoption decided");
+        Ok((orphan, warnings))
+    }
+
+    /// Decides to delete an orphan from its host, with its own volumes.
+    pub async fn orphan_delete(&self, p: &Principal, id: OrphanId) -> Result<Orphan> {
+        let orphan = scope::system(meson_db::orphans::decide(
+            &self.pool,
+            id,
+            &Decision::Delete,
+            &p.subject,
+        ))
+        .await?;
+        tracing::warn!(orphan = %id, name = %orphan.atomos_name, by = %p.subject,
+            "orphan: deletion decided");
+        Ok(orphan)
     }
 }

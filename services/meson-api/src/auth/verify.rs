@@ -17,8 +17,6 @@ pub const UNKNOWN_KID_REFETCH_INTERVAL: Duration = Duration::from_secs(30);
 
 /// Real tokens are well under this; parsing bigger ones is only work for an attacker.
 const MAX_TOKEN_BYTES: usize = 16 * 1024;
-const MAX_TENANT_LEN: usize = 128;
-
 const MAX_SUBJECT_LEN: usize = 255;
 
 /// Verifies bearer tokens (and, with HS256, issues them for dev mode and
@@ -372,7 +370,7 @@ impl Auth {
             }
         };
         let tenant = match claims.get(&cfg.tenant_claim) {
-            Some(Value::String(t)) if valid_tenant(t) => t.clone(),
+            Some(Value::String(t)) if TenantId::valid(t) => t.clone(),
             Some(_) => {
                 return Err(format!(
                     "claim {:?} is not a valid tenant id",
@@ -409,15 +407,6 @@ impl Auth {
             email,
         })
     }
-}
-
-/// 1 to 128 characters from `[A-Za-z0-9._:@-]`: the tenant id ends up in a
-/// PostgreSQL setting, and `*` must never be a tenant.
-fn valid_tenant(t: &str) -> bool {
-    !t.is_empty()
-        && t.len() <= MAX_TENANT_LEN
-        && t.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b':' | b'@' | b'-'))
 }
 
 /// An error and its causes on one line, for logs.

@@ -47,6 +47,10 @@ const REST_ONLY: &[(&str, &str)] = &[
     ("target_update", "an operators' route; mesonctl reaches it"),
     ("target_drain", "an operators' route; mesonctl reaches it"),
     ("target_undrain", "an operators' route; mesonctl reaches it"),
+    ("orphan_list", "an operators' route; mesonctl reaches it"),
+    ("orphan_get", "an operators' route; mesonctl reaches it"),
+    ("orphan_adopt", "an operators' route; mesonctl reaches it"),
+    ("orphan_delete", "an operators' route; mesonctl reaches it"),
     (
         "cluster_autoscaler_credentials",
         "the autoscaler's own gRPC (externalgrpc) authenticates with them",

@@ -31,6 +31,20 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(target_drain))
         .routes(routes!(target_undrain))
         .routes(routes!(audit_list))
+        .routes(routes!(orphan_list))
+        .routes(routes!(orphan_get))
+        .routes(routes!(orphan_adopt))
+        .routes(routes!(orphan_delete))
+}
+
+fn orphan(
+    o: &meson_core::orphan::Orphan,
+    warnings: &[meson_core::parse::Warning],
+) -> Json<wire::OrphanResponse> {
+    Json(wire::OrphanResponse {
+        orphan: views::orphan(o),
+        warnings: warnings.iter().map(views::warning).collect(),
+    })
 }
 
 fn quota(v: QuotaView) -> Json<wire::QuotaResponse> {
@@ -438,4 +452,109 @@ async fn audit_list(
         meta,
     };
     Ok(super::paged(body, link))
+}
+
+/// Lists orphans: VMs hosts hold that meson has no record of (operators).
+#[utoipa::path(
+    get,
+    path = "/v1/admin/orphans",
+    tag = "targets",
+    operation_id = "orphan_list",
+    summary = "List orphaned VMs (admin)",
+    description = "VMs a host holds that no meson VM names: made after the backup meson's \
+        database was restored from, or made outside meson. The reconciler compares every \
+        host's inventory with meson's records on each pass: a VM whose name carries its id \
+        and the tag of a tenant meson knows is adopted back into that tenant by itself; the \
+        rest are listed here, with `reason`, until an operator adopts or deletes them. An \
+        orphan its host no longer holds leaves the list.",
+    responses((status = 200, description = "Every orphan, the longest known first.",
+        body = wire::OrphanList)),
+)]
+async fn orphan_list(State(s): State<AppState>, p: Principal) -> ApiResult<Json<wire::OrphanList>> {
+    let orphans = s.app.orphan_list(&p).await?;
+    Ok(Json(wire::OrphanList {
+        orphans: orphans.iter().map(views::orphan).collect(),
+    }))
+}
+
+/// Reads an orphan (operators).
+#[utoipa::path(
+    get,
+    path = "/v1/admin/orphans/{id}",
+    tag = "targets",
+    operation_id = "orphan_get",
+    summary = "Get an orphaned VM (admin)",
+    params(("id" = uuid::Uuid, Path, description = "The orphan's id.")),
+    responses(
+        (status = 200, description = "The orphan.", body = wire::OrphanResponse),
+        BadId,
+        (status = 404, description = "No such orphan (`not_found`): adopted, deleted, or gone \
+            from its host.", body = ErrorResponse),
+    ),
+)]
+async fn orphan_get(
+    State(s): State<AppState>,
+    p: Principal,
+    Path(id): Path<String>,
+) -> ApiResult<Json<wire::OrphanResponse>> {
+    Ok(orphan(&s.app.orphan_get(&p, parse_id(&id)?).await?, &[]))
+}
+
+/// Adopts an orphan into a tenant (operators).
+#[utoipa::path(
+    post,
+    path = "/v1/admin/orphans/{id}/actions/adopt",
+    tag = "targets",
+    operation_id = "orphan_adopt",
+    summary = "Adopt an orphaned VM into a tenant (admin)",
+    description = "Records the decision; the reconciler's next pass writes the VM into the \
+        tenant (its size, state, address and volumes as its host reports them; its image and \
+        SSH keys are unknown) and the orphan leaves the list. When the VM's name carries a \
+        tenant tag, only the tenant it names is accepted. The VM counts against the tenant's \
+        usage from then on, whatever its quotas.",
+    params(("id" = uuid::Uuid, Path, description = "The orphan's id.")),
+    request_body(content = wire::OrphanAdoptRequest, content_type = "application/json",
+        example = json!({"tenant": "acme", "name": "web-1"})),
+    responses(
+        (status = 202, description = "The orphan, with its decision.", body = wire::OrphanResponse),
+        BadIdOrBody,
+        (status = 404, description = "No such orphan (`not_found`).", body = ErrorResponse),
+        (status = 409, description = "Already decided (`conflict`).", body = ErrorResponse),
+    ),
+)]
+async fn orphan_adopt(
+    State(s): State<AppState>,
+    p: Principal,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
+    let (o, warnings) = s.app.orphan_adopt(&p, parse_id(&id)?, &body).await?;
+    Ok((StatusCode::ACCEPTED, orphan(&o, &warnings)).into_response())
+}
+
+/// Deletes an orphan from its host (operators).
+#[utoipa::path(
+    post,
+    path = "/v1/admin/orphans/{id}/actions/delete",
+    tag = "targets",
+    operation_id = "orphan_delete",
+    summary = "Delete an orphaned VM from its host (admin)",
+    description = "Records the decision; the reconciler's next pass unregisters the VM from \
+        its host and destroys the volumes listed with it (none that a meson volume names), \
+        then forgets the orphan. Nothing else deletes an orphan.",
+    params(("id" = uuid::Uuid, Path, description = "The orphan's id.")),
+    responses(
+        (status = 202, description = "The orphan, with its decision.", body = wire::OrphanResponse),
+        BadId,
+        (status = 404, description = "No such orphan (`not_found`).", body = ErrorResponse),
+        (status = 409, description = "Already decided (`conflict`).", body = ErrorResponse),
+    ),
+)]
+async fn orphan_delete(
+    State(s): State<AppState>,
+    p: Principal,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
+    let o = s.app.orphan_delete(&p, parse_id(&id)?).await?;
+    Ok((StatusCode::ACCEPTED, orphan(&o, &[])).into_response())
 }

@@ -39,6 +39,38 @@ pub fn missing() -> Option<String> {
     ))
 }
 
+/// `program`, run as the `postgres` system user when the test is root
+/// (PostgreSQL refuses to run as root); setpriv execs, so the pid is the
+/// program's own.
+pub fn as_postgres(program: &Path) -> Command {
+    if is_root() {
+        let mut c = Command::new("setpriv");
+        c.args([
+            "--reuid=postgres",
+            "--regid=postgres",
+            "--init-groups",
+            "--reset-env",
+        ]);
+        c.arg(program);
+        c
+    } else {
+        Command::new(program)
+    }
+}
+
+/// Makes `dir` the `postgres` user's when the test is root (PostgreSQL,
+/// run as `postgres`, writes there).
+pub fn give_to_postgres(dir: &Path) {
+    if is_root() {
+        let owned = Command::new("chown")
+            .args(["-R", "postgres:postgres"])
+            .arg(dir)
+            .status()
+            .unwrap();
+        assert!(owned.success(), "chown {}", dir.display());
+    }
+}
+
 fn which(tool: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
@@ -48,7 +80,7 @@ fn which(tool: &str) -> Option<PathBuf> {
 }
 
 /// The newest installed PostgreSQL's `bin` directory (Debian's layout).
-fn postgres_bin() -> Option<PathBuf> {
+pub fn postgres_bin() -> Option<PathBuf> {
     let mut versions: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
         .ok()?
         .filter_map(|e| {
@@ -133,15 +165,7 @@ impl Cluster {
             .collect();
         let proxy_port = free_port();
         std::fs::write(dir.join("haproxy.cfg"), haproxy_config(proxy_port, &nodes)).unwrap();
-        if is_root() {
-            // PostgreSQL runs as `postgres`: it needs the directory.
-            let owned = Command::new("chown")
-                .args(["-R", "postgres:postgres"])
-                .arg(&dir)
-                .status()
-                .unwrap();
-            assert!(owned.success(), "chown {}", dir.display());
-        }
+        give_to_postgres(&dir);
         let mut haproxy = Command::new(which("haproxy").unwrap());
         haproxy
             .arg("-db")
@@ -172,20 +196,7 @@ impl Cluster {
     /// Starts node `i`'s Patroni (again).
     pub fn start_node(&mut self, i: usize) {
         let node = &mut self.nodes[i];
-        let mut c = if is_root() {
-            // setpriv execs: the pid is Patroni's own.
-            let mut c = Command::new("setpriv");
-            c.args([
-                "--reuid=postgres",
-                "--regid=postgres",
-                "--init-groups",
-                "--reset-env",
-            ]);
-            c.arg(which("patroni").unwrap());
-            c
-        } else {
-            Command::new(which("patroni").unwrap())
-        };
+        let mut c = as_postgres(&which("patroni").unwrap());
         c.arg(&node.config)
             .current_dir("/")
             .stdin(Stdio::null())

@@ -4,6 +4,7 @@
 #![allow(dead_code)] // each test file uses its own part of it
 
 pub mod ha;
+pub mod pitr;
 
 use meson_types::dev::DevServer;
 use std::io::BufRead;
