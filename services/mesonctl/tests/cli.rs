@@ -1894,6 +1894,9 @@ async fn operators_targets_tenant_quotas_audit_status_and_metrics() {
     let r = m.ctl(&["metrics"]).await;
     assert!(r.ok().stdout.contains("meson_"), "{r:#?}");
 
+    // No VM on any host lacks a record: no orphans.
+    let r = m.ctl(&["orphan", "list", "-o", "json"]).await;
+    assert_eq!(r.ok().json(), json!([]), "{r:#?}");
     // The AtomOS targets: listed, shown, turned off and on, one added.
     let r = m.ctl(&["target", "list", "-o", "json"]).await;
     let targets = r.ok().json();
