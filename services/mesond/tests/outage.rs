@@ -100,6 +100,48 @@ fn via(url: &str, addr: SocketAddr) -> (String, SocketAddr) {
     (format!("{}{addr}{}", &url[..at], &url[slash..]), upstream)
 }
 
+/// meson's API on a fresh database reached through a [`Proxy`], with a
+/// pool of `pool` connections, each request waiting at most a second for
+/// one; `settings` changes the API's settings.
+struct Rig {
+    db: TestDatabase,
+    proxy: Proxy,
+    api: ApiServer,
+    base: String,
+    token: String,
+    http: reqwest::Client,
+}
+
+impl Rig {
+    async fn start(pool: u32, settings: impl FnOnce(ApiSettings) -> ApiSettings) -> Rig {
+        let db = TestDatabase::new().await;
+        let (_, upstream) = via(&db.url, "127.0.0.1:1".parse().unwrap());
+        let proxy = Proxy::start(upstream).await;
+        let (url, _) = via(&db.url, proxy.addr);
+        let auth = Auth::hs256(b"meson-outage-test-secret-0123456789abcdef", "meson-test");
+        let token = auth.issue("acme", "olga", Role::Editor, chrono::Duration::hours(1));
+        let pool = api_database(&url, pool, Duration::from_secs(1))
+            .await
+            .unwrap();
+        let api = ApiServer::start(
+            "127.0.0.1:0".parse().unwrap(),
+            pool,
+            settings(ApiSettings::new(auth)),
+        )
+        .await
+        .unwrap();
+        let base = format!("http://{}", api.addr);
+        Rig {
+            db,
+            proxy,
+            api,
+            base,
+            token,
+            http: reqwest::Client::new(),
+        }
+    }
+}
+
 async fn post(http: &reqwest::Client, base: &str, token: &str, name: &str) -> reqwest::Response {
     http.post(format!("{base}/v1/networks"))
         .bearer_auth(token)
@@ -114,22 +156,18 @@ async fn post(http: &reqwest::Client, base: &str, token: &str, name: &str) -> re
 /// back: one answer, `201`, and the network made once.
 #[tokio::test]
 async fn a_request_held_through_a_short_outage_runs_once_the_database_is_back() {
-    let db = TestDatabase::new().await;
-    let (_, upstream) = via(&db.url, "127.0.0.1:1".parse().unwrap());
-    let proxy = Proxy::start(upstream).await;
-    let (url, _) = via(&db.url, proxy.addr);
-    let auth = Auth::hs256(b"meson-outage-test-secret-0123456789abcdef", "meson-test");
-    let token = auth.issue("acme", "olga", Role::Editor, chrono::Duration::hours(1));
-    let pool = api_database(&url, 4, Duration::from_secs(1)).await.unwrap();
-    let settings = ApiSettings {
+    let Rig {
+        db: _db,
+        proxy,
+        api,
+        base,
+        token,
+        http,
+    } = Rig::start(4, |s| ApiSettings {
         db_hold: Duration::from_secs(6),
-        ..ApiSettings::new(auth)
-    };
-    let api = ApiServer::start("127.0.0.1:0".parse().unwrap(), pool, settings)
-        .await
-        .unwrap();
-    let base = format!("http://{}", api.addr);
-    let http = reqwest::Client::new();
+        ..s
+    })
+    .await;
     let r = post(&http, &base, &token, "before").await;
     assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
 
@@ -171,19 +209,14 @@ async fn a_request_held_through_a_short_outage_runs_once_the_database_is_back() 
 #[tokio::test]
 async fn a_database_outage_answers_503_fast_the_sdk_retries_through_it_and_no_audit_entry_is_lost()
 {
-    let db = TestDatabase::new().await;
-    let (_, upstream) = via(&db.url, "127.0.0.1:1".parse().unwrap());
-    let proxy = Proxy::start(upstream).await;
-    let (url, _) = via(&db.url, proxy.addr);
-
-    let auth = Auth::hs256(b"meson-outage-test-secret-0123456789abcdef", "meson-test");
-    let token = auth.issue("acme", "olga", Role::Editor, chrono::Duration::hours(1));
-    let pool = api_database(&url, 4, Duration::from_secs(1)).await.unwrap();
-    let api = ApiServer::start("127.0.0.1:0".parse().unwrap(), pool, ApiSettings::new(auth))
-        .await
-        .unwrap();
-    let base = format!("http://{}", api.addr);
-    let http = reqwest::Client::new();
+    let Rig {
+        db,
+        proxy,
+        api,
+        base,
+        token,
+        http,
+    } = Rig::start(4, |s| s).await;
 
     let r = post(&http, &base, &token, "before").await;
     assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
@@ -311,18 +344,14 @@ async fn once_the_database_is_back_no_stale_connection_answers_for_it() {
     // connection is broken, and the next requests must not keep meeting
     // them (they did, one after another: 503 for seconds after the
     // database was back).
-    let db = TestDatabase::new().await;
-    let (_, upstream) = via(&db.url, "127.0.0.1:1".parse().unwrap());
-    let proxy = Proxy::start(upstream).await;
-    let (url, _) = via(&db.url, proxy.addr);
-    let auth = Auth::hs256(b"meson-outage-test-secret-0123456789abcdef", "meson-test");
-    let token = auth.issue("acme", "olga", Role::Editor, chrono::Duration::hours(1));
-    let pool = api_database(&url, 8, Duration::from_secs(1)).await.unwrap();
-    let api = ApiServer::start("127.0.0.1:0".parse().unwrap(), pool, ApiSettings::new(auth))
-        .await
-        .unwrap();
-    let base = format!("http://{}", api.addr);
-    let http = reqwest::Client::new();
+    let Rig {
+        db: _db,
+        proxy,
+        api,
+        base,
+        token,
+        http,
+    } = Rig::start(8, |s| s).await;
     let r = http
         .post(format!("{base}/v1/vms"))
         .bearer_auth(&token)
@@ -409,4 +438,53 @@ fn a_request_timeout_past_the_idempotency_lease_is_refused() {
         stderr.contains("MESON_REQUEST_TIMEOUT_S must be at most 100"),
         "{stderr}"
     );
+}
+
+/// A read whose statement the database broke off (a primary shutting
+/// down under it) changed nothing: it is run again once the database is
+/// back, within the hold, and answers as if nothing happened.
+#[tokio::test]
+async fn a_read_broken_off_mid_statement_runs_again_once_the_database_is_back() {
+    use sqlx::Connection;
+    let rig = Rig::start(4, |s| ApiSettings {
+        db_hold: Duration::from_secs(6),
+        ..s
+    })
+    .await;
+    let r = post(&rig.http, &rig.base, &rig.token, "kept").await;
+    assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
+
+    // The read's statement waits on a lock, its connection live, when
+    // the connection breaks.
+    let mut locker = sqlx::PgConnection::connect(&rig.db.url).await.unwrap();
+    sqlx::raw_sql("begin; lock table networks in access exclusive mode")
+        .execute(&mut locker)
+        .await
+        .unwrap();
+    let (h, b, t) = (rig.http.clone(), rig.base.clone(), rig.token.clone());
+    let read = tokio::spawn(async move {
+        h.get(format!("{b}/v1/networks"))
+            .bearer_auth(&t)
+            .send()
+            .await
+            .unwrap()
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(!read.is_finished(), "the read waits on the lock");
+    rig.proxy.set(false);
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    sqlx::raw_sql("rollback")
+        .execute(&mut locker)
+        .await
+        .unwrap();
+    assert!(!read.is_finished(), "answered while the database was away");
+    rig.proxy.set(true);
+    let r = tokio::time::timeout(GENEROUS, read)
+        .await
+        .expect("an answer within the hold")
+        .unwrap();
+    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
+    let listed: Value = r.json().await.unwrap();
+    assert_eq!(listed["networks"][0]["name"], "kept", "{listed}");
+    rig.api.shutdown().await;
 }

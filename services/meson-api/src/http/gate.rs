@@ -145,9 +145,10 @@ pub async fn gate(State(g): State<GateState>, mut req: Request, next: Next) -> R
 const MAX_HELD_BODY: u64 = 1024 * 1024;
 
 /// Runs the admitted request; when it met the database unreachable before
-/// it had a live connection (so nothing it asked can have happened), waits
-/// for the database and runs it again, within the breaker's hold in all:
-/// a failover or a planned switchover is then a delay, not a `503`.
+/// it had a live connection (so nothing it asked can have happened), or
+/// at any point of a `GET` or `HEAD` (which change nothing), waits for the
+/// database and runs it again, within the breaker's hold in all: a
+/// failover or a planned switchover is then a delay, not a `503`.
 /// Requests whose body is not small and of known length, and upgrades, run
 /// once.
 async fn run_held(admitted: &gate::Admitted, req: Request, next: Next) -> (Response, bool) {
@@ -165,6 +166,7 @@ async fn run_held(admitted: &gate::Admitted, req: Request, next: Next) -> (Respo
         return admitted.run_offering(201, next.run(req)).await;
     }
     let started = tokio::time::Instant::now();
+    let reads = matches!(*req.method(), Method::GET | Method::HEAD);
     let (parts, body) = req.into_parts();
     let bytes = match axum::body::to_bytes(body, MAX_HELD_BODY as usize).await {
         Ok(bytes) => bytes,
@@ -189,7 +191,7 @@ async fn run_held(admitted: &gate::Admitted, req: Request, next: Next) -> (Respo
             .extensions()
             .get::<crate::error::OutageAnswer>()
             .is_some();
-        if !outage || connected || written {
+        if !outage || (connected && !reads) || written {
             return (res, written);
         }
         let left = hold.saturating_sub(started.elapsed());
