@@ -5,7 +5,9 @@
 //!
 //! While clients create and delete VMs through both APIs (retrying a `503`
 //! after its `Retry-After`, with the same `Idempotency-Key`) and watch
-//! actions over Server-Sent Events, the database's primary is
+//! actions over Server-Sent Events, and a cluster's autoscaler polls both
+//! APIs' autoscaler endpoints (answered, or told `UNAVAILABLE`, never
+//! failed), the database's primary is
 //!
 //! 1. killed: its machine dies (Patroni and PostgreSQL SIGKILLed at once),
 //!    and a standby is promoted once the leader lock expires;
@@ -65,7 +67,10 @@ fn seed_vm(name: &str) -> Vec<u8> {
         .into_bytes()
 }
 
-fn spawn_api(db_url: &str, targets: &str, http_port: u16) -> Process {
+/// An API on `http_port`, serving the clusters' autoscalers on
+/// `autoscaler_port`.
+fn spawn_api(db_url: &str, targets: &str, http_port: u16, autoscaler_port: u16) -> Process {
+    let autoscaler = format!("127.0.0.1:{autoscaler_port}");
     support::deployed(
         "api",
         db_url,
@@ -76,6 +81,8 @@ fn spawn_api(db_url: &str, targets: &str, http_port: u16) -> Process {
             ("MESON_RATE_LIMIT_PER_MIN", "100000"),
             ("MESON_RATE_LIMIT_POLL_PER_MIN", "100000"),
             ("MESON_LOG", "error"),
+            ("MESON_AUTOSCALER_ADDR", &autoscaler),
+            ("MESON_AUTOSCALER_TLS_NAMES", "localhost"),
         ],
     )
 }
@@ -431,6 +438,8 @@ struct Meson {
     sim: atomos_sim::Simulator,
     targets: std::path::PathBuf,
     ports: Vec<u16>,
+    /// Each API's autoscalers' endpoint.
+    autoscaler_ports: Vec<u16>,
     apis: Vec<Process>,
     workers: Vec<Process>,
     bases: Vec<String>,
@@ -451,9 +460,11 @@ impl Meson {
         let sim = support::simulator(boot).await;
         let targets = support::targets_file(&sim, test);
         let ports = vec![support::free_port(), support::free_port()];
+        let autoscaler_ports = vec![support::free_port(), support::free_port()];
         let apis = ports
             .iter()
-            .map(|p| spawn_api(url, targets.to_str().unwrap(), *p))
+            .zip(&autoscaler_ports)
+            .map(|(p, a)| spawn_api(url, targets.to_str().unwrap(), *p, *a))
             .collect();
         let bases: Vec<String> = ports
             .iter()
@@ -471,6 +482,7 @@ impl Meson {
             sim,
             targets,
             ports,
+            autoscaler_ports,
             apis,
             workers,
             bases,
@@ -651,6 +663,69 @@ impl Meson {
     }
 }
 
+/// What an autoscaler polling meson through the faults saw.
+#[derive(Debug, Default)]
+struct Polled {
+    ok: usize,
+    unavailable: usize,
+    /// Any other answer, or none within the timeout, with its phase.
+    other: Vec<String>,
+    /// Whether the last call succeeded.
+    last_ok: bool,
+}
+
+/// Polls the autoscalers' endpoint of each API in turn, every 200 ms, as
+/// the cluster-autoscaler does (`NodeGroups`, over mutual TLS with the
+/// cluster's `credentials`), until the load stops.
+async fn autoscale(load: Arc<Load>, ports: Vec<u16>, credentials: Value) -> Polled {
+    use meson_proto::externalgrpc as pb;
+    use tonic::transport::{Certificate, Channel, ClientTlsConfig, Identity};
+    let pem = |field: &str| credentials[field].as_str().expect(field).to_owned();
+    let tls = ClientTlsConfig::new()
+        .ca_certificate(Certificate::from_pem(pem("ca_cert")))
+        .identity(Identity::from_pem(pem("cert"), pem("key")))
+        .domain_name("localhost");
+    let clients: Vec<_> = ports
+        .iter()
+        .map(|p| {
+            let channel = Channel::from_shared(format!("https://127.0.0.1:{p}"))
+                .unwrap()
+                .tls_config(tls.clone())
+                .unwrap()
+                .connect_lazy();
+            pb::cloud_provider_client::CloudProviderClient::new(channel)
+        })
+        .collect();
+    let mut polled = Polled::default();
+    let mut turn = 0;
+    while !load.stop.load(Ordering::Relaxed) {
+        let mut client = clients[turn % clients.len()].clone();
+        turn += 1;
+        let phase = load.phase();
+        let answer = tokio::time::timeout(
+            REQUEST_TIMEOUT,
+            client.node_groups(pb::NodeGroupsRequest {}),
+        )
+        .await;
+        polled.last_ok = false;
+        match answer {
+            Ok(Ok(r)) => {
+                let groups = r.into_inner().node_groups;
+                assert_eq!(groups.len(), 1, "the autoscaling pool: {groups:?}");
+                polled.ok += 1;
+                polled.last_ok = true;
+            }
+            Ok(Err(s)) if s.code() == tonic::Code::Unavailable => polled.unavailable += 1,
+            Ok(Err(s)) => polled.other.push(format!("{phase:?}: {s:?}")),
+            Err(_) => polled
+                .other
+                .push(format!("{phase:?}: no answer in {REQUEST_TIMEOUT:?}")),
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    polled
+}
+
 /// A worker; a cluster's nodes call `public_url` home.
 fn spawn_worker(db_url: &str, public_url: &str) -> Process {
     // The APIs' key: the workers seal what the APIs open (cluster secrets).
@@ -790,6 +865,58 @@ async fn failover_partition_and_switchover_lose_nothing() {
     };
     let mut figures = BTreeMap::new();
 
+    // A cluster whose autoscaler polls meson through the faults.
+    let mut polled_req = seeds::seed_kaas();
+    polled_req["req"]["nodepool"][0]["autoscale"] = true.into();
+    polled_req["req"]["nodepool"][0]["desired_nodes"] = 1.into();
+    polled_req["req"]["nodepool"][0]["min_nodes"] = 1.into();
+    polled_req["req"]["name"] = "polled".into();
+    let (made, _) = load
+        .keyed(
+            Method::POST,
+            "/v1/clusters",
+            Some(serde_json::to_vec(&polled_req).unwrap()),
+            0,
+        )
+        .await;
+    assert_eq!(made.status, Some(StatusCode::CREATED), "{}", made.body);
+    let made: Value = serde_json::from_str(&made.body).unwrap();
+    let polled_id = made["cluster"]["id"].as_str().unwrap().to_owned();
+    load.ledger
+        .lock()
+        .unwrap()
+        .others
+        .push(made["action"]["id"].as_str().unwrap().to_owned());
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let url = format!("{}/v1/clusters/{polled_id}", meson.bases[0]);
+        let got = load.call(Method::GET, &url, None, "-").await;
+        if got.body.contains(r#""status":"running""#) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "cluster polled running in 60 s: {}",
+            got.body
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    let (creds, _) = load
+        .keyed(
+            Method::POST,
+            &format!("/v1/clusters/{polled_id}/autoscaler-credentials"),
+            Some(b"{}".to_vec()),
+            0,
+        )
+        .await;
+    assert_eq!(creds.status, Some(StatusCode::CREATED), "{}", creds.body);
+    let creds: Value = serde_json::from_str(&creds.body).unwrap();
+    let autoscaler = tokio::spawn(autoscale(
+        load.clone(),
+        meson.autoscaler_ports.clone(),
+        creds["credentials"].clone(),
+    ));
+
     // A cluster is made through the faults too.
     let mut cluster_req = seeds::seed_kaas();
     cluster_req["req"]["nodepool"][0]["desired_nodes"] = 1.into();
@@ -847,6 +974,12 @@ async fn failover_partition_and_switchover_lose_nothing() {
 
     let (mut ledger, refused) = stop_clients(&load, clients).await;
     ledger.others.push(cluster_action);
+    // The autoscaler was answered or told to come back, never failed, and
+    // is answered on the new primary.
+    let polled = autoscaler.await.unwrap();
+    eprintln!("failover: the autoscaler's polls: {polled:?}");
+    assert!(polled.other.is_empty(), "{:?}", polled.other);
+    assert!(polled.ok > 0 && polled.last_ok, "{polled:?}");
     eprintln!(
         "failover: {} requests, {} creates acknowledged, {} whose answer was lost, {} deletes; \
          503s by phase: {refused:?}",
@@ -930,7 +1063,12 @@ async fn rolling_restart_under_load_refuses_nothing() {
         // A balancer's last request to it may still be running: it drains.
         let status = meson.apis[i].stop();
         assert!(status.success(), "api {i} stopped with {status}");
-        meson.apis[i] = spawn_api(&meson.url, meson.targets.to_str().unwrap(), meson.ports[i]);
+        meson.apis[i] = spawn_api(
+            &meson.url,
+            meson.targets.to_str().unwrap(),
+            meson.ports[i],
+            meson.autoscaler_ports[i],
+        );
         meson.ready(i).await;
         load.out.lock().unwrap().remove(&i);
         tokio::time::sleep(Duration::from_secs(1)).await;
