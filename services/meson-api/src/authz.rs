@@ -63,6 +63,11 @@ pub struct Rule {
     /// own): the gate reads the caller's membership even when the token's
     /// role alone would pass.
     pub ranked: bool,
+    /// Safe to run again after the database went away under it, whatever
+    /// it had done: a later attempt finds what an earlier one wrote under
+    /// the same ids (`meson_core::id::attempt`) and answers with it, so
+    /// REST holds it through a failover instead of answering `503`.
+    pub replayable: bool,
 }
 
 const fn rule(operation: &'static str, role: Role, budget: Budget, audit: bool) -> Rule {
@@ -75,6 +80,7 @@ const fn rule(operation: &'static str, role: Role, budget: Budget, audit: bool) 
         first_party_only: audit,
         credential: false,
         ranked: false,
+        replayable: false,
     }
 }
 
@@ -95,6 +101,14 @@ const fn read(operation: &'static str) -> Rule {
 /// Creates, changes or deletes a tenant's own resources.
 const fn write(operation: &'static str) -> Rule {
     rule(operation, Role::Editor, Budget::Api, true)
+}
+
+/// [`write`], safe to run again ([`Rule::replayable`]).
+const fn replayable_write(operation: &'static str) -> Rule {
+    Rule {
+        replayable: true,
+        ..write(operation)
+    }
 }
 
 /// A change any caller of `role` may make of its own standing (audited).
@@ -146,6 +160,7 @@ const fn public(operation: &'static str) -> Rule {
         first_party_only: false,
         credential: false,
         ranked: false,
+        replayable: false,
     }
 }
 
@@ -161,9 +176,9 @@ pub const RULES: &[Rule] = &[
     read("vm_list"),
     read("vm_get"),
     read("vm_action_list"),
-    write("vm_create"),
+    replayable_write("vm_create"),
     write("vm_update"),
-    write("vm_delete"),
+    replayable_write("vm_delete"),
     write("vm_power"),
     // Actions
     poll("action_list"),
@@ -229,6 +244,7 @@ pub const RULES: &[Rule] = &[
         first_party_only: true,
         credential: false,
         ranked: false,
+        replayable: false,
     },
     // Clusters, pools, nodes
     read("cluster_list"),
@@ -262,6 +278,7 @@ pub const RULES: &[Rule] = &[
         first_party_only: false,
         credential: false,
         ranked: false,
+        replayable: false,
     },
     // Catalogue and prices
     read("flavor_list"),

@@ -2,7 +2,59 @@
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use uuid::Uuid;
+
+/// The ids one request makes, kept across its attempts: a request run
+/// again (the database went away under it) makes the same ids in the same
+/// order, so that what its first attempt may have written is found under
+/// them ([`replaying`]) instead of being made a second time.
+#[derive(Clone, Debug, Default)]
+pub struct IdLog(Arc<Mutex<Vec<Uuid>>>);
+
+struct Attempt {
+    log: IdLog,
+    next: AtomicUsize,
+    replay: bool,
+}
+
+tokio::task_local! {
+    static ATTEMPT: Attempt;
+}
+
+/// Runs `f` as attempt `number` (from 0) of the request whose ids `log`
+/// keeps: the ids it makes are, in order, those the earlier attempts made,
+/// then new ones, logged.
+pub async fn attempt<F: std::future::Future>(log: &IdLog, number: u32, f: F) -> F::Output {
+    let attempt = Attempt {
+        log: log.clone(),
+        next: AtomicUsize::new(0),
+        replay: number > 0,
+    };
+    ATTEMPT.scope(attempt, f).await
+}
+
+/// True in a request's later attempt ([`attempt`]): the ids it makes may
+/// name what an earlier attempt wrote.
+pub fn replaying() -> bool {
+    ATTEMPT.try_with(|a| a.replay).unwrap_or(false)
+}
+
+fn fresh() -> Uuid {
+    ATTEMPT
+        .try_with(|a| {
+            let i = a.next.fetch_add(1, Ordering::Relaxed);
+            let mut ids = a.log.0.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(id) = ids.get(i) {
+                return *id;
+            }
+            let id = Uuid::now_v7();
+            ids.push(id);
+            id
+        })
+        .unwrap_or_else(|_| Uuid::now_v7())
+}
 
 macro_rules! uuid_id {
     ($(#[$doc:meta])* $name:ident) => {
@@ -12,9 +64,11 @@ macro_rules! uuid_id {
         pub struct $name(pub Uuid);
 
         impl $name {
-            /// A new, time-ordered id (UUIDv7), so ids sort by creation.
+            /// A new, time-ordered id (UUIDv7), so ids sort by creation;
+            /// on a request's later attempt, the one its first attempt
+            /// made at this point ([`attempt`]).
             pub fn new() -> Self {
-                Self(Uuid::now_v7())
+                Self(fresh())
             }
         }
 
@@ -257,5 +311,33 @@ mod id_ref_tests {
         assert!(lo <= id && id <= hi);
         assert_eq!(lo.to_string(), "019ad0c2-0000-0000-0000-000000000000");
         assert_eq!(hi.to_string(), "019ad0c2-ffff-ffff-ffff-ffffffffffff");
+    }
+}
+
+#[cfg(test)]
+mod attempt_tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_later_attempt_makes_the_first_attempts_ids_then_new_ones() {
+        let log = IdLog::default();
+        let first = attempt(&log, 0, async {
+            assert!(!replaying());
+            (VmId::new(), ActionId::new())
+        })
+        .await;
+        let second = attempt(&log, 1, async {
+            assert!(replaying());
+            (VmId::new(), ActionId::new(), VolumeId::new())
+        })
+        .await;
+        assert_eq!((first.0, first.1), (second.0, second.1));
+        assert_ne!(second.2.0, first.0.0);
+        assert_ne!(second.2.0, first.1.0);
+        // Outside any attempt, and in another request's, ids are new.
+        assert_ne!(VmId::new(), first.0);
+        let other = attempt(&IdLog::default(), 0, async { VmId::new() }).await;
+        assert_ne!(other, first.0);
+        assert!(!replaying());
     }
 }

@@ -27,10 +27,12 @@ use tokio::sync::watch;
 const GENEROUS: Duration = Duration::from_secs(8);
 
 /// Forwards `addr` to `upstream` while up; while down, the port refuses
-/// connections and the forwarded ones are broken.
+/// connections and the forwarded ones are broken. While muted, what the
+/// server sends is dropped (answers lost on the way back).
 struct Proxy {
     addr: SocketAddr,
     up: watch::Sender<bool>,
+    mute: watch::Sender<bool>,
 }
 
 fn listen(addr: SocketAddr) -> TcpListener {
@@ -45,6 +47,7 @@ impl Proxy {
         let first = listen("127.0.0.1:0".parse().unwrap());
         let addr = first.local_addr().unwrap();
         let (up, rx) = watch::channel(true);
+        let (mute, muted) = watch::channel(false);
         tokio::spawn(async move {
             let mut listener = Some(first);
             let mut rx = rx;
@@ -63,11 +66,27 @@ impl Proxy {
                         listener = Some(l);
                         let Ok((client, _)) = accepted else { continue };
                         let mut down = rx.clone();
+                        let muted = muted.clone();
                         tokio::spawn(async move {
+                            use tokio::io::{AsyncReadExt, AsyncWriteExt};
                             let Ok(server) = TcpStream::connect(upstream).await else { return };
-                            let (mut client, mut server) = (client, server);
+                            let (mut from_client, mut to_client) = client.into_split();
+                            let (mut from_server, mut to_server) = server.into_split();
+                            let back = async {
+                                let mut buf = vec![0u8; 16 * 1024];
+                                loop {
+                                    let n = from_server.read(&mut buf).await?;
+                                    if n == 0 {
+                                        return Ok::<(), std::io::Error>(());
+                                    }
+                                    if !*muted.borrow() {
+                                        to_client.write_all(&buf[..n]).await?;
+                                    }
+                                }
+                            };
                             tokio::select! {
-                                _ = tokio::io::copy_bidirectional(&mut client, &mut server) => {}
+                                _ = tokio::io::copy(&mut from_client, &mut to_server) => {}
+                                _ = back => {}
                                 _ = down.wait_for(|u| !*u) => {}
                             }
                         });
@@ -81,11 +100,15 @@ impl Proxy {
                 }
             }
         });
-        Proxy { addr, up }
+        Proxy { addr, up, mute }
     }
 
     fn set(&self, up: bool) {
         self.up.send_replace(up);
+    }
+
+    fn mute(&self, mute: bool) {
+        self.mute.send_replace(mute);
     }
 }
 
@@ -486,5 +509,118 @@ async fn a_read_broken_off_mid_statement_runs_again_once_the_database_is_back() 
     assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
     let listed: Value = r.json().await.unwrap();
     assert_eq!(listed["networks"][0]["name"], "kept", "{listed}");
+    rig.api.shutdown().await;
+}
+
+/// Whether `condition` (SQL) holds in the database `conn` is on.
+async fn holds(conn: &mut sqlx::PgConnection, condition: &str) -> bool {
+    let check = format!("do $$ begin if not ({condition}) then raise 'no'; end if; end $$");
+    sqlx::raw_sql(&check).execute(conn).await.is_ok()
+}
+
+/// A VM create whose statement committed while its answer was lost (the
+/// connection broke on the way back, as a primary shutting down may do):
+/// run again once the database is back, the request finds the VM its
+/// first attempt made, under the same ids, and answers `201` with it. One
+/// VM, one answer, and the key replays that answer.
+#[tokio::test]
+async fn a_create_whose_answer_was_lost_answers_with_what_it_made() {
+    use sqlx::Connection;
+    let rig = Rig::start(4, |s| ApiSettings {
+        db_hold: Duration::from_secs(6),
+        ..s
+    })
+    .await;
+    let mut vm = seeds::seed_vm();
+    vm.as_object_mut().unwrap().remove("provider");
+    vm["specs"]["vm_name"] = json!("lost-answer");
+    let create = |key: &'static str| {
+        let (h, b, t, vm) = (
+            rig.http.clone(),
+            rig.base.clone(),
+            rig.token.clone(),
+            vm.clone(),
+        );
+        async move {
+            h.post(format!("{b}/v1/vms"))
+                .bearer_auth(&t)
+                .header("idempotency-key", key)
+                .json(&vm)
+                .send()
+                .await
+                .unwrap()
+        }
+    };
+
+    // A first VM: the tenant's usage row exists, and the statement is
+    // one the server has parsed.
+    let mut warm = vm.clone();
+    warm["specs"]["vm_name"] = json!("warm");
+    let r = rig
+        .http
+        .post(format!("{}/v1/vms", rig.base))
+        .bearer_auth(&rig.token)
+        .json(&warm)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
+
+    // The create's statement, sent whole, waits on the tenant's usage row;
+    // its answer will be lost.
+    let mut locker = sqlx::PgConnection::connect(&rig.db.url).await.unwrap();
+    // Every tenant's rows (row-level security).
+    sqlx::raw_sql("set meson.tenant = '*'")
+        .execute(&mut locker)
+        .await
+        .unwrap();
+    sqlx::raw_sql("begin; select from tenant_usage where tenant_id = 'acme' for update")
+        .execute(&mut locker)
+        .await
+        .unwrap();
+    let first = tokio::spawn(create("k-1"));
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(!first.is_finished(), "the create waits on the row");
+    rig.proxy.mute(true);
+    sqlx::raw_sql("rollback")
+        .execute(&mut locker)
+        .await
+        .unwrap();
+    // The statement commits; its answer goes nowhere. Then the database
+    // goes away, breaking the connection.
+    let deadline = Instant::now() + GENEROUS;
+    while !holds(
+        &mut locker,
+        "(select count(*) from vms where name = 'lost-answer') = 1",
+    )
+    .await
+    {
+        assert!(Instant::now() < deadline, "the create committed");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    rig.proxy.set(false);
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    rig.proxy.mute(false);
+    rig.proxy.set(true);
+    let r = tokio::time::timeout(GENEROUS, first)
+        .await
+        .expect("an answer within the hold")
+        .unwrap();
+    assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
+    let answered: Value = r.json().await.unwrap();
+    let id = answered["vm"]["id"].as_str().unwrap().to_owned();
+    assert_eq!(answered["vm"]["name"], "lost-answer", "{answered}");
+    let once =
+        format!("(select array_agg(id::text) from vms where name = 'lost-answer') = array['{id}']");
+    assert!(
+        holds(&mut locker, &once).await,
+        "made once, and answered with"
+    );
+    // The key was kept through the attempts, and now replays the answer.
+    let again = create("k-1").await;
+    assert_eq!(again.status(), 201);
+    assert_eq!(again.headers()["idempotent-replayed"], "true");
+    let again: Value = again.json().await.unwrap();
+    assert_eq!(again["vm"]["id"], answered["vm"]["id"]);
     rig.api.shutdown().await;
 }

@@ -93,71 +93,53 @@ impl App {
         let audit = offer
             .as_ref()
             .map(|o| o.entry("vm", id.to_string(), action.id.0));
+        // A later attempt of the request answers with what the first one
+        // made, if it made it (it wrote its audit entry with it).
+        if let Some((vm, parts, action)) = self.vm_created_before(p, id, action.id).await? {
+            if let Some(o) = offer {
+                o.written();
+            }
+            return Ok(VmCreated {
+                vm,
+                parts,
+                action,
+                warnings: req.warnings,
+            });
+        }
 
-        let (volumes, nics) = if req.networks.is_empty()
-            && req.volumes.is_empty()
-            && image.is_none()
-        {
-            let job = vm_create::job(id, action.id, &p.tenant)?;
-            let created = meson_db::vms::create(
-                &self.own,
-                &meson_db::vms::NewVm {
-                    vm: &vm,
-                    volumes: &volumes,
-                    action: &action,
-                    job: &job,
-                    audit: audit.as_ref(),
-                    defaults: self.quotas,
-                    created_by: &p.subject,
-                },
-            )
-            .await?;
-            match created {
-                meson_db::vms::Created::OverQuota {
-                    overrides,
-                    usage,
-                    over,
-                } => self.over_quota(&p.tenant, &overrides, &usage, &over)?,
-                meson_db::vms::Created::OverMemberLimit { limits, held, over } => {
-                    tracing::info!(member = %p.subject, ?over, "member limit exceeded");
-                    return Err(meson_core::member::exceeded(&limits, &held, &over));
-                }
-                meson_db::vms::Created::Written(_) => {}
-            }
-            (volumes, Vec::new())
-        } else {
-            let mut tx = meson_db::begin(&self.pool).await?;
-            let held = self.hold_usage(&mut tx, &p.tenant).await?;
-            let member = self.hold_member(&mut tx, p).await?;
-            meson_db::vms::insert_with_volumes(&mut tx, &vm, &volumes).await?;
-            let nics =
-                meson_db::networks::attach_networks(&mut tx, &p.tenant, id, &req.networks, false)
-                    .await?;
-            let attached = super::volumes::attach_new_vm(
-                &mut tx,
-                &p.tenant,
-                id,
-                &vm.spec,
-                &targets,
+        let written = self
+            .vm_write(
+                p,
+                &req.networks,
                 &req.volumes,
+                &targets,
+                image,
+                &vm,
+                volumes,
+                &action,
+                audit.as_ref(),
             )
-            .await?;
-            if let Some(image) = image {
-                image_for_new_vm(&mut tx, &p.tenant, image, &vm.spec, &targets, &attached).await?;
+            .await;
+        let (volumes, nics) = match written {
+            Ok(parts) => parts,
+            // Made meanwhile by an earlier attempt whose statement the
+            // server finished after its connection broke.
+            Err(e) if meson_core::id::replaying() && !matches!(e, Error::Outage { .. }) => {
+                let Some((vm, parts, action)) = self.vm_created_before(p, id, action.id).await?
+                else {
+                    return Err(e);
+                };
+                if let Some(o) = offer {
+                    o.written();
+                }
+                return Ok(VmCreated {
+                    vm,
+                    parts,
+                    action,
+                    warnings: req.warnings,
+                });
             }
-            meson_db::actions::insert(&mut tx, &action).await?;
-            vm_create::enqueue(&mut tx, id, action.id, &p.tenant)
-                .await?
-                .of_new("VM")?;
-            if let Some(entry) = &audit {
-                meson_db::audit::insert(&mut *tx, entry).await?;
-            }
-            self.within_quotas(&mut tx, &p.tenant, &held).await?;
-            self.within_member_limits(&mut tx, p, id, member).await?;
-            meson_db::commit(tx).await?;
-            let mut volumes = volumes;
-            volumes.extend(attached);
-            (volumes, nics)
+            Err(e) => return Err(e),
         };
         if let Some(o) = offer {
             o.written();
@@ -169,6 +151,99 @@ impl App {
             action,
             warnings: req.warnings,
         })
+    }
+
+    /// On a request's later attempt (`meson_core::id::replaying`): the VM
+    /// and create action an earlier attempt wrote under these ids, if it
+    /// did (both are written in one transaction).
+    async fn vm_created_before(
+        &self,
+        p: &Principal,
+        id: VmId,
+        action: meson_core::ActionId,
+    ) -> Result<Option<(Vm, VmParts, Action)>> {
+        let Some(action) = self.action_started_before(p, action).await? else {
+            return Ok(None);
+        };
+        let (vm, parts) = self.vm_get(p, id).await?;
+        Ok(Some((vm, parts, action)))
+    }
+
+    /// Writes a new VM (see [`App::vm_create`]): its volumes and NICs.
+    #[allow(clippy::too_many_arguments)]
+    async fn vm_write(
+        &self,
+        p: &Principal,
+        networks: &[meson_core::NetworkId],
+        attach: &[meson_core::VolumeId],
+        targets: &[meson_core::target::Target],
+        image: Option<meson_core::ImageId>,
+        vm: &Vm,
+        volumes: Vec<Volume>,
+        action: &Action,
+        audit: Option<&meson_core::audit::AuditEntry>,
+    ) -> Result<(Vec<Volume>, Vec<Attachment>)> {
+        let id = vm.id;
+        Ok(
+            if networks.is_empty() && attach.is_empty() && image.is_none() {
+                let job = vm_create::job(id, action.id, &p.tenant)?;
+                let created = meson_db::vms::create(
+                    &self.own,
+                    &meson_db::vms::NewVm {
+                        vm,
+                        volumes: &volumes,
+                        action,
+                        job: &job,
+                        audit,
+                        defaults: self.quotas,
+                        created_by: &p.subject,
+                    },
+                )
+                .await?;
+                match created {
+                    meson_db::vms::Created::OverQuota {
+                        overrides,
+                        usage,
+                        over,
+                    } => self.over_quota(&p.tenant, &overrides, &usage, &over)?,
+                    meson_db::vms::Created::OverMemberLimit { limits, held, over } => {
+                        tracing::info!(member = %p.subject, ?over, "member limit exceeded");
+                        return Err(meson_core::member::exceeded(&limits, &held, &over));
+                    }
+                    meson_db::vms::Created::Written(_) => {}
+                }
+                (volumes, Vec::new())
+            } else {
+                let mut tx = meson_db::begin(&self.pool).await?;
+                let held = self.hold_usage(&mut tx, &p.tenant).await?;
+                let member = self.hold_member(&mut tx, p).await?;
+                meson_db::vms::insert_with_volumes(&mut tx, vm, &volumes).await?;
+                let nics =
+                    meson_db::networks::attach_networks(&mut tx, &p.tenant, id, networks, false)
+                        .await?;
+                let attached = super::volumes::attach_new_vm(
+                    &mut tx, &p.tenant, id, &vm.spec, targets, attach,
+                )
+                .await?;
+                if let Some(image) = image {
+                    image_for_new_vm(&mut tx, &p.tenant, image, &vm.spec, targets, &attached)
+                        .await?;
+                }
+                meson_db::actions::insert(&mut tx, action).await?;
+                vm_create::enqueue(&mut tx, id, action.id, &p.tenant)
+                    .await?
+                    .of_new("VM")?;
+                if let Some(entry) = audit {
+                    meson_db::audit::insert(&mut *tx, entry).await?;
+                }
+                self.within_quotas(&mut tx, &p.tenant, &held).await?;
+                self.within_member_limits(&mut tx, p, id, member).await?;
+                meson_db::commit(tx).await?;
+                let mut volumes = volumes;
+                volumes.extend(attached);
+                (volumes, nics)
+            },
+        )
     }
 
     /// A VM with its volumes and NICs, in one statement.
@@ -192,17 +267,58 @@ impl App {
 
     /// Starts deleting a VM; `locked` while another action runs on it.
     pub async fn vm_delete(&self, p: &Principal, id: VmId) -> Result<Action> {
-        let vm = meson_db::vms::get(&self.pool, &p.tenant, id).await?;
-        let action = new_action(p, Command::DeleteVm, vec![(ResourceType::Vm, vm.id.0)]);
-        let mut tx = meson_db::begin(&self.pool).await?;
-        meson_db::actions::insert(&mut tx, &action).await?;
-        vm_delete::enqueue(&mut tx, id, action.id, &p.tenant)
-            .await?
-            .or_locked("vm", id)?;
-        meson_db::vms::set_status(&mut *tx, id, VmStatus::Deleting).await?;
-        meson_db::commit(tx).await?;
+        // Its id first: a later attempt of the request (see
+        // `meson_core::id::replaying`) answers with the action the first
+        // one started, if it did, even once the VM is gone.
+        let action = new_action(p, Command::DeleteVm, vec![(ResourceType::Vm, id.0)]);
+        if let Some(started) = self.action_started_before(p, action.id).await? {
+            return Ok(started);
+        }
+        let written = async {
+            meson_db::vms::get(&self.pool, &p.tenant, id).await?;
+            let mut tx = meson_db::begin(&self.pool).await?;
+            meson_db::actions::insert(&mut tx, &action).await?;
+            vm_delete::enqueue(&mut tx, id, action.id, &p.tenant)
+                .await?
+                .or_locked("vm", id)?;
+            meson_db::vms::set_status(&mut *tx, id, VmStatus::Deleting).await?;
+            meson_db::commit(tx).await
+        }
+        .await;
+        match written {
+            Ok(()) => {}
+            // Started meanwhile by an earlier attempt whose statements the
+            // server finished after its connection broke.
+            Err(e) if !matches!(e, Error::Outage { .. }) => {
+                return match self.action_started_before(p, action.id).await? {
+                    Some(started) => Ok(started),
+                    None => Err(e),
+                };
+            }
+            Err(e) => return Err(e),
+        }
         tracing::info!(vm = %id, action = %action.id, "vm delete accepted");
         Ok(action)
+    }
+
+    /// On a request's later attempt (`meson_core::id::replaying`): the
+    /// action an earlier attempt started under this id, if it did.
+    async fn action_started_before(
+        &self,
+        p: &Principal,
+        id: meson_core::ActionId,
+    ) -> Result<Option<Action>> {
+        if !meson_core::id::replaying() {
+            return Ok(None);
+        }
+        match meson_db::actions::get(&self.pool, Some(&p.tenant), id).await {
+            Ok(a) => {
+                tracing::info!(action = %id, "action found started by an earlier attempt");
+                Ok(Some(a))
+            }
+            Err(Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 
     /// Starts a power action on a running or stopped VM; `locked` while

@@ -3,7 +3,7 @@
 //! handler in the tenant's database scope, and the audit log.
 
 use super::CorrelationId;
-use crate::authz::Access;
+use crate::authz::{Access, Rule};
 use crate::error::ApiError;
 use crate::gate::{self, Admission, Audit, CallInfo};
 use crate::state::{AppState, Operations};
@@ -119,7 +119,7 @@ pub async fn gate(State(g): State<GateState>, mut req: Request, next: Next) -> R
             // For the Idempotency-Key layer: whether the answer may be kept.
             req.extensions_mut().insert(rule);
             // A create answers 201 and may write its entry itself.
-            let (res, written) = run_held(&admitted, req, next).await;
+            let (res, written) = run_held(&admitted, rule, req, next).await;
             let mut res = match admitted.audit {
                 Some(_) if written => {
                     if res.status() != axum::http::StatusCode::CREATED {
@@ -146,12 +146,20 @@ const MAX_HELD_BODY: u64 = 1024 * 1024;
 
 /// Runs the admitted request; when it met the database unreachable before
 /// it had a live connection (so nothing it asked can have happened), or
-/// at any point of a `GET` or `HEAD` (which change nothing), waits for the
-/// database and runs it again, within the breaker's hold in all: a
-/// failover or a planned switchover is then a delay, not a `503`.
-/// Requests whose body is not small and of known length, and upgrades, run
-/// once.
-async fn run_held(admitted: &gate::Admitted, req: Request, next: Next) -> (Response, bool) {
+/// at any point of a `GET` or `HEAD` (which change nothing) or of a
+/// [`Rule::replayable`] operation (whose later attempt finds what an
+/// earlier one wrote: each attempt makes the same ids, see
+/// `meson_core::id::attempt`, and keeps the request's `Idempotency-Key`
+/// claim), waits for the database and runs it again, within the breaker's
+/// hold in all: a failover or a planned switchover is then a delay, not a
+/// `503`. Requests whose body is not small and of known length, and
+/// upgrades, run once.
+async fn run_held(
+    admitted: &gate::Admitted,
+    rule: &'static Rule,
+    req: Request,
+    next: Next,
+) -> (Response, bool) {
     let hold = admitted.breaker().hold();
     let length = req
         .headers()
@@ -166,8 +174,12 @@ async fn run_held(admitted: &gate::Admitted, req: Request, next: Next) -> (Respo
         return admitted.run_offering(201, next.run(req)).await;
     }
     let started = tokio::time::Instant::now();
-    let reads = matches!(*req.method(), Method::GET | Method::HEAD);
-    let (parts, body) = req.into_parts();
+    let again = rule.replayable || matches!(*req.method(), Method::GET | Method::HEAD);
+    let (mut parts, body) = req.into_parts();
+    parts
+        .extensions
+        .insert(super::idempotency::HeldClaim::default());
+    let ids = meson_core::id::IdLog::default();
     let bytes = match axum::body::to_bytes(body, MAX_HELD_BODY as usize).await {
         Ok(bytes) => bytes,
         // The client's body broke off: the handler's own read says so.
@@ -182,16 +194,19 @@ async fn run_held(admitted: &gate::Admitted, req: Request, next: Next) -> (Respo
             );
         }
     };
-    loop {
+    for attempt in 0.. {
         let req = Request::from_parts(parts.clone(), Body::from(bytes.clone()));
         let (res, written, connected) = admitted
-            .run_offering_connecting(201, next.clone().run(req))
+            .run_offering_connecting(
+                201,
+                meson_core::id::attempt(&ids, attempt, next.clone().run(req)),
+            )
             .await;
         let outage = res
             .extensions()
             .get::<crate::error::OutageAnswer>()
             .is_some();
-        if !outage || (connected && !reads) || written {
+        if !outage || (connected && !again) || written {
             return (res, written);
         }
         let left = hold.saturating_sub(started.elapsed());
@@ -200,6 +215,7 @@ async fn run_held(admitted: &gate::Admitted, req: Request, next: Next) -> (Respo
         }
         tracing::info!("the database answers again: running the request once more");
     }
+    unreachable!("attempts go on until one returns")
 }
 
 /// Completes an audit entry from a JSON answer: the action it started and,

@@ -12,6 +12,7 @@ use axum::http::{HeaderName, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use meson_core::Error;
+use std::sync::{Arc, Mutex};
 
 pub static IDEMPOTENCY_KEY: HeaderName = HeaderName::from_static("idempotency-key");
 pub static IDEMPOTENT_REPLAYED: HeaderName = HeaderName::from_static("idempotent-replayed");
@@ -23,6 +24,22 @@ const REPLAYED_HEADERS: [HeaderName; 3] = [header::CONTENT_TYPE, header::LOCATIO
 /// Largest response stored for replay: POST answers are one resource and an
 /// action, far smaller.
 const MAX_STORED_RESPONSE: usize = 1024 * 1024;
+
+/// A request's claim of its key, kept across the attempts the gate runs it
+/// in (`super::gate`): a later attempt goes on with the claim of the
+/// first. Dropped with the request, a claim still held is released.
+#[derive(Clone, Default)]
+pub struct HeldClaim(Arc<Mutex<Option<Claim>>>);
+
+impl HeldClaim {
+    fn take(&self) -> Option<Claim> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).take()
+    }
+
+    fn keep(&self, claim: Claim) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(claim);
+    }
+}
 
 /// The middleware: POSTs with an `Idempotency-Key` claim the key for their
 /// tenant, run once, and store the answer; retries get the stored answer.
@@ -63,10 +80,15 @@ pub async fn idempotency(State(s): State<AppState>, req: Request, next: Next) ->
         .path_and_query()
         .map_or(parts.uri.path(), |pq| pq.as_str());
     let hash = idempotency::fingerprint(parts.method.as_str(), target, &bytes);
-    let claim = match s.app.idempotency_begin(&principal, key, hash).await {
-        Ok(Begun::Run(claim)) => claim,
-        Ok(Begun::Replay(stored)) => return replay(stored),
-        Err(e) => return ApiError(e).into_response(),
+    let held = parts.extensions.get::<HeldClaim>().cloned();
+    let claim = match held.as_ref().and_then(HeldClaim::take) {
+        // The request's later attempt: its key is claimed already.
+        Some(claim) => claim,
+        None => match s.app.idempotency_begin(&principal, key, hash).await {
+            Ok(Begun::Run(claim)) => claim,
+            Ok(Begun::Replay(stored)) => return replay(stored),
+            Err(e) => return ApiError(e).into_response(),
+        },
     };
     let credential = parts
         .extensions
@@ -75,7 +97,7 @@ pub async fn idempotency(State(s): State<AppState>, req: Request, next: Next) ->
     let res = next
         .run(Request::from_parts(parts, Body::from(bytes)))
         .await;
-    finish(claim, res, credential).await
+    finish(claim, res, credential, held).await
 }
 
 /// The stored answer of the first request with the key.
@@ -106,10 +128,23 @@ fn replay(stored: StoredResponse) -> Response {
 
 /// Stores a 2xx/4xx answer for replay; server errors are not stored, so the
 /// client can retry them. An answer holding a `credential` is kept as the
-/// refusal a retry then gets, never as itself.
-async fn finish(claim: Claim, res: Response, credential: bool) -> Response {
+/// refusal a retry then gets, never as itself. A request the gate may run
+/// again (the database went away) keeps its claim for that (`held`).
+async fn finish(
+    claim: Claim,
+    res: Response,
+    credential: bool,
+    held: Option<HeldClaim>,
+) -> Response {
     if res.status().is_server_error() {
-        claim.release().await;
+        let outage = res
+            .extensions()
+            .get::<crate::error::OutageAnswer>()
+            .is_some();
+        match held {
+            Some(held) if outage => held.keep(claim),
+            _ => claim.release().await,
+        }
         return res;
     }
     if credential && res.status().is_success() {
