@@ -181,6 +181,10 @@ fn request(method: &str, path: &str, ex: &Value) -> Result<(), String> {
         ("put", "/v1/admin/plans/{name}") => {
             canonical::<meson_types::admin::PlanPutRequest>(ex).map(drop)
         }
+        // Parsed against the orphan it names (its tenant tag): the types only.
+        ("post", "/v1/admin/orphans/{id}/actions/adopt") => {
+            canonical::<meson_types::admin::OrphanAdoptRequest>(ex).map(drop)
+        }
         ("post", "/v1/admin/prices") => parse_alike(
             meson_core::price::PriceCreate::parse,
             ex,

@@ -170,8 +170,23 @@ where
     let target = placed(vm)?.target_id;
     let mut ids = Vec::new();
     for v in volumes_of(env, vm.id, kind).await? {
-        let id = match env.atomos.volume_by_name(target, c, &v.atomos_name).await? {
-            Some(found) if !replace => found.id,
+        let mut found = env.atomos.volume_by_name(target, c, &v.atomos_name).await?;
+        // A volume of a VM AtomOS has registered is whole (registering
+        // comes after the volumes): kept, never made again. So it is when
+        // this workflow runs again on a database restored to before it had
+        // recorded its steps.
+        let kept = match &found {
+            Some(_) if replace => env
+                .atomos
+                .vm_by_name(target, c, &vm.atomos_name)
+                .await
+                .map_err(step_error)?
+                .is_some(),
+            Some(_) => true,
+            None => false,
+        };
+        let id = match found.take() {
+            Some(found) if kept => found.id,
             found => {
                 if let Some(stale) = found {
                     destroy_volume(c, &stale.id).await?;

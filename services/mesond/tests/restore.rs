@@ -14,7 +14,9 @@
 //! - the node the scale added is an orphan, left for an operator (a
 //!   cluster's nodes follow its pools), whose decision deletes it;
 //! - nothing is registered twice, and nothing leaves a host but by that
-//!   decision.
+//!   decision;
+//! - a VM create under way at the backup runs again from the restored
+//!   queue, and finds the VM it had made.
 //!
 //! Needs PostgreSQL's server binaries (initdb, postgres, pg_basebackup):
 //! skipped without them, saying so, unless `MESON_REQUIRE_HA=1`.
@@ -116,18 +118,24 @@ impl Meson {
     async fn done(&self, method: Method, path: &str, body: Option<&Value>) -> Value {
         let (status, r) = self.call(method, path, body).await;
         assert!(status.is_success(), "{path}: {status} {r}");
-        let action = r["action"]["id"].as_str().expect("an action").to_owned();
+        self.succeeded(r["action"]["id"].as_str().expect("an action"))
+            .await;
+        r
+    }
+
+    /// Waits (bounded) until the action succeeded.
+    async fn succeeded(&self, action: &str) {
         let deadline = Instant::now() + Duration::from_secs(90);
         loop {
             let (_, a) = self
                 .call(Method::GET, &format!("/v1/actions/{action}"), None)
                 .await;
             match a["action"]["status"].as_str() {
-                Some("success") => return r,
+                Some("success") => return,
                 Some("running") => {}
-                _ => panic!("{path}: {a}"),
+                _ => panic!("{action}: {a}"),
             }
-            assert!(Instant::now() < deadline, "{path}: not done in 90 s: {a}");
+            assert!(Instant::now() < deadline, "{action}: not done in 90 s: {a}");
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
@@ -148,6 +156,13 @@ impl Meson {
         let (s, v) = self.call(Method::GET, "/v1/admin/orphans", None).await;
         assert_eq!(s, StatusCode::OK, "{v}");
         v["orphans"].as_array().unwrap().clone()
+    }
+
+    fn stop_worker(&mut self) {
+        if let Some(mut w) = self.worker.take() {
+            let status = w.stop();
+            assert!(status.success(), "{} stopped with {status}", w.what);
+        }
     }
 
     fn stop(&mut self) {
@@ -215,8 +230,20 @@ async fn a_database_restored_from_backup_is_reconciled_with_the_hosts() {
     let cluster = c["cluster"]["id"].as_str().unwrap().to_owned();
     let pool = c["cluster"]["pools"][0]["id"].as_str().unwrap().to_owned();
 
+    // A VM whose create is under way when the backup is taken: asked for
+    // while no worker runs, made after the backup.
+    meson.stop_worker();
+    let mut body = seeds::seed_vm();
+    body["specs"]["vm_name"] = json!("underway");
+    let (status, r) = meson.call(Method::POST, "/v1/vms", Some(&body)).await;
+    assert_eq!(status, StatusCode::CREATED, "{r}");
+    let underway = r["vm"]["id"].as_str().unwrap().to_owned();
+    let underway_action = r["action"]["id"].as_str().unwrap().to_owned();
+
     pg.base_backup();
 
+    meson.start_worker(&url);
+    meson.succeeded(&underway_action).await;
     // After it: a VM made, one deleted, the pool scaled up.
     let after = meson.create_vm("after").await;
     meson
@@ -276,6 +303,10 @@ async fn a_database_restored_from_backup_is_reconciled_with_the_hosts() {
         "{gone}"
     );
     assert_eq!(meson.vm(&kept).await.1["status"], "running");
+    // The create under way at the backup runs again from the restored
+    // queue: it finds the VM it had made by name, and makes none.
+    meson.succeeded(&underway_action).await;
+    assert_eq!(meson.vm(&underway).await.1["status"], "running");
 
     // The node the scale added waits for an operator.
     until("the new node listed as an orphan", || async {
