@@ -11,7 +11,7 @@ use crate::atomos::{destroy_volume, unregister_by_name};
 use atomos_driver::{AtomosClient, VmState};
 use meson_core::orphan::{Decision, Orphan, OrphanVolume};
 use meson_core::target::Target;
-use meson_core::vm::{CpuSpec, DataVolumeSpec, Placement, Vm, VmSpec, VmStatus};
+use meson_core::vm::{CpuSpec, DataVolumeSpec, Vm, VmSpec, VmStatus};
 use meson_core::volume::{Volume, VolumeKind, VolumeStatus};
 use meson_core::{TenantId, VmId, VolumeId};
 use meson_db::orphans::Seen;
@@ -243,22 +243,7 @@ async fn adopted(
         image: None,
         backup: None,
     };
-    // What the host asks for a VM of this size now; nothing when it will
-    // not say (the VM is billed at no price rather than a guessed one).
-    let quote = c
-        .can_allocate(&meson_placement::driver_spec(&spec))
-        .await
-        .ok()
-        .and_then(|q| q.into_iter().next());
-    let placement = Placement {
-        target_id: target.id,
-        host: target.name.clone(),
-        provider: target.provider.clone(),
-        region: target.region.clone(),
-        price_hourly: quote.as_ref().map_or(0.0, |q| q.price_hour),
-        price_monthly: quote.as_ref().map_or(0.0, |q| q.price_month),
-        currency: quote.map_or_else(|| "EUR".into(), |q| q.currency),
-    };
+    let placement = crate::placement::quoted(target, c, &spec).await;
     let now = chrono::Utc::now();
     let status = match o.state.as_str() {
         "running" | "starting" => VmStatus::Running,

@@ -260,6 +260,60 @@ pub async fn place_vm(env: &Env, vm: &Vm, exclude: &[TargetId]) -> StepResult<Pl
     Ok(placement)
 }
 
+/// A VM placed this long after it was asked for is looked for on the hosts
+/// first ([`found_on_a_host`]): a restore takes far longer, and placing a
+/// fresh VM far less.
+pub const LATE_PLACEMENT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// How old a host's listing may be when looking for a VM already on it
+/// ([`found_on_a_host`]): such a VM was made minutes before, by a run of
+/// the workflow the database no longer remembers.
+const FOUND_LISTING_AGE: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Where AtomOS already holds the VM, by its name, on any host that
+/// answers (drained ones too): a create running again on a database
+/// restored to before it placed the VM. Its placement is recorded there,
+/// and nothing is made a second time elsewhere. Hosts are listed at most
+/// every [`FOUND_LISTING_AGE`] for this, shared by the creates of a worker.
+pub async fn found_on_a_host(env: &Env, vm: &Vm) -> StepResult<Option<Placement>> {
+    let now = tokio::time::Instant::now();
+    let since = now.checked_sub(FOUND_LISTING_AGE).unwrap_or(now);
+    for target in meson_db::targets::list(&env.pool).await? {
+        let Ok(c) = env.atomos.client(target.id).await else {
+            continue;
+        };
+        let Ok(vms) = env.atomos.vms_since(target.id, &c, since).await else {
+            continue;
+        };
+        if vms.iter().any(|v| v.name == vm.atomos_name) {
+            let placement = quoted(&target, &c, &vm.spec).await;
+            meson_db::vms::set_placement(&env.pool, vm.id, Some(&placement)).await?;
+            return Ok(Some(placement));
+        }
+    }
+    Ok(None)
+}
+
+/// A placement on `target` of a VM already there: at the price the host
+/// quotes for its size now, or none when it will not say (billed at no
+/// price rather than a guessed one).
+pub async fn quoted(target: &Target, c: &AtomosClient, spec: &meson_core::vm::VmSpec) -> Placement {
+    let quote = c
+        .can_allocate(&driver_spec(spec))
+        .await
+        .ok()
+        .and_then(|q| q.into_iter().next());
+    Placement {
+        target_id: target.id,
+        host: target.name.clone(),
+        provider: target.provider.clone(),
+        region: target.region.clone(),
+        price_hourly: quote.as_ref().map_or(0.0, |q| q.price_hour),
+        price_monthly: quote.as_ref().map_or(0.0, |q| q.price_month),
+        currency: quote.map_or_else(|| "EUR".into(), |q| q.currency),
+    }
+}
+
 /// The host a VM's attached volume, its image or its backup holds it to.
 struct Pin {
     /// `volume <name>`, `image <name>` or `backup <name>`.

@@ -155,6 +155,18 @@ impl VmCreate {
             // Placed before a crash, or placed again by `register`.
             return to_output(placed.clone());
         }
+        // A VM asked for long ago may have been made by a run the
+        // database no longer remembers (restored from a backup): look for
+        // it first. A fresh one cannot be anywhere yet: no host is asked.
+        let asked = chrono::Utc::now() - vm.created;
+        let late = asked
+            .to_std()
+            .is_ok_and(|a| a > crate::placement::LATE_PLACEMENT);
+        if late && let Some(found) = crate::placement::found_on_a_host(env, vm).await? {
+            tracing::warn!(vm = %vm.id, host = %found.host,
+                "the VM is on a host already (made by a run the database no longer remembers)");
+            return to_output(found);
+        }
         let placement = crate::placement::place_vm(env, vm, &[]).await?;
         tracing::info!(vm = %vm.id, host = %placement.host, price = placement.price_hourly, "placed vm");
         to_output(placement)

@@ -239,6 +239,7 @@ async fn a_database_restored_from_backup_is_reconciled_with_the_hosts() {
     assert_eq!(status, StatusCode::CREATED, "{r}");
     let underway = r["vm"]["id"].as_str().unwrap().to_owned();
     let underway_action = r["action"]["id"].as_str().unwrap().to_owned();
+    let underway_asked = Instant::now();
 
     pg.base_backup();
 
@@ -276,6 +277,44 @@ async fn a_database_restored_from_backup_is_reconciled_with_the_hosts() {
         "running",
         "and kept the one deleted since"
     );
+    // The host the create under way had put its VM on takes no new VMs
+    // now: the create, run again, must find its VM there, not make a
+    // second one elsewhere. (It looks for it once it is late: as a
+    // restore makes it.)
+    let (_, made) = meson.vm(&underway).await;
+    assert!(made["host"].is_null(), "not placed at the backup: {made}");
+    let on = sim
+        .hosts()
+        .into_iter()
+        .find(|h| {
+            h.inventory()
+                .vms
+                .iter()
+                .any(|v| v.name.contains(&underway.replace('-', "")))
+        })
+        .expect("the VM made after the backup");
+    let (_, listed) = meson.call(Method::GET, "/v1/targets", None).await;
+    let target = listed["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == on.name())
+        .expect("its target")["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (s, t) = meson
+        .call(
+            Method::PATCH,
+            &format!("/v1/targets/{target}"),
+            Some(&json!({"enabled": false})),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{t}");
+    tokio::time::sleep(
+        meson_workflows::placement::LATE_PLACEMENT.saturating_sub(underway_asked.elapsed()),
+    )
+    .await;
     // Only now a worker, whose reconciler compares it with the hosts.
     meson.start_worker(&url);
 
@@ -306,7 +345,9 @@ async fn a_database_restored_from_backup_is_reconciled_with_the_hosts() {
     // The create under way at the backup runs again from the restored
     // queue: it finds the VM it had made by name, and makes none.
     meson.succeeded(&underway_action).await;
-    assert_eq!(meson.vm(&underway).await.1["status"], "running");
+    let (_, found) = meson.vm(&underway).await;
+    assert_eq!(found["status"], "running", "{found}");
+    assert_eq!(found["host"], on.name(), "where it was made: {found}");
 
     // The node the scale added waits for an operator.
     until("the new node listed as an orphan", || async {
