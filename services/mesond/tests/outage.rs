@@ -136,6 +136,43 @@ struct Rig {
 }
 
 impl Rig {
+    /// A connection straight to the database (every tenant's rows) in a
+    /// transaction that has run `sql`: what it locks stays locked until
+    /// the connection runs `rollback`.
+    async fn locking(&self, sql: &str) -> sqlx::PgConnection {
+        use sqlx::Connection;
+        let mut c = sqlx::PgConnection::connect(&self.db.url).await.unwrap();
+        sqlx::raw_sql("set meson.tenant = '*'")
+            .execute(&mut c)
+            .await
+            .unwrap();
+        sqlx::raw_sql(&format!("begin; {sql}"))
+            .execute(&mut c)
+            .await
+            .unwrap();
+        c
+    }
+
+    /// Waits (bounded) until a statement like `pattern` (SQL `like`)
+    /// waits on a lock: it was sent whole, and runs once the lock is gone.
+    async fn until_waiting(&self, pattern: &str) {
+        use sqlx::Connection;
+        // Outside any transaction: one sees a snapshot of the activity.
+        let mut conn = sqlx::PgConnection::connect(&self.db.url).await.unwrap();
+        let waiting = format!(
+            "exists (select from pg_stat_activity where wait_event_type = 'Lock' \
+             and query like '{pattern}')"
+        );
+        let deadline = Instant::now() + GENEROUS;
+        while !holds(&mut conn, &waiting).await {
+            assert!(
+                Instant::now() < deadline,
+                "no statement like {pattern} waits"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
     async fn start(pool: u32, settings: impl FnOnce(ApiSettings) -> ApiSettings) -> Rig {
         let db = TestDatabase::new().await;
         let (_, upstream) = via(&db.url, "127.0.0.1:1".parse().unwrap());
@@ -468,7 +505,6 @@ fn a_request_timeout_past_the_idempotency_lease_is_refused() {
 /// back, within the hold, and answers as if nothing happened.
 #[tokio::test]
 async fn a_read_broken_off_mid_statement_runs_again_once_the_database_is_back() {
-    use sqlx::Connection;
     let rig = Rig::start(4, |s| ApiSettings {
         db_hold: Duration::from_secs(6),
         ..s
@@ -479,11 +515,9 @@ async fn a_read_broken_off_mid_statement_runs_again_once_the_database_is_back() 
 
     // The read's statement waits on a lock, its connection live, when
     // the connection breaks.
-    let mut locker = sqlx::PgConnection::connect(&rig.db.url).await.unwrap();
-    sqlx::raw_sql("begin; lock table networks in access exclusive mode")
-        .execute(&mut locker)
-        .await
-        .unwrap();
+    let mut locker = rig
+        .locking("lock table networks in access exclusive mode")
+        .await;
     let (h, b, t) = (rig.http.clone(), rig.base.clone(), rig.token.clone());
     let read = tokio::spawn(async move {
         h.get(format!("{b}/v1/networks"))
@@ -492,7 +526,7 @@ async fn a_read_broken_off_mid_statement_runs_again_once_the_database_is_back() 
             .await
             .unwrap()
     });
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    rig.until_waiting("%networks%").await;
     assert!(!read.is_finished(), "the read waits on the lock");
     rig.proxy.set(false);
     tokio::time::sleep(Duration::from_millis(1000)).await;
@@ -525,7 +559,6 @@ async fn holds(conn: &mut sqlx::PgConnection, condition: &str) -> bool {
 /// VM, one answer, and the key replays that answer.
 #[tokio::test]
 async fn a_create_whose_answer_was_lost_answers_with_what_it_made() {
-    use sqlx::Connection;
     let rig = Rig::start(4, |s| ApiSettings {
         db_hold: Duration::from_secs(6),
         ..s
@@ -568,18 +601,11 @@ async fn a_create_whose_answer_was_lost_answers_with_what_it_made() {
 
     // The create's statement, sent whole, waits on the tenant's usage row;
     // its answer will be lost.
-    let mut locker = sqlx::PgConnection::connect(&rig.db.url).await.unwrap();
-    // Every tenant's rows (row-level security).
-    sqlx::raw_sql("set meson.tenant = '*'")
-        .execute(&mut locker)
-        .await
-        .unwrap();
-    sqlx::raw_sql("begin; select from tenant_usage where tenant_id = 'acme' for update")
-        .execute(&mut locker)
-        .await
-        .unwrap();
+    let mut locker = rig
+        .locking("select from tenant_usage where tenant_id = 'acme' for update")
+        .await;
     let first = tokio::spawn(create("k-1"));
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    rig.until_waiting("with scope as materialized%").await;
     assert!(!first.is_finished(), "the create waits on the row");
     rig.proxy.mute(true);
     sqlx::raw_sql("rollback")

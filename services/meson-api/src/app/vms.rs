@@ -94,60 +94,43 @@ impl App {
             .as_ref()
             .map(|o| o.entry("vm", id.to_string(), action.id.0));
         // A later attempt of the request answers with what the first one
-        // made, if it made it (it wrote its audit entry with it).
-        if let Some((vm, parts, action)) = self.vm_created_before(p, id, action.id).await? {
-            if let Some(o) = offer {
-                o.written();
-            }
-            return Ok(VmCreated {
-                vm,
-                parts,
-                action,
-                warnings: req.warnings,
-            });
-        }
-
-        let written = self
-            .vm_write(
-                p,
-                &req.networks,
-                &req.volumes,
-                &targets,
-                image,
-                &vm,
-                volumes,
-                &action,
-                audit.as_ref(),
-            )
-            .await;
-        let (volumes, nics) = match written {
-            Ok(parts) => parts,
-            // Made meanwhile by an earlier attempt whose statement the
-            // server finished after its connection broke.
-            Err(e) if meson_core::id::replaying() && !matches!(e, Error::Outage { .. }) => {
-                let Some((vm, parts, action)) = self.vm_created_before(p, id, action.id).await?
-                else {
-                    return Err(e);
-                };
-                if let Some(o) = offer {
-                    o.written();
+        // made, if it made it (it wrote its audit entry with it): found
+        // before writing, or when the write fails because an earlier
+        // attempt's statement was finished by the server after its
+        // connection broke.
+        let (vm, parts, action) = match self.vm_created_before(p, id, action.id).await? {
+            Some(found) => found,
+            None => match self
+                .vm_write(
+                    p,
+                    &req.networks,
+                    &req.volumes,
+                    &targets,
+                    image,
+                    &vm,
+                    volumes,
+                    &action,
+                    audit.as_ref(),
+                )
+                .await
+            {
+                Ok((volumes, nics)) => {
+                    tracing::info!(vm = %id, action = %action.id, tenant = %p.tenant,
+                        "vm create accepted");
+                    (vm, VmParts { volumes, nics }, action)
                 }
-                return Ok(VmCreated {
-                    vm,
-                    parts,
-                    action,
-                    warnings: req.warnings,
-                });
-            }
-            Err(e) => return Err(e),
+                Err(e) if meson_core::id::replaying() && !matches!(e, Error::Outage { .. }) => {
+                    self.vm_created_before(p, id, action.id).await?.ok_or(e)?
+                }
+                Err(e) => return Err(e),
+            },
         };
         if let Some(o) = offer {
             o.written();
         }
-        tracing::info!(vm = %id, action = %action.id, tenant = %p.tenant, "vm create accepted");
         Ok(VmCreated {
             vm,
-            parts: VmParts { volumes, nics },
+            parts,
             action,
             warnings: req.warnings,
         })
@@ -290,10 +273,7 @@ impl App {
             // Started meanwhile by an earlier attempt whose statements the
             // server finished after its connection broke.
             Err(e) if !matches!(e, Error::Outage { .. }) => {
-                return match self.action_started_before(p, action.id).await? {
-                    Some(started) => Ok(started),
-                    None => Err(e),
-                };
+                return self.action_started_before(p, action.id).await?.ok_or(e);
             }
             Err(e) => return Err(e),
         }
