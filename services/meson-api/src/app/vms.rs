@@ -60,6 +60,17 @@ impl App {
     /// volumes takes two round trips: the hosts, then one statement that
     /// checks the quotas and writes everything ([`meson_db::vms::create`]).
     pub async fn vm_create(&self, p: &Principal, body: &serde_json::Value) -> Result<VmCreated> {
+        // Boxed: its state (the VM, its volumes, its action, and what an
+        // earlier attempt may have made) would make every caller's future
+        // large.
+        Box::pin(self.vm_create_unboxed(p, body)).await
+    }
+
+    async fn vm_create_unboxed(
+        &self,
+        p: &Principal,
+        body: &serde_json::Value,
+    ) -> Result<VmCreated> {
         // The hosts are no tenant's rows: the unscoped pool reads them.
         let targets = meson_db::targets::list(&self.own).await?;
         let mut req = VmCreate::parse_placed(body, &targets)?;
