@@ -157,10 +157,9 @@ impl Meson {
             .into_iter()
             .find(|h| h.name() == vm["host"].as_str().unwrap())
             .expect("the VM's host");
-        (
-            host,
-            crate::harness::vm_atomos_name(vm["id"].as_str().unwrap()),
-        )
+        let id = meson_core::VmId(vm["id"].as_str().unwrap().parse().expect("a VM id"));
+        // `vm-<id>-`: the VM's name and its volumes' begin so.
+        (host, meson_core::naming::vm_volume_prefix(id))
     }
 
     async fn send(&self, req: reqwest::RequestBuilder) -> Reply {

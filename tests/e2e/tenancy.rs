@@ -219,7 +219,7 @@ fn fill(path: &str, owned: &Owned) -> (String, bool) {
                     "clusters" => "cluster",
                     "actions" => "action",
                     // Operators' routes: shared infrastructure, no owner.
-                    "targets" => return uuid::Uuid::nil().to_string(),
+                    "targets" | "orphans" => return uuid::Uuid::nil().to_string(),
                     other => panic!("a path parameter after {other}: give this test its id"),
                 };
                 owned.ids[kind].clone()
