@@ -1849,14 +1849,15 @@ async fn volumes_attach_grow_and_detach_through_the_daemon_routes() {
         &json!({"local_index": vm, "slots": 2, "ramsize": 3072}),
     )
     .await;
-    let name = format!("vm-{}", vm.replace('-', ""));
+    // `vm-<id>-t<tenant tag>`.
+    let name = format!("vm-{}-", vm.replace('-', ""));
     until("resized on AtomOS", Duration::from_secs(60), || async {
         let on = m
             .sim()
             .hosts()
             .iter()
             .flat_map(|h| h.inventory().vms)
-            .find(|v| v.name == name)?;
+            .find(|v| v.name.starts_with(&name))?;
         (on.slots == 2 && on.ram_mib == 3072).then_some(())
     })
     .await;

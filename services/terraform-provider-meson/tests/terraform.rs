@@ -197,7 +197,8 @@ impl Dev {
     /// The AtomOS id of the VM named `name` in meson.
     async fn atomos_vm(&self, name: &str) -> String {
         let vm = vm_by_name(self, name).await.expect("the VM");
-        let atomos = format!("vm-{}", vm["id"].as_str().unwrap().replace('-', ""));
+        // `vm-<id>-t<tenant tag>`.
+        let atomos = format!("vm-{}-", vm["id"].as_str().unwrap().replace('-', ""));
         for f in std::fs::read_dir(self.dir.join(".meson/atomos")).unwrap() {
             let p = f.unwrap().path();
             if p.extension().is_none_or(|e| e != "json") {
@@ -208,7 +209,7 @@ impl Dev {
                 .as_array()
                 .into_iter()
                 .flatten()
-                .find(|v| v["name"] == atomos.as_str())
+                .find(|v| v["name"].as_str().is_some_and(|n| n.starts_with(&atomos)))
                 .and_then(|v| v["id"].as_str())
             {
                 return id.to_owned();
