@@ -1872,7 +1872,7 @@ async fn volumes_attach_grow_and_detach_through_the_daemon_routes() {
         .sim()
         .hosts()
         .iter()
-        .find(|h| h.inventory().vms.iter().any(|v| v.name == name))
+        .find(|h| h.inventory().vms.iter().any(|v| v.name.starts_with(&name)))
         .map(|h| h.name().to_owned())
         .unwrap();
     // The resize may still run: a 423 until it has ended.
@@ -1887,7 +1887,7 @@ async fn volumes_attach_grow_and_detach_through_the_daemon_routes() {
             .sim()
             .hosts()
             .iter()
-            .filter(|h| h.inventory().vms.iter().any(|v| v.name == name))
+            .filter(|h| h.inventory().vms.iter().any(|v| v.name.starts_with(&name)))
             .map(|h| h.name().to_owned())
             .collect();
         (on.len() == 1 && on[0] != from).then_some(())
@@ -1942,7 +1942,7 @@ async fn volumes_attach_grow_and_detach_through_the_daemon_routes() {
             .hosts()
             .iter()
             .flat_map(|h| h.inventory().vms)
-            .find(|v| v.name == name)
+            .find(|v| v.name.starts_with(&name))
             .map(|v| v.network_ids.len())
     };
     until("plugged in on AtomOS", Duration::from_secs(60), || async {
