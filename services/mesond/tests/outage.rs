@@ -135,6 +135,14 @@ struct Rig {
     http: reqwest::Client,
 }
 
+/// Settings that hold a request through an outage of up to 6 s.
+fn held(s: ApiSettings) -> ApiSettings {
+    ApiSettings {
+        db_hold: Duration::from_secs(6),
+        ..s
+    }
+}
+
 impl Rig {
     /// A connection straight to the database (every tenant's rows) in a
     /// transaction that has run `sql`: what it locks stays locked until
@@ -223,11 +231,7 @@ async fn a_request_held_through_a_short_outage_runs_once_the_database_is_back() 
         base,
         token,
         http,
-    } = Rig::start(4, |s| ApiSettings {
-        db_hold: Duration::from_secs(6),
-        ..s
-    })
-    .await;
+    } = Rig::start(4, held).await;
     let r = post(&http, &base, &token, "before").await;
     assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
 
@@ -505,11 +509,7 @@ fn a_request_timeout_past_the_idempotency_lease_is_refused() {
 /// back, within the hold, and answers as if nothing happened.
 #[tokio::test]
 async fn a_read_broken_off_mid_statement_runs_again_once_the_database_is_back() {
-    let rig = Rig::start(4, |s| ApiSettings {
-        db_hold: Duration::from_secs(6),
-        ..s
-    })
-    .await;
+    let rig = Rig::start(4, held).await;
     let r = post(&rig.http, &rig.base, &rig.token, "kept").await;
     assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
 
@@ -559,11 +559,7 @@ async fn holds(conn: &mut sqlx::PgConnection, condition: &str) -> bool {
 /// VM, one answer, and the key replays that answer.
 #[tokio::test]
 async fn a_create_whose_answer_was_lost_answers_with_what_it_made() {
-    let rig = Rig::start(4, |s| ApiSettings {
-        db_hold: Duration::from_secs(6),
-        ..s
-    })
-    .await;
+    let rig = Rig::start(4, held).await;
     let mut vm = seeds::seed_vm();
     vm.as_object_mut().unwrap().remove("provider");
     vm["specs"]["vm_name"] = json!("lost-answer");
