@@ -6,7 +6,7 @@
 //! placement race ("no room left" on a host that had been quoted), the
 //! database holds exactly what AtomOS holds, and the process's memory is
 //! back within a fifth of where it stood after a warm-up through the same
-//! paths. Bounded: about two and a half minutes.
+//! paths. Bounded: about three minutes.
 
 mod support;
 
@@ -32,8 +32,11 @@ const CLIENTS: usize = 16;
 const LOAD: Duration = Duration::from_secs(50);
 /// When PostgreSQL is stopped, and for how long.
 const OUTAGE_AT: Duration = Duration::from_secs(20);
-/// The warm-up's load, and when its own PostgreSQL restart comes.
-const WARM_UP: Duration = Duration::from_secs(12);
+/// The warm-up's load, and when its own PostgreSQL restart comes. Under
+/// this load mesond's RSS climbs for its first 30 s or so and then holds
+/// (a run with three times the load stayed within 3 % of where it stood
+/// at 40 s): a baseline taken sooner measures that climb, not growth.
+const WARM_UP: Duration = Duration::from_secs(30);
 const WARM_UP_OUTAGE_AT: Duration = Duration::from_secs(4);
 const OUTAGE: Duration = Duration::from_secs(4);
 const FAULT_ROUTES: &[&str] = &[
@@ -383,7 +386,8 @@ async fn sixteen_clients_through_atomos_errors_and_a_database_restart() {
     // A warm-up round through every path the soak takes, faults and a
     // database restart included, settled: what the process holds then is
     // where it "started" (connection pools refilled, error paths' and
-    // reconnection's allocations made once).
+    // reconnection's allocations made once, the allocator at the size this
+    // load keeps it).
     let mut actions = vec![filler.action.id];
     let warm = faulted(&client, &sim, &pg, WARM_UP, WARM_UP_OUTAGE_AT).await;
     settled(&pool, &warm).await;
