@@ -8,6 +8,9 @@
 //! canonical form parse alike, warnings included. `openapi/meson.json` is
 //! the document the server builds (`cargo test -p meson-api openapi`
 //! keeps it so).
+//!
+//! And for every request body, example or not: meson-core's reader of it
+//! looks at exactly the fields its typed request has (`body_of` names both).
 
 use meson_core::kaas::{KaasCreate, PoolSpec};
 use meson_core::kubernetes;
@@ -31,6 +34,7 @@ use meson_types::volume::VolumeCreateRequest;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
+use std::collections::BTreeSet;
 use std::fmt::Debug;
 use std::path::Path;
 
@@ -66,18 +70,201 @@ where
     Ok(json)
 }
 
-/// The example and its canonical form parse alike with meson's parser.
-fn parse_alike<R: PartialEq + Debug, E: Debug>(
-    parse: impl Fn(&Value) -> Result<R, E>,
-    example: &Value,
-    canonical: &Value,
-) -> Result<(), String> {
-    let first = parse(example).map_err(|e| format!("meson refuses it: {e:?}"))?;
+/// A reader's verdict on a body, comparable across bodies: what it read
+/// (or the error it named), as `Debug` shows it.
+type Read = Result<String, String>;
+
+fn shown<R: Debug, E: Debug>(r: Result<R, E>) -> Read {
+    r.map(|r| format!("{r:?}")).map_err(|e| format!("{e:?}"))
+}
+
+/// How meson takes one operation's request body: the meson-types request
+/// (its canonical form of a body), and meson-core's reader of it where the
+/// server has one (others are read in the app layer against what they
+/// name, and only their types are checked).
+struct Body {
+    canonical: fn(&Value) -> Result<Value, String>,
+    read: Option<fn(&Value) -> Read>,
+}
+
+fn typed(canonical: fn(&Value) -> Result<Value, String>) -> Option<Body> {
+    Some(Body {
+        canonical,
+        read: None,
+    })
+}
+
+fn read(canonical: fn(&Value) -> Result<Value, String>, read: fn(&Value) -> Read) -> Option<Body> {
+    Some(Body {
+        canonical,
+        read: Some(read),
+    })
+}
+
+/// The request body of `method path`: one place per operation.
+fn body_of(method: &str, path: &str) -> Option<Body> {
+    match (method, path) {
+        ("post", "/v1/vms") => read(canonical::<VmCreateRequest>, |v| shown(vm(v))),
+        ("post", "/v1/quotes") => read(canonical::<QuoteRequest>, |v| {
+            if v.get("specs").is_some() {
+                shown(vm(v))
+            } else {
+                shown(kaas(v))
+            }
+        }),
+        ("post", "/v1/clusters" | "/v1/kaas") => {
+            read(canonical::<KaasCreateRequest>, |v| shown(kaas(v)))
+        }
+        ("post", "/v1/clusters/{id}/pools") => {
+            read(canonical::<NodePoolRequest>, |v| shown(PoolSpec::parse(v)))
+        }
+        ("post", "/v1/networks/{id}/port-forwards") => {
+            read(canonical::<PortForwardCreateRequest>, |v| {
+                shown(PortForwardCreate::parse(v))
+            })
+        }
+        ("post", "/v1/networks") => read(canonical::<NetworkCreateRequest>, |v| {
+            shown(NetworkCreate::parse(v))
+        }),
+        ("post", "/v1/volumes") => read(canonical::<VolumeCreateRequest>, |v| {
+            shown(VolumeCreate::parse(v, &[]))
+        }),
+        ("patch", "/v1/vms/{id}" | "/v1/networks/{id}" | "/v1/volumes/{id}") => {
+            read(canonical::<NameLabelsUpdate>, |v| {
+                shown(NameLabels::parse(v, 63))
+            })
+        }
+        ("post", "/v1/tokens") => read(canonical::<meson_types::token::TokenCreateRequest>, |v| {
+            shown(meson_core::token::TokenCreate::parse(v))
+        }),
+        ("post", "/v1/members") => {
+            read(canonical::<meson_types::member::MemberCreateRequest>, |v| {
+                shown(meson_core::member::MemberCreate::parse(v))
+            })
+        }
+        ("patch", "/v1/members/{subject}") => {
+            read(canonical::<meson_types::member::MemberUpdateRequest>, |v| {
+                shown(meson_core::member::MemberUpdate::parse(v))
+            })
+        }
+        ("post", "/v1/invitations") => read(
+            canonical::<meson_types::member::InvitationCreateRequest>,
+            |v| shown(meson_core::member::InvitationCreate::parse(v)),
+        ),
+        ("post", "/v1/invitations/accept") => read(
+            canonical::<meson_types::member::InvitationAcceptRequest>,
+            |v| shown(meson_core::member::InvitationAccept::parse(v)),
+        ),
+        ("post", "/v1/organizations") => read(
+            canonical::<meson_types::organization::OrganizationCreateRequest>,
+            |v| shown(meson_core::organization::OrgCreate::parse(v)),
+        ),
+        ("patch", "/v1/organizations/{id}") => read(
+            canonical::<meson_types::organization::OrganizationUpdateRequest>,
+            |v| shown(meson_core::organization::OrgUpdate::parse(v)),
+        ),
+        ("post", "/v1/targets") => read(canonical::<TargetCreateRequest>, |v| shown(target(v))),
+        ("post", "/v1/admin/prices") => {
+            read(canonical::<meson_types::usage::PriceCreateRequest>, |v| {
+                shown(meson_core::price::PriceCreate::parse(v))
+            })
+        }
+        ("patch", "/v1/backups/{id}") => read(canonical::<NameLabelsUpdate>, |v| {
+            shown(NameLabels::parse(
+                v,
+                meson_core::backup::MAX_BACKUP_NAME_LEN,
+            ))
+        }),
+        ("patch", "/v1/images/{id}") => read(canonical::<NameLabelsUpdate>, |v| {
+            shown(NameLabels::parse(v, meson_core::image::MAX_IMAGE_NAME_LEN))
+        }),
+        ("post", "/v1/images") => read(canonical::<meson_types::image::ImageImportRequest>, |v| {
+            shown(meson_core::image::ImageImport::parse(v, &[]))
+        }),
+        ("post", "/v1/vms/{id}/actions/create-image") => {
+            read(canonical::<meson_types::image::ImageSnapshotRequest>, |v| {
+                shown(meson_core::image::ImageSnapshot::parse(v))
+            })
+        }
+        ("post", "/v1/vms/{id}/actions/enable-backups") => {
+            read(canonical::<meson_types::backup::BackupPolicyRequest>, |v| {
+                shown(meson_core::backup::BackupPolicy::parse(
+                    v,
+                    uuid::Uuid::nil().into(),
+                ))
+            })
+        }
+        ("post", "/v1/vms/{id}/actions/backup") => {
+            read(canonical::<meson_types::backup::BackupCreateRequest>, |v| {
+                shown(meson_core::backup::BackupCreate::parse(v))
+            })
+        }
+        ("post", "/v1/vms/{id}/actions/restore") => {
+            read(canonical::<meson_types::backup::RestoreRequest>, |v| {
+                shown(meson_core::backup::Restore::parse(v))
+            })
+        }
+        ("post", "/v1/vms/{id}/actions/resize") => {
+            read(canonical::<meson_types::vm::VmResizeRequest>, |v| {
+                shown(meson_core::vm::VmResize::parse(v))
+            })
+        }
+        ("post", "/v1/vms/{id}/actions/rebuild") => {
+            read(canonical::<meson_types::vm::VmRebuildRequest>, |v| {
+                shown(meson_core::vm::VmRebuild::parse(v))
+            })
+        }
+        ("post", "/v1/vms/{id}/actions/migrate") => {
+            read(canonical::<meson_types::vm::VmMigrateRequest>, |v| {
+                shown(meson_core::vm::VmMigrate::parse(v))
+            })
+        }
+        ("post", "/v1/vms/{id}/actions/attach-network" | "/v1/vms/{id}/actions/detach-network") => {
+            read(canonical::<meson_types::vm::VmNetworkRequest>, |v| {
+                shown(meson_core::vm::VmNetworkChange::parse(v))
+            })
+        }
+        ("post", "/v1/volumes/{id}/actions/attach") => {
+            read(canonical::<meson_types::volume::VolumeAttachRequest>, |v| {
+                shown(meson_core::volume::VolumeAttach::parse(v))
+            })
+        }
+        ("post", "/v1/volumes/{id}/actions/move") => {
+            read(canonical::<meson_types::volume::VolumeMoveRequest>, |v| {
+                shown(meson_core::volume::VolumeMove::parse(v))
+            })
+        }
+        ("post", "/v1/volumes/{id}/actions/resize") => {
+            read(canonical::<meson_types::volume::VolumeResizeRequest>, |v| {
+                shown(meson_core::volume::VolumeResize::parse(v))
+            })
+        }
+        // Read in meson-api's app layer, not by meson-core: the types only.
+        ("patch", "/v1/targets/{id}") => typed(canonical::<TargetUpdateRequest>),
+        ("put", "/v1/admin/plans/{name}") => typed(canonical::<meson_types::admin::PlanPutRequest>),
+        // Read against the orphan it names (its tenant tag): the types only.
+        ("post", "/v1/admin/orphans/{id}/actions/adopt") => {
+            typed(canonical::<meson_types::admin::OrphanAdoptRequest>)
+        }
+        ("patch", "/v1/tenants/{tenant}/quotas") => typed(canonical::<QuotaUpdateRequest>),
+        ("patch", "/v1/clusters/{id}") => typed(canonical::<ClusterUpdateRequest>),
+        ("patch", "/v1/clusters/{id}/pools/{pool_id}") => typed(canonical::<NodePoolUpdateRequest>),
+        ("post", "/v1/clusters/{id}/pools/{pool_id}/actions/delete-nodes") => {
+            typed(canonical::<PoolDeleteNodesRequest>)
+        }
+        ("post", "/v1/clusters/{id}/actions/upgrade") => typed(canonical::<ClusterUpgradeRequest>),
+        _ => None,
+    }
+}
+
+/// The example and its canonical form read alike with meson's reader.
+fn parse_alike(read: fn(&Value) -> Read, example: &Value, canonical: &Value) -> Result<(), String> {
+    let first = read(example).map_err(|e| format!("meson refuses it: {e}"))?;
     let again =
-        parse(canonical).map_err(|e| format!("meson refuses {canonical} (canonical): {e:?}"))?;
+        read(canonical).map_err(|e| format!("meson refuses {canonical} (canonical): {e}"))?;
     if first != again {
         return Err(format!(
-            "its canonical form {canonical} parses as {again:?}, not {first:?}"
+            "its canonical form {canonical} parses as {again}, not {first}"
         ));
     }
     Ok(())
@@ -104,104 +291,12 @@ fn target(v: &Value) -> meson_core::Result<(Target, Vec<meson_core::parse::Warni
 
 /// Checks one request body example of `method path`.
 fn request(method: &str, path: &str, ex: &Value) -> Result<(), String> {
-    match (method, path) {
-        ("post", "/v1/vms") => parse_alike(vm, ex, &canonical::<VmCreateRequest>(ex)?),
-        ("post", "/v1/quotes") => {
-            let json = canonical::<QuoteRequest>(ex)?;
-            if ex.get("specs").is_some() {
-                parse_alike(vm, ex, &json)
-            } else {
-                parse_alike(kaas, ex, &json)
-            }
-        }
-        ("post", "/v1/clusters" | "/v1/kaas") => {
-            parse_alike(kaas, ex, &canonical::<KaasCreateRequest>(ex)?)
-        }
-        ("post", "/v1/clusters/{id}/pools") => {
-            parse_alike(PoolSpec::parse, ex, &canonical::<NodePoolRequest>(ex)?)
-        }
-        ("post", "/v1/networks/{id}/port-forwards") => parse_alike(
-            PortForwardCreate::parse,
-            ex,
-            &canonical::<PortForwardCreateRequest>(ex)?,
-        ),
-        ("post", "/v1/networks") => parse_alike(
-            NetworkCreate::parse,
-            ex,
-            &canonical::<NetworkCreateRequest>(ex)?,
-        ),
-        ("post", "/v1/volumes") => parse_alike(
-            |v| VolumeCreate::parse(v, &[]),
-            ex,
-            &canonical::<VolumeCreateRequest>(ex)?,
-        ),
-        ("patch", "/v1/vms/{id}" | "/v1/networks/{id}" | "/v1/volumes/{id}") => parse_alike(
-            |v| NameLabels::parse(v, 63),
-            ex,
-            &canonical::<NameLabelsUpdate>(ex)?,
-        ),
-        ("post", "/v1/tokens") => parse_alike(
-            meson_core::token::TokenCreate::parse,
-            ex,
-            &canonical::<meson_types::token::TokenCreateRequest>(ex)?,
-        ),
-        ("post", "/v1/members") => parse_alike(
-            meson_core::member::MemberCreate::parse,
-            ex,
-            &canonical::<meson_types::member::MemberCreateRequest>(ex)?,
-        ),
-        ("patch", "/v1/members/{subject}") => parse_alike(
-            meson_core::member::MemberUpdate::parse,
-            ex,
-            &canonical::<meson_types::member::MemberUpdateRequest>(ex)?,
-        ),
-        ("post", "/v1/invitations") => parse_alike(
-            meson_core::member::InvitationCreate::parse,
-            ex,
-            &canonical::<meson_types::member::InvitationCreateRequest>(ex)?,
-        ),
-        ("post", "/v1/invitations/accept") => parse_alike(
-            meson_core::member::InvitationAccept::parse,
-            ex,
-            &canonical::<meson_types::member::InvitationAcceptRequest>(ex)?,
-        ),
-        ("post", "/v1/organizations") => parse_alike(
-            meson_core::organization::OrgCreate::parse,
-            ex,
-            &canonical::<meson_types::organization::OrganizationCreateRequest>(ex)?,
-        ),
-        ("patch", "/v1/organizations/{id}") => parse_alike(
-            meson_core::organization::OrgUpdate::parse,
-            ex,
-            &canonical::<meson_types::organization::OrganizationUpdateRequest>(ex)?,
-        ),
-        ("post", "/v1/targets") => parse_alike(target, ex, &canonical::<TargetCreateRequest>(ex)?),
-        // Parsed in meson-api's app layer, not by meson-core: the types only.
-        ("patch", "/v1/targets/{id}") => canonical::<TargetUpdateRequest>(ex).map(drop),
-        ("put", "/v1/admin/plans/{name}") => {
-            canonical::<meson_types::admin::PlanPutRequest>(ex).map(drop)
-        }
-        // Parsed against the orphan it names (its tenant tag): the types only.
-        ("post", "/v1/admin/orphans/{id}/actions/adopt") => {
-            canonical::<meson_types::admin::OrphanAdoptRequest>(ex).map(drop)
-        }
-        ("post", "/v1/admin/prices") => parse_alike(
-            meson_core::price::PriceCreate::parse,
-            ex,
-            &canonical::<meson_types::usage::PriceCreateRequest>(ex)?,
-        ),
-        ("patch", "/v1/tenants/{tenant}/quotas") => canonical::<QuotaUpdateRequest>(ex).map(drop),
-        ("patch", "/v1/clusters/{id}") => canonical::<ClusterUpdateRequest>(ex).map(drop),
-        ("patch", "/v1/clusters/{id}/pools/{pool_id}") => {
-            canonical::<NodePoolUpdateRequest>(ex).map(drop)
-        }
-        ("post", "/v1/clusters/{id}/pools/{pool_id}/actions/delete-nodes") => {
-            canonical::<PoolDeleteNodesRequest>(ex).map(drop)
-        }
-        ("post", "/v1/clusters/{id}/actions/upgrade") => {
-            canonical::<ClusterUpgradeRequest>(ex).map(drop)
-        }
-        _ => Err("no meson-types request type is known for it: add it to this test".into()),
+    let body = body_of(method, path)
+        .ok_or("no meson-types request type is known for it: add it to this test")?;
+    let json = (body.canonical)(ex)?;
+    match body.read {
+        Some(read) => parse_alike(read, ex, &json),
+        None => Ok(()),
     }
 }
 
@@ -280,9 +375,149 @@ fn the_vm_example_reads_its_quirks_and_serializes_canonically() {
         json["specs"]["req"]["pci"]["devices"],
         serde_json::json!([])
     );
-    parse_alike(vm, &ex, &json).expect("meson reads both alike");
+    parse_alike(|v| shown(vm(v)), &ex, &json).expect("meson reads both alike");
     let kaas_ex = meson_types::kaas::kaas_create_example();
     let json = canonical::<KaasCreateRequest>(&kaas_ex).expect("typed");
     assert_eq!(json["req"]["nodes_subnet"]["dhcp"], true);
-    parse_alike(kaas, &kaas_ex, &json).expect("meson reads both alike");
+    parse_alike(|v| shown(kaas(v)), &kaas_ex, &json).expect("meson reads both alike");
+}
+
+/// `schema` with its `$ref` followed.
+fn resolved<'a>(doc: &'a Value, schema: &'a Value) -> &'a Value {
+    match schema.get("$ref").and_then(Value::as_str) {
+        Some(r) => {
+            let name = r.trim_start_matches("#/components/schemas/");
+            resolved(doc, &doc["components"]["schemas"][name])
+        }
+        None => schema,
+    }
+}
+
+/// The variants of a `oneOf`/`anyOf` (`null` left out), or the schema.
+fn variants<'a>(doc: &'a Value, schema: &'a Value) -> Vec<&'a Value> {
+    let schema = resolved(doc, schema);
+    let listed = ["oneOf", "anyOf"]
+        .iter()
+        .find_map(|k| schema.get(*k).and_then(Value::as_array));
+    match listed {
+        Some(vs) => vs
+            .iter()
+            .filter(|v| v.get("type") != Some(&Value::from("null")))
+            .flat_map(|v| variants(doc, v))
+            .collect(),
+        None => vec![schema],
+    }
+}
+
+/// The dotted paths of every field `schema` names (an array's items as
+/// `[]`; the keys of a free-form map, such as labels, are not fields).
+fn schema_fields(doc: &Value, schema: &Value, at: &str, out: &mut BTreeSet<String>) {
+    for v in variants(doc, schema) {
+        if let Some(props) = v.get("properties").and_then(Value::as_object) {
+            for (key, prop) in props {
+                let path = meson_core::parse::join(at, key);
+                out.insert(path.clone());
+                schema_fields(doc, prop, &path, out);
+            }
+        }
+        if let Some(items) = v.get("items") {
+            schema_fields(doc, items, &format!("{at}[]"), out);
+        }
+    }
+}
+
+/// A body with every field `schema` names present, each a value of its
+/// type (its example where it has one): every field there for a reader to
+/// look at, valid or not.
+fn sample(doc: &Value, schema: &Value) -> Value {
+    // Of several shapes, the one naming most fields.
+    let shape = variants(doc, schema)
+        .into_iter()
+        .max_by_key(|v| {
+            let mut fields = BTreeSet::new();
+            schema_fields(doc, v, "", &mut fields);
+            fields.len()
+        })
+        .expect("a schema has a shape");
+    if let Some(props) = shape.get("properties").and_then(Value::as_object) {
+        return Value::Object(
+            props
+                .iter()
+                .map(|(k, p)| (k.clone(), sample(doc, p)))
+                .collect(),
+        );
+    }
+    if let Some(example) = shape.get("example") {
+        return example.clone();
+    }
+    if let Some(first) = shape
+        .get("examples")
+        .and_then(Value::as_array)
+        .and_then(|e| e.first())
+    {
+        return first.clone();
+    }
+    let kind = match &shape["type"] {
+        Value::Array(kinds) => kinds
+            .iter()
+            .find(|k| *k != "null")
+            .and_then(Value::as_str)
+            .unwrap_or("null"),
+        other => other.as_str().unwrap_or("object"),
+    };
+    match kind {
+        "array" => Value::Array(vec![sample(doc, &shape["items"])]),
+        "string" => Value::from("x"),
+        "integer" => shape.get("minimum").cloned().unwrap_or(Value::from(1)),
+        "number" => Value::from(1.5),
+        "boolean" => Value::from(true),
+        _ => Value::Object(Default::default()),
+    }
+}
+
+/// Every request body meson-core reads names the fields its meson-types
+/// request has, no more and no fewer: the typed request (the SDK's, and
+/// what the OpenAPI document shows) is the one definition of the body's
+/// shape, and its reader (which names every bad field at once and reports
+/// unknown ones) is held to it. A field added to one and not the other
+/// fails here.
+#[test]
+fn every_reader_reads_the_fields_of_its_typed_request() {
+    let doc = document();
+    let mut failures = Vec::new();
+    let mut checked = 0;
+    for (path, item) in doc["paths"].as_object().expect("paths") {
+        for (method, op) in item.as_object().expect("a path item") {
+            let Some(schema) = op.pointer("/requestBody/content/application~1json/schema") else {
+                continue;
+            };
+            let Some(body) = body_of(method, path) else {
+                failures.push(format!(
+                    "{method} {path}: no meson-types request type is known for it: add it to \
+                     body_of"
+                ));
+                continue;
+            };
+            let Some(read) = body.read else { continue };
+            // A body of several shapes (a quote: of a VM or of a cluster),
+            // each on its own.
+            for shape in variants(&doc, schema) {
+                let mut typed = BTreeSet::new();
+                schema_fields(&doc, shape, "", &mut typed);
+                let sample = sample(&doc, shape);
+                let (_, looked_at) = meson_core::parse::keys::recorded(|| read(&sample));
+                let unread: Vec<_> = typed.difference(&looked_at).collect();
+                let untyped: Vec<_> = looked_at.difference(&typed).collect();
+                if !unread.is_empty() || !untyped.is_empty() {
+                    failures.push(format!(
+                        "{method} {path}: typed but not read: {unread:?}; read but not typed: \
+                         {untyped:?} (from {sample})"
+                    ));
+                }
+                checked += 1;
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(checked >= 15, "only {checked} readers checked");
 }

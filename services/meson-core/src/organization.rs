@@ -89,6 +89,10 @@ fn quotas(v: &Value, errs: &mut FieldErrors) -> crate::quota::QuotaOverrides {
 }
 
 fn fields(body: &Value, known: &[&str], errs: &mut FieldErrors) -> Result<()> {
+    #[cfg(feature = "testing")]
+    for key in known {
+        crate::parse::keys::read(key);
+    }
     let Some(map) = body.as_object() else {
         return Err(Error::invalid("(body)", "must be a JSON object"));
     };

@@ -121,6 +121,58 @@ impl<'de> serde::de::Visitor<'de> for StrictValue {
     }
 }
 
+/// The fields a reader looks at, recorded while [`keys::recorded`] runs:
+/// how a test holds a request's reader to its typed definition in
+/// meson-types (the same fields, no more, no fewer).
+#[cfg(feature = "testing")]
+pub mod keys {
+    use std::cell::RefCell;
+    use std::collections::BTreeSet;
+
+    thread_local! {
+        static READ: RefCell<Option<BTreeSet<String>>> = const { RefCell::new(None) };
+    }
+
+    /// What `f` returns, and the paths of the fields it looked at (an
+    /// array's items as `[]`: `specs.volumes[].name`).
+    pub fn recorded<T>(f: impl FnOnce() -> T) -> (T, BTreeSet<String>) {
+        READ.with(|r| *r.borrow_mut() = Some(BTreeSet::new()));
+        let out = f();
+        let read = READ.with(|r| r.borrow_mut().take()).unwrap_or_default();
+        (out, read)
+    }
+
+    /// Notes that the field at `path` was looked at.
+    pub(crate) fn read(path: &str) {
+        READ.with(|r| {
+            if let Some(read) = r.borrow_mut().as_mut() {
+                read.insert(items_as_brackets(path));
+            }
+        });
+    }
+
+    /// `a[0].b[12]` as `a[].b[]`.
+    fn items_as_brackets(path: &str) -> String {
+        let mut out = String::with_capacity(path.len());
+        let mut in_index = false;
+        for c in path.chars() {
+            match c {
+                '[' => {
+                    in_index = true;
+                    out.push('[');
+                }
+                ']' => {
+                    in_index = false;
+                    out.push(']');
+                }
+                _ if in_index => {}
+                c => out.push(c),
+            }
+        }
+        out
+    }
+}
+
 pub fn join(path: &str, key: &str) -> String {
     if path.is_empty() {
         key.to_owned()
@@ -150,12 +202,19 @@ impl<'a> Obj<'a> {
     pub fn get(&mut self, key: &'static str) -> (String, Option<&'a Value>) {
         self.known.push(key);
         let v = self.map.get(key).filter(|v| !v.is_null());
-        (join(&self.path, key), v)
+        let path = join(&self.path, key);
+        #[cfg(feature = "testing")]
+        keys::read(&path);
+        (path, v)
     }
 
     /// Marks keys as known without reading them (accepted aliases, ignored fields).
     pub fn accept(&mut self, keys: &[&'static str]) {
         self.known.extend_from_slice(keys);
+        #[cfg(feature = "testing")]
+        for key in keys {
+            keys::read(&join(&self.path, key));
+        }
     }
 
     pub fn keys(&self) -> impl Iterator<Item = &'a String> {

@@ -2,6 +2,7 @@
 //! price is its host's quote, not the list's) and provider, from a time on.
 
 use crate::error::{Error, FieldError, Result};
+use crate::parse::Parser;
 use chrono::{DateTime, Utc};
 use meson_types::usage::Meter;
 use serde_json::Value;
@@ -20,11 +21,14 @@ impl PriceCreate {
     /// Every bad field is named; a VM's price is its host's quote, never
     /// the list's.
     pub fn parse(body: &Value) -> Result<PriceCreate> {
-        let Some(obj) = body.as_object() else {
+        if !body.is_object() {
             return Err(Error::Json {
                 message: "the body must be a JSON object".into(),
             });
-        };
+        }
+        // Fields are looked up through the shared reader (`null` is absent).
+        let mut reader = Parser::default();
+        let mut obj = reader.body(body)?;
         let mut bad: Vec<FieldError> = Vec::new();
         let mut fail = |name: &str, message: &str| {
             bad.push(FieldError {
@@ -34,6 +38,7 @@ impl PriceCreate {
         };
         let meter = match obj
             .get("meter")
+            .1
             .and_then(Value::as_str)
             .and_then(Meter::parse)
         {
@@ -46,8 +51,8 @@ impl PriceCreate {
                 None
             }
         };
-        let provider = match obj.get("provider") {
-            None | Some(Value::Null) => "*".to_owned(),
+        let provider = match obj.get("provider").1 {
+            None => "*".to_owned(),
             Some(Value::String(s)) if (1..=64).contains(&s.len()) && !s.contains('\0') => s.clone(),
             Some(_) => {
                 fail(
@@ -57,7 +62,7 @@ impl PriceCreate {
                 String::new()
             }
         };
-        let unit_price = match obj.get("unit_price") {
+        let unit_price = match obj.get("unit_price").1 {
             Some(Value::String(s)) => decimal(s),
             Some(Value::Number(n)) => decimal(&n.to_string()),
             _ => None,
@@ -68,15 +73,15 @@ impl PriceCreate {
                 "must be a decimal of at least 0 with at most 12 decimal places, like \"0.00007\"",
             );
         }
-        let currency = match obj.get("currency").and_then(Value::as_str) {
+        let currency = match obj.get("currency").1.and_then(Value::as_str) {
             Some(c) if c.len() == 3 && c.bytes().all(|b| b.is_ascii_uppercase()) => c.to_owned(),
             _ => {
                 fail("currency", "must be three capital letters, like EUR");
                 String::new()
             }
         };
-        let effective_from = match obj.get("effective_from") {
-            None | Some(Value::Null) => None,
+        let effective_from = match obj.get("effective_from").1 {
+            None => None,
             Some(Value::String(s)) => {
                 match DateTime::parse_from_rfc3339(s.trim()).map(|t| t.to_utc()) {
                     Ok(t) => Some(t),
