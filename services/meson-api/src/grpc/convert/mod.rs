@@ -21,6 +21,8 @@ mod organization;
 mod pool;
 mod port_forward;
 mod quota;
+#[cfg(test)]
+mod shapes;
 mod token;
 mod usage;
 mod vm;
