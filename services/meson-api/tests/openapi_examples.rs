@@ -239,20 +239,34 @@ fn body_of(method: &str, path: &str) -> Option<Body> {
                 shown(meson_core::volume::VolumeResize::parse(v))
             })
         }
-        // Read in meson-api's app layer, not by meson-core: the types only.
+        ("patch", "/v1/clusters/{id}") => read(canonical::<ClusterUpdateRequest>, |v| {
+            shown(meson_core::kaas::ClusterUpdate::parse(v))
+        }),
+        ("patch", "/v1/clusters/{id}/pools/{pool_id}") => {
+            read(canonical::<NodePoolUpdateRequest>, |v| {
+                shown(meson_core::kaas::PoolPatch::parse(v))
+            })
+        }
+        ("post", "/v1/clusters/{id}/actions/upgrade") => {
+            read(canonical::<ClusterUpgradeRequest>, |v| {
+                shown(meson_core::kaas::UpgradeRequest::parse(v))
+            })
+        }
+        // A quota PATCH's and a plan's quotas are a map of quota names,
+        // read against the list of them (`quota::NAMES`); a target's PATCH
+        // is read against the target (`Target::patched`): the types only.
         ("patch", "/v1/targets/{id}") => typed(canonical::<TargetUpdateRequest>),
         ("put", "/v1/admin/plans/{name}") => typed(canonical::<meson_types::admin::PlanPutRequest>),
-        // Read against the orphan it names (its tenant tag): the types only.
+        // Read against the orphan it names (its tenant tag).
         ("post", "/v1/admin/orphans/{id}/actions/adopt") => {
             typed(canonical::<meson_types::admin::OrphanAdoptRequest>)
         }
         ("patch", "/v1/tenants/{tenant}/quotas") => typed(canonical::<QuotaUpdateRequest>),
-        ("patch", "/v1/clusters/{id}") => typed(canonical::<ClusterUpdateRequest>),
-        ("patch", "/v1/clusters/{id}/pools/{pool_id}") => typed(canonical::<NodePoolUpdateRequest>),
         ("post", "/v1/clusters/{id}/pools/{pool_id}/actions/delete-nodes") => {
-            typed(canonical::<PoolDeleteNodesRequest>)
+            read(canonical::<PoolDeleteNodesRequest>, |v| {
+                shown(meson_core::kaas::delete_nodes(v))
+            })
         }
-        ("post", "/v1/clusters/{id}/actions/upgrade") => typed(canonical::<ClusterUpgradeRequest>),
         _ => None,
     }
 }

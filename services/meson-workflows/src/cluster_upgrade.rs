@@ -18,6 +18,7 @@ use crate::Env;
 use crate::rolling;
 use meson_core::action::ActionFailure;
 use meson_core::cluster::NodeRole;
+use meson_core::kaas::{DEFAULT_MAX_SURGE, DEFAULT_MAX_UNAVAILABLE};
 use meson_core::{ActionId, ClusterId, NodeId, PoolId, TenantId};
 use meson_jobs::{EnqueueOpts, Enqueued, StepCtx, StepError, StepResult, Workflow, to_output};
 use serde::{Deserialize, Serialize};
@@ -46,11 +47,6 @@ impl UpgradeParams {
         }
     }
 }
-
-pub const DEFAULT_MAX_SURGE: u32 = 1;
-pub const DEFAULT_MAX_UNAVAILABLE: u32 = 0;
-/// The largest `max_surge` or `max_unavailable` accepted.
-pub const MAX_ROLLOUT: u32 = 10;
 
 pub struct ClusterUpgrade(pub Arc<Env>);
 

@@ -13,8 +13,8 @@ use crate::auth::Principal;
 use meson_core::action::{Action, Command, ResourceType};
 use meson_core::cluster::{Cluster, ClusterStatus, Node, NodePool, NodeRole, NodeStatus};
 use meson_core::error::LimitExceeded;
-use meson_core::kaas::{MAX_NODES_PER_POOL, MAX_POOLS, PoolSpec};
-use meson_core::parse::{Parser, Warning};
+use meson_core::kaas::{MAX_POOLS, PoolPatch, PoolSpec};
+use meson_core::parse::Warning;
 use meson_core::{ClusterId, Error, NodeId, PoolId, Result};
 use meson_jobs::Workflow;
 use meson_workflows::node_pool_create::NodePoolCreate;
@@ -34,88 +34,6 @@ pub struct PoolChanged {
     pub view: PoolView,
     pub action: Option<Action>,
     pub warnings: Vec<Warning>,
-}
-
-/// What a PATCH asks for; absent fields keep their value.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-struct PoolPatch {
-    desired: Option<u32>,
-    min: Option<u32>,
-    max: Option<u32>,
-    autoscale: Option<bool>,
-}
-
-impl PoolPatch {
-    fn parse(body: &serde_json::Value) -> Result<(PoolPatch, Vec<Warning>)> {
-        let mut p = Parser::default();
-        let Some(mut root) = p.root(body) else {
-            return Err(p
-                .errors
-                .into_error()
-                .unwrap_or_else(|| Error::invalid("(body)", "must be an object")));
-        };
-        let count = |n: i64| n as u32;
-        let patch = PoolPatch {
-            desired: p
-                .int(&mut root, "desired_nodes", 0..=MAX_NODES_PER_POOL, false)
-                .map(count),
-            min: p
-                .int(&mut root, "min_nodes", 0..=MAX_NODES_PER_POOL, false)
-                .map(count),
-            max: p
-                .int(&mut root, "max_nodes", 1..=MAX_NODES_PER_POOL, false)
-                .map(count),
-            autoscale: p.bool(&mut root, "autoscale"),
-        };
-        p.done(root);
-        let Parser { errors, warnings } = p;
-        errors.finish((patch, warnings))
-    }
-
-    /// The pool's spec with the patch applied, `min <= desired <= max`
-    /// checked and blamed on a field the request gave.
-    fn apply(&self, spec: &PoolSpec) -> Result<PoolSpec> {
-        let mut out = spec.clone();
-        out.desired_nodes = self.desired.unwrap_or(spec.desired_nodes);
-        out.min_nodes = self.min.unwrap_or(spec.min_nodes);
-        out.max_nodes = self.max.unwrap_or(spec.max_nodes);
-        out.autoscale = self.autoscale.unwrap_or(spec.autoscale);
-        let (min, max, desired) = (out.min_nodes, out.max_nodes, out.desired_nodes);
-        if min > max {
-            return Err(if self.min.is_some() {
-                Error::invalid(
-                    "min_nodes",
-                    format!("must not exceed max_nodes ({max}), got {min}"),
-                )
-            } else {
-                Error::invalid(
-                    "max_nodes",
-                    format!("must be at least min_nodes ({min}), got {max}"),
-                )
-            });
-        }
-        if !(min..=max).contains(&desired) {
-            return Err(if self.desired.is_some() {
-                Error::invalid(
-                    "desired_nodes",
-                    format!(
-                        "must be between min_nodes ({min}) and max_nodes ({max}), got {desired}"
-                    ),
-                )
-            } else if desired < min {
-                Error::invalid(
-                    "min_nodes",
-                    format!("must not exceed desired_nodes ({desired}), got {min}"),
-                )
-            } else {
-                Error::invalid(
-                    "max_nodes",
-                    format!("must be at least desired_nodes ({desired}), got {max}"),
-                )
-            });
-        }
-        Ok(out)
-    }
 }
 
 /// Pool changes need a cluster whose control plane came up: a cluster
@@ -573,77 +491,6 @@ mod tests {
         }))
         .unwrap();
         s
-    }
-
-    fn field(e: Error) -> String {
-        match e {
-            Error::InvalidInput { fields } => fields[0].name.clone(),
-            other => panic!("expected invalid_input, got {other:?}"),
-        }
-    }
-
-    fn patch(body: serde_json::Value) -> PoolPatch {
-        PoolPatch::parse(&body).unwrap().0
-    }
-
-    #[test]
-    fn a_patch_reads_counts_and_lenient_booleans_and_warns_of_the_rest() {
-        let (p, w) = PoolPatch::parse(&json!({
-            "desired_nodes": 3, "autoscale": "True", "colour": "blue"
-        }))
-        .unwrap();
-        assert_eq!(
-            p,
-            PoolPatch {
-                desired: Some(3),
-                autoscale: Some(true),
-                ..PoolPatch::default()
-            }
-        );
-        assert_eq!(w[0].field, "colour");
-        let e = PoolPatch::parse(&json!({"desired_nodes": 101, "max_nodes": 0, "min_nodes": "x"}))
-            .unwrap_err();
-        let Error::InvalidInput { fields } = e else {
-            panic!("invalid_input")
-        };
-        let mut names: Vec<&str> = fields.iter().map(|f| f.name.as_str()).collect();
-        names.sort();
-        assert_eq!(names, ["desired_nodes", "max_nodes", "min_nodes"]);
-        assert!(PoolPatch::parse(&json!([])).is_err());
-    }
-
-    #[test]
-    fn bounds_are_checked_on_the_result_and_blamed_on_a_given_field() {
-        let s = spec(1, 2, 3);
-        let out = patch(json!({"desired_nodes": 3})).apply(&s).unwrap();
-        assert_eq!((out.min_nodes, out.desired_nodes, out.max_nodes), (1, 3, 3));
-        let out = patch(json!({"max_nodes": 5, "autoscale": true}))
-            .apply(&s)
-            .unwrap();
-        assert_eq!((out.max_nodes, out.autoscale), (5, true));
-        assert_eq!(
-            field(patch(json!({"desired_nodes": 4})).apply(&s).unwrap_err()),
-            "desired_nodes"
-        );
-        assert_eq!(
-            field(patch(json!({"min_nodes": 4})).apply(&s).unwrap_err()),
-            "min_nodes"
-        );
-        assert_eq!(
-            field(patch(json!({"min_nodes": 3})).apply(&s).unwrap_err()),
-            "min_nodes",
-            "min above the desired count"
-        );
-        assert_eq!(
-            field(patch(json!({"max_nodes": 1})).apply(&s).unwrap_err()),
-            "max_nodes",
-            "max below the desired count"
-        );
-        // Moving every bound at once is fine when the result holds.
-        let out = patch(json!({"min_nodes": 5, "desired_nodes": 6, "max_nodes": 8}))
-            .apply(&s)
-            .unwrap();
-        assert_eq!((out.min_nodes, out.desired_nodes, out.max_nodes), (5, 6, 8));
     }
 
     #[test]

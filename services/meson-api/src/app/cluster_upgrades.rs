@@ -4,52 +4,11 @@
 use super::{App, new_action};
 use crate::auth::Principal;
 use meson_core::action::{Action, Command, ResourceType};
+use meson_core::kaas::UpgradeRequest;
 use meson_core::kubernetes::{self, KubeVersion};
-use meson_core::parse::{Parser, Warning};
+use meson_core::parse::Warning;
 use meson_core::{ClusterId, Error, Result};
-use meson_workflows::cluster_upgrade::{self, MAX_ROLLOUT, UpgradeParams};
-
-/// What `POST /v1/clusters/{id}/actions/upgrade` asked for.
-struct UpgradeRequest {
-    /// As the client wrote it (`1.30`, `v1.30.14`...).
-    version: String,
-    max_surge: u32,
-    max_unavailable: u32,
-}
-
-fn parse_upgrade(body: &serde_json::Value) -> Result<(UpgradeRequest, Vec<Warning>)> {
-    let mut parser = Parser::default();
-    let Some(mut root) = parser.root(body) else {
-        return Err(parser
-            .errors
-            .into_error()
-            .unwrap_or_else(|| Error::invalid("(body)", "must be an object")));
-    };
-    let version = parser
-        .string(&mut root, "kubernetes_version", true)
-        .map(|(_, s)| s.to_owned());
-    let range = 0..=i64::from(MAX_ROLLOUT);
-    let max_surge = parser.int(&mut root, "max_surge", range.clone(), false);
-    let max_unavailable = parser.int(&mut root, "max_unavailable", range, false);
-    parser.done(root);
-    let Parser { errors, warnings } = parser;
-    errors.finish(())?;
-    // In range: checked above.
-    let as_u32 =
-        |n: Option<i64>, default: u32| n.map_or(default, |n| u32::try_from(n).unwrap_or(default));
-    let req = UpgradeRequest {
-        version: version.unwrap_or_default(),
-        max_surge: as_u32(max_surge, cluster_upgrade::DEFAULT_MAX_SURGE),
-        max_unavailable: as_u32(max_unavailable, cluster_upgrade::DEFAULT_MAX_UNAVAILABLE),
-    };
-    if req.max_surge == 0 && req.max_unavailable == 0 {
-        return Err(Error::invalid(
-            "max_surge",
-            "max_surge and max_unavailable cannot both be 0: nothing could be replaced",
-        ));
-    }
-    Ok((req, warnings))
-}
+use meson_workflows::cluster_upgrade::{self, UpgradeParams};
 
 fn not_running(status: &str, what: &str) -> Error {
     Error::Conflict {
@@ -68,7 +27,7 @@ impl App {
         id: ClusterId,
         body: &serde_json::Value,
     ) -> Result<(Action, Vec<Warning>)> {
-        let (req, mut warnings) = parse_upgrade(body)?;
+        let (req, mut warnings) = UpgradeRequest::parse(body)?;
         let cluster = meson_db::clusters::get(&self.pool, &p.tenant, id).await?;
         let from: KubeVersion = cluster.kubernetes_version.parse().map_err(|e| {
             Error::internal(format!(
@@ -179,60 +138,5 @@ impl App {
         meson_db::commit(tx).await?;
         tracing::info!(cluster = %id, action = %action.id, "credentials rotation accepted");
         Ok(action)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    fn field(e: &Error) -> String {
-        match e {
-            Error::InvalidInput { fields } => fields[0].name.clone(),
-            other => panic!("{other:?}"),
-        }
-    }
-
-    #[test]
-    fn upgrade_requests_default_to_surge_one_and_name_bad_fields() {
-        let (r, w) = parse_upgrade(&json!({"kubernetes_version": "1.30"})).unwrap();
-        assert_eq!(
-            (r.version.as_str(), r.max_surge, r.max_unavailable),
-            ("1.30", 1, 0)
-        );
-        assert!(w.is_empty());
-        let (r, w) = parse_upgrade(
-            &json!({"kubernetes_version": "1.30.4", "max_surge": 0, "max_unavailable": 2, "x": 1}),
-        )
-        .unwrap();
-        assert_eq!((r.max_surge, r.max_unavailable), (0, 2));
-        assert_eq!(w[0].field, "x");
-        for (body, name) in [
-            (json!({}), "kubernetes_version"),
-            (json!({"kubernetes_version": 1.3}), "kubernetes_version"),
-            (
-                json!({"kubernetes_version": "1.30", "max_surge": -1}),
-                "max_surge",
-            ),
-            (
-                json!({"kubernetes_version": "1.30", "max_surge": 11}),
-                "max_surge",
-            ),
-            (
-                json!({"kubernetes_version": "1.30", "max_unavailable": "1"}),
-                "max_unavailable",
-            ),
-            (
-                json!({"kubernetes_version": "1.30", "max_surge": 0, "max_unavailable": 0}),
-                "max_surge",
-            ),
-        ] {
-            let e = parse_upgrade(&body)
-                .err()
-                .unwrap_or_else(|| panic!("{body} accepted"));
-            assert_eq!(field(&e), name, "{body}");
-        }
-        assert!(parse_upgrade(&json!([1])).is_err());
     }
 }

@@ -6,10 +6,10 @@ use super::{App, ListQuery, new_action};
 use crate::auth::Principal;
 use meson_core::action::{Action, Command, ResourceType};
 use meson_core::cluster::{Cluster, ClusterStatus, Node, NodePool};
-use meson_core::kaas::{KaasCreate, UpdatePolicy};
+use meson_core::kaas::{ClusterUpdate, KaasCreate};
 use meson_core::labels::Labels;
 use meson_core::network::{Network, NetworkStatus, Subnet};
-use meson_core::parse::{Parser, Warning};
+use meson_core::parse::Warning;
 use meson_core::{ClusterId, Error, NetworkId, NodeId, PoolId, Result, VmId};
 use meson_workflows::{cluster_create, cluster_delete};
 use std::net::Ipv4Addr;
@@ -175,32 +175,13 @@ impl App {
         id: ClusterId,
         body: &serde_json::Value,
     ) -> Result<(ClusterView, Vec<Warning>)> {
-        let mut parser = Parser::default();
-        let Some(mut root) = parser.root(body) else {
-            return Err(parser
-                .errors
-                .into_error()
-                .unwrap_or_else(|| Error::invalid("(body)", "must be an object")));
-        };
-        let labels = match root.get("labels") {
-            (path, Some(v)) => meson_core::labels::parse(&path, v, &mut parser.errors),
-            (_, None) => None,
-        };
-        let policy = parser
-            .string(&mut root, "update_policy", false)
-            .and_then(|(path, s)| match UpdatePolicy::parse(s) {
-                Some(u) => Some(u),
-                None => {
-                    parser.errors.add(
-                        path,
-                        "must be NEVER_UPDATE (or MANUAL), PATCH_UPDATE or ALWAYS_UPDATE",
-                    );
-                    None
-                }
-            });
-        parser.done(root);
-        let Parser { errors, warnings } = parser;
-        errors.finish(())?;
+        let (
+            ClusterUpdate {
+                labels,
+                update_policy: policy,
+            },
+            warnings,
+        ) = ClusterUpdate::parse(body)?;
         let mut cluster = meson_db::clusters::get(&self.pool, &p.tenant, id).await?;
         let spec = policy.map(|u| {
             cluster.spec.update_policy = u;

@@ -255,26 +255,7 @@ async fn delete_nodes(
     Path((id, pool_id)): Path<(String, String)>,
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
-    let nodes = match body.get("nodes").and_then(|v| v.as_array()) {
-        Some(items) => items
-            .iter()
-            .enumerate()
-            .map(|(i, v)| {
-                v.as_str().and_then(|s| s.parse().ok()).ok_or_else(|| {
-                    crate::error::ApiError(meson_core::Error::invalid(
-                        format!("nodes[{i}]"),
-                        "must be a node id",
-                    ))
-                })
-            })
-            .collect::<ApiResult<Vec<meson_core::NodeId>>>()?,
-        None => {
-            return Err(crate::error::ApiError(meson_core::Error::invalid(
-                "nodes",
-                "is required: an array of node ids",
-            )));
-        }
-    };
+    let nodes = meson_core::kaas::delete_nodes(&body)?;
     let c = s
         .app
         .pool_delete_nodes(&p, parse_id(&id)?, parse_id(&pool_id)?, &nodes)

@@ -34,6 +34,7 @@
 //! `control_plane`, `pools`, `networks` (nodes subnet, pod and service
 //! CIDRs, CNI), with `node_size` for the `specs` objects they share.
 
+mod changes;
 mod control_plane;
 mod names;
 mod networks;
@@ -47,6 +48,10 @@ mod version;
 #[cfg(test)]
 mod fixtures;
 
+pub use changes::{
+    ClusterUpdate, DEFAULT_MAX_SURGE, DEFAULT_MAX_UNAVAILABLE, MAX_ROLLOUT, UpgradeRequest,
+};
 pub use names::{check_cluster_name, check_pool_name};
+pub use pools::{PoolPatch, delete_nodes};
 pub use spec::*;
 pub use taint::{Taint, TaintEffect};

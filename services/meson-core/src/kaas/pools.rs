@@ -222,11 +222,118 @@ fn parse_taints(p: &mut Parser, o: &mut Obj<'_>) -> Option<Vec<Taint>> {
     ok.then_some(out)
 }
 
+/// What a PATCH asks for; absent fields keep their value.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PoolPatch {
+    pub desired: Option<u32>,
+    pub min: Option<u32>,
+    pub max: Option<u32>,
+    pub autoscale: Option<bool>,
+}
+
+impl PoolPatch {
+    /// `PATCH /v1/clusters/{id}/pools/{pool_id}`'s body: node counts and
+    /// `autoscale`, each optional; unknown fields are warnings.
+    pub fn parse(body: &Value) -> crate::Result<(PoolPatch, Vec<Warning>)> {
+        let mut p = Parser::default();
+        let Some(mut root) = p.root(body) else {
+            return Err(p
+                .errors
+                .into_error()
+                .unwrap_or_else(|| crate::Error::invalid("(body)", "must be an object")));
+        };
+        let count = |n: i64| n as u32;
+        let patch = PoolPatch {
+            desired: p
+                .int(&mut root, "desired_nodes", 0..=MAX_NODES_PER_POOL, false)
+                .map(count),
+            min: p
+                .int(&mut root, "min_nodes", 0..=MAX_NODES_PER_POOL, false)
+                .map(count),
+            max: p
+                .int(&mut root, "max_nodes", 1..=MAX_NODES_PER_POOL, false)
+                .map(count),
+            autoscale: p.bool(&mut root, "autoscale"),
+        };
+        p.done(root);
+        let Parser { errors, warnings } = p;
+        errors.finish((patch, warnings))
+    }
+
+    /// The pool's spec with the patch applied, `min <= desired <= max`
+    /// checked and blamed on a field the request gave.
+    pub fn apply(&self, spec: &PoolSpec) -> crate::Result<PoolSpec> {
+        let mut out = spec.clone();
+        out.desired_nodes = self.desired.unwrap_or(spec.desired_nodes);
+        out.min_nodes = self.min.unwrap_or(spec.min_nodes);
+        out.max_nodes = self.max.unwrap_or(spec.max_nodes);
+        out.autoscale = self.autoscale.unwrap_or(spec.autoscale);
+        let (min, max, desired) = (out.min_nodes, out.max_nodes, out.desired_nodes);
+        if min > max {
+            return Err(if self.min.is_some() {
+                crate::Error::invalid(
+                    "min_nodes",
+                    format!("must not exceed max_nodes ({max}), got {min}"),
+                )
+            } else {
+                crate::Error::invalid(
+                    "max_nodes",
+                    format!("must be at least min_nodes ({min}), got {max}"),
+                )
+            });
+        }
+        if !(min..=max).contains(&desired) {
+            return Err(if self.desired.is_some() {
+                crate::Error::invalid(
+                    "desired_nodes",
+                    format!(
+                        "must be between min_nodes ({min}) and max_nodes ({max}), got {desired}"
+                    ),
+                )
+            } else if desired < min {
+                crate::Error::invalid(
+                    "min_nodes",
+                    format!("must not exceed desired_nodes ({desired}), got {min}"),
+                )
+            } else {
+                crate::Error::invalid(
+                    "max_nodes",
+                    format!("must be at least desired_nodes ({desired}), got {max}"),
+                )
+            });
+        }
+        Ok(out)
+    }
+}
+
+/// `POST /v1/clusters/{id}/pools/{pool_id}/actions/delete-nodes`'s body,
+/// `{"nodes": [node id, ...]}`: the nodes, or the first that is not an id.
+pub fn delete_nodes(body: &Value) -> crate::Result<Vec<crate::NodeId>> {
+    let required = || crate::Error::invalid("nodes", "is required: an array of node ids");
+    let mut p = Parser::default();
+    let Some(mut root) = p.root(body) else {
+        return Err(required());
+    };
+    let Some(items) = root.get("nodes").1.and_then(Value::as_array) else {
+        return Err(required());
+    };
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            v.as_str()
+                .and_then(|s| s.parse().ok())
+                .ok_or_else(|| crate::Error::invalid(format!("nodes[{i}]"), "must be a node id"))
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
+    use super::{PoolPatch, delete_nodes};
     use crate::kaas::fixtures::*;
     use crate::kaas::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     #[test]
     fn a_pool_parses_on_its_own() {
@@ -359,5 +466,101 @@ mod tests {
                 &["req.nodepool"],
             ),
         ]);
+    }
+
+    fn spec(min: u32, desired: u32, max: u32) -> PoolSpec {
+        let (s, _) = PoolSpec::parse(&json!({
+            "pool_name": "p", "min_nodes": min, "desired_nodes": desired, "max_nodes": max
+        }))
+        .unwrap();
+        s
+    }
+
+    fn field(e: crate::Error) -> String {
+        match e {
+            crate::Error::InvalidInput { fields } => fields[0].name.clone(),
+            other => panic!("expected invalid_input, got {other:?}"),
+        }
+    }
+
+    fn patch(body: Value) -> PoolPatch {
+        PoolPatch::parse(&body).unwrap().0
+    }
+
+    #[test]
+    fn a_patch_reads_counts_and_lenient_booleans_and_warns_of_the_rest() {
+        let (p, w) = PoolPatch::parse(&json!({
+            "desired_nodes": 3, "autoscale": "True", "colour": "blue"
+        }))
+        .unwrap();
+        assert_eq!(
+            p,
+            PoolPatch {
+                desired: Some(3),
+                autoscale: Some(true),
+                ..PoolPatch::default()
+            }
+        );
+        assert_eq!(w[0].field, "colour");
+        let e = PoolPatch::parse(&json!({"desired_nodes": 101, "max_nodes": 0, "min_nodes": "x"}))
+            .unwrap_err();
+        let crate::Error::InvalidInput { fields } = e else {
+            panic!("invalid_input")
+        };
+        let mut names: Vec<&str> = fields.iter().map(|f| f.name.as_str()).collect();
+        names.sort();
+        assert_eq!(names, ["desired_nodes", "max_nodes", "min_nodes"]);
+        assert!(PoolPatch::parse(&json!([])).is_err());
+    }
+
+    #[test]
+    fn bounds_are_checked_on_the_result_and_blamed_on_a_given_field() {
+        let s = spec(1, 2, 3);
+        let out = patch(json!({"desired_nodes": 3})).apply(&s).unwrap();
+        assert_eq!((out.min_nodes, out.desired_nodes, out.max_nodes), (1, 3, 3));
+        let out = patch(json!({"max_nodes": 5, "autoscale": true}))
+            .apply(&s)
+            .unwrap();
+        assert_eq!((out.max_nodes, out.autoscale), (5, true));
+        assert_eq!(
+            field(patch(json!({"desired_nodes": 4})).apply(&s).unwrap_err()),
+            "desired_nodes"
+        );
+        assert_eq!(
+            field(patch(json!({"min_nodes": 4})).apply(&s).unwrap_err()),
+            "min_nodes"
+        );
+        assert_eq!(
+            field(patch(json!({"min_nodes": 3})).apply(&s).unwrap_err()),
+            "min_nodes",
+            "min above the desired count"
+        );
+        assert_eq!(
+            field(patch(json!({"max_nodes": 1})).apply(&s).unwrap_err()),
+            "max_nodes",
+            "max below the desired count"
+        );
+        // Moving every bound at once is fine when the result holds.
+        let out = patch(json!({"min_nodes": 5, "desired_nodes": 6, "max_nodes": 8}))
+            .apply(&s)
+            .unwrap();
+        assert_eq!((out.min_nodes, out.desired_nodes, out.max_nodes), (5, 6, 8));
+    }
+
+    #[test]
+    fn nodes_to_delete_are_ids_the_first_bad_one_named() {
+        let id = crate::NodeId::new();
+        assert_eq!(
+            delete_nodes(&json!({"nodes": [id.to_string()]})).unwrap(),
+            [id]
+        );
+        for (body, name) in [
+            (json!({}), "nodes"),
+            (json!([]), "nodes"),
+            (json!({"nodes": "x"}), "nodes"),
+            (json!({"nodes": [id.to_string(), 1, "x"]}), "nodes[1]"),
+        ] {
+            assert_eq!(field(delete_nodes(&body).unwrap_err()), name, "{body}");
+        }
     }
 }

@@ -5,9 +5,8 @@
 //! (`meson_core::parse::keys`). A key the conversion misspells, or one the
 //! REST request no longer has, fails here rather than being ignored as an
 //! unknown field. (The REST readers are held to the typed requests by
-//! `tests/openapi_examples.rs`.) The bodies the app layer reads itself
-//! (a cluster's or pool's update, an upgrade, plans and quotas) are not
-//! here: their readers are inside the app's calls.
+//! `tests/openapi_examples.rs`.) Plans and quota PATCHes are not here:
+//! their quotas are a map of quota names, read against the list of them.
 
 use meson_proto::meson::v1 as pb;
 use prost::Message;
@@ -143,6 +142,24 @@ fn every_key_a_conversion_writes_is_read() {
     check!(failures, CreateClusterRequest, cluster_create, |v| {
         core::kaas::KaasCreate::parse(v, core::kubernetes::today())
     });
+    check!(
+        failures,
+        UpdateClusterRequest,
+        cluster_update,
+        core::kaas::ClusterUpdate::parse
+    );
+    check!(
+        failures,
+        UpgradeClusterRequest,
+        cluster_upgrade,
+        core::kaas::UpgradeRequest::parse
+    );
+    check!(
+        failures,
+        UpdatePoolRequest,
+        pool_update,
+        core::kaas::PoolPatch::parse
+    );
     check!(failures, ImportImageRequest, image_import, |v| {
         core::image::ImageImport::parse(v, &[])
     });
