@@ -247,3 +247,29 @@ macro_rules! delete_operation {
     };
 }
 pub(crate) use delete_operation;
+
+/// Declares `$name`, an action on one resource (`POST
+/// /v1/<collection>/{id}/actions/<verb>`): the app's `$call` reads the body
+/// and starts it, and it is answered `201` with the action and the body's
+/// warnings. The module keeps the operation's OpenAPI description, as
+/// [`update_operation`] does.
+macro_rules! action_operation {
+    (
+        $name:ident => $call:ident;
+        $(#[doc = $doc:literal])*
+        #[utoipa::path($($path:tt)*)]
+    ) => {
+        $(#[doc = $doc])*
+        #[utoipa::path($($path)*)]
+        async fn $name(
+            axum::extract::State(s): axum::extract::State<AppState>,
+            p: crate::auth::Principal,
+            axum::extract::Path(id): axum::extract::Path<String>,
+            $crate::http::JsonBody(body): $crate::http::JsonBody,
+        ) -> crate::error::ApiResult<axum::response::Response> {
+            let (action, warnings) = s.app.$call(&p, $crate::http::parse_id(&id)?, &body).await?;
+            Ok($crate::http::action_created_warned(&action, &warnings))
+        }
+    };
+}
+pub(crate) use action_operation;

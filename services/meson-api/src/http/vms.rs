@@ -210,213 +210,183 @@ async fn power(
     Ok(super::action_created(&action))
 }
 
-/// Resizes a VM.
-#[utoipa::path(
-    post,
-    path = "/v1/vms/{id}/actions/resize",
-    tag = "vms",
-    operation_id = "vm_resize",
-    summary = "Resize a VM",
-    description = "Records the VM's new `cores` and/or `memory_mib` (counted against the \
-        `vcpus` and `ram_mib` quotas at once, as a create's) and starts its `resize_vm` action, \
-        which changes them on the VM's AtomOS host. AtomOS resizes a VM that is off (as \
-        Hetzner's server type change): a running VM is refused unless `stop` is true, when it \
-        is stopped, resized and started again. The new size must fit the VM's host (the action \
-        fails, saying so, when it does not). A failed resize puts the VM back as it was: its old \
-        size, running again if it was stopped for the change.",
-    params(("id" = uuid::Uuid, Path, description = "The VM's id.")),
-    request_body(content = wire::vm::VmResizeRequest, content_type = "application/json"),
-    responses(
-        (status = 201, description = "Accepted: the action.", body = wire::ActionResponse,
-            links(("GetAction" = (operation_id = "action_get",
-                parameters(("id" = "$response.body#/action/id")))))),
-        (status = 400, description = "A bad field (`invalid_input`: `cores` or `memory_mib` \
-            out of range, or neither given), malformed JSON (`json_error`), the id is not a \
-            UUID, or a bad `Idempotency-Key`.", body = ErrorResponse),
-        (status = 403, description = "The token's role cannot modify VMs (`forbidden`), or the \
-            new size would take the tenant over a quota (`resource_limit_exceeded`, each in \
-            `details.limits`).", body = ErrorResponse),
-        NoSuchVm,
-        (status = 409, description = "The VM is running and `stop` is not true, or it is \
-            neither `running` nor `off` (`conflict`).", body = ErrorResponse),
-        VmBusy,
-    ),
-)]
-async fn resize(
-    State(s): State<AppState>,
-    p: Principal,
-    Path(id): Path<String>,
-    JsonBody(body): JsonBody,
-) -> ApiResult<Response> {
-    let (action, warnings) = s.app.vm_resize(&p, parse_id(&id)?, &body).await?;
-    Ok(super::action_created_warned(&action, &warnings))
+resource::action_operation! {
+    resize => vm_resize;
+    /// Resizes a VM.
+    #[utoipa::path(
+        post,
+        path = "/v1/vms/{id}/actions/resize",
+        tag = "vms",
+        operation_id = "vm_resize",
+        summary = "Resize a VM",
+        description = "Records the VM's new `cores` and/or `memory_mib` (counted against the \
+            `vcpus` and `ram_mib` quotas at once, as a create's) and starts its `resize_vm` action, \
+            which changes them on the VM's AtomOS host. AtomOS resizes a VM that is off (as \
+            Hetzner's server type change): a running VM is refused unless `stop` is true, when it \
+            is stopped, resized and started again. The new size must fit the VM's host (the action \
+            fails, saying so, when it does not). A failed resize puts the VM back as it was: its old \
+            size, running again if it was stopped for the change.",
+        params(("id" = uuid::Uuid, Path, description = "The VM's id.")),
+        request_body(content = wire::vm::VmResizeRequest, content_type = "application/json"),
+        responses(
+            (status = 201, description = "Accepted: the action.", body = wire::ActionResponse,
+                links(("GetAction" = (operation_id = "action_get",
+                    parameters(("id" = "$response.body#/action/id")))))),
+            (status = 400, description = "A bad field (`invalid_input`: `cores` or `memory_mib` \
+                out of range, or neither given), malformed JSON (`json_error`), the id is not a \
+                UUID, or a bad `Idempotency-Key`.", body = ErrorResponse),
+            (status = 403, description = "The token's role cannot modify VMs (`forbidden`), or the \
+                new size would take the tenant over a quota (`resource_limit_exceeded`, each in \
+                `details.limits`).", body = ErrorResponse),
+            NoSuchVm,
+            (status = 409, description = "The VM is running and `stop` is not true, or it is \
+                neither `running` nor `off` (`conflict`).", body = ErrorResponse),
+            VmBusy,
+        ),
+    )]
 }
 
-/// Rebuilds a VM from an image or a distribution.
-#[utoipa::path(
-    post,
-    path = "/v1/vms/{id}/actions/rebuild",
-    tag = "vms",
-    operation_id = "vm_rebuild",
-    summary = "Rebuild a VM",
-    description = "Starts a `rebuild_vm` action, which makes a new boot volume on the VM's \
-        AtomOS host (a copy of `image`, or `os`'s cloud image), swaps it for the old one and \
-        destroys the old one: the boot disk's data is lost. The VM keeps its id, address, \
-        cloud-init volume (name, keys, network config) and data volumes; a running VM is \
-        stopped for the swap and started again (as Hetzner's rebuild). The VM's spec names the \
-        new source at once; a failed rebuild puts the old boot volume and spec back.",
-    params(("id" = uuid::Uuid, Path, description = "The VM's id.")),
-    request_body(content = wire::vm::VmRebuildRequest, content_type = "application/json"),
-    responses(
-        (status = 201, description = "Accepted: the action.", body = wire::ActionResponse,
-            links(("GetAction" = (operation_id = "action_get",
-                parameters(("id" = "$response.body#/action/id")))))),
-        (status = 400, description = "A bad field (`invalid_input`: neither or both of `image` \
-            and `os`, an unknown distribution, no such image or one on another host), \
-            malformed JSON (`json_error`), the id is not a UUID, or a bad `Idempotency-Key`.",
-            body = ErrorResponse),
-        (status = 403, description = "The token's role cannot modify VMs (`forbidden`), or a \
-            larger boot volume would take the tenant over its `storage_gb` quota \
-            (`resource_limit_exceeded`).", body = ErrorResponse),
-        NoSuchVm,
-        (status = 409, description = "The VM is neither `running` nor `off` (`conflict`).",
-            body = ErrorResponse),
-        VmBusy,
-    ),
-)]
-async fn rebuild(
-    State(s): State<AppState>,
-    p: Principal,
-    Path(id): Path<String>,
-    JsonBody(body): JsonBody,
-) -> ApiResult<Response> {
-    let (action, warnings) = s.app.vm_rebuild(&p, parse_id(&id)?, &body).await?;
-    Ok(super::action_created_warned(&action, &warnings))
+resource::action_operation! {
+    rebuild => vm_rebuild;
+    /// Rebuilds a VM from an image or a distribution.
+    #[utoipa::path(
+        post,
+        path = "/v1/vms/{id}/actions/rebuild",
+        tag = "vms",
+        operation_id = "vm_rebuild",
+        summary = "Rebuild a VM",
+        description = "Starts a `rebuild_vm` action, which makes a new boot volume on the VM's \
+            AtomOS host (a copy of `image`, or `os`'s cloud image), swaps it for the old one and \
+            destroys the old one: the boot disk's data is lost. The VM keeps its id, address, \
+            cloud-init volume (name, keys, network config) and data volumes; a running VM is \
+            stopped for the swap and started again (as Hetzner's rebuild). The VM's spec names the \
+            new source at once; a failed rebuild puts the old boot volume and spec back.",
+        params(("id" = uuid::Uuid, Path, description = "The VM's id.")),
+        request_body(content = wire::vm::VmRebuildRequest, content_type = "application/json"),
+        responses(
+            (status = 201, description = "Accepted: the action.", body = wire::ActionResponse,
+                links(("GetAction" = (operation_id = "action_get",
+                    parameters(("id" = "$response.body#/action/id")))))),
+            (status = 400, description = "A bad field (`invalid_input`: neither or both of `image` \
+                and `os`, an unknown distribution, no such image or one on another host), \
+                malformed JSON (`json_error`), the id is not a UUID, or a bad `Idempotency-Key`.",
+                body = ErrorResponse),
+            (status = 403, description = "The token's role cannot modify VMs (`forbidden`), or a \
+                larger boot volume would take the tenant over its `storage_gb` quota \
+                (`resource_limit_exceeded`).", body = ErrorResponse),
+            NoSuchVm,
+            (status = 409, description = "The VM is neither `running` nor `off` (`conflict`).",
+                body = ErrorResponse),
+            VmBusy,
+        ),
+    )]
 }
 
-/// Migrates a VM to another host of its provider.
-#[utoipa::path(
-    post,
-    path = "/v1/vms/{id}/actions/migrate",
-    tag = "vms",
-    operation_id = "vm_migrate",
-    summary = "Migrate a VM to another host",
-    description = "Starts a `migrate_vm` action, which moves the VM to `host` (an AtomOS host \
-        of its provider) or, without one, to the cheapest other host of its provider with room \
-        for it. The move is cold: a running VM is stopped, its volumes (its own and the \
-        standalone ones attached to it) are copied to the new host, where it is registered and \
-        started again, and only then is it taken off the old host. A failure before that last \
-        step puts it back, running where it was. Its private networks are made on the new host \
-        if it has none of them yet, and its NICs keep their MACs and meson's addresses; its \
-        address on its host's own network (and a DHCP lease) is the new host's.",
-    params(("id" = uuid::Uuid, Path, description = "The VM's id.")),
-    request_body(content = wire::vm::VmMigrateRequest, content_type = "application/json"),
-    responses(
-        (status = 201, description = "Accepted: the action.", body = wire::ActionResponse,
-            links(("GetAction" = (operation_id = "action_get",
-                parameters(("id" = "$response.body#/action/id")))))),
-        (status = 400, description = "A bad field (`invalid_input`: `host` names no host, the \
-            VM's own, one of another provider or one taking no new VMs), malformed JSON \
-            (`json_error`), the id is not a UUID, or a bad `Idempotency-Key`.",
-            body = ErrorResponse),
-        (status = 403, description = "The token's role cannot modify VMs (`forbidden`).",
-            body = ErrorResponse),
-        NoSuchVm,
-        (status = 409, description = "The VM is neither `running` nor `off` (`conflict`).",
-            body = ErrorResponse),
-        (status = 423, description = "An action runs on the VM or on a volume attached to it \
-            (`locked`; the action id in `details.action_id`).", body = ErrorResponse),
-    ),
-)]
-async fn migrate(
-    State(s): State<AppState>,
-    p: Principal,
-    Path(id): Path<String>,
-    JsonBody(body): JsonBody,
-) -> ApiResult<Response> {
-    let (action, warnings) = s.app.vm_migrate(&p, parse_id(&id)?, &body).await?;
-    Ok(super::action_created_warned(&action, &warnings))
+resource::action_operation! {
+    migrate => vm_migrate;
+    /// Migrates a VM to another host of its provider.
+    #[utoipa::path(
+        post,
+        path = "/v1/vms/{id}/actions/migrate",
+        tag = "vms",
+        operation_id = "vm_migrate",
+        summary = "Migrate a VM to another host",
+        description = "Starts a `migrate_vm` action, which moves the VM to `host` (an AtomOS host \
+            of its provider) or, without one, to the cheapest other host of its provider with room \
+            for it. The move is cold: a running VM is stopped, its volumes (its own and the \
+            standalone ones attached to it) are copied to the new host, where it is registered and \
+            started again, and only then is it taken off the old host. A failure before that last \
+            step puts it back, running where it was. Its private networks are made on the new host \
+            if it has none of them yet, and its NICs keep their MACs and meson's addresses; its \
+            address on its host's own network (and a DHCP lease) is the new host's.",
+        params(("id" = uuid::Uuid, Path, description = "The VM's id.")),
+        request_body(content = wire::vm::VmMigrateRequest, content_type = "application/json"),
+        responses(
+            (status = 201, description = "Accepted: the action.", body = wire::ActionResponse,
+                links(("GetAction" = (operation_id = "action_get",
+                    parameters(("id" = "$response.body#/action/id")))))),
+            (status = 400, description = "A bad field (`invalid_input`: `host` names no host, the \
+                VM's own, one of another provider or one taking no new VMs), malformed JSON \
+                (`json_error`), the id is not a UUID, or a bad `Idempotency-Key`.",
+                body = ErrorResponse),
+            (status = 403, description = "The token's role cannot modify VMs (`forbidden`).",
+                body = ErrorResponse),
+            NoSuchVm,
+            (status = 409, description = "The VM is neither `running` nor `off` (`conflict`).",
+                body = ErrorResponse),
+            (status = 423, description = "An action runs on the VM or on a volume attached to it \
+                (`locked`; the action id in `details.action_id`).", body = ErrorResponse),
+        ),
+    )]
 }
 
-/// Attaches a VM to a private network.
-#[utoipa::path(
-    post,
-    path = "/v1/vms/{id}/actions/attach-network",
-    tag = "vms",
-    operation_id = "vm_attach_network",
-    summary = "Attach a VM to a private network",
-    description = "Records the VM's new NIC on `network` (a MAC, and on a network without DHCP \
-        the lowest free address of its range, shown in the VM's `private_net` at once) and \
-        starts an `attach_network` action, which makes the network on the VM's AtomOS host if \
-        it has none of it yet and hot-plugs the NIC there. The VM may be `running` or `off` and \
-        keeps running (as Hetzner's attach to network). On a network without DHCP the guest \
-        configures the new address itself (cloud-init configured the NICs it booted with). If \
-        the action fails, the NIC and its address are released.",
-    params(("id" = uuid::Uuid, Path, description = "The VM's id.")),
-    request_body(content = wire::vm::VmNetworkRequest, content_type = "application/json"),
-    responses(
-        (status = 201, description = "Accepted: the action.", body = wire::ActionResponse,
-            links(("GetAction" = (operation_id = "action_get",
-                parameters(("id" = "$response.body#/action/id")))))),
-        (status = 400, description = "A bad field (`invalid_input`: `network` is not a UUID or \
-            is being deleted), malformed JSON (`json_error`), the id is not a UUID, or a bad \
-            `Idempotency-Key`.", body = ErrorResponse),
-        (status = 403, description = "The token's role cannot modify VMs (`forbidden`).",
-            body = ErrorResponse),
-        (status = 404, description = "No such VM, or no such network, for this tenant \
-            (`not_found`).", body = ErrorResponse),
-        (status = 409, description = "The VM is on the network already, on the most networks it \
-            can join (4), or neither `running` nor `off` (`conflict`).", body = ErrorResponse),
-        VmBusy,
-        (status = 503, description = "The network has no free address left \
-            (`resource_unavailable`).", body = ErrorResponse),
-    ),
-)]
-async fn attach_network(
-    State(s): State<AppState>,
-    p: Principal,
-    Path(id): Path<String>,
-    JsonBody(body): JsonBody,
-) -> ApiResult<Response> {
-    let (action, warnings) = s.app.vm_attach_network(&p, parse_id(&id)?, &body).await?;
-    Ok(super::action_created_warned(&action, &warnings))
+resource::action_operation! {
+    attach_network => vm_attach_network;
+    /// Attaches a VM to a private network.
+    #[utoipa::path(
+        post,
+        path = "/v1/vms/{id}/actions/attach-network",
+        tag = "vms",
+        operation_id = "vm_attach_network",
+        summary = "Attach a VM to a private network",
+        description = "Records the VM's new NIC on `network` (a MAC, and on a network without DHCP \
+            the lowest free address of its range, shown in the VM's `private_net` at once) and \
+            starts an `attach_network` action, which makes the network on the VM's AtomOS host if \
+            it has none of it yet and hot-plugs the NIC there. The VM may be `running` or `off` and \
+            keeps running (as Hetzner's attach to network). On a network without DHCP the guest \
+            configures the new address itself (cloud-init configured the NICs it booted with). If \
+            the action fails, the NIC and its address are released.",
+        params(("id" = uuid::Uuid, Path, description = "The VM's id.")),
+        request_body(content = wire::vm::VmNetworkRequest, content_type = "application/json"),
+        responses(
+            (status = 201, description = "Accepted: the action.", body = wire::ActionResponse,
+                links(("GetAction" = (operation_id = "action_get",
+                    parameters(("id" = "$response.body#/action/id")))))),
+            (status = 400, description = "A bad field (`invalid_input`: `network` is not a UUID or \
+                is being deleted), malformed JSON (`json_error`), the id is not a UUID, or a bad \
+                `Idempotency-Key`.", body = ErrorResponse),
+            (status = 403, description = "The token's role cannot modify VMs (`forbidden`).",
+                body = ErrorResponse),
+            (status = 404, description = "No such VM, or no such network, for this tenant \
+                (`not_found`).", body = ErrorResponse),
+            (status = 409, description = "The VM is on the network already, on the most networks it \
+                can join (4), or neither `running` nor `off` (`conflict`).", body = ErrorResponse),
+            VmBusy,
+            (status = 503, description = "The network has no free address left \
+                (`resource_unavailable`).", body = ErrorResponse),
+        ),
+    )]
 }
 
-/// Detaches a VM from a private network.
-#[utoipa::path(
-    post,
-    path = "/v1/vms/{id}/actions/detach-network",
-    tag = "vms",
-    operation_id = "vm_detach_network",
-    summary = "Detach a VM from a private network",
-    description = "Starts a `detach_network` action, which unplugs the VM's NIC on `network` on \
-        its AtomOS host, running or off; the NIC (and its address) stays in the VM's \
-        `private_net` until then, and is released when it is done.",
-    params(("id" = uuid::Uuid, Path, description = "The VM's id.")),
-    request_body(content = wire::vm::VmNetworkRequest, content_type = "application/json"),
-    responses(
-        (status = 201, description = "Accepted: the action.", body = wire::ActionResponse,
-            links(("GetAction" = (operation_id = "action_get",
-                parameters(("id" = "$response.body#/action/id")))))),
-        (status = 400, description = "A bad field (`invalid_input`: `network` is not a UUID or \
-            not one the VM is on), malformed JSON (`json_error`), the id is not a UUID, or a bad \
-            `Idempotency-Key`.", body = ErrorResponse),
-        (status = 403, description = "The token's role cannot modify VMs (`forbidden`).",
-            body = ErrorResponse),
-        NoSuchVm,
-        (status = 409, description = "The VM is neither `running` nor `off` (`conflict`).",
-            body = ErrorResponse),
-        VmBusy,
-    ),
-)]
-async fn detach_network(
-    State(s): State<AppState>,
-    p: Principal,
-    Path(id): Path<String>,
-    JsonBody(body): JsonBody,
-) -> ApiResult<Response> {
-    let (action, warnings) = s.app.vm_detach_network(&p, parse_id(&id)?, &body).await?;
-    Ok(super::action_created_warned(&action, &warnings))
+resource::action_operation! {
+    detach_network => vm_detach_network;
+    /// Detaches a VM from a private network.
+    #[utoipa::path(
+        post,
+        path = "/v1/vms/{id}/actions/detach-network",
+        tag = "vms",
+        operation_id = "vm_detach_network",
+        summary = "Detach a VM from a private network",
+        description = "Starts a `detach_network` action, which unplugs the VM's NIC on `network` on \
+            its AtomOS host, running or off; the NIC (and its address) stays in the VM's \
+            `private_net` until then, and is released when it is done.",
+        params(("id" = uuid::Uuid, Path, description = "The VM's id.")),
+        request_body(content = wire::vm::VmNetworkRequest, content_type = "application/json"),
+        responses(
+            (status = 201, description = "Accepted: the action.", body = wire::ActionResponse,
+                links(("GetAction" = (operation_id = "action_get",
+                    parameters(("id" = "$response.body#/action/id")))))),
+            (status = 400, description = "A bad field (`invalid_input`: `network` is not a UUID or \
+                not one the VM is on), malformed JSON (`json_error`), the id is not a UUID, or a bad \
+                `Idempotency-Key`.", body = ErrorResponse),
+            (status = 403, description = "The token's role cannot modify VMs (`forbidden`).",
+                body = ErrorResponse),
+            NoSuchVm,
+            (status = 409, description = "The VM is neither `running` nor `off` (`conflict`).",
+                body = ErrorResponse),
+            VmBusy,
+        ),
+    )]
 }
 
 /// VMs through the shared handlers.

@@ -2,7 +2,7 @@
 
 use super::resource::{self, Resource};
 use super::responses::{BadBody, BadId, CannotDelete, CannotModify, NoSuchVolume, VmBusy};
-use super::{AppState, JsonBody, action_created, action_created_warned, parse_id};
+use super::{AppState, JsonBody, action_created, parse_id};
 use crate::app::{App, Paged, VolumeQuery};
 use crate::auth::Principal;
 use crate::error::ApiResult;
@@ -158,45 +158,39 @@ resource::list_operation! {
     found: "A page of volumes.",
 }
 
-/// Attaches a standalone volume to a VM.
-#[utoipa::path(
-    post,
-    path = "/v1/volumes/{id}/actions/attach",
-    tag = "volumes",
-    operation_id = "volume_attach",
-    summary = "Attach a volume to a VM",
-    description = "Records the volume as attached to `vm` (`attached`) and starts its \
-        `attach_volume` action, which hot-plugs it on the VM's AtomOS host; the VM may be \
-        `running` or `off` and keeps running (as Hetzner's attach). The volume must be \
-        `available` and on the VM's host: a volume on another host is refused naming both. \
-        The action holds the VM: no other action runs on the VM until it ends. If it fails, \
-        the volume is `available` again.",
-    params(("id" = uuid::Uuid, Path, description = "The volume's id.")),
-    request_body(content = VolumeAttachRequest, content_type = "application/json"),
-    responses(
-        (status = 201, description = "Accepted: the action.", body = wire_action::ActionResponse,
-            links(("GetAction" = (operation_id = "action_get",
-                parameters(("id" = "$response.body#/action/id")))))),
-        (status = 400, description = "A bad field (`invalid_input`: `vm` is not a UUID, or \
-            the VM is on another host than the volume), malformed JSON (`json_error`), the id \
-            is not a UUID, or a bad `Idempotency-Key`.", body = ErrorResponse),
-        CannotModify,
-        (status = 404, description = "No such volume, or no such VM, for this tenant \
-            (`not_found`).", body = ErrorResponse),
-        (status = 409, description = "The volume is attached already (to the VM named in the \
-            message), not `available`, or a VM's own; the VM is neither `running` nor `off`, or \
-            has the most volumes it can (`conflict`).", body = ErrorResponse),
-        VmBusy,
-    ),
-)]
-async fn attach(
-    State(s): State<AppState>,
-    p: Principal,
-    Path(id): Path<String>,
-    JsonBody(body): JsonBody,
-) -> ApiResult<Response> {
-    let (action, warnings) = s.app.volume_attach(&p, parse_id(&id)?, &body).await?;
-    Ok(action_created_warned(&action, &warnings))
+resource::action_operation! {
+    attach => volume_attach;
+    /// Attaches a standalone volume to a VM.
+    #[utoipa::path(
+        post,
+        path = "/v1/volumes/{id}/actions/attach",
+        tag = "volumes",
+        operation_id = "volume_attach",
+        summary = "Attach a volume to a VM",
+        description = "Records the volume as attached to `vm` (`attached`) and starts its \
+            `attach_volume` action, which hot-plugs it on the VM's AtomOS host; the VM may be \
+            `running` or `off` and keeps running (as Hetzner's attach). The volume must be \
+            `available` and on the VM's host: a volume on another host is refused naming both. \
+            The action holds the VM: no other action runs on the VM until it ends. If it fails, \
+            the volume is `available` again.",
+        params(("id" = uuid::Uuid, Path, description = "The volume's id.")),
+        request_body(content = VolumeAttachRequest, content_type = "application/json"),
+        responses(
+            (status = 201, description = "Accepted: the action.", body = wire_action::ActionResponse,
+                links(("GetAction" = (operation_id = "action_get",
+                    parameters(("id" = "$response.body#/action/id")))))),
+            (status = 400, description = "A bad field (`invalid_input`: `vm` is not a UUID, or \
+                the VM is on another host than the volume), malformed JSON (`json_error`), the id \
+                is not a UUID, or a bad `Idempotency-Key`.", body = ErrorResponse),
+            CannotModify,
+            (status = 404, description = "No such volume, or no such VM, for this tenant \
+                (`not_found`).", body = ErrorResponse),
+            (status = 409, description = "The volume is attached already (to the VM named in the \
+                message), not `available`, or a VM's own; the VM is neither `running` nor `off`, or \
+                has the most volumes it can (`conflict`).", body = ErrorResponse),
+            VmBusy,
+        ),
+    )]
 }
 
 /// Detaches a standalone volume from its VM.
@@ -232,89 +226,77 @@ async fn detach(
     ))
 }
 
-/// Grows a standalone volume.
-#[utoipa::path(
-    post,
-    path = "/v1/volumes/{id}/actions/resize",
-    tag = "volumes",
-    operation_id = "volume_resize",
-    summary = "Resize a volume",
-    description = "Records the volume's new `size` (counted against `storage_gb` at once) and \
-        starts its `resize_volume` action, which grows it on its AtomOS host, attached or not, \
-        its VM running or off (as Hetzner's resize); the guest's filesystem is not grown. \
-        Volumes only grow: a smaller size is refused. If the action fails, the volume keeps \
-        the size its host has. A VM's own data volume grows the same way, as one of its VM's \
-        actions (the VM running or off, no other action on it); a VM's boot and cloud-init \
-        volumes do not.",
-    params(("id" = uuid::Uuid, Path, description = "The volume's id.")),
-    request_body(content = VolumeResizeRequest, content_type = "application/json"),
-    responses(
-        (status = 201, description = "Accepted: the action.", body = wire_action::ActionResponse,
-            links(("GetAction" = (operation_id = "action_get",
-                parameters(("id" = "$response.body#/action/id")))))),
-        (status = 400, description = "A bad field (`invalid_input`: `size` out of range or \
-            smaller than the volume), malformed JSON (`json_error`), the id is not a UUID, or a \
-            bad `Idempotency-Key`.", body = ErrorResponse),
-        (status = 403, description = "The token's role cannot modify (`forbidden`), or the \
-            new size would take the tenant over its `storage_gb` quota \
-            (`resource_limit_exceeded`).", body = ErrorResponse),
-        NoSuchVolume,
-        (status = 409, description = "The volume is neither `available` nor `attached`, is a \
-            VM's boot or cloud-init volume, or its VM is neither `running` nor `off` \
-            (`conflict`).", body = ErrorResponse),
-        (status = 423, description = "An action runs on the volume (its create, delete or \
-            another resize) or on its VM (`locked`; the action id in `details.action_id`).",
-            body = ErrorResponse),
-    ),
-)]
-async fn resize(
-    State(s): State<AppState>,
-    p: Principal,
-    Path(id): Path<String>,
-    JsonBody(body): JsonBody,
-) -> ApiResult<Response> {
-    let (action, warnings) = s.app.volume_resize(&p, parse_id(&id)?, &body).await?;
-    Ok(action_created_warned(&action, &warnings))
+resource::action_operation! {
+    resize => volume_resize;
+    /// Grows a standalone volume.
+    #[utoipa::path(
+        post,
+        path = "/v1/volumes/{id}/actions/resize",
+        tag = "volumes",
+        operation_id = "volume_resize",
+        summary = "Resize a volume",
+        description = "Records the volume's new `size` (counted against `storage_gb` at once) and \
+            starts its `resize_volume` action, which grows it on its AtomOS host, attached or not, \
+            its VM running or off (as Hetzner's resize); the guest's filesystem is not grown. \
+            Volumes only grow: a smaller size is refused. If the action fails, the volume keeps \
+            the size its host has. A VM's own data volume grows the same way, as one of its VM's \
+            actions (the VM running or off, no other action on it); a VM's boot and cloud-init \
+            volumes do not.",
+        params(("id" = uuid::Uuid, Path, description = "The volume's id.")),
+        request_body(content = VolumeResizeRequest, content_type = "application/json"),
+        responses(
+            (status = 201, description = "Accepted: the action.", body = wire_action::ActionResponse,
+                links(("GetAction" = (operation_id = "action_get",
+                    parameters(("id" = "$response.body#/action/id")))))),
+            (status = 400, description = "A bad field (`invalid_input`: `size` out of range or \
+                smaller than the volume), malformed JSON (`json_error`), the id is not a UUID, or a \
+                bad `Idempotency-Key`.", body = ErrorResponse),
+            (status = 403, description = "The token's role cannot modify (`forbidden`), or the \
+                new size would take the tenant over its `storage_gb` quota \
+                (`resource_limit_exceeded`).", body = ErrorResponse),
+            NoSuchVolume,
+            (status = 409, description = "The volume is neither `available` nor `attached`, is a \
+                VM's boot or cloud-init volume, or its VM is neither `running` nor `off` \
+                (`conflict`).", body = ErrorResponse),
+            (status = 423, description = "An action runs on the volume (its create, delete or \
+                another resize) or on its VM (`locked`; the action id in `details.action_id`).",
+                body = ErrorResponse),
+        ),
+    )]
 }
 
-/// Moves a free standalone volume to another host of its provider.
-#[utoipa::path(
-    post,
-    path = "/v1/volumes/{id}/actions/move",
-    tag = "volumes",
-    operation_id = "volume_move",
-    summary = "Move a volume to another host",
-    description = "Starts a `move_volume` action, which copies a free standalone volume to \
-        `host` (an AtomOS host of its provider), records it there, and only then destroys the \
-        old host's copy; a failure before that puts it back where it was. It stays \
-        `available`, and no attach, resize or delete of it starts until the move ends (`423`). \
-        An attached volume moves with its VM (`POST /v1/vms/{id}/actions/migrate`).",
-    params(("id" = uuid::Uuid, Path, description = "The volume's id.")),
-    request_body(content = VolumeMoveRequest, content_type = "application/json"),
-    responses(
-        (status = 201, description = "Accepted: the action.", body = wire_action::ActionResponse,
-            links(("GetAction" = (operation_id = "action_get",
-                parameters(("id" = "$response.body#/action/id")))))),
-        (status = 400, description = "A bad field (`invalid_input`: `host` names no host, the \
-            volume's own, one of another provider or one taking nothing new), malformed JSON \
-            (`json_error`), the id is not a UUID, or a bad `Idempotency-Key`.",
-            body = ErrorResponse),
-        CannotModify,
-        NoSuchVolume,
-        (status = 409, description = "The volume is attached, not `available`, or a VM's own \
-            (`conflict`).", body = ErrorResponse),
-        (status = 423, description = "An action runs on the volume (`locked`; the action id in \
-            `details.action_id`).", body = ErrorResponse),
-    ),
-)]
-async fn move_to(
-    State(s): State<AppState>,
-    p: Principal,
-    Path(id): Path<String>,
-    JsonBody(body): JsonBody,
-) -> ApiResult<Response> {
-    let (action, warnings) = s.app.volume_move(&p, parse_id(&id)?, &body).await?;
-    Ok(action_created_warned(&action, &warnings))
+resource::action_operation! {
+    move_to => volume_move;
+    /// Moves a free standalone volume to another host of its provider.
+    #[utoipa::path(
+        post,
+        path = "/v1/volumes/{id}/actions/move",
+        tag = "volumes",
+        operation_id = "volume_move",
+        summary = "Move a volume to another host",
+        description = "Starts a `move_volume` action, which copies a free standalone volume to \
+            `host` (an AtomOS host of its provider), records it there, and only then destroys the \
+            old host's copy; a failure before that puts it back where it was. It stays \
+            `available`, and no attach, resize or delete of it starts until the move ends (`423`). \
+            An attached volume moves with its VM (`POST /v1/vms/{id}/actions/migrate`).",
+        params(("id" = uuid::Uuid, Path, description = "The volume's id.")),
+        request_body(content = VolumeMoveRequest, content_type = "application/json"),
+        responses(
+            (status = 201, description = "Accepted: the action.", body = wire_action::ActionResponse,
+                links(("GetAction" = (operation_id = "action_get",
+                    parameters(("id" = "$response.body#/action/id")))))),
+            (status = 400, description = "A bad field (`invalid_input`: `host` names no host, the \
+                volume's own, one of another provider or one taking nothing new), malformed JSON \
+                (`json_error`), the id is not a UUID, or a bad `Idempotency-Key`.",
+                body = ErrorResponse),
+            CannotModify,
+            NoSuchVolume,
+            (status = 409, description = "The volume is attached, not `available`, or a VM's own \
+                (`conflict`).", body = ErrorResponse),
+            (status = 423, description = "An action runs on the volume (`locked`; the action id in \
+                `details.action_id`).", body = ErrorResponse),
+        ),
+    )]
 }
 
 /// Volumes through the shared handlers.
