@@ -116,6 +116,16 @@ impl Caller {
             .await
     }
 
+    /// `POST url` until the resource is no longer held by a running action
+    /// (`423`); answers the first other reply, whatever it is.
+    async fn post_unlocked(&self, what: &str, url: &str, body: &Value) -> Reply {
+        until(what, Duration::from_secs(60), || async {
+            let r = self.post(url, body).await;
+            (r.status != StatusCode::LOCKED).then_some(r)
+        })
+        .await
+    }
+
     /// `method url` until the resource is free, as [`Caller::post_when_free`];
     /// answers the `200`.
     async fn call_when_free(
@@ -1902,15 +1912,22 @@ async fn volumes_attach_grow_and_detach_through_the_daemon_routes() {
     let r = me.post(&url(&gw, Daemon::Network, "/create"), &body).await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.text);
     let net = r.json()["network_uid"].as_str().unwrap().to_owned();
+    // The migration's action may still be ending once AtomOS shows the
+    // move: a 423 until it has.
     let r = me
-        .post(
+        .post_unlocked(
+            "attaching another's network",
             &compute("/network/attach"),
             &json!({"local_index": vm, "network_uid": uuid::Uuid::new_v4()}),
         )
         .await;
     assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.text);
     let r = me
-        .post(&compute("/network/attach"), &json!({"local_index": vm}))
+        .post_unlocked(
+            "attaching no network",
+            &compute("/network/attach"),
+            &json!({"local_index": vm}),
+        )
         .await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.text);
     // The migration may still be recording: a 423 until it has.
