@@ -20,12 +20,7 @@ impl ClusterUpdate {
     /// fields are warnings.
     pub fn parse(body: &Value) -> Result<(ClusterUpdate, Vec<Warning>)> {
         let mut parser = Parser::default();
-        let Some(mut root) = parser.root(body) else {
-            return Err(parser
-                .errors
-                .into_error()
-                .unwrap_or_else(|| Error::invalid("(body)", "must be an object")));
-        };
+        let mut root = parser.body(body)?;
         let labels = match root.get("labels") {
             (path, Some(v)) => crate::labels::parse(&path, v, &mut parser.errors),
             (_, None) => None,
@@ -75,12 +70,7 @@ impl UpgradeRequest {
     /// The body, every bad field named; unknown fields are warnings.
     pub fn parse(body: &Value) -> Result<(UpgradeRequest, Vec<Warning>)> {
         let mut parser = Parser::default();
-        let Some(mut root) = parser.root(body) else {
-            return Err(parser
-                .errors
-                .into_error()
-                .unwrap_or_else(|| Error::invalid("(body)", "must be an object")));
-        };
+        let mut root = parser.body(body)?;
         let version = parser
             .string(&mut root, "kubernetes_version", true)
             .map(|(_, s)| s.to_owned());

@@ -236,12 +236,7 @@ impl PoolPatch {
     /// `autoscale`, each optional; unknown fields are warnings.
     pub fn parse(body: &Value) -> crate::Result<(PoolPatch, Vec<Warning>)> {
         let mut p = Parser::default();
-        let Some(mut root) = p.root(body) else {
-            return Err(p
-                .errors
-                .into_error()
-                .unwrap_or_else(|| crate::Error::invalid("(body)", "must be an object")));
-        };
+        let mut root = p.body(body)?;
         let count = |n: i64| n as u32;
         let patch = PoolPatch {
             desired: p

@@ -39,12 +39,7 @@ impl KaasCreate {
         today: NaiveDate,
     ) -> crate::Result<KaasCreate> {
         let mut p = Parser::default();
-        let Some(mut root) = p.root(body) else {
-            return Err(p
-                .errors
-                .into_error()
-                .unwrap_or_else(|| crate::Error::invalid("(body)", "must be an object")));
-        };
+        let mut root = p.body(body)?;
 
         let provider = parse_place(&mut p, &mut root, "provider");
         let continent = parse_place(&mut p, &mut root, "continent");
