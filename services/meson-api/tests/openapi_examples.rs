@@ -252,16 +252,21 @@ fn body_of(method: &str, path: &str) -> Option<Body> {
                 shown(meson_core::kaas::UpgradeRequest::parse(v))
             })
         }
-        // A quota PATCH's and a plan's quotas are a map of quota names,
-        // read against the list of them (`quota::NAMES`); a target's PATCH
-        // is read against the target (`Target::patched`): the types only.
+        ("put", "/v1/admin/plans/{name}") => {
+            read(canonical::<meson_types::admin::PlanPutRequest>, |v| {
+                shown(meson_core::quota::parse_plan(v))
+            })
+        }
+        ("patch", "/v1/tenants/{tenant}/quotas") => read(canonical::<QuotaUpdateRequest>, |v| {
+            shown(meson_core::quota::QuotaOverrides::default().patch_tenant(v))
+        }),
+        // A target's PATCH is read against the target (`Target::patched`):
+        // the types only.
         ("patch", "/v1/targets/{id}") => typed(canonical::<TargetUpdateRequest>),
-        ("put", "/v1/admin/plans/{name}") => typed(canonical::<meson_types::admin::PlanPutRequest>),
         // Read against the orphan it names (its tenant tag).
         ("post", "/v1/admin/orphans/{id}/actions/adopt") => {
             typed(canonical::<meson_types::admin::OrphanAdoptRequest>)
         }
-        ("patch", "/v1/tenants/{tenant}/quotas") => typed(canonical::<QuotaUpdateRequest>),
         ("post", "/v1/clusters/{id}/pools/{pool_id}/actions/delete-nodes") => {
             read(canonical::<PoolDeleteNodesRequest>, |v| {
                 shown(meson_core::kaas::delete_nodes(v))

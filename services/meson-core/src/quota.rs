@@ -147,15 +147,29 @@ impl PerResource<Option<i64>> {
     /// Applies a PATCH body: `{"vms": 10}` sets a quota, `{"vms": null}`
     /// returns it to the default, an absent name leaves it alone. Every bad
     /// field is named.
-    pub fn patch(mut self, body: &Value) -> Result<QuotaOverrides> {
-        let Some(map) = body.as_object() else {
-            return Err(Error::invalid("(body)", "must be a JSON object"));
-        };
+    pub fn patch(self, body: &Value) -> Result<QuotaOverrides> {
         let mut errs = FieldErrors::default();
+        let out = self.patch_at("", body, &mut errs);
+        errs.finish(out)
+    }
+
+    /// [`QuotaOverrides::patch`] of the object at `at` (`quotas`, ``: the
+    /// body), its bad fields named from there into `errs`.
+    fn patch_at(mut self, at: &str, body: &Value, errs: &mut FieldErrors) -> QuotaOverrides {
+        let field = |name: &str| crate::parse::join(at, name);
+        #[cfg(feature = "testing")]
+        for name in NAMES {
+            crate::parse::keys::read(&field(name));
+        }
+        let Some(map) = body.as_object() else {
+            let name = if at.is_empty() { "(body)" } else { at };
+            errs.add(name, "must be a JSON object");
+            return self;
+        };
         for (name, value) in map {
             let Some(slot) = self.slot(name) else {
                 errs.add(
-                    name.clone(),
+                    field(name),
                     format!("unknown quota (known: {})", NAMES.join(", ")),
                 );
                 continue;
@@ -164,11 +178,29 @@ impl PerResource<Option<i64>> {
                 Value::Null => *slot = None,
                 v => match v.as_i64().filter(|n| *n >= 0) {
                     Some(n) => *slot = Some(n),
-                    None => errs.add(name.clone(), "must be a non-negative integer or null"),
+                    None => errs.add(field(name), "must be a non-negative integer or null"),
                 },
             }
         }
-        errs.finish(self)
+        self
+    }
+
+    /// A tenant's quota PATCH (`PATCH /v1/tenants/{tenant}/quotas`): its
+    /// quotas applied to these, as [`QuotaOverrides::patch`], and its
+    /// `plan` (absent: `None`; a plan's name, or null, `default` or `none`
+    /// for no plan: `Some`).
+    pub fn patch_tenant(self, body: &Value) -> Result<(QuotaOverrides, Option<Option<String>>)> {
+        #[cfg(feature = "testing")]
+        crate::parse::keys::read("plan");
+        let mut quotas = body.clone();
+        let plan = match quotas.as_object_mut().and_then(|m| m.remove("plan")) {
+            None => None,
+            Some(Value::Null) => Some(None),
+            Some(Value::String(n)) if n == DEFAULT_PLAN || n == "none" => Some(None),
+            Some(Value::String(n)) => Some(Some(plan_name("plan", &n)?)),
+            Some(_) => return Err(Error::invalid("plan", "must be a plan's name or null")),
+        };
+        Ok((self.patch(&quotas)?, plan))
     }
 }
 
@@ -244,24 +276,12 @@ pub fn parse_plan(body: &Value) -> Result<(String, QuotaOverrides)> {
     };
     let quotas = match map.get("quotas") {
         None | Some(Value::Null) => QuotaOverrides::default(),
-        Some(q) => match QuotaOverrides::default().patch(q) {
-            Ok(q) => q,
-            Err(Error::InvalidInput { fields }) => {
-                for f in fields {
-                    let name = if f.name == "(body)" {
-                        "quotas".to_owned()
-                    } else {
-                        format!("quotas.{}", f.name)
-                    };
-                    for m in f.messages {
-                        errs.add(name.clone(), m);
-                    }
-                }
-                QuotaOverrides::default()
-            }
-            Err(e) => return Err(e),
-        },
+        Some(q) => QuotaOverrides::default().patch_at("quotas", q, &mut errs),
     };
+    #[cfg(feature = "testing")]
+    for key in ["description", "quotas"] {
+        crate::parse::keys::read(key);
+    }
     for key in map.keys() {
         if key != "description" && key != "quotas" {
             errs.add(key.clone(), "unknown field (known: description, quotas)");

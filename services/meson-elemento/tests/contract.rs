@@ -2819,7 +2819,7 @@ fn assert_subscription_shape(s: &Value) {
 /// operators': the subscription writes answer 501.
 #[tokio::test]
 async fn subscriptions_are_mesons_plans() {
-    use meson_types::admin::{PlanPutRequest, QuotaUpdateRequest};
+    use meson_types::admin::{PlanPutRequest, PlanQuotas, QuotaUpdateRequest};
     let m = Meson::start().await;
     let gw = gateway(&m).await;
     let ops = meson_client::Client::new(&m.base, &m.token("ops", "root", meson_api::Role::Admin))
@@ -2854,7 +2854,7 @@ async fn subscriptions_are_mesons_plans() {
             "small",
             &PlanPutRequest {
                 description: Some("Try it out".into()),
-                quotas: Some(QuotaUpdateRequest {
+                quotas: Some(PlanQuotas {
                     vms: Some(Some(3)),
                     clusters: Some(Some(1)),
                     ..Default::default()
@@ -3023,7 +3023,7 @@ async fn subscriptions_are_mesons_plans() {
         "small",
         &PlanPutRequest {
             description: Some("Try it out".into()),
-            quotas: Some(QuotaUpdateRequest {
+            quotas: Some(PlanQuotas {
                 vms: Some(Some(5)),
                 ..Default::default()
             }),

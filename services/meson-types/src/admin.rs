@@ -39,68 +39,94 @@ pub struct QuotaResponse {
     pub quota: Quota,
 }
 
-/// `PATCH /v1/tenants/{tenant}/quotas`: a number sets a quota, `null`
-/// returns it to the plan's (or the default), an absent name leaves it;
-/// `plan` puts the tenant on a plan (`null`: on none, the defaults).
-// In Rust: `Some(Some(n))` sets, `Some(None)` sends `null`, `None` leaves.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-pub struct QuotaUpdateRequest {
-    #[serde(
-        default,
-        deserialize_with = "crate::lenient::present",
-        skip_serializing_if = "Option::is_none"
-    )]
-    #[schema(value_type = Option<i64>, minimum = 0, example = 20)]
-    pub vms: Option<Option<i64>>,
-    #[serde(
-        default,
-        deserialize_with = "crate::lenient::present",
-        skip_serializing_if = "Option::is_none"
-    )]
-    #[schema(value_type = Option<i64>, minimum = 0)]
-    pub vcpus: Option<Option<i64>>,
-    #[serde(
-        default,
-        deserialize_with = "crate::lenient::present",
-        skip_serializing_if = "Option::is_none"
-    )]
-    #[schema(value_type = Option<i64>, minimum = 0)]
-    pub ram_mib: Option<Option<i64>>,
-    #[serde(
-        default,
-        deserialize_with = "crate::lenient::present",
-        skip_serializing_if = "Option::is_none"
-    )]
-    #[schema(value_type = Option<i64>, minimum = 0)]
-    pub storage_gb: Option<Option<i64>>,
-    #[serde(
-        default,
-        deserialize_with = "crate::lenient::present",
-        skip_serializing_if = "Option::is_none"
-    )]
-    #[schema(value_type = Option<i64>, minimum = 0)]
-    pub clusters: Option<Option<i64>>,
-    #[serde(
-        default,
-        deserialize_with = "crate::lenient::present",
-        skip_serializing_if = "Option::is_none"
-    )]
-    #[schema(value_type = Option<i64>, minimum = 0)]
-    pub nodes: Option<Option<i64>>,
-    #[serde(
-        default,
-        deserialize_with = "crate::lenient::present",
-        skip_serializing_if = "Option::is_none"
-    )]
-    #[schema(value_type = Option<i64>, minimum = 0)]
-    pub images_gb: Option<Option<i64>>,
-    #[serde(
-        default,
-        deserialize_with = "crate::lenient::present",
-        skip_serializing_if = "Option::is_none"
-    )]
-    #[schema(value_type = Option<String>, example = "pro")]
-    pub plan: Option<Option<String>>,
+/// Declares a struct with the quotas as its first fields, each a number
+/// that sets the quota or `null` that returns it to the default (in Rust:
+/// `Some(Some(n))` sets, `Some(None)` sends `null`, `None` leaves it), then
+/// its own: the quota names, docs and schema are written once.
+macro_rules! with_quotas {
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident {
+            $($own:tt)*
+        }
+    ) => {
+        $(#[$meta])*
+        pub struct $name {
+            #[serde(
+                default,
+                deserialize_with = "crate::lenient::present",
+                skip_serializing_if = "Option::is_none"
+            )]
+            #[schema(value_type = Option<i64>, minimum = 0, example = 20)]
+            pub vms: Option<Option<i64>>,
+            #[serde(
+                default,
+                deserialize_with = "crate::lenient::present",
+                skip_serializing_if = "Option::is_none"
+            )]
+            #[schema(value_type = Option<i64>, minimum = 0)]
+            pub vcpus: Option<Option<i64>>,
+            #[serde(
+                default,
+                deserialize_with = "crate::lenient::present",
+                skip_serializing_if = "Option::is_none"
+            )]
+            #[schema(value_type = Option<i64>, minimum = 0)]
+            pub ram_mib: Option<Option<i64>>,
+            #[serde(
+                default,
+                deserialize_with = "crate::lenient::present",
+                skip_serializing_if = "Option::is_none"
+            )]
+            #[schema(value_type = Option<i64>, minimum = 0)]
+            pub storage_gb: Option<Option<i64>>,
+            #[serde(
+                default,
+                deserialize_with = "crate::lenient::present",
+                skip_serializing_if = "Option::is_none"
+            )]
+            #[schema(value_type = Option<i64>, minimum = 0)]
+            pub clusters: Option<Option<i64>>,
+            #[serde(
+                default,
+                deserialize_with = "crate::lenient::present",
+                skip_serializing_if = "Option::is_none"
+            )]
+            #[schema(value_type = Option<i64>, minimum = 0)]
+            pub nodes: Option<Option<i64>>,
+            #[serde(
+                default,
+                deserialize_with = "crate::lenient::present",
+                skip_serializing_if = "Option::is_none"
+            )]
+            #[schema(value_type = Option<i64>, minimum = 0)]
+            pub images_gb: Option<Option<i64>>,
+            $($own)*
+        }
+    };
+}
+
+with_quotas! {
+    /// `PATCH /v1/tenants/{tenant}/quotas`: a number sets a quota, `null`
+    /// returns it to the plan's (or the default), an absent name leaves it;
+    /// `plan` puts the tenant on a plan (`null`: on none, the defaults).
+    #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+    pub struct QuotaUpdateRequest {
+        #[serde(
+            default,
+            deserialize_with = "crate::lenient::present",
+            skip_serializing_if = "Option::is_none"
+        )]
+        #[schema(value_type = Option<String>, example = "pro")]
+        pub plan: Option<Option<String>>,
+    }
+}
+
+with_quotas! {
+    /// A plan's quotas by resource name: a number sets the quota, `null`
+    /// or absent leaves it at the deployment's default.
+    #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+    pub struct PlanQuotas {}
 }
 
 /// A plan: a named set of quotas operators put tenants on. `default` is
@@ -143,9 +169,9 @@ pub struct PlanPutRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(example = "For production workloads")]
     pub description: Option<String>,
-    /// Quotas by resource name, as a quota PATCH's numbers (`plan` aside).
+    /// Quotas by resource name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub quotas: Option<QuotaUpdateRequest>,
+    pub quotas: Option<PlanQuotas>,
 }
 
 /// An AtomOS target: one host's daemons, where it is and who runs it.

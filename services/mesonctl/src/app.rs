@@ -1033,7 +1033,7 @@ impl Ctx {
                 description,
                 quotas: q,
             } => {
-                let quotas = meson_types::admin::QuotaUpdateRequest {
+                let quotas = meson_types::admin::PlanQuotas {
                     vms: q.vms.map(Some),
                     vcpus: q.vcpus.map(Some),
                     ram_mib: q.ram_mib.map(Some),
@@ -1041,7 +1041,6 @@ impl Ctx {
                     clusters: q.clusters.map(Some),
                     nodes: q.nodes.map(Some),
                     images_gb: q.images_gb.map(Some),
-                    plan: None,
                 };
                 let req = meson_types::admin::PlanPutRequest {
                     description,

@@ -163,22 +163,9 @@ impl App {
     ) -> Result<QuotaView> {
         let tenant = parse_tenant(tenant)?;
         meson_db::scope::system(async {
-            // `plan` names a plan (null: none); the rest are quotas.
-            let mut quotas = body.clone();
-            let plan = match quotas.as_object_mut().and_then(|m| m.remove("plan")) {
-                None => None,
-                Some(serde_json::Value::Null) => Some(None),
-                Some(serde_json::Value::String(n)) if n == DEFAULT_PLAN || n == "none" => {
-                    Some(None)
-                }
-                Some(serde_json::Value::String(n)) => Some(Some(quota::plan_name("plan", &n)?)),
-                Some(_) => {
-                    return Err(Error::invalid("plan", "must be a plan's name or null"));
-                }
-            };
             let mut tx = meson_db::begin(&self.pool).await?;
             let current = meson_db::quotas::get(&mut *tx, &tenant).await?;
-            let next = current.patch(&quotas)?;
+            let (next, plan) = current.patch_tenant(body)?;
             meson_db::quotas::set(&mut *tx, &tenant, &next, &p.subject).await?;
             if let Some(plan) = &plan {
                 meson_db::plans::assign(&mut *tx, &tenant, plan.as_deref(), &p.subject).await?;

@@ -5,8 +5,7 @@
 //! (`meson_core::parse::keys`). A key the conversion misspells, or one the
 //! REST request no longer has, fails here rather than being ignored as an
 //! unknown field. (The REST readers are held to the typed requests by
-//! `tests/openapi_examples.rs`.) Plans and quota PATCHes are not here:
-//! their quotas are a map of quota names, read against the list of them.
+//! `tests/openapi_examples.rs`.)
 
 use meson_proto::meson::v1 as pb;
 use prost::Message;
@@ -230,6 +229,15 @@ fn every_key_a_conversion_writes_is_read() {
         CreatePortForwardRequest,
         port_forward_create,
         core::port_forward::PortForwardCreate::parse
+    );
+    check!(failures, PutPlanRequest, plan_put, core::quota::parse_plan);
+    check!(
+        failures,
+        UpdateTenantQuotaRequest,
+        |r: &pb::UpdateTenantQuotaRequest| quota_update(r).expect("a quota PATCH"),
+        |v| core::quota::QuotaOverrides::default().patch_tenant(v),
+        // Quotas are named as map keys are; none set and reset at once.
+        |m: &mut pb::UpdateTenantQuotaRequest| m.reset.clear()
     );
     check!(
         failures,
