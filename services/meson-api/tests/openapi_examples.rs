@@ -260,9 +260,9 @@ fn body_of(method: &str, path: &str) -> Option<Body> {
         ("patch", "/v1/tenants/{tenant}/quotas") => read(canonical::<QuotaUpdateRequest>, |v| {
             shown(meson_core::quota::QuotaOverrides::default().patch_tenant(v))
         }),
-        // A target's PATCH is read against the target (`Target::patched`):
-        // the types only.
-        ("patch", "/v1/targets/{id}") => typed(canonical::<TargetUpdateRequest>),
+        ("patch", "/v1/targets/{id}") => read(canonical::<TargetUpdateRequest>, |v| {
+            shown(a_target().patched(v))
+        }),
         // Read against the orphan it names (its tenant tag).
         ("post", "/v1/admin/orphans/{id}/actions/adopt") => {
             typed(canonical::<meson_types::admin::OrphanAdoptRequest>)
@@ -306,6 +306,15 @@ fn target(v: &Value) -> meson_core::Result<(Target, Vec<meson_core::parse::Warni
         };
         (t, warnings)
     })
+}
+
+/// A target, for a PATCH to apply to (the fields its own reader looks at
+/// recorded apart).
+fn a_target() -> Target {
+    let body = serde_json::json!({"name": "ionos-1", "host": "10.0.0.5", "provider": "ionos",
+        "region": "de-fra", "continent": "europe"});
+    let (parsed, _) = meson_core::parse::keys::recorded(|| target(&body));
+    parsed.expect("a target").0
 }
 
 /// Checks one request body example of `method path`.

@@ -134,11 +134,12 @@ pub mod keys {
     }
 
     /// What `f` returns, and the paths of the fields it looked at (an
-    /// array's items as `[]`: `specs.volumes[].name`).
+    /// array's items as `[]`: `specs.volumes[].name`). A recording within
+    /// it keeps its own: what it saw is not in this one's.
     pub fn recorded<T>(f: impl FnOnce() -> T) -> (T, BTreeSet<String>) {
-        READ.with(|r| *r.borrow_mut() = Some(BTreeSet::new()));
+        let outer = READ.with(|r| r.replace(Some(BTreeSet::new())));
         let out = f();
-        let read = READ.with(|r| r.borrow_mut().take()).unwrap_or_default();
+        let read = READ.with(|r| r.replace(outer)).unwrap_or_default();
         (out, read)
     }
 
