@@ -253,7 +253,10 @@ fn body_of(method: &str, path: &str) -> Option<Body> {
         }),
         ("post", "/v1/admin/orphans/{id}/actions/adopt") => {
             read(canonical::<meson_types::admin::OrphanAdoptRequest>, |v| {
-                shown(meson_core::orphan::Decision::parse_adopt(v, &an_orphan()))
+                shown(meson_core::orphan::Decision::parse_adopt(
+                    v,
+                    &meson_core::orphan::Orphan::example("vm-0190e3a0c9a87d3c8b1f2e4d5a6b7c8d"),
+                ))
             })
         }
         ("post", "/v1/clusters/{id}/pools/{pool_id}/actions/delete-nodes") => {
@@ -304,32 +307,6 @@ fn a_target() -> Target {
         "region": "de-fra", "continent": "europe"});
     let (parsed, _) = meson_core::parse::keys::recorded(|| target(&body));
     parsed.expect("a target").0
-}
-
-/// A VM no row names, untagged, for an adoption to decide.
-fn an_orphan() -> meson_core::orphan::Orphan {
-    let name = "vm-0190e3a0c9a87d3c8b1f2e4d5a6b7c8d";
-    meson_core::orphan::Orphan {
-        id: uuid::Uuid::nil().into(),
-        target_id: uuid::Uuid::nil().into(),
-        host: "ionos-1".into(),
-        atomos_id: "1".into(),
-        atomos_name: name.into(),
-        owner: meson_core::naming::parse_vm_atomos_name(name),
-        tenant: None,
-        state: "running".into(),
-        vcpus: 1,
-        ram_mib: 512,
-        ipv4: None,
-        volumes: Vec::new(),
-        reason: "untagged".into(),
-        decision: None,
-        decided_by: None,
-        decided_at: None,
-        error_message: None,
-        first_seen: chrono::DateTime::UNIX_EPOCH,
-        last_seen: chrono::DateTime::UNIX_EPOCH,
-    }
 }
 
 /// Checks one request body example of `method path`.

@@ -152,15 +152,14 @@ impl Decision {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    fn orphan(name: &str) -> Orphan {
+/// An orphan named `name` on a host, running and undecided, for tests
+/// (its ids nil, first and last seen at the epoch).
+#[cfg(any(test, feature = "testing"))]
+impl Orphan {
+    pub fn example(name: &str) -> Orphan {
         Orphan {
-            id: OrphanId::new(),
-            target_id: TargetId::new(),
+            id: uuid::Uuid::nil().into(),
+            target_id: uuid::Uuid::nil().into(),
             host: "h".into(),
             atomos_id: "x".into(),
             atomos_name: name.into(),
@@ -176,9 +175,19 @@ mod tests {
             decided_by: None,
             decided_at: None,
             error_message: None,
-            first_seen: Utc::now(),
-            last_seen: Utc::now(),
+            first_seen: DateTime::UNIX_EPOCH,
+            last_seen: DateTime::UNIX_EPOCH,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn orphan(name: &str) -> Orphan {
+        Orphan::example(name)
     }
 
     #[test]
