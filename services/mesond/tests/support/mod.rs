@@ -321,13 +321,23 @@ impl Mesond {
     }
 }
 
-/// A loopback port nothing listens on now, for a child process to bind.
+/// A loopback port nothing listens on now, for a child process to bind;
+/// never one this test process handed out before (two tests running at
+/// once got the same port, and one's mesond could not bind it).
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
+    loop {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        if !given.contains(&port) {
+            given.push(port);
+            return port;
+        }
+    }
 }
 
 /// The AtomOS simulator on loopback with the dev hosts, its VMs booting in
