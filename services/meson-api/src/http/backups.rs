@@ -1,7 +1,7 @@
 //! `/v1/backups`, and a VM's backup actions: `enable-backups`,
 //! `disable-backups`, `backup` and `restore`.
 
-use super::resource::{self, Resource};
+use super::resource::{self, Deletable, Resource};
 use super::responses::{
     BadBody, BadId, CannotDelete, CannotModify, NoSuchBackup, NoSuchVm, VmBusy,
 };
@@ -305,10 +305,6 @@ impl Resource for Backups {
         app.backup_update(p, id, body).await
     }
 
-    async fn delete(app: &App, p: &Principal, id: BackupId) -> Result<Action> {
-        app.backup_delete(p, id).await
-    }
-
     async fn list(app: &App, p: &Principal, query: &[(String, String)]) -> Result<Paged<Backup>> {
         app.backup_list(p, &BackupQuery::parse(query)?).await
     }
@@ -333,5 +329,11 @@ impl Resource for Backups {
 
     fn pagination(listed: &Paged<Backup>) -> meson_types::Pagination {
         listed.pagination()
+    }
+}
+
+impl Deletable for Backups {
+    async fn delete(app: &App, p: &Principal, id: BackupId) -> Result<Action> {
+        app.backup_delete(p, id).await
     }
 }

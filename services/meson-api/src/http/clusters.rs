@@ -1,6 +1,6 @@
 //! `/v1/clusters` (and its alias `POST /v1/kaas`).
 
-use super::resource::{self, Resource};
+use super::resource::{self, Deletable, Resource};
 use super::responses::{
     BadBody, BadBodyField, BadId, CannotDelete, CannotModify, ClusterBusy, ClusterOverQuota,
     NameTakenOrKeyReused, NoSuchCluster,
@@ -316,10 +316,6 @@ impl Resource for Clusters {
         app.cluster_update(p, id, body).await
     }
 
-    async fn delete(app: &App, p: &Principal, id: ClusterId) -> Result<Action> {
-        app.cluster_delete(p, id).await
-    }
-
     async fn list(app: &App, p: &Principal, query: &[(String, String)]) -> Result<Self::Listed> {
         let q = ListQuery::parse(query, |v| ClusterStatus::parse(v).is_some())?;
         app.cluster_list(p, &q).await
@@ -345,5 +341,11 @@ impl Resource for Clusters {
 
     fn pagination(listed: &Self::Listed) -> wire::Pagination {
         listed.pagination()
+    }
+}
+
+impl Deletable for Clusters {
+    async fn delete(app: &App, p: &Principal, id: ClusterId) -> Result<Action> {
+        app.cluster_delete(p, id).await
     }
 }

@@ -1,6 +1,6 @@
 //! `/v1/images`, and `POST /v1/vms/{id}/actions/create-image`.
 
-use super::resource::{self, Resource};
+use super::resource::{self, Deletable, Resource};
 use super::responses::{BadBody, BadId, CannotDelete, CannotModify, NoSuchImage, VmBusy};
 use super::{AppState, JsonBody, parse_id};
 use crate::app::{App, ImageCreated, ListQuery, Paged};
@@ -222,10 +222,6 @@ impl Resource for Images {
         app.image_update(p, id, body).await
     }
 
-    async fn delete(app: &App, p: &Principal, id: ImageId) -> Result<Action> {
-        app.image_delete(p, id).await
-    }
-
     async fn list(app: &App, p: &Principal, query: &[(String, String)]) -> Result<Paged<Image>> {
         let q = ListQuery::parse(query, |v| ImageStatus::parse(v).is_some())?;
         app.image_list(p, &q).await
@@ -251,5 +247,11 @@ impl Resource for Images {
 
     fn pagination(listed: &Paged<Image>) -> meson_types::Pagination {
         listed.pagination()
+    }
+}
+
+impl Deletable for Images {
+    async fn delete(app: &App, p: &Principal, id: ImageId) -> Result<Action> {
+        app.image_delete(p, id).await
     }
 }

@@ -1,6 +1,6 @@
 //! `/v1/networks`.
 
-use super::resource::{self, Resource};
+use super::resource::{self, Deletable, Resource};
 use super::responses::{
     BadBody, BadBodyField, BadId, CannotDelete, CannotModify, NameTakenOrKeyReused, NoSuchNetwork,
 };
@@ -161,10 +161,6 @@ impl Resource for Networks {
         app.network_update(p, id, body).await
     }
 
-    async fn delete(app: &App, p: &Principal, id: NetworkId) -> Result<Action> {
-        app.network_delete(p, id).await
-    }
-
     async fn list(app: &App, p: &Principal, query: &[(String, String)]) -> Result<Self::Listed> {
         let q = ListQuery::parse(query, |v| NetworkStatus::parse(v).is_some())?;
         app.network_list(p, &q).await
@@ -194,5 +190,11 @@ impl Resource for Networks {
 
     fn pagination(listed: &Self::Listed) -> wire::Pagination {
         listed.pagination()
+    }
+}
+
+impl Deletable for Networks {
+    async fn delete(app: &App, p: &Principal, id: NetworkId) -> Result<Action> {
+        app.network_delete(p, id).await
     }
 }

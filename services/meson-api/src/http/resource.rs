@@ -1,7 +1,8 @@
 //! The handlers that read, list, change and delete a resource, written once.
 //!
-//! A resource implements [`Resource`]: which app calls read, list, update
-//! and delete it, and how its answers are made. Its module keeps the
+//! A resource implements [`Resource`]: which app calls read, list and
+//! update it, and how its answers are made; and [`Deletable`] when its
+//! delete is an action (a key or a token answers its delete itself). Its module keeps the
 //! OpenAPI description of each operation (what differs between resources),
 //! whose body is one call of the handler here.
 
@@ -48,12 +49,6 @@ pub trait Resource: 'static {
         body: &serde_json::Value,
     ) -> impl Future<Output = Result<(Self::Item, Vec<Warning>)>> + Send;
 
-    fn delete(
-        app: &App,
-        p: &Principal,
-        id: Self::Id,
-    ) -> impl Future<Output = Result<Action>> + Send;
-
     /// Reads the page the query pairs ask for (filters, sort, page).
     fn list(
         app: &App,
@@ -69,6 +64,15 @@ pub trait Resource: 'static {
     fn page(listed: &Self::Listed, meta: meson_types::Meta) -> Self::Page;
 
     fn pagination(listed: &Self::Listed) -> meson_types::Pagination;
+}
+
+/// A resource whose delete is an action.
+pub trait Deletable: Resource {
+    fn delete(
+        app: &App,
+        p: &Principal,
+        id: Self::Id,
+    ) -> impl Future<Output = Result<Action>> + Send;
 }
 
 /// `GET /v1/<collection>/{id}`.
@@ -109,7 +113,7 @@ pub async fn update<R: Resource>(
 }
 
 /// `DELETE /v1/<collection>/{id}`: the delete action.
-pub async fn delete<R: Resource>(
+pub async fn delete<R: Deletable>(
     State(s): State<AppState>,
     p: Principal,
     Path(id): Path<String>,

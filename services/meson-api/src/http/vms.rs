@@ -1,6 +1,6 @@
 //! `/v1/vms`.
 
-use super::resource::{self, Resource};
+use super::resource::{self, Deletable, Resource};
 use super::responses::{BadId, BadIdOrBody, NoSuchVm, VmBusy};
 use super::{AppState, JsonBody, parse_id};
 use crate::app::{App, ListQuery, VmPage, VmParts};
@@ -414,10 +414,6 @@ impl Resource for Vms {
         app.vm_update(p, id, body).await
     }
 
-    async fn delete(app: &App, p: &Principal, id: VmId) -> Result<Action> {
-        app.vm_delete(p, id).await
-    }
-
     async fn list(app: &App, p: &Principal, query: &[(String, String)]) -> Result<VmPage> {
         let q = ListQuery::parse(query, |v| VmStatus::parse(v).is_some())?;
         app.vm_list(p, &q).await
@@ -450,5 +446,11 @@ impl Resource for Vms {
 
     fn pagination(listed: &VmPage) -> wire::Pagination {
         listed.vms.pagination()
+    }
+}
+
+impl Deletable for Vms {
+    async fn delete(app: &App, p: &Principal, id: VmId) -> Result<Action> {
+        app.vm_delete(p, id).await
     }
 }

@@ -1,6 +1,6 @@
 //! `/v1/volumes`.
 
-use super::resource::{self, Resource};
+use super::resource::{self, Deletable, Resource};
 use super::responses::{BadBody, BadId, CannotDelete, CannotModify, NoSuchVolume, VmBusy};
 use super::{AppState, JsonBody, action_created, parse_id};
 use crate::app::{App, Paged, VolumeQuery};
@@ -324,10 +324,6 @@ impl Resource for Volumes {
         app.volume_update(p, id, body).await
     }
 
-    async fn delete(app: &App, p: &Principal, id: VolumeId) -> Result<Action> {
-        app.volume_delete(p, id).await
-    }
-
     async fn list(app: &App, p: &Principal, query: &[(String, String)]) -> Result<Paged<Volume>> {
         app.volume_list(p, &VolumeQuery::parse(query)?).await
     }
@@ -352,5 +348,11 @@ impl Resource for Volumes {
 
     fn pagination(listed: &Paged<Volume>) -> meson_types::Pagination {
         listed.pagination()
+    }
+}
+
+impl Deletable for Volumes {
+    async fn delete(app: &App, p: &Principal, id: VolumeId) -> Result<Action> {
+        app.volume_delete(p, id).await
     }
 }
