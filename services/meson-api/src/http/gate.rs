@@ -271,25 +271,12 @@ fn resource_of(template: &str, path: &str) -> Option<(String, String)> {
         .iter()
         .rposition(|s| s.starts_with('{') && *s != "{command}")?;
     let kind = match *t.get(i.checked_sub(1)?)? {
-        "vms" => "vm",
-        "volumes" => "volume",
-        "networks" => "network",
-        "clusters" => "cluster",
-        "pools" => "node_pool",
-        "nodes" => "node",
-        "targets" => "target",
-        "tenants" => "tenant",
-        "tokens" => "token",
-        "members" => "member",
-        "invitations" => "invitation",
-        "organizations" => "organization",
-        "consoles" => "console",
-        "plans" => "plan",
-        "statements" => "statement",
-        "actions" => "action",
-        other => other,
+        "pools" => "node_pool".to_owned(),
+        // The collection's name, singular: `ssh-keys` → `ssh_key`, as
+        // gRPC's calls name it.
+        plural => plural.strip_suffix('s').unwrap_or(plural).replace('-', "_"),
     };
-    Some((kind.to_owned(), p[i].to_owned()))
+    Some((kind, p[i].to_owned()))
 }
 
 /// `WWW-Authenticate` for 401 answers (RFC 6750), with nothing about why.
