@@ -31,6 +31,7 @@ mod port_forwards;
 mod quotas;
 mod quotes;
 mod reconciler;
+mod ssh_keys;
 mod tenancy;
 mod tokens;
 mod unwinding;

@@ -132,6 +132,17 @@ async fn one_of_everything(m: &Meson) -> Owned {
         .await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
     ids.insert("token", r.body["token"]["id"].as_str().unwrap().to_owned());
+    let r = m
+        .post(
+            "/v1/ssh-keys",
+            &json!({"name": "owned", "public_key": crate::harness::SSH_KEY}),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    ids.insert(
+        "ssh_key",
+        r.body["ssh_key"]["id"].as_str().unwrap().to_owned(),
+    );
     // A sub-organisation of the tenant's.
     let r = m
         .post(
@@ -212,6 +223,7 @@ fn fill(path: &str, owned: &Owned) -> (String, bool) {
                     "backups" => "backup",
                     "consoles" => "console",
                     "tokens" => "token",
+                    "ssh-keys" => "ssh_key",
                     "invitations" => "invitation",
                     "organizations" => "organization",
                     "statements" => "statement",
@@ -251,7 +263,7 @@ fn body_for(operation: &str, owned: &Owned) -> Option<Value> {
             vm
         }
         "vm_update" | "network_update" | "cluster_update" | "volume_update" | "image_update"
-        | "backup_update" => {
+        | "backup_update" | "ssh_key_update" => {
             json!({"labels": {"owned": "no"}})
         }
         "volume_create" => json!({"name": "mine", "size": 1}),
@@ -281,6 +293,8 @@ fn body_for(operation: &str, owned: &Owned) -> Option<Value> {
         "vm_enable_backups" => json!({"keep": 1}),
         "vm_backup" => json!({"name": "stolen"}),
         "token_create" => json!({"name": "intruders", "role": "viewer"}),
+        // The same key is the intruder's to keep: keys are unique per tenant.
+        "ssh_key_create" => json!({"name": "mine", "public_key": crate::harness::SSH_KEY}),
         "member_create" => json!({"subject": "mallory-friend", "role": "viewer"}),
         "member_update" => json!({"role": "editor"}),
         "organization_create" => json!({"name": "stolen"}),

@@ -70,7 +70,7 @@ pub struct Rule {
     pub replayable: bool,
 }
 
-const fn rule(operation: &'static str, role: Role, budget: Budget, audit: bool) -> Rule {
+pub(crate) const fn rule(operation: &'static str, role: Role, budget: Budget, audit: bool) -> Rule {
     Rule {
         operation,
         access: Access::Role(role),
@@ -86,7 +86,7 @@ const fn rule(operation: &'static str, role: Role, budget: Budget, audit: bool) 
 
 /// Hands out a credential to a caller of `role`: audited, first parties
 /// only, its answer never kept.
-const fn credential(operation: &'static str, role: Role) -> Rule {
+pub(crate) const fn credential(operation: &'static str, role: Role) -> Rule {
     Rule {
         credential: true,
         ..rule(operation, role, Budget::Api, true)
@@ -94,17 +94,17 @@ const fn credential(operation: &'static str, role: Role) -> Rule {
 }
 
 /// Reads a tenant's own resources.
-const fn read(operation: &'static str) -> Rule {
+pub(crate) const fn read(operation: &'static str) -> Rule {
     rule(operation, Role::Viewer, Budget::Api, false)
 }
 
 /// Creates, changes or deletes a tenant's own resources.
-const fn write(operation: &'static str) -> Rule {
+pub(crate) const fn write(operation: &'static str) -> Rule {
     rule(operation, Role::Editor, Budget::Api, true)
 }
 
 /// [`write`], safe to run again ([`Rule::replayable`]).
-const fn replayable_write(operation: &'static str) -> Rule {
+pub(crate) const fn replayable_write(operation: &'static str) -> Rule {
     Rule {
         replayable: true,
         ..write(operation)
@@ -112,38 +112,38 @@ const fn replayable_write(operation: &'static str) -> Rule {
 }
 
 /// A change any caller of `role` may make of its own standing (audited).
-const fn write_as(operation: &'static str, role: Role) -> Rule {
+pub(crate) const fn write_as(operation: &'static str, role: Role) -> Rule {
     rule(operation, role, Budget::Api, true)
 }
 
 /// Reads actions, from the polling budget.
-const fn poll(operation: &'static str) -> Rule {
+pub(crate) const fn poll(operation: &'static str) -> Rule {
     rule(operation, Role::Viewer, Budget::Polling, false)
 }
 
 /// A tenant owner's read of its own tenant (an operator's of any).
-const fn owner_read(operation: &'static str) -> Rule {
+pub(crate) const fn owner_read(operation: &'static str) -> Rule {
     rule(operation, Role::Owner, Budget::Api, false)
 }
 
 /// A tenant owner's change of its own tenant's (an operator's of any).
-const fn owner_write(operation: &'static str) -> Rule {
+pub(crate) const fn owner_write(operation: &'static str) -> Rule {
     rule(operation, Role::Owner, Budget::Api, true)
 }
 
 /// An operator's read, across tenants.
-const fn admin_read(operation: &'static str) -> Rule {
+pub(crate) const fn admin_read(operation: &'static str) -> Rule {
     rule(operation, Role::Admin, Budget::Api, false)
 }
 
 /// An operator's change, across tenants.
-const fn admin_write(operation: &'static str) -> Rule {
+pub(crate) const fn admin_write(operation: &'static str) -> Rule {
     rule(operation, Role::Admin, Budget::Api, true)
 }
 
 /// Grants, changes or takes away a membership: a manager's at least,
 /// never above the caller's own role.
-const fn membership(operation: &'static str, role: Role, credential: bool) -> Rule {
+pub(crate) const fn membership(operation: &'static str, role: Role, credential: bool) -> Rule {
     Rule {
         ranked: true,
         credential,
@@ -151,7 +151,7 @@ const fn membership(operation: &'static str, role: Role, credential: bool) -> Ru
     }
 }
 
-const fn public(operation: &'static str) -> Rule {
+pub(crate) const fn public(operation: &'static str) -> Rule {
     Rule {
         operation,
         access: Access::Public,
@@ -348,9 +348,17 @@ pub const RULES: &[Rule] = &[
     owner_read("audit_list"),
 ];
 
+/// Every operation's rule: [`RULES`], and those of the resources written
+/// as one module each (`crate::resources`), which keep theirs.
+pub fn rules() -> impl Iterator<Item = &'static Rule> {
+    RULES
+        .iter()
+        .chain(crate::resources::RULES.iter().copied().flatten())
+}
+
 /// The rule of an operation.
 pub fn rule_of(operation: &str) -> Option<&'static Rule> {
-    RULES.iter().find(|r| r.operation == operation)
+    rules().find(|r| r.operation == operation)
 }
 
 /// Fails with `forbidden` unless `p` may call the operation of `rule`.
@@ -369,7 +377,7 @@ mod tests {
     #[test]
     fn every_operation_appears_once() {
         let mut seen = std::collections::BTreeSet::new();
-        for r in RULES {
+        for r in rules() {
             assert!(seen.insert(r.operation), "{} twice", r.operation);
         }
     }
@@ -400,7 +408,7 @@ mod tests {
             assert_eq!(authorize(&p(Role::Admin), r).is_ok(), admin, "{op}");
         }
         // Everything an editor may do, an owner may.
-        for r in RULES {
+        for r in rules() {
             if authorize(&p(Role::Editor), r).is_ok() {
                 assert!(authorize(&p(Role::Owner), r).is_ok(), "{}", r.operation);
             }

@@ -14,6 +14,7 @@ pub mod grpc;
 pub mod http;
 pub mod metrics;
 pub mod ratelimit;
+mod resources;
 pub mod state;
 pub mod trace_context;
 pub mod views;

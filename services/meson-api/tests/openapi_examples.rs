@@ -122,6 +122,13 @@ fn body_of(method: &str, path: &str) -> Option<Body> {
                 shown(NameLabels::parse(v, 63))
             })
         }
+        ("post", "/v1/ssh-keys") => read(
+            canonical::<meson_types::ssh_key::SshKeyCreateRequest>,
+            |v| shown(meson_core::ssh::KeyCreate::parse(v)),
+        ),
+        ("patch", "/v1/ssh-keys/{id}") => read(canonical::<NameLabelsUpdate>, |v| {
+            shown(NameLabels::parse(v, meson_core::ssh::MAX_NAME_LEN))
+        }),
         ("post", "/v1/tokens") => read(canonical::<meson_types::token::TokenCreateRequest>, |v| {
             shown(meson_core::token::TokenCreate::parse(v))
         }),

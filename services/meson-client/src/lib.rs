@@ -33,6 +33,7 @@ mod networks;
 mod ops;
 mod organizations;
 mod port_forwards;
+mod ssh_keys;
 mod tokens;
 mod usage;
 mod vms;

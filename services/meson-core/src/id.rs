@@ -128,6 +128,10 @@ uuid_id!(
     TokenId
 );
 uuid_id!(
+    /// A public SSH key a tenant keeps at meson.
+    SshKeyId
+);
+uuid_id!(
     /// An invitation to join an organisation.
     InvitationId
 );

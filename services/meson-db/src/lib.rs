@@ -27,6 +27,7 @@ pub mod quotas;
 pub mod reservations;
 pub mod scope;
 pub mod service_secrets;
+pub mod ssh_keys;
 pub mod targets;
 pub mod testing;
 pub mod tokens;

@@ -29,6 +29,7 @@ pub mod pool;
 pub mod port_forward;
 pub mod quote;
 pub mod requests;
+pub mod ssh_key;
 pub mod token;
 pub mod upgrade;
 pub mod usage;

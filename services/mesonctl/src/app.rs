@@ -9,8 +9,8 @@ use crate::cli::{
     ImageCommand, InvitationCommand, KopsCommand, KubeconfigCommand, KubernetesCommand,
     MemberCommand, MembershipCommand, NetworkCommand, NodeCommand, OrganizationCommand,
     OrphanCommand, PlanCommand, PlanQuotas, PoolCommand, PortForwardCommand, PriceCommand,
-    QuotaCommand, StatementCommand, TargetCommand, TenantCommand, TenantQuotaCommand, TokenCommand,
-    UsageArgs, VmCommand, VolumeCommand, WaitArgs,
+    QuotaCommand, SshKeyCommand, StatementCommand, TargetCommand, TenantCommand,
+    TenantQuotaCommand, TokenCommand, UsageArgs, VmCommand, VolumeCommand, WaitArgs,
 };
 use crate::config::{self, Settings};
 use crate::error::Failure;
@@ -498,6 +498,7 @@ impl Ctx {
             }
             Command::Volume(c) => self.volume(c).await,
             Command::Image(c) => self.image(c).await,
+            Command::SshKey(c) => self.ssh_key(c).await,
             Command::Network(c) => self.network(c).await,
             Command::PortForward(c) => self.port_forward(c).await,
             Command::Backup(c) => self.backup(c).await,
@@ -1492,6 +1493,61 @@ impl Ctx {
         self.show(&self.client.image_get(created.image.id).await?)
     }
 
+    async fn ssh_key(&self, c: SshKeyCommand) -> Result<()> {
+        use meson_types::requests::NameLabelsUpdate;
+        use meson_types::ssh_key::SshKeyCreateRequest;
+        match c {
+            SshKeyCommand::Create {
+                name,
+                public_key,
+                public_key_from_file,
+                labels,
+            } => {
+                let public_key = match (public_key, public_key_from_file) {
+                    (Some(line), _) => line,
+                    (None, Some(path)) => std::fs::read_to_string(&path).map_err(|e| {
+                        Failure::Usage(format!("cannot read {}: {e}", path.display()))
+                    })?,
+                    (None, None) => {
+                        return Err(Failure::Usage(
+                            "give --public-key or --public-key-from-file".into(),
+                        ));
+                    }
+                };
+                let req = SshKeyCreateRequest {
+                    name,
+                    public_key,
+                    labels: label_map(labels),
+                };
+                self.show(&self.client.ssh_key_create(&req).await?)
+            }
+            SshKeyCommand::List(args) => {
+                self.show(&self.client.ssh_key_list_all(&args.filter()).await?)
+            }
+            SshKeyCommand::Get { ssh_key } => {
+                let id = self.ssh_key_id(&ssh_key).await?;
+                self.show(&self.client.ssh_key_get(id).await?)
+            }
+            SshKeyCommand::Update {
+                ssh_key,
+                name,
+                labels,
+            } => {
+                let id = self.ssh_key_id(&ssh_key).await?;
+                let req = NameLabelsUpdate {
+                    name,
+                    labels: label_map(labels),
+                };
+                self.show(&self.client.ssh_key_update(id, &req).await?)
+            }
+            SshKeyCommand::Delete { ssh_key } => {
+                let id = self.ssh_key_id(&ssh_key).await?;
+                self.client.ssh_key_delete(id).await?;
+                Ok(())
+            }
+        }
+    }
+
     async fn network(&self, c: NetworkCommand) -> Result<()> {
         use meson_types::network::NetworkCreateRequest;
         match c {
@@ -1814,6 +1870,18 @@ impl Ctx {
             .image_list_all(&meson_client::ListFilter::default())
             .await?;
         pick("image", s, all.iter().map(|i| (i.id, i.name.as_str())))
+    }
+
+    /// An SSH key's id from its id, an abbreviation of it, or its name.
+    async fn ssh_key_id(&self, s: &str) -> Result<Uuid> {
+        if let Some(id) = whole_id(s) {
+            return Ok(id);
+        }
+        let all = self
+            .client
+            .ssh_key_list_all(&meson_client::ListFilter::default())
+            .await?;
+        pick("SSH key", s, all.iter().map(|k| (k.id, k.name.as_str())))
     }
 
     /// A network's id from its id, an abbreviation of it, or its name.

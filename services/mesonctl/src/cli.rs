@@ -63,6 +63,9 @@ pub enum Command {
     /// Images: boot disks made from a VM or imported from a URL.
     #[command(subcommand)]
     Image(ImageCommand),
+    /// SSH keys kept at meson, named at a VM's create.
+    #[command(subcommand)]
+    SshKey(SshKeyCommand),
     /// Private networks.
     #[command(subcommand)]
     Network(NetworkCommand),
@@ -851,6 +854,42 @@ pub enum ImageCommand {
         #[command(flatten)]
         wait: WaitArgs,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SshKeyCommand {
+    /// Keeps a public key.
+    #[command(group(clap::ArgGroup::new("key").required(true)))]
+    Create {
+        /// Its name, unique among the tenant's keys.
+        #[arg(long)]
+        name: String,
+        /// The key: an OpenSSH public key line (`ssh-ed25519 AAAA... you@host`).
+        #[arg(long, group = "key", value_name = "LINE")]
+        public_key: Option<String>,
+        /// The key, read from a file (`~/.ssh/id_ed25519.pub`).
+        #[arg(long, group = "key", value_name = "PATH")]
+        public_key_from_file: Option<std::path::PathBuf>,
+        /// A label, `key=value`; repeat it for more.
+        #[arg(short = 'l', long = "label", value_name = "KEY=VALUE", value_parser = label)]
+        labels: Vec<(String, String)>,
+    },
+    /// Lists the tenant's keys.
+    List(ListArgs),
+    /// Shows a key (by id or name).
+    Get { ssh_key: String },
+    /// Renames and/or relabels a key.
+    Update {
+        ssh_key: String,
+        /// Its new name.
+        #[arg(long)]
+        name: Option<String>,
+        /// Its labels, all of them (`key=value`, repeated).
+        #[arg(short = 'l', long = "label", value_name = "KEY=VALUE", value_parser = label)]
+        labels: Vec<(String, String)>,
+    },
+    /// Forgets a key (VMs created with it keep it).
+    Delete { ssh_key: String },
 }
 
 #[derive(Debug, Subcommand)]

@@ -23,6 +23,7 @@ use meson_types::organization::Organization;
 use meson_types::pool::PoolUpdateResponse;
 use meson_types::port_forward::{PortForward, PortForwardCreateResponse};
 use meson_types::quote::QuoteAnswer;
+use meson_types::ssh_key::SshKey;
 use meson_types::token::{ApiToken, TokenCreateResponse};
 use meson_types::usage::{Money, PriceEntry, Statement, StatementStatus, Usage};
 use meson_types::vm::{Price, Vm, VmCreateResponse};
@@ -757,6 +758,38 @@ impl Show for ImageCreateResponse {
             ("Image", self.image.view(width)),
             ("Actions", vec![self.action.clone()].view(width)),
         ])
+    }
+}
+
+impl Show for SshKey {
+    fn view(&self, _: Width) -> View {
+        View::Fields(vec![
+            ("ID", self.id.to_string()),
+            ("Name", self.name.clone()),
+            ("Fingerprint", self.fingerprint.clone()),
+            ("Public key", self.public_key.clone()),
+            ("Labels", labels(&self.labels)),
+            ("Created", time(&self.created)),
+        ])
+    }
+}
+
+impl Show for Vec<SshKey> {
+    fn view(&self, width: Width) -> View {
+        View::Table {
+            headers: vec!["ID", "NAME", "FINGERPRINT", "CREATED"],
+            rows: self
+                .iter()
+                .map(|k| {
+                    vec![
+                        width.id(&k.id),
+                        k.name.clone(),
+                        k.fingerprint.clone(),
+                        time(&k.created),
+                    ]
+                })
+                .collect(),
+        }
     }
 }
 

@@ -737,6 +737,98 @@ resource "meson_vm" "imported" {{
     }
 }
 
+/// A kept SSH key from a `.pub` file (its trailing newline no change),
+/// renamed in place, replaced when the key changes, imported, and
+/// destroyed; a taken name is pointed at.
+async fn ssh_keys_by_plan(dev: &Dev, tf: &Tf) {
+    const ED25519: &str = "ssh-ed25519 \
+        AAAAC3NzaC1lZDI1NTE5AAAAIKsXu3gF1dsjgi7AFYsFlujQvUGwiqxtFGIzhDsQrt1p ana@laptop";
+    const RSA: &str = "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQCtIerNrscx1e13slvSIAg+LegETPijTUw/\
+        SagxTLBAD8ZaY2F+IxD2AoMc3iCSTx712Rg0lkJVC/+J2oDs2YdmA04ZZ5h9TGEHnJuNn2pyP0WxjoC0Yz6FUjSWhI\
+        wnl3+RcOqvD59oRmNz/e7PFL8jiurk4MQhUuapwh/CRnbYLBJE+dQH2JirgHTH+XfKwnAakD/lffB601NeBIQ8K9E8/\
+        hEd4QxcNHN8XuvC5jsQajvO3QoXqdC8/qVmTWNsaA7D7IZFcLSr+iliFl+rJ6Juk1klRyC6B0jIIbfOC3Kp/9j/CAxx\
+        alpI+9Qhe8QhQoPs5jQx2nrSNOoSB5+Hdun5 ci@runner";
+    let keys_tf = |name: &str| {
+        format!(
+            r#"
+resource "meson_ssh_key" "laptop" {{
+  name       = "{name}"
+  public_key = file("${{path.module}}/id.pub")
+  labels     = {{ team = "web" }}
+}}
+output "fingerprint" {{
+  value = meson_ssh_key.laptop.fingerprint
+}}
+"#
+        )
+    };
+    let kept = || async {
+        let keys = dev.get("/v1/ssh-keys").await;
+        keys["ssh_keys"].as_array().unwrap().clone()
+    };
+    std::fs::write(tf.dir.join("id.pub"), format!("{ED25519}\n")).unwrap();
+    std::fs::write(tf.dir.join("keys.tf"), keys_tf("laptop")).unwrap();
+    let out = tf.ok(&["apply", "-auto-approve", "-no-color"], 0);
+    assert!(out.contains("1 added, 0 changed, 0 destroyed"), "{out}");
+    assert!(
+        out.contains("SHA256:9EiTBMAujmdUnv2I9IKzJMHRAA7jLozr7q50Qj+Sx34"),
+        "ssh-keygen's fingerprint: {out}"
+    );
+    // The file's newline is no change.
+    tf.ok(&["plan", "-detailed-exitcode", "-no-color"], 0);
+    let first = kept().await;
+    assert_eq!(first.len(), 1);
+
+    // Renamed in place.
+    std::fs::write(tf.dir.join("keys.tf"), keys_tf("ana-laptop")).unwrap();
+    let out = tf.ok(&["apply", "-auto-approve", "-no-color"], 0);
+    assert!(out.contains("0 added, 1 changed, 0 destroyed"), "{out}");
+    assert_eq!(kept().await[0]["name"], "ana-laptop");
+    assert_eq!(kept().await[0]["id"], first[0]["id"]);
+
+    // Another key replaces it.
+    std::fs::write(tf.dir.join("id.pub"), RSA).unwrap();
+    let out = tf.ok(&["apply", "-auto-approve", "-no-color"], 0);
+    assert!(out.contains("1 added, 0 changed, 1 destroyed"), "{out}");
+    let now = kept().await;
+    assert_eq!(now.len(), 1);
+    assert_ne!(now[0]["id"], first[0]["id"]);
+    tf.ok(&["plan", "-detailed-exitcode", "-no-color"], 0);
+
+    // Imported under a second address, then a name taken is pointed at.
+    let id = now[0]["id"].as_str().unwrap().to_owned();
+    std::fs::write(
+        tf.dir.join("keys_bad.tf"),
+        r#"
+resource "meson_ssh_key" "twin" {
+  name       = "ana-laptop"
+  public_key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMLavtiPfhiG3t6TAxHosXoVh7Pc/lSD8L9SNPyAzp1d x"
+}
+"#,
+    )
+    .unwrap();
+    let out = tf.run(&["apply", "-auto-approve", "-no-color"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("uniqueness_error") || err.contains("already exists"),
+        "{err}"
+    );
+    assert!(err.contains("name"), "the diagnostic points at it: {err}");
+    std::fs::remove_file(tf.dir.join("keys_bad.tf")).unwrap();
+    tf.ok(&["state", "rm", "-no-color", "meson_ssh_key.laptop"], 0);
+    tf.ok(
+        &["import", "-no-color", "meson_ssh_key.laptop", id.as_str()],
+        0,
+    );
+    tf.ok(&["plan", "-detailed-exitcode", "-no-color"], 0);
+
+    std::fs::remove_file(tf.dir.join("keys.tf")).unwrap();
+    let out = tf.ok(&["apply", "-auto-approve", "-no-color"], 0);
+    assert!(out.contains("0 added, 0 changed, 1 destroyed"), "{out}");
+    assert!(kept().await.is_empty());
+}
+
 /// A backup window, `HH-HH` (UTC), that the current hour is outside of, so
 /// that no automatic backup is taken while the test runs.
 fn window_away_from_now() -> String {
@@ -1198,6 +1290,8 @@ output "default_kubernetes_version" {
     volumes_by_plan(&dev, &tf).await;
 
     port_forwards_by_plan(&dev, &tf).await;
+
+    ssh_keys_by_plan(&dev, &tf).await;
 
     usage_by_plan(&dev, &tf).await;
 

@@ -10,7 +10,7 @@ mod backups;
 mod catalog;
 mod clusters;
 mod consoles;
-mod convert;
+pub(crate) mod convert;
 mod gate;
 mod idempotency;
 mod images;
@@ -120,8 +120,10 @@ pub fn routes(state: &AppState) -> tonic::service::Routes {
                 .max_decoding_message_size(max),
         )
         .add_service(
-            pb::action_service_server::ActionServiceServer::new(svc).max_decoding_message_size(max),
+            pb::action_service_server::ActionServiceServer::new(svc.clone())
+                .max_decoding_message_size(max),
         );
+    let routes = crate::resources::grpc(routes, &svc, max);
     with_reflection(routes, meson_proto::FILE_DESCRIPTOR_SET)
 }
 

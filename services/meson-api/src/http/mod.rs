@@ -21,7 +21,7 @@ mod ops;
 mod organizations;
 mod port_forwards;
 mod quotes;
-mod resource;
+pub(crate) mod resource;
 pub mod responses;
 mod stream;
 mod tokens;
@@ -73,6 +73,7 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .merge(cluster_upgrades::routes())
         .merge(admin::routes())
         .merge(autoscaler::routes())
+        .merge(crate::resources::routes())
 }
 
 /// The OpenAPI document of the REST API.

@@ -10,6 +10,7 @@ pub mod image;
 pub mod network;
 pub mod pool;
 pub mod port_forward;
+pub mod ssh_key;
 pub mod vm;
 pub mod volume;
 
@@ -37,10 +38,11 @@ pub enum Kind {
     Volume,
     VolumeAttachment,
     PortForward,
+    SshKey,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 8] = [
+    pub const ALL: [Kind; 9] = [
         Kind::Network,
         Kind::Vm,
         Kind::Cluster,
@@ -49,6 +51,7 @@ impl Kind {
         Kind::Volume,
         Kind::VolumeAttachment,
         Kind::PortForward,
+        Kind::SshKey,
     ];
 
     pub fn name(self) -> &'static str {
@@ -61,6 +64,7 @@ impl Kind {
             Kind::Volume => "meson_volume",
             Kind::VolumeAttachment => "meson_volume_attachment",
             Kind::PortForward => "meson_port_forward",
+            Kind::SshKey => "meson_ssh_key",
         }
     }
 
@@ -78,6 +82,7 @@ impl Kind {
             Kind::Volume => volume::block(),
             Kind::VolumeAttachment => volume::attachment::block(),
             Kind::PortForward => port_forward::block(),
+            Kind::SshKey => ssh_key::block(),
         }
     }
 
@@ -94,6 +99,7 @@ impl Kind {
             Kind::Volume => volume::create(c, planned, t).await,
             Kind::VolumeAttachment => volume::attachment::create(c, planned, t).await,
             Kind::PortForward => port_forward::create(c, planned, t, notes).await,
+            Kind::SshKey => ssh_key::create(c, planned).await,
         }
     }
 
@@ -108,6 +114,7 @@ impl Kind {
             Kind::Volume => volume::read(c, state).await,
             Kind::VolumeAttachment => volume::attachment::read(c, state).await,
             Kind::PortForward => port_forward::read(c, state).await,
+            Kind::SshKey => ssh_key::read(c, state).await,
         }
     }
 
@@ -132,6 +139,7 @@ impl Kind {
             Kind::VolumeAttachment => Ok(planned.clone()),
             // Likewise; meson's view of it as it is.
             Kind::PortForward => port_forward::update(c, prior).await,
+            Kind::SshKey => ssh_key::update(c, prior, planned).await,
         }
     }
 
@@ -146,6 +154,7 @@ impl Kind {
             Kind::Volume => volume::field(f),
             Kind::VolumeAttachment => volume::attachment::field(f),
             Kind::PortForward => port_forward::field(f),
+            Kind::SshKey => ssh_key::field(f),
         }
     }
 
@@ -161,6 +170,7 @@ impl Kind {
             Kind::Volume => volume::delete(c, prior, t).await,
             Kind::VolumeAttachment => volume::attachment::delete(c, prior, t).await,
             Kind::PortForward => port_forward::delete(c, prior, t).await,
+            Kind::SshKey => ssh_key::delete(c, prior).await,
         };
         match r {
             // Already gone: what a delete wants.

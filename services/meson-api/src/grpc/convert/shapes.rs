@@ -19,7 +19,7 @@ const MAP_KEY: &str = "free-form-key";
 /// A message of type `name` with every field set: strings `"x"`, numbers
 /// 1, booleans true, one item in each list and map, nested messages filled
 /// the same way (to a depth of 6).
-fn filled<M: Message + Default>(name: &str) -> M {
+pub(crate) fn filled<M: Message + Default>(name: &str) -> M {
     let pool = DescriptorPool::decode(meson_proto::FILE_DESCRIPTOR_SET).expect("descriptors");
     let desc = pool
         .get_message_by_name(name)
@@ -92,7 +92,10 @@ fn keys(v: &serde_json::Value, at: &str, out: &mut BTreeSet<String>) {
 }
 
 /// The keys in `body` its reader never looked at.
-fn unread(body: &serde_json::Value, read: impl FnOnce(&serde_json::Value)) -> Vec<String> {
+pub(crate) fn unread(
+    body: &serde_json::Value,
+    read: impl FnOnce(&serde_json::Value),
+) -> Vec<String> {
     let mut written = BTreeSet::new();
     keys(body, "", &mut written);
     let ((), looked_at) = meson_core::parse::keys::recorded(|| read(body));
