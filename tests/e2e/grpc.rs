@@ -69,6 +69,7 @@ pub fn seed_vm(name: &str) -> pb::CreateVmRequest {
             }],
             authentication: Some(pb::VmAuthentication {
                 ssh_keys: vec![SSH_KEY.into()],
+                ..Default::default()
             }),
             vm_name: name.into(),
         }),

@@ -248,6 +248,19 @@ async fn keys_over_grpc_are_the_rest_ones() {
     assert_eq!(updated.name, "ana-laptop");
     assert_eq!(updated.labels.get("team").map(String::as_str), Some("web"));
 
+    // A VM created over gRPC names it by id.
+    let mut vm = crate::grpc::seed_vm("keyed");
+    if let Some(auth) = vm.specs.as_mut().and_then(|s| s.authentication.as_mut()) {
+        auth.ssh_key_ids = vec![made.id.clone()];
+    }
+    let created = pb::vm_service_client::VmServiceClient::new(channel(&m).await)
+        .create_vm(authed(vm, &m.token))
+        .await
+        .expect("a VM with the kept key")
+        .into_inner();
+    let specs = created.vm.and_then(|v| v.specs).expect("its specs");
+    assert!(specs.ssh_keys.iter().any(|k| k == ANA), "{specs:?}");
+
     let other = m.token("other", "olaf", Role::Editor);
     refused(
         keys.get_ssh_key(authed(
@@ -269,5 +282,81 @@ async fn keys_over_grpc_are_the_rest_ones() {
     .expect("deleted");
     let r = m.get(&format!("/v1/ssh-keys/{}", made.id)).await;
     assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.body);
+    m.stop().await;
+}
+
+/// The user-data on the simulated hosts that holds `needle`, if any.
+fn user_data_with(m: &Meson, needle: &str) -> Option<String> {
+    m.sim()
+        .hosts()
+        .iter()
+        .flat_map(|h| h.inventory().volumes)
+        .flat_map(|v| v.files)
+        .map(|f| f.content)
+        .find(|c| c.starts_with("#cloud-config") && c.contains(needle))
+}
+
+#[tokio::test]
+async fn a_vm_is_created_with_kept_keys_by_id_or_name() {
+    let m = Meson::start().await;
+    let r = m
+        .post("/v1/ssh-keys", &json!({"name": "ana", "public_key": ANA}))
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let ana_id = r.body["ssh_key"]["id"].as_str().unwrap().to_owned();
+    // Another tenant's key of that name is not this tenant's.
+    let other = m.token("other", "olaf", Role::Editor);
+    let body = json!({"name": "theirs", "public_key": CI});
+    let r = m
+        .call(Method::POST, "/v1/ssh-keys", &other, Some(&body))
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+
+    // A key not kept is named; nothing is written.
+    let mut vm = crate::harness::seed_vm();
+    vm["specs"]["authentication"] = json!({"ssh-key-ids": ["ana", "theirs", ""]});
+    let r = m.post("/v1/vms", &vm).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
+    assert_eq!(
+        r.rejected_fields(),
+        ["specs.authentication.ssh-key-ids[2]"],
+        "a blank one is refused before any lookup: {}",
+        r.body
+    );
+    vm["specs"]["authentication"] = json!({"ssh-key-ids": ["ana", "theirs"]});
+    let r = m.post("/v1/vms", &vm).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
+    assert_eq!(
+        r.rejected_fields(),
+        ["specs.authentication.ssh-key-ids[1]"],
+        "{}",
+        r.body
+    );
+    assert_eq!(
+        m.get("/v1/vms").await.body["vms"],
+        json!([]),
+        "no VM written"
+    );
+
+    // By name and by id: the same key once, beside a key given inline.
+    assert!(user_data_with(&m, ANA).is_none(), "on no host before");
+    vm["specs"]["authentication"] = json!({
+        "ssh-key": crate::harness::SSH_KEY,
+        "ssh-key-ids": ["ana", ana_id],
+    });
+    let r = m.post("/v1/vms", &vm).await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    let keys = r.body["vm"]["specs"]["ssh_keys"].clone();
+    assert_eq!(keys, json!([crate::harness::SSH_KEY, ANA]), "{}", r.body);
+    let action = r.body["action"]["id"].as_str().unwrap().to_owned();
+    assert_eq!(m.wait_action(&action).await["status"], "success");
+    // On the host: the guest's cloud-init installs it.
+    let user_data = user_data_with(&m, ANA).expect("the kept key in the VM's user-data");
+    assert!(user_data.contains(crate::harness::SSH_KEY), "{user_data}");
+    // Deleting the key leaves the VM's.
+    let r = m.delete(&format!("/v1/ssh-keys/{ana_id}")).await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT, "{}", r.body);
+    let vms = m.get("/v1/vms").await;
+    assert_eq!(vms.body["vms"][0]["specs"]["ssh_keys"], keys);
     m.stop().await;
 }

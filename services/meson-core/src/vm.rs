@@ -128,6 +128,10 @@ pub struct VmCreate {
     /// Standalone volumes to attach (their owner, status and host are
     /// checked when the VM is written; they pin its placement).
     pub volumes: Vec<crate::VolumeId>,
+    /// Keys the tenant keeps at meson (`/v1/ssh-keys`) to add to
+    /// `spec.ssh_keys`, each by id or name with its field's path: the app
+    /// looks them up, and names the field of one it does not find.
+    pub kept_ssh_keys: Vec<(String, String)>,
     pub warnings: Vec<Warning>,
 }
 
@@ -271,7 +275,7 @@ impl VmCreate {
         let mut specs = p.object(&mut root, "specs", true);
         let mut name = None;
         let mut volumes = Some(Vec::new());
-        let mut ssh_keys = Some(Vec::new());
+        let mut ssh_keys = Some((Vec::new(), Vec::new()));
         let mut req_parts = None;
         if let Some(specs) = specs.as_mut() {
             name = parse_name(&mut p, specs);
@@ -302,6 +306,7 @@ impl VmCreate {
                 Some(image),
             ) if errors.is_empty() => {
                 let (cpu, memory_mib, require_ecc, pci, os) = req;
+                let (ssh_keys, kept_ssh_keys) = ssh_keys;
                 let spec = VmSpec {
                     name,
                     cpu,
@@ -323,6 +328,7 @@ impl VmCreate {
                     labels,
                     networks,
                     volumes: attach,
+                    kept_ssh_keys,
                     warnings,
                 })
             }
@@ -928,10 +934,14 @@ fn parse_volumes(p: &mut Parser, specs: &mut crate::parse::Obj<'_>) -> Option<Ve
     ok.then_some(out)
 }
 
-fn parse_auth(p: &mut Parser, specs: &mut crate::parse::Obj<'_>) -> Option<Vec<SshKey>> {
+/// The keys to install: the lines given, and the kept keys named (by id
+/// or name, with their paths).
+type Auth = (Vec<SshKey>, Vec<(String, String)>);
+
+fn parse_auth(p: &mut Parser, specs: &mut crate::parse::Obj<'_>) -> Option<Auth> {
     let Some(mut auth) = p.object(specs, "authentication", false) else {
         let path = crate::parse::join(specs.path(), "authentication");
-        return (!p.errors.has(&path)).then(Vec::new);
+        return (!p.errors.has(&path)).then(|| (Vec::new(), Vec::new()));
     };
     let mut keys = Vec::new();
     let mut ok = true;
@@ -955,10 +965,25 @@ fn parse_auth(p: &mut Parser, specs: &mut crate::parse::Obj<'_>) -> Option<Vec<S
             }
         }
     }
+    let mut kept = Vec::new();
+    if let Some(refs) = p.strings(&mut auth, "ssh-key-ids", 16) {
+        for (i, r) in refs.into_iter().enumerate() {
+            let path = format!("{}.ssh-key-ids[{i}]", auth.path());
+            if r.trim().is_empty() {
+                p.errors.add(path, "must name a kept SSH key by id or name");
+                ok = false;
+            } else {
+                kept.push((path, r.trim().to_owned()));
+            }
+        }
+    }
     ok &= !p.errors.has(&crate::parse::join(auth.path(), "ssh-keys"))
-        && !p.errors.has(&crate::parse::join(auth.path(), "ssh-key"));
+        && !p.errors.has(&crate::parse::join(auth.path(), "ssh-key"))
+        && !p
+            .errors
+            .has(&crate::parse::join(auth.path(), "ssh-key-ids"));
     p.done(auth);
-    ok.then_some(keys)
+    ok.then_some((keys, kept))
 }
 
 /// Where a VM was placed, and at what price.

@@ -79,6 +79,30 @@ pub async fn get(
     .try_into()
 }
 
+/// A tenant's live key by its id or its name, if there is one.
+pub async fn find(
+    pool: &PgPool,
+    tenant: &TenantId,
+    id_or_name: &str,
+) -> Result<Option<StoredKey>, Error> {
+    let id = id_or_name.parse::<Uuid>().ok();
+    sqlx::query_as!(
+        SshKeyRow,
+        r#"select id, tenant_id, name, public_key, fingerprint, labels, created_at
+           from ssh_keys
+           where tenant_id = $1 and deleted_at is null and (id = $2 or name = $3)
+           order by id = $2 desc limit 1"#,
+        tenant.as_str(),
+        id,
+        id_or_name,
+    )
+    .fetch_optional(pool)
+    .await
+    .ctx("finding an SSH key")?
+    .map(TryInto::try_into)
+    .transpose()
+}
+
 /// Renames and/or relabels a live key.
 pub async fn update(
     pool: &PgPool,

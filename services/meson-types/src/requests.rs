@@ -327,6 +327,15 @@ pub struct VmAuthentication {
     #[serde(rename = "ssh-keys", default, skip_serializing_if = "Option::is_none")]
     #[schema(max_items = 16)]
     pub ssh_keys: Option<Vec<String>>,
+    /// Keys the tenant keeps at meson (`/v1/ssh-keys`), each by id or
+    /// name: installed as if given in `ssh-keys` (the same key once).
+    #[serde(
+        rename = "ssh-key-ids",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(max_items = 16)]
+    pub ssh_key_ids: Option<Vec<String>>,
 }
 
 /// Acceptable CPU architectures (`X86_64`, `ARM_8`, ...). Clients may send

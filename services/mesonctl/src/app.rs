@@ -618,18 +618,55 @@ impl Ctx {
 
     async fn vm(&self, c: VmCommand) -> Result<()> {
         match c {
-            VmCommand::Create { file, image, wait } => {
+            VmCommand::Create {
+                file,
+                image,
+                ssh_keys,
+                wait,
+            } => {
                 let mut req = read_request(&file)?;
-                if let Some(image) = image {
-                    let id = self.image_id(&image).await?;
-                    match req.as_object_mut() {
-                        Some(body) => body.insert("image".into(), id.to_string().into()),
-                        None => {
-                            return Err(Failure::Usage(
-                                "--image needs the VM request to be a JSON object".into(),
-                            ));
-                        }
+                if image.is_some() || !ssh_keys.is_empty() {
+                    let image = match image {
+                        Some(image) => Some(self.image_id(&image).await?),
+                        None => None,
                     };
+                    let Some(body) = req.as_object_mut() else {
+                        return Err(Failure::Usage(
+                            "--image and --ssh-key need the VM request to be a JSON object".into(),
+                        ));
+                    };
+                    if let Some(id) = image {
+                        body.insert("image".into(), id.to_string().into());
+                    }
+                    if !ssh_keys.is_empty() {
+                        // Named as given: meson finds each by id or name.
+                        let auth = body
+                            .entry("specs")
+                            .or_insert_with(|| serde_json::json!({}))
+                            .as_object_mut()
+                            .map(|specs| {
+                                specs
+                                    .entry("authentication")
+                                    .or_insert_with(|| serde_json::json!({}))
+                            });
+                        match auth.and_then(|a| a.as_object_mut()) {
+                            Some(auth) => {
+                                let ids = auth
+                                    .entry("ssh-key-ids")
+                                    .or_insert_with(|| serde_json::json!([]));
+                                if let Some(ids) = ids.as_array_mut() {
+                                    ids.extend(ssh_keys.into_iter().map(Into::into));
+                                }
+                            }
+                            None => {
+                                return Err(Failure::Usage(
+                                    "--ssh-key needs the request's specs.authentication to be \
+                                     an object"
+                                        .into(),
+                                ));
+                            }
+                        }
+                    }
                 }
                 let created = self.client.vm_create_as_written(&req).await?;
                 warn(&created.warnings);

@@ -305,6 +305,10 @@ pub enum VmCommand {
         /// payload's OS image; the VM runs on the image's host.
         #[arg(long)]
         image: Option<String>,
+        /// Installs a key kept at meson (`ssh-key create`), by id or name,
+        /// beside the payload's; repeat it for more.
+        #[arg(long = "ssh-key", value_name = "ID|NAME")]
+        ssh_keys: Vec<String>,
         #[command(flatten)]
         wait: WaitArgs,
     },

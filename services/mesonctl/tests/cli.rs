@@ -356,6 +356,99 @@ async fn a_vm_created_listed_shown_powered_and_deleted() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ssh_keys_kept_and_named_at_a_vm_create() {
+    const KEY: &str = "ssh-ed25519 \
+        AAAAC3NzaC1lZDI1NTE5AAAAIKsXu3gF1dsjgi7AFYsFlujQvUGwiqxtFGIzhDsQrt1p ana@laptop";
+    let m = Meson::start().await;
+    // A bad key is refused by name.
+    let r = m
+        .ctl(&[
+            "ssh-key",
+            "create",
+            "--name",
+            "bad",
+            "--public-key",
+            "ssh-rsa AAAA... x",
+        ])
+        .await;
+    assert_ne!(r.code, Some(0), "{r:#?}");
+    assert!(r.stderr.contains("public_key"), "{r:#?}");
+    // A .pub file as ssh-keygen writes it.
+    let pub_file = m.dir.join("id.pub");
+    std::fs::write(&pub_file, format!("{KEY}\n")).expect("write");
+    let pub_file = pub_file.display().to_string();
+    let r = m
+        .ctl(&[
+            "ssh-key",
+            "create",
+            "--name",
+            "laptop",
+            "--public-key-from-file",
+            &pub_file,
+            "-o",
+            "json",
+        ])
+        .await;
+    r.ok();
+    let key = r.json();
+    assert_eq!(key["public_key"], KEY);
+    assert_eq!(
+        key["fingerprint"],
+        "SHA256:9EiTBMAujmdUnv2I9IKzJMHRAA7jLozr7q50Qj+Sx34"
+    );
+    let r = m.ctl(&["ssh-key", "list"]).await;
+    r.ok();
+    assert!(r.stdout.starts_with("ID "), "{r:#?}");
+    assert!(r.stdout.contains("laptop"), "{r:#?}");
+    m.ctl(&["ssh-key", "update", "laptop", "--name", "ana"])
+        .await
+        .ok();
+    let r = m.ctl(&["ssh-key", "get", "ana", "-o", "json"]).await;
+    r.ok();
+    assert_eq!(r.json()["id"], key["id"]);
+
+    let vm_file = m.file("vm.json", &seed_vm());
+    let r = m
+        .ctl(&[
+            "vm",
+            "create",
+            "-f",
+            &vm_file,
+            "--ssh-key",
+            "ana",
+            "--no-wait",
+            "-o",
+            "json",
+        ])
+        .await;
+    r.ok();
+    let keys = r.json()["vm"]["specs"]["ssh_keys"].clone();
+    assert!(
+        keys.as_array().unwrap().iter().any(|k| k == KEY),
+        "the kept key beside the payload's: {keys}"
+    );
+    let r = m
+        .ctl(&[
+            "vm",
+            "create",
+            "-f",
+            &vm_file,
+            "--ssh-key",
+            "nobody",
+            "--no-wait",
+        ])
+        .await;
+    assert_ne!(r.code, Some(0), "{r:#?}");
+    assert!(r.stderr.contains("ssh-key-ids[0]"), "{r:#?}");
+
+    m.ctl(&["ssh-key", "delete", "ana"]).await.ok();
+    let r = m.ctl(&["ssh-key", "list", "-o", "json"]).await;
+    r.ok();
+    assert_eq!(r.json(), json!([]));
+    m.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cluster_its_kubeconfig_and_a_translated_kops_line() {
     let m = Meson::start().await;
     let kaas = m.file("kaas.json", &seed_kaas_one_node());

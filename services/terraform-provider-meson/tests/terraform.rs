@@ -795,6 +795,29 @@ output "fingerprint" {{
     assert_ne!(now[0]["id"], first[0]["id"]);
     tf.ok(&["plan", "-detailed-exitcode", "-no-color"], 0);
 
+    // A VM with the kept key beside one written inline: both installed, and
+    // the configuration's `ssh_keys` stays as written (no change planned).
+    std::fs::write(
+        tf.dir.join("keyed.tf"),
+        r#"
+resource "meson_vm" "keyed" {
+  name        = "keyed"
+  cores       = 1
+  memory_mib  = 1024
+  ssh_keys    = ["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMLavtiPfhiG3t6TAxHosXoVh7Pc/lSD8L9SNPyAzp1d x"]
+  ssh_key_ids = [meson_ssh_key.laptop.id]
+}
+"#,
+    )
+    .unwrap();
+    let out = tf.ok(&["apply", "-auto-approve", "-no-color"], 0);
+    assert!(out.contains("1 added, 0 changed, 0 destroyed"), "{out}");
+    tf.ok(&["plan", "-detailed-exitcode", "-no-color"], 0);
+    let keyed = vm_by_name(dev, "keyed").await.expect("the VM");
+    let installed = keyed["specs"]["ssh_keys"].as_array().unwrap();
+    assert_eq!(installed.len(), 2, "{keyed}");
+    assert!(installed.iter().any(|k| k == RSA), "{keyed}");
+
     // Imported under a second address, then a name taken is pointed at.
     let id = now[0]["id"].as_str().unwrap().to_owned();
     std::fs::write(
@@ -824,9 +847,11 @@ resource "meson_ssh_key" "twin" {
     tf.ok(&["plan", "-detailed-exitcode", "-no-color"], 0);
 
     std::fs::remove_file(tf.dir.join("keys.tf")).unwrap();
+    std::fs::remove_file(tf.dir.join("keyed.tf")).unwrap();
     let out = tf.ok(&["apply", "-auto-approve", "-no-color"], 0);
-    assert!(out.contains("0 added, 0 changed, 1 destroyed"), "{out}");
+    assert!(out.contains("0 added, 0 changed, 2 destroyed"), "{out}");
     assert!(kept().await.is_empty());
+    assert!(vm_by_name(dev, "keyed").await.is_none());
 }
 
 /// A backup window, `HH-HH` (UTC), that the current hour is outside of, so

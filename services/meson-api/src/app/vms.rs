@@ -66,6 +66,33 @@ impl App {
         Box::pin(self.vm_create_unboxed(p, body)).await
     }
 
+    /// Adds the keys the request names among those the tenant keeps
+    /// (`/v1/ssh-keys`) to the VM's, once each; a key not kept is refused,
+    /// its field named.
+    async fn add_kept_ssh_keys(&self, p: &Principal, req: &mut VmCreate) -> Result<()> {
+        let mut missing = meson_core::error::FieldErrors::default();
+        for (path, id_or_name) in std::mem::take(&mut req.kept_ssh_keys) {
+            match meson_db::ssh_keys::find(&self.pool, &p.tenant, &id_or_name).await? {
+                Some(kept) => {
+                    let fingerprint = kept.fingerprint.as_str();
+                    if !req
+                        .spec
+                        .ssh_keys
+                        .iter()
+                        .any(|k| k.fingerprint() == fingerprint)
+                    {
+                        req.spec.ssh_keys.push(kept.key);
+                    }
+                }
+                None => missing.add(
+                    path,
+                    format!("no SSH key {id_or_name:?} is kept (/v1/ssh-keys)"),
+                ),
+            }
+        }
+        missing.finish(())
+    }
+
     async fn vm_create_unboxed(
         &self,
         p: &Principal,
@@ -74,6 +101,7 @@ impl App {
         // The hosts are no tenant's rows: the unscoped pool reads them.
         let targets = meson_db::targets::list(&self.own).await?;
         let mut req = VmCreate::parse_placed(body, &targets)?;
+        self.add_kept_ssh_keys(p, &mut req).await?;
         let image = req.spec.image;
         if let Some(image) = image {
             let found = match meson_db::images::get(&self.pool, &p.tenant, image).await {

@@ -37,6 +37,7 @@ pub fn block() -> Block {
             Attr::defaulted("os", Ty::Str, "The OS distribution: `Debian` (the default), `Ubuntu`, `Ubuntu 22.04`, `AlmaLinux`, ...")
                 .force_new(),
             fixed(Attr::defaulted("ssh_keys", Ty::list(Ty::Str), "SSH public keys for the default user.")),
+            fixed(Attr::optional("ssh_key_ids", Ty::list(Ty::Str), "Keys kept at meson (`meson_ssh_key` ids or names) for the default user too.")),
             fixed(Attr::defaulted("provider_name", Ty::Str, "Place the VM with this provider (`ionos`, `ovh`, `atomos`, ...); default: the cheapest that fits.")),
             fixed(Attr::defaulted("continent", Ty::Str, "Place the VM on this continent.")),
             fixed(Attr::defaulted("region", Ty::Str, "Place the VM in this region.")),
@@ -101,6 +102,7 @@ pub fn field(f: &str) -> Option<Vec<Step>> {
             ("specs.req.mem.capacity", &["memory_mib"]),
             ("specs.req.mem.requireECC", &["require_ecc"]),
             ("specs.req.misc.osDistribution", &["os"]),
+            ("specs.authentication.ssh-key-ids", &["ssh_key_ids"]),
             ("specs.authentication", &["ssh_keys"]),
             ("specs.volumes", &["volume"]),
             ("provider", &["provider_name"]),
@@ -179,6 +181,15 @@ fn to_json(vm: &Vm, known: &Json) -> Json {
                 .unwrap_or(Json::from(DEFAULT_KEEP)),
         ),
     };
+    // meson lists every key the VM has, kept ones included, and not which
+    // were kept: with `ssh_key_ids`, `ssh_keys` stays as written.
+    let kept_ids = known.get("ssh_key_ids").cloned().unwrap_or(Json::Null);
+    let ssh_keys = match known.get("ssh_keys") {
+        Some(written @ Json::Array(_)) if kept_ids.as_array().is_some_and(|k| !k.is_empty()) => {
+            written.clone()
+        }
+        _ => Json::from(sp.ssh_keys.clone()),
+    };
     obj([
         ("id", Json::from(vm.id.to_string())),
         ("name", Json::from(vm.name.clone())),
@@ -191,7 +202,8 @@ fn to_json(vm: &Vm, known: &Json) -> Json {
         ("cpu_flags", Json::from(sp.flags.clone())),
         ("require_ecc", Json::from(sp.require_ecc)),
         ("os", Json::from(sp.os_distribution.clone())),
-        ("ssh_keys", Json::from(sp.ssh_keys.clone())),
+        ("ssh_keys", ssh_keys),
+        ("ssh_key_ids", kept_ids),
         ("provider_name", Json::from(sp.requested_provider.clone())),
         ("continent", Json::from(sp.requested_continent.clone())),
         ("region", Json::from(sp.requested_region.clone())),
@@ -274,10 +286,14 @@ fn request(p: &Json) -> Res<VmCreateRequest> {
                 }),
             },
             volumes,
-            authentication: texts(p, "ssh_keys").map(|keys| VmAuthentication {
-                ssh_key: None,
-                ssh_keys: Some(keys),
-            }),
+            authentication: match (texts(p, "ssh_keys"), texts(p, "ssh_key_ids")) {
+                (None, None) => None,
+                (ssh_keys, ssh_key_ids) => Some(VmAuthentication {
+                    ssh_key: None,
+                    ssh_keys,
+                    ssh_key_ids,
+                }),
+            },
             vm_name: text(p, "name").unwrap_or_default(),
         },
         provider: text(p, "provider_name"),

@@ -125,10 +125,11 @@ pub fn vm_create(r: &pb::CreateVmRequest) -> Value {
                     .flag("readonly", v.readonly)
             })
             .collect();
-        let auth = s
-            .authentication
-            .as_ref()
-            .map(|a| Obj::new().list("ssh-keys", &a.ssh_keys));
+        let auth = s.authentication.as_ref().map(|a| {
+            Obj::new()
+                .list("ssh-keys", &a.ssh_keys)
+                .list("ssh-key-ids", &a.ssh_key_ids)
+        });
         Obj::new()
             .obj("req", req)
             .objs("volumes", volumes)
@@ -201,6 +202,7 @@ mod tests {
                 }],
                 authentication: Some(pb::VmAuthentication {
                     ssh_keys: vec!["ssh-ed25519 AAAA x".into()],
+                    ..Default::default()
                 }),
                 vm_name: "web".into(),
             }),
