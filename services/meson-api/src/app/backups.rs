@@ -2,7 +2,7 @@
 //! renames and deletes of backups, and restores into the same VM or a new
 //! one.
 
-use super::list::{BackupQuery, PageStart, Paged};
+use super::list::{BackupQuery, Paged};
 use super::vms::VmParts;
 use super::{App, new_action};
 use crate::auth::Principal;
@@ -40,12 +40,8 @@ impl App {
     }
 
     pub async fn backup_list(&self, p: &Principal, q: &BackupQuery) -> Result<Paged<Backup>> {
-        let at = PageStart::of(&q.list.page, q.bound(&p.tenant)?)?;
-        let mut conn = meson_db::acquire(&self.pool).await?;
-        let listed =
-            meson_db::page::<Backup>(&mut conn, &p.tenant, &q.filter(), &at.start, at.limit())
-                .await?;
-        Ok(at.paged(listed))
+        self.page(&p.tenant, &q.list.page, q.bound(&p.tenant)?, &q.filter())
+            .await
     }
 
     /// Sets a VM's backup policy (a daily backup in its window, the newest

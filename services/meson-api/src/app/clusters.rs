@@ -1,7 +1,7 @@
 //! Kubernetes clusters: create (the KaaS payload), read, list, relabel,
 //! delete, the admin kubeconfig, and the nodes' phone-home.
 
-use super::list::{PageStart, Paged};
+use super::list::Paged;
 use super::{App, ListQuery, new_action};
 use crate::auth::Principal;
 use meson_core::action::{Action, Command, ResourceType};
@@ -157,14 +157,13 @@ impl App {
     }
 
     pub async fn cluster_list(&self, p: &Principal, q: &ListQuery) -> Result<Paged<ClusterView>> {
-        let at = PageStart::of(&q.page, q.bound("clusters", &p.tenant)?)?;
         let mut conn = meson_db::acquire(&self.pool).await?;
+        let bound = q.bound("clusters", &p.tenant)?;
         let mut listed =
-            meson_db::page::<Cluster>(&mut conn, &p.tenant, &q.filter(), &at.start, at.limit())
-                .await?;
+            super::list::page::<Cluster>(&mut conn, &p.tenant, &q.page, bound, &q.filter()).await?;
         let clusters = std::mem::take(&mut listed.items);
         let views = cluster_views(&mut conn, clusters).await?;
-        Ok(at.paged(listed).with(views))
+        Ok(listed.with(views))
     }
 
     /// Replaces a cluster's labels and/or its update policy

@@ -1,7 +1,7 @@
 //! Images: snapshot a VM's boot volume, import one from a URL, read, list,
 //! rename/relabel and delete them.
 
-use super::list::{ListQuery, PageStart, Paged};
+use super::list::{ListQuery, Paged};
 use super::{App, new_action};
 use crate::auth::Principal;
 use meson_core::action::{Action, Command, ResourceType};
@@ -27,12 +27,13 @@ impl App {
     }
 
     pub async fn image_list(&self, p: &Principal, q: &ListQuery) -> Result<Paged<Image>> {
-        let at = PageStart::of(&q.page, q.bound("images", &p.tenant)?)?;
-        let mut conn = meson_db::acquire(&self.pool).await?;
-        let listed =
-            meson_db::page::<Image>(&mut conn, &p.tenant, &q.filter(), &at.start, at.limit())
-                .await?;
-        Ok(at.paged(listed))
+        self.page(
+            &p.tenant,
+            &q.page,
+            q.bound("images", &p.tenant)?,
+            &q.filter(),
+        )
+        .await
     }
 
     /// Imports an image from a URL: validates the request and, in one

@@ -148,6 +148,35 @@ impl Cursor {
     }
 }
 
+/// A page of the tenant's `T`s that `filter` keeps, read on `conn`: from
+/// where `page` starts (its cursor checked against `bound`), with where the
+/// next one starts.
+pub async fn page<T: meson_db::Listable>(
+    conn: &mut meson_db::PgConnection,
+    tenant: &TenantId,
+    page: &Page,
+    bound: Bound,
+    filter: &T::Filter,
+) -> Result<Paged<T>> {
+    let at = PageStart::of(page, bound)?;
+    let listed = meson_db::page::<T>(conn, tenant, filter, &at.start, at.limit()).await?;
+    Ok(at.paged(listed))
+}
+
+impl super::App {
+    /// [`page`], on a connection of its own.
+    pub(crate) async fn page<T: meson_db::Listable>(
+        &self,
+        tenant: &TenantId,
+        page: &Page,
+        bound: Bound,
+        filter: &T::Filter,
+    ) -> Result<Paged<T>> {
+        let mut conn = meson_db::acquire(&self.pool).await?;
+        self::page(&mut conn, tenant, page, bound, filter).await
+    }
+}
+
 /// Where a list call's page starts, its cursor (if any) checked against the
 /// list it is for.
 pub struct PageStart {

@@ -1,7 +1,7 @@
 //! Private networks: create, read, list, rename/relabel, delete when unused,
 //! and attaching a new VM to its networks (with meson's IPAM).
 
-use super::list::{PageStart, Paged};
+use super::list::Paged;
 use super::{App, ListQuery, new_action};
 use crate::auth::Principal;
 use meson_core::action::{Action, Command, ResourceType};
@@ -49,17 +49,13 @@ impl App {
         p: &Principal,
         q: &ListQuery,
     ) -> Result<Paged<(Network, Vec<VmId>)>> {
-        let at = PageStart::of(&q.page, q.bound("networks", &p.tenant)?)?;
-        let mut conn = meson_db::acquire(&self.pool).await?;
-        let listed = meson_db::page::<(Network, Vec<VmId>)>(
-            &mut conn,
+        self.page(
             &p.tenant,
+            &q.page,
+            q.bound("networks", &p.tenant)?,
             &q.filter(),
-            &at.start,
-            at.limit(),
         )
-        .await?;
-        Ok(at.paged(listed))
+        .await
     }
 
     /// Renames a network and/or replaces its labels.

@@ -1,6 +1,6 @@
 //! Virtual machines: create, read, list, delete.
 
-use super::list::{PageStart, Paged};
+use super::list::Paged;
 use super::{App, ListQuery, new_action};
 use crate::auth::Principal;
 use meson_core::action::{Action, Command, ResourceType};
@@ -276,14 +276,14 @@ impl App {
 
     /// A page of VMs with their parts, read on one connection.
     pub async fn vm_list(&self, p: &Principal, q: &ListQuery) -> Result<VmPage> {
-        let at = PageStart::of(&q.page, q.bound("vms", &p.tenant)?)?;
         let mut conn = meson_db::acquire(&self.pool).await?;
-        let listed =
-            meson_db::page::<Vm>(&mut conn, &p.tenant, &q.filter(), &at.start, at.limit()).await?;
-        let ids: Vec<VmId> = listed.items.iter().map(|v| v.id).collect();
+        let bound = q.bound("vms", &p.tenant)?;
+        let vms =
+            super::list::page::<Vm>(&mut conn, &p.tenant, &q.page, bound, &q.filter()).await?;
+        let ids: Vec<VmId> = vms.items.iter().map(|v| v.id).collect();
         Ok(VmPage {
             parts: VmParts::load(&mut conn, &ids).await?,
-            vms: at.paged(listed),
+            vms,
         })
     }
 

@@ -1,7 +1,7 @@
 //! Volumes: read and list every volume; create, rename/relabel and delete
 //! standalone ones; attach standalone volumes to a VM being created.
 
-use super::list::{PageStart, Paged};
+use super::list::Paged;
 use super::{App, VolumeQuery, new_action};
 use crate::auth::Principal;
 use meson_core::action::{Action, Command, ResourceType};
@@ -29,12 +29,8 @@ impl App {
     }
 
     pub async fn volume_list(&self, p: &Principal, q: &VolumeQuery) -> Result<Paged<Volume>> {
-        let at = PageStart::of(&q.page, q.bound(&p.tenant)?)?;
-        let mut conn = meson_db::acquire(&self.pool).await?;
-        let listed =
-            meson_db::page::<Volume>(&mut conn, &p.tenant, &q.filter, &at.start, at.limit())
-                .await?;
-        Ok(at.paged(listed))
+        self.page(&p.tenant, &q.page, q.bound(&p.tenant)?, &q.filter)
+            .await
     }
 
     /// Validates the request and, in one transaction, checks the storage

@@ -5,7 +5,7 @@
 //! so every call answers at once, with no action.
 
 use crate::app::App;
-use crate::app::list::{ListQuery, PageStart, Paged, SortField};
+use crate::app::list::{ListQuery, Paged, SortField};
 use crate::auth::Principal;
 use crate::authz::{self, Rule};
 use crate::error::ApiResult;
@@ -94,17 +94,8 @@ impl App {
                 "SSH keys sort by id, name or created: they have no status",
             ));
         }
-        let at = PageStart::of(&q.page, q.bound("ssh_keys", &p.tenant)?)?;
-        let mut conn = meson_db::acquire(&self.pool).await?;
-        let listed = meson_db::page::<StoredKey>(
-            &mut conn,
-            &p.tenant,
-            &q.filter(),
-            &at.start,
-            at.limit(),
-        )
-        .await?;
-        Ok(at.paged(listed))
+        self.page(&p.tenant, &q.page, q.bound("ssh_keys", &p.tenant)?, &q.filter())
+            .await
     }
 
     /// Renames and/or relabels a key (its key stays: keep another instead).
