@@ -243,18 +243,12 @@ pub async fn update(
     name: Option<&str>,
     labels: Option<&Labels>,
 ) -> Result<(), Error> {
-    let labels = crate::labels_json(labels)?;
-    let res = sqlx::query!(
-        r#"update backups set name = coalesce($3, name), labels = coalesce($4, labels)
-           where id = $1 and tenant_id = $2 and deleted_at is null"#,
-        id.0,
-        tenant.as_str(),
-        name,
-        labels,
-    )
-    .execute(pool)
-    .await;
-    crate::updated(res, "backup", id, "updating a backup")
+    let how = crate::Renamed {
+        kind: "backup",
+        name_index: None,
+        context: "updating a backup",
+    };
+    crate::rename::<Backup>(pool, tenant, id.0, name, labels, how).await
 }
 
 /// Forgets a backup (it no longer counts against the quota).

@@ -62,8 +62,11 @@ impl TryFrom<ImageRow> for Image {
     }
 }
 
+/// Holds a live image's name once in its tenant.
+const NAME_INDEX: &str = "images_tenant_name";
+
 fn name_taken<T>(res: Result<T, sqlx::Error>) -> Result<Result<T, sqlx::Error>, Error> {
-    crate::unique_violation(res, "images_tenant_name", "image", "name")
+    crate::unique_violation(res, NAME_INDEX, "image", "name")
 }
 
 /// Writes a new image (its usage counts from here).
@@ -234,18 +237,12 @@ pub async fn update(
     name: Option<&str>,
     labels: Option<&Labels>,
 ) -> Result<(), Error> {
-    let labels = crate::labels_json(labels)?;
-    let res = sqlx::query!(
-        r#"update images set name = coalesce($3, name), labels = coalesce($4, labels)
-           where id = $1 and tenant_id = $2 and deleted_at is null"#,
-        id.0,
-        tenant.as_str(),
-        name,
-        labels,
-    )
-    .execute(pool)
-    .await;
-    crate::updated(name_taken(res)?, "image", id, "updating an image")
+    let how = crate::Renamed {
+        kind: "image",
+        name_index: Some(NAME_INDEX),
+        context: "updating an image",
+    };
+    crate::rename::<Image>(pool, tenant, id.0, name, labels, how).await
 }
 
 /// Forgets an image (it no longer counts against the quota).

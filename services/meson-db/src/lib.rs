@@ -40,7 +40,9 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use std::str::FromStr;
 use std::time::Duration;
 
-pub use list::{Filter, ListFilter, Listable, Listed, Source, Start, bad_cursor, page, page_at};
+pub use list::{
+    Filter, ListFilter, Listable, Listed, Renamed, Source, Start, bad_cursor, page, page_at, rename,
+};
 pub use sqlx::{PgConnection, PgPool};
 pub type Tx<'a> = sqlx::Transaction<'a, sqlx::Postgres>;
 

@@ -214,6 +214,49 @@ pub async fn page_at<T: Listable>(
         .await
 }
 
+/// What a rename and/or relabel of a `T` reports.
+pub struct Renamed {
+    /// The resource's kind, in a `not_found` or `uniqueness_error`.
+    pub kind: &'static str,
+    /// The unique index that holds a live name once in a tenant, if any.
+    pub name_index: Option<&'static str>,
+    pub context: &'static str,
+}
+
+/// Renames and/or relabels the tenant's live `T` `id`, a row its list
+/// would show (`None` keeps a field; labels replace the labels). A name
+/// taken is a `uniqueness_error` on `name`; no such row, `not_found`.
+pub async fn rename<T: Listable>(
+    pool: &PgPool,
+    tenant: &TenantId,
+    id: uuid::Uuid,
+    name: Option<&str>,
+    labels: Option<&meson_core::labels::Labels>,
+    how: Renamed,
+) -> Result<(), Error> {
+    let labels = crate::labels_json(labels)?;
+    let source = T::SOURCE;
+    let mut qb =
+        QueryBuilder::<Postgres>::new(format!("update {} x set name = coalesce(", source.table));
+    qb.push_bind(name.map(str::to_owned))
+        .push(", x.name), labels = coalesce(")
+        .push_bind(labels)
+        .push(", x.labels) where x.id = ")
+        .push_bind(id)
+        .push(" and x.tenant_id = ")
+        .push_bind(tenant.as_str().to_owned())
+        .push(" and x.deleted_at is null");
+    if !source.only.is_empty() {
+        qb.push(" and ").push(source.only);
+    }
+    let res = qb.build().execute(pool).await;
+    let res = match how.name_index {
+        Some(index) => crate::unique_violation(res, index, how.kind, "name")?,
+        None => res,
+    };
+    crate::updated(res, how.kind, id, how.context)
+}
+
 /// The error of a cursor that is not one of the list's: a list's
 /// `cursor` parameter, refused by name.
 pub fn bad_cursor() -> Error {

@@ -76,8 +76,11 @@ impl TryFrom<NetworkRow> for Network {
 }
 
 /// A write that broke the per-tenant name uniqueness becomes `uniqueness_error`.
+/// Holds a live network's name once in its tenant.
+const NAME_INDEX: &str = "networks_tenant_name";
+
 fn name_taken<T>(res: Result<T, sqlx::Error>) -> Result<Result<T, sqlx::Error>, Error> {
-    crate::unique_violation(res, "networks_tenant_name", "network", "name")
+    crate::unique_violation(res, NAME_INDEX, "network", "name")
 }
 
 pub async fn insert(tx: &mut Tx<'_>, n: &Network) -> Result<(), Error> {
@@ -191,7 +194,7 @@ impl crate::Listable for (Network, Vec<VmId>) {
     };
 }
 
-/// Renames a network and/or replaces its labels.
+/// Renames a network and/or replaces its labels (not a cluster's).
 pub async fn update(
     pool: &PgPool,
     tenant: &TenantId,
@@ -199,18 +202,12 @@ pub async fn update(
     name: Option<&str>,
     labels: Option<&Labels>,
 ) -> Result<(), Error> {
-    let labels = crate::labels_json(labels)?;
-    let res = sqlx::query!(
-        r#"update networks set name = coalesce($3, name), labels = coalesce($4, labels)
-           where id = $1 and tenant_id = $2 and deleted_at is null and cluster_id is null"#,
-        id.0,
-        tenant.as_str(),
-        name,
-        labels,
-    )
-    .execute(pool)
-    .await;
-    crate::updated(name_taken(res)?, "network", id, "updating a network")
+    let how = crate::Renamed {
+        kind: "network",
+        name_index: Some(NAME_INDEX),
+        context: "updating a network",
+    };
+    crate::rename::<(Network, Vec<VmId>)>(pool, tenant, id.0, name, labels, how).await
 }
 
 pub async fn set_status(

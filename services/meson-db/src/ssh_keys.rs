@@ -35,9 +35,12 @@ impl TryFrom<SshKeyRow> for StoredKey {
     }
 }
 
+/// Holds a live key's name once in its tenant.
+const NAME_INDEX: &str = "ssh_keys_tenant_name";
+
 /// A live key of the tenant's has this name or this key already.
 fn taken<T>(res: Result<T, sqlx::Error>) -> Result<Result<T, sqlx::Error>, Error> {
-    let res = crate::unique_violation(res, "ssh_keys_tenant_name", "ssh_key", "name")?;
+    let res = crate::unique_violation(res, NAME_INDEX, "ssh_key", "name")?;
     crate::unique_violation(res, "ssh_keys_tenant_fingerprint", "ssh_key", "public_key")
 }
 
@@ -111,18 +114,12 @@ pub async fn update(
     name: Option<&str>,
     labels: Option<&Labels>,
 ) -> Result<(), Error> {
-    let labels = crate::labels_json(labels)?;
-    let res = sqlx::query!(
-        r#"update ssh_keys set name = coalesce($3, name), labels = coalesce($4, labels)
-           where id = $1 and tenant_id = $2 and deleted_at is null"#,
-        id.0,
-        tenant.as_str(),
-        name,
-        labels,
-    )
-    .execute(pool)
-    .await;
-    crate::updated(taken(res)?, "ssh_key", id, "updating an SSH key")
+    let how = crate::Renamed {
+        kind: "ssh_key",
+        name_index: Some(NAME_INDEX),
+        context: "updating an SSH key",
+    };
+    crate::rename::<StoredKey>(pool, tenant, id.0, name, labels, how).await
 }
 
 /// Forgets a live key: its name and key are free again. No live key:
