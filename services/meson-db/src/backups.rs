@@ -235,21 +235,13 @@ pub async fn record_taken(
     Ok(())
 }
 
-/// Renames and/or relabels a backup.
-pub async fn update(
-    pool: &PgPool,
-    tenant: &TenantId,
-    id: BackupId,
-    name: Option<&str>,
-    labels: Option<&Labels>,
-) -> Result<(), Error> {
-    let how = crate::Renamed {
-        kind: "backup",
-        name_index: None,
-        context: "updating a backup",
-    };
-    crate::rename::<Backup>(pool, tenant, id.0, name, labels, how).await
-}
+/// How a backup is renamed and relabelled ([`crate::rename`]); names
+/// repeat.
+pub const RENAMED: crate::Renamed = crate::Renamed {
+    kind: "backup",
+    name_index: None,
+    context: "updating a backup",
+};
 
 /// Forgets a backup (it no longer counts against the quota).
 pub async fn mark_deleted(db: impl sqlx::PgExecutor<'_>, id: BackupId) -> Result<(), Error> {

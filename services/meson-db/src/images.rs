@@ -229,21 +229,12 @@ pub async fn set_status(
     Ok(())
 }
 
-/// Renames an image and/or replaces its labels.
-pub async fn update(
-    pool: &PgPool,
-    tenant: &TenantId,
-    id: ImageId,
-    name: Option<&str>,
-    labels: Option<&Labels>,
-) -> Result<(), Error> {
-    let how = crate::Renamed {
-        kind: "image",
-        name_index: Some(NAME_INDEX),
-        context: "updating an image",
-    };
-    crate::rename::<Image>(pool, tenant, id.0, name, labels, how).await
-}
+/// How an image is renamed and relabelled ([`crate::rename`]).
+pub const RENAMED: crate::Renamed = crate::Renamed {
+    kind: "image",
+    name_index: Some(NAME_INDEX),
+    context: "updating an image",
+};
 
 /// Forgets an image (it no longer counts against the quota).
 pub async fn mark_deleted(pool: &PgPool, id: ImageId) -> Result<(), Error> {

@@ -215,6 +215,7 @@ pub async fn page_at<T: Listable>(
 }
 
 /// What a rename and/or relabel of a `T` reports.
+#[derive(Clone, Copy, Debug)]
 pub struct Renamed {
     /// The resource's kind, in a `not_found` or `uniqueness_error`.
     pub kind: &'static str,

@@ -194,21 +194,13 @@ impl crate::Listable for (Network, Vec<VmId>) {
     };
 }
 
-/// Renames a network and/or replaces its labels (not a cluster's).
-pub async fn update(
-    pool: &PgPool,
-    tenant: &TenantId,
-    id: NetworkId,
-    name: Option<&str>,
-    labels: Option<&Labels>,
-) -> Result<(), Error> {
-    let how = crate::Renamed {
-        kind: "network",
-        name_index: Some(NAME_INDEX),
-        context: "updating a network",
-    };
-    crate::rename::<(Network, Vec<VmId>)>(pool, tenant, id.0, name, labels, how).await
-}
+/// How a network (not a cluster's) is renamed and relabelled
+/// ([`crate::rename`]).
+pub const RENAMED: crate::Renamed = crate::Renamed {
+    kind: "network",
+    name_index: Some(NAME_INDEX),
+    context: "updating a network",
+};
 
 pub async fn set_status(
     db: impl sqlx::PgExecutor<'_>,

@@ -106,21 +106,12 @@ pub async fn find(
     .transpose()
 }
 
-/// Renames and/or relabels a live key.
-pub async fn update(
-    pool: &PgPool,
-    tenant: &TenantId,
-    id: SshKeyId,
-    name: Option<&str>,
-    labels: Option<&Labels>,
-) -> Result<(), Error> {
-    let how = crate::Renamed {
-        kind: "ssh_key",
-        name_index: Some(NAME_INDEX),
-        context: "updating an SSH key",
-    };
-    crate::rename::<StoredKey>(pool, tenant, id.0, name, labels, how).await
-}
+/// How a key is renamed and relabelled ([`crate::rename`]).
+pub const RENAMED: crate::Renamed = crate::Renamed {
+    kind: "ssh_key",
+    name_index: Some(NAME_INDEX),
+    context: "updating an SSH key",
+};
 
 /// Forgets a live key: its name and key are free again. No live key:
 /// `not_found`.

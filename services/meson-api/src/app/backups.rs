@@ -12,7 +12,6 @@ use meson_core::backup::{
     RestoreInto,
 };
 use meson_core::parse::Warning;
-use meson_core::patch::NameLabels;
 use meson_core::vm::{Vm, VmStatus};
 use meson_core::volume::VolumeKind;
 use meson_core::{BackupId, Error, Result, VmId, naming};
@@ -143,16 +142,11 @@ impl App {
         id: BackupId,
         body: &serde_json::Value,
     ) -> Result<(Backup, Vec<Warning>)> {
-        let patch = NameLabels::parse(body, MAX_BACKUP_NAME_LEN)?;
-        meson_db::backups::update(
-            &self.pool,
-            &p.tenant,
-            id,
-            patch.name.as_deref(),
-            patch.labels.as_ref(),
-        )
-        .await?;
-        Ok((self.backup_get(p, id).await?, patch.warnings))
+        let renamed = meson_db::backups::RENAMED;
+        let warnings = self
+            .rename::<Backup>(&p.tenant, id.0, body, MAX_BACKUP_NAME_LEN, renamed)
+            .await?;
+        Ok((self.backup_get(p, id).await?, warnings))
     }
 
     /// Starts deleting a backup; `locked` while it is being taken, read by

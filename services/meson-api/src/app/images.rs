@@ -9,7 +9,6 @@ use meson_core::image::{
     Image, ImageImport, ImageSnapshot, ImageSource, ImageStatus, MAX_IMAGE_NAME_LEN,
 };
 use meson_core::parse::Warning;
-use meson_core::patch::NameLabels;
 use meson_core::vm::VmStatus;
 use meson_core::volume::{VolumeKind, VolumePlacement};
 use meson_core::{Error, ImageId, Result, VmId};
@@ -159,16 +158,11 @@ impl App {
         id: ImageId,
         body: &serde_json::Value,
     ) -> Result<(Image, Vec<Warning>)> {
-        let patch = NameLabels::parse(body, MAX_IMAGE_NAME_LEN)?;
-        meson_db::images::update(
-            &self.pool,
-            &p.tenant,
-            id,
-            patch.name.as_deref(),
-            patch.labels.as_ref(),
-        )
-        .await?;
-        Ok((self.image_get(p, id).await?, patch.warnings))
+        let renamed = meson_db::images::RENAMED;
+        let warnings = self
+            .rename::<Image>(&p.tenant, id.0, body, MAX_IMAGE_NAME_LEN, renamed)
+            .await?;
+        Ok((self.image_get(p, id).await?, warnings))
     }
 
     /// Starts deleting an image; `locked` while it is being created (the

@@ -7,7 +7,6 @@ use crate::auth::Principal;
 use meson_core::action::{Action, Command, ResourceType};
 use meson_core::network::{MAX_NETWORK_NAME_LEN, Network, NetworkCreate, NetworkStatus};
 use meson_core::parse::Warning;
-use meson_core::patch::NameLabels;
 use meson_core::{Error, NetworkId, Result, VmId};
 use meson_workflows::network_delete;
 
@@ -65,16 +64,11 @@ impl App {
         id: NetworkId,
         body: &serde_json::Value,
     ) -> Result<((Network, Vec<VmId>), Vec<Warning>)> {
-        let patch = NameLabels::parse(body, MAX_NETWORK_NAME_LEN)?;
-        meson_db::networks::update(
-            &self.pool,
-            &p.tenant,
-            id,
-            patch.name.as_deref(),
-            patch.labels.as_ref(),
-        )
-        .await?;
-        Ok((self.network_get(p, id).await?, patch.warnings))
+        let renamed = meson_db::networks::RENAMED;
+        let warnings = self
+            .rename::<(Network, Vec<VmId>)>(&p.tenant, id.0, body, MAX_NETWORK_NAME_LEN, renamed)
+            .await?;
+        Ok((self.network_get(p, id).await?, warnings))
     }
 
     /// Starts removing an unused network from every host it was made on.

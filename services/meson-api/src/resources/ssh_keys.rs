@@ -22,7 +22,6 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use meson_core::parse::Warning;
-use meson_core::patch::NameLabels;
 use meson_core::ssh::{KeyCreate, MAX_NAME_LEN, StoredKey};
 use meson_core::{Error, Result, SshKeyId};
 use meson_proto::meson::v1 as pb;
@@ -105,16 +104,10 @@ impl App {
         id: SshKeyId,
         body: &serde_json::Value,
     ) -> Result<(StoredKey, Vec<Warning>)> {
-        let patch = NameLabels::parse(body, MAX_NAME_LEN)?;
-        meson_db::ssh_keys::update(
-            &self.pool,
-            &p.tenant,
-            id,
-            patch.name.as_deref(),
-            patch.labels.as_ref(),
-        )
-        .await?;
-        Ok((self.ssh_key_get(p, id).await?, patch.warnings))
+        let renamed = meson_db::ssh_keys::RENAMED;
+        let warnings = self.rename::<StoredKey>(&p.tenant, id.0, body, MAX_NAME_LEN, renamed)
+            .await?;
+        Ok((self.ssh_key_get(p, id).await?, warnings))
     }
 
     /// Forgets a key. VMs made with it keep it in their `authorized_keys`.
