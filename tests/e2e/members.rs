@@ -6,7 +6,7 @@
 
 use crate::harness::{Meson, seed_vm};
 use meson_api::Role;
-use meson_api::authz::{Access, RULES};
+use meson_api::authz::{Access, rule_of};
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use sha2::Digest;
@@ -301,10 +301,7 @@ async fn every_role_a_membership_gives_is_held_to_the_rule_table() {
         for (path, item) in doc["paths"].as_object().unwrap() {
             for (method, op) in item.as_object().unwrap() {
                 let operation = op["operationId"].as_str().unwrap();
-                let rule = RULES
-                    .iter()
-                    .find(|r| r.operation == operation)
-                    .unwrap_or_else(|| panic!("{operation} has no rule"));
+                let rule = rule_of(operation).unwrap_or_else(|| panic!("{operation} has no rule"));
                 let Access::Role(needed) = rule.access else {
                     continue;
                 };

@@ -164,8 +164,9 @@ pub(crate) const fn public(operation: &'static str) -> Rule {
     }
 }
 
-/// Every operation of the API.
-pub const RULES: &[Rule] = &[
+/// The operations of the API but those of `crate::resources` (which keep
+/// theirs): read through [`rules`] and [`rule_of`], which see both.
+const RULES: &[Rule] = &[
     // Names and paths only.
     public("index"),
     public("healthz"),

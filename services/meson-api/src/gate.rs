@@ -1,7 +1,7 @@
 //! What every call of the API passes before its operation runs, whatever the
 //! transport (`http::gate` for REST, `grpc::gate` for gRPC): the bearer
 //! token, the tenant's rate limit, the operation's rule from
-//! `authz::RULES`; then the tenant's database scope, and the audit log.
+//! `authz::rules()`; then the tenant's database scope, and the audit log.
 
 use crate::auth::Principal;
 use crate::authz::{self, Rule};

@@ -117,7 +117,7 @@ impl Operations {
     }
 }
 
-/// Each operation's rule (`authz::RULES`), by route.
+/// Each operation's rule (`authz::rules()`), by route.
 pub fn operations() -> Operations {
     Operations::from_openapi(&crate::http::openapi()).unwrap_or_else(|missing| {
         // The test `every_route_has_a_rule` keeps this from shipping; should

@@ -1,6 +1,6 @@
 //! meson's gRPC API (`meson.v1`): the REST API's operations over tonic,
 //! served by the same app layer, guarded by the same gate (token, rate
-//! limit, `authz::RULES`, tenant scope, audit log), with errors as
+//! limit, `authz::rules()`, tenant scope, audit log), with errors as
 //! `tonic::Status` carrying the REST error code. Server reflection and the
 //! standard health service come with it.
 

@@ -1,5 +1,5 @@
 //! The gate every `/v1` request passes: the route's operation and its rule
-//! (`authz::RULES`), then [`crate::gate`] (token, rate limit, role), the
+//! (`authz::rules()`), then [`crate::gate`] (token, rate limit, role), the
 //! handler in the tenant's database scope, and the audit log.
 
 use super::CorrelationId;
@@ -292,7 +292,7 @@ mod tests {
     fn every_route_has_a_rule_and_every_rule_a_route() {
         let doc = crate::http::openapi();
         if let Err(missing) = Operations::from_openapi(&doc) {
-            panic!("routes without a rule in authz::RULES: {missing:?}");
+            panic!("routes without a rule in authz::rules(): {missing:?}");
         }
         let ids = crate::http::operation_ids();
         for rule in crate::authz::rules() {

@@ -117,7 +117,7 @@ pub fn base() -> OpenApi {
 }
 
 /// Adds what every operation shares; see the module documentation. Who may
-/// call an operation comes from its rule in `authz::RULES`.
+/// call an operation comes from its rule in `authz::rules()`.
 pub fn finish(mut doc: OpenApi) -> OpenApi {
     let components = doc.components.get_or_insert_with(Default::default);
     for (name, schema) in schemas_of::<ErrorResponse>() {

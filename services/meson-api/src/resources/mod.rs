@@ -2,7 +2,7 @@
 //! operations (with their OpenAPI description and tag), gRPC service and
 //! conversions, and authorization rules, each kept next to the others.
 //! A resource is registered by one line in [`resources!`]; its rules join
-//! `authz::RULES`, its routes `http::api_routes`, its service the gRPC
+//! the others (`authz::rules()`), its routes `http::api_routes`, its service the gRPC
 //! server, and the tests that hold every interface to every operation
 //! (`every_route_has_a_rule_and_every_rule_a_route`,
 //! `every_operation_is_carried_by_grpc_or_said_not_to_be`) see it there.
