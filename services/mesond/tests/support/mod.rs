@@ -323,21 +323,30 @@ impl Mesond {
 
 /// A loopback port nothing listens on now, for a child process to bind;
 /// never one this test process handed out before (two tests running at
-/// once got the same port, and one's mesond could not bind it).
+/// once got the same port, and one's mesond could not bind it). It is
+/// taken below the kernel's ephemeral range (`ip_local_port_range`, 32768
+/// and up by default), where the port the kernel picks for `:0` lies: there
+/// any outgoing connection, of this process or another, may take it before
+/// the child binds it (a Patroni node of the failover test could not).
 pub fn free_port() -> u16 {
+    const FIRST: u16 = 20_000;
+    const SPAN: u16 = 12_000;
     static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
     let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
-    loop {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        if !given.contains(&port) {
+    // Where this process starts looking, so that test processes running at
+    // once start far apart.
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let seed = (std::process::id() ^ nanos) % u32::from(SPAN);
+    for step in 0..u32::from(SPAN) {
+        let port = FIRST + ((seed + step) % u32::from(SPAN)) as u16;
+        if !given.contains(&port) && std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
             given.push(port);
             return port;
         }
     }
+    panic!("no free loopback port from {FIRST} to {}", FIRST + SPAN);
 }
 
 /// The AtomOS simulator on loopback with the dev hosts, its VMs booting in
