@@ -31,14 +31,7 @@ fn node_vms(m: &Meson, cluster: &str) -> BTreeSet<String> {
 
 /// The user-data the simulator holds for the node called `name`.
 fn user_data(m: &Meson, name: &str) -> Option<String> {
-    let header = format!("# meson: node {name} (");
-    m.sim()
-        .hosts()
-        .iter()
-        .flat_map(|h| h.inventory().volumes)
-        .flat_map(|v| v.files)
-        .map(|f| f.content)
-        .find(|c| c.starts_with("#cloud-config") && c.contains(&header))
+    m.user_data_containing(&format!("# meson: node {name} ("))
 }
 
 /// The content of the file written at `path` by a user-data.

@@ -148,6 +148,18 @@ impl Meson {
         &self.dev().simulator
     }
 
+    /// The first `#cloud-config` user-data on the simulated hosts that
+    /// holds `needle`, if any.
+    pub fn user_data_containing(&self, needle: &str) -> Option<String> {
+        self.sim()
+            .hosts()
+            .iter()
+            .flat_map(|h| h.inventory().volumes)
+            .flat_map(|v| v.files)
+            .map(|f| f.content)
+            .find(|c| c.starts_with("#cloud-config") && c.contains(needle))
+    }
+
     /// The simulated host of `vm` (a VM as the API shows it): (the host,
     /// the prefix of the names of the VM's things on it).
     pub fn vm_host(&self, vm: &Value) -> (atomos_sim::SimHost, String) {

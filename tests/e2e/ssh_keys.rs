@@ -285,17 +285,6 @@ async fn keys_over_grpc_are_the_rest_ones() {
     m.stop().await;
 }
 
-/// The user-data on the simulated hosts that holds `needle`, if any.
-fn user_data_with(m: &Meson, needle: &str) -> Option<String> {
-    m.sim()
-        .hosts()
-        .iter()
-        .flat_map(|h| h.inventory().volumes)
-        .flat_map(|v| v.files)
-        .map(|f| f.content)
-        .find(|c| c.starts_with("#cloud-config") && c.contains(needle))
-}
-
 #[tokio::test]
 async fn a_vm_is_created_with_kept_keys_by_id_or_name() {
     let m = Meson::start().await;
@@ -339,7 +328,7 @@ async fn a_vm_is_created_with_kept_keys_by_id_or_name() {
     );
 
     // By name and by id: the same key once, beside a key given inline.
-    assert!(user_data_with(&m, ANA).is_none(), "on no host before");
+    assert!(m.user_data_containing(ANA).is_none(), "on no host before");
     vm["specs"]["authentication"] = json!({
         "ssh-key": crate::harness::SSH_KEY,
         "ssh-key-ids": ["ana", ana_id],
@@ -351,7 +340,9 @@ async fn a_vm_is_created_with_kept_keys_by_id_or_name() {
     let action = r.body["action"]["id"].as_str().unwrap().to_owned();
     assert_eq!(m.wait_action(&action).await["status"], "success");
     // On the host: the guest's cloud-init installs it.
-    let user_data = user_data_with(&m, ANA).expect("the kept key in the VM's user-data");
+    let user_data = m
+        .user_data_containing(ANA)
+        .expect("the kept key in the VM's user-data");
     assert!(user_data.contains(crate::harness::SSH_KEY), "{user_data}");
     // Deleting the key leaves the VM's.
     let r = m.delete(&format!("/v1/ssh-keys/{ana_id}")).await;
