@@ -306,12 +306,6 @@ const RULES: &[Rule] = &[
     admin_read("orphan_get"),
     admin_write("orphan_adopt"),
     admin_write("orphan_delete"),
-    // API tokens: a tenant's owners manage them (each at most its
-    // creator's role).
-    owner_read("token_list"),
-    owner_read("token_get"),
-    credential("token_create", Role::Owner),
-    owner_write("token_delete"),
     // Metering: a tenant reads its own usage, statements and the prices;
     // operators read any tenant's and set prices.
     read("usage_get"),

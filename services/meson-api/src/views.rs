@@ -471,21 +471,6 @@ pub fn port_forward(f: &meson_core::port_forward::PortForward) -> wire::port_for
     }
 }
 
-pub fn token(t: &meson_core::token::ApiToken) -> wire::token::ApiToken {
-    wire::token::ApiToken {
-        id: t.id.0,
-        name: t.name.clone(),
-        role: t.role.clone(),
-        prefix: t.prefix.clone(),
-        created_by: t.created_by.clone(),
-        created: t.created,
-        expires: t.expires,
-        last_used: t.last_used,
-        revoked: t.revoked,
-        revoked_by: t.revoked_by.clone(),
-    }
-}
-
 pub fn console(c: &meson_core::console::Console) -> wire::console::Console {
     wire::console::Console {
         id: c.id.0,

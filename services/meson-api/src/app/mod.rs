@@ -26,7 +26,6 @@ pub use port_forwards::PortForwardCreated;
 mod quotas;
 mod quotes;
 mod targets;
-pub mod tokens;
 pub mod usage;
 mod vms;
 mod volumes;

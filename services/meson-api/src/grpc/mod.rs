@@ -21,7 +21,6 @@ mod plans;
 mod port_forwards;
 mod quotas;
 pub mod status;
-mod tokens;
 mod usage;
 mod vms;
 mod volumes;
@@ -81,10 +80,6 @@ pub fn routes(state: &AppState) -> tonic::service::Routes {
         )
         .add_service(
             pb::console_service_server::ConsoleServiceServer::new(svc.clone())
-                .max_decoding_message_size(max),
-        )
-        .add_service(
-            pb::token_service_server::TokenServiceServer::new(svc.clone())
                 .max_decoding_message_size(max),
         )
         .add_service(

@@ -24,7 +24,6 @@ mod quotes;
 pub(crate) mod resource;
 pub mod responses;
 mod stream;
-mod tokens;
 mod usage;
 mod vms;
 mod volumes;
@@ -63,7 +62,6 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .merge(port_forwards::routes())
         .merge(backups::routes())
         .merge(consoles::routes())
-        .merge(tokens::routes())
         .merge(members::routes())
         .merge(organizations::routes())
         .merge(usage::routes())

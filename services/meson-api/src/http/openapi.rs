@@ -71,10 +71,6 @@ pub fn base() -> OpenApi {
             tag("ops", "Index, liveness, readiness and metrics"),
             tag("quotas", "What each tenant may hold"),
             tag(
-                "tokens",
-                "API tokens meson issues for a tenant's automation",
-            ),
-            tag(
                 "members",
                 "An organisation's members, invitations, and the caller's memberships",
             ),

@@ -9,8 +9,9 @@
 //!
 //! A module provides `routes()` (an `OpenApiRouter`, its tag described),
 //! `grpc(&Svc, max_message_bytes)` (its tonic server) and `RULES`.
-//! `ssh_keys` is the example to follow. The older resources are split by
-//! layer (`app/`, `http/`, `grpc/`), and move here as they are reworked.
+//! `ssh_keys` is the example to follow; `tokens` moved here from the
+//! layers. The older resources are split by layer (`app/`, `http/`,
+//! `grpc/`), and move here as they are reworked.
 
 use crate::authz::Rule;
 use crate::grpc::Svc;
@@ -42,6 +43,7 @@ macro_rules! resources {
 
 resources! {
     ssh_keys,
+    tokens,
 }
 
 /// An OpenAPI tag with its description, for a resource's `routes()`.

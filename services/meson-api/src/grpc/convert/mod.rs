@@ -23,7 +23,6 @@ mod port_forward;
 mod quota;
 #[cfg(test)]
 pub(crate) mod shapes;
-mod token;
 mod usage;
 mod vm;
 mod volume;
@@ -46,7 +45,6 @@ pub use organization::{organization, organization_create, organization_update};
 pub use pool::{pool, pool_create, pool_update};
 pub use port_forward::{port_forward, port_forward_create};
 pub use quota::{plan, plan_put, quota, quota_update};
-pub use token::{token, token_create};
 pub use usage::{named_tenant, price_create, price_entry, statement, usage, usage_query};
 pub use vm::{vm, vm_create, vm_migrate, vm_network, vm_rebuild, vm_resize};
 pub use volume::{

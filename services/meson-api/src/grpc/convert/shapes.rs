@@ -244,12 +244,6 @@ fn every_key_a_conversion_writes_is_read() {
     );
     check!(
         failures,
-        CreateTokenRequest,
-        token_create,
-        core::token::TokenCreate::parse
-    );
-    check!(
-        failures,
         CreatePriceRequest,
         price_create,
         core::price::PriceCreate::parse
