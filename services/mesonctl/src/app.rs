@@ -625,48 +625,29 @@ impl Ctx {
                 wait,
             } => {
                 let mut req = read_request(&file)?;
-                if image.is_some() || !ssh_keys.is_empty() {
-                    let image = match image {
-                        Some(image) => Some(self.image_id(&image).await?),
-                        None => None,
-                    };
-                    let Some(body) = req.as_object_mut() else {
+                let not_an_object = |what: &str| {
+                    Failure::Usage(format!(
+                        "{what} needs the VM request (and its specs.authentication) to be a JSON object"
+                    ))
+                };
+                if let Some(image) = image {
+                    let id = self.image_id(&image).await?;
+                    object_at(&mut req, &[])
+                        .ok_or_else(|| not_an_object("--image"))?
+                        .insert("image".into(), id.to_string().into());
+                }
+                if !ssh_keys.is_empty() {
+                    // Named as given: meson finds each by id or name.
+                    let ids = object_at(&mut req, &["specs", "authentication"])
+                        .ok_or_else(|| not_an_object("--ssh-key"))?
+                        .entry("ssh-key-ids")
+                        .or_insert_with(|| serde_json::json!([]));
+                    let Some(ids) = ids.as_array_mut() else {
                         return Err(Failure::Usage(
-                            "--image and --ssh-key need the VM request to be a JSON object".into(),
+                            "--ssh-key: the request's ssh-key-ids is not a list".into(),
                         ));
                     };
-                    if let Some(id) = image {
-                        body.insert("image".into(), id.to_string().into());
-                    }
-                    if !ssh_keys.is_empty() {
-                        // Named as given: meson finds each by id or name.
-                        let auth = body
-                            .entry("specs")
-                            .or_insert_with(|| serde_json::json!({}))
-                            .as_object_mut()
-                            .map(|specs| {
-                                specs
-                                    .entry("authentication")
-                                    .or_insert_with(|| serde_json::json!({}))
-                            });
-                        match auth.and_then(|a| a.as_object_mut()) {
-                            Some(auth) => {
-                                let ids = auth
-                                    .entry("ssh-key-ids")
-                                    .or_insert_with(|| serde_json::json!([]));
-                                if let Some(ids) = ids.as_array_mut() {
-                                    ids.extend(ssh_keys.into_iter().map(Into::into));
-                                }
-                            }
-                            None => {
-                                return Err(Failure::Usage(
-                                    "--ssh-key needs the request's specs.authentication to be \
-                                     an object"
-                                        .into(),
-                                ));
-                            }
-                        }
-                    }
+                    ids.extend(ssh_keys.into_iter().map(Into::into));
                 }
                 let created = self.client.vm_create_as_written(&req).await?;
                 warn(&created.warnings);
@@ -2235,4 +2216,20 @@ async fn translate(inputs: &config::Inputs, offline: bool, args: &[String]) -> R
         eprintln!("warning: {r}");
     }
     out(&(t.pretty + "\n"))
+}
+
+/// The object at `path` in `v`, made (empty) where it is missing; `None`
+/// where something else than an object is in the way.
+fn object_at<'a>(
+    v: &'a mut serde_json::Value,
+    path: &[&str],
+) -> Option<&'a mut serde_json::Map<String, serde_json::Value>> {
+    let mut at = v;
+    for key in path {
+        at = at
+            .as_object_mut()?
+            .entry(*key)
+            .or_insert_with(|| serde_json::json!({}));
+    }
+    at.as_object_mut()
 }
