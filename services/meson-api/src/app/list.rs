@@ -164,23 +164,6 @@ pub async fn page<T: meson_db::Listable>(
 }
 
 impl super::App {
-    /// Renames and/or relabels the tenant's `T` `id` as a `PATCH` body asks
-    /// (`{"name", "labels"}`, a name at most `max_name_len` long): the
-    /// body's warnings.
-    pub(crate) async fn rename<T: meson_db::Listable>(
-        &self,
-        tenant: &TenantId,
-        id: uuid::Uuid,
-        body: &serde_json::Value,
-        max_name_len: usize,
-        how: meson_db::Renamed,
-    ) -> Result<Vec<meson_core::parse::Warning>> {
-        let patch = meson_core::patch::NameLabels::parse(body, max_name_len)?;
-        let (name, labels) = (patch.name.as_deref(), patch.labels.as_ref());
-        meson_db::rename::<T>(&self.pool, tenant, id, name, labels, how).await?;
-        Ok(patch.warnings)
-    }
-
     /// [`page`], on a connection of its own.
     pub(crate) async fn page<T: meson_db::Listable>(
         &self,

@@ -118,6 +118,25 @@ impl App {
     }
 }
 
+impl App {
+    /// Renames and/or relabels the tenant's `T` `id` as a `PATCH` body asks
+    /// (`{"name", "labels"}`, a name at most `max_name_len` long): the
+    /// body's warnings.
+    pub(crate) async fn rename<T: meson_db::Listable>(
+        &self,
+        tenant: &meson_core::TenantId,
+        id: uuid::Uuid,
+        body: &serde_json::Value,
+        max_name_len: usize,
+        how: meson_db::Renamed,
+    ) -> meson_core::Result<Vec<meson_core::parse::Warning>> {
+        let patch = meson_core::patch::NameLabels::parse(body, max_name_len)?;
+        let (name, labels) = (patch.name.as_deref(), patch.labels.as_ref());
+        meson_db::rename::<T>(&self.pool, tenant, id, name, labels, how).await?;
+        Ok(patch.warnings)
+    }
+}
+
 /// What meson stores of a secret it hands out (an API token's, a console
 /// URL's token): its SHA-256, which a presented secret is looked up by.
 pub(crate) fn secret_hash(secret: &str) -> Vec<u8> {
