@@ -169,6 +169,19 @@ async fn a_standalone_volume_outlives_the_vm_it_was_attached_to() {
     let boot = got["volumes"][0]["id"].as_str().unwrap();
     let r = m.delete(&format!("/v1/volumes/{boot}")).await;
     assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.body);
+    let r = m
+        .patch(&format!("/v1/volumes/{boot}"), &json!({"name": "mine"}))
+        .await;
+    assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.body);
+    let r = m
+        .patch(&format!("/v1/volumes/{boot}"), &json!({"name": 7}))
+        .await;
+    assert_eq!(r.rejected_fields(), ["name"], "{}", r.body);
+    let missing = uuid::Uuid::new_v4();
+    let r = m
+        .patch(&format!("/v1/volumes/{missing}"), &json!({"name": "mine"}))
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.body);
 
     // Deleting the VM detaches the volume and keeps it.
     wait_ok(&m, &m.delete(&format!("/v1/vms/{vm}")).await).await;

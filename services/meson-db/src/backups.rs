@@ -241,6 +241,7 @@ pub const RENAMED: crate::Renamed = crate::Renamed {
     kind: "backup",
     name_index: None,
     context: "updating a backup",
+    also: "",
 };
 
 /// Forgets a backup (it no longer counts against the quota).

@@ -234,6 +234,7 @@ pub const RENAMED: crate::Renamed = crate::Renamed {
     kind: "image",
     name_index: Some(NAME_INDEX),
     context: "updating an image",
+    also: "",
 };
 
 /// Forgets an image (it no longer counts against the quota).

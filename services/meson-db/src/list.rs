@@ -222,6 +222,9 @@ pub struct Renamed {
     /// The unique index that holds a live name once in a tenant, if any.
     pub name_index: Option<&'static str>,
     pub context: &'static str,
+    /// A condition on the row (`x`) beyond its list's, or `""`: a volume
+    /// is renamed only while no VM owns it.
+    pub also: &'static str,
 }
 
 /// Renames and/or relabels the tenant's live `T` `id`, a row its list
@@ -247,8 +250,10 @@ pub async fn rename<T: Listable>(
         .push(" and x.tenant_id = ")
         .push_bind(tenant.as_str().to_owned())
         .push(" and x.deleted_at is null");
-    if !source.only.is_empty() {
-        qb.push(" and ").push(source.only);
+    for condition in [source.only, how.also] {
+        if !condition.is_empty() {
+            qb.push(" and ").push(condition);
+        }
     }
     let res = qb.build().execute(pool).await;
     let res = match how.name_index {

@@ -200,6 +200,7 @@ pub const RENAMED: crate::Renamed = crate::Renamed {
     kind: "network",
     name_index: Some(NAME_INDEX),
     context: "updating a network",
+    also: "",
 };
 
 pub async fn set_status(

@@ -111,6 +111,7 @@ pub const RENAMED: crate::Renamed = crate::Renamed {
     kind: "ssh_key",
     name_index: Some(NAME_INDEX),
     context: "updating an SSH key",
+    also: "",
 };
 
 /// Forgets a live key: its name and key are free again. No live key:

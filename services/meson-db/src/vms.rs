@@ -591,27 +591,13 @@ impl crate::Listable for Vm {
     };
 }
 
-/// Renames a VM and/or replaces its labels.
-pub async fn update(
-    pool: &PgPool,
-    tenant: &TenantId,
-    id: VmId,
-    name: Option<&str>,
-    labels: Option<&Labels>,
-) -> Result<(), Error> {
-    let labels = crate::labels_json(labels)?;
-    let res = sqlx::query!(
-        r#"update vms set name = coalesce($3, name), labels = coalesce($4, labels)
-           where id = $1 and tenant_id = $2 and deleted_at is null and cluster_id is null"#,
-        id.0,
-        tenant.as_str(),
-        name,
-        labels,
-    )
-    .execute(pool)
-    .await;
-    crate::updated(name_taken(res)?, "vm", id, "updating a vm")
-}
+/// How a VM's rename and/or relabel reports (through [`crate::rename`]).
+pub const RENAMED: crate::Renamed = crate::Renamed {
+    kind: "vm",
+    name_index: Some("vms_tenant_name"),
+    context: "updating a vm",
+    also: "",
+};
 
 /// Every tenant's live VMs placed on `target` (cluster nodes included,
 /// with whether each is one), oldest first.

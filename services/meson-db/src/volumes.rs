@@ -490,27 +490,14 @@ pub async fn detach_all(db: impl sqlx::PgExecutor<'_>, vm: VmId) -> Result<(), E
     Ok(())
 }
 
-/// Renames a standalone volume and/or replaces its labels.
-pub async fn update(
-    pool: &PgPool,
-    tenant: &TenantId,
-    id: VolumeId,
-    name: Option<&str>,
-    labels: Option<&Labels>,
-) -> Result<(), Error> {
-    let labels = crate::labels_json(labels)?;
-    let res = sqlx::query!(
-        r#"update volumes set name = coalesce($3, name), labels = coalesce($4, labels)
-           where id = $1 and tenant_id = $2 and deleted_at is null and vm_id is null"#,
-        id.0,
-        tenant.as_str(),
-        name,
-        labels,
-    )
-    .execute(pool)
-    .await;
-    crate::updated(name_taken(res)?, "volume", id, "updating a volume")
-}
+/// How a standalone volume's rename and/or relabel reports (through
+/// [`crate::rename`]); a VM's own volumes are named by the VM.
+pub const RENAMED: crate::Renamed = crate::Renamed {
+    kind: "volume",
+    name_index: Some("volumes_tenant_name"),
+    context: "updating a volume",
+    also: "x.vm_id is null",
+};
 
 /// Forgets a standalone volume (it no longer counts against the quota).
 pub async fn mark_deleted(db: impl sqlx::PgExecutor<'_>, id: VolumeId) -> Result<(), Error> {

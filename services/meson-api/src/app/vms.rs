@@ -7,7 +7,6 @@ use meson_core::action::{Action, Command, ResourceType};
 use meson_core::naming;
 use meson_core::network::Attachment;
 use meson_core::parse::Warning;
-use meson_core::patch::NameLabels;
 use meson_core::vm::{
     RebuildSource, Vm, VmCreate, VmMigrate, VmNetworkChange, VmRebuild, VmResize, VmStatus,
 };
@@ -736,12 +735,10 @@ impl App {
         id: VmId,
         body: &serde_json::Value,
     ) -> Result<((Vm, VmParts), Vec<Warning>)> {
-        let NameLabels {
-            name,
-            labels,
-            warnings,
-        } = NameLabels::parse(body, meson_core::vm::MAX_NAME_LEN)?;
-        meson_db::vms::update(&self.pool, &p.tenant, id, name.as_deref(), labels.as_ref()).await?;
+        let renamed = meson_db::vms::RENAMED;
+        let warnings = self
+            .rename::<Vm>(&p.tenant, id.0, body, meson_core::vm::MAX_NAME_LEN, renamed)
+            .await?;
         Ok((self.vm_get(p, id).await?, warnings))
     }
 }

@@ -6,7 +6,6 @@ use super::{App, VolumeQuery, new_action};
 use crate::auth::Principal;
 use meson_core::action::{Action, Command, ResourceType};
 use meson_core::parse::Warning;
-use meson_core::patch::NameLabels;
 use meson_core::target::Target;
 use meson_core::vm::VmSpec;
 use meson_core::vm::VmStatus;
@@ -78,20 +77,18 @@ impl App {
         id: VolumeId,
         body: &serde_json::Value,
     ) -> Result<(Volume, Vec<Warning>)> {
-        let patch = NameLabels::parse(body, MAX_VOLUME_NAME_LEN)?;
-        let v = self.volume_get(p, id).await?;
-        if let Some(vm) = v.vm_id {
-            return Err(owned_by(vm));
-        }
-        meson_db::volumes::update(
-            &self.pool,
-            &p.tenant,
-            id,
-            patch.name.as_deref(),
-            patch.labels.as_ref(),
-        )
-        .await?;
-        Ok((self.volume_get(p, id).await?, patch.warnings))
+        let renamed = meson_db::volumes::RENAMED;
+        let warnings = match self
+            .rename::<Volume>(&p.tenant, id.0, body, MAX_VOLUME_NAME_LEN, renamed)
+            .await
+        {
+            // Not renamed: no such volume, or a VM's own.
+            Err(e) if e.code() == "not_found" => {
+                return Err(self.volume_get(p, id).await?.vm_id.map_or(e, owned_by));
+            }
+            r => r?,
+        };
+        Ok((self.volume_get(p, id).await?, warnings))
     }
 
     /// Starts deleting a standalone volume: `locked` while another action
