@@ -326,10 +326,6 @@ impl Resource for Backups {
             meta,
         }
     }
-
-    fn pagination(listed: &Paged<Backup>) -> meson_types::Pagination {
-        listed.pagination()
-    }
 }
 
 impl Deletable for Backups {

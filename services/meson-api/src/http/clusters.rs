@@ -1,30 +1,23 @@
 //! `/v1/clusters` (and its alias `POST /v1/kaas`).
 
-use super::resource::{self, Deletable, Resource};
+use super::resource::prelude::*;
 use super::responses::{
     BadBody, BadBodyField, BadId, CannotDelete, CannotModify, ClusterBusy, ClusterOverQuota,
     NameTakenOrKeyReused, NoSuchCluster,
 };
-use super::{AppState, JsonBody, parse_id, query_pairs};
-use crate::app::{App, ClusterView, ListQuery, Paged};
-use crate::auth::Principal;
-use crate::error::{ApiError, ApiResult};
-use crate::views;
+use super::{JsonBody, query_pairs};
+use crate::app::{ClusterView, ListQuery, Paged};
+use crate::error::ApiError;
 use axum::Json;
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::RawQuery;
 use axum::http::{StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::response::IntoResponse;
+use meson_core::ClusterId;
 use meson_core::Error;
-use meson_core::action::Action;
 use meson_core::cluster::ClusterStatus;
-use meson_core::parse::Warning;
-use meson_core::{ClusterId, Result};
 use meson_types as wire;
-use meson_types::ErrorResponse;
 use meson_types::cluster::{ClusterListQuery, ClusterUpdateRequest};
 use meson_types::kaas::KaasCreateRequest;
-use utoipa_axum::router::OpenApiRouter;
-use utoipa_axum::routes;
 
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -36,44 +29,43 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(phone_home))
 }
 
-async fn created(s: &AppState, p: &Principal, body: &serde_json::Value) -> ApiResult<Response> {
-    let c = s.app.cluster_create(p, body).await?;
-    let res = wire::cluster::ClusterCreateResponse {
-        cluster: views::cluster(&c.view),
-        action: views::action(&c.action),
-        warnings: c.warnings.iter().map(views::warning).collect(),
-    };
-    Ok((StatusCode::CREATED, Json(res)).into_response())
+resource::create_operation! {
+    Clusters;
+    /// Creates a Kubernetes cluster.
+    #[utoipa::path(
+        post,
+        path = "/v1/clusters",
+        tag = "clusters",
+        operation_id = "cluster_create",
+        summary = "Create a cluster",
+        description = "Takes the KaaS payload as Elemento's clients send it. The nodes' network, \
+            the cluster's certificates and one VM per node are made by its `create_cluster` \
+            action: the control plane first (`kubeadm init`), then every pool's workers in \
+            parallel; the cluster is `running` once every node reported its kubelet up.",
+        request_body(content = KaasCreateRequest, content_type = "application/json"),
+        params(("Idempotency-Key" = Option<String>, Header,
+            description = "Makes a retried POST safe: the first response is replayed.")),
+        responses(
+            (status = 201, description = "Accepted: the cluster and its create action.",
+                body = wire::cluster::ClusterCreateResponse),
+            BadBodyField,
+            ClusterOverQuota,
+            NameTakenOrKeyReused,
+        ),
+    )]
 }
 
-/// Creates a Kubernetes cluster.
-#[utoipa::path(
-    post,
-    path = "/v1/clusters",
-    tag = "clusters",
-    operation_id = "cluster_create",
-    summary = "Create a cluster",
-    description = "Takes the KaaS payload as Elemento's clients send it. The nodes' network, \
-        the cluster's certificates and one VM per node are made by its `create_cluster` \
-        action: the control plane first (`kubeadm init`), then every pool's workers in \
-        parallel; the cluster is `running` once every node reported its kubelet up.",
-    request_body(content = KaasCreateRequest, content_type = "application/json"),
-    params(("Idempotency-Key" = Option<String>, Header,
-        description = "Makes a retried POST safe: the first response is replayed.")),
-    responses(
-        (status = 201, description = "Accepted: the cluster and its create action.",
-            body = wire::cluster::ClusterCreateResponse),
-        BadBodyField,
-        ClusterOverQuota,
-        NameTakenOrKeyReused,
-    ),
-)]
-async fn create(
-    State(s): State<AppState>,
-    p: Principal,
-    JsonBody(body): JsonBody,
-) -> ApiResult<Response> {
-    created(&s, &p, &body).await
+impl Creatable for Clusters {
+    type Created = wire::cluster::ClusterCreateResponse;
+
+    async fn create(app: &App, p: &Principal, body: &serde_json::Value) -> Result<Self::Created> {
+        let c = app.cluster_create(p, body).await?;
+        Ok(wire::cluster::ClusterCreateResponse {
+            cluster: views::cluster(&c.view),
+            action: views::action(&c.action),
+            warnings: c.warnings.iter().map(views::warning).collect(),
+        })
+    }
 }
 
 /// Creates a Kubernetes cluster (Elemento's original path).
@@ -95,12 +87,8 @@ async fn create(
         NameTakenOrKeyReused,
     ),
 )]
-async fn create_kaas(
-    State(s): State<AppState>,
-    p: Principal,
-    JsonBody(body): JsonBody,
-) -> ApiResult<Response> {
-    created(&s, &p, &body).await
+async fn create_kaas(s: State<AppState>, p: Principal, body: JsonBody) -> ApiResult<Response> {
+    resource::create::<Clusters>(s, p, body).await
 }
 
 resource::get_operation! {
@@ -337,10 +325,6 @@ impl Resource for Clusters {
             clusters: listed.items.iter().map(views::cluster).collect(),
             meta,
         }
-    }
-
-    fn pagination(listed: &Self::Listed) -> wire::Pagination {
-        listed.pagination()
     }
 }
 

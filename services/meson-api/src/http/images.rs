@@ -244,10 +244,6 @@ impl Resource for Images {
             meta,
         }
     }
-
-    fn pagination(listed: &Paged<Image>) -> meson_types::Pagination {
-        listed.pagination()
-    }
 }
 
 impl Deletable for Images {

@@ -1,28 +1,15 @@
 //! `/v1/networks`.
 
-use super::resource::{self, Deletable, Resource};
+use super::resource::prelude::*;
 use super::responses::{
     BadBody, BadBodyField, BadId, CannotDelete, CannotModify, NameTakenOrKeyReused, NoSuchNetwork,
 };
-use super::{AppState, JsonBody};
-use crate::app::{App, ListQuery, Paged};
-use crate::auth::Principal;
-use crate::error::ApiResult;
-use crate::views;
-use axum::Json;
-use axum::extract::State;
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
-use meson_core::action::Action;
+use crate::app::{ListQuery, Paged};
 use meson_core::network::{Network, NetworkStatus};
-use meson_core::parse::Warning;
-use meson_core::{NetworkId, Result, VmId};
+use meson_core::{NetworkId, VmId};
 use meson_types as wire;
-use meson_types::ErrorResponse;
 use meson_types::network::{NetworkCreateRequest, NetworkListQuery};
 use meson_types::requests::NameLabelsUpdate;
-use utoipa_axum::router::OpenApiRouter;
-use utoipa_axum::routes;
 
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -30,38 +17,41 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(read, delete, update))
 }
 
-/// Creates a private network.
-#[utoipa::path(
-    post,
-    path = "/v1/networks",
-    tag = "networks",
-    operation_id = "network_create",
-    summary = "Create a network",
-    description = "A private IPv4 network. It is made on an AtomOS host when the first VM \
-        placed there joins it (`networks` in `POST /v1/vms`). With `dhcp` false, meson hands \
-        each VM the lowest free address of the range and configures it in the guest.",
-    request_body(content = NetworkCreateRequest, content_type = "application/json"),
-    params(("Idempotency-Key" = Option<String>, Header,
-        description = "Makes a retried POST safe: the first response is replayed.")),
-    responses(
-        (status = 201, description = "The network.", body = wire::network::NetworkResponse),
-        BadBodyField,
-        (status = 403, description = "The token's role cannot create (`forbidden`).",
-            body = ErrorResponse),
-        NameTakenOrKeyReused,
-    ),
-)]
-async fn create(
-    State(s): State<AppState>,
-    p: Principal,
-    JsonBody(body): JsonBody,
-) -> ApiResult<Response> {
-    let (network, warnings) = s.app.network_create(&p, &body).await?;
-    let res = wire::network::NetworkResponse {
-        network: views::network(&network, &[]),
-        warnings: warnings.iter().map(views::warning).collect(),
-    };
-    Ok((StatusCode::CREATED, Json(res)).into_response())
+resource::create_operation! {
+    Networks;
+    /// Creates a private network.
+    #[utoipa::path(
+        post,
+        path = "/v1/networks",
+        tag = "networks",
+        operation_id = "network_create",
+        summary = "Create a network",
+        description = "A private IPv4 network. It is made on an AtomOS host when the first VM \
+            placed there joins it (`networks` in `POST /v1/vms`). With `dhcp` false, meson hands \
+            each VM the lowest free address of the range and configures it in the guest.",
+        request_body(content = NetworkCreateRequest, content_type = "application/json"),
+        params(("Idempotency-Key" = Option<String>, Header,
+            description = "Makes a retried POST safe: the first response is replayed.")),
+        responses(
+            (status = 201, description = "The network.", body = wire::network::NetworkResponse),
+            BadBodyField,
+            (status = 403, description = "The token's role cannot create (`forbidden`).",
+                body = ErrorResponse),
+            NameTakenOrKeyReused,
+        ),
+    )]
+}
+
+impl Creatable for Networks {
+    type Created = wire::network::NetworkResponse;
+
+    async fn create(app: &App, p: &Principal, body: &serde_json::Value) -> Result<Self::Created> {
+        let (network, warnings) = app.network_create(p, body).await?;
+        Ok(wire::network::NetworkResponse {
+            network: views::network(&network, &[]),
+            warnings: warnings.iter().map(views::warning).collect(),
+        })
+    }
 }
 
 resource::get_operation! {
@@ -186,10 +176,6 @@ impl Resource for Networks {
                 .collect(),
             meta,
         }
-    }
-
-    fn pagination(listed: &Self::Listed) -> wire::Pagination {
-        listed.pagination()
     }
 }
 

@@ -12,12 +12,30 @@ use crate::auth::Principal;
 use crate::error::ApiResult;
 use axum::Json;
 use axum::extract::{Path, RawQuery, State};
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use meson_core::Result;
 use meson_core::action::Action;
 use meson_core::parse::Warning;
 use serde::Serialize;
 use std::future::Future;
+
+/// What a resource's REST module uses, whatever the resource.
+pub(crate) mod prelude {
+    pub(crate) use super::{Creatable, Deletable, Resource};
+    pub(crate) use crate::app::App;
+    pub(crate) use crate::auth::Principal;
+    pub(crate) use crate::error::ApiResult;
+    pub(crate) use crate::http::{AppState, parse_id, resource};
+    pub(crate) use crate::views;
+    pub(crate) use axum::extract::{Path, State};
+    pub(crate) use axum::response::Response;
+    pub(crate) use meson_core::Result;
+    pub(crate) use meson_core::action::Action;
+    pub(crate) use meson_core::parse::Warning;
+    pub(crate) use meson_types::ErrorResponse;
+    pub(crate) use utoipa_axum::router::OpenApiRouter;
+    pub(crate) use utoipa_axum::routes;
+}
 
 /// A resource with the REST operations every resource has.
 pub trait Resource: 'static {
@@ -30,7 +48,7 @@ pub trait Resource: 'static {
     /// The answer of `PATCH`.
     type Updated: Serialize;
     /// A page as the app reads it.
-    type Listed: Send;
+    type Listed: Paginated + Send;
     /// A page as it is answered.
     type Page: Serialize;
     /// The collection's path, for the list's `Link` header.
@@ -62,8 +80,30 @@ pub trait Resource: 'static {
 
     /// The page's answer and where it stands in the list.
     fn page(listed: &Self::Listed, meta: meson_types::Meta) -> Self::Page;
+}
 
-    fn pagination(listed: &Self::Listed) -> meson_types::Pagination;
+/// A page as the app reads it: where it stands in its list.
+pub trait Paginated {
+    fn pagination(&self) -> meson_types::Pagination;
+}
+
+impl<T> Paginated for crate::app::Paged<T> {
+    fn pagination(&self) -> meson_types::Pagination {
+        crate::app::Paged::pagination(self)
+    }
+}
+
+/// A resource made by `POST /v1/<collection>`.
+pub trait Creatable: Resource {
+    /// The answer of `POST` (`201`): the resource, with its action if it
+    /// has one, and the request's warnings.
+    type Created: Serialize;
+
+    fn create(
+        app: &App,
+        p: &Principal,
+        body: &serde_json::Value,
+    ) -> impl Future<Output = Result<Self::Created>> + Send;
 }
 
 /// A resource whose delete is an action.
@@ -73,6 +113,16 @@ pub trait Deletable: Resource {
         p: &Principal,
         id: Self::Id,
     ) -> impl Future<Output = Result<Action>> + Send;
+}
+
+/// `POST /v1/<collection>`: `201` with what was made.
+pub async fn create<R: Creatable>(
+    State(s): State<AppState>,
+    p: Principal,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
+    let created = R::create(&s.app, &p, &body).await?;
+    Ok((axum::http::StatusCode::CREATED, Json(created)).into_response())
 }
 
 /// `GET /v1/<collection>/{id}`.
@@ -93,7 +143,7 @@ pub async fn list<R: Resource>(
 ) -> ApiResult<Response> {
     let pairs = query_pairs(q.as_deref())?;
     let listed = R::list(&s.app, &p, &pairs).await?;
-    let (meta, link) = pagination(R::PATH, &pairs, R::pagination(&listed));
+    let (meta, link) = pagination(R::PATH, &pairs, listed.pagination());
     Ok(paged(R::page(&listed, meta), link))
 }
 
@@ -206,6 +256,27 @@ macro_rules! list_operation {
     };
 }
 pub(crate) use list_operation;
+
+/// Declares `create`, a resource's `POST /v1/<collection>` through
+/// [`create`], as [`update_operation`] declares `update`.
+macro_rules! create_operation {
+    (
+        $res:ty;
+        $(#[doc = $doc:literal])*
+        #[utoipa::path($($path:tt)*)]
+    ) => {
+        $(#[doc = $doc])*
+        #[utoipa::path($($path)*)]
+        async fn create(
+            s: axum::extract::State<AppState>,
+            p: crate::auth::Principal,
+            body: $crate::http::JsonBody,
+        ) -> crate::error::ApiResult<axum::response::Response> {
+            $crate::http::resource::create::<$res>(s, p, body).await
+        }
+    };
+}
+pub(crate) use create_operation;
 
 /// Declares `update`, a resource's `PATCH /v1/<collection>/{id}` through
 /// [`update`]: the handler is the shared one, the `#[utoipa::path]`

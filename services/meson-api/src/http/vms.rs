@@ -1,25 +1,12 @@
 //! `/v1/vms`.
 
-use super::resource::{self, Deletable, Resource};
+use super::resource::prelude::*;
 use super::responses::{BadId, BadIdOrBody, NoSuchVm, VmBusy};
-use super::{AppState, JsonBody, parse_id};
-use crate::app::{App, ListQuery, VmPage, VmParts};
-use crate::auth::Principal;
-use crate::error::ApiResult;
-use crate::views;
-use axum::Json;
-use axum::extract::{Path, State};
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
-use meson_core::action::Action;
-use meson_core::parse::Warning;
+use crate::app::{ListQuery, VmPage, VmParts};
+use meson_core::VmId;
 use meson_core::vm::{Vm, VmStatus};
-use meson_core::{Result, VmId};
 use meson_types as wire;
-use meson_types::ErrorResponse;
 use meson_types::requests::{NameLabelsUpdate, VmCreateRequest, VmListQuery};
-use utoipa_axum::router::OpenApiRouter;
-use utoipa_axum::routes;
 
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -33,63 +20,65 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(detach_network))
 }
 
-/// Creates a VM.
-#[utoipa::path(
-    post,
-    path = "/v1/vms",
-    tag = "vms",
-    operation_id = "vm_create",
-    summary = "Create a VM",
-    description = "Validates the request, stores the VM and starts its `create_vm` action: \
-        placement (the cheapest host that fits, within `provider`, `continent` and \
-        `region`; the host of the standalone `volumes` it attaches, if any), volumes, \
-        cloud-init, boot. Poll the action or stream it.",
-    request_body(content = VmCreateRequest, content_type = "application/json",
-        example = json!(meson_types::requests::vm_create_example())),
-    responses(
-        (status = 201, description = "Accepted: the VM (`initializing`) and its action.",
-            body = wire::VmCreateResponse, links(
-                ("GetVm" = (operation_id = "vm_get",
-                    parameters(("id" = "$response.body#/vm/id")))),
-                ("UpdateVm" = (operation_id = "vm_update",
-                    parameters(("id" = "$response.body#/vm/id")))),
-                ("DeleteVm" = (operation_id = "vm_delete",
-                    parameters(("id" = "$response.body#/vm/id")))),
-                ("PowerOffVm" = (operation_id = "vm_power",
-                    parameters(("id" = "$response.body#/vm/id"), ("command" = "poweroff")))),
-                ("ListVmActions" = (operation_id = "vm_action_list",
-                    parameters(("id" = "$response.body#/vm/id")))),
-                ("GetAction" = (operation_id = "action_get",
-                    parameters(("id" = "$response.body#/action/id")))),
-                ("StreamAction" = (operation_id = "action_stream",
-                    parameters(("id" = "$response.body#/action/id")))),
-            )),
-        (status = 400, description = "Invalid input (`invalid_input`, every rejected field \
-            named in `details.fields`, e.g. a `volumes[i]` that is not one of the tenant's \
-            `available` standalone volumes, or not on the others' host), malformed JSON \
-            (`json_error`) or a bad `Idempotency-Key`.", body = ErrorResponse),
-        (status = 403, description = "The token's role cannot create VMs (`forbidden`), or \
-            the VM would take the tenant over a quota (`resource_limit_exceeded`, each one \
-            in `details.limits`).", body = ErrorResponse),
-        (status = 409, description = "The tenant has a VM with this name \
-            (`uniqueness_error`), or the `Idempotency-Key` was used with another request \
-            (`conflict`).", body = ErrorResponse),
-    ),
-)]
+resource::create_operation! {
+    Vms;
+    /// Creates a VM.
+    #[utoipa::path(
+        post,
+        path = "/v1/vms",
+        tag = "vms",
+        operation_id = "vm_create",
+        summary = "Create a VM",
+        description = "Validates the request, stores the VM and starts its `create_vm` action: \
+            placement (the cheapest host that fits, within `provider`, `continent` and \
+            `region`; the host of the standalone `volumes` it attaches, if any), volumes, \
+            cloud-init, boot. Poll the action or stream it.",
+        request_body(content = VmCreateRequest, content_type = "application/json",
+            example = json!(meson_types::requests::vm_create_example())),
+        responses(
+            (status = 201, description = "Accepted: the VM (`initializing`) and its action.",
+                body = wire::VmCreateResponse, links(
+                    ("GetVm" = (operation_id = "vm_get",
+                        parameters(("id" = "$response.body#/vm/id")))),
+                    ("UpdateVm" = (operation_id = "vm_update",
+                        parameters(("id" = "$response.body#/vm/id")))),
+                    ("DeleteVm" = (operation_id = "vm_delete",
+                        parameters(("id" = "$response.body#/vm/id")))),
+                    ("PowerOffVm" = (operation_id = "vm_power",
+                        parameters(("id" = "$response.body#/vm/id"), ("command" = "poweroff")))),
+                    ("ListVmActions" = (operation_id = "vm_action_list",
+                        parameters(("id" = "$response.body#/vm/id")))),
+                    ("GetAction" = (operation_id = "action_get",
+                        parameters(("id" = "$response.body#/action/id")))),
+                    ("StreamAction" = (operation_id = "action_stream",
+                        parameters(("id" = "$response.body#/action/id")))),
+                )),
+            (status = 400, description = "Invalid input (`invalid_input`, every rejected field \
+                named in `details.fields`, e.g. a `volumes[i]` that is not one of the tenant's \
+                `available` standalone volumes, or not on the others' host), malformed JSON \
+                (`json_error`) or a bad `Idempotency-Key`.", body = ErrorResponse),
+            (status = 403, description = "The token's role cannot create VMs (`forbidden`), or \
+                the VM would take the tenant over a quota (`resource_limit_exceeded`, each one \
+                in `details.limits`).", body = ErrorResponse),
+            (status = 409, description = "The tenant has a VM with this name \
+                (`uniqueness_error`), or the `Idempotency-Key` was used with another request \
+                (`conflict`).", body = ErrorResponse),
+        ),
+    )]
+}
 
-async fn create(
-    State(s): State<AppState>,
-    p: Principal,
-    JsonBody(body): JsonBody,
-) -> ApiResult<Response> {
-    let c = s.app.vm_create(&p, &body).await?;
-    let res = wire::VmCreateResponse {
-        vm: views::vm(&c.vm, &c.parts),
-        action: views::action(&c.action),
-        next_actions: vec![],
-        warnings: c.warnings.iter().map(views::warning).collect(),
-    };
-    Ok((StatusCode::CREATED, Json(res)).into_response())
+impl Creatable for Vms {
+    type Created = wire::VmCreateResponse;
+
+    async fn create(app: &App, p: &Principal, body: &serde_json::Value) -> Result<Self::Created> {
+        let c = app.vm_create(p, body).await?;
+        Ok(wire::VmCreateResponse {
+            vm: views::vm(&c.vm, &c.parts),
+            action: views::action(&c.action),
+            next_actions: vec![],
+            warnings: c.warnings.iter().map(views::warning).collect(),
+        })
+    }
 }
 
 resource::get_operation! {
@@ -392,6 +381,12 @@ resource::action_operation! {
 /// VMs through the shared handlers.
 pub struct Vms;
 
+impl resource::Paginated for VmPage {
+    fn pagination(&self) -> wire::Pagination {
+        self.vms.pagination()
+    }
+}
+
 impl Resource for Vms {
     type Id = VmId;
     type Item = (Vm, VmParts);
@@ -442,10 +437,6 @@ impl Resource for Vms {
                 .collect(),
             meta,
         }
-    }
-
-    fn pagination(listed: &VmPage) -> wire::Pagination {
-        listed.vms.pagination()
     }
 }
 

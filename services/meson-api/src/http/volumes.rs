@@ -1,29 +1,17 @@
 //! `/v1/volumes`.
 
-use super::resource::{self, Deletable, Resource};
+use super::action_created;
+use super::resource::prelude::*;
 use super::responses::{BadBody, BadId, CannotDelete, CannotModify, NoSuchVolume, VmBusy};
-use super::{AppState, JsonBody, action_created, parse_id};
-use crate::app::{App, Paged, VolumeQuery};
-use crate::auth::Principal;
-use crate::error::ApiResult;
-use crate::views;
-use axum::Json;
-use axum::extract::{Path, State};
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
-use meson_core::action::Action;
-use meson_core::parse::Warning;
+use crate::app::{Paged, VolumeQuery};
+use meson_core::VolumeId;
 use meson_core::volume::Volume;
-use meson_core::{Result, VolumeId};
-use meson_types::ErrorResponse;
 use meson_types::action as wire_action;
 use meson_types::requests::NameLabelsUpdate;
 use meson_types::requests::VolumeListQuery;
 use meson_types::volume::{
     self as wire, VolumeAttachRequest, VolumeCreateRequest, VolumeMoveRequest, VolumeResizeRequest,
 };
-use utoipa_axum::router::OpenApiRouter;
-use utoipa_axum::routes;
 
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -35,53 +23,56 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(move_to))
 }
 
-/// Creates a standalone volume.
-#[utoipa::path(
-    post,
-    path = "/v1/volumes",
-    tag = "volumes",
-    operation_id = "volume_create",
-    summary = "Create a volume",
-    description = "Stores a standalone data volume (`creating`) and starts its \
-        `create_volume` action, which places it on an AtomOS host with room for it (within \
-        `provider`, `continent` and `region`) and makes it there; it is then `available`. \
-        Attach it by naming it in a VM's `volumes` (`POST /v1/vms`): the VM is placed on the \
-        volume's host. It counts against the `storage_gb` quota until deleted.",
-    request_body(content = VolumeCreateRequest, content_type = "application/json"),
-    responses(
-        (status = 201, description = "Accepted: the volume (`creating`) and its action.",
-            body = wire::VolumeCreateResponse, links(
-                ("GetVolume" = (operation_id = "volume_get",
-                    parameters(("id" = "$response.body#/volume/id")))),
-                ("DeleteVolume" = (operation_id = "volume_delete",
-                    parameters(("id" = "$response.body#/volume/id")))),
-                ("GetAction" = (operation_id = "action_get",
-                    parameters(("id" = "$response.body#/action/id")))),
-            )),
-        (status = 400, description = "A bad field (`invalid_input`, every rejected field \
-            named in `details.fields`), malformed JSON (`json_error`) or a bad \
-            `Idempotency-Key`.", body = ErrorResponse),
-        (status = 403, description = "The token's role cannot create (`forbidden`), or the \
-            volume would take the tenant over its `storage_gb` quota \
-            (`resource_limit_exceeded`).", body = ErrorResponse),
-        (status = 409, description = "The tenant has a standalone volume with this name \
-            (`uniqueness_error`), or the Idempotency-Key was used with another body \
-            (`conflict`).", body = ErrorResponse),
-    ),
-)]
-async fn create(
-    State(s): State<AppState>,
-    p: Principal,
-    JsonBody(body): JsonBody,
-) -> ApiResult<Response> {
-    let c = s.app.volume_create(&p, &body).await?;
-    let res = wire::VolumeCreateResponse {
-        volume: views::volume(&c.volume),
-        action: views::action(&c.action),
-        next_actions: vec![],
-        warnings: c.warnings.iter().map(views::warning).collect(),
-    };
-    Ok((StatusCode::CREATED, Json(res)).into_response())
+resource::create_operation! {
+    Volumes;
+    /// Creates a standalone volume.
+    #[utoipa::path(
+        post,
+        path = "/v1/volumes",
+        tag = "volumes",
+        operation_id = "volume_create",
+        summary = "Create a volume",
+        description = "Stores a standalone data volume (`creating`) and starts its \
+            `create_volume` action, which places it on an AtomOS host with room for it (within \
+            `provider`, `continent` and `region`) and makes it there; it is then `available`. \
+            Attach it by naming it in a VM's `volumes` (`POST /v1/vms`): the VM is placed on the \
+            volume's host. It counts against the `storage_gb` quota until deleted.",
+        request_body(content = VolumeCreateRequest, content_type = "application/json"),
+        responses(
+            (status = 201, description = "Accepted: the volume (`creating`) and its action.",
+                body = wire::VolumeCreateResponse, links(
+                    ("GetVolume" = (operation_id = "volume_get",
+                        parameters(("id" = "$response.body#/volume/id")))),
+                    ("DeleteVolume" = (operation_id = "volume_delete",
+                        parameters(("id" = "$response.body#/volume/id")))),
+                    ("GetAction" = (operation_id = "action_get",
+                        parameters(("id" = "$response.body#/action/id")))),
+                )),
+            (status = 400, description = "A bad field (`invalid_input`, every rejected field \
+                named in `details.fields`), malformed JSON (`json_error`) or a bad \
+                `Idempotency-Key`.", body = ErrorResponse),
+            (status = 403, description = "The token's role cannot create (`forbidden`), or the \
+                volume would take the tenant over its `storage_gb` quota \
+                (`resource_limit_exceeded`).", body = ErrorResponse),
+            (status = 409, description = "The tenant has a standalone volume with this name \
+                (`uniqueness_error`), or the Idempotency-Key was used with another body \
+                (`conflict`).", body = ErrorResponse),
+        ),
+    )]
+}
+
+impl Creatable for Volumes {
+    type Created = wire::VolumeCreateResponse;
+
+    async fn create(app: &App, p: &Principal, body: &serde_json::Value) -> Result<Self::Created> {
+        let c = app.volume_create(p, body).await?;
+        Ok(wire::VolumeCreateResponse {
+            volume: views::volume(&c.volume),
+            action: views::action(&c.action),
+            next_actions: vec![],
+            warnings: c.warnings.iter().map(views::warning).collect(),
+        })
+    }
 }
 
 resource::get_operation! {
@@ -344,10 +335,6 @@ impl Resource for Volumes {
             volumes: listed.items.iter().map(views::volume).collect(),
             meta,
         }
-    }
-
-    fn pagination(listed: &Paged<Volume>) -> meson_types::Pagination {
-        listed.pagination()
     }
 }
 

@@ -193,10 +193,6 @@ impl Resource for SshKeys {
             meta,
         }
     }
-
-    fn pagination(listed: &Paged<StoredKey>) -> meson_types::Pagination {
-        listed.pagination()
-    }
 }
 
 resource::list_operation! {
