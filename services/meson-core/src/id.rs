@@ -41,7 +41,7 @@ pub fn replaying() -> bool {
     ATTEMPT.try_with(|a| a.replay).unwrap_or(false)
 }
 
-fn fresh() -> Uuid {
+pub(crate) fn fresh() -> Uuid {
     ATTEMPT
         .try_with(|a| {
             let i = a.next.fetch_add(1, Ordering::Relaxed);
@@ -56,19 +56,24 @@ fn fresh() -> Uuid {
         .unwrap_or_else(|_| Uuid::now_v7())
 }
 
+/// Declares a resource's id: a UUID, time-ordered when new. A resource
+/// declares its own beside its domain type (`ssh::SshKeyId`).
 macro_rules! uuid_id {
     ($(#[$doc:meta])* $name:ident) => {
         $(#[$doc])*
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        #[derive(
+            Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord,
+            ::serde::Serialize, ::serde::Deserialize,
+        )]
         #[serde(transparent)]
-        pub struct $name(pub Uuid);
+        pub struct $name(pub ::uuid::Uuid);
 
         impl $name {
             /// A new, time-ordered id (UUIDv7), so ids sort by creation;
             /// on a request's later attempt, the one its first attempt
             /// made at this point ([`attempt`]).
             pub fn new() -> Self {
-                Self(fresh())
+                Self($crate::id::fresh())
             }
         }
 
@@ -78,26 +83,27 @@ macro_rules! uuid_id {
             }
         }
 
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        impl ::std::fmt::Display for $name {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
                 self.0.fmt(f)
             }
         }
 
         impl std::str::FromStr for $name {
-            type Err = uuid::Error;
+            type Err = ::uuid::Error;
             fn from_str(s: &str) -> Result<Self, Self::Err> {
-                Uuid::parse_str(s).map(Self)
+                ::uuid::Uuid::parse_str(s).map(Self)
             }
         }
 
-        impl From<Uuid> for $name {
-            fn from(u: Uuid) -> Self {
+        impl From<::uuid::Uuid> for $name {
+            fn from(u: ::uuid::Uuid) -> Self {
                 Self(u)
             }
         }
     };
 }
+pub(crate) use uuid_id;
 
 uuid_id!(
     /// A virtual machine.
@@ -126,10 +132,6 @@ uuid_id!(
 uuid_id!(
     /// An API token issued by meson.
     TokenId
-);
-uuid_id!(
-    /// A public SSH key a tenant keeps at meson.
-    SshKeyId
 );
 uuid_id!(
     /// An invitation to join an organisation.

@@ -37,5 +37,5 @@ pub mod volume;
 pub use error::{Code, Error, FieldError, Result};
 pub use id::{
     ActionId, BackupId, ClusterId, ConsoleId, ImageId, InvitationId, JobId, NetworkId, NodeId,
-    OrphanId, PoolId, PortForwardId, SshKeyId, TargetId, TenantId, TokenId, VmId, VolumeId,
+    OrphanId, PoolId, PortForwardId, TargetId, TenantId, TokenId, VmId, VolumeId,
 };

@@ -3,13 +3,18 @@
 //! their VM), its fingerprint, and the keys a tenant keeps at meson
 //! ([`StoredKey`], `/v1/ssh-keys`).
 
+use crate::TenantId;
 use crate::labels::{self, Labels};
 use crate::parse::{Parser, Warning};
-use crate::{SshKeyId, TenantId};
 use base64::Engine;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
+
+crate::id::uuid_id!(
+    /// A public SSH key a tenant keeps at meson.
+    SshKeyId
+);
 
 /// A validated OpenSSH public key line (`type base64 [comment]`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

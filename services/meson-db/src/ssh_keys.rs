@@ -2,8 +2,9 @@
 
 use crate::{DbResult, corrupt};
 use meson_core::labels::Labels;
+use meson_core::ssh::SshKeyId;
 use meson_core::ssh::{SshKey, StoredKey};
-use meson_core::{Error, SshKeyId, TenantId};
+use meson_core::{Error, TenantId};
 use sqlx::PgPool;
 use uuid::Uuid;
 
