@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 /// What the owner holds: one of everything, by path parameter.
 struct Owned {
-    ids: BTreeMap<&'static str, String>,
+    ids: BTreeMap<String, String>,
 }
 
 impl Owned {
@@ -18,7 +18,32 @@ impl Owned {
     }
 }
 
-async fn one_of_everything(m: &Meson) -> Owned {
+/// Operators' collections: shared infrastructure, no tenant owns them.
+const SHARED: [&str; 2] = ["targets", "orphans"];
+
+/// The collection's resource kind, as the API names it (`ssh-keys` →
+/// `ssh_key`).
+fn kind_of(collection: &str) -> String {
+    collection
+        .strip_suffix('s')
+        .unwrap_or(collection)
+        .replace('-', "_")
+}
+
+/// The JSON example of an operation's request body in the document.
+fn example(doc: &Value, operation: &str) -> Option<Value> {
+    let op = doc["paths"]
+        .as_object()?
+        .values()
+        .filter_map(Value::as_object)
+        .flat_map(|item| item.values())
+        .find(|op| op["operationId"] == operation)?;
+    op["requestBody"]["content"]["application/json"]
+        .get("example")
+        .cloned()
+}
+
+async fn one_of_everything(m: &Meson, doc: &Value) -> Owned {
     let mut ids = BTreeMap::new();
     let r = m
         .post(
@@ -28,7 +53,7 @@ async fn one_of_everything(m: &Meson) -> Owned {
         .await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
     ids.insert(
-        "network",
+        "network".into(),
         r.body["network"]["id"].as_str().unwrap().to_owned(),
     );
     // A standalone volume, attached to the VM.
@@ -40,7 +65,7 @@ async fn one_of_everything(m: &Meson) -> Owned {
         .await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
     ids.insert(
-        "volume",
+        "volume".into(),
         r.body["volume"]["id"].as_str().unwrap().to_owned(),
     );
     let created = m
@@ -52,10 +77,10 @@ async fn one_of_everything(m: &Meson) -> Owned {
     vm["volumes"] = json!([ids["volume"]]);
     let r = m.post("/v1/vms", &vm).await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
-    ids.insert("vm", r.body["vm"]["id"].as_str().unwrap().to_owned());
+    ids.insert("vm".into(), r.body["vm"]["id"].as_str().unwrap().to_owned());
     // The VM's own boot volume: no route names it here, no answer may show it.
     ids.insert(
-        "vm_volume",
+        "vm_volume".into(),
         r.body["vm"]["volumes"][0]["id"]
             .as_str()
             .unwrap()
@@ -63,7 +88,7 @@ async fn one_of_everything(m: &Meson) -> Owned {
     );
     let action = r.body["action"]["id"].as_str().unwrap().to_owned();
     assert_eq!(m.wait_action(&action).await["status"], "success");
-    ids.insert("action", action);
+    ids.insert("action".into(), action);
     // An image of the VM.
     let r = m
         .post(
@@ -72,7 +97,10 @@ async fn one_of_everything(m: &Meson) -> Owned {
         )
         .await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
-    ids.insert("image", r.body["image"]["id"].as_str().unwrap().to_owned());
+    ids.insert(
+        "image".into(),
+        r.body["image"]["id"].as_str().unwrap().to_owned(),
+    );
     let made = m
         .wait_action(r.body["action"]["id"].as_str().unwrap())
         .await;
@@ -86,7 +114,7 @@ async fn one_of_everything(m: &Meson) -> Owned {
         .await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
     ids.insert(
-        "backup",
+        "backup".into(),
         r.body["backup"]["id"].as_str().unwrap().to_owned(),
     );
     let made = m
@@ -107,7 +135,7 @@ async fn one_of_everything(m: &Meson) -> Owned {
         .await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
     ids.insert(
-        "port_forward",
+        "port_forward".into(),
         r.body["port_forward"]["id"].as_str().unwrap().to_owned(),
     );
     let made = m
@@ -115,7 +143,7 @@ async fn one_of_everything(m: &Meson) -> Owned {
         .await;
     assert_eq!(made["status"], "success", "{made}");
 
-    // A console on the VM, and an API token of the tenant's.
+    // A console on the VM.
     let r = m
         .post(
             &format!("/v1/vms/{}/actions/request-console", ids["vm"]),
@@ -124,38 +152,10 @@ async fn one_of_everything(m: &Meson) -> Owned {
         .await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
     ids.insert(
-        "console",
+        "console".into(),
         r.body["console"]["id"].as_str().unwrap().to_owned(),
     );
-    let r = m
-        .post("/v1/tokens", &json!({"name": "owned", "role": "viewer"}))
-        .await;
-    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
-    ids.insert("token", r.body["token"]["id"].as_str().unwrap().to_owned());
-    let r = m
-        .post(
-            "/v1/ssh-keys",
-            &json!({"name": "owned", "public_key": crate::harness::SSH_KEY}),
-        )
-        .await;
-    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
-    ids.insert(
-        "ssh_key",
-        r.body["ssh_key"]["id"].as_str().unwrap().to_owned(),
-    );
-    // A sub-organisation of the tenant's.
-    let r = m
-        .post(
-            "/v1/organizations",
-            &json!({"name": "owned", "quotas": {"vms": 1}}),
-        )
-        .await;
-    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
-    ids.insert(
-        "organization",
-        r.body["organization"]["id"].as_str().unwrap().to_owned(),
-    );
-    // A member of the tenant's, and an invitation to it.
+    // A member of the tenant's.
     let r = m
         .post(
             "/v1/members",
@@ -163,28 +163,49 @@ async fn one_of_everything(m: &Meson) -> Owned {
         )
         .await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
-    ids.insert("member", "owned-member".to_owned());
-    let r = m
-        .post(
-            "/v1/invitations",
-            &json!({"email": "owned@example.com", "role": "viewer"}),
-        )
-        .await;
-    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
-    ids.insert(
-        "invitation",
-        r.body["invitation"]["id"].as_str().unwrap().to_owned(),
-    );
+    ids.insert("member".into(), "owned-member".to_owned());
 
     let mut kaas = seed_kaas();
     kaas["req"]["nodepool"][0]["desired_nodes"] = 1.into();
     kaas["req"]["nodepool"][0]["min_nodes"] = 1.into();
     let cluster = m.running_cluster(&kaas).await;
     let c = m.cluster(&cluster).await;
-    ids.insert("pool", c["pools"][0]["id"].as_str().unwrap().to_owned());
+    ids.insert(
+        "pool".into(),
+        c["pools"][0]["id"].as_str().unwrap().to_owned(),
+    );
     let nodes = m.cluster_nodes(&cluster).await;
-    ids.insert("node", nodes[0]["id"].as_str().unwrap().to_owned());
-    ids.insert("cluster", cluster);
+    ids.insert("node".into(), nodes[0]["id"].as_str().unwrap().to_owned());
+    ids.insert("cluster".into(), cluster);
+
+    // One of every other resource read by id (`/v1/<collection>/{id}`),
+    // made by its create's documented example: a new resource is covered
+    // here without a line of this test.
+    for path in doc["paths"].as_object().unwrap().keys() {
+        let segments: Vec<&str> = path.split('/').collect();
+        let ["", "v1", collection, "{id}"] = segments[..] else {
+            continue;
+        };
+        if SHARED.contains(&collection) {
+            continue;
+        }
+        let kind = kind_of(collection);
+        let create = doc["paths"][format!("/v1/{collection}")]["post"]["operationId"].as_str();
+        let Some(body) = create.and_then(|op| example(doc, op)) else {
+            continue;
+        };
+        if ids.contains_key(&kind) {
+            continue;
+        }
+        let r = m.post(&format!("/v1/{collection}"), &body).await;
+        assert_eq!(r.status, StatusCode::CREATED, "{path}: {}", r.body);
+        let id = r.body[&kind]["id"].as_str();
+        let id = id.unwrap_or_else(|| panic!("{path}: no {kind}.id in {}", r.body));
+        ids.insert(kind, id.to_owned());
+        if let Some(action) = r.body["action"]["id"].as_str() {
+            assert_eq!(m.wait_action(action).await["status"], "success");
+        }
+    }
 
     // A closed statement of the tenant's: its month, ended (the metering
     // clock moved 40 days on), written as the reconciler would.
@@ -203,7 +224,10 @@ async fn one_of_everything(m: &Meson) -> Owned {
         .iter()
         .find(|s| s["status"] == "closed")
         .unwrap_or_else(|| panic!("a closed statement: {}", r.body));
-    ids.insert("statement", closed["id"].as_str().unwrap().to_owned());
+    ids.insert(
+        "statement".into(),
+        closed["id"].as_str().unwrap().to_owned(),
+    );
     Owned { ids }
 }
 
@@ -216,25 +240,12 @@ fn fill(path: &str, owned: &Owned) -> (String, bool) {
         .map(|(seg, before)| match seg {
             "{id}" => {
                 named = true;
-                let kind = match before {
-                    "vms" => "vm",
-                    "volumes" => "volume",
-                    "images" => "image",
-                    "backups" => "backup",
-                    "consoles" => "console",
-                    "tokens" => "token",
-                    "ssh-keys" => "ssh_key",
-                    "invitations" => "invitation",
-                    "organizations" => "organization",
-                    "statements" => "statement",
-                    "networks" => "network",
-                    "clusters" => "cluster",
-                    "actions" => "action",
-                    // Operators' routes: shared infrastructure, no owner.
-                    "targets" | "orphans" => return uuid::Uuid::nil().to_string(),
-                    other => panic!("a path parameter after {other}: give this test its id"),
-                };
-                owned.ids[kind].clone()
+                if SHARED.contains(&before) {
+                    return uuid::Uuid::nil().to_string();
+                }
+                let kind = kind_of(before);
+                let id = owned.ids.get(&kind).cloned();
+                id.unwrap_or_else(|| panic!("no {kind} for {path}: document its create's example"))
             }
             "{node}" => owned.ids["node"].clone(),
             "{subject}" => {
@@ -253,7 +264,7 @@ fn fill(path: &str, owned: &Owned) -> (String, bool) {
 }
 
 /// A body that would work for the owner, naming its resources where it can.
-fn body_for(operation: &str, owned: &Owned) -> Option<Value> {
+fn body_for(doc: &Value, operation: &str, owned: &Owned) -> Option<Value> {
     Some(match operation {
         "vm_create" => {
             let mut vm = seed_vm();
@@ -263,9 +274,7 @@ fn body_for(operation: &str, owned: &Owned) -> Option<Value> {
             vm
         }
         "vm_update" | "network_update" | "cluster_update" | "volume_update" | "image_update"
-        | "backup_update" | "ssh_key_update" => {
-            json!({"labels": {"owned": "no"}})
-        }
+        | "backup_update" => json!({"labels": {"owned": "no"}}),
         "volume_create" => json!({"name": "mine", "size": 1}),
         "vm_create_image" => json!({"name": "stolen"}),
         "image_import" => json!({"name": "mine", "url": "http://127.0.0.1:9/x.img"}),
@@ -292,24 +301,25 @@ fn body_for(operation: &str, owned: &Owned) -> Option<Value> {
         "vm_restore" => json!({"backup": owned.ids["backup"], "into": "new"}),
         "vm_enable_backups" => json!({"keep": 1}),
         "vm_backup" => json!({"name": "stolen"}),
-        "token_create" => json!({"name": "intruders", "role": "viewer"}),
-        // The same key is the intruder's to keep: keys are unique per tenant.
-        "ssh_key_create" => json!({"name": "mine", "public_key": crate::harness::SSH_KEY}),
         "member_create" => json!({"subject": "mallory-friend", "role": "viewer"}),
         "member_update" => json!({"role": "editor"}),
-        "organization_create" => json!({"name": "stolen"}),
         "organization_update" => json!({"quotas": {"vms": 100}}),
-        "invitation_create" => json!({"email": "owned@example.com", "role": "viewer"}),
         "invitation_accept" => json!({"token": format!("mesoninv_{}", "x".repeat(40))}),
-        _ => return None,
+        // A relabel, for any other resource.
+        op if op.ends_with("_update") && example(doc, op).is_none() => {
+            json!({"labels": {"owned": "no"}})
+        }
+        // Otherwise what the document shows (the owner made its own by the
+        // same example: names and keys are unique per tenant only).
+        op => return example(doc, op),
     })
 }
 
 #[tokio::test]
 async fn another_tenants_token_never_reveals_a_tenants_resources_on_any_route() {
     let m = Meson::start().await;
-    let owned = one_of_everything(&m).await;
     let doc = m.get("/openapi.json").await.body;
+    let owned = one_of_everything(&m, &doc).await;
 
     for role in [
         meson_api::Role::Editor,
@@ -380,7 +390,7 @@ async fn another_tenants_token_never_reveals_a_tenants_resources_on_any_route() 
                         method.clone(),
                         &url,
                         &intruder,
-                        body_for(operation, &owned).as_ref(),
+                        body_for(&doc, operation, &owned).as_ref(),
                     )
                     .await;
                 let text = r.body.to_string();
@@ -420,7 +430,7 @@ async fn another_tenants_token_never_reveals_a_tenants_resources_on_any_route() 
                     continue;
                 }
                 // Nothing the owner holds shows, but what the caller sent.
-                let sent = body_for(operation, &owned)
+                let sent = body_for(&doc, operation, &owned)
                     .map(|b| b.to_string())
                     .unwrap_or_default();
                 for id in owned.all() {
