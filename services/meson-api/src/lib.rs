@@ -22,3 +22,4 @@ pub mod views;
 pub use app::App;
 pub use auth::{Auth, Principal, Role};
 pub use http::router;
+pub use resources::{Body, Read, bodies, canonical, shown};

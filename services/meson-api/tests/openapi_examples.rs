@@ -12,6 +12,7 @@
 //! And for every request body, example or not: meson-core's reader of it
 //! looks at exactly the fields its typed request has (`body_of` names both).
 
+use meson_api::{Read, canonical, shown};
 use meson_core::kaas::{KaasCreate, PoolSpec};
 use meson_core::kubernetes;
 use meson_core::network::NetworkCreate;
@@ -31,11 +32,8 @@ use meson_types::quote::QuoteRequest;
 use meson_types::requests::{NameLabelsUpdate, VmCreateRequest};
 use meson_types::upgrade::ClusterUpgradeRequest;
 use meson_types::volume::VolumeCreateRequest;
-use serde::Serialize;
-use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::collections::BTreeSet;
-use std::fmt::Debug;
 use std::path::Path;
 
 fn document() -> Value {
@@ -53,31 +51,6 @@ fn examples(content: &Value) -> Vec<Value> {
     out
 }
 
-/// `example` through `T`: its canonical JSON, checked to read back as the
-/// same `T`.
-fn canonical<T>(example: &Value) -> Result<Value, String>
-where
-    T: DeserializeOwned + Serialize + PartialEq + Debug,
-{
-    let typed: T = meson_types::lenient::from_value(example.clone())
-        .map_err(|e| format!("does not deserialize: {e}"))?;
-    let json = serde_json::to_value(&typed).map_err(|e| format!("does not serialize: {e}"))?;
-    let again: T = serde_json::from_value(json.clone())
-        .map_err(|e| format!("its canonical form {json} does not deserialize: {e}"))?;
-    if again != typed {
-        return Err(format!("{typed:?} came back as {again:?}"));
-    }
-    Ok(json)
-}
-
-/// A reader's verdict on a body, comparable across bodies: what it read
-/// (or the error it named), as `Debug` shows it.
-type Read = Result<String, String>;
-
-fn shown<R: Debug, E: Debug>(r: Result<R, E>) -> Read {
-    r.map(|r| format!("{r:?}")).map_err(|e| format!("{e:?}"))
-}
-
 /// How meson takes one operation's request body: the meson-types request
 /// (its canonical form of a body) and meson-core's reader of it.
 struct Body {
@@ -89,8 +62,12 @@ fn read(canonical: fn(&Value) -> Result<Value, String>, read: fn(&Value) -> Read
     Some(Body { canonical, read })
 }
 
-/// The request body of `method path`: one place per operation.
+/// The request body of `method path`: one place per operation, its
+/// module's `BODIES` for a resource whose API is one module.
 fn body_of(method: &str, path: &str) -> Option<Body> {
+    if let Some(b) = meson_api::bodies().find(|b| (b.method, b.path) == (method, path)) {
+        return read(b.canonical, b.read);
+    }
     match (method, path) {
         ("post", "/v1/vms") => read(canonical::<VmCreateRequest>, |v| shown(vm(v))),
         ("post", "/v1/quotes") => read(canonical::<QuoteRequest>, |v| {
@@ -122,16 +99,6 @@ fn body_of(method: &str, path: &str) -> Option<Body> {
                 shown(NameLabels::parse(v, 63))
             })
         }
-        ("post", "/v1/ssh-keys") => read(
-            canonical::<meson_types::ssh_key::SshKeyCreateRequest>,
-            |v| shown(meson_core::ssh::KeyCreate::parse(v)),
-        ),
-        ("patch", "/v1/ssh-keys/{id}") => read(canonical::<NameLabelsUpdate>, |v| {
-            shown(NameLabels::parse(v, meson_core::ssh::MAX_NAME_LEN))
-        }),
-        ("post", "/v1/tokens") => read(canonical::<meson_types::token::TokenCreateRequest>, |v| {
-            shown(meson_core::token::TokenCreate::parse(v))
-        }),
         ("post", "/v1/members") => {
             read(canonical::<meson_types::member::MemberCreateRequest>, |v| {
                 shown(meson_core::member::MemberCreate::parse(v))
@@ -319,7 +286,7 @@ fn a_target() -> Target {
 /// Checks one request body example of `method path`.
 fn request(method: &str, path: &str, ex: &Value) -> Result<(), String> {
     let body = body_of(method, path)
-        .ok_or("no meson-types request type is known for it: add it to this test")?;
+        .ok_or("no meson-types request type is known for it: add it to its module's BODIES")?;
     let json = (body.canonical)(ex)?;
     parse_alike(body.read, ex, &json)
 }
@@ -518,7 +485,7 @@ fn every_reader_reads_the_fields_of_its_typed_request() {
             let Some(body) = body_of(method, path) else {
                 failures.push(format!(
                     "{method} {path}: no meson-types request type is known for it: add it to \
-                     body_of"
+                     its module's BODIES (or, for a layered resource, to body_of)"
                 ));
                 continue;
             };

@@ -8,7 +8,9 @@
 //! `every_operation_is_carried_by_grpc_or_said_not_to_be`) see it there.
 //!
 //! A module provides `routes()` (an `OpenApiRouter`, its tag described),
-//! `grpc(&Svc, max_message_bytes)` (its tonic server) and `RULES`.
+//! `grpc(&Svc, max_message_bytes)` (its tonic server), `RULES` and
+//! `BODIES` (each request body's type and reader, which
+//! `tests/openapi_examples.rs` holds to each other).
 //! `ssh_keys` is the example to follow; `tokens` moved here from the
 //! layers. The older resources are split by layer (`app/`, `http/`,
 //! `grpc/`), and move here as they are reworked.
@@ -38,12 +40,57 @@ macro_rules! resources {
 
         /// Their operations' rules.
         pub(crate) const RULES: &[&[Rule]] = &[$($name::RULES),*];
+
+        /// How their operations read a request body.
+        pub fn bodies() -> impl Iterator<Item = &'static Body> {
+            [$($name::BODIES),*].into_iter().flatten()
+        }
     };
 }
 
 resources! {
     ssh_keys,
     tokens,
+}
+
+/// How one operation's request body is read: through its meson-types
+/// request (the SDK's) and through meson-core's reader (the server's).
+/// `tests/openapi_examples.rs` requires the two to agree on every body.
+pub struct Body {
+    /// `post`, `patch` or `put`, as the OpenAPI document writes it.
+    pub method: &'static str,
+    /// The operation's path template.
+    pub path: &'static str,
+    /// A body through the typed request: its canonical JSON.
+    pub canonical: fn(&serde_json::Value) -> Result<serde_json::Value, String>,
+    /// A body through the reader: what it read, or the error it named.
+    pub read: fn(&serde_json::Value) -> Read,
+}
+
+/// A reader's verdict on a body, comparable across bodies: what it read
+/// (or the error it named), as `Debug` shows it.
+pub type Read = Result<String, String>;
+
+/// A reader's verdict as [`Read`] compares it.
+pub fn shown<R: std::fmt::Debug, E: std::fmt::Debug>(r: Result<R, E>) -> Read {
+    r.map(|r| format!("{r:?}")).map_err(|e| format!("{e:?}"))
+}
+
+/// `body` through `T`: its canonical JSON, checked to read back as the
+/// same `T`.
+pub fn canonical<T>(body: &serde_json::Value) -> Result<serde_json::Value, String>
+where
+    T: serde::de::DeserializeOwned + serde::Serialize + PartialEq + std::fmt::Debug,
+{
+    let typed: T = meson_types::lenient::from_value(body.clone())
+        .map_err(|e| format!("does not deserialize: {e}"))?;
+    let json = serde_json::to_value(&typed).map_err(|e| format!("does not serialize: {e}"))?;
+    let again: T = serde_json::from_value(json.clone())
+        .map_err(|e| format!("its canonical form {json} does not deserialize: {e}"))?;
+    if again != typed {
+        return Err(format!("{typed:?} came back as {again:?}"));
+    }
+    Ok(json)
 }
 
 /// An OpenAPI tag with its description, for a resource's `routes()`.

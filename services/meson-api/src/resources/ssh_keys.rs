@@ -35,6 +35,22 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 /// Viewers read keys; editors keep, change and delete them.
+/// How its operations read a request body.
+pub(super) const BODIES: &[super::Body] = &[
+    super::Body {
+        method: "post",
+        path: "/v1/ssh-keys",
+        canonical: super::canonical::<wire::SshKeyCreateRequest>,
+        read: |v| super::shown(KeyCreate::parse(v)),
+    },
+    super::Body {
+        method: "patch",
+        path: "/v1/ssh-keys/{id}",
+        canonical: super::canonical::<NameLabelsUpdate>,
+        read: |v| super::shown(meson_core::patch::NameLabels::parse(v, MAX_NAME_LEN)),
+    },
+];
+
 pub(super) const RULES: &[Rule] = &[
     authz::read("ssh_key_list"),
     authz::read("ssh_key_get"),

@@ -33,6 +33,14 @@ use utoipa_axum::routes;
 
 /// A tenant's owners manage its tokens (each at most its creator's role);
 /// creating one hands out a credential.
+/// How its operations read a request body.
+pub(super) const BODIES: &[super::Body] = &[super::Body {
+    method: "post",
+    path: "/v1/tokens",
+    canonical: super::canonical::<TokenCreateRequest>,
+    read: |v| super::shown(TokenCreate::parse(v)),
+}];
+
 pub(super) const RULES: &[Rule] = &[
     authz::owner_read("token_list"),
     authz::owner_read("token_get"),
