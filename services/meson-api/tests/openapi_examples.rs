@@ -10,7 +10,8 @@
 //! keeps it so).
 //!
 //! And for every request body, example or not: meson-core's reader of it
-//! looks at exactly the fields its typed request has (`body_of` names both).
+//! looks at exactly the fields its typed request has (its module's
+//! `BODIES`, or `body_of`, names both).
 
 use meson_api::{Read, canonical, shown};
 use meson_core::kaas::{KaasCreate, PoolSpec};

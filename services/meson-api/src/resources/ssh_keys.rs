@@ -4,37 +4,23 @@
 //! fingerprint are each the tenant's only one; nothing on AtomOS changes,
 //! so every call answers at once, with no action.
 
-use crate::app::App;
 use crate::app::list::{ListQuery, Paged, SortField};
-use crate::auth::Principal;
 use crate::authz::{self, Rule};
-use crate::error::ApiResult;
 use crate::grpc::convert::json::Obj;
 use crate::grpc::convert::meta::{map, timestamp};
 use crate::grpc::convert::{list_query, name_labels, pagination, warnings};
 use crate::grpc::{Svc, answer, id, note_resource, principal};
-use crate::http::resource::{self, Resource};
+use crate::http::resource::prelude::*;
 use crate::http::responses::{BadBody, BadId, CannotDelete, CannotModify};
-use crate::http::{AppState, JsonBody, parse_id};
-use crate::views;
-use axum::Json;
-use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
-use meson_core::parse::Warning;
-use meson_core::ssh::{KeyCreate, MAX_NAME_LEN, StoredKey};
-use meson_core::ssh::SshKeyId;
-use meson_core::{Error, Result};
+use meson_core::ssh::{KeyCreate, MAX_NAME_LEN, SshKeyId, StoredKey};
+use meson_core::Error;
 use meson_proto::meson::v1 as pb;
-use meson_types::ErrorResponse;
 use meson_types::common::NameLabelsUpdate;
 use meson_types::ssh_key as wire;
 use tonic::{Request, Status};
 use utoipa::IntoResponses;
-use utoipa_axum::router::OpenApiRouter;
-use utoipa_axum::routes;
 
-/// Viewers read keys; editors keep, change and delete them.
 /// How its operations read a request body.
 pub(super) const BODIES: &[super::Body] = &[
     super::Body {
@@ -51,6 +37,7 @@ pub(super) const BODIES: &[super::Body] = &[
     },
 ];
 
+/// Viewers read keys; editors keep, change and delete them.
 pub(super) const RULES: &[Rule] = &[
     authz::read("ssh_key_list"),
     authz::read("ssh_key_get"),
@@ -167,6 +154,15 @@ struct NoSuchSshKey(#[allow(dead_code)] ErrorResponse);
 /// SSH keys through the shared handlers.
 struct SshKeys;
 
+impl Creatable for SshKeys {
+    type Created = wire::SshKeyResponse;
+
+    async fn create(app: &App, p: &Principal, body: &serde_json::Value) -> Result<Self::Created> {
+        let (key, warnings) = app.ssh_key_create(p, body).await?;
+        Ok(answered(&key, &warnings))
+    }
+}
+
 impl Resource for SshKeys {
     type Id = SshKeyId;
     type Item = StoredKey;
@@ -223,37 +219,32 @@ resource::list_operation! {
     found: "A page of SSH keys.",
 }
 
-/// Keeps a public key.
-#[utoipa::path(
-    post,
-    path = "/v1/ssh-keys",
-    tag = "ssh-keys",
-    operation_id = "ssh_key_create",
-    summary = "Create an SSH key",
-    description = "Keeps an OpenSSH public key under a name, with its fingerprint \
-        (`SHA256:...`, as `ssh-keygen -l` prints it). Nothing on AtomOS changes.",
-    request_body(content = wire::SshKeyCreateRequest, content_type = "application/json",
-        example = json!({"name": "laptop", "public_key": "ssh-ed25519 \
-            AAAAC3NzaC1lZDI1NTE5AAAAIMLavtiPfhiG3t6TAxHosXoVh7Pc/lSD8L9SNPyAzp1d user@host",
-            "labels": {"team": "web"}})),
-    responses(
-        (status = 201, description = "The key.", body = wire::SshKeyResponse,
-            links(("GetSshKey" = (operation_id = "ssh_key_get",
-                parameters(("id" = "$response.body#/ssh_key/id")))))),
-        BadBody,
-        CannotModify,
-        (status = 409, description = "A key of the tenant has this name or is this key \
-            (`uniqueness_error`, naming `name` or `public_key`), or the Idempotency-Key was \
-            used with another body (`conflict`).", body = ErrorResponse),
-    ),
-)]
-async fn create(
-    State(s): State<AppState>,
-    p: Principal,
-    JsonBody(body): JsonBody,
-) -> ApiResult<Response> {
-    let (key, warnings) = s.app.ssh_key_create(&p, &body).await?;
-    Ok((StatusCode::CREATED, Json(answered(&key, &warnings))).into_response())
+resource::create_operation! {
+    SshKeys;
+    /// Keeps a public key.
+    #[utoipa::path(
+        post,
+        path = "/v1/ssh-keys",
+        tag = "ssh-keys",
+        operation_id = "ssh_key_create",
+        summary = "Create an SSH key",
+        description = "Keeps an OpenSSH public key under a name, with its fingerprint \
+            (`SHA256:...`, as `ssh-keygen -l` prints it). Nothing on AtomOS changes.",
+        request_body(content = wire::SshKeyCreateRequest, content_type = "application/json",
+            example = json!({"name": "laptop", "public_key": "ssh-ed25519 \
+                AAAAC3NzaC1lZDI1NTE5AAAAIMLavtiPfhiG3t6TAxHosXoVh7Pc/lSD8L9SNPyAzp1d user@host",
+                "labels": {"team": "web"}})),
+        responses(
+            (status = 201, description = "The key.", body = wire::SshKeyResponse,
+                links(("GetSshKey" = (operation_id = "ssh_key_get",
+                    parameters(("id" = "$response.body#/ssh_key/id")))))),
+            BadBody,
+            CannotModify,
+            (status = 409, description = "A key of the tenant has this name or is this key \
+                (`uniqueness_error`, naming `name` or `public_key`), or the Idempotency-Key was \
+                used with another body (`conflict`).", body = ErrorResponse),
+        ),
+    )]
 }
 
 resource::get_operation! {

@@ -31,8 +31,6 @@ use tonic::{Request, Status};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-/// A tenant's owners manage its tokens (each at most its creator's role);
-/// creating one hands out a credential.
 /// How its operations read a request body.
 pub(super) const BODIES: &[super::Body] = &[super::Body {
     method: "post",
@@ -41,6 +39,8 @@ pub(super) const BODIES: &[super::Body] = &[super::Body {
     read: |v| super::shown(TokenCreate::parse(v)),
 }];
 
+/// A tenant's owners manage its tokens (each at most its creator's role);
+/// creating one hands out a credential.
 pub(super) const RULES: &[Rule] = &[
     authz::owner_read("token_list"),
     authz::owner_read("token_get"),
