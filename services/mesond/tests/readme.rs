@@ -231,3 +231,93 @@ async fn the_readme_runs_as_written() {
     );
     assert!(dev.terminate().await.success(), "{}", dev.output());
 }
+
+/// Every name an `.rs` file under `services/` and `tests/` gives a
+/// function or itself (its stem).
+fn rust_names() -> std::collections::BTreeSet<String> {
+    fn walk(dir: &Path, names: &mut std::collections::BTreeSet<String>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                if path.file_name().is_some_and(|n| n != "target") {
+                    walk(&path, names);
+                }
+                continue;
+            }
+            if path.extension().is_none_or(|e| e != "rs") {
+                continue;
+            }
+            names.insert(path.file_stem().unwrap().to_string_lossy().into_owned());
+            let text = std::fs::read_to_string(&path).unwrap();
+            for (i, _) in text.match_indices("fn ") {
+                let name: String = text[i + 3..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                names.insert(name);
+            }
+        }
+    }
+    let mut names = std::collections::BTreeSet::new();
+    for dir in ["services", "tests"] {
+        walk(&repo_root().join(dir), &mut names);
+    }
+    names
+}
+
+/// The `` `code` `` spans of a Markdown line.
+fn code_spans(line: &str) -> impl Iterator<Item = &str> {
+    line.split('`').skip(1).step_by(2)
+}
+
+/// `docs/architecture.md`'s "Adding a resource" table names files that
+/// exist (a path from the repository's root, without a `<placeholder>`)
+/// and tests that exist (its last column), so the checklist cannot go
+/// stale when a file moves or a test is renamed.
+#[test]
+fn the_resource_checklist_names_what_exists() {
+    let doc = std::fs::read_to_string(repo_root().join("docs/architecture.md")).unwrap();
+    let start = doc.find("\n## Adding a resource").expect("the checklist");
+    let section = &doc[start + 1..];
+    let section = &section[..section.find("\n## ").unwrap_or(section.len())];
+    let names = rust_names();
+    let roots = [
+        "services/",
+        "migrations/",
+        "proto/",
+        "tests/",
+        "docs/",
+        "openapi/",
+        "scripts/",
+    ];
+    let (mut rows, mut gone) = (0, Vec::new());
+    for line in section.lines().filter(|l| l.starts_with("| ")) {
+        let cells: Vec<&str> = line.trim_matches('|').split(" | ").collect();
+        let [_, files, held] = cells[..] else {
+            panic!("a row of three cells: {line}");
+        };
+        if files.trim() == "file" {
+            continue;
+        }
+        rows += 1;
+        for path in code_spans(files) {
+            if roots.iter().any(|r| path.starts_with(r))
+                && !path.contains('<')
+                && !repo_root().join(path).exists()
+            {
+                gone.push(format!("file {path}"));
+            }
+        }
+        for test in code_spans(held) {
+            let ident = test.chars().all(|c| c.is_ascii_lowercase() || c == '_');
+            if ident && !names.contains(test) {
+                gone.push(format!("test {test}"));
+            }
+        }
+    }
+    assert!(rows >= 10, "only {rows} rows read");
+    assert!(
+        gone.is_empty(),
+        "the checklist names what is gone: {gone:?}"
+    );
+}
