@@ -1,7 +1,9 @@
 //! `/v1/images`, and `POST /v1/vms/{id}/actions/create-image`.
 
 use super::resource::{self, Deletable, Resource};
-use super::responses::{BadBody, BadId, CannotDelete, CannotModify, NoSuchImage, VmBusy};
+use super::responses::{
+    BadBody, BadCreate, BadId, CannotDelete, CannotModify, NoSuchImage, VmBusy,
+};
 use super::{AppState, JsonBody, parse_id};
 use crate::app::{App, ImageCreated, ListQuery, Paged};
 use crate::auth::Principal;
@@ -58,9 +60,7 @@ fn created(c: &ImageCreated) -> Response {
                 ("GetAction" = (operation_id = "action_get",
                     parameters(("id" = "$response.body#/action/id")))),
             )),
-        (status = 400, description = "A bad field (`invalid_input`, every rejected field \
-            named in `details.fields`), malformed JSON (`json_error`) or a bad \
-            `Idempotency-Key`.", body = ErrorResponse),
+        BadCreate,
         (status = 403, description = "The token's role cannot create (`forbidden`), or the \
             image would take the tenant over its `images_gb` quota \
             (`resource_limit_exceeded`).", body = ErrorResponse),

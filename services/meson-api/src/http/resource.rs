@@ -257,67 +257,68 @@ macro_rules! list_operation {
 }
 pub(crate) use list_operation;
 
-/// Declares `create`, a resource's `POST /v1/<collection>` through
-/// [`create`], as [`update_operation`] declares `update`.
-macro_rules! create_operation {
+/// Declares `$name`, a resource's operation served by the shared handler
+/// of the same name (`create`, `update`, `delete`), with the call's
+/// `#[utoipa::path]` description.
+macro_rules! shared_operation {
     (
-        $res:ty;
-        $(#[doc = $doc:literal])*
-        #[utoipa::path($($path:tt)*)]
+        $name:ident::<$res:ty>($($arg:ident: $ty:ty),*) -> $out:ty;
+        [$($doc:literal)*]
+        ($($path:tt)*)
     ) => {
         $(#[doc = $doc])*
         #[utoipa::path($($path)*)]
-        async fn create(
+        async fn $name(
             s: axum::extract::State<AppState>,
             p: crate::auth::Principal,
-            body: $crate::http::JsonBody,
-        ) -> crate::error::ApiResult<axum::response::Response> {
-            $crate::http::resource::create::<$res>(s, p, body).await
+            $($arg: $ty),*
+        ) -> crate::error::ApiResult<$out> {
+            $crate::http::resource::$name::<$res>(s, p, $($arg),*).await
+        }
+    };
+}
+pub(crate) use shared_operation;
+
+/// Declares `create`, a resource's `POST /v1/<collection>` through
+/// [`create`]: the handler is the shared one, the `#[utoipa::path]`
+/// description (request body, answers) is the call's, as it is written on
+/// any handler.
+macro_rules! create_operation {
+    ($res:ty; $(#[doc = $doc:literal])* #[utoipa::path($($path:tt)*)]) => {
+        $crate::http::resource::shared_operation! {
+            create::<$res>(body: $crate::http::JsonBody) -> axum::response::Response;
+            [$($doc)*]
+            ($($path)*)
         }
     };
 }
 pub(crate) use create_operation;
 
 /// Declares `update`, a resource's `PATCH /v1/<collection>/{id}` through
-/// [`update`]: the handler is the shared one, the `#[utoipa::path]`
-/// description (request body, answers) is the call's, as it is written on
-/// any handler.
+/// [`update`], as [`create_operation`] declares `create`.
 macro_rules! update_operation {
-    (
-        $res:ty => $body:ty;
-        $(#[doc = $doc:literal])*
-        #[utoipa::path($($path:tt)*)]
-    ) => {
-        $(#[doc = $doc])*
-        #[utoipa::path($($path)*)]
-        async fn update(
-            s: axum::extract::State<AppState>,
-            p: crate::auth::Principal,
-            id: axum::extract::Path<String>,
-            body: $crate::http::JsonBody,
-        ) -> crate::error::ApiResult<axum::Json<$body>> {
-            $crate::http::resource::update::<$res>(s, p, id, body).await
+    ($res:ty => $body:ty; $(#[doc = $doc:literal])* #[utoipa::path($($path:tt)*)]) => {
+        $crate::http::resource::shared_operation! {
+            update::<$res>(
+                id: axum::extract::Path<String>,
+                body: $crate::http::JsonBody
+            ) -> axum::Json<$body>;
+            [$($doc)*]
+            ($($path)*)
         }
     };
 }
 pub(crate) use update_operation;
 
 /// Declares `delete`, a resource's `DELETE /v1/<collection>/{id}` through
-/// [`delete`], as [`update_operation`] declares `update`.
+/// [`delete`], as [`create_operation`] declares `create`.
 macro_rules! delete_operation {
-    (
-        $res:ty;
-        $(#[doc = $doc:literal])*
-        #[utoipa::path($($path:tt)*)]
-    ) => {
-        $(#[doc = $doc])*
-        #[utoipa::path($($path)*)]
-        async fn delete(
-            s: axum::extract::State<AppState>,
-            p: crate::auth::Principal,
-            id: axum::extract::Path<String>,
-        ) -> crate::error::ApiResult<axum::Json<meson_types::ActionResponse>> {
-            $crate::http::resource::delete::<$res>(s, p, id).await
+    ($res:ty; $(#[doc = $doc:literal])* #[utoipa::path($($path:tt)*)]) => {
+        $crate::http::resource::shared_operation! {
+            delete::<$res>(id: axum::extract::Path<String>)
+                -> axum::Json<meson_types::ActionResponse>;
+            [$($doc)*]
+            ($($path)*)
         }
     };
 }

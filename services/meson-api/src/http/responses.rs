@@ -152,6 +152,16 @@ pub struct BadBody(pub ErrorResponse);
 )]
 pub struct BadBodyField(pub ErrorResponse);
 
+/// A create's body refused as a whole or in a named field, or its
+/// `Idempotency-Key`.
+#[derive(IntoResponses)]
+#[response(
+    status = 400,
+    description = "A bad field (`invalid_input`, every rejected field named in \
+        `details.fields`), malformed JSON (`json_error`) or a bad `Idempotency-Key`."
+)]
+pub struct BadCreate(pub ErrorResponse);
+
 /// A bad path id or body.
 #[derive(IntoResponses)]
 #[response(

@@ -2,7 +2,9 @@
 
 use super::action_created;
 use super::resource::prelude::*;
-use super::responses::{BadBody, BadId, CannotDelete, CannotModify, NoSuchVolume, VmBusy};
+use super::responses::{
+    BadBody, BadCreate, BadId, CannotDelete, CannotModify, NoSuchVolume, VmBusy,
+};
 use crate::app::{Paged, VolumeQuery};
 use meson_core::VolumeId;
 use meson_core::volume::Volume;
@@ -48,9 +50,7 @@ resource::create_operation! {
                     ("GetAction" = (operation_id = "action_get",
                         parameters(("id" = "$response.body#/action/id")))),
                 )),
-            (status = 400, description = "A bad field (`invalid_input`, every rejected field \
-                named in `details.fields`), malformed JSON (`json_error`) or a bad \
-                `Idempotency-Key`.", body = ErrorResponse),
+            BadCreate,
             (status = 403, description = "The token's role cannot create (`forbidden`), or the \
                 volume would take the tenant over its `storage_gb` quota \
                 (`resource_limit_exceeded`).", body = ErrorResponse),
