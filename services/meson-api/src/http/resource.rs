@@ -1,10 +1,13 @@
-//! The handlers that read, list, change and delete a resource, written once.
+//! The handlers that create, read, list, change and delete a resource,
+//! written once.
 //!
 //! A resource implements [`Resource`]: which app calls read, list and
-//! update it, and how its answers are made; and [`Deletable`] when its
-//! delete is an action (a key or a token answers its delete itself). Its module keeps the
-//! OpenAPI description of each operation (what differs between resources),
-//! whose body is one call of the handler here.
+//! update it, and how its answers are made; [`Creatable`] when it is made
+//! by a `POST` to its collection; and [`Deletable`] when its delete is an
+//! action (a key or a token answers its delete itself). Its module keeps
+//! the OpenAPI description of each operation (what differs between
+//! resources), whose body is one call of the handler here, and imports
+//! [`prelude`].
 
 use super::{AppState, JsonBody, action_answer, paged, pagination, parse_id, query_pairs};
 use crate::app::App;
