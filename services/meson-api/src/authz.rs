@@ -210,12 +210,7 @@ const RULES: &[Rule] = &[
     write("image_delete"),
     read("image_action_list"),
     // Networks
-    read("network_list"),
-    read("network_get"),
     read("network_action_list"),
-    write("network_create"),
-    write("network_update"),
-    write("network_delete"),
     read("port_forward_list"),
     read("port_forward_get"),
     write("port_forward_create"),

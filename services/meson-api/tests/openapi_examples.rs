@@ -16,7 +16,6 @@
 use meson_api::{Read, canonical, shown};
 use meson_core::kaas::{KaasCreate, PoolSpec};
 use meson_core::kubernetes;
-use meson_core::network::NetworkCreate;
 use meson_core::patch::NameLabels;
 use meson_core::port_forward::PortForwardCreate;
 use meson_core::target::Target;
@@ -25,7 +24,6 @@ use meson_core::volume::VolumeCreate;
 use meson_types::admin::{QuotaUpdateRequest, TargetCreateRequest, TargetUpdateRequest};
 use meson_types::cluster::ClusterUpdateRequest;
 use meson_types::kaas::{KaasCreateRequest, NodePoolRequest};
-use meson_types::network::NetworkCreateRequest;
 use meson_types::ops::{Health, Index};
 use meson_types::pool::{NodePoolUpdateRequest, PoolDeleteNodesRequest};
 use meson_types::port_forward::PortForwardCreateRequest;
@@ -89,13 +87,10 @@ fn body_of(method: &str, path: &str) -> Option<Body> {
                 shown(PortForwardCreate::parse(v))
             })
         }
-        ("post", "/v1/networks") => read(canonical::<NetworkCreateRequest>, |v| {
-            shown(NetworkCreate::parse(v))
-        }),
         ("post", "/v1/volumes") => read(canonical::<VolumeCreateRequest>, |v| {
             shown(VolumeCreate::parse(v, &[]))
         }),
-        ("patch", "/v1/vms/{id}" | "/v1/networks/{id}" | "/v1/volumes/{id}") => {
+        ("patch", "/v1/vms/{id}" | "/v1/volumes/{id}") => {
             read(canonical::<NameLabelsUpdate>, |v| {
                 shown(NameLabels::parse(v, 63))
             })

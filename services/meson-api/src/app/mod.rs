@@ -19,7 +19,6 @@ mod images;
 pub use images::ImageCreated;
 pub mod list;
 pub mod members;
-mod networks;
 pub mod organizations;
 mod port_forwards;
 pub use port_forwards::PortForwardCreated;

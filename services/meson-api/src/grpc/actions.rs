@@ -50,7 +50,7 @@ pub(super) async fn list_for(
 
 impl Svc {
     /// Any resource's `List…Actions`.
-    pub(super) async fn resource_actions(
+    pub(crate) async fn resource_actions(
         &self,
         req: &Request<pb::ResourceActionsRequest>,
         kind: ResourceType,

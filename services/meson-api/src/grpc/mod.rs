@@ -15,7 +15,6 @@ mod gate;
 mod idempotency;
 mod images;
 mod members;
-mod networks;
 mod organizations;
 mod plans;
 mod port_forwards;
@@ -64,10 +63,6 @@ pub fn routes(state: &AppState) -> tonic::service::Routes {
         )
         .add_service(
             pb::image_service_server::ImageServiceServer::new(svc.clone())
-                .max_decoding_message_size(max),
-        )
-        .add_service(
-            pb::network_service_server::NetworkServiceServer::new(svc.clone())
                 .max_decoding_message_size(max),
         )
         .add_service(

@@ -15,7 +15,6 @@ mod idempotency;
 mod images;
 pub mod limits;
 mod members;
-mod networks;
 pub mod openapi;
 mod ops;
 mod organizations;
@@ -58,7 +57,6 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .merge(quotes::routes())
         .merge(volumes::routes())
         .merge(images::routes())
-        .merge(networks::routes())
         .merge(port_forwards::routes())
         .merge(backups::routes())
         .merge(consoles::routes())

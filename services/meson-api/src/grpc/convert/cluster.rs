@@ -2,7 +2,6 @@
 
 use super::json::Obj;
 use super::meta::{map, price, timestamp};
-use super::network::range;
 use super::pool::{pool, pool_create};
 use meson_proto::meson::v1 as pb;
 use meson_types as wire;
@@ -131,6 +130,14 @@ pub fn cluster_upgrade(r: &pb::UpgradeClusterRequest) -> Value {
         .opt("max_surge", r.max_surge)
         .opt("max_unavailable", r.max_unavailable)
         .value()
+}
+
+/// A network's address range, as `meson.v1` has it.
+pub fn range(r: wire::network::AddressRange) -> pb::AddressRange {
+    pb::AddressRange {
+        start: r.start,
+        last: r.last,
+    }
 }
 
 #[cfg(test)]

@@ -16,7 +16,6 @@ mod image;
 pub(crate) mod json;
 mod member;
 pub(crate) mod meta;
-mod network;
 mod organization;
 mod pool;
 mod port_forward;
@@ -32,7 +31,7 @@ pub use backup::{
     backup, backup_create, backup_list_query, backup_policy, backup_policy_request, restore,
 };
 pub use catalog::{cluster_quotes, flavor, kubernetes_version, provider, vm_quotes};
-pub use cluster::{cluster, cluster_create, cluster_update, cluster_upgrade, node};
+pub use cluster::{cluster, cluster_create, cluster_update, cluster_upgrade, node, range};
 pub use console::{console, console_filter};
 pub use image::{image, image_import, image_snapshot};
 pub use member::{
@@ -40,7 +39,6 @@ pub use member::{
     membership,
 };
 pub use meta::{list_query, name_labels, page_query, pagination, warnings};
-pub use network::{network, network_create};
 pub use organization::{organization, organization_create, organization_update};
 pub use pool::{pool, pool_create, pool_update};
 pub use port_forward::{port_forward, port_forward_create};

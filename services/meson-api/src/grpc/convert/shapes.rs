@@ -205,12 +205,6 @@ fn every_key_a_conversion_writes_is_read() {
     );
     check!(
         failures,
-        CreateNetworkRequest,
-        network_create,
-        core::network::NetworkCreate::parse
-    );
-    check!(
-        failures,
         CreateOrganizationRequest,
         organization_create,
         core::organization::OrgCreate::parse
