@@ -202,13 +202,6 @@ const RULES: &[Rule] = &[
     write("volume_move"),
     read("volume_action_list"),
     // Images
-    read("image_list"),
-    read("image_get"),
-    write("image_import"),
-    write("vm_create_image"),
-    write("image_update"),
-    write("image_delete"),
-    read("image_action_list"),
     // Networks
     read("network_action_list"),
     read("port_forward_list"),

@@ -487,38 +487,6 @@ pub fn console(c: &meson_core::console::Console) -> wire::console::Console {
     }
 }
 
-pub fn image(i: &meson_core::image::Image) -> wire::image::Image {
-    use meson_core::image::ImageSource;
-    let source = match &i.source {
-        ImageSource::Snapshot { vm } => wire::image::ImageSource {
-            kind: i.source.kind().to_owned(),
-            vm: Some(vm.0),
-            url: None,
-            checksum: None,
-        },
-        ImageSource::Url { url, checksum } => wire::image::ImageSource {
-            kind: i.source.kind().to_owned(),
-            vm: None,
-            url: Some(url.clone()),
-            checksum: checksum.clone(),
-        },
-    };
-    wire::image::Image {
-        id: i.id.0,
-        name: i.name.clone(),
-        status: i.status.as_str().to_owned(),
-        source,
-        size: i.size_gb,
-        sha256: i.sha256.clone(),
-        host: i.placement.as_ref().map(|p| p.host.clone()),
-        provider: i.placement.as_ref().map(|p| p.provider.clone()),
-        region: i.placement.as_ref().map(|p| p.region.clone()),
-        labels: i.labels.clone(),
-        error: i.error_message.clone(),
-        created: i.created,
-    }
-}
-
 pub fn backup_policy(p: &meson_core::backup::BackupPolicy) -> wire::backup::BackupPolicy {
     wire::backup::BackupPolicy {
         window: p.window(),

@@ -133,17 +133,6 @@ fn body_of(method: &str, path: &str) -> Option<Body> {
                 meson_core::backup::MAX_BACKUP_NAME_LEN,
             ))
         }),
-        ("patch", "/v1/images/{id}") => read(canonical::<NameLabelsUpdate>, |v| {
-            shown(NameLabels::parse(v, meson_core::image::MAX_IMAGE_NAME_LEN))
-        }),
-        ("post", "/v1/images") => read(canonical::<meson_types::image::ImageImportRequest>, |v| {
-            shown(meson_core::image::ImageImport::parse(v, &[]))
-        }),
-        ("post", "/v1/vms/{id}/actions/create-image") => {
-            read(canonical::<meson_types::image::ImageSnapshotRequest>, |v| {
-                shown(meson_core::image::ImageSnapshot::parse(v))
-            })
-        }
         ("post", "/v1/vms/{id}/actions/enable-backups") => {
             read(canonical::<meson_types::backup::BackupPolicyRequest>, |v| {
                 shown(meson_core::backup::BackupPolicy::parse(

@@ -15,8 +15,6 @@ mod cluster_upgrades;
 mod clusters;
 pub mod consoles;
 pub mod idempotency;
-mod images;
-pub use images::ImageCreated;
 pub mod list;
 pub mod members;
 pub mod organizations;

@@ -13,7 +13,6 @@ mod consoles;
 pub(crate) mod convert;
 mod gate;
 mod idempotency;
-mod images;
 mod members;
 mod organizations;
 mod plans;
@@ -59,10 +58,6 @@ pub fn routes(state: &AppState) -> tonic::service::Routes {
         )
         .add_service(
             pb::volume_service_server::VolumeServiceServer::new(svc.clone())
-                .max_decoding_message_size(max),
-        )
-        .add_service(
-            pb::image_service_server::ImageServiceServer::new(svc.clone())
                 .max_decoding_message_size(max),
         )
         .add_service(

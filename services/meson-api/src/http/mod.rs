@@ -12,7 +12,6 @@ mod clusters;
 mod consoles;
 pub mod gate;
 mod idempotency;
-mod images;
 pub mod limits;
 mod members;
 pub mod openapi;
@@ -56,7 +55,6 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .merge(catalog::routes())
         .merge(quotes::routes())
         .merge(volumes::routes())
-        .merge(images::routes())
         .merge(port_forwards::routes())
         .merge(backups::routes())
         .merge(consoles::routes())

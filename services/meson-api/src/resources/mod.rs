@@ -11,8 +11,9 @@
 //! `grpc(&Svc, max_message_bytes)` (its tonic server), `RULES` and
 //! `BODIES` (each request body's type and reader, which
 //! `tests/openapi_examples.rs` holds to each other).
-//! `ssh_keys` is the example to follow; `networks` (a delete that is an
-//! action) and `tokens` moved here from the layers. The older resources are split by layer (`app/`, `http/`,
+//! `ssh_keys` is the example to follow; `images` (made and deleted by
+//! actions, one on a VM's path), `networks` (a delete that is an action)
+//! and `tokens` moved here from the layers. The older resources are split by layer (`app/`, `http/`,
 //! `grpc/`), and move here as they are reworked.
 
 use crate::authz::Rule;
@@ -49,6 +50,7 @@ macro_rules! resources {
 }
 
 resources! {
+    images,
     networks,
     ssh_keys,
     tokens,

@@ -12,7 +12,6 @@ mod backup;
 mod catalog;
 mod cluster;
 mod console;
-mod image;
 pub(crate) mod json;
 mod member;
 pub(crate) mod meta;
@@ -33,7 +32,6 @@ pub use backup::{
 pub use catalog::{cluster_quotes, flavor, kubernetes_version, provider, vm_quotes};
 pub use cluster::{cluster, cluster_create, cluster_update, cluster_upgrade, node, range};
 pub use console::{console, console_filter};
-pub use image::{image, image_import, image_snapshot};
 pub use member::{
     invitation, invitation_accept, invitation_create, member, member_create, member_update,
     membership,

@@ -162,15 +162,6 @@ fn every_key_a_conversion_writes_is_read() {
         pool_update,
         core::kaas::PoolPatch::parse
     );
-    check!(failures, ImportImageRequest, image_import, |v| {
-        core::image::ImageImport::parse(v, &[])
-    });
-    check!(
-        failures,
-        CreateImageFromVmRequest,
-        image_snapshot,
-        core::image::ImageSnapshot::parse
-    );
     check!(
         failures,
         CreateMemberRequest,
