@@ -3,7 +3,7 @@
 
 use super::resource::{self, Deletable, Resource};
 use super::responses::{
-    BadBody, BadId, CannotDelete, CannotModify, NoSuchBackup, NoSuchVm, VmBusy,
+    BadActionBody, BadBody, BadId, CannotDelete, CannotModify, NoSuchBackup, NoSuchVm, VmBusy,
 };
 use super::{AppState, JsonBody, parse_id};
 use crate::app::list::BackupQuery;
@@ -127,9 +127,7 @@ async fn disable(
                 ("GetAction" = (operation_id = "action_get",
                     parameters(("id" = "$response.body#/action/id")))),
             )),
-        (status = 400, description = "A bad field (`invalid_input`), malformed JSON \
-            (`json_error`), the id is not a UUID, or a bad `Idempotency-Key`.",
-            body = ErrorResponse),
+        BadActionBody,
         (status = 403, description = "The token's role cannot create (`forbidden`), or the \
             backup would take the tenant over its `images_gb` quota \
             (`resource_limit_exceeded`).", body = ErrorResponse),

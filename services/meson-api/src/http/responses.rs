@@ -162,6 +162,16 @@ pub struct BadBodyField(pub ErrorResponse);
 )]
 pub struct BadCreate(pub ErrorResponse);
 
+/// An action's body refused, its path id not a UUID, or its
+/// `Idempotency-Key` bad.
+#[derive(IntoResponses)]
+#[response(
+    status = 400,
+    description = "A bad field (`invalid_input`), malformed JSON (`json_error`), the id is \
+        not a UUID, or a bad `Idempotency-Key`."
+)]
+pub struct BadActionBody(pub ErrorResponse);
+
 /// A bad path id or body.
 #[derive(IntoResponses)]
 #[response(

@@ -13,7 +13,7 @@ use crate::grpc::convert::meta::{map, timestamp};
 use crate::grpc::{Svc, action_on, answer, convert, id, note_action, note_resource, principal};
 use crate::http::JsonBody;
 use crate::http::resource::prelude::*;
-use crate::http::responses::{
+use crate::http::responses::{BadActionBody, 
     BadBody, BadCreate, BadId, CannotDelete, CannotModify, NoSuchImage, VmBusy,
 };
 use axum::Json;
@@ -329,9 +329,7 @@ async fn import(
                 ("GetAction" = (operation_id = "action_get",
                     parameters(("id" = "$response.body#/action/id")))),
             )),
-        (status = 400, description = "A bad field (`invalid_input`), malformed JSON \
-            (`json_error`), the id is not a UUID, or a bad `Idempotency-Key`.",
-            body = ErrorResponse),
+        BadActionBody,
         (status = 403, description = "The token's role cannot create (`forbidden`), or the \
             image would take the tenant over its `images_gb` quota \
             (`resource_limit_exceeded`).", body = ErrorResponse),
