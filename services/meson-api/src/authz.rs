@@ -204,10 +204,6 @@ const RULES: &[Rule] = &[
     // Images
     // Networks
     read("network_action_list"),
-    read("port_forward_list"),
-    read("port_forward_get"),
-    write("port_forward_create"),
-    write("port_forward_delete"),
     // Backups
     read("backup_list"),
     read("backup_get"),

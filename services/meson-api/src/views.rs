@@ -455,22 +455,6 @@ pub fn cluster_quote(o: &meson_placement::cluster::ClusterOffer) -> wire::quote:
     }
 }
 
-pub fn port_forward(f: &meson_core::port_forward::PortForward) -> wire::port_forward::PortForward {
-    wire::port_forward::PortForward {
-        id: f.id.0,
-        network: f.network_id.0,
-        vm: f.vm_id.0,
-        protocol: f.protocol.as_str().to_owned(),
-        public_ip: f.public_ip.clone(),
-        public_port: f.public_port,
-        private_port: f.private_port,
-        status: f.status.as_str().to_owned(),
-        host: f.host.clone(),
-        error: f.error_message.clone(),
-        created: f.created,
-    }
-}
-
 pub fn console(c: &meson_core::console::Console) -> wire::console::Console {
     wire::console::Console {
         id: c.id.0,

@@ -17,7 +17,6 @@ use meson_api::{Read, canonical, shown};
 use meson_core::kaas::{KaasCreate, PoolSpec};
 use meson_core::kubernetes;
 use meson_core::patch::NameLabels;
-use meson_core::port_forward::PortForwardCreate;
 use meson_core::target::Target;
 use meson_core::vm::VmCreate;
 use meson_core::volume::VolumeCreate;
@@ -26,7 +25,6 @@ use meson_types::cluster::ClusterUpdateRequest;
 use meson_types::kaas::{KaasCreateRequest, NodePoolRequest};
 use meson_types::ops::{Health, Index};
 use meson_types::pool::{NodePoolUpdateRequest, PoolDeleteNodesRequest};
-use meson_types::port_forward::PortForwardCreateRequest;
 use meson_types::quote::QuoteRequest;
 use meson_types::requests::{NameLabelsUpdate, VmCreateRequest};
 use meson_types::upgrade::ClusterUpgradeRequest;
@@ -81,11 +79,6 @@ fn body_of(method: &str, path: &str) -> Option<Body> {
         }
         ("post", "/v1/clusters/{id}/pools") => {
             read(canonical::<NodePoolRequest>, |v| shown(PoolSpec::parse(v)))
-        }
-        ("post", "/v1/networks/{id}/port-forwards") => {
-            read(canonical::<PortForwardCreateRequest>, |v| {
-                shown(PortForwardCreate::parse(v))
-            })
         }
         ("post", "/v1/volumes") => read(canonical::<VolumeCreateRequest>, |v| {
             shown(VolumeCreate::parse(v, &[]))

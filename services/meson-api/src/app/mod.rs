@@ -18,8 +18,6 @@ pub mod idempotency;
 pub mod list;
 pub mod members;
 pub mod organizations;
-mod port_forwards;
-pub use port_forwards::PortForwardCreated;
 mod quotas;
 mod quotes;
 mod targets;
@@ -41,6 +39,7 @@ pub use list::{ActionQuery, ListQuery, Page, Paged, VolumeQuery};
 pub use quotas::{QuotaView, parse_tenant};
 pub use quotes::{KaasQuotes, Quotes, VmQuotes};
 pub use targets::Drained;
+pub(crate) use vms::live_on_host;
 pub use vms::{VmCreated, VmPage, VmParts};
 pub use volumes::VolumeCreated;
 

@@ -805,7 +805,7 @@ async fn image_for_new_vm(
 
 /// A VM that is placed and running or off; else a `409` saying what it is
 /// and that only such a VM can be `what`.
-pub(super) fn live_on_host(vm: &Vm, what: &str) -> Result<()> {
+pub(crate) fn live_on_host(vm: &Vm, what: &str) -> Result<()> {
     match (&vm.placement, vm.status) {
         (Some(_), VmStatus::Running | VmStatus::Off) => Ok(()),
         _ => Err(Error::Conflict {

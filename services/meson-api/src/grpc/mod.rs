@@ -16,7 +16,6 @@ mod idempotency;
 mod members;
 mod organizations;
 mod plans;
-mod port_forwards;
 mod quotas;
 pub mod status;
 mod usage;
@@ -58,10 +57,6 @@ pub fn routes(state: &AppState) -> tonic::service::Routes {
         )
         .add_service(
             pb::volume_service_server::VolumeServiceServer::new(svc.clone())
-                .max_decoding_message_size(max),
-        )
-        .add_service(
-            pb::port_forward_service_server::PortForwardServiceServer::new(svc.clone())
                 .max_decoding_message_size(max),
         )
         .add_service(

@@ -17,7 +17,6 @@ mod members;
 pub mod openapi;
 mod ops;
 mod organizations;
-mod port_forwards;
 mod quotes;
 pub(crate) mod resource;
 pub mod responses;
@@ -55,7 +54,6 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .merge(catalog::routes())
         .merge(quotes::routes())
         .merge(volumes::routes())
-        .merge(port_forwards::routes())
         .merge(backups::routes())
         .merge(consoles::routes())
         .merge(members::routes())

@@ -12,8 +12,9 @@
 //! `BODIES` (each request body's type and reader, which
 //! `tests/openapi_examples.rs` holds to each other).
 //! `ssh_keys` is the example to follow; `images` (made and deleted by
-//! actions, one on a VM's path), `networks` (a delete that is an action)
-//! and `tokens` moved here from the layers. The older resources are split by layer (`app/`, `http/`,
+//! actions, one on a VM's path), `networks` (a delete that is an action),
+//! `port_forwards` (under a network's path) and `tokens` moved here from
+//! the layers. The older resources are split by layer (`app/`, `http/`,
 //! `grpc/`), and move here as they are reworked.
 
 use crate::authz::Rule;
@@ -52,6 +53,7 @@ macro_rules! resources {
 resources! {
     images,
     networks,
+    port_forwards,
     ssh_keys,
     tokens,
 }

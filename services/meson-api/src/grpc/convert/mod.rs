@@ -17,7 +17,6 @@ mod member;
 pub(crate) mod meta;
 mod organization;
 mod pool;
-mod port_forward;
 mod quota;
 #[cfg(test)]
 pub(crate) mod shapes;
@@ -39,7 +38,6 @@ pub use member::{
 pub use meta::{list_query, name_labels, page_query, pagination, warnings};
 pub use organization::{organization, organization_create, organization_update};
 pub use pool::{pool, pool_create, pool_update};
-pub use port_forward::{port_forward, port_forward_create};
 pub use quota::{plan, plan_put, quota, quota_update};
 pub use usage::{named_tenant, price_create, price_entry, statement, usage, usage_query};
 pub use vm::{vm, vm_create, vm_migrate, vm_network, vm_rebuild, vm_resize};

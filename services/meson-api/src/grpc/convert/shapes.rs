@@ -212,12 +212,6 @@ fn every_key_a_conversion_writes_is_read() {
         pool_create,
         core::kaas::PoolSpec::parse
     );
-    check!(
-        failures,
-        CreatePortForwardRequest,
-        port_forward_create,
-        core::port_forward::PortForwardCreate::parse
-    );
     check!(failures, PutPlanRequest, plan_put, core::quota::parse_plan);
     check!(
         failures,
