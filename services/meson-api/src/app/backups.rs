@@ -361,11 +361,37 @@ impl App {
 }
 
 /// A restored VM's name: the backed-up VM's, `-restored-` and the new
-/// id's last four hex digits, cut to fit.
+/// id's last twelve hex digits (48 of its random bits: restores of one VM
+/// never meet each other's names in practice, where four digits met within
+/// a few hundred), cut to fit.
 fn restored_name(vm_name: &str, id: VmId) -> String {
     let hex = id.0.simple().to_string();
-    let tail = format!("-restored-{}", &hex[hex.len() - 4..]);
+    let tail = format!("-restored-{}", &hex[hex.len() - 12..]);
     let room = meson_core::vm::MAX_NAME_LEN - tail.len();
     let head: String = vm_name.chars().take(room).collect();
     format!("{}{tail}", head.trim_end_matches('-'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_restored_name_is_the_vms_with_the_new_ids_random_tail_and_fits() {
+        let id = VmId::new();
+        let hex = id.0.simple().to_string();
+        let name = restored_name("web", id);
+        assert_eq!(name, format!("web-restored-{}", &hex[20..]));
+        let long = restored_name(&"a".repeat(63), id);
+        assert_eq!(long.len(), meson_core::vm::MAX_NAME_LEN);
+        assert!(long.ends_with(&name["web".len()..]), "{long}");
+        // A trailing dash of the cut name is dropped, not doubled.
+        let dashed = restored_name(&format!("{}-b", "a".repeat(40)), id);
+        assert!(!dashed.contains("--"), "{dashed}");
+        // Two restores of one VM: their names differ as their ids do.
+        let names: std::collections::BTreeSet<String> = (0..2000)
+            .map(|_| restored_name("web", VmId::new()))
+            .collect();
+        assert_eq!(names.len(), 2000);
+    }
 }
