@@ -3,6 +3,7 @@
 //! list, quote or quota answer carries any of them.
 
 use crate::harness::{Meson, seed_kaas, seed_vm};
+use meson_api::http::gate::kind_of;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -20,15 +21,6 @@ impl Owned {
 
 /// Operators' collections: shared infrastructure, no tenant owns them.
 const SHARED: [&str; 2] = ["targets", "orphans"];
-
-/// The collection's resource kind, as the API names it (`ssh-keys` →
-/// `ssh_key`).
-fn kind_of(collection: &str) -> String {
-    collection
-        .strip_suffix('s')
-        .unwrap_or(collection)
-        .replace('-', "_")
-}
 
 /// The JSON example of an operation's request body in the document.
 fn example(doc: &Value, operation: &str) -> Option<Value> {

@@ -270,13 +270,17 @@ fn resource_of(template: &str, path: &str) -> Option<(String, String)> {
     let i = t
         .iter()
         .rposition(|s| s.starts_with('{') && *s != "{command}")?;
-    let kind = match *t.get(i.checked_sub(1)?)? {
+    Some((kind_of(t.get(i.checked_sub(1)?)?), p[i].to_owned()))
+}
+
+/// The kind of resource a collection of the API holds: its name, singular
+/// (`ssh-keys` → `ssh_key`), as gRPC's calls name it; a cluster's `pools`
+/// hold `node_pool`s.
+pub fn kind_of(collection: &str) -> String {
+    match collection {
         "pools" => "node_pool".to_owned(),
-        // The collection's name, singular: `ssh-keys` → `ssh_key`, as
-        // gRPC's calls name it.
         plural => plural.strip_suffix('s').unwrap_or(plural).replace('-', "_"),
-    };
-    Some((kind, p[i].to_owned()))
+    }
 }
 
 /// `WWW-Authenticate` for 401 answers (RFC 6750), with nothing about why.
